@@ -1,0 +1,65 @@
+//! The command line (clap derive). Doc comments here are the help text.
+
+use std::net::IpAddr;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::settings::{DdmMode, DEFAULT_BASE_PORT, DEFAULT_CURRENT_PORT};
+
+/// A transparent JDWP proxy and debugger multiplexer: the Dalvik Debug Monitor as a daemon.
+///
+/// jdwpmux keeps one connection to each Java/Android VM, gives every VM its own debugger
+/// port and one "current VM" port, and relays debugger traffic next to its own DDM traffic.
+#[derive(Debug, Parser)]
+#[command(name = "jdwpmux", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// More log output (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Only warnings and errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Log line format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the proxy: connect to VMs and listen for debuggers.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// A VM's JDWP address, HOST:PORT (repeatable), e.g. one started with
+    /// -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000
+    #[arg(long = "vm", value_name = "HOST:PORT")]
+    pub vms: Vec<String>,
+    /// Address the debugger ports listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub listen: IpAddr,
+    /// Allow a non-loopback --listen address (an open JDWP port is remote code execution).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// First per-VM debugger port: VM k listens on BASE + k (0: ephemeral ports).
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_BASE_PORT)]
+    pub base_port: u16,
+    /// Port that leads to the current VM (0: an ephemeral port).
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_CURRENT_PORT)]
+    pub current_port: u16,
+    /// The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port.
+    #[arg(long, value_name = "SELECTOR")]
+    pub select: Option<String>,
+    /// When to probe VMs with DDM: auto (Android VMs only), always, never.
+    #[arg(long, value_enum, default_value_t = DdmMode::Auto)]
+    pub ddm: DdmMode,
+}

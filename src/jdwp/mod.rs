@@ -1,0 +1,11 @@
+//! The JDWP wire format: handshake, packets, a streaming decoder, a bounded body reader and
+//! the names of commands and errors. Pure code: no sockets, no tasks.
+
+pub mod codec;
+// names: added when ready
+pub mod handshake;
+pub mod packet;
+pub mod reader;
+
+pub use codec::{CodecError, Frame, JdwpCodec};
+pub use packet::{Header, Packet};

@@ -1,0 +1,59 @@
+//! Debugger listeners: one port per VM and the current-VM port, each an accept loop that
+//! starts one task per debugger connection.
+
+pub mod debugger;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn, Instrument};
+
+pub use debugger::Target;
+
+static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+/// Binds a debugger port. The "listening on" line is stable: scripts and tests read it.
+pub async fn bind(addr: SocketAddr, what: &str) -> std::io::Result<TcpListener> {
+    let l = TcpListener::bind(addr).await?;
+    let local = l.local_addr()?;
+    info!(port = local.port(), "listening on {local} for {what}");
+    Ok(l)
+}
+
+/// Runs an accept loop until cancelled.
+pub fn spawn_accept(listener: TcpListener, target: Target, handshake_timeout: Duration, cancel: CancellationToken, tracker: &TaskTracker) {
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let span = tracing::info_span!("listen", port);
+    let tasks = tracker.clone();
+    tracker.spawn(
+        async move {
+            loop {
+                let accepted = tokio::select! {
+                    r = listener.accept() => r,
+                    _ = cancel.cancelled() => break,
+                };
+                match accepted {
+                    Ok((sock, peer)) => {
+                        let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+                        info!(%peer, conn, "debugger connection");
+                        let span = tracing::info_span!("debugger", conn, %peer);
+                        tasks.spawn(
+                            debugger::serve(sock, peer, conn, target.clone(), handshake_timeout, cancel.clone())
+                                .instrument(span),
+                        );
+                    }
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait a little, do not spin.
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        }
+        .instrument(span),
+    );
+}

@@ -1,0 +1,177 @@
+//! The VMs the daemon knows, their debugger ports, and which one is current.
+//!
+//! Lookups only: nothing here is held across an `.await`. The current VM is kept as a
+//! selector and resolved when a debugger connects, so a selection by pid or app name follows
+//! what the VMs report about themselves.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use dashmap::DashMap;
+use serde::Serialize;
+
+use crate::session::{VmHandle, VmStatus};
+
+pub type VmId = u32;
+
+#[derive(Debug, Clone)]
+pub struct VmEntry {
+    pub id: VmId,
+    /// The VM's address as the user knows it.
+    pub name: String,
+    pub addr: SocketAddr,
+    /// The bound debugger port (None while it could not be bound).
+    pub port: Option<u16>,
+    pub handle: VmHandle,
+}
+
+/// One row of `list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct VmInfo {
+    pub id: VmId,
+    pub addr: String,
+    pub debugger_port: Option<u16>,
+    pub current: bool,
+    #[serde(flatten)]
+    pub status: VmStatus,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SelectError {
+    #[error("no VM matches {selector:?}; known: {}", candidates.join(", "))]
+    Unknown { selector: String, candidates: Vec<String> },
+    #[error("{selector:?} is ambiguous; it matches: {}", candidates.join(", "))]
+    Ambiguous { selector: String, candidates: Vec<String> },
+}
+
+#[derive(Debug, Default)]
+pub struct Registry {
+    vms: DashMap<VmId, VmEntry>,
+    next_id: AtomicU32,
+    /// The user's selector; None means "the first VM".
+    selection: Mutex<Option<String>>,
+}
+
+impl Registry {
+    pub fn add(&self, name: String, addr: SocketAddr, handle: VmHandle) -> VmId {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.vms.insert(id, VmEntry { id, name, addr, port: None, handle });
+        id
+    }
+
+    pub fn set_port(&self, id: VmId, port: u16) {
+        if let Some(mut e) = self.vms.get_mut(&id) {
+            e.port = Some(port);
+        }
+    }
+
+    pub fn get(&self, id: VmId) -> Option<VmEntry> {
+        self.vms.get(&id).map(|e| e.clone())
+    }
+
+    fn entries(&self) -> Vec<VmEntry> {
+        let mut v: Vec<VmEntry> = self.vms.iter().map(|e| e.clone()).collect();
+        v.sort_by_key(|e| e.id);
+        v
+    }
+
+    /// Sets the current VM by selector, after checking it names exactly one VM now.
+    pub fn select(&self, selector: &str) -> Result<VmId, SelectError> {
+        let id = self.resolve(selector)?;
+        if let Ok(mut s) = self.selection.lock() {
+            *s = Some(selector.to_string());
+        }
+        Ok(id)
+    }
+
+    /// Keeps a selector even if it names no VM yet (`--select` at start).
+    pub fn select_later(&self, selector: &str) {
+        if let Ok(mut s) = self.selection.lock() {
+            *s = Some(selector.to_string());
+        }
+    }
+
+    /// The current VM: the selected one, or the first one when nothing was selected.
+    pub fn current(&self) -> Option<VmEntry> {
+        let selector = self.selection.lock().ok().and_then(|s| s.clone());
+        match selector {
+            Some(sel) => self.resolve(&sel).ok().and_then(|id| self.get(id)),
+            None => self.entries().into_iter().next(),
+        }
+    }
+
+    pub fn list(&self) -> Vec<VmInfo> {
+        let current = self.current().map(|e| e.id);
+        self.entries()
+            .into_iter()
+            .map(|e| VmInfo {
+                id: e.id,
+                addr: e.name.clone(),
+                debugger_port: e.port,
+                current: Some(e.id) == current,
+                status: e.handle.status(),
+            })
+            .collect()
+    }
+
+    /// Finds the one VM a selector names: `:PORT` (debugger port), `HOST:PORT` (VM address),
+    /// a pid, or an app name (exact, then unique prefix).
+    pub fn resolve(&self, selector: &str) -> Result<VmId, SelectError> {
+        let entries = self.entries();
+        let rows: Vec<(VmEntry, VmStatus)> = entries.into_iter().map(|e| { let s = e.handle.status(); (e, s) }).collect();
+        let pick = |matches: Vec<&(VmEntry, VmStatus)>| -> Option<Result<VmId, SelectError>> {
+            match matches.len() {
+                0 => None,
+                1 => Some(Ok(matches[0].0.id)),
+                _ => Some(Err(SelectError::Ambiguous {
+                    selector: selector.to_string(),
+                    candidates: matches.iter().map(|(e, s)| describe(e, s)).collect(),
+                })),
+            }
+        };
+        if let Some(port) = selector.strip_prefix(':').and_then(|p| p.parse::<u16>().ok()) {
+            if let Some(r) = pick(rows.iter().filter(|(e, _)| e.port == Some(port)).collect()) {
+                return r;
+            }
+        } else if let Ok(addr) = selector.parse::<SocketAddr>() {
+            if let Some(r) = pick(rows.iter().filter(|(e, _)| e.addr == addr).collect()) {
+                return r;
+            }
+        } else if let Some(r) = pick(rows.iter().filter(|(e, _)| e.name == selector).collect()) {
+            return r;
+        } else if let Ok(pid) = selector.parse::<u32>() {
+            if let Some(r) = pick(rows.iter().filter(|(_, s)| s.pid == Some(pid)).collect()) {
+                return r;
+            }
+        } else {
+            let exact: Vec<_> = rows.iter().filter(|(_, s)| s.app.as_deref() == Some(selector)).collect();
+            if let Some(r) = pick(exact) {
+                return r;
+            }
+            let prefix: Vec<_> =
+                rows.iter().filter(|(_, s)| s.app.as_deref().is_some_and(|a| a.starts_with(selector))).collect();
+            if let Some(r) = pick(prefix) {
+                return r;
+            }
+        }
+        Err(SelectError::Unknown {
+            selector: selector.to_string(),
+            candidates: rows.iter().map(|(e, s)| describe(e, s)).collect(),
+        })
+    }
+}
+
+fn describe(e: &VmEntry, s: &VmStatus) -> String {
+    let mut d = e.name.clone();
+    if let Some(p) = e.port {
+        d.push_str(&format!(" (:{p})"));
+    }
+    if let Some(app) = &s.app {
+        d.push_str(&format!(" {app}"));
+    }
+    if let Some(pid) = s.pid {
+        d.push_str(&format!(" pid {pid}"));
+    }
+    d
+}

@@ -1,0 +1,397 @@
+//! The VM session actor: one task per VM that owns the VM socket, the id table and the state
+//! of the attached debugger. It connects (and reconnects with backoff), identifies the VM,
+//! probes DDM, then relays until the connection drops or the daemon stops.
+//!
+//! The task reads and writes its socket in one `select!` loop using only cancel-safe calls
+//! (`read_buf`, `write_buf`, `recv`), so a packet costs one wake-up of one task and several
+//! queued packets leave in one write.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+use tokio_util::codec::Decoder;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn, Instrument};
+
+use super::connect::{self, ConnectError, Connected};
+use super::handle::{
+    AttachError, DebuggerLink, FromDebugger, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL,
+};
+use super::ids::IdTable;
+use super::proxy_requests::Purpose;
+use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
+use crate::jdwp::Packet;
+use crate::settings::{DdmMode, Timeouts};
+
+/// Read buffer growth step: big enough that a burst of packets is one read.
+pub(super) const READ_CHUNK: usize = 64 * 1024;
+/// Bytes queued for the VM above which the session stops taking debugger packets.
+pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
+/// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
+pub const MAX_HELD_EVENTS: usize = 256;
+pub const MAX_HELD_EVENT_BYTES: usize = 1024 * 1024;
+/// How often timers (request expiry, attach deadlines) are checked.
+const TICK: Duration = Duration::from_millis(200);
+
+/// Everything a session needs to know about its VM.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// How the VM is named in logs and `list` (its address).
+    pub name: String,
+    pub addr: SocketAddr,
+    pub ddm: DdmMode,
+    /// The VM is known to be Android (reached through adb): probe DDM without asking Version.
+    pub android: bool,
+    pub timeouts: Timeouts,
+}
+
+/// Why a connected period ended.
+pub(super) enum Ended {
+    /// The daemon is stopping.
+    Shutdown,
+    /// The connection was dropped on purpose (a non-DDM VM lost its debugger): reconnect now.
+    Reset,
+    /// The VM went away or broke the protocol.
+    Lost(String),
+}
+
+/// A debugger attached to this VM.
+pub(super) struct Attached {
+    pub link: DebuggerLink,
+    /// It sent a DDM command itself (Android Studio, ddmlib): it gets DDM traffic too.
+    pub ddm_speaker: bool,
+    /// Event requests the VM granted it: (event kind, request id), cleared when it leaves.
+    pub event_requests: HashSet<(u8, u32)>,
+    /// A streamed command from it is being passed to the VM (`Some(true)`) or swallowed.
+    pub upstream: Option<bool>,
+}
+
+/// Where the body of a large VM packet goes.
+pub(super) struct VmStream {
+    pub to_debugger: bool,
+    /// For packets the proxy reads itself: the header, a bounded prefix, and the purpose.
+    pub collect: Option<(crate::jdwp::Header, Vec<u8>, Option<Purpose>)>,
+}
+
+pub(super) struct PendingAttach {
+    pub link: DebuggerLink,
+    pub reply: oneshot::Sender<Result<(), AttachError>>,
+    pub deadline: Instant,
+}
+
+pub(super) struct Session {
+    pub cfg: SessionConfig,
+    pub rx: mpsc::Receiver<SessionMsg>,
+    pub status: watch::Sender<VmStatus>,
+    pub cancel: CancellationToken,
+    // Per connection:
+    pub ids: IdTable,
+    pub purposes: HashMap<u32, Purpose>,
+    pub out: BytesMut,
+    pub codec: JdwpCodec,
+    pub vm_stream: Option<VmStream>,
+    pub ready: bool,
+    pub ddm_aware: Option<bool>,
+    pub id_size: Option<usize>,
+    pub identify_pending: usize,
+    pub held: VecDeque<Packet>,
+    pub held_bytes: usize,
+    pub held_dropped: u64,
+    pub reset_requested: bool,
+    pub cleanup_pending: usize,
+    pub cleanup_deadline: Option<Instant>,
+    pub cleared_requests: HashSet<u32>,
+    // Across connections:
+    pub attached: Option<Attached>,
+    pub waiting: Vec<PendingAttach>,
+    pub ddm_state: (),
+}
+
+/// Starts a session task for one VM and returns its handle.
+pub fn spawn(cfg: SessionConfig, cancel: CancellationToken, tracker: &tokio_util::task::TaskTracker) -> VmHandle {
+    let (tx, rx) = mpsc::channel(CONTROL_CHANNEL);
+    let (status, status_rx) = watch::channel(VmStatus::default());
+    let span = tracing::info_span!("vm", vm = %cfg.name);
+    let session = Session {
+        cfg,
+        rx,
+        status,
+        cancel,
+        ids: IdTable::default(),
+        purposes: HashMap::new(),
+        out: BytesMut::new(),
+        codec: JdwpCodec::default(),
+        vm_stream: None,
+        ready: false,
+        ddm_aware: None,
+        id_size: None,
+        identify_pending: 0,
+        held: VecDeque::new(),
+        held_bytes: 0,
+        held_dropped: 0,
+        reset_requested: false,
+        cleanup_pending: 0,
+        cleanup_deadline: None,
+        cleared_requests: HashSet::new(),
+        attached: None,
+        waiting: Vec::new(),
+        ddm_state: (),
+    };
+    tracker.spawn(session.run().instrument(span));
+    VmHandle { tx, status: status_rx }
+}
+
+/// Reconnect delays: fast at first (HotSpot listens again within milliseconds after a
+/// debugger leaves), then backing off to a steady retry.
+const BACKOFF_MS: [u64; 9] = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
+
+impl Session {
+    async fn run(mut self) {
+        let mut attempt = 0usize;
+        let mut last_error: Option<String> = None;
+        // After dropping a connection on purpose the VM refuses for a few milliseconds
+        // while it resets; that is expected and not worth a warning.
+        let mut quiet_until: Option<Instant> = None;
+        loop {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let cancel = self.cancel.clone();
+            let connected = tokio::select! {
+                r = self.open() => r,
+                _ = cancel.cancelled() => break,
+            };
+            match connected {
+                Ok(c) => {
+                    attempt = 0;
+                    last_error = None;
+                    info!(addr = %self.cfg.addr, "connected to the VM");
+                    match self.run_connected(c).await {
+                        Ended::Shutdown => break,
+                        Ended::Reset => {
+                            debug!("dropped the VM connection so the VM forgets its debugger");
+                            self.set_state(VmState::Reconnecting);
+                            quiet_until = Some(Instant::now() + Duration::from_secs(2));
+                            continue;
+                        }
+                        Ended::Lost(why) => {
+                            warn!(reason = %why, "lost the VM connection; reconnecting");
+                            self.set_state(VmState::Reconnecting);
+                        }
+                    }
+                }
+                Err(e) => {
+                    let text = e.to_string();
+                    if quiet_until.is_some_and(|t| Instant::now() < t) {
+                        debug!(error = %text, "VM not back yet");
+                    } else if last_error.as_deref() != Some(text.as_str()) {
+                        warn!(error = %text, "VM not reachable; retrying");
+                        last_error = Some(text);
+                    }
+                    if attempt >= 3 {
+                        self.set_state(VmState::Unreachable);
+                    }
+                }
+            }
+            let delay = Duration::from_millis(BACKOFF_MS[attempt.min(BACKOFF_MS.len() - 1)]);
+            attempt += 1;
+            if !self.idle_for(delay).await {
+                break;
+            }
+        }
+        self.shutdown_debugger("the proxy is shutting down");
+        for p in self.waiting.drain(..) {
+            let _ = p.reply.send(Err(AttachError::Gone));
+        }
+        debug!("session ended");
+    }
+
+    /// Connects and handshakes, answering control messages meanwhile.
+    async fn open(&mut self) -> Result<Connected, ConnectError> {
+        let t = self.cfg.timeouts;
+        let addr = self.cfg.addr;
+        let fut = async move {
+            let s = connect::connect_tcp(addr, t.connect).await?;
+            connect::handshake(s, t.handshake).await
+        };
+        tokio::pin!(fut);
+        let mut tick = tokio::time::interval(TICK);
+        loop {
+            tokio::select! {
+                r = &mut fut => return r,
+                m = self.rx.recv() => self.on_control(m),
+                _ = tick.tick() => self.expire_waiting(),
+            }
+        }
+    }
+
+    /// Waits `delay` while answering control messages; false when shutting down.
+    async fn idle_for(&mut self, delay: Duration) -> bool {
+        let until = Instant::now() + delay;
+        let mut tick = tokio::time::interval(TICK);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => return true,
+                _ = self.cancel.cancelled() => return false,
+                m = self.rx.recv() => self.on_control(m),
+                _ = tick.tick() => self.expire_waiting(),
+            }
+        }
+    }
+
+    pub(super) fn set_state(&self, state: VmState) {
+        self.status.send_if_modified(|s| {
+            let changed = s.state != state;
+            s.state = state;
+            changed
+        });
+    }
+
+    pub(super) fn on_control(&mut self, msg: Option<SessionMsg>) {
+        match msg {
+            Some(SessionMsg::Attach { link, reply }) => self.on_attach(link, reply),
+            // Every handle is gone: nothing can attach any more; the token still ends us.
+            None => {}
+        }
+    }
+
+    fn reset_connection_state(&mut self) {
+        self.ids = IdTable::default();
+        self.purposes.clear();
+        self.out.clear();
+        self.codec = JdwpCodec::new(MAX_PACKET_LEN, crate::jdwp::codec::DEFAULT_STREAM_OVER);
+        self.vm_stream = None;
+        self.ready = false;
+        self.ddm_aware = None;
+        self.identify_pending = 0;
+        self.held.clear();
+        self.held_bytes = 0;
+        self.reset_requested = false;
+        self.cleanup_pending = 0;
+        self.cleanup_deadline = None;
+        self.cleared_requests.clear();
+        self.ddm_state = ();
+    }
+
+    async fn run_connected(&mut self, c: Connected) -> Ended {
+        self.reset_connection_state();
+        self.set_state(VmState::Identifying);
+        let Connected { mut stream, inbuf: mut input, early } = c;
+        for p in early {
+            self.on_vm_packet(p).await;
+        }
+        self.start_identify();
+        let (mut rd, mut wr) = stream.split();
+        let mut tick = tokio::time::interval(TICK);
+        loop {
+            // Route everything already buffered before waiting again.
+            loop {
+                match self.codec.decode(&mut input) {
+                    Ok(Some(frame)) => self.on_vm_frame(frame).await,
+                    Ok(None) => break,
+                    Err(e) => return self.lost(format!("bad packet from the VM: {e}")).await,
+                }
+            }
+            if self.reset_requested && self.out.is_empty() {
+                self.fail_pending().await;
+                return Ended::Reset;
+            }
+            input.reserve(READ_CHUNK);
+            let taking_debugger = self.attached.is_some() && self.out.len() < OUT_HIGH_WATER;
+            let event = tokio::select! {
+                r = rd.read_buf(&mut input) => Event::Read(r),
+                r = wr.write_buf(&mut self.out), if !self.out.is_empty() => Event::Wrote(r),
+                m = recv_debugger(&mut self.attached), if taking_debugger => Event::Debugger(m),
+                m = self.rx.recv() => Event::Control(m),
+                _ = tick.tick() => Event::Tick,
+                _ = self.cancel.cancelled() => Event::Cancel,
+            };
+            match event {
+                Event::Read(Ok(0)) => {
+                    let why = match self.codec.decode_eof(&mut input) {
+                        Err(e) => format!("the VM closed the connection: {e}"),
+                        Ok(_) => "the VM closed the connection".to_string(),
+                    };
+                    return self.lost(why).await;
+                }
+                Event::Read(Ok(_)) => {}
+                Event::Read(Err(e)) => return self.lost(format!("read from the VM failed: {e}")).await,
+                Event::Wrote(Ok(_)) => {}
+                Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
+                Event::Debugger(m) => {
+                    // Take every queued packet before writing, so a burst leaves in one write.
+                    self.on_debugger(m).await;
+                    while self.out.len() < OUT_HIGH_WATER {
+                        let Some(a) = self.attached.as_mut() else { break };
+                        match a.link.rx.try_recv() {
+                            Ok(m) => self.on_debugger(Some(m)).await,
+                            Err(mpsc::error::TryRecvError::Empty) => break,
+                            Err(mpsc::error::TryRecvError::Disconnected) => {
+                                self.on_debugger(None).await;
+                                break;
+                            }
+                        }
+                    }
+                }
+                Event::Control(m) => self.on_control(m),
+                Event::Tick => self.on_tick().await,
+                Event::Cancel => {
+                    self.detach_for_shutdown().await;
+                    // Give the DBGD and cleanup a moment to leave; never block shutdown on it.
+                    let _ = tokio::time::timeout(Duration::from_millis(500), wr.write_all(&self.out)).await;
+                    return Ended::Shutdown;
+                }
+            }
+        }
+    }
+
+    async fn lost(&mut self, why: String) -> Ended {
+        self.fail_pending().await;
+        if let Some(a) = self.attached.take() {
+            info!(peer = %a.link.peer, "closing the debugger: the VM connection was lost");
+            let _ = a.link.tx.try_send(super::handle::ToDebugger::Close("the VM connection was lost".into()));
+            self.status.send_modify(|s| s.debugger = None);
+        }
+        Ended::Lost(why)
+    }
+
+    fn shutdown_debugger(&mut self, why: &str) {
+        if let Some(a) = self.attached.take() {
+            let _ = a.link.tx.try_send(super::handle::ToDebugger::Close(why.into()));
+        }
+    }
+
+    pub(super) fn expire_waiting(&mut self) {
+        let now = Instant::now();
+        let (late, keep): (Vec<_>, Vec<_>) = self.waiting.drain(..).partition(|p| p.deadline <= now);
+        self.waiting = keep;
+        let state = self.status.borrow().state;
+        for p in late {
+            let why = format!("still {state} after {:?}", self.cfg.timeouts.attach_wait);
+            info!(peer = %p.link.peer, reason = %why, "refusing a debugger");
+            let _ = p.reply.send(Err(AttachError::Unavailable(why)));
+        }
+    }
+}
+
+enum Event {
+    Read(std::io::Result<usize>),
+    Wrote(std::io::Result<usize>),
+    Debugger(Option<FromDebugger>),
+    Control(Option<SessionMsg>),
+    Tick,
+    Cancel,
+}
+
+/// Receives from the attached debugger, or waits forever when there is none.
+async fn recv_debugger(attached: &mut Option<Attached>) -> Option<FromDebugger> {
+    match attached {
+        Some(a) => a.link.rx.recv().await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,281 @@
+//! The session's debugger side: attaching, relaying a debugger's commands with rewritten ids,
+//! protecting the VM from commands it cannot take, and detaching.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use super::actor::{Attached, PendingAttach, Session};
+use super::handle::{AttachError, DebuggerLink, FromDebugger, ToDebugger};
+use super::ids::{Entry, Requester};
+use crate::jdwp::packet::{error, Header, DDM_CMD_SET};
+use crate::jdwp::Packet;
+
+/// How long a debugger may leave the session's packets unread before it is cut off.
+pub const DEBUGGER_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// JDWP VirtualMachine.Dispose.
+const DISPOSE: (u8, u8) = (1, 6);
+/// EventRequest.Set / Clear / ClearAllBreakpoints.
+const EVENT_SET: (u8, u8) = (15, 1);
+const EVENT_CLEAR: (u8, u8) = (15, 2);
+const EVENT_CLEAR_BREAKPOINTS: (u8, u8) = (15, 3);
+const BREAKPOINT_KIND: u8 = 2;
+
+impl Session {
+    pub(super) fn on_attach(&mut self, link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>>) {
+        if let Some(a) = &self.attached {
+            info!(peer = %link.peer, attached = %a.link.peer, "refusing a second debugger");
+            let _ = reply.send(Err(AttachError::Busy(a.link.peer)));
+            return;
+        }
+        if let Some(p) = self.waiting.first() {
+            info!(peer = %link.peer, waiting = %p.link.peer, "refusing a second debugger");
+            let _ = reply.send(Err(AttachError::Busy(p.link.peer)));
+            return;
+        }
+        let deadline = Instant::now() + self.cfg.timeouts.attach_wait;
+        self.waiting.push(PendingAttach { link, reply, deadline });
+        self.serve_waiting();
+    }
+
+    /// Attaches a waiting debugger once the VM is ready and no clean-up is running.
+    pub(super) fn serve_waiting(&mut self) {
+        if !self.ready || self.cleaning_up() || self.attached.is_some() || self.reset_requested {
+            return;
+        }
+        while let Some(p) = (!self.waiting.is_empty()).then(|| self.waiting.remove(0)) {
+            if p.reply.is_closed() {
+                continue;
+            }
+            let peer = p.link.peer;
+            // Events the VM sent while nobody was attached (VM_START with suspend=y) go
+            // first, in one message, right behind the handshake echo.
+            if !self.held.is_empty() {
+                let mut all = bytes::BytesMut::with_capacity(self.held_bytes);
+                for e in self.held.drain(..) {
+                    all.extend_from_slice(e.as_bytes());
+                }
+                self.held_bytes = 0;
+                let _ = p.link.tx.try_send(ToDebugger::Data(all.freeze()));
+            }
+            if p.reply.send(Ok(())).is_err() {
+                continue;
+            }
+            info!(peer = %peer, "debugger attached");
+            self.cleared_requests.clear();
+            self.status.send_modify(|s| s.debugger = Some(peer));
+            self.attached = Some(Attached {
+                link: p.link,
+                ddm_speaker: false,
+                event_requests: HashSet::new(),
+                upstream: None,
+            });
+            return;
+        }
+    }
+
+    /// Handles one message from the attached debugger (None: its connection ended).
+    pub(super) async fn on_debugger(&mut self, msg: Option<FromDebugger>) {
+        match msg {
+            None => self.detach("the debugger closed the connection", false).await,
+            Some(FromDebugger::Packet(p)) => self.debugger_packet(p).await,
+            Some(FromDebugger::Head(h, mut head)) => {
+                let forward = self.admit(h).await;
+                if forward {
+                    if let Some(id) = self.assign_id(h, 0).await {
+                        head[4..8].copy_from_slice(&id.to_be_bytes());
+                        self.out.extend_from_slice(&head);
+                    }
+                }
+                if let Some(a) = self.attached.as_mut() {
+                    a.upstream = Some(forward);
+                }
+            }
+            Some(FromDebugger::Body { bytes, last }) => {
+                let Some(a) = self.attached.as_mut() else { return };
+                if a.upstream == Some(true) {
+                    self.out.extend_from_slice(&bytes);
+                }
+                if last {
+                    a.upstream = None;
+                }
+            }
+        }
+    }
+
+    async fn debugger_packet(&mut self, mut p: Packet) {
+        let h = p.header();
+        if !self.admit(h).await {
+            return;
+        }
+        if (h.cmd_set(), h.cmd()) == DISPOSE {
+            // Dispose would make the VM close the connection the proxy keeps: answer it here
+            // and treat it as the debugger leaving.
+            self.send_to_debugger(Packet::reply(h.id, error::NONE, &[]).into_bytes()).await;
+            self.detach("VirtualMachine.Dispose", true).await;
+            return;
+        }
+        if h.cmd_set() == DDM_CMD_SET {
+            if let Some(a) = self.attached.as_mut() {
+                a.ddm_speaker = true;
+            }
+            self.on_ddm_payload(p.data(), false, false);
+        }
+        self.track_event_command(h, p.data());
+        // EventRequest.Set: remember the event kind until the VM grants the request.
+        let note = if (h.cmd_set(), h.cmd()) == EVENT_SET { p.data().first().copied().unwrap_or(0) } else { 0 };
+        if let Some(id) = self.assign_id(h, note).await {
+            p.set_id(id);
+            self.out.extend_from_slice(p.as_bytes());
+        }
+    }
+
+    /// Checks a debugger command; answers or drops what must not reach the VM.
+    async fn admit(&mut self, h: Header) -> bool {
+        if h.is_reply() {
+            // HotSpot kills the connection on a reply from the debugger side.
+            warn!(id = h.id, "dropping a reply packet sent by the debugger");
+            return false;
+        }
+        let (set, cmd) = (h.cmd_set(), h.cmd());
+        let why = if set == DDM_CMD_SET && self.ddm_aware != Some(true) {
+            Some("a DDM command to a VM that does not speak DDM")
+        } else if set >= 0x80 && set != DDM_CMD_SET {
+            Some("a vendor command set")
+        } else if cmd == 0 || cmd >= 0x80 {
+            Some("a command number out of range")
+        } else {
+            None
+        };
+        let Some(why) = why else { return true };
+        // HotSpot reads these bytes as signed table indexes: never let them through.
+        info!(id = h.id, set, cmd, reason = why, "answering NOT_IMPLEMENTED for the VM");
+        self.send_to_debugger(Packet::reply(h.id, error::NOT_IMPLEMENTED, &[]).into_bytes()).await;
+        false
+    }
+
+    /// Allocates a proxy id for a debugger command and records the debugger's own.
+    async fn assign_id(&mut self, h: Header, note: u8) -> Option<u32> {
+        let conn = self.attached.as_ref()?.link.conn;
+        let entry = Entry {
+            requester: Requester::Debugger(conn),
+            orig_id: h.id,
+            cmd_set: h.cmd_set(),
+            cmd: h.cmd(),
+            note,
+            sent: Instant::now().into_std(),
+        };
+        match self.ids.insert(entry) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                warn!(error = %e, "closing the debugger");
+                self.detach(&e.to_string(), true).await;
+                None
+            }
+        }
+    }
+
+    /// Keeps the set of event requests the debugger holds up to date.
+    fn track_event_command(&mut self, h: Header, data: &[u8]) {
+        let Some(a) = self.attached.as_mut() else { return };
+        match (h.cmd_set(), h.cmd()) {
+            EVENT_CLEAR => {
+                if let (Some(kind), Some(id)) = (data.first(), data.get(1..5)) {
+                    let id = u32::from_be_bytes([id[0], id[1], id[2], id[3]]);
+                    a.event_requests.remove(&(*kind, id));
+                }
+            }
+            EVENT_CLEAR_BREAKPOINTS => a.event_requests.retain(|(k, _)| *k != BREAKPOINT_KIND),
+            _ => {}
+        }
+    }
+
+    /// Called with a VM reply to a debugger's EventRequest.Set before it is relayed.
+    pub(super) fn track_event_reply(&mut self, entry: &Entry, reply: &Packet) {
+        if (entry.cmd_set, entry.cmd) != EVENT_SET || reply.header().error_code() != 0 {
+            return;
+        }
+        let (Some(a), Some(id)) = (self.attached.as_mut(), reply.data().get(..4)) else { return };
+        a.event_requests.insert((entry.note, u32::from_be_bytes([id[0], id[1], id[2], id[3]])));
+    }
+
+    /// Sends bytes to the attached debugger. When its queue is full the session waits (the VM
+    /// side is held back meanwhile); a debugger that stays stuck is cut off.
+    pub(super) async fn send_to_debugger(&mut self, bytes: Bytes) {
+        let Some(a) = self.attached.as_ref() else { return };
+        let tx = a.link.tx.clone();
+        let stuck = match tx.try_send(ToDebugger::Data(bytes)) {
+            Ok(()) => return,
+            Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => false,
+            Err(tokio::sync::mpsc::error::TrySendError::Full(msg)) => {
+                match tokio::time::timeout(DEBUGGER_STALL_TIMEOUT, tx.send(msg)).await {
+                    Ok(Ok(())) => return,
+                    Ok(Err(_)) => false,
+                    Err(_) => true,
+                }
+            }
+        };
+        if stuck {
+            warn!(timeout = ?DEBUGGER_STALL_TIMEOUT, "the debugger stopped reading; cutting it off");
+            self.detach("the debugger stopped reading", true).await;
+        } else {
+            self.detach("the debugger connection closed", false).await;
+        }
+    }
+
+    /// The debugger is gone (or is being sent away): forget it and make the VM forget it.
+    pub(super) async fn detach(&mut self, reason: &str, close: bool) {
+        let Some(a) = self.attached.take() else { return };
+        let purged = self.ids.purge(Requester::Debugger(a.link.conn));
+        info!(peer = %a.link.peer, reason, outstanding = purged, "debugger detached");
+        if close {
+            let _ = a.link.tx.try_send(ToDebugger::Close(reason.to_string()));
+        }
+        self.status.send_modify(|s| s.debugger = None);
+        if self.ddm_aware == Some(true) {
+            self.start_cleanup(a.event_requests.into_iter().collect());
+        } else {
+            // A VM that does not speak DDM only forgets a debugger when the connection closes.
+            self.reset_requested = true;
+        }
+    }
+
+    pub(super) async fn detach_for_shutdown(&mut self) {
+        if self.attached.is_some() {
+            self.detach("the proxy is shutting down", true).await;
+        }
+    }
+
+    /// The VM connection is gone: answer the debugger's outstanding requests with VM_DEAD.
+    pub(super) async fn fail_pending(&mut self) {
+        let pending = self.ids.fail_all();
+        self.purposes.clear();
+        let Some(conn) = self.attached.as_ref().map(|a| a.link.conn) else { return };
+        for (_, e) in pending {
+            if e.requester == Requester::Debugger(conn) {
+                self.send_to_debugger(Packet::reply(e.orig_id, error::VM_DEAD, &[]).into_bytes()).await;
+            }
+        }
+    }
+
+    /// Periodic work: expired proxy requests, attach deadlines, clean-up deadline.
+    pub(super) async fn on_tick(&mut self) {
+        let old = Instant::now().into_std() - super::proxy_requests::PROXY_REQUEST_TIMEOUT;
+        for (id, _) in self.ids.expire(old) {
+            if let Some(purpose) = self.purposes.remove(&id) {
+                self.on_proxy_timeout(purpose);
+            }
+        }
+        self.check_cleanup_done();
+        self.expire_waiting();
+        if self.held_dropped > 0 {
+            warn!(dropped = self.held_dropped, "events dropped while no debugger was attached");
+            self.held_dropped = 0;
+        }
+    }
+}

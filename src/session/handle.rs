@@ -1,0 +1,136 @@
+//! The cheap-to-clone handle through which listeners and the control server talk to a VM
+//! session, and the messages that travel between a session and its debugger connection.
+
+use std::net::SocketAddr;
+
+use bytes::{Bytes, BytesMut};
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::jdwp::{Header, Packet};
+
+/// Capacity of the channel carrying a debugger's packets to its session, and of the one
+/// carrying the session's bytes back; with the codec's bounded pieces this bounds memory.
+pub const DEBUGGER_CHANNEL: usize = 64;
+/// Capacity of a session's control channel (attach requests, queries).
+pub const CONTROL_CHANNEL: usize = 32;
+
+/// A debugger's traffic, as decoded by its connection task.
+#[derive(Debug)]
+pub enum FromDebugger {
+    Packet(Packet),
+    /// Header of a large command whose body follows in `Body` pieces.
+    Head(Header, BytesMut),
+    Body { bytes: BytesMut, last: bool },
+}
+
+/// What a session sends to a debugger connection task.
+#[derive(Debug)]
+pub enum ToDebugger {
+    /// Bytes to write as they are (whole packets, or pieces of a streamed one).
+    Data(Bytes),
+    /// Flush what was sent, then close the connection; the reason is logged.
+    Close(String),
+}
+
+/// The session's side of an attached debugger.
+#[derive(Debug)]
+pub struct DebuggerLink {
+    pub conn: u64,
+    pub peer: SocketAddr,
+    pub rx: mpsc::Receiver<FromDebugger>,
+    pub tx: mpsc::Sender<ToDebugger>,
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum AttachError {
+    #[error("a debugger is already attached ({0})")]
+    Busy(SocketAddr),
+    #[error("the VM is not reachable: {0}")]
+    Unavailable(String),
+    #[error("the VM session has ended")]
+    Gone,
+}
+
+/// Messages to a VM session.
+#[derive(Debug)]
+pub enum SessionMsg {
+    Attach { link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>> },
+}
+
+/// Connection state of a VM, as shown by `list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VmState {
+    Connecting,
+    Identifying,
+    Ready,
+    Reconnecting,
+    Unreachable,
+}
+
+impl std::fmt::Display for VmState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            VmState::Connecting => "connecting",
+            VmState::Identifying => "identifying",
+            VmState::Ready => "ready",
+            VmState::Reconnecting => "reconnecting",
+            VmState::Unreachable => "unreachable",
+        };
+        f.write_str(s)
+    }
+}
+
+/// What is known of a VM: published by its session on a watch channel.
+#[derive(Debug, Clone, Serialize)]
+pub struct VmStatus {
+    pub state: VmState,
+    /// VirtualMachine.Version: "vmName vmVersion".
+    pub vm_ident: Option<String>,
+    /// None until probed (or when DDM is off).
+    pub ddm: Option<bool>,
+    pub pid: Option<u32>,
+    pub app: Option<String>,
+    pub waiting_for_debugger: bool,
+    pub debugger: Option<SocketAddr>,
+}
+
+impl Default for VmStatus {
+    fn default() -> Self {
+        VmStatus {
+            state: VmState::Connecting,
+            vm_ident: None,
+            ddm: None,
+            pid: None,
+            app: None,
+            waiting_for_debugger: false,
+            debugger: None,
+        }
+    }
+}
+
+/// A handle on a running VM session. Dropping every handle does not stop the session: its
+/// cancellation token does.
+#[derive(Debug, Clone)]
+pub struct VmHandle {
+    pub(crate) tx: mpsc::Sender<SessionMsg>,
+    pub(crate) status: watch::Receiver<VmStatus>,
+}
+
+impl VmHandle {
+    /// Attaches a debugger; waits while the session (re)connects, up to its own deadline.
+    pub async fn attach(&self, link: DebuggerLink) -> Result<(), AttachError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::Attach { link, reply }).await.map_err(|_| AttachError::Gone)?;
+        rx.await.map_err(|_| AttachError::Gone)?
+    }
+
+    pub fn status(&self) -> VmStatus {
+        self.status.borrow().clone()
+    }
+
+    pub fn watch_status(&self) -> watch::Receiver<VmStatus> {
+        self.status.clone()
+    }
+}

@@ -1,0 +1,211 @@
+//! The request-id table: every command the proxy writes to a VM carries an id allocated here,
+//! unique among outstanding requests, so that replies can be routed back to whoever asked
+//! (a debugger, with its own id restored, or the proxy itself).
+//!
+//! Only proxy->VM requests live here. VM-originated commands (events, DDM pushes) keep their
+//! own ids and need no entry: ids are unique per sender only, so the two spaces never mix.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// Outstanding requests per VM before new ones are refused (a debugger that pipelines more
+/// than this without reading replies is broken or hostile).
+pub const MAX_OUTSTANDING: usize = 65_536;
+
+/// Who is waiting for a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Requester {
+    /// A debugger connection, by its connection number.
+    Debugger(u64),
+    /// The proxy itself; the tag says what the request was for.
+    Proxy(u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub requester: Requester,
+    /// The id the requester used (for the proxy's own requests, the proxy id itself).
+    pub orig_id: u32,
+    pub cmd_set: u8,
+    pub cmd: u8,
+    /// A small command-specific note kept until the reply (EventRequest.Set: the event kind).
+    pub note: u8,
+    pub sent: Instant,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0} requests are outstanding on this VM; refusing more")]
+pub struct TableFull(pub usize);
+
+#[derive(Debug)]
+pub struct IdTable {
+    pending: HashMap<u32, Entry>,
+    next: u32,
+    limit: usize,
+}
+
+impl Default for IdTable {
+    fn default() -> Self {
+        IdTable::new(1, MAX_OUTSTANDING)
+    }
+}
+
+impl IdTable {
+    /// `first` is the first id handed out; ids then increase and wrap around, skipping 0
+    /// and any id still outstanding.
+    pub fn new(first: u32, limit: usize) -> IdTable {
+        IdTable { pending: HashMap::new(), next: first.max(1), limit }
+    }
+
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Allocates an unused id and records `entry` under it.
+    pub fn insert(&mut self, entry: Entry) -> Result<u32, TableFull> {
+        if self.pending.len() >= self.limit {
+            return Err(TableFull(self.pending.len()));
+        }
+        // At most `limit` ids are taken, so this loop ends within limit + 1 steps.
+        loop {
+            let id = self.next;
+            self.next = self.next.wrapping_add(1).max(1);
+            if let std::collections::hash_map::Entry::Vacant(v) = self.pending.entry(id) {
+                v.insert(entry);
+                return Ok(id);
+            }
+        }
+    }
+
+    /// Removes and returns the entry for a reply's id.
+    pub fn take(&mut self, id: u32) -> Option<Entry> {
+        self.pending.remove(&id)
+    }
+
+    /// Removes every entry (the VM connection is gone) and returns them.
+    pub fn fail_all(&mut self) -> Vec<(u32, Entry)> {
+        self.pending.drain().collect()
+    }
+
+    /// Removes the entries of a requester that left; their late replies will find nothing.
+    pub fn purge(&mut self, who: Requester) -> usize {
+        let before = self.pending.len();
+        self.pending.retain(|_, e| e.requester != who);
+        before - self.pending.len()
+    }
+
+    /// Removes the proxy's own entries older than `deadline` (requests a VM never answers,
+    /// such as DBGD on most VMs) and returns them.
+    pub fn expire(&mut self, deadline: Instant) -> Vec<(u32, Entry)> {
+        let old: Vec<u32> = self
+            .pending
+            .iter()
+            .filter(|(_, e)| matches!(e.requester, Requester::Proxy(_)) && e.sent < deadline)
+            .map(|(id, _)| *id)
+            .collect();
+        old.into_iter().filter_map(|id| self.pending.remove(&id).map(|e| (id, e))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn entry(who: Requester, orig: u32) -> Entry {
+        Entry { requester: who, orig_id: orig, cmd_set: 1, cmd: 1, note: 0, sent: Instant::now() }
+    }
+
+    #[test]
+    fn ids_are_unique_and_map_back() {
+        let mut t = IdTable::default();
+        let a = t.insert(entry(Requester::Debugger(1), 1)).unwrap();
+        let b = t.insert(entry(Requester::Proxy(0), 1)).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(t.take(b).unwrap().requester, Requester::Proxy(0));
+        assert_eq!(t.take(a).unwrap().orig_id, 1);
+        assert_eq!(t.take(a), None, "a reply is routed once");
+    }
+
+    #[test]
+    fn wraps_around_skipping_zero_and_outstanding() {
+        let mut t = IdTable::new(u32::MAX - 1, 10);
+        let held = t.insert(entry(Requester::Debugger(1), 5)).unwrap();
+        assert_eq!(held, u32::MAX - 1);
+        assert_eq!(t.insert(entry(Requester::Debugger(1), 6)).unwrap(), u32::MAX);
+        assert_eq!(t.insert(entry(Requester::Debugger(1), 7)).unwrap(), 1, "0 is skipped");
+        // Run the counter all the way round: it must skip the id still outstanding.
+        let mut t = IdTable::new(1, 10);
+        let first = t.insert(entry(Requester::Debugger(1), 0)).unwrap();
+        t.next = first;
+        assert_eq!(t.insert(entry(Requester::Debugger(1), 0)).unwrap(), first + 1);
+    }
+
+    #[test]
+    fn limit_is_enforced() {
+        let mut t = IdTable::new(1, 3);
+        for i in 0..3 {
+            t.insert(entry(Requester::Debugger(1), i)).unwrap();
+        }
+        assert_eq!(t.insert(entry(Requester::Debugger(1), 9)), Err(TableFull(3)));
+        t.take(2).unwrap();
+        assert!(t.insert(entry(Requester::Debugger(1), 9)).is_ok());
+    }
+
+    #[test]
+    fn fail_all_empties_the_table() {
+        let mut t = IdTable::default();
+        for i in 0..5 {
+            t.insert(entry(Requester::Debugger(i), i as u32)).unwrap();
+        }
+        assert_eq!(t.fail_all().len(), 5);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn purge_drops_only_that_requester() {
+        let mut t = IdTable::default();
+        let gone = t.insert(entry(Requester::Debugger(1), 1)).unwrap();
+        let kept = t.insert(entry(Requester::Debugger(2), 1)).unwrap();
+        let own = t.insert(entry(Requester::Proxy(3), 1)).unwrap();
+        assert_eq!(t.purge(Requester::Debugger(1)), 1);
+        assert_eq!(t.take(gone), None, "a late reply for a departed debugger finds nothing");
+        assert!(t.take(kept).is_some());
+        assert!(t.take(own).is_some());
+    }
+
+    #[test]
+    fn expire_touches_only_old_proxy_entries() {
+        let mut t = IdTable::default();
+        let old = Instant::now();
+        let dbg = t.insert(Entry { sent: old, ..entry(Requester::Debugger(1), 1) }).unwrap();
+        let own = t.insert(Entry { sent: old, ..entry(Requester::Proxy(1), 1) }).unwrap();
+        let expired = t.expire(old + Duration::from_millis(1));
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].0, own);
+        assert!(t.take(dbg).is_some());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_hands_out_an_outstanding_id(ops in proptest::collection::vec(0u8..3, 1..400), start in proptest::num::u32::ANY) {
+            let mut t = IdTable::new(start, 50);
+            let mut live = std::collections::HashSet::new();
+            for op in ops {
+                if op < 2 {
+                    if let Ok(id) = t.insert(entry(Requester::Debugger(1), 0)) {
+                        proptest::prop_assert!(id != 0);
+                        proptest::prop_assert!(live.insert(id));
+                    }
+                } else if let Some(&id) = live.iter().next() {
+                    live.remove(&id);
+                    proptest::prop_assert!(t.take(id).is_some());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! VM sessions: one actor task per VM that owns the VM connection (see `actor`), with its
+//! request-id table (`ids`), its debugger side, its VM side and its own requests.
+
+mod actor;
+pub mod connect;
+mod ddm_glue;
+mod debugger_side;
+mod handle;
+pub mod ids;
+mod proxy_requests;
+mod vm_side;
+
+pub use actor::{spawn, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+pub use debugger_side::DEBUGGER_STALL_TIMEOUT;
+pub use handle::{
+    AttachError, DebuggerLink, FromDebugger, SessionMsg, ToDebugger, VmHandle, VmState, VmStatus, DEBUGGER_CHANNEL,
+};
+pub use proxy_requests::is_android_vm;

@@ -1,0 +1,325 @@
+//! Requests the proxy itself sends to a VM: identification (Version, IDSizes), the DDM probe
+//! (HELO), and the clean-up after a debugger leaves a DDM-aware VM (DBGD, EventRequest.Clear,
+//! resuming every suspension it left behind).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use super::actor::Session;
+use super::handle::VmState;
+use super::ids::{Entry, Requester};
+use crate::jdwp::packet::{DDM_CMD, DDM_CMD_SET};
+use crate::jdwp::reader::{put_id, Reader};
+use crate::jdwp::Packet;
+use crate::settings::DdmMode;
+
+/// Proxy requests unanswered after this long are given up (DBGD is often never answered).
+pub const PROXY_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// A new debugger waits at most this long for the previous one's clean-up to finish.
+pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a proxy request was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    Version,
+    IdSizes,
+    Helo,
+    Dbgd,
+    /// Part of the clean-up after a debugger left.
+    Cleanup(CleanupStep),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanupStep {
+    IdSizes,
+    ClearEvent,
+    AllThreads,
+    SuspendCount(u64),
+    Resume,
+}
+
+impl Session {
+    /// Queues a command of the proxy's own for the VM.
+    pub(super) fn send_proxy(&mut self, purpose: Purpose, cmd_set: u8, cmd: u8, data: &[u8]) {
+        let entry = Entry {
+            requester: Requester::Proxy(0),
+            orig_id: 0,
+            cmd_set,
+            cmd,
+            note: 0,
+            sent: Instant::now().into_std(),
+        };
+        match self.ids.insert(entry) {
+            Ok(id) => {
+                let p = Packet::command(id, cmd_set, cmd, data);
+                self.trace_ddm_out(&p);
+                self.out.extend_from_slice(p.as_bytes());
+                self.purposes.insert(id, purpose);
+                if let Purpose::Cleanup(_) = purpose {
+                    self.cleanup_pending += 1;
+                }
+            }
+            Err(e) => warn!(error = %e, ?purpose, "cannot send a proxy request"),
+        }
+    }
+
+    pub(super) fn start_identify(&mut self) {
+        if self.cfg.android {
+            // ART loads its full JDWP agent (and the app becomes "debugged", slower) on the
+            // first non-DDM packet, so a VM known to be Android is probed with HELO alone.
+            self.probe_ddm();
+            return;
+        }
+        self.send_proxy(Purpose::Version, 1, 1, &[]);
+        self.send_proxy(Purpose::IdSizes, 1, 7, &[]);
+        self.identify_pending = 2;
+    }
+
+    fn probe_ddm(&mut self) {
+        if self.cfg.ddm == DdmMode::Never {
+            self.set_ddm(false);
+            self.become_ready();
+            return;
+        }
+        let chunk = vec![b'H', b'E', b'L', b'O', 0, 0, 0, 4, 0, 0, 0, 1];
+        self.send_proxy(Purpose::Helo, DDM_CMD_SET, DDM_CMD, &chunk);
+    }
+
+    fn set_ddm(&mut self, aware: bool) {
+        self.ddm_aware = Some(aware);
+        self.status.send_modify(|s| s.ddm = Some(aware));
+    }
+
+    fn identified(&mut self, android: bool) {
+        if self.ready || self.ddm_aware.is_some() {
+            return;
+        }
+        let probe = match self.cfg.ddm {
+            DdmMode::Always => true,
+            DdmMode::Never => false,
+            DdmMode::Auto => android,
+        };
+        if probe {
+            self.probe_ddm();
+        } else {
+            // HotSpot reads the command set as a signed byte and indexes a table with it:
+            // a DDM packet can crash it (JDK-8382537), so a non-Android VM is never probed.
+            self.set_ddm(false);
+            self.become_ready();
+        }
+    }
+
+    pub(super) fn become_ready(&mut self) {
+        if !self.ready {
+            self.ready = true;
+            self.set_state(VmState::Ready);
+            info!(ddm = ?self.ddm_aware, "VM ready");
+        }
+        self.serve_waiting();
+    }
+
+    /// Handles the reply to a proxy request (`purpose` is None for an unknown one).
+    pub(super) fn on_proxy_reply(&mut self, purpose: Option<Purpose>, p: &Packet) {
+        let Some(purpose) = purpose else { return };
+        if let Purpose::Cleanup(_) = purpose {
+            self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+        }
+        let h = p.header();
+        let ok = h.error_code() == 0;
+        match purpose {
+            Purpose::Version => {
+                self.identify_pending = self.identify_pending.saturating_sub(1);
+                let android = if ok { self.on_version(p.data()) } else { false };
+                if !ok {
+                    warn!(error = h.error_code(), "VirtualMachine.Version failed");
+                }
+                if self.identify_pending == 0 {
+                    self.identified(android || self.android_by_ident());
+                }
+            }
+            Purpose::IdSizes => {
+                self.identify_pending = self.identify_pending.saturating_sub(1);
+                if ok {
+                    self.on_id_sizes(p.data());
+                }
+                if self.identify_pending == 0 {
+                    let android = self.android_by_ident();
+                    self.identified(android);
+                }
+            }
+            Purpose::Helo => {
+                if ok {
+                    self.set_ddm(true);
+                    self.on_ddm_payload(p.data(), true, true);
+                } else {
+                    info!(error = h.error_code(), "HELO refused: not a DDM-aware VM");
+                    self.set_ddm(false);
+                }
+                self.become_ready();
+            }
+            Purpose::Dbgd => debug!(error = h.error_code(), len = p.len(), "DBGD answered"),
+            Purpose::Cleanup(step) => self.on_cleanup_reply(step, ok, p.data()),
+        }
+        self.check_cleanup_done();
+    }
+
+    /// A proxy request that was never answered.
+    pub(super) fn on_proxy_timeout(&mut self, purpose: Purpose) {
+        match purpose {
+            Purpose::Version | Purpose::IdSizes => {
+                warn!(?purpose, "the VM did not answer an identification request");
+                self.identify_pending = self.identify_pending.saturating_sub(1);
+                if self.identify_pending == 0 {
+                    let android = self.android_by_ident();
+                    self.identified(android);
+                }
+            }
+            Purpose::Helo => {
+                warn!("the VM did not answer HELO; treating it as not DDM-aware");
+                self.set_ddm(false);
+                self.become_ready();
+            }
+            Purpose::Dbgd => debug!("DBGD was not answered (no Android VM implements it)"),
+            Purpose::Cleanup(step) => {
+                warn!(?step, "a clean-up request was not answered");
+                self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+                self.check_cleanup_done();
+            }
+        }
+    }
+
+    fn android_by_ident(&self) -> bool {
+        self.status.borrow().vm_ident.as_deref().is_some_and(is_android_vm)
+    }
+
+    fn on_version(&mut self, data: &[u8]) -> bool {
+        let mut r = Reader::new(data);
+        let parsed = (|| {
+            let description = r.string("description")?;
+            let major = r.i32("jdwpMajor")?;
+            let minor = r.i32("jdwpMinor")?;
+            let vm_version = r.string("vmVersion")?;
+            let vm_name = r.string("vmName")?;
+            Ok::<_, crate::jdwp::reader::ReadError>((description, major, minor, vm_version, vm_name))
+        })();
+        match parsed {
+            Ok((description, major, minor, vm_version, vm_name)) => {
+                let ident = format!("{vm_name} {vm_version}");
+                let first_line = description.lines().next().unwrap_or("").to_string();
+                info!(vm_name = %vm_name, vm_version = %vm_version, jdwp = %format!("{major}.{minor}"),
+                      description = %first_line, "VM identified");
+                let android = is_android_vm(&ident) || description.contains("Android");
+                self.status.send_modify(|s| s.vm_ident = Some(ident));
+                android
+            }
+            Err(e) => {
+                warn!(error = %e, "malformed VirtualMachine.Version reply");
+                false
+            }
+        }
+    }
+
+    fn on_id_sizes(&mut self, data: &[u8]) {
+        let mut r = Reader::new(data);
+        let sizes: Result<Vec<i32>, _> = (0..5).map(|_| r.i32("IDSizes")).collect();
+        match sizes {
+            // Order: fieldID, methodID, objectID, referenceTypeID, frameID.
+            Ok(s) if (1..=8).contains(&s[2]) => {
+                debug!(field = s[0], method = s[1], object = s[2], reference_type = s[3], frame = s[4], "ID sizes");
+                self.id_size = Some(s[2] as usize);
+            }
+            Ok(s) => warn!(object = s[2], "unusable object id size"),
+            Err(e) => warn!(error = %e, "malformed IDSizes reply"),
+        }
+    }
+
+    // ----- clean-up after a debugger leaves a DDM-aware VM -----
+
+    /// Undoes what a departed debugger left on a VM whose connection is kept: DBGD, clears its
+    /// event requests, then resumes every thread as often as it is suspended.
+    pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>) {
+        self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
+        self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &[b'D', b'B', b'G', b'D', 0, 0, 0, 0]);
+        for (kind, id) in event_requests {
+            self.cleared_requests.insert(id);
+            let mut data = vec![kind];
+            data.extend_from_slice(&id.to_be_bytes());
+            self.send_proxy(Purpose::Cleanup(CleanupStep::ClearEvent), 15, 2, &data);
+        }
+        if self.id_size.is_some() {
+            self.send_proxy(Purpose::Cleanup(CleanupStep::AllThreads), 1, 4, &[]);
+        } else {
+            self.send_proxy(Purpose::Cleanup(CleanupStep::IdSizes), 1, 7, &[]);
+        }
+        info!(requests = self.cleared_requests.len(), "cleaning up after the debugger");
+    }
+
+    fn on_cleanup_reply(&mut self, step: CleanupStep, ok: bool, data: &[u8]) {
+        if !ok {
+            debug!(?step, "clean-up request failed");
+            return;
+        }
+        match step {
+            CleanupStep::IdSizes => {
+                self.on_id_sizes(data);
+                if self.id_size.is_some() {
+                    self.send_proxy(Purpose::Cleanup(CleanupStep::AllThreads), 1, 4, &[]);
+                }
+            }
+            CleanupStep::ClearEvent | CleanupStep::Resume => {}
+            CleanupStep::AllThreads => {
+                let size = self.id_size.unwrap_or(8);
+                let mut r = Reader::new(data);
+                let threads = r.u32("thread count").and_then(|n| {
+                    (0..n.min(1_000_000)).map(|_| r.id(size, "thread id")).collect::<Result<Vec<_>, _>>()
+                });
+                match threads {
+                    Ok(threads) => {
+                        for t in threads {
+                            let mut d = Vec::with_capacity(size);
+                            put_id(&mut d, t, size);
+                            self.send_proxy(Purpose::Cleanup(CleanupStep::SuspendCount(t)), 11, 12, &d);
+                        }
+                    }
+                    Err(e) => warn!(error = %e, "malformed AllThreads reply"),
+                }
+            }
+            CleanupStep::SuspendCount(thread) => {
+                let count = Reader::new(data).i32("suspend count").unwrap_or(0);
+                if count > 0 {
+                    debug!(thread, count, "resuming a thread the debugger left suspended");
+                }
+                let size = self.id_size.unwrap_or(8);
+                for _ in 0..count.clamp(0, 1000) {
+                    let mut d = Vec::with_capacity(size);
+                    put_id(&mut d, thread, size);
+                    self.send_proxy(Purpose::Cleanup(CleanupStep::Resume), 11, 3, &d);
+                }
+            }
+        }
+    }
+
+    pub(super) fn cleaning_up(&self) -> bool {
+        self.cleanup_deadline.is_some()
+    }
+
+    pub(super) fn check_cleanup_done(&mut self) {
+        let Some(deadline) = self.cleanup_deadline else { return };
+        if self.cleanup_pending == 0 || Instant::now() >= deadline {
+            if self.cleanup_pending > 0 {
+                warn!(pending = self.cleanup_pending, "clean-up did not finish in time");
+            } else {
+                debug!("clean-up done");
+            }
+            self.cleanup_deadline = None;
+            self.serve_waiting();
+        }
+    }
+}
+
+/// Android VMs call themselves "Dalvik" in VirtualMachine.Version, ART included.
+pub fn is_android_vm(ident: &str) -> bool {
+    ident.contains("Dalvik") || ident.split_whitespace().next() == Some("ART") || ident.contains("Android")
+}

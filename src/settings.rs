@@ -1,0 +1,128 @@
+//! Validated settings for `serve`, with every default and limit as a named constant.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+pub const DEFAULT_LISTEN: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+pub const DEFAULT_BASE_PORT: u16 = 8600;
+pub const DEFAULT_CURRENT_PORT: u16 = 8700;
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// HotSpot gives up on a handshake after 2 s; a VM that takes longer than this is not well.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a new debugger waits for its VM to (re)connect before it is turned away.
+pub const DEFAULT_ATTACH_WAIT: Duration = Duration::from_secs(10);
+/// How long a debugger has to send its handshake.
+pub const DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// When to probe a VM with the DDM HELO chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DdmMode {
+    /// Only VMs that say they are Android (Dalvik/ART) or were reached through adb.
+    Auto,
+    /// Every VM. HotSpot may crash on a DDM packet: use with care.
+    Always,
+    /// No DDM at all: a plain debugger proxy.
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub handshake: Duration,
+    pub attach_wait: Duration,
+    pub debugger_handshake: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: DEFAULT_CONNECT_TIMEOUT,
+            handshake: DEFAULT_HANDSHAKE_TIMEOUT,
+            attach_wait: DEFAULT_ATTACH_WAIT,
+            debugger_handshake: DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT,
+        }
+    }
+}
+
+/// Everything `serve` runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub vms: Vec<SocketAddr>,
+    pub listen: IpAddr,
+    pub allow_remote: bool,
+    /// First per-VM debugger port; 0 gives every VM an ephemeral port.
+    pub base_port: u16,
+    /// The current-VM port; 0 for an ephemeral one.
+    pub current_port: u16,
+    pub select: Option<String>,
+    pub ddm: DdmMode,
+    pub timeouts: Timeouts,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            vms: Vec::new(),
+            listen: DEFAULT_LISTEN,
+            allow_remote: false,
+            base_port: DEFAULT_BASE_PORT,
+            current_port: DEFAULT_CURRENT_PORT,
+            select: None,
+            ddm: DdmMode::Auto,
+            timeouts: Timeouts::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SettingsError {
+    #[error("--listen {0} is not a loopback address: JDWP gives whoever connects full control of the VM; add --allow-remote if you mean it")]
+    RemoteNotAllowed(IpAddr),
+    #[error("--vm {0}: expected HOST:PORT (for example 127.0.0.1:8000)")]
+    BadVm(String),
+}
+
+impl Settings {
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if !self.listen.is_loopback() && !self.allow_remote {
+            return Err(SettingsError::RemoteNotAllowed(self.listen));
+        }
+        Ok(())
+    }
+}
+
+/// Parses `HOST:PORT`, resolving a host name (`localhost:8000`) to its first address.
+pub fn parse_vm_addr(s: &str) -> Result<SocketAddr, SettingsError> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    s.to_socket_addrs()
+        .ok()
+        .and_then(|mut it| it.next())
+        .ok_or_else(|| SettingsError::BadVm(s.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_by_default_and_remote_needs_consent() {
+        let mut s = Settings::default();
+        assert!(s.validate().is_ok());
+        s.listen = "0.0.0.0".parse().unwrap();
+        assert_eq!(s.validate(), Err(SettingsError::RemoteNotAllowed(s.listen)));
+        s.allow_remote = true;
+        assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn vm_addresses() {
+        assert_eq!(parse_vm_addr("127.0.0.1:8000").unwrap().port(), 8000);
+        assert_eq!(parse_vm_addr("localhost:8001").unwrap().port(), 8001);
+        assert!(parse_vm_addr("8000").is_err());
+        assert!(parse_vm_addr("host:notaport").is_err());
+    }
+}
