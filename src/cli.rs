@@ -1,6 +1,7 @@
 //! The command line (clap derive). Doc comments here are the help text.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -24,6 +25,10 @@ pub struct Cli {
     /// Log line format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
+    /// The daemon's control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock,
+    /// else /tmp/jdwpmux-UID/control.sock].
+    #[arg(long, value_name = "PATH", env = "JDWPMUX_CONTROL", global = true)]
+    pub control: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -36,6 +41,23 @@ pub enum LogFormat {
 pub enum Command {
     /// Run the proxy: connect to VMs and listen for debuggers.
     Serve(ServeArgs),
+    /// List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state.
+    List(ListArgs),
+    /// Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT).
+    Select(SelectArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// pid, app name (exact or unique prefix), VM HOST:PORT, or :PORT of a debugger port.
+    pub selector: String,
 }
 
 #[derive(Debug, Args)]
@@ -44,6 +66,16 @@ pub struct ServeArgs {
     /// -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000
     #[arg(long = "vm", value_name = "HOST:PORT")]
     pub vms: Vec<String>,
+    /// Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or
+    /// --scan is given: 127.0.0.1:8000-8040].
+    #[arg(long = "scan", value_name = "HOST:FIRST-LAST")]
+    pub scans: Vec<crate::discovery::scan::ScanRange>,
+    /// Do not scan the default range.
+    #[arg(long, conflicts_with = "scans")]
+    pub no_scan: bool,
+    /// Seconds between scans.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub scan_interval: f64,
     /// Address the debugger ports listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
     pub listen: IpAddr,

@@ -4,8 +4,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use jdwpmux::cli::{Cli, Command, LogFormat, ServeArgs};
-use jdwpmux::settings::{parse_vm_addr, Settings, SettingsError};
+use jdwpmux::cli::{Cli, Command, ListArgs, LogFormat, SelectArgs, ServeArgs};
+use jdwpmux::control::{self, client, protocol::{ErrorKind, Request, Response}};
+use jdwpmux::settings::{self, parse_vm_addr, Settings, SettingsError};
 use tracing_subscriber::EnvFilter;
 
 /// Time given to sessions to detach debuggers cleanly at shutdown.
@@ -23,17 +24,58 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let control = cli.control.clone().unwrap_or_else(control::default_path);
     let result = match cli.command {
-        Command::Serve(args) => rt.block_on(serve(args)),
+        Command::Serve(args) => rt.block_on(serve(args, control)),
+        Command::List(args) => rt.block_on(list(args, &control)),
+        Command::Select(args) => rt.block_on(select(args, &control)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("jdwpmux: {e:#}");
-            let usage = e.downcast_ref::<SettingsError>().is_some()
-                || matches!(e.downcast_ref::<jdwpmux::RunError>(), Some(jdwpmux::RunError::Settings(_)));
-            ExitCode::from(if usage { 2 } else { 1 })
+            ExitCode::from(exit_code(&e))
         }
+    }
+}
+
+/// A usage error (bad flags, config, selector) that the user must fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct UsageError(String);
+
+/// 2 for what the user must fix in the command, 1 for what went wrong at run time.
+fn exit_code(e: &anyhow::Error) -> u8 {
+    let usage = e.downcast_ref::<SettingsError>().is_some()
+        || e.downcast_ref::<UsageError>().is_some()
+        || matches!(e.downcast_ref::<jdwpmux::RunError>(), Some(jdwpmux::RunError::Settings(_)));
+    if usage {
+        2
+    } else {
+        1
+    }
+}
+
+async fn list(args: ListArgs, control: &std::path::Path) -> anyhow::Result<()> {
+    match client::request(control, &Request::List).await? {
+        Response::Vms { vms } if args.json => println!("{}", serde_json::to_string_pretty(&vms)?),
+        Response::Vms { vms } => print!("{}", control::view::table(&vms)),
+        other => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
+    }
+    Ok(())
+}
+
+async fn select(args: SelectArgs, control: &std::path::Path) -> anyhow::Result<()> {
+    match client::request(control, &Request::Select { selector: args.selector }).await? {
+        Response::Selected { vm } => {
+            let port = vm.debugger_port.map_or("-".into(), |p| p.to_string());
+            let app = vm.status.app.as_deref().unwrap_or("-");
+            println!("current VM: {} (port {port}, app {app})", vm.addr);
+            Ok(())
+        }
+        Response::Error { kind: ErrorKind::Selector, message } => Err(UsageError(message).into()),
+        Response::Error { message, .. } => anyhow::bail!(message),
+        other => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
     }
 }
 
@@ -55,8 +97,17 @@ fn init_logging(cli: &Cli) {
 
 fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     let vms = args.vms.iter().map(|v| parse_vm_addr(v)).collect::<Result<Vec<_>, _>>()?;
+    let mut scans = args.scans;
+    if scans.is_empty() && vms.is_empty() && !args.no_scan {
+        scans.push(settings::DEFAULT_SCAN.parse().map_err(SettingsError::BadScan)?);
+    }
+    if !(0.05..=3600.0).contains(&args.scan_interval) {
+        return Err(SettingsError::BadScan(format!("--scan-interval {}: expected 0.05 to 3600 seconds", args.scan_interval)));
+    }
     let s = Settings {
         vms,
+        scans,
+        scan_interval: Duration::from_secs_f64(args.scan_interval),
         listen: args.listen,
         allow_remote: args.allow_remote,
         base_port: args.base_port,
@@ -69,8 +120,9 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     Ok(s)
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let settings = settings_from(args)?;
+async fn serve(args: ServeArgs, control: std::path::PathBuf) -> anyhow::Result<()> {
+    let mut settings = settings_from(args)?;
+    settings.control = Some(control);
     let daemon = jdwpmux::start(settings).await?;
     wait_for_signal().await;
     tracing::info!("shutting down");

@@ -9,28 +9,51 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use dashmap::DashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::session::{VmHandle, VmStatus};
 
 pub type VmId = u32;
 
+/// How a VM was found: VMs named on the command line stay listed while unreachable;
+/// discovered ones leave the list when they go away (but keep their port for their return).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Cli,
+    Scan,
+    Adb,
+}
+
 #[derive(Debug, Clone)]
 pub struct VmEntry {
     pub id: VmId,
+    /// What identifies the VM across reconnects: HOST:PORT, or adb serial + app.
+    pub key: String,
     /// The VM's address as the user knows it.
     pub name: String,
     pub addr: SocketAddr,
+    pub source: Source,
+    /// The debugger port given to this VM (0: an ephemeral one was asked for).
+    pub wanted_port: u16,
     /// The bound debugger port (None while it could not be bound).
     pub port: Option<u16>,
     pub handle: VmHandle,
 }
 
+impl VmEntry {
+    /// Whether `list` shows it now.
+    pub fn present(&self) -> bool {
+        self.source == Source::Cli || self.handle.status().state != crate::session::VmState::Unreachable
+    }
+}
+
 /// One row of `list`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VmInfo {
     pub id: VmId,
     pub addr: String,
+    pub source: Source,
     pub debugger_port: Option<u16>,
     pub current: bool,
     #[serde(flatten)]
@@ -48,16 +71,39 @@ pub enum SelectError {
 #[derive(Debug, Default)]
 pub struct Registry {
     vms: DashMap<VmId, VmEntry>,
+    by_key: DashMap<String, VmId>,
     next_id: AtomicU32,
     /// The user's selector; None means "the first VM".
     selection: Mutex<Option<String>>,
 }
 
 impl Registry {
-    pub fn add(&self, name: String, addr: SocketAddr, handle: VmHandle) -> VmId {
+    /// Registers a VM under `key` with the lowest free debugger port from `base_port`
+    /// (0: ephemeral). Returns its id and the port to bind.
+    pub fn add(&self, key: String, name: String, addr: SocketAddr, source: Source, base_port: u16, handle: VmHandle) -> (VmId, u16) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.vms.insert(id, VmEntry { id, name, addr, port: None, handle });
-        id
+        let wanted_port = if base_port == 0 { 0 } else { self.free_port(base_port) };
+        self.by_key.insert(key.clone(), id);
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle });
+        (id, wanted_port)
+    }
+
+    /// The VM registered under `key`, present or away.
+    pub fn by_key(&self, key: &str) -> Option<VmEntry> {
+        let id = *self.by_key.get(key)?;
+        self.get(id)
+    }
+
+    /// Replaces the session behind an entry (a VM that came back under a new connection).
+    pub fn replace_handle(&self, id: VmId, handle: VmHandle) {
+        if let Some(mut e) = self.vms.get_mut(&id) {
+            e.handle = handle;
+        }
+    }
+
+    fn free_port(&self, base: u16) -> u16 {
+        let used: std::collections::HashSet<u16> = self.vms.iter().map(|e| e.wanted_port).collect();
+        (base..=u16::MAX).find(|p| !used.contains(p)).unwrap_or(0)
     }
 
     pub fn set_port(&self, id: VmId, port: u16) {
@@ -70,8 +116,9 @@ impl Registry {
         self.vms.get(&id).map(|e| e.clone())
     }
 
+    /// The VMs `list` shows, in order of appearance.
     fn entries(&self) -> Vec<VmEntry> {
-        let mut v: Vec<VmEntry> = self.vms.iter().map(|e| e.clone()).collect();
+        let mut v: Vec<VmEntry> = self.vms.iter().map(|e| e.clone()).filter(|e| e.present()).collect();
         v.sort_by_key(|e| e.id);
         v
     }
@@ -108,6 +155,7 @@ impl Registry {
             .map(|e| VmInfo {
                 id: e.id,
                 addr: e.name.clone(),
+                source: e.source,
                 debugger_port: e.port,
                 current: Some(e.id) == current,
                 status: e.handle.status(),

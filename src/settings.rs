@@ -11,6 +11,10 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a new debugger waits for its VM to (re)connect before it is turned away.
 pub const DEFAULT_ATTACH_WAIT: Duration = Duration::from_secs(10);
+/// How often port ranges are scanned (and how fast a vanished VM is noticed).
+pub const DEFAULT_SCAN_INTERVAL: Duration = Duration::from_secs(2);
+/// Scanned when no VM source is given, like the Dalvik Debug Monitor's "scan workstation".
+pub const DEFAULT_SCAN: &str = "127.0.0.1:8000-8040";
 /// How long a debugger has to send its handshake.
 pub const DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -58,6 +62,11 @@ pub struct Settings {
     pub select: Option<String>,
     pub ddm: DdmMode,
     pub timeouts: Timeouts,
+    /// Port ranges scanned for VMs.
+    pub scans: Vec<crate::discovery::scan::ScanRange>,
+    pub scan_interval: Duration,
+    /// The control socket; None runs without one.
+    pub control: Option<std::path::PathBuf>,
 }
 
 impl Default for Settings {
@@ -71,6 +80,9 @@ impl Default for Settings {
             select: None,
             ddm: DdmMode::Auto,
             timeouts: Timeouts::default(),
+            control: None,
+            scans: Vec::new(),
+            scan_interval: DEFAULT_SCAN_INTERVAL,
         }
     }
 }
@@ -81,6 +93,8 @@ pub enum SettingsError {
     RemoteNotAllowed(IpAddr),
     #[error("--vm {0}: expected HOST:PORT (for example 127.0.0.1:8000)")]
     BadVm(String),
+    #[error("{0}")]
+    BadScan(String),
 }
 
 impl Settings {

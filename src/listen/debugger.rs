@@ -16,7 +16,7 @@ use crate::jdwp::codec::{Frame, JdwpCodec, DEFAULT_STREAM_OVER};
 use crate::jdwp::handshake::{scan_debugger, Scan, HANDSHAKE};
 use crate::registry::Registry;
 use crate::session::connect::describe;
-use crate::session::{DebuggerLink, FromDebugger, ToDebugger, VmHandle, DEBUGGER_CHANNEL};
+use crate::session::{DebuggerLink, FromDebugger, ToDebugger, DEBUGGER_CHANNEL};
 
 /// Largest command a debugger may send. Real commands are small; the biggest
 /// (ClassesRedefine, SetValues) stay far below this. Larger ones close the connection.
@@ -30,7 +30,8 @@ const CLOSE_FLUSH: Duration = Duration::from_secs(2);
 /// Which VM a debugger port leads to.
 #[derive(Clone)]
 pub enum Target {
-    Vm { name: String, handle: VmHandle },
+    /// A VM's own port. Looked up at accept time: the session behind a VM may change.
+    Vm { registry: std::sync::Arc<Registry>, id: crate::registry::VmId },
     Current(std::sync::Arc<Registry>),
 }
 
@@ -61,7 +62,10 @@ pub async fn serve(mut sock: TcpStream, peer: SocketAddr, conn: u64, target: Tar
     // 2. Attach to the VM; a refusal closes the socket without an echo, so the debugger
     //    reports a failed handshake at once instead of hanging.
     let (vm_name, handle) = match target {
-        Target::Vm { name, handle } => (name, handle),
+        Target::Vm { registry, id } => match registry.get(id) {
+            Some(e) => (e.name, e.handle),
+            None => return info!("closing: the VM is gone"),
+        },
         Target::Current(reg) => match reg.current() {
             Some(e) => (e.name, e.handle),
             None => return info!("closing: no current VM (none found yet, or the selection matches none)"),

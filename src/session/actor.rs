@@ -48,6 +48,8 @@ pub struct SessionConfig {
     /// The VM is known to be Android (reached through adb): probe DDM without asking Version.
     pub android: bool,
     pub timeouts: Timeouts,
+    /// Longest wait between reconnect attempts (the scan interval for discovered VMs).
+    pub max_backoff: Duration,
 }
 
 /// Why a connected period ended.
@@ -113,7 +115,14 @@ pub(super) struct Session {
 }
 
 /// Starts a session task for one VM and returns its handle.
-pub fn spawn(cfg: SessionConfig, cancel: CancellationToken, tracker: &tokio_util::task::TaskTracker) -> VmHandle {
+/// `initial` is a connection already made (by the scanner, whose probe completed the
+/// handshake: closing it would make the VM print "Debugger failed to attach").
+pub fn spawn(
+    cfg: SessionConfig,
+    initial: Option<Connected>,
+    cancel: CancellationToken,
+    tracker: &tokio_util::task::TaskTracker,
+) -> VmHandle {
     let (tx, rx) = mpsc::channel(CONTROL_CHANNEL);
     let (status, status_rx) = watch::channel(VmStatus::default());
     let span = tracing::info_span!("vm", vm = %cfg.name);
@@ -142,7 +151,7 @@ pub fn spawn(cfg: SessionConfig, cancel: CancellationToken, tracker: &tokio_util
         waiting: Vec::new(),
         ddm_state: (),
     };
-    tracker.spawn(session.run().instrument(span));
+    tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
 }
 
@@ -151,7 +160,7 @@ pub fn spawn(cfg: SessionConfig, cancel: CancellationToken, tracker: &tokio_util
 const BACKOFF_MS: [u64; 9] = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
 
 impl Session {
-    async fn run(mut self) {
+    async fn run(mut self, mut initial: Option<Connected>) {
         let mut attempt = 0usize;
         let mut last_error: Option<String> = None;
         // After dropping a connection on purpose the VM refuses for a few milliseconds
@@ -162,9 +171,12 @@ impl Session {
                 break;
             }
             let cancel = self.cancel.clone();
-            let connected = tokio::select! {
-                r = self.open() => r,
-                _ = cancel.cancelled() => break,
+            let connected = match initial.take() {
+                Some(c) => Ok(c),
+                None => tokio::select! {
+                    r = self.open() => r,
+                    _ = cancel.cancelled() => break,
+                },
             };
             match connected {
                 Ok(c) => {
@@ -182,6 +194,7 @@ impl Session {
                         Ended::Lost(why) => {
                             warn!(reason = %why, "lost the VM connection; reconnecting");
                             self.set_state(VmState::Reconnecting);
+                            quiet_until = None;
                         }
                     }
                 }
@@ -193,12 +206,15 @@ impl Session {
                         warn!(error = %text, "VM not reachable; retrying");
                         last_error = Some(text);
                     }
-                    if attempt >= 3 {
+                    // Refused right after we dropped the connection on purpose: someone else
+                    // may have taken the VM's single debugger slot; it is not gone.
+                    let after_reset = quiet_until.is_some();
+                    if attempt >= 3 && !(after_reset && matches!(e, ConnectError::Refused)) {
                         self.set_state(VmState::Unreachable);
                     }
                 }
             }
-            let delay = Duration::from_millis(BACKOFF_MS[attempt.min(BACKOFF_MS.len() - 1)]);
+            let delay = Duration::from_millis(BACKOFF_MS[attempt.min(BACKOFF_MS.len() - 1)]).min(self.cfg.max_backoff);
             attempt += 1;
             if !self.idle_for(delay).await {
                 break;

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::jdwp::{Header, Packet};
@@ -59,7 +59,7 @@ pub enum SessionMsg {
 }
 
 /// Connection state of a VM, as shown by `list`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VmState {
     Connecting,
@@ -83,7 +83,7 @@ impl std::fmt::Display for VmState {
 }
 
 /// What is known of a VM: published by its session on a watch channel.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VmStatus {
     pub state: VmState,
     /// VirtualMachine.Version: "vmName vmVersion".

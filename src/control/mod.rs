@@ -1,0 +1,28 @@
+//! The control endpoint: a Unix socket, owner-only, through which `jdwpmux list`,
+//! `jdwpmux select` and the per-VM commands talk to a running daemon.
+//!
+//! A Unix socket rather than loopback TCP: file permissions keep other local users out,
+//! which a TCP port cannot do, and a path is easy to name with `--control`.
+
+pub mod client;
+pub mod protocol;
+pub mod server;
+pub mod view;
+
+use std::path::PathBuf;
+
+/// Environment variable that names the control socket for every command.
+pub const CONTROL_ENV: &str = "JDWPMUX_CONTROL";
+
+/// The default socket path: `$XDG_RUNTIME_DIR/jdwpmux/control.sock`, else
+/// `/tmp/jdwpmux-UID/control.sock`. Its folder is created with mode 0700 by the daemon.
+pub fn default_path() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("jdwpmux").join("control.sock");
+    }
+    let uid = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
+    };
+    PathBuf::from(format!("/tmp/jdwpmux-{uid}")).join("control.sock")
+}

@@ -1,0 +1,108 @@
+//! The daemon's side of the control socket.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn, Instrument};
+
+use super::protocol::{ErrorKind, Request, Response, MAX_REQUEST_LINE};
+use crate::registry::{Registry, SelectError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("cannot create the control folder {path}: {source}")]
+    Folder { path: PathBuf, source: std::io::Error },
+    #[error("another jdwpmux daemon already answers on {0} (use --control to pick another path)")]
+    InUse(PathBuf),
+    #[error("cannot listen on the control socket {path}: {source}")]
+    Bind { path: PathBuf, source: std::io::Error },
+}
+
+/// Binds the control socket (owner-only) and serves it until cancelled.
+pub async fn start(path: &Path, registry: Arc<Registry>, cancel: CancellationToken, tracker: &TaskTracker) -> Result<(), ControlError> {
+    if let Some(dir) = path.parent() {
+        if !dir.exists() {
+            std::fs::create_dir_all(dir).map_err(|source| ControlError::Folder { path: dir.into(), source })?;
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        }
+    }
+    if path.exists() {
+        // A live daemon answers; a stale socket from a crashed one is replaced.
+        if UnixStream::connect(path).await.is_ok() {
+            return Err(ControlError::InUse(path.into()));
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    let listener = UnixListener::bind(path).map_err(|source| ControlError::Bind { path: path.into(), source })?;
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    info!("control socket at {}", path.display());
+    let path = path.to_path_buf();
+    let tasks = tracker.clone();
+    tracker.spawn(
+        async move {
+            loop {
+                let accepted = tokio::select! {
+                    r = listener.accept() => r,
+                    _ = cancel.cancelled() => break,
+                };
+                match accepted {
+                    Ok((sock, _)) => {
+                        tasks.spawn(serve_one(sock, registry.clone()));
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "control accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        .instrument(tracing::info_span!("control")),
+    );
+    Ok(())
+}
+
+async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
+    let (rd, mut wr) = sock.into_split();
+    let mut line = String::new();
+    let mut rd = BufReader::new(rd).take(MAX_REQUEST_LINE as u64);
+    let response = match rd.read_line(&mut line).await {
+        Ok(0) => return,
+        Ok(_) => match serde_json::from_str::<Request>(line.trim()) {
+            Ok(req) => handle(req, &registry),
+            Err(e) => Response::Error { kind: ErrorKind::Request, message: format!("bad request: {e}") },
+        },
+        Err(e) => return debug!(error = %e, "control read failed"),
+    };
+    let Ok(mut text) = serde_json::to_string(&response) else { return };
+    text.push('\n');
+    let _ = wr.write_all(text.as_bytes()).await;
+}
+
+use tokio::io::AsyncReadExt;
+
+fn handle(req: Request, registry: &Registry) -> Response {
+    match req {
+        Request::List => Response::Vms { vms: registry.list() },
+        Request::Select { selector } => match registry.select(&selector) {
+            Ok(id) => {
+                let vm = registry.list().into_iter().find(|v| v.id == id);
+                match vm {
+                    Some(vm) => {
+                        info!(selector = %selector, vm = %vm.addr, "current VM selected");
+                        Response::Selected { vm }
+                    }
+                    None => Response::Error { kind: ErrorKind::Vm, message: "the VM left meanwhile".into() },
+                }
+            }
+            Err(e @ (SelectError::Unknown { .. } | SelectError::Ambiguous { .. })) => {
+                Response::Error { kind: ErrorKind::Selector, message: e.to_string() }
+            }
+        },
+    }
+}

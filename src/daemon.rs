@@ -1,0 +1,153 @@
+//! Wiring a running daemon together: VM sessions, their debugger ports (stable, with bind
+//! retries), the current-VM port, discovery and the control socket.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use crate::control;
+use crate::discovery::scan;
+use crate::listen;
+use crate::registry::{Registry, Source, VmId};
+use crate::session::{self, connect::Connected, SessionConfig};
+use crate::settings::{self, Settings};
+
+/// How often a debugger port that could not be bound is tried again.
+pub const BIND_RETRY: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Settings(#[from] settings::SettingsError),
+    #[error("cannot listen on {addr}: {source} (is another jdwpmux or a VM using the port? pick another with --current-port / --base-port)")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error(transparent)]
+    Control(#[from] control::server::ControlError),
+}
+
+/// A running daemon: its registry, and the addresses it listens on.
+pub struct Daemon {
+    pub registry: Arc<Registry>,
+    pub current_addr: SocketAddr,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Daemon {
+    /// Stops every task and waits for them (bounded by `grace`).
+    pub async fn shutdown(self, grace: Duration) {
+        self.cancel.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(grace, self.tracker.wait()).await.is_err() {
+            warn!("some tasks did not stop within {grace:?}");
+        }
+    }
+
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+}
+
+/// Adds VMs: starts a session, registers it with a stable port, binds that port.
+#[derive(Clone)]
+pub(crate) struct Spawner {
+    pub registry: Arc<Registry>,
+    pub settings: Arc<Settings>,
+    pub cancel: CancellationToken,
+    pub tracker: TaskTracker,
+}
+
+impl Spawner {
+    pub fn add(&self, key: String, addr: SocketAddr, source: Source, android: bool, initial: Option<Connected>) -> VmId {
+        let s = &self.settings;
+        let cfg = SessionConfig {
+            name: key.clone(),
+            addr,
+            ddm: s.ddm,
+            android,
+            timeouts: s.timeouts,
+            max_backoff: if source == Source::Cli { Duration::from_secs(5) } else { s.scan_interval },
+        };
+        let handle = session::spawn(cfg, initial, self.cancel.child_token(), &self.tracker);
+        let (id, port) = self.registry.add(key.clone(), key.clone(), addr, source, s.base_port, handle);
+        let (registry, cancel, tracker) = (self.registry.clone(), self.cancel.clone(), self.tracker.clone());
+        let (listen_ip, timeout) = (s.listen, s.timeouts.debugger_handshake);
+        self.tracker.spawn(async move {
+            let addr = SocketAddr::new(listen_ip, port);
+            let mut warned = false;
+            loop {
+                match listen::bind(addr, &format!("vm {key}")).await {
+                    Ok(l) => {
+                        if let Ok(local) = l.local_addr() {
+                            registry.set_port(id, local.port());
+                        }
+                        let target = listen::Target::Vm { registry: registry.clone(), id };
+                        listen::spawn_accept(l, target, timeout, cancel, &tracker);
+                        return;
+                    }
+                    Err(e) => {
+                        if !warned {
+                            warn!(vm = %key, %addr, error = %e, "cannot bind the VM's debugger port; retrying every {BIND_RETRY:?}");
+                            warned = true;
+                        }
+                        tokio::select! {
+                            _ = tokio::time::sleep(BIND_RETRY) => {}
+                            _ = cancel.cancelled() => return,
+                        }
+                    }
+                }
+            }
+        });
+        id
+    }
+}
+
+/// Starts the daemon: VM sessions, their debugger ports, the current-VM port, discovery.
+pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
+    settings.validate()?;
+    if !settings.listen.is_loopback() {
+        warn!(listen = %settings.listen, "debugger ports are open to the network: anyone who can connect controls the VMs");
+    }
+    let cancel = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let registry = Arc::new(Registry::default());
+    if let Some(sel) = &settings.select {
+        registry.select_later(sel);
+    }
+    let current_addr = SocketAddr::new(settings.listen, settings.current_port);
+    let current = listen::bind(current_addr, "the current VM")
+        .await
+        .map_err(|source| RunError::Bind { addr: current_addr, source })?;
+    let current_addr = current.local_addr().unwrap_or(current_addr);
+    if let Some(path) = &settings.control {
+        control::server::start(path, registry.clone(), cancel.clone(), &tracker).await?;
+    }
+    listen::spawn_accept(
+        current,
+        listen::Target::Current(registry.clone()),
+        settings.timeouts.debugger_handshake,
+        cancel.clone(),
+        &tracker,
+    );
+    let settings = Arc::new(settings);
+    let spawner = Spawner { registry: registry.clone(), settings: settings.clone(), cancel: cancel.clone(), tracker: tracker.clone() };
+    for vm in &settings.vms {
+        spawner.add(vm.to_string(), *vm, Source::Cli, false, None);
+    }
+    if !settings.scans.is_empty() {
+        let (sp, reg) = (spawner.clone(), registry.clone());
+        let known = move |addr: SocketAddr| reg.by_key(&addr.to_string()).is_some();
+        let found = move |addr: SocketAddr, c: Connected| {
+            sp.add(addr.to_string(), addr, Source::Scan, false, Some(c));
+        };
+        tracker.spawn(scan::run(settings.scans.clone(), settings.scan_interval, known, found, cancel.clone()));
+    }
+    if settings.vms.is_empty() && settings.scans.is_empty() {
+        info!("no VMs to watch: give --vm HOST:PORT or --scan HOST:FIRST-LAST");
+    }
+    Ok(Daemon { registry, current_addr, cancel, tracker })
+}

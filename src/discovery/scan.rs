@@ -1,0 +1,215 @@
+//! Scanning port ranges for JDWP VMs, politely.
+//!
+//! A JDWP port has one slot and a completed handshake IS the debugger session: a
+//! connect-and-drop makes the app print "Debugger failed to attach". So a probe that
+//! succeeds is kept and becomes the VM's connection; ports that belong to a known VM are
+//! left to that VM's session; a port that answers something else is remembered as "not JDWP"
+//! and re-probed rarely.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::str::FromStr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::codec::Decoder;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+use crate::jdwp::codec::{Frame, JdwpCodec};
+use crate::jdwp::Packet;
+use crate::session::connect::{self, ConnectError, Connected};
+
+/// How long a port that answered something other than JDWP is left alone.
+pub const NOT_JDWP_RECHECK: Duration = Duration::from_secs(60);
+/// Connect timeout of a probe (loopback answers at once).
+pub const PROBE_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Handshake plus one VirtualMachine.Version round trip.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// The id of the probe's own Version request (the session starts its ids afresh).
+const PROBE_ID: u32 = 0x7FFF_FF01;
+/// Ports in one range at most (the default range has 41).
+pub const MAX_RANGE: u32 = 4096;
+
+/// `HOST:FIRST-LAST`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanRange {
+    pub host: IpAddr,
+    pub first: u16,
+    pub last: u16,
+}
+
+impl FromStr for ScanRange {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ScanRange, String> {
+        let bad = || format!("{s:?}: expected HOST:FIRST-LAST, for example 127.0.0.1:8000-8040");
+        let (host, ports) = s.rsplit_once(':').ok_or_else(bad)?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let host: IpAddr = if host == "localhost" { IpAddr::from([127, 0, 0, 1]) } else { host.parse().map_err(|_| bad())? };
+        let (first, last) = match ports.split_once('-') {
+            Some((a, b)) => (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?),
+            None => {
+                let p: u16 = ports.parse().map_err(|_| bad())?;
+                (p, p)
+            }
+        };
+        if first == 0 || last < first {
+            return Err(bad());
+        }
+        if u32::from(last - first) + 1 > MAX_RANGE {
+            return Err(format!("{s:?}: at most {MAX_RANGE} ports in one range"));
+        }
+        Ok(ScanRange { host, first, last })
+    }
+}
+
+impl std::fmt::Display for ScanRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}-{}", self.host, self.first, self.last)
+    }
+}
+
+/// What a probe found.
+pub enum Probe {
+    /// Nothing listens (or the VM's single slot is taken).
+    Closed,
+    /// A JDWP VM, with the connection to keep.
+    Vm(Box<Connected>),
+    /// Something that is not a JDWP VM.
+    NotJdwp(String),
+}
+
+/// Probes one address: handshake in one write, then one Version round trip (an echo server
+/// passes the handshake but sends our command back instead of a reply).
+pub async fn probe(addr: SocketAddr) -> Probe {
+    let stream = match connect::connect_tcp(addr, PROBE_CONNECT_TIMEOUT).await {
+        Ok(s) => s,
+        Err(ConnectError::Refused | ConnectError::ConnectTimeout(_)) => return Probe::Closed,
+        Err(e) => return Probe::NotJdwp(e.to_string()),
+    };
+    let checked = tokio::time::timeout(PROBE_TIMEOUT, async {
+        let mut c = connect::handshake(stream, PROBE_TIMEOUT).await.map_err(|e| e.to_string())?;
+        let version = Packet::command(PROBE_ID, 1, 1, &[]);
+        c.stream.write_all(version.as_bytes()).await.map_err(|e| e.to_string())?;
+        let mut codec = JdwpCodec::new(1 << 20, 1 << 20);
+        let mut buf = std::mem::take(&mut c.inbuf);
+        loop {
+            while let Some(frame) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
+                let Frame::Packet(p) = frame else { return Err("an oversized packet".to_string()) };
+                let h = p.header();
+                if h.is_reply() && h.id == PROBE_ID {
+                    c.inbuf = buf;
+                    return Ok(c);
+                }
+                if !h.is_reply() && (h.cmd_set(), h.cmd()) == (1, 1) {
+                    return Err("our own command back (an echo server)".to_string());
+                }
+                // A VM's own packet (ART's early DDM push): keep it for the session.
+                c.early.push(p);
+            }
+            if c.stream.read_buf(&mut buf).await.map_err(|e| e.to_string())? == 0 {
+                return Err("it closed the connection".to_string());
+            }
+        }
+    })
+    .await;
+    match checked {
+        Ok(Ok(c)) => Probe::Vm(Box::new(c)),
+        Ok(Err(why)) => Probe::NotJdwp(why),
+        Err(_) => Probe::NotJdwp(format!("no answer within {PROBE_TIMEOUT:?}")),
+    }
+}
+
+/// Scans `ranges` every `interval` until cancelled. `known(addr)` says whether a session
+/// already owns a VM address; `found` takes a new VM and its connection.
+pub async fn run<K, F>(ranges: Vec<ScanRange>, interval: Duration, known: K, found: F, cancel: CancellationToken)
+where
+    K: Fn(SocketAddr) -> bool,
+    F: Fn(SocketAddr, Connected),
+{
+    let mut not_jdwp: HashMap<SocketAddr, Instant> = HashMap::new();
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    info!(ranges = %ranges.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" "), ?interval, "scanning for VMs");
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = cancel.cancelled() => return,
+        }
+        let now = Instant::now();
+        let mut probes = JoinSet::new();
+        for r in &ranges {
+            for port in r.first..=r.last {
+                let addr = SocketAddr::new(r.host, port);
+                if known(addr) || not_jdwp.get(&addr).is_some_and(|t| *t > now) {
+                    continue;
+                }
+                probes.spawn(async move { (addr, probe(addr).await) });
+            }
+        }
+        while let Some(res) = tokio::select! {
+            r = probes.join_next() => r,
+            _ = cancel.cancelled() => return,
+        } {
+            let Ok((addr, result)) = res else { continue };
+            match result {
+                Probe::Closed => {}
+                Probe::Vm(c) => {
+                    not_jdwp.remove(&addr);
+                    info!(%addr, "found a VM");
+                    found(addr, *c);
+                }
+                Probe::NotJdwp(why) => {
+                    if not_jdwp.insert(addr, now + NOT_JDWP_RECHECK).is_none() {
+                        info!(%addr, reason = %why, "not a JDWP VM; ignoring it");
+                    } else {
+                        debug!(%addr, reason = %why, "still not a JDWP VM");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    #[test]
+    fn ranges_parse() {
+        let r: ScanRange = "127.0.0.1:8000-8040".parse().unwrap();
+        assert_eq!((r.first, r.last), (8000, 8040));
+        assert_eq!(r.to_string(), "127.0.0.1:8000-8040");
+        let one: ScanRange = "localhost:8000".parse().unwrap();
+        assert_eq!((one.first, one.last), (8000, 8000));
+        for bad in ["8000-8040", "127.0.0.1:8040-8000", "127.0.0.1:0-5", "x:1-2", "127.0.0.1:1-60000"] {
+            assert!(bad.parse::<ScanRange>().is_err(), "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_echo_server_is_not_jdwp() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let (mut r, mut w) = s.split();
+            let _ = tokio::io::copy(&mut r, &mut w).await;
+        });
+        match probe(addr).await {
+            Probe::NotJdwp(why) => assert!(why.contains("echo"), "{why}"),
+            _ => panic!("an echo server passed the probe"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_port_is_closed() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        assert!(matches!(probe(addr).await, Probe::Closed));
+    }
+}
