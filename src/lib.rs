@@ -18,7 +18,7 @@ pub mod cli;
 pub mod control;
 mod daemon;
 pub mod discovery;
-// pub mod ddm;
+pub mod ddm;
 pub mod jdwp;
 pub mod listen;
 pub mod registry;

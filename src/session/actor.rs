@@ -111,7 +111,7 @@ pub(super) struct Session {
     // Across connections:
     pub attached: Option<Attached>,
     pub waiting: Vec<PendingAttach>,
-    pub ddm_state: (),
+    pub ddm_state: crate::ddm::ClientData,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -149,7 +149,7 @@ pub fn spawn(
         cleared_requests: HashSet::new(),
         attached: None,
         waiting: Vec::new(),
-        ddm_state: (),
+        ddm_state: Default::default(),
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -260,6 +260,24 @@ impl Session {
         }
     }
 
+    /// For a VM on this machine, finds its pid and main class in the background.
+    fn look_up_local_process(&self, stream: &tokio::net::TcpStream) {
+        let (Ok(vm), Ok(me)) = (stream.peer_addr(), stream.local_addr()) else { return };
+        if !vm.ip().is_loopback() || self.cfg.android {
+            return;
+        }
+        let status = self.status.clone();
+        tokio::task::spawn_blocking(move || {
+            let pid = super::local_process::pid_of(vm, me);
+            let app = pid.and_then(super::local_process::java_app_name);
+            status.send_modify(|s| {
+                // DDM (HELO/APNM) knows better; only fill what is still unknown.
+                s.pid = s.pid.or(pid);
+                s.app = s.app.take().or(app);
+            });
+        });
+    }
+
     pub(super) fn set_state(&self, state: VmState) {
         self.status.send_if_modified(|s| {
             let changed = s.state != state;
@@ -291,13 +309,14 @@ impl Session {
         self.cleanup_pending = 0;
         self.cleanup_deadline = None;
         self.cleared_requests.clear();
-        self.ddm_state = ();
+        self.ddm_state = Default::default();
     }
 
     async fn run_connected(&mut self, c: Connected) -> Ended {
         self.reset_connection_state();
         self.set_state(VmState::Identifying);
         let Connected { mut stream, inbuf: mut input, early } = c;
+        self.look_up_local_process(&stream);
         for p in early {
             self.on_vm_packet(p).await;
         }

@@ -67,6 +67,7 @@ impl Session {
                 continue;
             }
             info!(peer = %peer, "debugger attached");
+            self.debugger_came();
             self.cleared_requests.clear();
             self.status.send_modify(|s| s.debugger = Some(peer));
             self.attached = Some(Attached {

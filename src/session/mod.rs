@@ -7,6 +7,7 @@ mod ddm_glue;
 mod debugger_side;
 mod handle;
 pub mod ids;
+pub mod local_process;
 mod proxy_requests;
 mod vm_side;
 

@@ -83,7 +83,7 @@ impl Session {
             self.become_ready();
             return;
         }
-        let chunk = vec![b'H', b'E', b'L', b'O', 0, 0, 0, 4, 0, 0, 0, 1];
+        let chunk = super::ddm_glue::helo_request();
         self.send_proxy(Purpose::Helo, DDM_CMD_SET, DDM_CMD, &chunk);
     }
 
@@ -241,7 +241,7 @@ impl Session {
     /// event requests, then resumes every thread as often as it is suspended.
     pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>) {
         self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
-        self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &[b'D', b'B', b'G', b'D', 0, 0, 0, 0]);
+        self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &super::ddm_glue::dbgd_request());
         for (kind, id) in event_requests {
             self.cleared_requests.insert(id);
             let mut data = vec![kind];

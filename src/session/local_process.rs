@@ -1,0 +1,113 @@
+//! Who is on the other end of a loopback VM connection: the pid and main class of a local
+//! JVM, read from /proc. HotSpot does not say its pid over JDWP (only DDM VMs do), but
+//! people select VMs by pid and app name, so the proxy looks it up for local VMs.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// Upper bound on processes examined, so a huge process table cannot stall a lookup.
+const MAX_PROCS: usize = 100_000;
+
+/// The pid owning the TCP socket whose local end is `vm` and remote end is `proxy`.
+pub fn pid_of(vm: SocketAddr, proxy: SocketAddr) -> Option<u32> {
+    if !vm.ip().is_loopback() {
+        return None;
+    }
+    let inode = socket_inode(Path::new("/proc/net/tcp"), vm, proxy)
+        .or_else(|| socket_inode(Path::new("/proc/net/tcp6"), vm, proxy))?;
+    let needle = format!("socket:[{inode}]");
+    let procs = std::fs::read_dir("/proc").ok()?;
+    for entry in procs.take(MAX_PROCS).flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else { continue };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == needle.as_str()) {
+                return Some(pid);
+            }
+        }
+    }
+    None
+}
+
+/// Finds the inode of the socket `local` <-> `remote` in a /proc/net/tcp table.
+fn socket_inode(table: &Path, local: SocketAddr, remote: SocketAddr) -> Option<u64> {
+    let text = std::fs::read_to_string(table).ok()?;
+    let (want_local, want_remote) = (proc_addr(local), proc_addr(remote));
+    text.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (l, r, inode) = (f.get(1)?, f.get(2)?, f.get(9)?);
+        (l.eq_ignore_ascii_case(&want_local) && r.eq_ignore_ascii_case(&want_remote)).then(|| inode.parse().ok())?
+    })
+}
+
+/// The kernel's rendering of an address in /proc/net/tcp: little-endian hex words.
+fn proc_addr(a: SocketAddr) -> String {
+    match a {
+        SocketAddr::V4(v4) => format!("{:08X}:{:04X}", u32::from_le_bytes(v4.ip().octets()), a.port()),
+        SocketAddr::V6(v6) => {
+            let o = v6.ip().octets();
+            let words: String = o.chunks(4).map(|w| format!("{:08X}", u32::from_le_bytes([w[0], w[1], w[2], w[3]]))).collect();
+            format!("{words}:{:04X}", a.port())
+        }
+    }
+}
+
+/// A readable app name from a JVM's command line: the main class, the jar, or the module's
+/// main class. None for anything that is not a `java` launcher.
+pub fn java_app_name(pid: u32) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<String> = raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    main_of(&args)
+}
+
+fn main_of(args: &[String]) -> Option<String> {
+    const WITH_VALUE: &[&str] = &[
+        "-cp", "-classpath", "--class-path", "-p", "--module-path", "--add-modules", "--add-opens",
+        "--add-exports", "--add-reads", "--limit-modules", "--upgrade-module-path", "--patch-module",
+    ];
+    let mut it = args.iter().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-jar" => return it.next().map(|j| j.rsplit('/').next().unwrap_or(j).to_string()),
+            "-m" | "--module" => return it.next().map(|m| m.rsplit('/').next().unwrap_or(m).to_string()),
+            o if WITH_VALUE.contains(&o) => {
+                it.next();
+            }
+            o if o.starts_with('-') => {}
+            main => return Some(main.to_string()),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn main_class_from_command_lines() {
+        assert_eq!(main_of(&args("java -agentlib:jdwp=x -cp . Main")).as_deref(), Some("Main"));
+        assert_eq!(main_of(&args("java -Xmx1g -jar /opt/app/server.jar --port 1")).as_deref(), Some("server.jar"));
+        assert_eq!(main_of(&args("java --module-path m -m app/com.example.Main")).as_deref(), Some("com.example.Main"));
+        assert_eq!(main_of(&args("java -version")), None);
+    }
+
+    #[test]
+    fn proc_address_format() {
+        assert_eq!(proc_addr("127.0.0.1:8000".parse().unwrap()), "0100007F:1F40");
+    }
+
+    #[test]
+    fn finds_our_own_socket() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        let vm = server.local_addr().unwrap();
+        let proxy = client.local_addr().unwrap();
+        assert_eq!(pid_of(vm, proxy), Some(std::process::id()));
+    }
+}
