@@ -139,8 +139,10 @@ pub async fn serve(mut sock: TcpStream, peer: SocketAddr, conn: u64, target: Tar
             _ = cancel.cancelled() => break "the proxy is shutting down".into(),
         }
     };
-    // Dropping the sender tells the session this debugger is gone.
+    // Dropping both ends tells the session this debugger is gone, before the socket closes,
+    // so a debugger that reconnects at once is not mistaken for a second one.
     drop(to_session);
+    drop(from_session);
     let _ = tokio::time::timeout(CLOSE_FLUSH, async {
         sock.write_all(&out).await?;
         sock.shutdown().await

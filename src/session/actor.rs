@@ -71,6 +71,10 @@ pub(super) struct Attached {
     pub event_requests: HashSet<(u8, u32)>,
     /// A streamed command from it is being passed to the VM (`Some(true)`) or swallowed.
     pub upstream: Option<bool>,
+    /// VM-wide suspensions it caused (VM.Suspend, SUSPEND_ALL events) minus VM.Resume.
+    /// Counted generously: an extra VM.Resume at clean-up is harmless, a missing one
+    /// leaves the VM's suspend-all count up and new threads would start suspended.
+    pub vm_suspends: u32,
 }
 
 /// Where the body of a large VM packet goes.
@@ -112,6 +116,9 @@ pub(super) struct Session {
     pub attached: Option<Attached>,
     pub waiting: Vec<PendingAttach>,
     pub ddm_state: crate::ddm::ClientData,
+    pub ddm_waiters: Vec<super::ddm_commands::Waiter>,
+    pub thread_watchers: Vec<super::ddm_commands::ThreadWatcher>,
+    pub threads_on: bool,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -150,6 +157,9 @@ pub fn spawn(
         attached: None,
         waiting: Vec::new(),
         ddm_state: Default::default(),
+        ddm_waiters: Vec::new(),
+        thread_watchers: Vec::new(),
+        threads_on: false,
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -289,6 +299,8 @@ impl Session {
     pub(super) fn on_control(&mut self, msg: Option<SessionMsg>) {
         match msg {
             Some(SessionMsg::Attach { link, reply }) => self.on_attach(link, reply),
+            Some(SessionMsg::Ddm(req)) => self.on_ddm_request(req),
+            Some(SessionMsg::WatchThreads { interval, tx }) => self.on_watch_threads(interval, tx),
             // Every handle is gone: nothing can attach any more; the token still ends us.
             None => {}
         }
@@ -310,6 +322,10 @@ impl Session {
         self.cleanup_deadline = None;
         self.cleared_requests.clear();
         self.ddm_state = Default::default();
+        self.threads_on = false;
+        for w in &mut self.thread_watchers {
+            w.restart();
+        }
     }
 
     async fn run_connected(&mut self, c: Connected) -> Ended {
@@ -387,6 +403,7 @@ impl Session {
 
     async fn lost(&mut self, why: String) -> Ended {
         self.fail_pending().await;
+        self.expire_ddm_waiters(true);
         if let Some(a) = self.attached.take() {
             info!(peer = %a.link.peer, "closing the debugger: the VM connection was lost");
             let _ = a.link.tx.try_send(super::handle::ToDebugger::Close("the VM connection was lost".into()));

@@ -30,6 +30,7 @@ impl Session {
                     if from_vm {
                         self.ddm_state.apply(&chunk);
                         self.publish_ddm_state(&chunk);
+                        self.offer_ddm_chunk(&chunk);
                     }
                 }
                 Err(e) => warn!(dir = arrow, "malformed DDM chunk: {e}"),

@@ -25,10 +25,15 @@ const EVENT_SET: (u8, u8) = (15, 1);
 const EVENT_CLEAR: (u8, u8) = (15, 2);
 const EVENT_CLEAR_BREAKPOINTS: (u8, u8) = (15, 3);
 const BREAKPOINT_KIND: u8 = 2;
+/// VirtualMachine.Suspend / Resume.
+const VM_SUSPEND: (u8, u8) = (1, 8);
+const VM_RESUME: (u8, u8) = (1, 9);
 
 impl Session {
     pub(super) fn on_attach(&mut self, link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>>) {
-        if let Some(a) = &self.attached {
+        // A debugger whose connection task has ended is leaving: its detach is on its way
+        // through the data channel, so the newcomer waits for it instead of being refused.
+        if let Some(a) = self.attached.as_ref().filter(|a| !a.link.tx.is_closed()) {
             info!(peer = %link.peer, attached = %a.link.peer, "refusing a second debugger");
             let _ = reply.send(Err(AttachError::Busy(a.link.peer)));
             return;
@@ -75,6 +80,7 @@ impl Session {
                 ddm_speaker: false,
                 event_requests: HashSet::new(),
                 upstream: None,
+                vm_suspends: 0,
             });
             return;
         }
@@ -192,6 +198,8 @@ impl Session {
                 }
             }
             EVENT_CLEAR_BREAKPOINTS => a.event_requests.retain(|(k, _)| *k != BREAKPOINT_KIND),
+            VM_SUSPEND => a.vm_suspends = a.vm_suspends.saturating_add(1),
+            VM_RESUME => a.vm_suspends = a.vm_suspends.saturating_sub(1),
             _ => {}
         }
     }
@@ -239,7 +247,7 @@ impl Session {
         }
         self.status.send_modify(|s| s.debugger = None);
         if self.ddm_aware == Some(true) {
-            self.start_cleanup(a.event_requests.into_iter().collect());
+            self.start_cleanup(a.event_requests.into_iter().collect(), a.vm_suspends);
         } else {
             // A VM that does not speak DDM only forgets a debugger when the connection closes.
             self.reset_requested = true;
@@ -274,6 +282,8 @@ impl Session {
         }
         self.check_cleanup_done();
         self.expire_waiting();
+        self.expire_ddm_waiters(false);
+        self.poll_threads();
         if self.held_dropped > 0 {
             warn!(dropped = self.held_dropped, "events dropped while no debugger was attached");
             self.held_dropped = 0;

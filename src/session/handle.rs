@@ -56,6 +56,9 @@ pub enum AttachError {
 #[derive(Debug)]
 pub enum SessionMsg {
     Attach { link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>> },
+    Ddm(super::ddm_commands::DdmRequest),
+    /// Thread updates while the sender is open; a snapshot after every THST.
+    WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<crate::ddm::ClientData> },
 }
 
 /// Connection state of a VM, as shown by `list`.
@@ -124,6 +127,27 @@ impl VmHandle {
         let (reply, rx) = oneshot::channel();
         self.tx.send(SessionMsg::Attach { link, reply }).await.map_err(|_| AttachError::Gone)?;
         rx.await.map_err(|_| AttachError::Gone)?
+    }
+
+    /// Sends a DDM request and waits for its answer.
+    pub async fn ddm(
+        &self,
+        chunks: Vec<crate::ddm::Chunk>,
+        wait_for: Vec<crate::ddm::ChunkType>,
+        timeout: std::time::Duration,
+    ) -> Result<super::ddm_commands::DdmAnswer, super::ddm_commands::DdmCommandError> {
+        use super::ddm_commands::{DdmCommandError, DdmRequest};
+        let (reply, rx) = oneshot::channel();
+        let req = DdmRequest { chunks, wait_for, timeout, reply };
+        self.tx.send(SessionMsg::Ddm(req)).await.map_err(|_| DdmCommandError::Gone)?;
+        rx.await.map_err(|_| DdmCommandError::Gone)?
+    }
+
+    /// Starts thread updates; they stop when the receiver is dropped.
+    pub async fn watch_threads(&self, interval: std::time::Duration) -> Option<mpsc::Receiver<crate::ddm::ClientData>> {
+        let (tx, rx) = mpsc::channel(super::ddm_commands::THREAD_VIEW_CHANNEL);
+        self.tx.send(SessionMsg::WatchThreads { interval, tx }).await.ok()?;
+        Some(rx)
     }
 
     pub fn status(&self) -> VmStatus {

@@ -3,6 +3,7 @@
 
 mod actor;
 pub mod connect;
+mod ddm_commands;
 mod ddm_glue;
 mod debugger_side;
 mod handle;
@@ -12,6 +13,7 @@ mod proxy_requests;
 mod vm_side;
 
 pub use actor::{spawn, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+pub use ddm_commands::{DdmAnswer, DdmCommandError};
 pub use debugger_side::DEBUGGER_STALL_TIMEOUT;
 pub use handle::{
     AttachError, DebuggerLink, FromDebugger, SessionMsg, ToDebugger, VmHandle, VmState, VmStatus, DEBUGGER_CHANNEL,

@@ -27,6 +27,8 @@ pub enum Purpose {
     IdSizes,
     Helo,
     Dbgd,
+    /// A DDM request for a control command; its answer is read from the decoded chunks.
+    Control,
     /// Part of the clean-up after a debugger left.
     Cleanup(CleanupStep),
 }
@@ -160,6 +162,13 @@ impl Session {
                 self.become_ready();
             }
             Purpose::Dbgd => debug!(error = h.error_code(), len = p.len(), "DBGD answered"),
+            Purpose::Control => {
+                if ok {
+                    self.on_ddm_payload(p.data(), true, true);
+                } else {
+                    warn!(error = h.error_code(), "a DDM request failed");
+                }
+            }
             Purpose::Cleanup(step) => self.on_cleanup_reply(step, ok, p.data()),
         }
         self.check_cleanup_done();
@@ -182,6 +191,7 @@ impl Session {
                 self.become_ready();
             }
             Purpose::Dbgd => debug!("DBGD was not answered (no Android VM implements it)"),
+            Purpose::Control => debug!("a DDM request got no reply (answers may come as pushes)"),
             Purpose::Cleanup(step) => {
                 warn!(?step, "a clean-up request was not answered");
                 self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
@@ -239,7 +249,7 @@ impl Session {
 
     /// Undoes what a departed debugger left on a VM whose connection is kept: DBGD, clears its
     /// event requests, then resumes every thread as often as it is suspended.
-    pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>) {
+    pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>, vm_suspends: u32) {
         self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
         self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &super::ddm_glue::dbgd_request());
         for (kind, id) in event_requests {
@@ -248,12 +258,17 @@ impl Session {
             data.extend_from_slice(&id.to_be_bytes());
             self.send_proxy(Purpose::Cleanup(CleanupStep::ClearEvent), 15, 2, &data);
         }
+        // VM-wide suspensions first (they also hold a count the threads cannot show), then
+        // whatever each thread still has, read back with SuspendCount.
+        for _ in 0..vm_suspends.min(1000) {
+            self.send_proxy(Purpose::Cleanup(CleanupStep::Resume), 1, 9, &[]);
+        }
         if self.id_size.is_some() {
             self.send_proxy(Purpose::Cleanup(CleanupStep::AllThreads), 1, 4, &[]);
         } else {
             self.send_proxy(Purpose::Cleanup(CleanupStep::IdSizes), 1, 7, &[]);
         }
-        info!(requests = self.cleared_requests.len(), "cleaning up after the debugger");
+        info!(requests = self.cleared_requests.len(), vm_suspends, "cleaning up after the debugger");
     }
 
     fn on_cleanup_reply(&mut self, step: CleanupStep, ok: bool, data: &[u8]) {

@@ -127,7 +127,10 @@ impl Session {
     }
 
     async fn on_event(&mut self, p: Packet) {
-        if self.attached.is_some() {
+        if let Some(a) = self.attached.as_mut() {
+            if p.data().first() == Some(&SUSPEND_ALL) {
+                a.vm_suspends = a.vm_suspends.saturating_add(1);
+            }
             self.send_to_debugger(p.into_bytes()).await;
             return;
         }

@@ -1,0 +1,18 @@
+//! The one integration-test binary: fake peers and real JVMs on loopback sockets, the proxy
+//! in-process (`harness`) or as the real binary (`bin`).
+
+mod support;
+
+#[path = "integration/harness.rs"]
+mod harness;
+
+#[path = "integration/relay_fake.rs"]
+mod relay_fake;
+#[path = "integration/detach.rs"]
+mod detach;
+#[path = "integration/bad_input.rs"]
+mod bad_input;
+#[path = "integration/hotspot.rs"]
+mod hotspot;
+#[path = "integration/cli.rs"]
+mod cli;

@@ -1,0 +1,143 @@
+//! The real binary: `serve` with the control socket, `list` and `select`, exit codes.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::{FakeVm, FakeVmConfig};
+
+const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
+
+/// A `jdwpmux serve` child with its log in a file, killed on drop.
+pub struct Served {
+    child: std::process::Child,
+    pub log: std::path::PathBuf,
+    pub control: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    pub fn start(args: &[&str]) -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("serve.log");
+        let control = dir.path().join("control.sock");
+        let child = Command::new(BIN)
+            .arg("serve")
+            .args(["--base-port", "0", "--current-port", "0", "--control"])
+            .arg(&control)
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Served { child, log, control, _dir: dir }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits for a log line containing `needle`.
+    pub async fn wait_log(&self, needle: &str) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(line) = self.log_text().lines().find(|l| l.contains(needle)) {
+                return line.to_string();
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no {needle:?} in the log:\n{}", self.log_text());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Runs `jdwpmux ARGS --control SOCKET`; returns (exit code, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(BIN).args(args).arg("--control").arg(&self.control).output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The port number in a "listening on 127.0.0.1:PORT ..." line.
+pub fn port_of(line: &str) -> u16 {
+    let after = line.split("listening on ").nth(1).unwrap();
+    let addr = after.split_whitespace().next().unwrap();
+    addr.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_and_select_through_the_binary() {
+    let a = FakeVm::start(FakeVmConfig { app_name: "com.example.alpha".into(), pid: 1111, ..Default::default() }).await;
+    let b = FakeVm::start(FakeVmConfig { app_name: "com.example.beta".into(), pid: 2222, ..Default::default() }).await;
+    let served = Served::start(&["--vm", &a.addr().to_string(), "--vm", &b.addr().to_string()]);
+    let current = port_of(&served.wait_log("for the current VM").await);
+    assert!(current > 0);
+    // Both VMs identified.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let listed = loop {
+        let (code, out, err) = served.run(&["list", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        if v.as_array().unwrap().iter().filter(|e| e["state"] == "ready").count() == 2 {
+            break v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "VMs not ready: {out}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let rows = listed.as_array().unwrap();
+    for key in ["addr", "pid", "app", "vm_ident", "ddm", "debugger_port", "current", "debugger", "state"] {
+        assert!(rows[0].get(key).is_some(), "missing {key} in {}", rows[0]);
+    }
+    assert_eq!(rows[0]["current"], true, "the first VM is current by default");
+    assert_eq!(rows[1]["app"], "com.example.beta");
+    assert_eq!(rows[1]["ddm"], true);
+
+    let (code, out, _) = served.run(&["list"]);
+    assert_eq!(code, 0);
+    assert!(out.lines().next().unwrap().contains("PORT"), "{out}");
+    assert!(out.contains("com.example.alpha") && out.contains("2222"), "{out}");
+
+    let beta_port = rows[1]["debugger_port"].as_u64().unwrap().to_string();
+    for sel in ["com.example.beta", "2222", &b.addr().to_string(), &format!(":{beta_port}"), "com.example.b"] {
+        let (code, out, err) = served.run(&["select", sel]);
+        assert_eq!(code, 0, "select {sel}: {err}");
+        assert!(out.contains(&b.addr().to_string()), "{out}");
+        served.run(&["select", "com.example.alpha"]);
+    }
+    let (code, _, err) = served.run(&["select", "com.example"]);
+    assert_eq!(code, 2, "ambiguous selector");
+    assert!(err.contains("ambiguous") && err.contains("alpha") && err.contains("beta"), "{err}");
+    let (code, _, err) = served.run(&["select", "nothing.like.it"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no VM matches"), "{err}");
+
+    // The current port follows the selection.
+    served.run(&["select", "com.example.beta"]);
+    let mut c = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
+    c.request(1, 1, 1, &[], Duration::from_secs(20)).await.unwrap();
+    crate::harness::wait_until("beta has the debugger", || b.received().iter().any(|p| p.id != 0 && p.is_command(1, 1) && p.id > 2)).await.unwrap();
+    drop(c);
+}
+
+#[test]
+fn commands_without_a_daemon_say_so_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("none.sock");
+    let out = Command::new(BIN).args(["list", "--control"]).arg(&sock).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no jdwpmux daemon answers") && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn a_remote_listen_address_needs_consent() {
+    let out = Command::new(BIN).args(["serve", "--listen", "0.0.0.0", "--no-scan"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
+}

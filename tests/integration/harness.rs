@@ -1,0 +1,109 @@
+//! Running the proxy for tests: in-process through `jdwpmux::start`, on ephemeral ports,
+//! and helpers to wait for conditions with generous deadlines (never fixed sleeps).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use jdwpmux::registry::VmInfo;
+use jdwpmux::settings::{DdmMode, Settings};
+use jdwpmux::Daemon;
+
+/// Deadline for anything that should happen "soon" on a loaded 2-core machine.
+pub const SOON: Duration = Duration::from_secs(20);
+
+pub struct Proxy {
+    pub daemon: Option<Daemon>,
+}
+
+impl Proxy {
+    pub async fn start(vms: &[SocketAddr], ddm: DdmMode) -> Proxy {
+        let settings = Settings {
+            vms: vms.to_vec(),
+            base_port: 0,
+            current_port: 0,
+            ddm,
+            ..Settings::default()
+        };
+        Self::with(settings).await
+    }
+
+    pub async fn with(settings: Settings) -> Proxy {
+        match jdwpmux::start(settings).await {
+            Ok(d) => Proxy { daemon: Some(d) },
+            Err(e) => panic!("proxy failed to start: {e}"),
+        }
+    }
+
+    fn daemon(&self) -> &Daemon {
+        self.daemon.as_ref().expect("daemon running")
+    }
+
+    pub fn current_addr(&self) -> SocketAddr {
+        self.daemon().current_addr
+    }
+
+    pub fn list(&self) -> Vec<VmInfo> {
+        self.daemon().registry.list()
+    }
+
+    /// Waits until VM `index` (in order of --vm) is ready with a bound port; returns its info.
+    pub async fn ready(&self, index: usize) -> VmInfo {
+        let mut found = None;
+        wait_until("VM ready", || {
+            let l = self.list();
+            let v = l.get(index).cloned();
+            let ok = v.as_ref().is_some_and(|v| v.status.state == jdwpmux::session::VmState::Ready && v.debugger_port.is_some());
+            if ok {
+                found = v;
+            }
+            ok
+        })
+        .await
+        .unwrap();
+        found.unwrap()
+    }
+
+    /// The debugger port of VM `index`, once ready.
+    pub async fn vm_port(&self, index: usize) -> SocketAddr {
+        let info = self.ready(index).await;
+        SocketAddr::from(([127, 0, 0, 1], info.debugger_port.unwrap()))
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(d) = self.daemon.take() {
+            d.shutdown(Duration::from_secs(5)).await;
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(d) = &self.daemon {
+            d.cancel_token().cancel();
+        }
+    }
+}
+
+/// Polls `cond` every 20 ms until it holds or `SOON` passes.
+pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        if cond() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs `f` under the `SOON` deadline.
+pub async fn soon<T>(what: &str, f: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(SOON, f).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out: {what}"),
+    }
+}

@@ -1,0 +1,202 @@
+//! A real HotSpot debuggee: a tiny `Main` that prints `tick N` about every 50 ms forever,
+//! compiled into a tempdir and run with the JDWP agent listening on 127.0.0.1:0.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use tokio::process::{Child, Command};
+
+use super::output::OutputLog;
+
+/// `Main.java`; line numbers matter to breakpoint tests (see `TICK_LINE`).
+pub const MAIN_JAVA: &str = "public class Main {
+    static volatile int counter;
+
+    static void tick(int n) {
+        System.out.println(\"tick \" + n);
+        System.out.flush();
+    }
+
+    public static void main(String[] args) throws Exception {
+        System.out.println(\"Main started\");
+        System.out.flush();
+        while (true) {
+            counter++;
+            tick(counter);
+            Thread.sleep(50);
+        }
+    }
+}
+";
+
+/// First line of `Main.tick` (where `stop in Main.tick` hits).
+pub const TICK_LINE: u32 = 5;
+pub const JAVAC_TIMEOUT: Duration = Duration::from_secs(120);
+pub const LISTEN_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn tool_runs(tool: &str, arg: &str) -> bool {
+    std::process::Command::new(tool)
+        .arg(arg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// True when `java -version` and `javac -version` both run.
+pub fn java_available() -> bool {
+    tool_runs("java", "-version") && tool_runs("javac", "-version")
+}
+
+/// True when `jdb -version` runs.
+pub fn jdb_available() -> bool {
+    tool_runs("jdb", "-version")
+}
+
+pub struct JavaApp {
+    child: Child,
+    log: Arc<OutputLog>,
+    port: u16,
+    // Kept so the class files outlive the JVM; removed on drop.
+    _dir: tempfile::TempDir,
+}
+
+impl JavaApp {
+    /// Compiles and starts Main with `-agentlib:jdwp=...,server=y,suspend=y|n` on a free
+    /// loopback port picked for it, and waits for the agent's `Listening ... address: PORT`.
+    ///
+    /// Not `address=...:0`: with port 0 HotSpot listens on a NEW port after each debugger
+    /// leaves, so a proxy (or a user) could never reconnect to it.
+    pub async fn start(suspend: bool) -> Result<JavaApp> {
+        let mut last = None;
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            match Self::start_at(suspend, port).await {
+                Ok(app) => return Ok(app),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("could not start java")))
+    }
+
+    /// Like `start`, on the given port (0: HotSpot's "any port", which changes per debugger).
+    pub async fn start_at(suspend: bool, port: u16) -> Result<JavaApp> {
+        let dir = tempfile::tempdir().context("tempdir")?;
+        let src = dir.path().join("Main.java");
+        std::fs::write(&src, MAIN_JAVA).context("write Main.java")?;
+        let javac = Command::new("javac")
+            .arg("-g")
+            .arg("-d")
+            .arg(dir.path())
+            .arg(&src)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(JAVAC_TIMEOUT, javac).await.context("javac timed out")?.context("run javac")?;
+        if !out.status.success() {
+            bail!("javac failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+        }
+        let agent = format!(
+            "-agentlib:jdwp=transport=dt_socket,server=y,suspend={},address=127.0.0.1:{port}",
+            if suspend { "y" } else { "n" }
+        );
+        let mut child = Command::new("java")
+            .args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx64m"])
+            .arg(agent)
+            .arg("-cp")
+            .arg(dir.path())
+            .arg("Main")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("spawn java")?;
+        let log = Arc::new(OutputLog::default());
+        if let Some(o) = child.stdout.take() {
+            log.spawn_reader(o, 0);
+        }
+        if let Some(e) = child.stderr.take() {
+            log.spawn_reader(e, 1);
+        }
+        let mut app = JavaApp { child, log, port: 0, _dir: dir };
+        app.port = app.wait_listen_port(1, LISTEN_TIMEOUT).await?;
+        Ok(app)
+    }
+
+    /// The port of the agent's first listen.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// `"127.0.0.1:PORT"` for `jdb -attach` and proxy configs.
+    pub fn host_port(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Every port the agent announced, in order (with address port 0 HotSpot listens again on
+    /// a fresh port after a debugger leaves, and says so).
+    pub fn listen_ports(&self) -> Vec<u16> {
+        self.log.facts().listen_ports
+    }
+
+    /// Waits until the agent has announced `n` listens (1-based) and returns the n-th port.
+    pub async fn wait_listen_port(&self, n: usize, timeout: Duration) -> Result<u16> {
+        let what = format!("listen line #{n}");
+        self.log.wait_until(&what, |_, f| f.listen_ports.len() >= n, timeout).await?;
+        self.listen_ports().get(n.saturating_sub(1)).copied().context("listen port vanished")
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Everything the JVM printed so far (stdout and stderr merged).
+    pub fn output(&self) -> String {
+        self.log.text()
+    }
+
+    pub async fn wait_for_output(&self, substr: &str, timeout: Duration) -> Result<()> {
+        self.log.wait_text(0, substr, timeout).await.map(|_| ())
+    }
+
+    /// The highest `tick N` printed so far.
+    pub fn ticks_seen(&self) -> Option<u64> {
+        self.log.facts().max_tick
+    }
+
+    /// Waits for two ticks past the current one (one could have been in flight when the
+    /// app was suspended); returns the new highest tick. Proves the app runs on.
+    pub async fn wait_ticks_advance(&self, timeout: Duration) -> Result<u64> {
+        let start = self.ticks_seen().unwrap_or(0);
+        let what = format!("ticks past {start}");
+        self.log.wait_until(&what, |_, f| f.max_tick.unwrap_or(0) >= start + 2, timeout).await?;
+        self.ticks_seen().context("tick vanished")
+    }
+
+    /// True while the JVM has not exited.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Kills the JVM and waits for it (bounded).
+    pub async fn kill(&mut self) -> Result<Option<ExitStatus>> {
+        let _ = self.child.start_kill();
+        Ok(tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.ok().transpose()?)
+    }
+}
+
+impl Drop for JavaApp {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}

@@ -1,0 +1,21 @@
+//! Integration-test support for jdwpmux, independent of the crate under test: JDWP/DDM framing
+//! (`wire`, `ddm`), a raw debugger client, a DDM-aware fake VM, a real HotSpot debuggee and a
+//! driver for the real `jdb`. Used as `mod support;` from tests/integration.rs.
+#![allow(dead_code, unused_imports)]
+
+pub mod client;
+pub mod consts;
+pub mod ddm;
+pub mod fake_vm;
+pub mod java;
+pub mod jdb;
+pub mod output;
+pub mod reader;
+pub mod tap;
+pub mod wire;
+
+pub use client::RawClient;
+pub use fake_vm::{DbgdReply, EventRequestRecord, FakeThread, FakeVm, FakeVmConfig, HeapRequest};
+pub use java::{java_available, jdb_available, JavaApp};
+pub use jdb::Jdb;
+pub use wire::{Chunk, Kind, Packet, Reader, WireError};

@@ -1,0 +1,378 @@
+//! Minimal JDWP/DDM framing for the integration tests: packets, chunks, strings, a byte reader.
+//! Written independently of jdwpmux's own codec on purpose: the tests must not trust the code
+//! under test to tell them what is on the wire.
+
+use std::fmt;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+pub use bytes::BufMut;
+
+pub use super::consts::*;
+pub use super::reader::*;
+
+pub const HANDSHAKE: &[u8; 14] = b"JDWP-Handshake";
+pub const HEADER_LEN: usize = 11;
+pub const FLAG_REPLY: u8 = 0x80;
+/// Default sanity cap on a packet's length field (header included).
+pub const DEFAULT_MAX_PACKET_LEN: usize = 64 << 20;
+
+/// Malformed bytes are values, never panics.
+#[derive(Debug)]
+pub enum WireError {
+    /// Length field below the 11-byte header.
+    TooShort { len: u32 },
+    /// Length field above the sanity cap.
+    TooLong { len: u32, max: usize },
+    /// A field wanted more bytes than were left.
+    Truncated { at: usize, wanted: usize, left: usize },
+    /// A chunk's length runs past its payload.
+    ChunkOverrun { ty: [u8; 4], len: u32, left: usize },
+    /// A UTF-16 or UTF-8 string did not decode.
+    BadString { at: usize },
+    /// The peer closed the stream (mid-packet if `partial` > 0 bytes had arrived).
+    Eof { partial: usize },
+    Io(std::io::Error),
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooShort { len } => write!(f, "packet length {len} is below the 11-byte header"),
+            Self::TooLong { len, max } => write!(f, "packet length {len} exceeds cap {max}"),
+            Self::Truncated { at, wanted, left } => {
+                write!(f, "truncated at offset {at}: wanted {wanted} bytes, {left} left")
+            }
+            Self::ChunkOverrun { ty, len, left } => write!(
+                f,
+                "chunk {} claims {len} bytes, {left} left",
+                String::from_utf8_lossy(ty)
+            ),
+            Self::BadString { at } => write!(f, "undecodable string at offset {at}"),
+            Self::Eof { partial } => write!(f, "end of stream ({partial} bytes of a packet read)"),
+            Self::Io(e) => write!(f, "i/o error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+impl From<std::io::Error> for WireError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// What follows the flags byte: a command's set and number, or a reply's error code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Command { set: u8, cmd: u8 },
+    Reply { error: u16 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub id: u32,
+    /// Kept as received so odd flag bits survive a round trip; bit 0x80 decides `kind`.
+    pub flags: u8,
+    pub kind: Kind,
+    pub data: Vec<u8>,
+}
+
+impl Packet {
+    pub fn command(id: u32, set: u8, cmd: u8, data: impl Into<Vec<u8>>) -> Packet {
+        Packet { id, flags: 0, kind: Kind::Command { set, cmd }, data: data.into() }
+    }
+
+    pub fn reply(id: u32, error: u16, data: impl Into<Vec<u8>>) -> Packet {
+        Packet { id, flags: FLAG_REPLY, kind: Kind::Reply { error }, data: data.into() }
+    }
+
+    /// A DDM command (set 0xC7, cmd 1) carrying `chunks`.
+    pub fn ddm(id: u32, chunks: &[Chunk]) -> Packet {
+        Packet::command(id, DDM_SET, DDM_CMD, encode_chunks(chunks))
+    }
+
+    pub fn is_reply(&self) -> bool {
+        matches!(self.kind, Kind::Reply { .. })
+    }
+
+    /// `Some((set, cmd))` for a command.
+    pub fn command_of(&self) -> Option<(u8, u8)> {
+        match self.kind {
+            Kind::Command { set, cmd } => Some((set, cmd)),
+            Kind::Reply { .. } => None,
+        }
+    }
+
+    pub fn is_command(&self, set: u8, cmd: u8) -> bool {
+        self.command_of() == Some((set, cmd))
+    }
+
+    /// `Some(error)` for a reply.
+    pub fn error_code(&self) -> Option<u16> {
+        match self.kind {
+            Kind::Reply { error } => Some(error),
+            Kind::Command { .. } => None,
+        }
+    }
+
+    pub fn is_ddm(&self) -> bool {
+        self.is_command(DDM_SET, DDM_CMD)
+    }
+
+    /// The DDM chunks in `data` (valid for DDM commands and for replies to them).
+    pub fn chunks(&self) -> Result<Vec<Chunk>, WireError> {
+        split_chunks(&self.data)
+    }
+
+    pub fn reader(&self) -> Reader<'_> {
+        Reader::new(&self.data)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + self.data.len());
+        out.put_u32((HEADER_LEN + self.data.len()) as u32);
+        out.put_u32(self.id);
+        out.put_u8(self.flags);
+        match self.kind {
+            Kind::Command { set, cmd } => {
+                out.put_u8(set);
+                out.put_u8(cmd);
+            }
+            Kind::Reply { error } => out.put_u16(error),
+        }
+        out.extend_from_slice(&self.data);
+        out
+    }
+}
+
+fn check_len(len: u32, max_len: usize) -> Result<usize, WireError> {
+    let n = len as usize;
+    if n < HEADER_LEN {
+        return Err(WireError::TooShort { len });
+    }
+    if n > max_len {
+        return Err(WireError::TooLong { len, max: max_len });
+    }
+    Ok(n)
+}
+
+fn decode_body(header: &[u8], data: Vec<u8>) -> Result<Packet, WireError> {
+    let mut r = Reader::new(header);
+    let _len = r.u4()?;
+    let id = r.u4()?;
+    let flags = r.u1()?;
+    let kind = if flags & FLAG_REPLY != 0 {
+        Kind::Reply { error: r.u2()? }
+    } else {
+        Kind::Command { set: r.u1()?, cmd: r.u1()? }
+    };
+    Ok(Packet { id, flags, kind, data })
+}
+
+/// Decodes one packet from the front of `buf`: `Ok(None)` when more bytes are needed,
+/// otherwise the packet and how many bytes it used. Suits cancel-safe buffered readers.
+pub fn try_decode(buf: &[u8], max_len: usize) -> Result<Option<(Packet, usize)>, WireError> {
+    let Some(len_bytes) = buf.get(..4) else { return Ok(None) };
+    let len = u32::from_be_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]);
+    let n = check_len(len, max_len)?;
+    let Some(whole) = buf.get(..n) else { return Ok(None) };
+    let pkt = decode_body(&whole[..HEADER_LEN], whole[HEADER_LEN..].to_vec())?;
+    Ok(Some((pkt, n)))
+}
+
+/// Reads exactly one packet (not cancel-safe: use `try_decode` on a buffer under `select!`).
+pub async fn read_packet<R: AsyncRead + Unpin>(r: &mut R, max_len: usize) -> Result<Packet, WireError> {
+    let mut header = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        let n = r.read(&mut header[got..]).await?;
+        if n == 0 {
+            return Err(WireError::Eof { partial: got });
+        }
+        got += n;
+    }
+    let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
+    let n = check_len(len, max_len)?;
+    let mut data = vec![0u8; n - HEADER_LEN];
+    if let Err(e) = r.read_exact(&mut data).await {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            return Err(WireError::Eof { partial: HEADER_LEN });
+        }
+        return Err(e.into());
+    }
+    decode_body(&header, data)
+}
+
+pub async fn write_packet<W: AsyncWrite + Unpin>(w: &mut W, p: &Packet) -> std::io::Result<()> {
+    w.write_all(&p.encode()).await?;
+    w.flush().await
+}
+
+/// One DDM chunk: four ASCII letters and the data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub ty: [u8; 4],
+    pub data: Vec<u8>,
+}
+
+impl Chunk {
+    pub fn new(ty: &[u8; 4], data: impl Into<Vec<u8>>) -> Chunk {
+        Chunk { ty: *ty, data: data.into() }
+    }
+
+    pub fn is(&self, ty: &[u8; 4]) -> bool {
+        &self.ty == ty
+    }
+
+    pub fn type_str(&self) -> String {
+        String::from_utf8_lossy(&self.ty).into_owned()
+    }
+
+    pub fn reader(&self) -> Reader<'_> {
+        Reader::new(&self.data)
+    }
+
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.ty);
+        out.put_u32(self.data.len() as u32);
+        out.extend_from_slice(&self.data);
+    }
+}
+
+pub fn encode_chunks(chunks: &[Chunk]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in chunks {
+        c.encode_into(&mut out);
+    }
+    out
+}
+
+/// Splits a DDM payload into chunks; trailing bytes shorter than a chunk header are an error.
+pub fn split_chunks(payload: &[u8]) -> Result<Vec<Chunk>, WireError> {
+    let mut r = Reader::new(payload);
+    let mut out = Vec::new();
+    while !r.is_empty() {
+        let ty = r.ty4()?;
+        let len = r.u4()?;
+        if len as usize > r.remaining() {
+            return Err(WireError::ChunkOverrun { ty, len, left: r.remaining() });
+        }
+        out.push(Chunk { ty, data: r.bytes(len as usize)?.to_vec() });
+    }
+    Ok(out)
+}
+
+/// A ZLIB chunk wrapping `orig`: data = `u4 origType, u4 origLen, deflate(zlib) bytes`; the
+/// chunk's own length field is the compressed length (the generic chunk framing).
+pub fn zlib_chunk(orig: &Chunk) -> Chunk {
+    zlib_chunk_claiming(&orig.ty, orig.data.len() as u32, &orig.data)
+}
+
+/// Like `zlib_chunk` but with a chosen (possibly false) original length: for bomb tests.
+pub fn zlib_chunk_claiming(orig_ty: &[u8; 4], claimed_len: u32, raw: &[u8]) -> Chunk {
+    use std::io::Write;
+    let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    // Writing into a Vec cannot fail.
+    let _ = enc.write_all(raw);
+    let compressed = enc.finish().unwrap_or_default();
+    let mut data = Vec::with_capacity(8 + compressed.len());
+    data.extend_from_slice(orig_ty);
+    data.put_u32(claimed_len);
+    data.extend_from_slice(&compressed);
+    Chunk::new(b"ZLIB", data)
+}
+
+/// Event.Composite payload with one event: `u1 policy, u4 1, u1 kind, u4 requestId, threadId`;
+/// kinds whose event carries a location (single step, breakpoint, method entry/exit) get a
+/// fixed dummy location (class tag 1, class 0x2001, method 0x3001, index 0) so it is valid JDWP.
+pub fn event_composite_payload(suspend_policy: u8, kind: u8, request_id: u32, thread_id: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.put_u8(suspend_policy);
+    out.put_u32(1);
+    out.put_u8(kind);
+    out.put_u32(request_id);
+    out.put_u64(thread_id);
+    if matches!(kind, KIND_SINGLE_STEP | KIND_BREAKPOINT | KIND_METHOD_ENTRY | KIND_METHOD_EXIT) {
+        out.put_u8(1);
+        out.put_u64(0x2001);
+        out.put_u64(0x3001);
+        out.put_u64(0);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_round_trip_through_encode_and_try_decode() {
+        let cases = [
+            Packet::command(1, SET_VM, VM_VERSION, vec![]),
+            Packet::reply(0x8000_0001, ERR_NOT_IMPLEMENTED, vec![1, 2, 3]),
+            Packet::ddm(7, &[Chunk::new(b"HELO", vec![0, 0, 0, 1]), Chunk::new(b"FEAT", vec![])]),
+        ];
+        for p in cases {
+            let bytes = p.encode();
+            assert_eq!(bytes.len(), HEADER_LEN + p.data.len());
+            assert_eq!(try_decode(&bytes[..bytes.len() - 1], 1 << 20).unwrap(), None);
+            let (q, used) = try_decode(&bytes, 1 << 20).unwrap().unwrap();
+            assert_eq!((q, used), (p, bytes.len()));
+        }
+    }
+
+    #[tokio::test]
+    async fn read_packet_from_async_read_honours_cap_and_eof() {
+        let a = Packet::command(1, SET_VM, VM_VERSION, vec![]);
+        let b = Packet::reply(1, ERR_NONE, vec![5; 20]);
+        let mut bytes = a.encode();
+        bytes.extend(b.encode());
+        bytes.extend(&[0, 0]);
+        let mut r: &[u8] = &bytes;
+        assert_eq!(read_packet(&mut r, 100).await.unwrap(), a);
+        assert_eq!(read_packet(&mut r, 100).await.unwrap(), b);
+        assert!(matches!(read_packet(&mut r, 100).await, Err(WireError::Eof { partial: 2 })));
+        let big = b.encode();
+        let mut r: &[u8] = &big;
+        assert!(matches!(read_packet(&mut r, 30).await, Err(WireError::TooLong { len: 31, max: 30 })));
+    }
+
+    #[test]
+    fn bad_lengths_are_errors() {
+        let table: [(u32, usize, &str); 3] = [(10, 100, "below"), (0, 100, "below"), (101, 100, "exceeds")];
+        for (len, cap, want) in table {
+            let mut b = len.to_be_bytes().to_vec();
+            b.resize(HEADER_LEN, 0);
+            let err = try_decode(&b, cap).unwrap_err().to_string();
+            assert!(err.contains(want), "{len}: {err}");
+        }
+    }
+
+    #[test]
+    fn chunks_split_and_reject_overrun() {
+        let payload = encode_chunks(&[Chunk::new(b"THCR", vec![9; 5]), Chunk::new(b"THDE", vec![1, 2, 3, 4])]);
+        let cs = split_chunks(&payload).unwrap();
+        assert_eq!(cs.len(), 2);
+        assert_eq!(cs[0].type_str(), "THCR");
+        assert_eq!(cs[1].data, vec![1, 2, 3, 4]);
+        let mut bad = payload.clone();
+        bad.truncate(payload.len() - 1);
+        assert!(matches!(split_chunks(&bad), Err(WireError::ChunkOverrun { .. })));
+        assert!(matches!(split_chunks(b"AB"), Err(WireError::Truncated { .. })));
+    }
+
+    #[test]
+    fn zlib_chunk_inflates_back() {
+        use std::io::Read;
+        let orig = Chunk::new(b"HPDS", vec![7u8; 10_000]);
+        let z = zlib_chunk(&orig);
+        let mut r = z.reader();
+        assert_eq!(&r.ty4().unwrap(), b"HPDS");
+        assert_eq!(r.u4().unwrap(), 10_000);
+        let mut out = Vec::new();
+        flate2::read::ZlibDecoder::new(r.rest()).read_to_end(&mut out).unwrap();
+        assert_eq!(out, orig.data);
+    }
+}
