@@ -45,6 +45,8 @@ pub enum Command {
     List(ListArgs),
     /// Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT).
     Select(SelectArgs),
+    /// Print a capture file as text (one line per packet, DDM chunks decoded).
+    Decode(DecodeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -94,4 +96,26 @@ pub struct ServeArgs {
     /// When to probe VMs with DDM: auto (Android VMs only), always, never.
     #[arg(long, value_enum, default_value_t = DdmMode::Auto)]
     pub ddm: DdmMode,
+    /// Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON
+    /// lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
+    /// Capture format, when the file name does not say: pcapng or jsonl.
+    #[arg(long, value_name = "FORMAT")]
+    pub capture_format: Option<crate::capture::Format>,
+    /// Stop capturing (with one log line) before the file would exceed this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub capture_max_bytes: Option<u64>,
+    /// Bytes kept of each packet in the capture; the rest is counted, not stored.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::capture::DEFAULT_SNAPLEN)]
+    pub capture_snaplen: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// A capture written by `serve --capture` (pcapng or JSON lines).
+    pub file: PathBuf,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
+use crate::capture::CaptureHandle;
 use crate::control;
 use crate::discovery::scan;
 use crate::listen;
@@ -27,12 +28,15 @@ pub enum RunError {
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error(transparent)]
     Control(#[from] control::server::ControlError),
+    #[error("cannot capture to {path}: {source}")]
+    Capture { path: std::path::PathBuf, source: crate::capture::CaptureError },
 }
 
 /// A running daemon: its registry, and the addresses it listens on.
 pub struct Daemon {
     pub registry: Arc<Registry>,
     pub current_addr: SocketAddr,
+    capture: Option<CaptureHandle>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -44,6 +48,12 @@ impl Daemon {
         self.tracker.close();
         if tokio::time::timeout(grace, self.tracker.wait()).await.is_err() {
             warn!("some tasks did not stop within {grace:?}");
+        }
+        if let Some(c) = self.capture {
+            match c.close().await {
+                Ok(s) => info!(records = s.records_written, bytes = s.bytes_written, dropped = s.dropped, "capture closed"),
+                Err(e) => warn!(error = %e, "capture did not close cleanly"),
+            }
         }
     }
 
@@ -57,6 +67,7 @@ impl Daemon {
 pub(crate) struct Spawner {
     pub registry: Arc<Registry>,
     pub settings: Arc<Settings>,
+    pub capture: Option<CaptureHandle>,
     pub cancel: CancellationToken,
     pub tracker: TaskTracker,
 }
@@ -71,10 +82,12 @@ impl Spawner {
             android,
             timeouts: s.timeouts,
             max_backoff: if source == Source::Cli { Duration::from_secs(5) } else { s.scan_interval },
+            capture: self.capture.clone(),
         };
         let handle = session::spawn(cfg, initial, self.cancel.child_token(), &self.tracker);
         let (id, port) = self.registry.add(key.clone(), key.clone(), addr, source, s.base_port, handle);
         let (registry, cancel, tracker) = (self.registry.clone(), self.cancel.clone(), self.tracker.clone());
+        let capture = self.capture.clone();
         let (listen_ip, timeout) = (s.listen, s.timeouts.debugger_handshake);
         self.tracker.spawn(async move {
             let addr = SocketAddr::new(listen_ip, port);
@@ -86,7 +99,7 @@ impl Spawner {
                             registry.set_port(id, local.port());
                         }
                         let target = listen::Target::Vm { registry: registry.clone(), id };
-                        listen::spawn_accept(l, target, timeout, cancel, &tracker);
+                        listen::spawn_accept(l, target, timeout, capture, cancel, &tracker);
                         return;
                     }
                     Err(e) => {
@@ -123,6 +136,21 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         .await
         .map_err(|source| RunError::Bind { addr: current_addr, source })?;
     let current_addr = current.local_addr().unwrap_or(current_addr);
+    let capture = match &settings.capture {
+        None => None,
+        Some(c) => {
+            let opts = crate::capture::CaptureOptions {
+                max_bytes: c.max_bytes,
+                snaplen: c.snaplen,
+                chunk_decoder: Some(crate::ddm::json::chunks_json),
+                ..Default::default()
+            };
+            let handle = crate::capture::Capture::start(&c.path, c.format, opts)
+                .map_err(|source| RunError::Capture { path: c.path.clone(), source })?;
+            info!(path = %c.path.display(), "capturing every packet");
+            Some(handle)
+        }
+    };
     if let Some(path) = &settings.control {
         control::server::start(path, registry.clone(), cancel.clone(), &tracker).await?;
     }
@@ -130,11 +158,18 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         current,
         listen::Target::Current(registry.clone()),
         settings.timeouts.debugger_handshake,
+        capture.clone(),
         cancel.clone(),
         &tracker,
     );
     let settings = Arc::new(settings);
-    let spawner = Spawner { registry: registry.clone(), settings: settings.clone(), cancel: cancel.clone(), tracker: tracker.clone() };
+    let spawner = Spawner {
+        registry: registry.clone(),
+        settings: settings.clone(),
+        capture: capture.clone(),
+        cancel: cancel.clone(),
+        tracker: tracker.clone(),
+    };
     for vm in &settings.vms {
         spawner.add(vm.to_string(), *vm, Source::Cli, false, None);
     }
@@ -149,5 +184,5 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     if settings.vms.is_empty() && settings.scans.is_empty() {
         info!("no VMs to watch: give --vm HOST:PORT or --scan HOST:FIRST-LAST");
     }
-    Ok(Daemon { registry, current_addr, cancel, tracker })
+    Ok(Daemon { registry, current_addr, capture, cancel, tracker })
 }

@@ -7,13 +7,16 @@
 //! # Layout
 //! - [`jdwp`]: the wire format (handshake, packets, streaming decoder, names). Pure.
 //! - [`ddm`]: DDM chunks: typed decoding, zlib, heap maps, per-VM client state. Pure.
+//! - [`capture`]: packet captures (pcapng for Wireshark, JSON lines) and reading them back.
 //! - [`session`]: one actor per VM owning its socket; the id table; attach and detach.
 //! - [`listen`]: debugger accept loops and the per-debugger connection task.
 //! - [`discovery`]: finding VMs: port-range scans and the adb server.
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
+//! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
 
+pub mod capture;
 pub mod cli;
 pub mod control;
 mod daemon;
@@ -24,6 +27,7 @@ pub mod listen;
 pub mod registry;
 pub mod session;
 pub mod settings;
+pub mod views;
 
 pub use daemon::{start, Daemon, RunError};
 

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use jdwpmux::cli::{Cli, Command, ListArgs, LogFormat, SelectArgs, ServeArgs};
+use jdwpmux::cli::{Cli, Command, DecodeArgs, ListArgs, LogFormat, SelectArgs, ServeArgs};
 use jdwpmux::control::{self, client, protocol::{ErrorKind, Request, Response}};
 use jdwpmux::settings::{self, parse_vm_addr, Settings, SettingsError};
 use tracing_subscriber::EnvFilter;
@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => rt.block_on(serve(args, control)),
         Command::List(args) => rt.block_on(list(args, &control)),
         Command::Select(args) => rt.block_on(select(args, &control)),
+        Command::Decode(args) => decode(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -54,6 +55,15 @@ fn exit_code(e: &anyhow::Error) -> u8 {
     } else {
         1
     }
+}
+
+fn decode(args: DecodeArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    let text = jdwpmux::capture::decode_cmd::render(&args.file, args.json)?;
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth a message.
+    let _ = out.write_all(text.as_bytes());
+    Ok(())
 }
 
 async fn list(args: ListArgs, control: &std::path::Path) -> anyhow::Result<()> {
@@ -104,7 +114,14 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     if !(0.05..=3600.0).contains(&args.scan_interval) {
         return Err(SettingsError::BadScan(format!("--scan-interval {}: expected 0.05 to 3600 seconds", args.scan_interval)));
     }
+    let capture = args.capture.map(|path| settings::CaptureSettings {
+        path,
+        format: args.capture_format,
+        max_bytes: args.capture_max_bytes,
+        snaplen: args.capture_snaplen,
+    });
     let s = Settings {
+        capture,
         vms,
         scans,
         scan_interval: Duration::from_secs_f64(args.scan_interval),

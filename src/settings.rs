@@ -65,6 +65,8 @@ pub struct Settings {
     /// Port ranges scanned for VMs.
     pub scans: Vec<crate::discovery::scan::ScanRange>,
     pub scan_interval: Duration,
+    /// Capture every packet to a file.
+    pub capture: Option<CaptureSettings>,
     /// The control socket; None runs without one.
     pub control: Option<std::path::PathBuf>,
 }
@@ -81,10 +83,21 @@ impl Default for Settings {
             ddm: DdmMode::Auto,
             timeouts: Timeouts::default(),
             control: None,
+            capture: None,
             scans: Vec::new(),
             scan_interval: DEFAULT_SCAN_INTERVAL,
         }
     }
+}
+
+/// `--capture FILE` and its options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureSettings {
+    pub path: std::path::PathBuf,
+    /// None: from the file's extension (.pcapng, .jsonl).
+    pub format: Option<crate::capture::Format>,
+    pub max_bytes: Option<u64>,
+    pub snaplen: usize,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -24,6 +24,7 @@ pub mod error;
 pub mod heap;
 pub mod heapmap;
 pub mod info;
+pub mod json;
 pub mod model;
 pub mod reader;
 pub mod state;

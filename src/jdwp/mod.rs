@@ -2,8 +2,8 @@
 //! the names of commands and errors. Pure code: no sockets, no tasks.
 
 pub mod codec;
-// names: added when ready
 pub mod handshake;
+pub mod names;
 pub mod packet;
 pub mod reader;
 

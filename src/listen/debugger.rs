@@ -12,6 +12,8 @@ use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::capture::tap::Tap;
+use crate::capture::{CaptureHandle, Direction, Leg};
 use crate::jdwp::codec::{Frame, JdwpCodec, DEFAULT_STREAM_OVER};
 use crate::jdwp::handshake::{scan_debugger, Scan, HANDSHAKE};
 use crate::registry::Registry;
@@ -35,7 +37,15 @@ pub enum Target {
     Current(std::sync::Arc<Registry>),
 }
 
-pub async fn serve(mut sock: TcpStream, peer: SocketAddr, conn: u64, target: Target, handshake_timeout: Duration, cancel: CancellationToken) {
+pub async fn serve(
+    mut sock: TcpStream,
+    peer: SocketAddr,
+    conn: u64,
+    target: Target,
+    handshake_timeout: Duration,
+    capture: Option<CaptureHandle>,
+    cancel: CancellationToken,
+) {
     let _ = sock.set_nodelay(true);
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     // 1. The debugger's handshake, answered by the proxy itself.
@@ -81,6 +91,12 @@ pub async fn serve(mut sock: TcpStream, peer: SocketAddr, conn: u64, target: Tar
         return debug!("debugger left during the handshake: {e}");
     }
     info!(vm = %vm_name, "debugger connected");
+    let mut tap = capture.as_ref().map(|c| {
+        let local = sock.local_addr().unwrap_or(peer);
+        let t = Tap::open(c, conn, &vm_name, Leg::Debugger, peer, local);
+        t.handshakes();
+        t
+    });
 
     // 3. Relay. Only cancel-safe calls in the select; a frame the session cannot take yet
     //    waits in `pending` while replies keep flowing the other way.
@@ -92,7 +108,7 @@ pub async fn serve(mut sock: TcpStream, peer: SocketAddr, conn: u64, target: Tar
     let why: String = 'relay: loop {
         while pending.is_none() {
             match codec.decode(&mut input) {
-                Ok(Some(f)) => match to_session.try_send(to_msg(f)) {
+                Ok(Some(f)) => match to_session.try_send(to_msg(f, &mut tap)) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(m)) => pending = Some(m),
                     Err(mpsc::error::TrySendError::Closed(_)) => break 'relay "the VM session ended".into(),
@@ -122,12 +138,16 @@ pub async fn serve(mut sock: TcpStream, peer: SocketAddr, conn: u64, target: Tar
                 break format!("write to the debugger failed: {e}");
             },
             m = from_session.recv(), if out.len() < OUT_HIGH_WATER => match m {
-                Some(ToDebugger::Data(b)) => {
-                    out.extend_from_slice(&b);
+                Some(ToDebugger::Data { bytes, body }) => {
+                    record_out(&mut tap, &bytes, body);
+                    out.extend_from_slice(&bytes);
                     // Batch whatever else is queued into the same write.
                     while out.len() < OUT_HIGH_WATER {
                         match from_session.try_recv() {
-                            Ok(ToDebugger::Data(b)) => out.extend_from_slice(&b),
+                            Ok(ToDebugger::Data { bytes, body }) => {
+                                record_out(&mut tap, &bytes, body);
+                                out.extend_from_slice(&bytes);
+                            }
                             Ok(ToDebugger::Close(reason)) => { closing = Some(reason); break; }
                             Err(_) => break,
                         }
@@ -148,6 +168,7 @@ pub async fn serve(mut sock: TcpStream, peer: SocketAddr, conn: u64, target: Tar
         sock.shutdown().await
     })
     .await;
+    drop(tap);
     if why.contains("failed") || why.starts_with("bad") {
         warn!(vm = %vm_name, reason = %why, "debugger connection closed");
     } else {
@@ -155,10 +176,27 @@ pub async fn serve(mut sock: TcpStream, peer: SocketAddr, conn: u64, target: Tar
     }
 }
 
-fn to_msg(f: Frame) -> FromDebugger {
+fn to_msg(f: Frame, tap: &mut Option<Tap>) -> FromDebugger {
+    if let Some(t) = tap.as_mut() {
+        match &f {
+            Frame::Packet(p) => t.packet(Direction::ToServer, p.as_bytes(), None),
+            Frame::Head(_, b) => t.packet(Direction::ToServer, b, None),
+            Frame::Body { bytes, .. } => t.body(Direction::ToServer, bytes),
+        }
+    }
     match f {
         Frame::Packet(p) => FromDebugger::Packet(p),
         Frame::Head(h, b) => FromDebugger::Head(h, b),
         Frame::Body { bytes, last } => FromDebugger::Body { bytes, last },
+    }
+}
+
+fn record_out(tap: &mut Option<Tap>, bytes: &[u8], body: bool) {
+    if let Some(t) = tap.as_mut() {
+        if body {
+            t.body(Direction::ToClient, bytes);
+        } else {
+            t.packet(Direction::ToClient, bytes, None);
+        }
     }
 }

@@ -4,7 +4,6 @@
 pub mod debugger;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::net::TcpListener;
@@ -14,7 +13,6 @@ use tracing::{info, warn, Instrument};
 
 pub use debugger::Target;
 
-static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
 
 /// Binds a debugger port. The "listening on" line is stable: scripts and tests read it.
 pub async fn bind(addr: SocketAddr, what: &str) -> std::io::Result<TcpListener> {
@@ -25,7 +23,14 @@ pub async fn bind(addr: SocketAddr, what: &str) -> std::io::Result<TcpListener> 
 }
 
 /// Runs an accept loop until cancelled.
-pub fn spawn_accept(listener: TcpListener, target: Target, handshake_timeout: Duration, cancel: CancellationToken, tracker: &TaskTracker) {
+pub fn spawn_accept(
+    listener: TcpListener,
+    target: Target,
+    handshake_timeout: Duration,
+    capture: Option<crate::capture::CaptureHandle>,
+    cancel: CancellationToken,
+    tracker: &TaskTracker,
+) {
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let span = tracing::info_span!("listen", port);
     let tasks = tracker.clone();
@@ -38,11 +43,11 @@ pub fn spawn_accept(listener: TcpListener, target: Target, handshake_timeout: Du
                 };
                 match accepted {
                     Ok((sock, peer)) => {
-                        let conn = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+                        let conn = crate::capture::tap::next_conn_id();
                         info!(%peer, conn, "debugger connection");
                         let span = tracing::info_span!("debugger", conn, %peer);
                         tasks.spawn(
-                            debugger::serve(sock, peer, conn, target.clone(), handshake_timeout, cancel.clone())
+                            debugger::serve(sock, peer, conn, target.clone(), handshake_timeout, capture.clone(), cancel.clone())
                                 .instrument(span),
                         );
                     }

@@ -33,13 +33,14 @@ pub(super) const READ_CHUNK: usize = 64 * 1024;
 /// Bytes queued for the VM above which the session stops taking debugger packets.
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
 /// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
-pub const MAX_HELD_EVENTS: usize = 256;
+pub const MAX_HELD_EVENTS: usize = 32;
+const _: () = assert!(MAX_HELD_EVENTS < super::handle::DEBUGGER_CHANNEL);
 pub const MAX_HELD_EVENT_BYTES: usize = 1024 * 1024;
 /// How often timers (request expiry, attach deadlines) are checked.
 const TICK: Duration = Duration::from_millis(200);
 
 /// Everything a session needs to know about its VM.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionConfig {
     /// How the VM is named in logs and `list` (its address).
     pub name: String,
@@ -50,6 +51,8 @@ pub struct SessionConfig {
     pub timeouts: Timeouts,
     /// Longest wait between reconnect attempts (the scan interval for discovered VMs).
     pub max_backoff: Duration,
+    /// Where packets are captured, if anywhere.
+    pub capture: Option<crate::capture::CaptureHandle>,
 }
 
 /// Why a connected period ended.
@@ -119,6 +122,8 @@ pub(super) struct Session {
     pub ddm_waiters: Vec<super::ddm_commands::Waiter>,
     pub thread_watchers: Vec<super::ddm_commands::ThreadWatcher>,
     pub threads_on: bool,
+    /// Capture of the VM leg of the current connection.
+    pub tap: Option<crate::capture::tap::Tap>,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -160,6 +165,7 @@ pub fn spawn(
         ddm_waiters: Vec::new(),
         thread_watchers: Vec::new(),
         threads_on: false,
+        tap: None,
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -307,6 +313,7 @@ impl Session {
     }
 
     fn reset_connection_state(&mut self) {
+        self.tap = None;
         self.ids = IdTable::default();
         self.purposes.clear();
         self.out.clear();
@@ -333,6 +340,13 @@ impl Session {
         self.set_state(VmState::Identifying);
         let Connected { mut stream, inbuf: mut input, early } = c;
         self.look_up_local_process(&stream);
+        self.tap = self.cfg.capture.as_ref().map(|h| {
+            let local = stream.local_addr().unwrap_or(self.cfg.addr);
+            let id = crate::capture::tap::next_conn_id();
+            let t = crate::capture::tap::Tap::open(h, id, &self.cfg.name, crate::capture::Leg::Vm, local, self.cfg.addr);
+            t.handshakes();
+            t
+        });
         for p in early {
             self.on_vm_packet(p).await;
         }
@@ -343,7 +357,12 @@ impl Session {
             // Route everything already buffered before waiting again.
             loop {
                 match self.codec.decode(&mut input) {
-                    Ok(Some(frame)) => self.on_vm_frame(frame).await,
+                    Ok(Some(frame)) => {
+                        if self.tap.is_some() {
+                            self.record_from_vm(&frame);
+                        }
+                        self.on_vm_frame(frame).await
+                    }
                     Ok(None) => break,
                     Err(e) => return self.lost(format!("bad packet from the VM: {e}")).await,
                 }
@@ -398,6 +417,40 @@ impl Session {
                     return Ended::Shutdown;
                 }
             }
+        }
+    }
+
+    /// Queues bytes for the VM: a packet with its pre-rewrite id, or a body piece.
+    pub(super) fn to_vm(&mut self, bytes: &[u8], orig_id: Option<u32>, body: bool) {
+        if let Some(t) = self.tap.as_mut() {
+            if body {
+                t.body(crate::capture::Direction::ToServer, bytes);
+            } else {
+                t.packet(crate::capture::Direction::ToServer, bytes, orig_id);
+            }
+        }
+        self.out.extend_from_slice(bytes);
+    }
+
+    /// Captures a frame read from the VM, with the requester's id and the latency of replies.
+    fn record_from_vm(&mut self, frame: &crate::jdwp::Frame) {
+        use crate::capture::Direction::ToClient;
+        use crate::jdwp::Frame;
+        let (bytes, header) = match frame {
+            Frame::Packet(p) => (p.as_bytes(), Some(p.header())),
+            Frame::Head(h, b) => (&b[..], Some(*h)),
+            Frame::Body { bytes, .. } => (&bytes[..], None),
+        };
+        let Some(tap) = self.tap.as_mut() else { return };
+        match header {
+            None => tap.body(ToClient, bytes),
+            Some(h) if h.is_reply() => {
+                let entry = self.ids.get(h.id);
+                let orig = entry.filter(|e| matches!(e.requester, super::ids::Requester::Debugger(_))).map(|e| e.orig_id);
+                let latency = entry.map(|e| e.sent.elapsed());
+                tap.reply(ToClient, bytes, orig, latency);
+            }
+            Some(_) => tap.packet(ToClient, bytes, None),
         }
     }
 

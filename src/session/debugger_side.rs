@@ -61,12 +61,11 @@ impl Session {
             // Events the VM sent while nobody was attached (VM_START with suspend=y) go
             // first, in one message, right behind the handshake echo.
             if !self.held.is_empty() {
-                let mut all = bytes::BytesMut::with_capacity(self.held_bytes);
+                // MAX_HELD_EVENTS is below the channel's capacity, so these all fit.
                 for e in self.held.drain(..) {
-                    all.extend_from_slice(e.as_bytes());
+                    let _ = p.link.tx.try_send(ToDebugger::Data { bytes: e.into_bytes(), body: false });
                 }
                 self.held_bytes = 0;
-                let _ = p.link.tx.try_send(ToDebugger::Data(all.freeze()));
             }
             if p.reply.send(Ok(())).is_err() {
                 continue;
@@ -96,7 +95,7 @@ impl Session {
                 if forward {
                     if let Some(id) = self.assign_id(h, 0).await {
                         head[4..8].copy_from_slice(&id.to_be_bytes());
-                        self.out.extend_from_slice(&head);
+                        self.to_vm(&head, Some(h.id), false);
                     }
                 }
                 if let Some(a) = self.attached.as_mut() {
@@ -105,11 +104,12 @@ impl Session {
             }
             Some(FromDebugger::Body { bytes, last }) => {
                 let Some(a) = self.attached.as_mut() else { return };
-                if a.upstream == Some(true) {
-                    self.out.extend_from_slice(&bytes);
-                }
+                let forward = a.upstream == Some(true);
                 if last {
                     a.upstream = None;
+                }
+                if forward {
+                    self.to_vm(&bytes, None, true);
                 }
             }
         }
@@ -138,7 +138,7 @@ impl Session {
         let note = if (h.cmd_set(), h.cmd()) == EVENT_SET { p.data().first().copied().unwrap_or(0) } else { 0 };
         if let Some(id) = self.assign_id(h, note).await {
             p.set_id(id);
-            self.out.extend_from_slice(p.as_bytes());
+            self.to_vm(p.as_bytes(), Some(h.id), false);
         }
     }
 
@@ -216,9 +216,13 @@ impl Session {
     /// Sends bytes to the attached debugger. When its queue is full the session waits (the VM
     /// side is held back meanwhile); a debugger that stays stuck is cut off.
     pub(super) async fn send_to_debugger(&mut self, bytes: Bytes) {
+        self.send_data_to_debugger(bytes, false).await
+    }
+
+    pub(super) async fn send_data_to_debugger(&mut self, bytes: Bytes, body: bool) {
         let Some(a) = self.attached.as_ref() else { return };
         let tx = a.link.tx.clone();
-        let stuck = match tx.try_send(ToDebugger::Data(bytes)) {
+        let stuck = match tx.try_send(ToDebugger::Data { bytes, body }) {
             Ok(()) => return,
             Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => false,
             Err(tokio::sync::mpsc::error::TrySendError::Full(msg)) => {

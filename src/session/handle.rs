@@ -27,8 +27,9 @@ pub enum FromDebugger {
 /// What a session sends to a debugger connection task.
 #[derive(Debug)]
 pub enum ToDebugger {
-    /// Bytes to write as they are (whole packets, or pieces of a streamed one).
-    Data(Bytes),
+    /// Bytes to write as they are: a whole packet (or the head of a streamed one), or with
+    /// `body` set, a piece of a streamed packet's body.
+    Data { bytes: Bytes, body: bool },
     /// Flush what was sent, then close the connection; the reason is logged.
     Close(String),
 }

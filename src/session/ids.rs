@@ -81,6 +81,11 @@ impl IdTable {
         }
     }
 
+    /// The entry for an id, left in place.
+    pub fn get(&self, id: u32) -> Option<&Entry> {
+        self.pending.get(&id)
+    }
+
     /// Removes and returns the entry for a reply's id.
     pub fn take(&mut self, id: u32) -> Option<Entry> {
         self.pending.remove(&id)

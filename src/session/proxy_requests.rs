@@ -57,7 +57,7 @@ impl Session {
             Ok(id) => {
                 let p = Packet::command(id, cmd_set, cmd, data);
                 self.trace_ddm_out(&p);
-                self.out.extend_from_slice(p.as_bytes());
+                self.to_vm(p.as_bytes(), None, false);
                 self.purposes.insert(id, purpose);
                 if let Purpose::Cleanup(_) = purpose {
                     self.cleanup_pending += 1;

@@ -37,7 +37,7 @@ impl Session {
                 }
                 let to_debugger = stream.to_debugger;
                 if to_debugger {
-                    self.send_to_debugger(bytes.freeze()).await;
+                    self.send_data_to_debugger(bytes.freeze(), true).await;
                 }
                 if last {
                     if let Some(VmStream { collect: Some((h, prefix, purpose)), .. }) = self.vm_stream.take() {

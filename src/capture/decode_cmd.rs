@@ -1,0 +1,123 @@
+//! `jdwpmux decode FILE`: a capture read back as the same text as the debug log (one line per
+//! packet, DDM chunks decoded beneath), or as JSON lines.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::reader::{read_capture, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind, ReadError};
+use super::time::format_rfc3339_micros;
+use super::{format_line, Direction};
+use crate::ddm::{decode_payload, Dir};
+use crate::jdwp::names;
+
+/// The whole rendering of a capture file.
+pub fn render(path: &Path, json: bool) -> Result<String, ReadError> {
+    let capture = read_capture(path)?;
+    let mut out = String::new();
+    for r in &capture.records {
+        if json {
+            out.push_str(&to_json(r).to_string());
+            out.push('\n');
+        } else {
+            out.push_str(&format_line(r));
+            out.push('\n');
+            if let DecodedEvent::Packet(p) = &r.event {
+                for chunk in ddm_lines(p) {
+                    let _ = writeln!(out, "    {chunk}");
+                }
+            }
+        }
+    }
+    for w in &capture.warnings {
+        let _ = writeln!(out, "# warning: {w}");
+    }
+    Ok(out)
+}
+
+fn is_ddm(p: &DecodedPacket) -> bool {
+    match p.kind {
+        PacketKind::Command { set, .. } => set == crate::jdwp::packet::DDM_CMD_SET,
+        PacketKind::Reply { command, .. } => command.is_some_and(|(set, _)| set == crate::jdwp::packet::DDM_CMD_SET),
+    }
+}
+
+/// Each DDM chunk of a packet, decoded from what the capture kept of it.
+fn ddm_lines(p: &DecodedPacket) -> Vec<String> {
+    let Some(payload) = p.payload.as_deref().filter(|_| is_ddm(p)) else { return Vec::new() };
+    let dir = if p.dir.from_vm() { Dir::FromVm } else { Dir::ToVm };
+    let is_reply = matches!(p.kind, PacketKind::Reply { .. });
+    let total = (p.length as usize).saturating_sub(crate::jdwp::packet::HEADER_LEN);
+    let prefix_of = (payload.len() < total).then_some(total);
+    decode_payload(payload, dir, is_reply, prefix_of)
+        .into_iter()
+        .map(|c| match c {
+            Ok(chunk) => chunk.to_string(),
+            Err(e) => format!("malformed DDM chunk: {e}"),
+        })
+        .collect()
+}
+
+fn to_json(r: &DecodedRecord) -> Value {
+    let c = &r.conn;
+    let mut v = json!({
+        "time": format_rfc3339_micros(r.time),
+        "conn": { "id": c.id, "vm": c.vm, "leg": c.leg.map(|l| l.as_str()), "client": c.client.to_string(), "server": c.server.to_string() },
+    });
+    let fields = match &r.event {
+        DecodedEvent::Open => json!({ "kind": "open" }),
+        DecodedEvent::Close => json!({ "kind": "close" }),
+        DecodedEvent::Handshake { dir } => json!({ "kind": "handshake", "dir": dir_str(*dir) }),
+        DecodedEvent::Packet(p) => packet_json(p),
+    };
+    if let (Some(obj), Value::Object(more)) = (v.as_object_mut(), fields) {
+        obj.extend(more);
+    }
+    v
+}
+
+fn dir_str(d: Direction) -> &'static str {
+    d.as_str()
+}
+
+fn packet_json(p: &DecodedPacket) -> Value {
+    let mut v = json!({
+        "kind": "packet",
+        "dir": dir_str(p.dir),
+        "id": p.id,
+        "orig_id": p.orig_id,
+        "flags": p.flags,
+        "length": p.length,
+        "truncated": p.truncated,
+        "latency_us": p.latency.map(|l| l.as_micros() as u64),
+    });
+    let Some(obj) = v.as_object_mut() else { return v };
+    match p.kind {
+        PacketKind::Command { set, cmd } => {
+            obj.insert("reply".into(), json!(false));
+            obj.insert("cmd_set".into(), json!(set));
+            obj.insert("cmd".into(), json!(cmd));
+            obj.insert("command".into(), json!(names::display_command(set, cmd)));
+        }
+        PacketKind::Reply { error, command } => {
+            obj.insert("reply".into(), json!(true));
+            obj.insert("error".into(), json!(error));
+            obj.insert("error_name".into(), json!(names::display_error(error)));
+            if let Some((set, cmd)) = command {
+                obj.insert("command".into(), json!(names::display_command(set, cmd)));
+            }
+        }
+    }
+    if is_ddm(p) {
+        let chunks: Vec<Value> = match p.payload.as_deref() {
+            Some(payload) => {
+                let dir = p.dir.from_vm();
+                crate::ddm::json::chunks_json(payload, dir, matches!(p.kind, PacketKind::Reply { .. }))
+            }
+            None => p.ddm_chunks.iter().map(|(t, l)| json!({ "type": t, "length": l })).collect(),
+        };
+        obj.insert("chunks".into(), Value::Array(chunks));
+    }
+    v
+}

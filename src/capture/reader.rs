@@ -1,0 +1,260 @@
+//! Reading captures back (`jdwpmux decode FILE`): the common decoded form, format
+//! sniffing and the JSON-lines reader. The pcap/pcapng reassembly lives in
+//! `reader_pcapng.rs`, the text rendering in `display.rs`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use thiserror::Error;
+
+use super::ddm::{chunk_headers, is_ddm};
+use super::jsonl::{JsonLine, LineKind};
+use super::record::{Direction, Leg};
+use super::time::parse_rfc3339;
+
+/// A connection as far as the file tells: pcaps from other tools have no id/leg/VM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnDesc {
+    /// The proxy's connection id, or the stream's order of appearance in a foreign pcap.
+    pub id: u64,
+    /// Empty when unknown.
+    pub vm: String,
+    pub leg: Option<Leg>,
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketKind {
+    Command {
+        set: u8,
+        cmd: u8,
+    },
+    /// `command`: what it answers, when that command was seen.
+    Reply {
+        error: u16,
+        command: Option<(u8, u8)>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedPacket {
+    pub dir: Direction,
+    /// Id as seen on this leg.
+    pub id: u32,
+    pub orig_id: Option<u32>,
+    pub flags: u8,
+    pub kind: PacketKind,
+    /// The JDWP length field (header included).
+    pub length: u32,
+    pub latency: Option<Duration>,
+    /// Bytes after the 11-byte header as captured (pcapng); `None` when the format does
+    /// not store them (JSON lines).
+    pub payload: Option<Vec<u8>>,
+    /// Part of the packet was not captured (snaplen) or lost.
+    pub truncated: bool,
+    /// DDM chunk (type, length) list, when the packet is DDM and it is known.
+    pub ddm_chunks: Vec<(String, u32)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodedEvent {
+    Open,
+    Close,
+    Handshake { dir: Direction },
+    Packet(DecodedPacket),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedRecord {
+    pub time: SystemTime,
+    pub conn: Arc<ConnDesc>,
+    pub event: DecodedEvent,
+}
+
+/// Everything read from a file, in file order, plus what could not be decoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecodedCapture {
+    pub records: Vec<DecodedRecord>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Error)]
+pub enum ReadError {
+    #[error("cannot open {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("read error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a capture file (starts with {0:02x?}): expected pcapng, pcap or JSON lines")]
+    UnknownFormat(Vec<u8>),
+    #[error("pcap/pcapng: {0}")]
+    Pcap(String),
+}
+
+/// Reads a capture of any supported format, recognised by its first bytes.
+pub fn read_capture(path: &Path) -> Result<DecodedCapture, ReadError> {
+    let file = std::fs::File::open(path).map_err(|source| ReadError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    read_any(BufReader::new(file))
+}
+
+/// Like [`read_capture`] for any buffered reader.
+pub fn read_any<R: BufRead>(mut r: R) -> Result<DecodedCapture, ReadError> {
+    let head = r.fill_buf()?.iter().take(4).copied().collect::<Vec<u8>>();
+    match head.as_slice() {
+        [] => Ok(DecodedCapture::default()),
+        [0x0A, 0x0D, 0x0D, 0x0A] => super::reader_pcapng::read_pcapng(r),
+        [0xA1, 0xB2, 0xC3, 0xD4]
+        | [0xD4, 0xC3, 0xB2, 0xA1]
+        | [0xA1, 0xB2, 0x3C, 0x4D]
+        | [0x4D, 0x3C, 0xB2, 0xA1] => super::reader_pcapng::read_pcap(r),
+        [b'{', ..] | [b' ' | b'\n' | b'\r' | b'\t', ..] => read_jsonl(r),
+        other => Err(ReadError::UnknownFormat(other.to_vec())),
+    }
+}
+
+/// `{type, length}` pairs out of a JSON `chunks` array (other shapes are ignored).
+fn chunks_from_json(v: &[serde_json::Value]) -> Vec<(String, u32)> {
+    v.iter()
+        .filter_map(|c| {
+            let ty = c.get("type")?.as_str()?.to_string();
+            let len = c.get("length").and_then(|l| l.as_u64()).unwrap_or(0);
+            Some((ty, u32::try_from(len).unwrap_or(u32::MAX)))
+        })
+        .collect()
+}
+
+fn line_to_record(
+    l: JsonLine,
+    conns: &mut HashMap<u64, Arc<ConnDesc>>,
+) -> Result<Option<DecodedRecord>, String> {
+    let time = parse_rfc3339(&l.time).map_err(|e| e.to_string())?;
+    let desc = ConnDesc {
+        id: l.conn.id,
+        vm: l.conn.vm,
+        leg: Some(l.conn.leg),
+        client: l.conn.client,
+        server: l.conn.server,
+    };
+    let conn = match conns.get(&desc.id) {
+        Some(c) if **c == desc => c.clone(),
+        _ => {
+            let c = Arc::new(desc);
+            conns.insert(c.id, c.clone());
+            c
+        }
+    };
+    let dir = || l.dir.ok_or_else(|| "data line without dir".to_string());
+    let event = match l.kind {
+        LineKind::Open => DecodedEvent::Open,
+        LineKind::Close => DecodedEvent::Close,
+        LineKind::Handshake => DecodedEvent::Handshake { dir: dir()? },
+        // Bodies belong to the packet line before them, which already has the length.
+        LineKind::Body => return Ok(None),
+        LineKind::Packet => {
+            if l.malformed == Some(true) {
+                return Err("packet record shorter than a JDWP header".into());
+            }
+            let missing = |f: &str| format!("packet line without {f}");
+            let reply = l.reply.ok_or_else(|| missing("reply"))?;
+            let command = match (l.cmd_set, l.cmd) {
+                (Some(s), Some(c)) => Some((s, c)),
+                _ => None,
+            };
+            let kind = if reply {
+                PacketKind::Reply {
+                    error: l.error.ok_or_else(|| missing("error"))?,
+                    command,
+                }
+            } else {
+                let (set, cmd) = command.ok_or_else(|| missing("cmd_set/cmd"))?;
+                PacketKind::Command { set, cmd }
+            };
+            DecodedEvent::Packet(DecodedPacket {
+                dir: dir()?,
+                id: l.id.ok_or_else(|| missing("id"))?,
+                orig_id: l.orig_id,
+                flags: l.flags.ok_or_else(|| missing("flags"))?,
+                kind,
+                length: u32::try_from(l.length.ok_or_else(|| missing("length"))?)
+                    .map_err(|e| e.to_string())?,
+                latency: l.latency_us.map(Duration::from_micros),
+                payload: None,
+                truncated: l.truncated.unwrap_or(false),
+                ddm_chunks: l
+                    .chunks
+                    .as_deref()
+                    .map(chunks_from_json)
+                    .unwrap_or_default(),
+            })
+        }
+    };
+    Ok(Some(DecodedRecord { time, conn, event }))
+}
+
+/// Reads JSON lines; a line that does not parse becomes a warning (a capture still being
+/// written usually ends in a partial line).
+pub fn read_jsonl<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError> {
+    let mut out = DecodedCapture::default();
+    let mut conns = HashMap::new();
+    for (n, line) in r.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed = serde_json::from_str::<JsonLine>(&line).map_err(|e| e.to_string());
+        match parsed.and_then(|l| line_to_record(l, &mut conns)) {
+            Ok(Some(rec)) => out.records.push(rec),
+            Ok(None) => {}
+            Err(e) => out.warnings.push(format!("line {}: {e}", n + 1)),
+        }
+    }
+    Ok(out)
+}
+
+/// DDM chunk headers in a payload, for readers that have the bytes.
+pub(super) fn ddm_chunks_of(kind: PacketKind, payload: &[u8]) -> Vec<(String, u32)> {
+    match kind {
+        PacketKind::Command { set, cmd }
+        | PacketKind::Reply {
+            command: Some((set, cmd)),
+            ..
+        } if is_ddm(set, cmd) => chunk_headers(payload),
+        _ => Vec::new(),
+    }
+}
+
+/// Decodes a capture held in memory.
+pub fn read_bytes(bytes: &[u8]) -> Result<DecodedCapture, ReadError> {
+    read_any(BufReader::new(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffing_and_bad_jsonl_lines() {
+        assert!(matches!(
+            read_bytes(b"GARBAGE"),
+            Err(ReadError::UnknownFormat(_))
+        ));
+        assert_eq!(
+            read_bytes(b"").map_err(|e| e.to_string()),
+            Ok(DecodedCapture::default())
+        );
+        let got = read_bytes(b"{\"time\":\"x\"}\n{not json\n").unwrap_or_default();
+        assert_eq!(got.records.len(), 0);
+        assert_eq!(got.warnings.len(), 2);
+        assert!(got.warnings[0].starts_with("line 1:"), "{:?}", got.warnings);
+    }
+}

@@ -1,0 +1,243 @@
+//! Splitting one direction of a reassembled TCP stream into the JDWP handshake and
+//! packets, tolerating holes: a hole inside a packet marks it truncated, a hole where a
+//! header should be loses the direction until a segment starts with a plausible header.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::reader::{ConnDesc, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind};
+use super::record::{Direction, HeadKind, PacketHead, HANDSHAKE, JDWP_HEADER_LEN, REPLY_FLAG};
+
+/// Order of a decoded record: (index of the capture packet it started in, tie-breaker).
+pub(super) type Key = (u64, u64);
+
+#[derive(Default)]
+pub(super) struct Emitter {
+    pub(super) out: Vec<(Key, DecodedRecord)>,
+    counter: u64,
+}
+
+impl Emitter {
+    pub(super) fn key(&mut self, idx: u64) -> Key {
+        self.counter += 1;
+        (idx, self.counter)
+    }
+}
+
+/// Where and when a packet's header began, with the metadata from that segment's comment.
+#[derive(Clone)]
+struct Start {
+    time: SystemTime,
+    key: Key,
+    orig_id: Option<u32>,
+    latency: Option<Duration>,
+}
+
+struct Pending {
+    head: PacketHead,
+    start: Start,
+    payload: Vec<u8>,
+    remaining: usize,
+    truncated: bool,
+}
+
+enum Phase {
+    Handshake,
+    Header { got: Vec<u8>, start: Option<Start> },
+    Body(Pending),
+    Lost,
+}
+
+fn header_phase() -> Phase {
+    Phase::Header {
+        got: Vec::new(),
+        start: None,
+    }
+}
+
+/// Facts about the segment being fed.
+pub(super) struct Seg<'a> {
+    pub(super) idx: u64,
+    pub(super) time: SystemTime,
+    pub(super) orig_id: Option<u32>,
+    pub(super) latency: Option<Duration>,
+    pub(super) conn: &'a Arc<ConnDesc>,
+    pub(super) dir: Direction,
+}
+
+pub(super) struct DirState {
+    pub(super) next_seq: Option<u32>,
+    phase: Phase,
+}
+
+/// Good enough to resynchronise on: both flag values JDWP uses and a sane length.
+fn plausible_head(b: &[u8]) -> bool {
+    PacketHead::parse(b).is_some_and(|h| {
+        (h.flags == 0 || h.flags == REPLY_FLAG)
+            && h.length as usize >= JDWP_HEADER_LEN
+            && h.length < 1 << 30
+    })
+}
+
+fn emit_packet(p: Pending, s: &Seg<'_>, em: &mut Emitter) {
+    let kind = match p.head.kind {
+        HeadKind::Command { set, cmd } => PacketKind::Command { set, cmd },
+        HeadKind::Reply { error } => PacketKind::Reply {
+            error,
+            command: None,
+        },
+    };
+    let packet = DecodedPacket {
+        dir: s.dir,
+        id: p.head.id,
+        orig_id: p.start.orig_id,
+        flags: p.head.flags,
+        kind,
+        length: p.head.length,
+        latency: p.start.latency,
+        payload: Some(p.payload),
+        truncated: p.truncated,
+        ddm_chunks: Vec::new(), // filled once replies are paired
+    };
+    let rec = DecodedRecord {
+        time: p.start.time,
+        conn: s.conn.clone(),
+        event: DecodedEvent::Packet(packet),
+    };
+    em.out.push((p.start.key, rec));
+}
+
+impl DirState {
+    pub(super) fn new() -> Self {
+        DirState {
+            next_seq: None,
+            phase: Phase::Handshake,
+        }
+    }
+
+    pub(super) fn feed(
+        &mut self,
+        mut data: &[u8],
+        mut at_start: bool,
+        s: &Seg<'_>,
+        em: &mut Emitter,
+    ) {
+        while !data.is_empty() {
+            self.phase = match std::mem::replace(&mut self.phase, Phase::Lost) {
+                Phase::Handshake => {
+                    if let Some(rest) = data.strip_prefix(&HANDSHAKE[..]) {
+                        let rec = DecodedRecord {
+                            time: s.time,
+                            conn: s.conn.clone(),
+                            event: DecodedEvent::Handshake { dir: s.dir },
+                        };
+                        let key = em.key(s.idx);
+                        em.out.push((key, rec));
+                        data = rest;
+                        at_start = false;
+                    }
+                    // Without a handshake the capture began mid-stream: expect a header.
+                    header_phase()
+                }
+                Phase::Header { mut got, mut start } => {
+                    if got.is_empty() {
+                        let (orig_id, latency) = if at_start {
+                            (s.orig_id, s.latency)
+                        } else {
+                            (None, None)
+                        };
+                        start = Some(Start {
+                            time: s.time,
+                            key: em.key(s.idx),
+                            orig_id,
+                            latency,
+                        });
+                    }
+                    let n = (JDWP_HEADER_LEN - got.len()).min(data.len());
+                    got.extend_from_slice(&data[..n]);
+                    data = &data[n..];
+                    at_start = false;
+                    match (PacketHead::parse(&got), start) {
+                        (None, start) => Phase::Header { got, start },
+                        (Some(head), _) if (head.length as usize) < JDWP_HEADER_LEN => Phase::Lost,
+                        (Some(head), start) => {
+                            let start = start.unwrap_or(Start {
+                                time: s.time,
+                                key: em.key(s.idx),
+                                orig_id: None,
+                                latency: None,
+                            });
+                            let remaining = head.length as usize - JDWP_HEADER_LEN;
+                            let p = Pending {
+                                head,
+                                start,
+                                payload: Vec::new(),
+                                remaining,
+                                truncated: false,
+                            };
+                            if remaining == 0 {
+                                emit_packet(p, s, em);
+                                header_phase()
+                            } else {
+                                Phase::Body(p)
+                            }
+                        }
+                    }
+                }
+                Phase::Body(mut p) => {
+                    let n = p.remaining.min(data.len());
+                    p.payload.extend_from_slice(&data[..n]);
+                    p.remaining -= n;
+                    data = &data[n..];
+                    at_start = false;
+                    if p.remaining == 0 {
+                        emit_packet(p, s, em);
+                        header_phase()
+                    } else {
+                        Phase::Body(p)
+                    }
+                }
+                Phase::Lost => {
+                    if at_start && plausible_head(data) {
+                        header_phase()
+                    } else {
+                        return; // the rest of this segment cannot be placed
+                    }
+                }
+            };
+        }
+    }
+
+    /// `n` bytes of the stream were not captured.
+    pub(super) fn hole(&mut self, n: usize, s: &Seg<'_>, em: &mut Emitter) {
+        if n == 0 {
+            return;
+        }
+        self.phase = match std::mem::replace(&mut self.phase, Phase::Lost) {
+            Phase::Body(mut p) => {
+                let k = n.min(p.remaining);
+                p.remaining -= k;
+                p.truncated = true;
+                if p.remaining > 0 {
+                    Phase::Body(p)
+                } else {
+                    emit_packet(p, s, em);
+                    if n > k {
+                        Phase::Lost
+                    } else {
+                        header_phase()
+                    }
+                }
+            }
+            _ => Phase::Lost,
+        };
+    }
+
+    /// The stream ended: a packet in progress is emitted as truncated.
+    pub(super) fn flush(&mut self, s: &Seg<'_>, em: &mut Emitter) {
+        if let Phase::Body(mut p) = std::mem::replace(&mut self.phase, Phase::Lost) {
+            p.truncated = true;
+            emit_packet(p, s, em);
+        }
+    }
+}
