@@ -6,6 +6,7 @@
 pub mod client;
 pub mod consts;
 pub mod ddm;
+pub mod fake_adb;
 pub mod fake_vm;
 pub mod java;
 pub mod jdb;
