@@ -47,6 +47,14 @@ pub enum Command {
     Select(SelectArgs),
     /// Print a capture file as text (one line per packet, DDM chunks decoded).
     Decode(DecodeArgs),
+    /// Show a DDM-aware VM's threads, refreshed like `top` (DDM THEN/THST).
+    Threads(ThreadsArgs),
+    /// Show a DDM-aware VM's heap: a summary now (HPIF) and the heap map at the next GC.
+    Heap(HeapArgs),
+    /// Ask a DDM-aware VM to exit with STATUS (DDM EXIT).
+    Exit(ExitArgs),
+    /// List a DDM-aware VM's features (DDM FEAT).
+    Features(VmArgs),
 }
 
 #[derive(Debug, Args)]
@@ -109,6 +117,54 @@ pub struct ServeArgs {
     /// Bytes kept of each packet in the capture; the rest is counted, not stored.
     #[arg(long, value_name = "BYTES", default_value_t = crate::capture::DEFAULT_SNAPLEN)]
     pub capture_snaplen: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct VmArgs {
+    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port.
+    pub selector: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ThreadsArgs {
+    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port.
+    pub selector: String,
+    /// Print one snapshot and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Milliseconds between updates.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub interval: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct HeapArgs {
+    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port.
+    pub selector: String,
+    /// The native heap (NHSG) instead of the VM heap (HPSG).
+    #[arg(long)]
+    pub native: bool,
+    /// Ask the VM for a GC first, so the map comes at once.
+    #[arg(long)]
+    pub gc: bool,
+    /// Only the summary; do not wait for a GC's heap map.
+    #[arg(long, conflicts_with_all = ["gc", "png"])]
+    pub summary: bool,
+    /// Draw the heap map to FILE as a PNG picture with a legend.
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+    /// Seconds to wait for the next GC.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ExitArgs {
+    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port.
+    pub selector: String,
+    /// The exit status the VM should end with.
+    #[arg(allow_negative_numbers = true)]
+    pub status: i32,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use jdwpmux::cli::{Cli, Command, DecodeArgs, ListArgs, LogFormat, SelectArgs, ServeArgs};
+use jdwpmux::cli::{Cli, Command, DecodeArgs, HeapArgs, ListArgs, LogFormat, SelectArgs, ServeArgs, ThreadsArgs};
 use jdwpmux::control::{self, client, protocol::{ErrorKind, Request, Response}};
 use jdwpmux::settings::{self, parse_vm_addr, Settings, SettingsError};
 use tracing_subscriber::EnvFilter;
@@ -30,6 +30,10 @@ fn main() -> ExitCode {
         Command::List(args) => rt.block_on(list(args, &control)),
         Command::Select(args) => rt.block_on(select(args, &control)),
         Command::Decode(args) => decode(args),
+        Command::Threads(args) => rt.block_on(threads(args, &control)),
+        Command::Heap(args) => rt.block_on(heap(args, &control)),
+        Command::Exit(a) => rt.block_on(print_text(Request::Exit { selector: a.selector, status: a.status }, &control)),
+        Command::Features(a) => rt.block_on(print_text(Request::Features { selector: a.selector }, &control)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -66,6 +70,77 @@ fn decode(args: DecodeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Turns an error response into the error the exit code is chosen from.
+fn response_error(r: Response) -> anyhow::Error {
+    match r {
+        Response::Error { kind: ErrorKind::Selector, message } => UsageError(message).into(),
+        Response::Error { message, .. } => anyhow::anyhow!(message),
+        other => anyhow::anyhow!("unexpected answer from the daemon: {other:?}"),
+    }
+}
+
+async fn print_text(req: Request, control: &std::path::Path) -> anyhow::Result<()> {
+    match client::request(control, &req).await? {
+        Response::Text { text } => {
+            print!("{text}");
+            Ok(())
+        }
+        other => Err(response_error(other)),
+    }
+}
+
+async fn threads(args: ThreadsArgs, control: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::{IsTerminal, Write};
+    let req = Request::Threads { selector: args.selector, interval_ms: args.interval, once: args.once };
+    let mut stream = client::stream(control, &req).await?;
+    let tty = std::io::stdout().is_terminal();
+    loop {
+        tokio::select! {
+            r = stream.next() => match r? {
+                Some(Response::Text { text }) => {
+                    let mut out = std::io::stdout().lock();
+                    // Like `top`: redraw in place on a terminal, one block after another in a pipe.
+                    let _ = if tty { write!(out, "\x1b[H\x1b[2J{text}") } else { writeln!(out, "{text}") };
+                    let _ = out.flush();
+                    if args.once {
+                        return Ok(());
+                    }
+                }
+                Some(other) => return Err(response_error(other)),
+                None => return Ok(()),
+            },
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
+}
+
+async fn heap(args: HeapArgs, control: &std::path::Path) -> anyhow::Result<()> {
+    let req = Request::Heap {
+        selector: args.selector,
+        native: args.native,
+        gc: args.gc,
+        map: !args.summary,
+        png: args.png.is_some(),
+        timeout_ms: args.timeout.saturating_mul(1000),
+    };
+    let timeout = std::time::Duration::from_secs(args.timeout + 20);
+    match client::request_within(control, &req, timeout).await? {
+        Response::Heap { text, png_hex, png_size } => {
+            print!("{text}");
+            if let (Some(path), Some(hex)) = (&args.png, png_hex) {
+                let bytes = control::protocol::from_hex(&hex).ok_or_else(|| anyhow::anyhow!("the daemon sent a damaged picture"))?;
+                std::fs::write(path, &bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+                let (w, h) = png_size.unwrap_or((0, 0));
+                println!("heap map written to {} ({w}x{h} pixels, {} bytes)", path.display(), bytes.len());
+            } else if args.png.is_some() {
+                anyhow::bail!("the VM sent no heap map to draw");
+            }
+            Ok(())
+        }
+        other => Err(response_error(other)),
+    }
+}
+
 async fn list(args: ListArgs, control: &std::path::Path) -> anyhow::Result<()> {
     match client::request(control, &Request::List).await? {
         Response::Vms { vms } if args.json => println!("{}", serde_json::to_string_pretty(&vms)?),
@@ -83,9 +158,7 @@ async fn select(args: SelectArgs, control: &std::path::Path) -> anyhow::Result<(
             println!("current VM: {} (port {port}, app {app})", vm.addr);
             Ok(())
         }
-        Response::Error { kind: ErrorKind::Selector, message } => Err(UsageError(message).into()),
-        Response::Error { message, .. } => anyhow::bail!(message),
-        other => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
+        other => Err(response_error(other)),
     }
 }
 

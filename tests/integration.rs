@@ -16,3 +16,5 @@ mod bad_input;
 mod hotspot;
 #[path = "integration/cli.rs"]
 mod cli;
+#[path = "integration/ddm_views.rs"]
+mod ddm_views;

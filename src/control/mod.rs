@@ -5,6 +5,7 @@
 //! which a TCP port cannot do, and a path is easy to name with `--control`.
 
 pub mod client;
+mod ddm_cmds;
 pub mod protocol;
 pub mod server;
 pub mod view;

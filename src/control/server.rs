@@ -71,17 +71,37 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
     let (rd, mut wr) = sock.into_split();
     let mut line = String::new();
     let mut rd = BufReader::new(rd).take(MAX_REQUEST_LINE as u64);
-    let response = match rd.read_line(&mut line).await {
+    let req = match rd.read_line(&mut line).await {
         Ok(0) => return,
         Ok(_) => match serde_json::from_str::<Request>(line.trim()) {
-            Ok(req) => handle(req, &registry),
-            Err(e) => Response::Error { kind: ErrorKind::Request, message: format!("bad request: {e}") },
+            Ok(req) => req,
+            Err(e) => {
+                let r = Response::Error { kind: ErrorKind::Request, message: format!("bad request: {e}") };
+                let _ = send(&mut wr, &r).await;
+                return;
+            }
         },
         Err(e) => return debug!(error = %e, "control read failed"),
     };
-    let Ok(mut text) = serde_json::to_string(&response) else { return };
+    match req {
+        Request::List | Request::Select { .. } => {
+            let _ = send(&mut wr, &handle(req, &registry)).await;
+        }
+        Request::Threads { selector, interval_ms, once } => {
+            super::ddm_cmds::threads(&mut wr, &registry, &selector, interval_ms, once).await;
+        }
+        other => {
+            let r = super::ddm_cmds::one_shot(other, &registry).await;
+            let _ = send(&mut wr, &r).await;
+        }
+    }
+}
+
+/// Writes one response line; an error means the client left.
+pub(super) async fn send(wr: &mut tokio::net::unix::OwnedWriteHalf, r: &Response) -> std::io::Result<()> {
+    let mut text = serde_json::to_string(r).map_err(std::io::Error::other)?;
     text.push('\n');
-    let _ = wr.write_all(text.as_bytes()).await;
+    wr.write_all(text.as_bytes()).await
 }
 
 use tokio::io::AsyncReadExt;
@@ -104,5 +124,6 @@ fn handle(req: Request, registry: &Registry) -> Response {
                 Response::Error { kind: ErrorKind::Selector, message: e.to_string() }
             }
         },
+        _ => Response::Error { kind: ErrorKind::Request, message: "not a one-line request".into() },
     }
 }

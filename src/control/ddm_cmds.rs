@@ -1,0 +1,139 @@
+//! The daemon's side of the per-VM DDM commands: `threads`, `heap`, `exit`, `features`.
+
+use std::time::Duration;
+
+use tokio::net::unix::OwnedWriteHalf;
+
+use super::protocol::{to_hex, ErrorKind, Request, Response};
+use crate::ddm::{Chunk, ChunkType};
+use crate::registry::{Registry, VmEntry};
+use crate::session::VmHandle;
+use crate::views;
+
+/// Longest wait for the first thread snapshot.
+const FIRST_SNAPSHOT: Duration = Duration::from_secs(10);
+/// Width of the thread table.
+const TABLE_WIDTH: usize = 100;
+/// Interval limits for thread updates.
+const MIN_INTERVAL_MS: u64 = 100;
+const MAX_INTERVAL_MS: u64 = 60_000;
+
+fn error(kind: ErrorKind, message: impl Into<String>) -> Response {
+    Response::Error { kind, message: message.into() }
+}
+
+/// The VM a selector names, if it speaks DDM.
+fn ddm_vm(registry: &Registry, selector: &str) -> Result<VmEntry, Response> {
+    let id = registry.resolve(selector).map_err(|e| error(ErrorKind::Selector, e.to_string()))?;
+    let vm = registry.get(id).ok_or_else(|| error(ErrorKind::Vm, "the VM left meanwhile"))?;
+    match vm.handle.status().ddm {
+        Some(true) => Ok(vm),
+        Some(false) => Err(error(ErrorKind::Vm, format!("{} does not speak DDM (only Android VMs do; HotSpot does not)", vm.name))),
+        None => Err(error(ErrorKind::Vm, format!("{} is not ready yet ({})", vm.name, vm.handle.status().state))),
+    }
+}
+
+/// Streams thread tables until the client leaves (or once).
+pub(super) async fn threads(wr: &mut OwnedWriteHalf, registry: &Registry, selector: &str, interval_ms: u64, once: bool) {
+    let vm = match ddm_vm(registry, selector) {
+        Ok(vm) => vm,
+        Err(r) => return drop(super::server::send(wr, &r).await),
+    };
+    let interval = Duration::from_millis(interval_ms.clamp(MIN_INTERVAL_MS, MAX_INTERVAL_MS));
+    let Some(mut rx) = vm.handle.watch_threads(interval).await else {
+        return drop(super::server::send(wr, &error(ErrorKind::Vm, "the VM session ended")).await);
+    };
+    let mut first = true;
+    loop {
+        let wait = if first { FIRST_SNAPSHOT } else { interval * 20 };
+        let snapshot = match tokio::time::timeout(wait, rx.recv()).await {
+            Ok(Some(s)) => s,
+            Ok(None) => return drop(super::server::send(wr, &error(ErrorKind::Vm, "thread updates stopped (the VM went away?)")).await),
+            Err(_) => return drop(super::server::send(wr, &error(ErrorKind::Vm, format!("no thread status from the VM within {wait:?}"))).await),
+        };
+        first = false;
+        let header = views::threads_header(snapshot.app_name.as_deref(), snapshot.pid, snapshot.threads.len());
+        let text = format!("{header}\n{}", views::threads_table(&snapshot.threads, TABLE_WIDTH));
+        if super::server::send(wr, &Response::Text { text }).await.is_err() || once {
+            // Dropping `rx` tells the session the viewer left: it turns updates off.
+            return;
+        }
+    }
+}
+
+/// `heap`, `exit`, `features`: one request, one answer.
+pub(super) async fn one_shot(req: Request, registry: &Registry) -> Response {
+    let selector = match &req {
+        Request::Heap { selector, .. } | Request::Exit { selector, .. } | Request::Features { selector } => selector.clone(),
+        _ => return error(ErrorKind::Request, "not a per-VM command"),
+    };
+    let vm = match ddm_vm(registry, &selector) {
+        Ok(vm) => vm,
+        Err(r) => return r,
+    };
+    let h = &vm.handle;
+    match req {
+        Request::Exit { status, .. } => match h.ddm(vec![Chunk::Exit { status }], Vec::new(), Duration::from_secs(5)).await {
+            Ok(_) => Response::Text { text: format!("sent EXIT {status} to {}\n", vm.name) },
+            Err(e) => error(ErrorKind::Vm, e.to_string()),
+        },
+        Request::Features { .. } => match h.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], Duration::from_secs(10)).await {
+            Ok(a) => {
+                let list = a.state.features.unwrap_or_default();
+                let mut text = format!("{}: {} features\n", vm.name, list.len());
+                for f in list {
+                    text.push_str(&format!("  {f}\n"));
+                }
+                Response::Text { text }
+            }
+            Err(e) => error(ErrorKind::Vm, e.to_string()),
+        },
+        Request::Heap { native, gc, map, png, timeout_ms, .. } => heap(h, native, gc, map || png, png, Duration::from_millis(timeout_ms)).await,
+        _ => error(ErrorKind::Request, "not a per-VM command"),
+    }
+}
+
+async fn heap(h: &VmHandle, native: bool, gc: bool, map: bool, png: bool, timeout: Duration) -> Response {
+    // HPIF "when = 1": right now.
+    let summary = match h.ddm(vec![Chunk::HpifRequest { when: 1 }], vec![ChunkType::HPIF], Duration::from_secs(10)).await {
+        Ok(a) => a,
+        Err(e) => return error(ErrorKind::Vm, format!("heap info: {e}")),
+    };
+    let infos: Vec<_> = summary.state.heap_infos.values().copied().collect();
+    if !map {
+        return Response::Heap { text: views::heap_summary(&infos, &[]), png_hex: None, png_size: None };
+    }
+    // Segment data "when = 1": during the next GC, then off again.
+    let (on, off, end) = if native {
+        (Chunk::NhsgRequest { when: 1, what: 0 }, Chunk::NhsgRequest { when: 0, what: 0 }, ChunkType::NHEN)
+    } else {
+        (Chunk::HpsgRequest { when: 1, what: 0 }, Chunk::HpsgRequest { when: 0, what: 0 }, ChunkType::HPEN)
+    };
+    let mut ask = vec![on];
+    if gc {
+        ask.push(Chunk::Hpgc);
+    }
+    let answer = h.ddm(ask, vec![end], timeout).await;
+    let _ = h.ddm(vec![off], Vec::new(), Duration::from_secs(5)).await;
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => {
+            let hint = if gc { "" } else { " (no GC happened; add --gc to ask for one)" };
+            return error(ErrorKind::Vm, format!("heap map: {e}{hint}"));
+        }
+    };
+    let maps_src = if native { &answer.state.native_heap_maps } else { &answer.state.heap_maps };
+    let maps: Vec<&crate::ddm::HeapMap> = maps_src.values().map(|m| m.as_ref()).collect();
+    let text = views::heap_summary(&infos, &maps);
+    let (png_hex, png_size) = match (png, maps.first()) {
+        (true, Some(m)) => match views::render_png(m) {
+            Ok(bytes) => {
+                let l = views::layout(m);
+                (Some(to_hex(&bytes)), Some((l.width, l.height)))
+            }
+            Err(e) => return error(ErrorKind::Vm, format!("drawing the heap map: {e}")),
+        },
+        _ => (None, None),
+    };
+    Response::Heap { text, png_hex, png_size }
+}
