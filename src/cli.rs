@@ -83,6 +83,13 @@ pub struct ServeArgs {
     /// Do not scan the default range.
     #[arg(long, conflicts_with = "scans")]
     pub no_scan: bool,
+    /// Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when
+    /// no --vm or --scan is given].
+    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = "127.0.0.1:5037")]
+    pub adb: Option<std::net::SocketAddr>,
+    /// Do not use an adb server.
+    #[arg(long, conflicts_with = "adb")]
+    pub no_adb: bool,
     /// Seconds between scans.
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub scan_interval: f64,

@@ -181,9 +181,16 @@ fn init_logging(cli: &Cli) {
 fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     let vms = args.vms.iter().map(|v| parse_vm_addr(v)).collect::<Result<Vec<_>, _>>()?;
     let mut scans = args.scans;
-    if scans.is_empty() && vms.is_empty() && !args.no_scan {
+    // No source named: scan the workstation and the device side, like the DDM design.
+    let nothing_named = vms.is_empty() && scans.is_empty() && args.adb.is_none();
+    if nothing_named && !args.no_scan {
         scans.push(settings::DEFAULT_SCAN.parse().map_err(SettingsError::BadScan)?);
     }
+    let adb = match args.adb {
+        Some(a) => Some(a),
+        None if nothing_named && !args.no_adb => Some(std::net::SocketAddr::from(([127, 0, 0, 1], 5037))),
+        None => None,
+    };
     if !(0.05..=3600.0).contains(&args.scan_interval) {
         return Err(SettingsError::BadScan(format!("--scan-interval {}: expected 0.05 to 3600 seconds", args.scan_interval)));
     }
@@ -194,6 +201,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         snaplen: args.capture_snaplen,
     });
     let s = Settings {
+        adb,
         capture,
         vms,
         scans,

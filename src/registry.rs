@@ -94,10 +94,11 @@ impl Registry {
         self.get(id)
     }
 
-    /// Replaces the session behind an entry (a VM that came back under a new connection).
-    pub fn replace_handle(&self, id: VmId, handle: VmHandle) {
+    /// Replaces the session behind an entry (an app that came back with a new pid).
+    pub fn replace_handle(&self, id: VmId, name: String, handle: VmHandle) {
         if let Some(mut e) = self.vms.get_mut(&id) {
             e.handle = handle;
+            e.name = name;
         }
     }
 

@@ -62,6 +62,8 @@ pub struct Settings {
     pub select: Option<String>,
     pub ddm: DdmMode,
     pub timeouts: Timeouts,
+    /// The adb server whose devices' debuggable processes are VMs.
+    pub adb: Option<SocketAddr>,
     /// Port ranges scanned for VMs.
     pub scans: Vec<crate::discovery::scan::ScanRange>,
     pub scan_interval: Duration,
@@ -84,6 +86,7 @@ impl Default for Settings {
             timeouts: Timeouts::default(),
             control: None,
             capture: None,
+            adb: None,
             scans: Vec::new(),
             scan_interval: DEFAULT_SCAN_INTERVAL,
         }

@@ -18,3 +18,5 @@ mod hotspot;
 mod cli;
 #[path = "integration/ddm_views.rs"]
 mod ddm_views;
+#[path = "integration/adb.rs"]
+mod adb;

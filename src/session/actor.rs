@@ -53,6 +53,16 @@ pub struct SessionConfig {
     pub max_backoff: Duration,
     /// Where packets are captured, if anywhere.
     pub capture: Option<crate::capture::CaptureHandle>,
+    /// Reached through an adb server (`jdwp:PID` on a device) instead of TCP to `addr`.
+    pub adb: Option<AdbTarget>,
+}
+
+/// A VM behind an adb server: `addr` in the config is then the adb server's address.
+#[derive(Clone, Debug)]
+pub struct AdbTarget {
+    pub server: crate::discovery::adb::AdbServer,
+    pub serial: String,
+    pub pid: u32,
 }
 
 /// Why a connected period ended.
@@ -236,7 +246,9 @@ impl Session {
                 break;
             }
         }
-        self.shutdown_debugger("the proxy is shutting down");
+        self.shutdown_debugger("the VM session ended");
+        // A discovered VM whose session ends (its process left) leaves `list`.
+        self.set_state(VmState::Unreachable);
         for p in self.waiting.drain(..) {
             let _ = p.reply.send(Err(AttachError::Gone));
         }
@@ -247,8 +259,16 @@ impl Session {
     async fn open(&mut self) -> Result<Connected, ConnectError> {
         let t = self.cfg.timeouts;
         let addr = self.cfg.addr;
+        let adb = self.cfg.adb.clone();
         let fut = async move {
-            let s = connect::connect_tcp(addr, t.connect).await?;
+            let s = match adb {
+                None => connect::connect_tcp(addr, t.connect).await?,
+                Some(a) => {
+                    let s = a.server.open_jdwp(&a.serial, a.pid).await.map_err(|e| ConnectError::Adb(e.to_string()))?;
+                    let _ = s.set_nodelay(true);
+                    s
+                }
+            };
             connect::handshake(s, t.handshake).await
         };
         tokio::pin!(fut);

@@ -35,6 +35,8 @@ pub enum ConnectError {
     Closed,
     #[error("the peer is not a JDWP VM: it answered {0}")]
     NotJdwp(String),
+    #[error("adb: {0}")]
+    Adb(String),
 }
 
 pub struct Connected {

@@ -12,7 +12,7 @@ pub mod local_process;
 mod proxy_requests;
 mod vm_side;
 
-pub use actor::{spawn, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+pub use actor::{spawn, AdbTarget, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
 pub use ddm_commands::{DdmAnswer, DdmCommandError};
 pub use debugger_side::DEBUGGER_STALL_TIMEOUT;
 pub use handle::{

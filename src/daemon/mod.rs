@@ -14,8 +14,10 @@ use crate::control;
 use crate::discovery::scan;
 use crate::listen;
 use crate::registry::{Registry, Source, VmId};
-use crate::session::{self, connect::Connected, SessionConfig};
+use crate::session::{self, connect::Connected, SessionConfig, VmHandle};
 use crate::settings::{self, Settings};
+
+mod adb_vms;
 
 /// How often a debugger port that could not be bound is tried again.
 pub const BIND_RETRY: Duration = Duration::from_secs(5);
@@ -73,27 +75,49 @@ pub(crate) struct Spawner {
 }
 
 impl Spawner {
+    /// Adds a VM: a session, a registry entry under `key`, and its debugger port.
     pub fn add(&self, key: String, addr: SocketAddr, source: Source, android: bool, initial: Option<Connected>) -> VmId {
+        let handle = self.start_session(key.clone(), addr, source, android, initial, None);
+        self.register(key.clone(), key, addr, source, handle)
+    }
+
+    /// Starts a VM session (not yet listed).
+    pub fn start_session(
+        &self,
+        name: String,
+        addr: SocketAddr,
+        source: Source,
+        android: bool,
+        initial: Option<Connected>,
+        adb: Option<session::AdbTarget>,
+    ) -> (VmHandle, CancellationToken) {
         let s = &self.settings;
         let cfg = SessionConfig {
-            name: key.clone(),
+            name,
             addr,
             ddm: s.ddm,
             android,
             timeouts: s.timeouts,
             max_backoff: if source == Source::Cli { Duration::from_secs(5) } else { s.scan_interval },
             capture: self.capture.clone(),
+            adb,
         };
-        let handle = session::spawn(cfg, initial, self.cancel.child_token(), &self.tracker);
-        let (id, port) = self.registry.add(key.clone(), key.clone(), addr, source, s.base_port, handle);
+        let token = self.cancel.child_token();
+        (session::spawn(cfg, initial, token.clone(), &self.tracker), token)
+    }
+
+    /// Lists a VM under `key` with the lowest free port, and binds that port (retrying).
+    pub fn register(&self, key: String, name: String, addr: SocketAddr, source: Source, session: (VmHandle, CancellationToken)) -> VmId {
+        let (handle, _token) = session;
+        let (id, port) = self.registry.add(key, name.clone(), addr, source, self.settings.base_port, handle);
         let (registry, cancel, tracker) = (self.registry.clone(), self.cancel.clone(), self.tracker.clone());
         let capture = self.capture.clone();
-        let (listen_ip, timeout) = (s.listen, s.timeouts.debugger_handshake);
+        let (listen_ip, timeout) = (self.settings.listen, self.settings.timeouts.debugger_handshake);
         self.tracker.spawn(async move {
             let addr = SocketAddr::new(listen_ip, port);
             let mut warned = false;
             loop {
-                match listen::bind(addr, &format!("vm {key}")).await {
+                match listen::bind(addr, &format!("vm {name}")).await {
                     Ok(l) => {
                         if let Ok(local) = l.local_addr() {
                             registry.set_port(id, local.port());
@@ -104,7 +128,7 @@ impl Spawner {
                     }
                     Err(e) => {
                         if !warned {
-                            warn!(vm = %key, %addr, error = %e, "cannot bind the VM's debugger port; retrying every {BIND_RETRY:?}");
+                            warn!(vm = %name, %addr, error = %e, "cannot bind the VM's debugger port; retrying every {BIND_RETRY:?}");
                             warned = true;
                         }
                         tokio::select! {
@@ -181,8 +205,11 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         };
         tracker.spawn(scan::run(settings.scans.clone(), settings.scan_interval, known, found, cancel.clone()));
     }
-    if settings.vms.is_empty() && settings.scans.is_empty() {
-        info!("no VMs to watch: give --vm HOST:PORT or --scan HOST:FIRST-LAST");
+    if let Some(addr) = settings.adb {
+        tracker.spawn(adb_vms::run(spawner.clone(), addr, cancel.clone()));
+    }
+    if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() {
+        info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST or --adb");
     }
     Ok(Daemon { registry, current_addr, capture, cancel, tracker })
 }

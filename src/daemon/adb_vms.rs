@@ -1,0 +1,94 @@
+//! VMs behind an adb server: every debuggable process of every device becomes a VM session,
+//! listed once its DDM HELO has said which app it is, so that an app restarting with a new
+//! pid finds its old debugger port again (key: serial + app name).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::Spawner;
+use crate::discovery::adb::{self, AdbEvent, AdbServer};
+use crate::registry::Source;
+use crate::session::{AdbTarget, VmHandle, VmState};
+
+/// How long a new process has to say who it is before it is listed by serial and pid.
+const NAMING_WAIT: Duration = Duration::from_secs(5);
+const EVENTS: usize = 256;
+
+pub(super) async fn run(spawner: Spawner, addr: SocketAddr, cancel: CancellationToken) {
+    let server = AdbServer::new(addr);
+    // The design document: make sure an adb server runs, and carry on without one otherwise.
+    let probe = server;
+    let _ = tokio::task::spawn_blocking(move || adb::try_start_server(&probe)).await;
+    let (tx, mut rx) = mpsc::channel(EVENTS);
+    spawner.tracker.spawn(adb::watch(server, tx, cancel.clone()));
+    let mut live: HashMap<(String, u32), CancellationToken> = HashMap::new();
+    loop {
+        let event = tokio::select! {
+            e = rx.recv() => e,
+            _ = cancel.cancelled() => None,
+        };
+        match event {
+            None => break,
+            Some(AdbEvent::VmAdded { serial, pid }) => {
+                let name = format!("{serial}:{pid}");
+                let target = AdbTarget { server, serial: serial.clone(), pid };
+                let (handle, token) = spawner.start_session(name.clone(), addr, Source::Adb, true, None, Some(target));
+                live.insert((serial.clone(), pid), token.clone());
+                spawner.tracker.spawn(list_when_named(spawner.clone(), serial, name, handle, token));
+            }
+            Some(AdbEvent::VmRemoved { serial, pid }) => {
+                if let Some(token) = live.remove(&(serial, pid)) {
+                    token.cancel();
+                }
+            }
+            Some(AdbEvent::ServerDown(why)) => warn!(reason = %why, "the adb server is gone; device VMs are unlisted"),
+            Some(AdbEvent::ServerUp) => info!(%addr, "the adb server answers"),
+        }
+    }
+    for token in live.into_values() {
+        token.cancel();
+    }
+}
+
+/// Waits for the VM to say its app name, then lists it (or gives it back its old port).
+async fn list_when_named(spawner: Spawner, serial: String, name: String, handle: VmHandle, token: CancellationToken) {
+    let mut status = handle.watch_status();
+    let named = tokio::time::timeout(NAMING_WAIT, async {
+        loop {
+            {
+                let s = status.borrow_and_update();
+                if s.app.is_some() || s.state == VmState::Ready && s.ddm == Some(false) {
+                    return s.app.clone();
+                }
+            }
+            if status.changed().await.is_err() {
+                return None;
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten();
+    if token.is_cancelled() {
+        return;
+    }
+    let key = match &named {
+        Some(app) => format!("adb:{serial}/{app}"),
+        None => format!("adb:{name}"),
+    };
+    let reg = &spawner.registry;
+    match reg.by_key(&key) {
+        Some(old) => {
+            info!(vm = %name, key = %key, port = ?old.port, "app came back; it keeps its debugger port");
+            reg.replace_handle(old.id, name, handle);
+        }
+        None => {
+            spawner.register(key, name, spawner.settings.adb.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 5037))), Source::Adb, (handle, token));
+        }
+    }
+}
