@@ -20,3 +20,5 @@ mod cli;
 mod ddm_views;
 #[path = "integration/adb.rs"]
 mod adb;
+#[path = "integration/scan.rs"]
+mod scan;

@@ -39,7 +39,12 @@ impl FakeVm {
     }
 
     pub async fn try_start(config: FakeVmConfig) -> Result<FakeVm> {
-        let listener = TcpListener::bind("127.0.0.1:0").await.context("bind fake VM")?;
+        Self::try_start_on(config, 0).await
+    }
+
+    /// Like `try_start`, on a given loopback port (a VM that appears where a scan looks).
+    pub async fn try_start_on(config: FakeVmConfig, port: u16) -> Result<FakeVm> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await.context("bind fake VM")?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::new(config));
         let accept = tokio::spawn(conn::accept_loop(listener, shared.clone())).abort_handle();
