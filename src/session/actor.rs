@@ -378,7 +378,7 @@ impl Session {
             loop {
                 match self.codec.decode(&mut input) {
                     Ok(Some(frame)) => {
-                        if self.tap.is_some() {
+                        if self.tap.is_some() || super::packet_log::wanted() {
                             self.record_from_vm(&frame);
                         }
                         self.on_vm_frame(frame).await
@@ -442,6 +442,10 @@ impl Session {
 
     /// Queues bytes for the VM: a packet with its pre-rewrite id, or a body piece.
     pub(super) fn to_vm(&mut self, bytes: &[u8], orig_id: Option<u32>, body: bool) {
+        if !body && super::packet_log::wanted() {
+            let who = if orig_id.is_some() { "dbg->vm" } else { "proxy->vm" };
+            super::packet_log::packet(who, bytes, orig_id, None, None);
+        }
         if let Some(t) = self.tap.as_mut() {
             if body {
                 t.body(crate::capture::Direction::ToServer, bytes);
@@ -452,7 +456,8 @@ impl Session {
         self.out.extend_from_slice(bytes);
     }
 
-    /// Captures a frame read from the VM, with the requester's id and the latency of replies.
+    /// Captures and logs a frame read from the VM, with the requester's id and the latency
+    /// of replies.
     fn record_from_vm(&mut self, frame: &crate::jdwp::Frame) {
         use crate::capture::Direction::ToClient;
         use crate::jdwp::Frame;
@@ -461,16 +466,34 @@ impl Session {
             Frame::Head(h, b) => (&b[..], Some(*h)),
             Frame::Body { bytes, .. } => (&bytes[..], None),
         };
-        let Some(tap) = self.tap.as_mut() else { return };
+        let log = super::packet_log::wanted();
         match header {
-            None => tap.body(ToClient, bytes),
+            None => {
+                if let Some(tap) = self.tap.as_mut() {
+                    tap.body(ToClient, bytes);
+                }
+            }
             Some(h) if h.is_reply() => {
                 let entry = self.ids.get(h.id);
-                let orig = entry.filter(|e| matches!(e.requester, super::ids::Requester::Debugger(_))).map(|e| e.orig_id);
+                let to_dbg = entry.is_some_and(|e| matches!(e.requester, super::ids::Requester::Debugger(_)));
+                let orig = entry.filter(|_| to_dbg).map(|e| e.orig_id);
                 let latency = entry.map(|e| e.sent.elapsed());
-                tap.reply(ToClient, bytes, orig, latency);
+                if log {
+                    let answers = entry.map(|e| (e.cmd_set, e.cmd));
+                    super::packet_log::packet(if to_dbg { "vm->dbg" } else { "vm->proxy" }, bytes, orig, answers, latency);
+                }
+                if let Some(tap) = self.tap.as_mut() {
+                    tap.reply(ToClient, bytes, orig, latency);
+                }
             }
-            Some(_) => tap.packet(ToClient, bytes, None),
+            Some(_) => {
+                if log {
+                    super::packet_log::packet("vm->", bytes, None, None, None);
+                }
+                if let Some(tap) = self.tap.as_mut() {
+                    tap.packet(ToClient, bytes, None);
+                }
+            }
         }
     }
 

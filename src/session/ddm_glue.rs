@@ -26,7 +26,7 @@ impl Session {
         for item in decode_payload(payload, dir, is_reply, prefix_of) {
             match item {
                 Ok(chunk) => {
-                    info!(dir = arrow, "{chunk}");
+                    info!(dir = arrow, chunk = %chunk.uncompressed().chunk_type(), "{chunk}");
                     if from_vm {
                         self.ddm_state.apply(&chunk);
                         self.publish_ddm_state(&chunk);

@@ -9,6 +9,7 @@ mod debugger_side;
 mod handle;
 pub mod ids;
 pub mod local_process;
+mod packet_log;
 mod proxy_requests;
 mod vm_side;
 
