@@ -12,7 +12,7 @@ use crate::settings::{DdmMode, DEFAULT_BASE_PORT, DEFAULT_CURRENT_PORT};
 /// jdwpmux keeps one connection to each Java/Android VM, gives every VM its own debugger
 /// port and one "current VM" port, and relays debugger traffic next to its own DDM traffic.
 #[derive(Debug, Parser)]
-#[command(name = "jdwpmux", version, propagate_version = true)]
+#[command(name = "jdwpmux", version, propagate_version = true, after_long_help = AFTER_HELP)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -29,7 +29,21 @@ pub struct Cli {
     /// else /tmp/jdwpmux-UID/control.sock].
     #[arg(long, value_name = "PATH", env = "JDWPMUX_CONTROL", global = true)]
     pub control: Option<PathBuf>,
+    /// A TOML config file with `serve` settings, keys named like the long flags [default:
+    /// $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present].
+    #[arg(long, value_name = "FILE", env = "JDWPMUX_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
 }
+
+/// Shown after `--help`, and the source of the man page's extra sections.
+pub const AFTER_HELP: &str = "\
+Quick start:
+  java -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000 -cp . Main
+  jdwpmux serve --vm 127.0.0.1:8000
+  jdb -attach 127.0.0.1:8700
+
+Ports: 8700 leads to the current VM; VM k has its own port 8600+k.
+Exit codes: 0 success, 1 runtime error, 2 usage or config error.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -55,6 +69,11 @@ pub enum Command {
     Exit(ExitArgs),
     /// List a DDM-aware VM's features (DDM FEAT).
     Features(VmArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to standard output.
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -94,26 +113,30 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub scan_interval: f64,
     /// Address the debugger ports listen on.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", env = "JDWPMUX_LISTEN")]
     pub listen: IpAddr,
     /// Allow a non-loopback --listen address (an open JDWP port is remote code execution).
-    #[arg(long)]
+    #[arg(long, env = "JDWPMUX_ALLOW_REMOTE")]
     pub allow_remote: bool,
+    /// Only peers in CIDR may connect to debugger ports (repeatable), like the JDWP
+    /// agent's allow= option. Refused peers get one log line each.
+    #[arg(long, value_name = "CIDR")]
+    pub allow: Vec<crate::listen::allow::Cidr>,
     /// First per-VM debugger port: VM k listens on BASE + k (0: ephemeral ports).
-    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_BASE_PORT)]
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_BASE_PORT, env = "JDWPMUX_BASE_PORT")]
     pub base_port: u16,
     /// Port that leads to the current VM (0: an ephemeral port).
-    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_CURRENT_PORT)]
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_CURRENT_PORT, env = "JDWPMUX_CURRENT_PORT")]
     pub current_port: u16,
     /// The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port.
-    #[arg(long, value_name = "SELECTOR")]
+    #[arg(long, value_name = "SELECTOR", env = "JDWPMUX_SELECT")]
     pub select: Option<String>,
     /// When to probe VMs with DDM: auto (Android VMs only), always, never.
     #[arg(long, value_enum, default_value_t = DdmMode::Auto)]
     pub ddm: DdmMode,
     /// Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON
     /// lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "JDWPMUX_CAPTURE")]
     pub capture: Option<PathBuf>,
     /// Capture format, when the file name does not say: pcapng or jsonl.
     #[arg(long, value_name = "FORMAT")]
@@ -124,6 +147,12 @@ pub struct ServeArgs {
     /// Bytes kept of each packet in the capture; the rest is counted, not stored.
     #[arg(long, value_name = "BYTES", default_value_t = crate::capture::DEFAULT_SNAPLEN)]
     pub capture_snaplen: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]

@@ -14,16 +14,19 @@
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
 //! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
+//! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
 
 pub mod capture;
 pub mod cli;
+pub mod config;
 pub mod control;
 mod daemon;
 pub mod discovery;
 pub mod ddm;
 pub mod jdwp;
 pub mod listen;
+pub mod manpage;
 pub mod registry;
 pub mod session;
 pub mod settings;

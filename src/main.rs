@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
 use jdwpmux::cli::{Cli, Command, DecodeArgs, HeapArgs, ListArgs, LogFormat, SelectArgs, ServeArgs, ThreadsArgs};
 use jdwpmux::control::{self, client, protocol::{ErrorKind, Request, Response}};
 use jdwpmux::settings::{self, parse_vm_addr, Settings, SettingsError};
@@ -13,7 +12,10 @@ use tracing_subscriber::EnvFilter;
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_command_line() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     init_logging(&cli);
     // One thread: a packet costs one wake-up of one task. Waking another CPU costs more
     // than the whole relay, so a multi-threaded runtime would only add latency here.
@@ -34,6 +36,14 @@ fn main() -> ExitCode {
         Command::Heap(args) => rt.block_on(heap(args, &control)),
         Command::Exit(a) => rt.block_on(print_text(Request::Exit { selector: a.selector, status: a.status }, &control)),
         Command::Features(a) => rt.block_on(print_text(Request::Features { selector: a.selector }, &control)),
+        Command::Completions(a) => {
+            print!("{}", jdwpmux::manpage::completions(a.shell));
+            Ok(())
+        }
+        Command::Man => {
+            print!("{}", jdwpmux::manpage::render());
+            Ok(())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -42,6 +52,25 @@ fn main() -> ExitCode {
             ExitCode::from(exit_code(&e))
         }
     }
+}
+
+/// Parses the command line over the config file's values (command line > environment >
+/// file > defaults). A bad config file is one line on stderr and exit 2, like a bad flag.
+fn parse_command_line() -> Result<Cli, ExitCode> {
+    use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut cmd = Cli::command();
+    if let Some((path, _named)) = jdwpmux::config::locate(&args) {
+        match jdwpmux::config::ConfigFile::load(&path) {
+            Ok(file) => cmd = file.apply(cmd),
+            Err(e) => {
+                eprintln!("jdwpmux: {e}");
+                return Err(ExitCode::from(2));
+            }
+        }
+    }
+    let matches = cmd.get_matches_from(&args);
+    Cli::from_arg_matches(&matches).map_err(|e| e.exit())
 }
 
 /// A usage error (bad flags, config, selector) that the user must fix.
@@ -201,6 +230,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         snaplen: args.capture_snaplen,
     });
     let s = Settings {
+        allow: args.allow,
         adb,
         capture,
         vms,

@@ -64,6 +64,8 @@ pub struct Settings {
     pub timeouts: Timeouts,
     /// The adb server whose devices' debuggable processes are VMs.
     pub adb: Option<SocketAddr>,
+    /// Peers allowed on debugger ports; empty: anyone who can reach them.
+    pub allow: Vec<crate::listen::allow::Cidr>,
     /// Port ranges scanned for VMs.
     pub scans: Vec<crate::discovery::scan::ScanRange>,
     pub scan_interval: Duration,
@@ -87,6 +89,7 @@ impl Default for Settings {
             control: None,
             capture: None,
             adb: None,
+            allow: Vec::new(),
             scans: Vec::new(),
             scan_interval: DEFAULT_SCAN_INTERVAL,
         }

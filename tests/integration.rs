@@ -22,3 +22,5 @@ mod ddm_views;
 mod adb;
 #[path = "integration/scan.rs"]
 mod scan;
+#[path = "integration/newcomer.rs"]
+mod newcomer;

@@ -66,6 +66,15 @@ impl Format {
     }
 }
 
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Format::Pcapng => "pcapng",
+            Format::Jsonl => "jsonl",
+        })
+    }
+}
+
 impl FromStr for Format {
     type Err = CaptureError;
 

@@ -75,6 +75,14 @@ pub(crate) struct Spawner {
 }
 
 impl Spawner {
+    fn listen_options(&self) -> listen::ListenOptions {
+        listen::ListenOptions {
+            handshake_timeout: self.settings.timeouts.debugger_handshake,
+            capture: self.capture.clone(),
+            allow: Arc::new(self.settings.allow.clone()),
+        }
+    }
+
     /// Adds a VM: a session, a registry entry under `key`, and its debugger port.
     pub fn add(&self, key: String, addr: SocketAddr, source: Source, android: bool, initial: Option<Connected>) -> VmId {
         let handle = self.start_session(key.clone(), addr, source, android, initial, None);
@@ -111,8 +119,8 @@ impl Spawner {
         let (handle, _token) = session;
         let (id, port) = self.registry.add(key, name.clone(), addr, source, self.settings.base_port, handle);
         let (registry, cancel, tracker) = (self.registry.clone(), self.cancel.clone(), self.tracker.clone());
-        let capture = self.capture.clone();
-        let (listen_ip, timeout) = (self.settings.listen, self.settings.timeouts.debugger_handshake);
+        let opts = self.listen_options();
+        let listen_ip = self.settings.listen;
         self.tracker.spawn(async move {
             let addr = SocketAddr::new(listen_ip, port);
             let mut warned = false;
@@ -123,7 +131,7 @@ impl Spawner {
                             registry.set_port(id, local.port());
                         }
                         let target = listen::Target::Vm { registry: registry.clone(), id };
-                        listen::spawn_accept(l, target, timeout, capture, cancel, &tracker);
+                        listen::spawn_accept(l, target, opts, cancel, &tracker);
                         return;
                     }
                     Err(e) => {
@@ -147,7 +155,16 @@ impl Spawner {
 pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     settings.validate()?;
     if !settings.listen.is_loopback() {
-        warn!(listen = %settings.listen, "debugger ports are open to the network: anyone who can connect controls the VMs");
+        let allow = if settings.allow.is_empty() {
+            "from anywhere (restrict with --allow CIDR)".to_string()
+        } else {
+            format!("from {}", settings.allow.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "))
+        };
+        warn!(
+            listen = %settings.listen,
+            "debugger ports {} (current) and {}+ (per VM) are open to the network {allow}: whoever connects controls the VMs",
+            settings.current_port, settings.base_port
+        );
     }
     let cancel = CancellationToken::new();
     let tracker = TaskTracker::new();
@@ -178,14 +195,6 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     if let Some(path) = &settings.control {
         control::server::start(path, registry.clone(), cancel.clone(), &tracker).await?;
     }
-    listen::spawn_accept(
-        current,
-        listen::Target::Current(registry.clone()),
-        settings.timeouts.debugger_handshake,
-        capture.clone(),
-        cancel.clone(),
-        &tracker,
-    );
     let settings = Arc::new(settings);
     let spawner = Spawner {
         registry: registry.clone(),
@@ -194,6 +203,7 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         cancel: cancel.clone(),
         tracker: tracker.clone(),
     };
+    listen::spawn_accept(current, listen::Target::Current(registry.clone()), spawner.listen_options(), cancel.clone(), &tracker);
     for vm in &settings.vms {
         spawner.add(vm.to_string(), *vm, Source::Cli, false, None);
     }

@@ -1,6 +1,7 @@
 //! Debugger listeners: one port per VM and the current-VM port, each an accept loop that
 //! starts one task per debugger connection.
 
+pub mod allow;
 pub mod debugger;
 
 use std::net::SocketAddr;
@@ -23,14 +24,16 @@ pub async fn bind(addr: SocketAddr, what: &str) -> std::io::Result<TcpListener> 
 }
 
 /// Runs an accept loop until cancelled.
-pub fn spawn_accept(
-    listener: TcpListener,
-    target: Target,
-    handshake_timeout: Duration,
-    capture: Option<crate::capture::CaptureHandle>,
-    cancel: CancellationToken,
-    tracker: &TaskTracker,
-) {
+/// What every debugger listener shares.
+#[derive(Clone)]
+pub struct ListenOptions {
+    pub handshake_timeout: Duration,
+    pub capture: Option<crate::capture::CaptureHandle>,
+    /// Peers allowed to connect (`--allow`); empty: anyone who can reach the port.
+    pub allow: std::sync::Arc<Vec<allow::Cidr>>,
+}
+
+pub fn spawn_accept(listener: TcpListener, target: Target, opts: ListenOptions, cancel: CancellationToken, tracker: &TaskTracker) {
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let span = tracing::info_span!("listen", port);
     let tasks = tracker.clone();
@@ -42,12 +45,16 @@ pub fn spawn_accept(
                     _ = cancel.cancelled() => break,
                 };
                 match accepted {
+                    Ok((sock, peer)) if !allow::allowed(&opts.allow, peer.ip()) => {
+                        info!(%peer, "refused a debugger: its address is not in --allow");
+                        drop(sock);
+                    }
                     Ok((sock, peer)) => {
                         let conn = crate::capture::tap::next_conn_id();
                         info!(%peer, conn, "debugger connection");
                         let span = tracing::info_span!("debugger", conn, %peer);
                         tasks.spawn(
-                            debugger::serve(sock, peer, conn, target.clone(), handshake_timeout, capture.clone(), cancel.clone())
+                            debugger::serve(sock, peer, conn, target.clone(), opts.handshake_timeout, opts.capture.clone(), cancel.clone())
                                 .instrument(span),
                         );
                     }

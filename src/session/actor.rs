@@ -36,6 +36,8 @@ pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
 pub const MAX_HELD_EVENTS: usize = 32;
 const _: () = assert!(MAX_HELD_EVENTS < super::handle::DEBUGGER_CHANNEL);
 pub const MAX_HELD_EVENT_BYTES: usize = 1024 * 1024;
+/// How long a stopping session may spend undoing what its debugger left on the VM.
+const SHUTDOWN_CLEANUP: Duration = Duration::from_millis(1500);
 /// How often timers (request expiry, attach deadlines) are checked.
 const TICK: Duration = Duration::from_millis(200);
 
@@ -210,7 +212,10 @@ impl Session {
                     last_error = None;
                     info!(addr = %self.cfg.addr, "connected to the VM");
                     match self.run_connected(c).await {
-                        Ended::Shutdown => break,
+                        Ended::Shutdown => {
+                            self.set_state(VmState::Unreachable);
+                            break;
+                        }
                         Ended::Reset => {
                             debug!("dropped the VM connection so the VM forgets its debugger");
                             self.set_state(VmState::Reconnecting);
@@ -225,7 +230,13 @@ impl Session {
                     }
                 }
                 Err(e) => {
-                    let text = e.to_string();
+                    let text = match &e {
+                        ConnectError::Refused => format!(
+                            "{e}: is the VM running, with -agentlib:jdwp=transport=dt_socket,server=y,address={}?",
+                            self.cfg.addr
+                        ),
+                        _ => e.to_string(),
+                    };
                     if quiet_until.is_some_and(|t| Instant::now() < t) {
                         debug!(error = %text, "VM not back yet");
                     } else if last_error.as_deref() != Some(text.as_str()) {
@@ -373,6 +384,7 @@ impl Session {
         self.start_identify();
         let (mut rd, mut wr) = stream.split();
         let mut tick = tokio::time::interval(TICK);
+        let mut shutdown_by: Option<Instant> = None;
         loop {
             // Route everything already buffered before waiting again.
             loop {
@@ -389,7 +401,16 @@ impl Session {
             }
             if self.reset_requested && self.out.is_empty() {
                 self.fail_pending().await;
+                if shutdown_by.is_some() {
+                    return Ended::Shutdown;
+                }
                 return Ended::Reset;
+            }
+            // Shutting down: stay until the departed debugger's clean-up is done and written.
+            if let Some(deadline) = shutdown_by {
+                if (!self.cleaning_up() && self.out.is_empty()) || Instant::now() >= deadline {
+                    return Ended::Shutdown;
+                }
             }
             input.reserve(READ_CHUNK);
             let taking_debugger = self.attached.is_some() && self.out.len() < OUT_HIGH_WATER;
@@ -399,7 +420,7 @@ impl Session {
                 m = recv_debugger(&mut self.attached), if taking_debugger => Event::Debugger(m),
                 m = self.rx.recv() => Event::Control(m),
                 _ = tick.tick() => Event::Tick,
-                _ = self.cancel.cancelled() => Event::Cancel,
+                _ = self.cancel.cancelled(), if shutdown_by.is_none() => Event::Cancel,
             };
             match event {
                 Event::Read(Ok(0)) => {
@@ -431,10 +452,10 @@ impl Session {
                 Event::Control(m) => self.on_control(m),
                 Event::Tick => self.on_tick().await,
                 Event::Cancel => {
+                    // Detach cleanly (DBGD and the clean-up on a DDM-aware VM), bounded so a
+                    // silent VM never holds the daemon's exit.
                     self.detach_for_shutdown().await;
-                    // Give the DBGD and cleanup a moment to leave; never block shutdown on it.
-                    let _ = tokio::time::timeout(Duration::from_millis(500), wr.write_all(&self.out)).await;
-                    return Ended::Shutdown;
+                    shutdown_by = Some(Instant::now() + SHUTDOWN_CLEANUP);
                 }
             }
         }

@@ -21,6 +21,7 @@ impl Served {
         let log = dir.path().join("serve.log");
         let control = dir.path().join("control.sock");
         let child = Command::new(BIN)
+            .env_remove("JDWPMUX_CONFIG")
             .arg("serve")
             .args(["--base-port", "0", "--current-port", "0", "--control"])
             .arg(&control)
@@ -32,6 +33,19 @@ impl Served {
             .spawn()
             .unwrap();
         Served { child, log, control, _dir: dir }
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit code.
+    pub fn terminate(&mut self, within: Duration) -> Option<i32> {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return s.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
     }
 
     pub fn log_text(&self) -> String {

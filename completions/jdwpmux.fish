@@ -1,0 +1,164 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_jdwpmux_global_optspecs
+    string join \n v/verbose q/quiet log-format= control= config= h/help V/version
+end
+
+function __fish_jdwpmux_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_jdwpmux_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_jdwpmux_using_subcommand
+    set -l cmd (__fish_jdwpmux_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "exit" -d 'Ask a DDM-aware VM to exit with STATUS (DDM EXIT)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "features" -d 'List a DDM-aware VM\'s features (DDM FEAT)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "man" -d 'Print the man page (roff) to standard output'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l vm -d 'A VM\'s JDWP address, HOST:PORT (repeatable), e.g. one started with -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan -d 'Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or --scan is given: 127.0.0.1:8000-8040]' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l adb -d 'Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when no --vm or --scan is given]' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan-interval -d 'Seconds between scans' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l listen -d 'Address the debugger ports listen on' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow -d 'Only peers in CIDR may connect to debugger ports (repeatable), like the JDWP agent\'s allow= option. Refused peers get one log line each' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l base-port -d 'First per-VM debugger port: VM k listens on BASE + k (0: ephemeral ports)' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l current-port -d 'Port that leads to the current VM (0: an ephemeral port)' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l select -d 'The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ddm -d 'When to probe VMs with DDM: auto (Android VMs only), always, never' -r -f -a "auto\t'Only VMs that say they are Android (Dalvik/ART) or were reached through adb'
+always\t'Every VM. HotSpot may crash on a DDM packet: use with care'
+never\t'No DDM at all: a plain debugger proxy'"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture -d 'Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture-format -d 'Capture format, when the file name does not say: pcapng or jsonl' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture-max-bytes -d 'Stop capturing (with one log line) before the file would exceed this many bytes' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture-snaplen -d 'Bytes kept of each packet in the capture; the rest is counted, not stored' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-scan -d 'Do not scan the default range'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-adb -d 'Do not use an adb server'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow-remote -d 'Allow a non-loopback --listen address (an open JDWP port is remote code execution)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l json -d 'Print a JSON array instead of a table'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l json -d 'Print JSON lines instead of text'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l interval -d 'Milliseconds between updates' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l once -d 'Print one snapshot and exit'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l png -d 'Draw the heap map to FILE as a PNG picture with a legend' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l timeout -d 'Seconds to wait for the next GC' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l native -d 'The native heap (NHSG) instead of the VM heap (HPSG)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l gc -d 'Ask the VM for a GC first, so the map comes at once'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l summary -d 'Only the summary; do not wait for a GC\'s heap map'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "exit" -d 'Ask a DDM-aware VM to exit with STATUS (DDM EXIT)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "features" -d 'List a DDM-aware VM\'s features (DDM FEAT)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "man" -d 'Print the man page (roff) to standard output'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,227 @@
+//! The TOML config file: every `serve` setting, keys named like the long flags.
+//!
+//! Precedence is command line > environment (`JDWPMUX_*`) > file > built-in defaults. The
+//! file's values become the command's defaults before clap parses, so clap itself applies
+//! that order, and `--help` shows the values in effect.
+
+use std::ffi::OsString;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::discovery::scan::ScanRange;
+use crate::settings::DdmMode;
+
+/// Environment variable naming the config file.
+pub const CONFIG_ENV: &str = "JDWPMUX_CONFIG";
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("config {path}: cannot read it: {message}")]
+    Read { path: PathBuf, message: String },
+    #[error("config {path}: line {line}: {message}")]
+    Invalid { path: PathBuf, line: usize, message: String },
+}
+
+/// A value parsed with its `FromStr`, so a bad one is reported with its line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed<T>(pub T);
+
+impl<'de, T: FromStr> Deserialize<'de> for Parsed<T>
+where
+    T::Err: std::fmt::Display,
+{
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map(Parsed).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Every key the file may hold; anything else is an error.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ConfigFile {
+    pub vm: Option<Vec<String>>,
+    pub scan: Option<Vec<Parsed<ScanRange>>>,
+    pub no_scan: Option<bool>,
+    pub scan_interval: Option<f64>,
+    pub adb: Option<Parsed<SocketAddr>>,
+    pub no_adb: Option<bool>,
+    pub listen: Option<Parsed<IpAddr>>,
+    pub allow_remote: Option<bool>,
+    pub allow: Option<Vec<Parsed<crate::listen::allow::Cidr>>>,
+    pub base_port: Option<u16>,
+    pub current_port: Option<u16>,
+    pub select: Option<String>,
+    pub ddm: Option<DdmMode>,
+    pub capture: Option<PathBuf>,
+    pub capture_format: Option<Parsed<crate::capture::Format>>,
+    pub capture_max_bytes: Option<u64>,
+    pub capture_snaplen: Option<usize>,
+    pub control: Option<PathBuf>,
+}
+
+impl ConfigFile {
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::Read { path: path.into(), message: e.to_string() })?;
+        Self::parse(&text, path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<ConfigFile, ConfigError> {
+        toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            ConfigError::Invalid { path: path.into(), line, message: e.message().trim().replace('\n', " ") }
+        })
+    }
+
+    /// Makes the file's values the defaults of the `serve` flags (and of `--control`).
+    pub fn apply(&self, cmd: clap::Command) -> clap::Command {
+        fn one(name: &'static str, v: Option<String>, cmd: clap::Command) -> clap::Command {
+            match v {
+                Some(v) => cmd.mut_arg(name, |a| a.default_value(v)),
+                None => cmd,
+            }
+        }
+        fn many(name: &'static str, v: Option<Vec<String>>, cmd: clap::Command) -> clap::Command {
+            match v {
+                Some(v) => cmd.mut_arg(name, |a| a.default_values(v)),
+                None => cmd,
+            }
+        }
+        let s = |v: &Option<String>| v.clone();
+        let cmd = one("control", self.control.as_ref().map(|p| p.display().to_string()), cmd);
+        cmd.mut_subcommand("serve", |c| {
+            let c = many("vms", self.vm.clone(), c);
+            let c = many("scans", self.scan.as_ref().map(|v| v.iter().map(|r| r.0.to_string()).collect()), c);
+            let c = one("no_scan", self.no_scan.map(|b| b.to_string()), c);
+            let c = one("scan_interval", self.scan_interval.map(|f| f.to_string()), c);
+            let c = one("adb", self.adb.as_ref().map(|a| a.0.to_string()), c);
+            let c = one("no_adb", self.no_adb.map(|b| b.to_string()), c);
+            let c = one("listen", self.listen.as_ref().map(|a| a.0.to_string()), c);
+            let c = one("allow_remote", self.allow_remote.map(|b| b.to_string()), c);
+            let c = many("allow", self.allow.as_ref().map(|v| v.iter().map(|r| r.0.to_string()).collect()), c);
+            let c = one("base_port", self.base_port.map(|p| p.to_string()), c);
+            let c = one("current_port", self.current_port.map(|p| p.to_string()), c);
+            let c = one("select", s(&self.select), c);
+            let c = one("ddm", self.ddm.map(|d| d.to_possible_value_name()), c);
+            let c = one("capture", self.capture.as_ref().map(|p| p.display().to_string()), c);
+            let c = one("capture_format", self.capture_format.as_ref().map(|f| f.0.to_string()), c);
+            let c = one("capture_max_bytes", self.capture_max_bytes.map(|b| b.to_string()), c);
+            one("capture_snaplen", self.capture_snaplen.map(|b| b.to_string()), c)
+        })
+    }
+}
+
+impl DdmMode {
+    fn to_possible_value_name(self) -> String {
+        match self {
+            DdmMode::Auto => "auto",
+            DdmMode::Always => "always",
+            DdmMode::Never => "never",
+        }
+        .to_string()
+    }
+}
+
+/// The per-user config file: `$XDG_CONFIG_HOME/jdwpmux/config.toml`, else
+/// `~/.config/jdwpmux/config.toml`.
+pub fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("jdwpmux").join("config.toml"))
+}
+
+/// Which config file applies: `--config FILE` on the command line, else `$JDWPMUX_CONFIG`,
+/// else the per-user file if it exists. `true` when it was named (so it must exist).
+pub fn locate(args: &[OsString]) -> Option<(PathBuf, bool)> {
+    let mut it = args.iter().skip(1);
+    while let Some(a) = it.next() {
+        let a = a.to_string_lossy();
+        if a == "--" {
+            break;
+        }
+        if a == "--config" {
+            return it.next().map(|p| (PathBuf::from(p), true));
+        }
+        if let Some(p) = a.strip_prefix("--config=") {
+            return Some((PathBuf::from(p), true));
+        }
+    }
+    if let Some(p) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
+        return Some((PathBuf::from(p), true));
+    }
+    default_path().filter(|p| p.exists()).map(|p| (p, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::parse(text, Path::new("test.toml"))
+    }
+
+    #[test]
+    fn the_example_config_parses_and_sets_every_key() {
+        let text = include_str!("../config/jdwpmux.toml");
+        let c = parse(text).unwrap();
+        // Every key is present in the example, commented out or not: check they all parse
+        // when uncommented.
+        let uncommented: String = text
+            .lines()
+            .map(|l| {
+                let r = l.strip_prefix("# ").unwrap_or(l);
+                let is_key = r.split_once(" = ").is_some_and(|(k, _)| k.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+                if is_key { r } else { l }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let all = parse(&uncommented).unwrap();
+        assert!(all.vm.is_some() && all.scan.is_some() && all.capture.is_some() && all.allow.is_some());
+        assert!(all.no_scan.is_some() && all.adb.is_some() && all.control.is_some());
+        drop(c);
+    }
+
+    #[test]
+    fn a_stray_key_is_an_error_with_its_line() {
+        let err = parse("listen = \"127.0.0.1\"\n\nbase_prot = 9000\n").unwrap_err();
+        match err {
+            ConfigError::Invalid { line, message, .. } => {
+                assert_eq!(line, 3);
+                assert!(message.contains("base_prot"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_values_name_their_line() {
+        for (text, line, needle) in [
+            ("base-port = 70000\n", 1, "u16"),
+            ("\nscan = [\"127.0.0.1:9-1\"]\n", 2, "HOST:FIRST-LAST"),
+            ("ddm = \"sometimes\"\n", 1, "sometimes"),
+            ("listen = \"localhost\"\n", 1, "invalid"),
+        ] {
+            match parse(text).unwrap_err() {
+                ConfigError::Invalid { line: l, message, .. } => {
+                    assert_eq!(l, line, "{text}");
+                    assert!(message.contains(needle), "{text}: {message}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn locate_prefers_the_command_line() {
+        let args: Vec<OsString> = ["jdwpmux", "serve", "--config", "/x.toml"].iter().map(OsString::from).collect();
+        assert_eq!(locate(&args), Some((PathBuf::from("/x.toml"), true)));
+        let args: Vec<OsString> = ["jdwpmux", "--config=/y.toml", "serve"].iter().map(OsString::from).collect();
+        assert_eq!(locate(&args), Some((PathBuf::from("/y.toml"), true)));
+    }
+}

@@ -1,0 +1,139 @@
+//! The man page and shell completions, generated from the clap definition so they can never
+//! drift from the code (a test compares the committed files with what this renders).
+
+use std::fmt::Write as _;
+
+use clap::CommandFactory;
+
+use crate::cli::Cli;
+
+/// Escapes text for roff: backslashes and leading dots/quotes, and '-' as a real hyphen.
+fn esc(s: &str) -> String {
+    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    if s.starts_with('.') || s.starts_with('\'') {
+        format!("\\&{s}")
+    } else {
+        s
+    }
+}
+
+/// One `.TP` entry per option of `cmd`.
+fn options(out: &mut String, cmd: &clap::Command) {
+    for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let name = match (a.get_short(), a.get_long()) {
+            (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR, \\fB\\-\\-{}\\fR", esc(l)),
+            (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", esc(l)),
+            (Some(s), None) => format!("\\fB\\-{s}\\fR"),
+            (None, None) => format!("\\fI{}\\fR", esc(a.get_id().as_str()).to_uppercase()),
+        };
+        let value = match a.get_value_names() {
+            Some(v) if a.get_long().is_some() && a.get_action().takes_values() => {
+                format!(" \\fI{}\\fR", v.iter().map(|n| esc(n)).collect::<Vec<_>>().join(" "))
+            }
+            _ => String::new(),
+        };
+        let help = a.get_long_help().or(a.get_help()).map(|h| h.to_string()).unwrap_or_default();
+        let mut extra = Vec::new();
+        let defaults: Vec<String> = a.get_default_values().iter().map(|d| d.to_string_lossy().into_owned()).collect();
+        if !defaults.is_empty() && a.get_action().takes_values() {
+            extra.push(format!("default: {}", defaults.join(", ")));
+        }
+        if let Some(env) = a.get_env() {
+            extra.push(format!("env: {}", env.to_string_lossy()));
+        }
+        let values: Vec<String> = a.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| v.get_name().to_string()).collect();
+        if !values.is_empty() && values.len() < 8 && a.get_action().takes_values() {
+            extra.push(format!("one of: {}", values.join(", ")));
+        }
+        let extra = if extra.is_empty() { String::new() } else { format!(" [{}]", extra.join("; ")) };
+        let _ = writeln!(out, ".TP\n{name}{value}\n{}{}", esc(&help.replace('\n', " ")), esc(&extra));
+    }
+}
+
+const EXTRA: &[(&str, &str)] = &[
+    ("PORTS", "Port 8700 (\\-\\-current\\-port) leads to the current VM: the one chosen with \\-\\-select at start or jdwpmux select later, else the first VM. VM k, in order of appearance, has its own port 8600+k (\\-\\-base\\-port), stable for the daemon's lifetime; a discovered VM keeps its port while it is away. Port 0 asks for ephemeral ports; each bound port is logged as one line: listening on ADDR for ..."),
+    ("CAPTURE", "serve \\-\\-capture FILE writes every packet of every leg: FILE.pcapng for Wireshark, FILE.jsonl for JSON lines. Wireshark's JDWP dissector only claims TCP port 9009, so name the ports: .br\ntshark \\-r session.pcapng \\-d tcp.port==8700,jdwp \\-d tcp.port==8000,jdwp .br\njdwpmux decode session.pcapng prints the same lines as the debug log, DDM chunks decoded."),
+    ("FILES", "$XDG_CONFIG_HOME/jdwpmux/config.toml (else ~/.config/jdwpmux/config.toml): serve settings, keys named like the long flags; command line > environment > file > defaults. The control socket: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux\\-UID/control.sock, mode 0600."),
+    ("EXIT STATUS", "0 success; 1 runtime error (no daemon answers, a port is in use, a VM cannot do what was asked); 2 usage error (bad flags, a bad config file, an unknown or ambiguous selector)."),
+    ("SECURITY", "JDWP has no authentication: whoever reaches a debugger port controls the VM. jdwpmux listens on 127.0.0.1 by default; a non\\-loopback \\-\\-listen needs \\-\\-allow\\-remote and logs a warning naming the exposed ports; \\-\\-allow CIDR restricts which peers may connect. The control socket is owner\\-only."),
+    ("EXAMPLES", ".nf\njava \\-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000 \\-cp . Main\njdwpmux serve \\-\\-vm 127.0.0.1:8000\njdb \\-attach 127.0.0.1:8700\njdwpmux list\njdwpmux select com.example.app\njdwpmux threads com.example.app \\-\\-once\njdwpmux heap com.example.app \\-\\-gc \\-\\-png heap.png\n.fi"),
+];
+
+/// The whole man page, roff.
+pub fn render() -> String {
+    let cmd = Cli::command();
+    let mut out = String::new();
+    let version = cmd.get_version().unwrap_or("");
+    let _ = writeln!(out, ".TH JDWPMUX 1 \"\" \"jdwpmux {version}\" \"User Commands\"");
+    let _ = writeln!(out, ".SH NAME\njdwpmux \\- {}", esc(&cmd.get_about().map(|a| a.to_string()).unwrap_or_default()));
+    let _ = writeln!(out, ".SH SYNOPSIS\n\\fBjdwpmux\\fR [\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]");
+    let long = cmd.get_long_about().map(|a| a.to_string()).unwrap_or_default();
+    let _ = writeln!(out, ".SH DESCRIPTION\n{}", esc(&long).replace("\n\n", "\n.PP\n"));
+    let _ = writeln!(out, ".SH OPTIONS");
+    options(&mut out, &cmd);
+    let _ = writeln!(out, ".SH COMMANDS");
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        let _ = writeln!(out, ".SS \"jdwpmux {}\"\n{}", sub.get_name(), esc(&about));
+        options(&mut out, sub);
+    }
+    for (title, body) in EXTRA {
+        let body = body.replace(" .br\n", "\n.br\n");
+        let _ = writeln!(out, ".SH \"{title}\"\n{body}");
+    }
+    out
+}
+
+/// A completion script for `shell`.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "jdwpmux", &mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn committed(rel: &str) -> String {
+        let path = format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn the_committed_man_page_is_what_the_code_generates() {
+        assert!(
+            committed("man/jdwpmux.1") == render(),
+            "man/jdwpmux.1 is stale: regenerate it with `cargo run -- man > man/jdwpmux.1`"
+        );
+    }
+
+    #[test]
+    fn the_committed_completions_are_what_the_code_generates() {
+        for (shell, file) in [
+            (clap_complete::Shell::Bash, "completions/jdwpmux.bash"),
+            (clap_complete::Shell::Zsh, "completions/_jdwpmux"),
+            (clap_complete::Shell::Fish, "completions/jdwpmux.fish"),
+        ] {
+            assert!(
+                committed(file) == completions(shell),
+                "{file} is stale: regenerate it with `cargo run -- completions {shell} > {file}`"
+            );
+        }
+    }
+
+    #[test]
+    fn every_command_and_long_option_is_in_the_man_page() {
+        let page = render();
+        let cmd = Cli::command();
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            assert!(page.contains(&format!("jdwpmux {}", sub.get_name())), "{}", sub.get_name());
+            for a in sub.get_arguments().filter_map(|a| a.get_long()) {
+                assert!(page.contains(&format!("\\-\\-{}", esc(a))), "--{a} of {}", sub.get_name());
+            }
+        }
+        for section in ["PORTS", "CAPTURE", "EXIT STATUS", "SECURITY", "EXAMPLES", "tshark"] {
+            assert!(page.contains(section), "{section}");
+        }
+    }
+}
