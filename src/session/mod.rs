@@ -10,6 +10,7 @@ mod handle;
 pub mod ids;
 pub mod local_process;
 mod packet_log;
+mod observe;
 mod proxy_requests;
 mod vm_side;
 
