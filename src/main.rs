@@ -48,7 +48,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("jdwpmux: {e:#}");
+            // Every error type here puts its cause in its own message: print it once.
+            eprintln!("jdwpmux: {e}");
             ExitCode::from(exit_code(&e))
         }
     }

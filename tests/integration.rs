@@ -24,3 +24,5 @@ mod adb;
 mod scan;
 #[path = "integration/newcomer.rs"]
 mod newcomer;
+#[path = "integration/capture.rs"]
+mod capture;

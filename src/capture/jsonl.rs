@@ -124,14 +124,19 @@ impl JsonLine {
 pub struct JsonlEncoder {
     pairing: Pairing,
     chunk_decoder: Option<ChunkDecoder>,
+    /// Bytes kept of each packet in all (head and body records together).
+    snaplen: usize,
 }
 
 impl JsonlEncoder {
     pub fn new(chunk_decoder: Option<ChunkDecoder>) -> Self {
-        JsonlEncoder {
-            pairing: Pairing::new(),
-            chunk_decoder,
-        }
+        Self::with_snaplen(chunk_decoder, usize::MAX)
+    }
+
+    /// A streamed packet's head record holds only its header, so whether the packet as a
+    /// whole was cut is known from its length and the snaplen, not from that record.
+    pub fn with_snaplen(chunk_decoder: Option<ChunkDecoder>, snaplen: usize) -> Self {
+        JsonlEncoder { pairing: Pairing::new(), chunk_decoder, snaplen }
     }
 
     /// The line for one record (no trailing newline).
@@ -162,6 +167,9 @@ impl JsonlEncoder {
                 l.length = Some(*orig_len as u64);
                 if let DataKind::Packet { orig_id, latency } = kind {
                     self.fill_packet(&mut l, conn.id, *dir, bytes);
+                    if l.length.is_some_and(|len| len as usize > self.snaplen) {
+                        l.truncated = Some(true);
+                    }
                     l.orig_id = *orig_id;
                     l.latency_us = latency.map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
                 }

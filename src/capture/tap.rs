@@ -30,18 +30,29 @@ pub struct Tap {
     conn: Arc<ConnInfo>,
     /// Commands seen going to the server, for replies' latency.
     sent: HashMap<u32, Instant>,
+    /// Bytes of the current packet that may still be kept, per direction: the snaplen
+    /// applies to a packet as a whole, head and streamed body together.
+    budget: [usize; 2],
+}
+
+fn slot(dir: Direction) -> usize {
+    match dir {
+        Direction::ToServer => 0,
+        Direction::ToClient => 1,
+    }
 }
 
 impl Tap {
     pub fn open(handle: &CaptureHandle, id: u64, vm: &str, leg: Leg, client: SocketAddr, server: SocketAddr) -> Tap {
         let conn = Arc::new(ConnInfo { id, vm: vm.to_string(), leg, client, server });
         handle.record(Record::Open { time: SystemTime::now(), conn: conn.clone() });
-        Tap { handle: handle.clone(), conn, sent: HashMap::new() }
+        Tap { handle: handle.clone(), conn, sent: HashMap::new(), budget: [0; 2] }
     }
 
     /// Records both halves of the JDWP handshake.
-    pub fn handshakes(&self) {
+    pub fn handshakes(&mut self) {
         for dir in [Direction::ToServer, Direction::ToClient] {
+            self.budget[slot(dir)] = usize::MAX;
             self.data(dir, DataKind::Handshake, HANDSHAKE);
         }
     }
@@ -50,8 +61,9 @@ impl Tap {
     /// it had before the proxy rewrote it; latency is found by pairing commands and replies.
     pub fn packet(&mut self, dir: Direction, bytes: &[u8], orig_id: Option<u32>) {
         let Some(h) = Header::parse(bytes) else {
-            return self.data(dir, DataKind::Body, bytes);
+            return self.body(dir, bytes);
         };
+        self.budget[slot(dir)] = self.handle.snaplen();
         let latency = if h.is_reply() {
             self.sent.remove(&h.id).map(|t| t.elapsed())
         } else {
@@ -68,17 +80,21 @@ impl Tap {
 
     /// A reply whose latency the caller knows better (the session's id table).
     pub fn reply(&mut self, dir: Direction, bytes: &[u8], orig_id: Option<u32>, latency: Option<Duration>) {
+        self.budget[slot(dir)] = self.handle.snaplen();
         self.data(dir, DataKind::Packet { orig_id, latency }, bytes);
     }
 
     /// A piece of a streamed packet's body.
-    pub fn body(&self, dir: Direction, bytes: &[u8]) {
+    pub fn body(&mut self, dir: Direction, bytes: &[u8]) {
         self.data(dir, DataKind::Body, bytes);
     }
 
-    /// `bytes` is everything this record put on the wire; only the snaplen is copied.
-    fn data(&self, dir: Direction, kind: DataKind, bytes: &[u8]) {
-        let keep = bytes.len().min(self.handle.snaplen());
+    /// `bytes` is everything this record put on the wire; only what is left of the packet's
+    /// snaplen is copied (the record still counts every byte, so TCP sequence numbers hold).
+    fn data(&mut self, dir: Direction, kind: DataKind, bytes: &[u8]) {
+        let budget = &mut self.budget[slot(dir)];
+        let keep = bytes.len().min(*budget);
+        *budget -= keep;
         self.handle.record(Record::Data {
             time: SystemTime::now(),
             conn: self.conn.clone(),

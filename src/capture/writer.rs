@@ -92,7 +92,7 @@ impl Capture {
                 (Sink::Pcapng(Box::new(enc)), header)
             }
             Format::Jsonl => (
-                Sink::Jsonl(JsonlEncoder::new(opts.chunk_decoder)),
+                Sink::Jsonl(JsonlEncoder::with_snaplen(opts.chunk_decoder, opts.snaplen)),
                 Vec::new(),
             ),
         };

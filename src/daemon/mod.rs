@@ -26,12 +26,12 @@ pub const BIND_RETRY: Duration = Duration::from_secs(5);
 pub enum RunError {
     #[error(transparent)]
     Settings(#[from] settings::SettingsError),
-    #[error("cannot listen on {addr}: {source} (is another jdwpmux or a VM using the port? pick another with --current-port / --base-port)")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("cannot listen on {addr}: {error} (is another jdwpmux or a VM using the port? pick another with --current-port / --base-port)")]
+    Bind { addr: SocketAddr, error: std::io::Error },
     #[error(transparent)]
     Control(#[from] control::server::ControlError),
-    #[error("cannot capture to {path}: {source}")]
-    Capture { path: std::path::PathBuf, source: crate::capture::CaptureError },
+    #[error("cannot capture to {path}: {error}")]
+    Capture { path: std::path::PathBuf, error: crate::capture::CaptureError },
 }
 
 /// A running daemon: its registry, and the addresses it listens on.
@@ -172,11 +172,6 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     if let Some(sel) = &settings.select {
         registry.select_later(sel);
     }
-    let current_addr = SocketAddr::new(settings.listen, settings.current_port);
-    let current = listen::bind(current_addr, "the current VM")
-        .await
-        .map_err(|source| RunError::Bind { addr: current_addr, source })?;
-    let current_addr = current.local_addr().unwrap_or(current_addr);
     let capture = match &settings.capture {
         None => None,
         Some(c) => {
@@ -187,11 +182,17 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
                 ..Default::default()
             };
             let handle = crate::capture::Capture::start(&c.path, c.format, opts)
-                .map_err(|source| RunError::Capture { path: c.path.clone(), source })?;
+                .map_err(|error| RunError::Capture { path: c.path.clone(), error })?;
             info!(path = %c.path.display(), "capturing every packet");
             Some(handle)
         }
     };
+    // Bound after the capture opened: never announce a port that will not be served.
+    let current_addr = SocketAddr::new(settings.listen, settings.current_port);
+    let current = listen::bind(current_addr, "the current VM")
+        .await
+        .map_err(|error| RunError::Bind { addr: current_addr, error })?;
+    let current_addr = current.local_addr().unwrap_or(current_addr);
     if let Some(path) = &settings.control {
         control::server::start(path, registry.clone(), cancel.clone(), &tracker).await?;
     }

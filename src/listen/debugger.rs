@@ -93,7 +93,7 @@ pub async fn serve(
     info!(vm = %vm_name, "debugger connected");
     let mut tap = capture.as_ref().map(|c| {
         let local = sock.local_addr().unwrap_or(peer);
-        let t = Tap::open(c, conn, &vm_name, Leg::Debugger, peer, local);
+        let mut t = Tap::open(c, conn, &vm_name, Leg::Debugger, peer, local);
         t.handshakes();
         t
     });

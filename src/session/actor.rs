@@ -356,7 +356,7 @@ impl Session {
         self.tap = self.cfg.capture.as_ref().map(|h| {
             let local = stream.local_addr().unwrap_or(self.cfg.addr);
             let id = crate::capture::tap::next_conn_id();
-            let t = crate::capture::tap::Tap::open(h, id, &self.cfg.name, crate::capture::Leg::Vm, local, self.cfg.addr);
+            let mut t = crate::capture::tap::Tap::open(h, id, &self.cfg.name, crate::capture::Leg::Vm, local, self.cfg.addr);
             t.handshakes();
             t
         });
