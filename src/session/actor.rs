@@ -103,7 +103,13 @@ pub(super) struct PendingAttach {
     pub link: DebuggerLink,
     pub reply: oneshot::Sender<Result<(), AttachError>>,
     pub deadline: Instant,
+    /// It came while this debugger was attached: refused as a second debugger unless that
+    /// one leaves within `BUSY_GRACE` (a debugger that quits and reattaches at once).
+    pub busy_with: Option<SocketAddr>,
 }
+
+/// How long a newcomer waits for an attached debugger that may be leaving.
+pub const BUSY_GRACE: Duration = Duration::from_secs(1);
 
 pub(super) struct Session {
     pub cfg: SessionConfig,
@@ -466,6 +472,11 @@ impl Session {
         self.waiting = keep;
         let state = self.status.borrow().state;
         for p in late {
+            if let Some(other) = p.busy_with.filter(|_| self.attached.is_some()) {
+                info!(peer = %p.link.peer, attached = %other, "refusing a second debugger");
+                let _ = p.reply.send(Err(AttachError::Busy(other)));
+                continue;
+            }
             let why = format!("still {state} after {:?}", self.cfg.timeouts.attach_wait);
             info!(peer = %p.link.peer, reason = %why, "refusing a debugger");
             let _ = p.reply.send(Err(AttachError::Unavailable(why)));

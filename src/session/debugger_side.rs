@@ -31,20 +31,16 @@ const VM_RESUME: (u8, u8) = (1, 9);
 
 impl Session {
     pub(super) fn on_attach(&mut self, link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>>) {
-        // A debugger whose connection task has ended is leaving: its detach is on its way
-        // through the data channel, so the newcomer waits for it instead of being refused.
-        if let Some(a) = self.attached.as_ref().filter(|a| !a.link.tx.is_closed()) {
-            info!(peer = %link.peer, attached = %a.link.peer, "refusing a second debugger");
-            let _ = reply.send(Err(AttachError::Busy(a.link.peer)));
-            return;
-        }
         if let Some(p) = self.waiting.first() {
             info!(peer = %link.peer, waiting = %p.link.peer, "refusing a second debugger");
             let _ = reply.send(Err(AttachError::Busy(p.link.peer)));
             return;
         }
-        let deadline = Instant::now() + self.cfg.timeouts.attach_wait;
-        self.waiting.push(PendingAttach { link, reply, deadline });
+        // The attached debugger may be on its way out (it quit, and its close has not reached
+        // us yet): the newcomer waits a moment for that before it is refused as a second one.
+        let busy_with = self.attached.as_ref().filter(|a| !a.link.tx.is_closed()).map(|a| a.link.peer);
+        let wait = if busy_with.is_some() { super::actor::BUSY_GRACE } else { self.cfg.timeouts.attach_wait };
+        self.waiting.push(PendingAttach { link, reply, deadline: Instant::now() + wait, busy_with });
         self.serve_waiting();
     }
 
