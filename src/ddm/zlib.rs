@@ -1,5 +1,10 @@
-//! ZLIB wrapper chunks: `u4 compressed length, u4 original type, u4 original length`, then
-//! the deflate data of the original chunk's payload.
+//! ZLIB wrapper chunks: the design document says a compressed chunk is "a chunk type that
+//! indicates the compression, followed by the compressed length, followed by the original
+//! chunk type and the uncompressed length". Read literally, the compressed length is the
+//! chunk's own length field, so the data is `u4 original type, u4 original length, deflate`.
+//! Some writers repeat the compressed length inside the data (`u4 compressed length, u4
+//! original type, u4 original length, deflate`); both are accepted: a first word equal to the
+//! deflate size is that length, while an original type (four ASCII letters) never is.
 //!
 //! The design document only says "zlib's deflate algorithm", so both zlib-wrapped (RFC 1950)
 //! and raw deflate (RFC 1951) streams are accepted. The compressed length is read as the
@@ -38,10 +43,18 @@ pub fn unwrap_zlib(data: &[u8]) -> Result<(ZlibHeader, Vec<u8>), DdmError> {
 /// As [`unwrap_zlib`] with an explicit output cap.
 pub fn unwrap_zlib_capped(data: &[u8], cap: usize) -> Result<(ZlibHeader, Vec<u8>), DdmError> {
     let mut r = Reader::new(data);
-    let header = ZlibHeader {
-        compressed_len: r.u4("compressed length")?,
-        original_type: ChunkType(r.u4("original type")?),
-        original_len: r.u4("original length")?,
+    let first = data.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let repeated_len = first.is_some_and(|f| f < 0x2000_0000 && data.len() >= 12);
+    let header = if repeated_len {
+        ZlibHeader {
+            compressed_len: r.u4("compressed length")?,
+            original_type: ChunkType(r.u4("original type")?),
+            original_len: r.u4("original length")?,
+        }
+    } else {
+        let original_type = ChunkType(r.u4("original type")?);
+        let original_len = r.u4("original length")?;
+        ZlibHeader { compressed_len: r.remaining() as u32, original_type, original_len }
     };
     let stream = r.rest();
     if header.compressed_len as usize != stream.len() {
@@ -276,10 +289,24 @@ mod tests {
 
     #[test]
     fn short_header_is_an_error() {
-        assert_eq!(unwrap_zlib(&[0, 0, 0, 1, b'T']).unwrap_err(), DdmError::Short {
-            field: "original type",
-            needed: 4,
-            available: 1
-        });
+        assert!(matches!(unwrap_zlib(&[0, 0, 0, 1, b'T']).unwrap_err(), DdmError::Short { needed: 4, available: 1, .. }));
+        assert!(matches!(unwrap_zlib(&[b'T', b'H']).unwrap_err(), DdmError::Short { field: "original type", .. }));
+    }
+
+    #[test]
+    fn the_documents_layout_without_a_repeated_length_inflates() {
+        // `u4 original type, u4 original length, deflate`: the compressed length is the
+        // chunk's own length field.
+        let payload = b"a thread name and then some".repeat(10);
+        let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), Compression::default());
+        enc.write_all(&payload).unwrap();
+        let deflate = enc.finish().unwrap();
+        let mut data = b"THCR".to_vec();
+        data.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        data.extend_from_slice(&deflate);
+        let (h, out) = unwrap_zlib(&data).unwrap();
+        assert_eq!(h.original_type, ChunkType::THCR);
+        assert_eq!(h.compressed_len as usize, deflate.len());
+        assert_eq!(out, payload);
     }
 }

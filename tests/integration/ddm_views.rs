@@ -117,6 +117,9 @@ async fn malformed_and_bomb_chunks_leave_the_session_alive() {
     let bomb_input = vec![0u8; 4 << 20];
     let bomb = crate::support::wire::zlib_chunk_claiming(b"HPDS", 1 << 30, &bomb_input);
     vm.send_ddm_chunks(&[bomb]).unwrap();
+    // A ZLIB-wrapped chunk is inflated and decoded.
+    let thcr = crate::support::Chunk::new(b"THCR", crate::support::ddm::thcr_payload(99, "zipped"));
+    vm.send_ddm_chunks(&[crate::support::wire::zlib_chunk(&thcr)]).unwrap();
     // And a valid chunk after them, in its own packet.
     vm.send_ddm(&[(*b"APNM", crate::support::ddm::apnm_payload("com.example.renamed", 0, "com.example"))]).unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -131,6 +134,7 @@ async fn malformed_and_bomb_chunks_leave_the_session_alive() {
     let log = served.log_text();
     assert!(log.contains("malformed DDM chunk"), "{log}");
     assert!(log.matches("malformed DDM chunk").count() >= 2, "both bad chunks reported:\n{log}");
+    assert!(log.contains("THCR tid=99 name=\"zipped\""), "the zlib chunk was inflated:\n{log}");
     let (code, out, err) = served.run(&["threads", "com.example.renamed", "--once"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("main"));

@@ -180,3 +180,33 @@ async fn sigterm_detaches_cleanly_flushes_the_capture_and_exits_0() {
     assert!(lines.iter().any(|l| l["kind"] == "close"), "{text}");
     assert!(lines.iter().any(|l| l["command"] == "VirtualMachine.Suspend"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debugger_port_in_use_is_reported_and_retried() {
+    let vm = FakeVm::start(FakeVmConfig::default()).await;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--vm", &vm.addr().to_string(), "--base-port", &port, "--current-port", "0", "--control"])
+        .arg(dir.path().join("c.sock"))
+        .env_remove("JDWPMUX_CONFIG")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until("the bind failure", || text().contains("cannot bind the VM's debugger port")).await.unwrap();
+    assert!(child.try_wait().unwrap().is_none(), "the daemon keeps running");
+    drop(taken);
+    let want = format!("listening on 127.0.0.1:{port} for vm");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !text().contains(&want) {
+        assert!(tokio::time::Instant::now() < deadline, "{}", text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut c = RawClient::connect(("127.0.0.1", port.parse::<u16>().unwrap())).await.unwrap();
+    assert_eq!(c.request(1, SET_VM, VM_VERSION, &[], Duration::from_secs(20)).await.unwrap().error_code(), Some(ERR_NONE));
+    let _ = child.kill();
+    let _ = child.wait();
+}

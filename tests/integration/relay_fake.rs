@@ -208,3 +208,40 @@ async fn a_large_vm_packet_is_relayed_whole_in_pieces() {
     dbg.request(2, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
     proxy.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_held_past_the_bound_are_dropped_with_a_warning() {
+    let vm = FakeVm::start(FakeVmConfig::hotspot_like()).await;
+    let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
+    let port = proxy.vm_port(0).await;
+    let sent = jdwpmux::session::MAX_HELD_EVENTS + 8;
+    for i in 0..sent {
+        vm.send_event_composite(SUSPEND_NONE, KIND_THREAD_START, 100 + i as u32, 0x1001).unwrap();
+    }
+    // They are routed (held or dropped) before the connection's next packets.
+    wait_until("events sent", || vm.received_commands(SET_VM, VM_ID_SIZES).len() == 1).await.unwrap();
+    let mut dbg = RawClient::connect(port).await.unwrap();
+    let mut events = 0;
+    let r = dbg.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NONE));
+    for p in dbg.take_other_packets() {
+        if p.command_of() == Some((SET_EVENT, EVENT_COMPOSITE)) {
+            events += 1;
+        }
+    }
+    assert_eq!(events, jdwpmux::session::MAX_HELD_EVENTS, "held up to the bound, no more");
+    proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apnm_before_the_handshake_echo_is_kept() {
+    let cfg = FakeVmConfig { early_apnm: true, app_name: "com.example.early".into(), ..Default::default() };
+    let vm = FakeVm::start(cfg).await;
+    let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
+    let info = proxy.ready(0).await;
+    assert_eq!(info.status.ddm, Some(true));
+    assert_eq!(info.status.app.as_deref(), Some("com.example.early"));
+    let mut dbg = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
+    assert_eq!(dbg.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap().error_code(), Some(ERR_NONE));
+    proxy.stop().await;
+}
