@@ -102,5 +102,7 @@ async fn a_scanned_jvm_is_never_bothered_for_a_minute() {
     let rows = list_until(&served, "the JVM still there", |r| has(r, &addr)).await;
     assert!(rows.iter().find(|r| r["addr"] == addr.as_str()).unwrap()["pid"].is_u64(), "a local JVM's pid is found");
     assert!(!app.output().contains("Debugger failed to attach"), "{}", app.output());
-    assert_eq!(served.log_text().matches("found a VM").count(), 1, "{}", served.log_text());
+    // Found once and kept: no reconnect churn (other VMs in the range may be found too).
+    let found = format!("found a VM addr={addr}");
+    assert_eq!(served.log_text().matches(&found).count(), 1, "{}", served.log_text());
 }
