@@ -1,0 +1,278 @@
+//! The jdwpmux relay benchmark (`cargo bench --bench relay [-- --smoke]`): jdwpmux side by
+//! side with a direct connection and socat, in the same run, paths alternating within each
+//! repetition, reporting medians, paired ratios and PASS/FAIL per target of the issue.
+//! It starts every peer itself (a HotSpot debuggee, in-process fake VMs, socat, the proxy)
+//! and stops them on exit, also on panic. See benches/README.md.
+
+#[path = "relay/bulk.rs"]
+mod bulk;
+#[path = "relay/ddm_wire.rs"]
+mod ddm_wire;
+#[path = "relay/fake_vm.rs"]
+mod fake_vm;
+#[path = "relay/jdwp_ops.rs"]
+mod jdwp_ops;
+#[path = "relay/jvm.rs"]
+mod jvm;
+#[path = "relay/jvm_suite.rs"]
+mod jvm_suite;
+#[path = "relay/params.rs"]
+mod params;
+#[path = "relay/paths.rs"]
+mod paths;
+#[path = "relay/procs.rs"]
+mod procs;
+#[path = "relay/proxy.rs"]
+mod proxy;
+#[path = "relay/report.rs"]
+mod report;
+#[path = "relay/scale.rs"]
+mod scale;
+#[path = "relay/stats.rs"]
+mod stats;
+#[path = "relay/table.rs"]
+mod table;
+#[path = "relay/wire.rs"]
+mod wire;
+
+use std::process::ExitCode;
+use params::{Opts, Params, Section};
+use paths::PathKind;
+use proxy::ProxyBin;
+use report::Rep;
+use stats::{fmt, fmt_opt, median};
+use table::{Row, Table, Verdict};
+
+/// One part of the benchmark: it adds rows to the table and records failures.
+type SectionFn = fn(&ProxyBin, &Params, &mut Table, &mut Failures);
+
+/// Functional failures (wrong or missing replies, dead peers); they decide the exit code.
+#[derive(Default)]
+struct Failures(Vec<String>);
+
+impl Failures {
+    fn add(&mut self, what: &str, e: impl std::fmt::Display) {
+        let mut msg = format!("{what}: {e}");
+        if msg.len() > 4000 {
+            let cut = (0..=4000).rev().find(|i| msg.is_char_boundary(*i)).unwrap_or(0);
+            msg.truncate(cut);
+            msg.push_str(" [...]");
+        }
+        eprintln!("FAILED {msg}");
+        self.0.push(msg);
+    }
+}
+
+fn main() -> ExitCode {
+    let opts = match Opts::parse(std::env::args().skip(1)) {
+        Ok(o) => o,
+        Err(e) if e.to_string() == "help" => {
+            println!("{}", params::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("relay bench: {e}\n{}", params::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let p = Params::new(&opts);
+    procs::kill_children_on_signal();
+    let bin = match params::locate_proxy().and_then(ProxyBin::probe) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("relay bench: no proxy binary: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    eprintln!(
+        "relay bench, {} mode: {} (list: {}), {} repetitions + {} warm-up",
+        if opts.smoke { "smoke" } else { "full" },
+        bin.path.display(),
+        if bin.has_list { "yes" } else { "no" },
+        p.reps,
+        p.warmup_reps
+    );
+    let mut t = Table::default();
+    let mut f = Failures::default();
+    let sections: [(Section, SectionFn); 5] = [
+        (Section::Jvm, jvm_section),
+        (Section::Bulk, bulk_section),
+        (Section::Scale, scale_section),
+        (Section::Ddm, ddm_section),
+        (Section::Startup, startup_section),
+    ];
+    for (s, run) in sections {
+        if !opts.wants(s) {
+            continue;
+        }
+        // A bug in one section must not hide the others; children die in Drop on unwind.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&bin, &p, &mut t, &mut f)));
+        if caught.is_err() {
+            f.add(s.name(), "panicked");
+        }
+    }
+    println!("\n{}", t.render());
+    println!("targets: {} PASS, {} FAIL", t.count(Verdict::Pass), t.count(Verdict::Fail));
+    if f.0.is_empty() {
+        println!("functional checks: all passed");
+        ExitCode::SUCCESS
+    } else {
+        println!("functional failures ({}):", f.0.len());
+        for m in &f.0 {
+            println!("  - {}", m.lines().next().unwrap_or(""));
+        }
+        ExitCode::from(1)
+    }
+}
+
+fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    eprintln!("starting the HotSpot debuggee ({} generated classes) ...", p.classes);
+    let mut jvm = match jvm::Jvm::start(p.classes) {
+        Ok(j) => j,
+        Err(e) => return f.add("HotSpot debuggee", format!("{e:#}")),
+    };
+    let mut reps: Vec<Rep<jvm_suite::JvmRun>> = Vec::new();
+    for rep in 0..p.warmup_reps + p.reps {
+        if !jvm.alive() {
+            f.add(&format!("JVM repetition {rep}"), "the debuggee had died; starting a new one");
+            jvm = match jvm::Jvm::start(p.classes) {
+                Ok(j) => j,
+                Err(e) => return f.add("HotSpot debuggee restart", format!("{e:#}")),
+            };
+        }
+        let mut row: Rep<jvm_suite::JvmRun> = Default::default();
+        for kind in PathKind::order(rep) {
+            match jvm_suite::run(kind, &mut jvm, bin, &p.jvm) {
+                Ok(r) => row[kind.index()] = Some(r),
+                Err(e) => f.add(&format!("JVM repetition {rep}, {}", kind.label()), format!("{e:#}")),
+            }
+        }
+        let lat = row.each_ref().map(|r| r.as_ref().map_or("-".into(), |r| fmt(r.latency_us)));
+        let tag = if rep < p.warmup_reps { " (warm-up, discarded)" } else { "" };
+        eprintln!("JVM repetition {rep}{tag}: latency µs direct/socat/socat64k/jdwpmux = {}", lat.join(" / "));
+        if rep >= p.warmup_reps {
+            reps.push(row);
+        }
+    }
+    let classes = reps.iter().flatten().flatten().map(|r| r.classes).max().unwrap_or(0);
+    report::jvm_rows(t, &reps, p.jvm.latency_n, p.jvm.window, classes);
+}
+
+fn bulk_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    let vm = match fake_vm::FakeVms::start(1, fake_vm::FakeConfig { ddm: false, thst_every: None, threads: 0 }) {
+        Ok(v) => v,
+        Err(e) => return f.add("fake VM", format!("{e:#}")),
+    };
+    let mut reps: Vec<Rep<bulk::BulkRun>> = Vec::new();
+    for rep in 0..p.warmup_reps + p.reps {
+        let mut row: Rep<bulk::BulkRun> = Default::default();
+        for kind in PathKind::order(rep) {
+            match bulk::run(kind, vm.addrs[0], bin, p.bulk_size) {
+                Ok(r) => row[kind.index()] = Some(r),
+                Err(e) => f.add(&format!("large reply, repetition {rep}, {}", kind.label()), format!("{e:#}")),
+            }
+        }
+        let mbps = row.each_ref().map(|r| r.as_ref().map_or("-".into(), |r| fmt(r.mbps)));
+        eprintln!("large reply repetition {rep}: MB/s = {}", mbps.join(" / "));
+        if rep >= p.warmup_reps {
+            reps.push(row);
+        }
+    }
+    report::bulk_rows(t, &reps, p.bulk_size);
+}
+
+fn scale_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    let n = p.scale_vms;
+    t.section(&format!("{n} idle DDM VMs (THST every 500 ms each), {:?} window", p.scale_window));
+    eprintln!("scale: {n} fake DDM VMs ...");
+    match scale::scale(bin, n, p.scale_settle, p.scale_window) {
+        Ok(r) => {
+            if let Some(e) = &r.probe_error {
+                f.add("scale", e);
+            }
+            let mib = |k: Option<u64>| k.map(|k| k as f64 / 1024.0);
+            t.push(Row::proxy_only(
+                &format!("{} VMs: probed with HELO after s, then settled s", r.vms),
+                format!("{} after {} s, +{} s", r.probed, fmt(r.probe_all.as_secs_f64()), fmt(r.settled.as_secs_f64())),
+            ));
+            let rss = format!("{} (peak {})", fmt_opt(mib(r.rss_kib)), fmt_opt(mib(r.peak_rss_kib)));
+            t.push(Row::proxy_only(&format!("{} VMs: RSS MiB", r.vms), rss).judged(
+                String::new(),
+                "<= 100 MiB",
+                mib(r.rss_kib).map(|m| m <= 100.0),
+            ));
+            let pct = r.cpu_share.map(|c| c * 100.0);
+            t.push(Row::proxy_only(&format!("{} VMs: CPU % of one core", r.vms), fmt_opt(pct)).judged(
+                String::new(),
+                "< 5%",
+                pct.map(|c| c < 5.0),
+            ));
+            let list = match &r.list_ms {
+                Ok(ms) => format!("{} ms", fmt(*ms)),
+                Err(why) => format!("list: {why}"),
+            };
+            if let Err(why) = &r.list_ms {
+                if bin.has_list {
+                    f.add("jdwpmux list", why);
+                }
+            }
+            t.push(Row::proxy_only(&format!("{} VMs: jdwpmux list", r.vms), list));
+        }
+        Err(e) => f.add("scale", format!("{e:#}")),
+    }
+}
+
+fn ddm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    t.section(&format!("DDM decode: one VM floods {} THST chunks ({} threads each) while a debugger works", p.ddm_chunks, p.ddm_threads));
+    eprintln!("DDM flood: {} chunks ...", p.ddm_chunks);
+    match scale::ddm_flood(bin, p.ddm_chunks, p.ddm_threads) {
+        Ok(r) => {
+            let lossless = r.logged == p.ddm_chunks && r.sent == p.ddm_chunks && r.malformed == 0;
+            if !lossless {
+                f.add(
+                    "DDM decode",
+                    format!("{} chunks sent, {} logged, {} malformed of {} (is the DDM decoder wired in?)", r.sent, r.logged, r.malformed, p.ddm_chunks),
+                );
+            }
+            let no_stall = r.rtt_max_us <= p.stall_limit.as_secs_f64() * 1e6 && r.round_trips > 0;
+            t.push(Row::proxy_only("DDM chunks/s decoded and logged", fmt(r.chunks_per_s)).judged(
+                String::new(),
+                ">= 100000, no loss, no stall",
+                Some(r.chunks_per_s >= 100_000.0 && lossless && no_stall),
+            ));
+            t.push(Row::proxy_only("DDM chunks logged / sent", format!("{} / {}", r.logged, r.sent)));
+            t.push(Row::proxy_only("proxy CPU µs per DDM chunk", fmt_opt(r.cpu_us_per_chunk)));
+            let rtt = format!(
+                "{} / {} ({} trips; fake VM's own max {})",
+                fmt(r.rtt_p99_us),
+                fmt(r.rtt_max_us),
+                r.round_trips,
+                fmt(r.vm_max_reply_us)
+            );
+            t.push(Row::proxy_only("debugger RTT during flood p99 / max µs", rtt).judged(
+                String::new(),
+                &format!("max <= {} ms", p.stall_limit.as_millis()),
+                Some(no_stall),
+            ));
+        }
+        Err(e) => f.add("DDM flood", format!("{e:#}")),
+    }
+}
+
+fn startup_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    let vm = match fake_vm::FakeVms::start(1, fake_vm::FakeConfig { ddm: false, thst_every: None, threads: 0 }) {
+        Ok(v) => v,
+        Err(e) => return f.add("fake VM", format!("{e:#}")),
+    };
+    let Ok(dir) = tempfile::tempdir() else { return f.add("startup", "no tempdir") };
+    let mut ms = Vec::new();
+    for i in 0..p.startup_runs {
+        match proxy::startup_once(bin, vm.addrs[0], dir.path()) {
+            Ok(d) => ms.push(d.as_secs_f64() * 1e3),
+            Err(e) => return f.add(&format!("startup run {i}"), format!("{e:#}")),
+        }
+    }
+    t.section(&format!("startup: exec to the 'listening' lines, median of {}", ms.len()));
+    let m = median(&ms);
+    t.push(Row::proxy_only("startup ms", fmt_opt(m)).judged(String::new(), "<= 50 ms", m.map(|m| m <= 50.0)));
+}

@@ -1,0 +1,170 @@
+//! The real HotSpot debuggee: `Main` loads N generated tiny classes (for AllClasses) and
+//! keeps a 4 MiB byte[] in the static field `Big.data` (for ArrayReference.GetValues),
+//! compiled with javac into a tempdir and run with the JDWP agent on an explicit free port
+//! (with address=127.0.0.1:0 HotSpot would pick a new port after every detach).
+//!
+//! The agent prints "Listening for transport dt_socket at address: PORT" each time it
+//! listens, i.e. once at start and once after every debugger leaves; counting those lines
+//! tells when the JVM is free for the next run without a probe connection.
+
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::procs::{free_port, Proc};
+
+/// Size of `Big.data`, filled with `(byte) i` (see `jdwp_ops::pattern_byte`).
+pub const BIG_ARRAY_LEN: u32 = 4 << 20;
+pub const BIG_CLASS_SIG: &str = "LBig;";
+pub const BIG_FIELD: &str = "data";
+const LISTEN_LINE: &str = "Listening for transport dt_socket at address:";
+const READY_LINE: &str = "bench debuggee ready";
+
+const MAIN_JAVA: &str = r#"public class Main {
+    public static void main(String[] args) throws Exception {
+        int n = Integer.parseInt(args[0]);
+        for (int i = 0; i < n; i++) {
+            Class.forName("C" + i);
+        }
+        byte[] d = new byte[Big.LEN];
+        for (int i = 0; i < d.length; i++) {
+            d[i] = (byte) i;
+        }
+        Big.data = d;
+        System.out.println("bench debuggee ready " + n);
+        System.out.flush();
+        while (true) {
+            Thread.sleep(1000);
+        }
+    }
+}
+"#;
+
+/// `Big` and `n` empty classes `C0..C{n-1}` in one source file.
+fn classes_java(n: usize) -> String {
+    let mut s = format!("class Big {{ static final int LEN = {BIG_ARRAY_LEN}; static byte[] data; }}\n");
+    for i in 0..n {
+        s.push_str(&format!("class C{i} {{}}\n"));
+    }
+    s
+}
+
+pub struct Jvm {
+    proc: Proc,
+    pub port: u16,
+    listens: Arc<AtomicUsize>,
+    ready: Arc<AtomicBool>,
+    /// Debugger sessions that ended (each makes the agent listen once more).
+    sessions: usize,
+    _dir: tempfile::TempDir,
+}
+
+impl Jvm {
+    /// Compiles and starts the debuggee; returns when it has loaded its classes and listens.
+    pub fn start(classes: usize) -> Result<Jvm> {
+        let dir = tempfile::tempdir().context("tempdir")?;
+        let src = dir.path();
+        std::fs::write(src.join("Main.java"), MAIN_JAVA)?;
+        std::fs::write(src.join("Gen.java"), classes_java(classes))?;
+        let out = Command::new("javac")
+            .arg("-d")
+            .arg(src.join("out"))
+            .arg(src.join("Main.java"))
+            .arg(src.join("Gen.java"))
+            .stdin(Stdio::null())
+            .output()
+            .context("run javac (is a JDK installed?)")?;
+        if !out.status.success() {
+            bail!("javac failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+        }
+        let port = free_port()?;
+        let mut cmd = crate::procs::command("java");
+        cmd.args(["-XX:+UseSerialGC", "-Xmx256m", "-Xss512k"])
+            .arg(format!("-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:{port}"))
+            .arg("-cp")
+            .arg(src.join("out"))
+            .arg("Main")
+            .arg(classes.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut proc = Proc::spawn("java", &mut cmd)?;
+        let stdout = proc.take_stdout().context("java stdout")?;
+        let listens = Arc::new(AtomicUsize::new(0));
+        let ready = Arc::new(AtomicBool::new(false));
+        let (l, r) = (listens.clone(), ready.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.contains(LISTEN_LINE) {
+                    l.fetch_add(1, Ordering::SeqCst);
+                } else if line.contains(READY_LINE) {
+                    r.store(true, Ordering::SeqCst);
+                }
+            }
+        });
+        let mut jvm = Jvm { proc, port, listens, ready, sessions: 0, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !(jvm.ready.load(Ordering::SeqCst) && jvm.listens.load(Ordering::SeqCst) >= 1) {
+            if let Some(st) = jvm.proc.exited() {
+                bail!("java exited at start: {st} (port {port} taken?)");
+            }
+            if Instant::now() > deadline {
+                bail!("the debuggee did not get ready within 120 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(jvm)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// False once the JVM has exited (something else may kill it on a shared machine).
+    pub fn alive(&mut self) -> bool {
+        self.proc.exited().is_none()
+    }
+
+    /// Waits until the agent listens again after every session so far has ended.
+    pub fn wait_free(&mut self, limit: Duration) -> Result<()> {
+        let want = self.sessions + 1;
+        let deadline = Instant::now() + limit;
+        while self.listens.load(Ordering::SeqCst) < want {
+            if let Some(st) = self.proc.exited() {
+                bail!("the JVM exited: {st}");
+            }
+            if Instant::now() > deadline {
+                // Re-align with what the agent said, so one lost count fails one run only.
+                let have = self.listens.load(Ordering::SeqCst);
+                self.sessions = have.saturating_sub(1);
+                bail!("the JVM did not listen again within {limit:?} ({have} of {want} listens)");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
+    /// Records that one debugger connection to the agent has ended (or will end).
+    pub fn session_ended(&mut self) {
+        self.sessions += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_sources() {
+        let s = classes_java(3);
+        assert!(s.contains("class C0 {}") && s.contains("class C2 {}") && !s.contains("class C3 "));
+        assert!(s.contains(&format!("LEN = {BIG_ARRAY_LEN}")));
+        assert!(MAIN_JAVA.contains(READY_LINE));
+    }
+}

@@ -1,0 +1,197 @@
+//! One run of one path against the real JVM: a single debugger connection measures
+//! sequential latency, pipelined throughput, AllClasses and the 4 MiB array, each with the
+//! relay's CPU time, and checks every reply.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::jdwp_ops::{self as ops, BigArray, ByteRegionCheck, IdSizes};
+use crate::jvm::{Jvm, BIG_ARRAY_LEN, BIG_CLASS_SIG, BIG_FIELD};
+use crate::paths::{PathKind, Relay};
+use crate::proxy::ProxyBin;
+use crate::stats::percentile;
+use crate::wire::{check_reply, command, Client, WireError};
+
+#[derive(Debug, Clone, Copy)]
+pub struct JvmParams {
+    pub warmup: usize,
+    pub latency_n: usize,
+    pub pipelined_n: usize,
+    pub window: usize,
+    pub all_classes_n: usize,
+    pub array_n: usize,
+    /// Fewest classes AllClasses must list (the generated ones).
+    pub min_classes: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct JvmRun {
+    pub latency_us: f64,
+    pub latency_p99_us: f64,
+    pub pipelined_rps: f64,
+    pub all_classes_mbps: f64,
+    pub classes: usize,
+    pub array_mbps: f64,
+    /// Relay CPU (None on the direct path).
+    pub cpu_rt_us: Option<f64>,
+    pub cpu_req_us: Option<f64>,
+    pub cpu_all_classes_ms_per_mb: Option<f64>,
+    pub cpu_array_ms_per_mb: Option<f64>,
+}
+
+const MB: f64 = 1e6;
+
+pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, p: &JvmParams) -> Result<JvmRun> {
+    jvm.wait_free(Duration::from_secs(30))?;
+    // Whatever happens below, this run is one debugger session for the JVM.
+    jvm.session_ended();
+    let mut relay = Relay::start(kind, jvm.addr(), bin)?;
+    let mut client = None;
+    let result = measure(&relay, p, &mut client);
+    let log = if result.is_err() { relay.proxy_log() } else { None };
+    // Stop the proxy while its client is still attached (see Relay::stop); socat and the
+    // direct path end when the client closes.
+    if matches!(relay, Relay::Proxy { .. }) {
+        relay.stop();
+    }
+    drop(client);
+    relay.stop();
+    result.map_err(|e| match log {
+        Some(l) => e.context(format!("jdwpmux log tail:\n{l}")),
+        None => e,
+    })
+}
+
+fn measure(relay: &Relay, p: &JvmParams, slot: &mut Option<Client>) -> Result<JvmRun> {
+    let c = slot.insert(Client::connect(relay.addr(), Duration::from_secs(10)).context("connect")?);
+    let ids = ops::id_sizes(c).context("IDSizes")?;
+    let version = c.request(ops::VERSION.0, ops::VERSION.1, &[]).context("Version")?;
+    let vm_name = ops::version_vm_name(&version)?;
+    if vm_name.is_empty() {
+        return Err(WireError::Content("empty vmName".into()).into());
+    }
+    let mut r = JvmRun::default();
+
+    latency(c, p.warmup, &version).context("warm-up")?;
+    let cpu = relay.cpu();
+    let (elapsed, mut samples) = latency(c, p.latency_n, &version).context("latency")?;
+    r.latency_us = elapsed.as_secs_f64() * 1e6 / p.latency_n as f64;
+    r.latency_p99_us = percentile(&mut samples, 99.0).map_or(f64::NAN, |ns| f64::from(ns) / 1e3);
+    r.cpu_rt_us = cpu.ns().map(|ns| ns as f64 / 1e3 / p.latency_n as f64);
+
+    pipelined(c, p.warmup.min(p.pipelined_n), p.window, &version).context("pipelined warm-up")?;
+    let cpu = relay.cpu();
+    let elapsed = pipelined(c, p.pipelined_n, p.window, &version).context("pipelined")?;
+    r.pipelined_rps = p.pipelined_n as f64 / elapsed.as_secs_f64();
+    r.cpu_req_us = cpu.ns().map(|ns| ns as f64 / 1e3 / p.pipelined_n as f64);
+
+    let cpu = relay.cpu();
+    let (elapsed, bytes, classes) = all_classes(c, p.all_classes_n, &ids).context("AllClasses")?;
+    if classes < p.min_classes {
+        return Err(WireError::Content(format!("AllClasses listed {classes} classes, expected at least {}", p.min_classes)).into());
+    }
+    r.classes = classes;
+    r.all_classes_mbps = bytes as f64 / MB / elapsed.as_secs_f64();
+    r.cpu_all_classes_ms_per_mb = cpu.ns().map(|ns| ns as f64 / 1e6 / (bytes as f64 / MB));
+
+    let arr = ops::find_static_array(c, &ids, BIG_CLASS_SIG, BIG_FIELD).context("find Big.data")?;
+    if arr.len != BIG_ARRAY_LEN {
+        return Err(WireError::Content(format!("Big.data has {} elements, expected {BIG_ARRAY_LEN}", arr.len)).into());
+    }
+    let cpu = relay.cpu();
+    let (elapsed, bytes) = array_values(c, p.array_n, arr, &ids).context("ArrayReference.GetValues")?;
+    r.array_mbps = bytes as f64 / MB / elapsed.as_secs_f64();
+    r.cpu_array_ms_per_mb = cpu.ns().map(|ns| ns as f64 / 1e6 / (bytes as f64 / MB));
+    Ok(r)
+}
+
+/// `n` sequential Version round trips; total time and each round trip in ns.
+pub fn latency(c: &mut Client, n: usize, expected: &[u8]) -> Result<(Duration, Vec<u32>), WireError> {
+    let mut req = command(0, ops::VERSION.0, ops::VERSION.1, &[]);
+    let mut body = Vec::with_capacity(expected.len());
+    let mut samples = Vec::with_capacity(n);
+    let t0 = Instant::now();
+    for _ in 0..n {
+        let id = c.next_id();
+        req[4..8].copy_from_slice(&id.to_be_bytes());
+        let t = Instant::now();
+        c.write_all(&req)?;
+        let h = c.read_header()?;
+        check_reply(&h, id, ops::VERSION.0, ops::VERSION.1)?;
+        c.read_body(&h, &mut body)?;
+        samples.push(t.elapsed().as_nanos().min(u128::from(u32::MAX)) as u32);
+        if body != expected {
+            return Err(WireError::Content("a Version reply differs from the first one".into()));
+        }
+    }
+    Ok((t0.elapsed(), samples))
+}
+
+/// `n` Version requests with up to `window` outstanding; replies must come in order.
+pub fn pipelined(c: &mut Client, n: usize, window: usize, expected: &[u8]) -> Result<Duration, WireError> {
+    let mut req = command(0, ops::VERSION.0, ops::VERSION.1, &[]);
+    let mut body = Vec::with_capacity(expected.len());
+    let mut outstanding = std::collections::VecDeque::with_capacity(window);
+    let (mut sent, mut received) = (0usize, 0usize);
+    let t0 = Instant::now();
+    while received < n {
+        while sent < n && outstanding.len() < window {
+            let id = c.next_id();
+            req[4..8].copy_from_slice(&id.to_be_bytes());
+            c.write_all(&req)?;
+            outstanding.push_back(id);
+            sent += 1;
+        }
+        let h = c.read_header()?;
+        let want = outstanding.pop_front().unwrap_or(0);
+        check_reply(&h, want, ops::VERSION.0, ops::VERSION.1)?;
+        c.read_body(&h, &mut body)?;
+        if body != expected {
+            return Err(WireError::Content("a pipelined Version reply differs".into()));
+        }
+        received += 1;
+    }
+    Ok(t0.elapsed())
+}
+
+/// `n` AllClasses; time, reply bytes, and the class count (first and last reply parsed).
+fn all_classes(c: &mut Client, n: usize, ids: &IdSizes) -> Result<(Duration, u64, usize), WireError> {
+    let mut body = Vec::new();
+    let (mut bytes, mut classes) = (0u64, 0usize);
+    let t0 = Instant::now();
+    for i in 0..n {
+        let id = c.send(ops::ALL_CLASSES.0, ops::ALL_CLASSES.1, &[])?;
+        let h = c.read_reply(id, ops::ALL_CLASSES.0, ops::ALL_CLASSES.1, &mut body)?;
+        bytes += u64::from(h.len);
+        if i == 0 || i + 1 == n {
+            classes = ops::count_classes(&body, ids)?;
+        }
+    }
+    Ok((t0.elapsed(), bytes, classes))
+}
+
+/// `n` GetValues of the whole array, each checked byte by byte as it streams in.
+fn array_values(c: &mut Client, n: usize, arr: BigArray, ids: &IdSizes) -> Result<(Duration, u64), WireError> {
+    let q = ops::get_values_request(arr.id, ids.object, 0, arr.len);
+    let mut bytes = 0u64;
+    let t0 = Instant::now();
+    for _ in 0..n {
+        bytes += read_region(c, &q, 0, arr.len)?;
+    }
+    Ok((t0.elapsed(), bytes))
+}
+
+/// Sends one GetValues request and streams its reply through the checker; reply bytes.
+pub fn read_region(c: &mut Client, request: &[u8], first: u32, count: u32) -> Result<u64, WireError> {
+    let id = c.send(ops::ARRAY_GET_VALUES.0, ops::ARRAY_GET_VALUES.1, request)?;
+    let h = c.read_header()?;
+    check_reply(&h, id, ops::ARRAY_GET_VALUES.0, ops::ARRAY_GET_VALUES.1)?;
+    if h.body_len() != ByteRegionCheck::body_len(count) {
+        return Err(WireError::Content(format!("GetValues reply of {} bytes for {count} elements", h.body_len())));
+    }
+    let mut check = ByteRegionCheck::new(first, count);
+    c.stream_body(h.body_len(), &mut |piece| check.feed(piece))?;
+    check.finish()?;
+    Ok(u64::from(h.len))
+}

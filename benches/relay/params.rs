@@ -1,0 +1,241 @@
+//! Command line of the benchmark, the sizes of the full and smoke runs, and where the proxy
+//! binary comes from.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use crate::jvm_suite::JvmParams;
+
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup]
+  --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
+            the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
+  --full    the full run (the default under `cargo bench`)
+  --reps N  measured repetitions (default 9; one more warm-up repetition is discarded)
+  --vms N   fake VMs in the scale test (default 1000; 20 in smoke mode)
+  --only    run only these sections
+env: JDWPMUX_BIN (proxy binary), JDWPMUX_ARGS (extra serve arguments)";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Jvm,
+    Bulk,
+    Scale,
+    Ddm,
+    Startup,
+}
+
+impl Section {
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Jvm => "jvm",
+            Section::Bulk => "bulk",
+            Section::Scale => "scale",
+            Section::Ddm => "ddm",
+            Section::Startup => "startup",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Section> {
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup].into_iter().find(|x| x.name() == s)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Opts {
+    pub smoke: bool,
+    pub reps: Option<usize>,
+    pub vms: Option<usize>,
+    pub only: Option<Vec<Section>>,
+}
+
+impl Opts {
+    /// Parses our flags. `cargo bench` passes `--bench`: only then is the full run the
+    /// default, so `cargo test --benches` (no `--bench`) runs the quick smoke mode instead of
+    /// ten minutes of benchmark. Anything else unknown (a cargo filter) is ignored.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Opts> {
+        let mut o = Opts::default();
+        let (mut bench, mut full, mut smoke) = (false, false, false);
+        let mut it = args.into_iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--bench" => bench = true,
+                "--full" => full = true,
+                "--smoke" => smoke = true,
+                "--reps" => {
+                    let n = it.next().and_then(|v| v.parse().ok()).filter(|n| *n > 0);
+                    let Some(n) = n else { bail!("--reps needs a positive number") };
+                    o.reps = Some(n);
+                }
+                "--vms" => {
+                    let n = it.next().and_then(|v| v.parse().ok()).filter(|n| *n > 0);
+                    let Some(n) = n else { bail!("--vms needs a positive number") };
+                    o.vms = Some(n);
+                }
+                "--only" => {
+                    let v = it.next().unwrap_or_default();
+                    let s: Option<Vec<Section>> = v.split(',').map(Section::parse).collect();
+                    let Some(s) = s else { bail!("--only: unknown section in {v:?}") };
+                    o.only = Some(s);
+                }
+                "-h" | "--help" => bail!("help"),
+                _ => {}
+            }
+        }
+        if full && smoke {
+            bail!("--full and --smoke exclude each other");
+        }
+        o.smoke = smoke || !(bench || full);
+        Ok(o)
+    }
+
+    pub fn wants(&self, s: Section) -> bool {
+        match &self.only {
+            Some(o) => o.contains(&s),
+            None => true,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub reps: usize,
+    pub warmup_reps: usize,
+    pub jvm: JvmParams,
+    pub classes: usize,
+    pub bulk_size: u32,
+    pub scale_vms: usize,
+    /// Longest wait for the proxy to go quiet after every VM was probed.
+    pub scale_settle: Duration,
+    pub scale_window: Duration,
+    pub ddm_chunks: u64,
+    pub ddm_threads: u16,
+    /// A debugger round trip slower than this during the DDM flood is a stall.
+    pub stall_limit: Duration,
+    pub startup_runs: usize,
+}
+
+impl Params {
+    pub fn new(o: &Opts) -> Params {
+        let classes = 3000;
+        if o.smoke {
+            return Params {
+                reps: o.reps.unwrap_or(1),
+                warmup_reps: 0,
+                jvm: JvmParams {
+                    warmup: 50,
+                    latency_n: 300,
+                    pipelined_n: 500,
+                    window: 16,
+                    all_classes_n: 3,
+                    array_n: 2,
+                    min_classes: classes,
+                },
+                classes,
+                bulk_size: 4 << 20,
+                scale_vms: o.vms.unwrap_or(20),
+                scale_settle: Duration::from_secs(5),
+                scale_window: Duration::from_secs(2),
+                ddm_chunks: 5_000,
+                ddm_threads: 8,
+                stall_limit: Duration::from_millis(100),
+                startup_runs: 3,
+            };
+        }
+        Params {
+            reps: o.reps.unwrap_or(9),
+            warmup_reps: 1,
+            jvm: JvmParams {
+                warmup: 2_000,
+                latency_n: 20_000,
+                pipelined_n: 50_000,
+                window: 16,
+                all_classes_n: 100,
+                array_n: 20,
+                min_classes: classes,
+            },
+            classes,
+            bulk_size: 200 << 20,
+            scale_vms: o.vms.unwrap_or(1000),
+            scale_settle: Duration::from_secs(60),
+            scale_window: Duration::from_secs(20),
+            ddm_chunks: 500_000,
+            ddm_threads: 8,
+            stall_limit: Duration::from_millis(100),
+            startup_runs: 21,
+        }
+    }
+}
+
+/// The proxy binary: $JDWPMUX_BIN, the one cargo built for this bench, or
+/// <crate>/target/release/jdwpmux (built with `cargo build --release` when missing).
+pub fn locate_proxy() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("JDWPMUX_BIN") {
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            bail!("JDWPMUX_BIN={} is not a file", p.display());
+        }
+        return Ok(p);
+    }
+    if let Some(p) = option_env!("CARGO_BIN_EXE_jdwpmux").map(PathBuf::from).filter(|p| p.is_file()) {
+        return Ok(p);
+    }
+    let root = crate_root();
+    let p = root.join("target").join("release").join("jdwpmux");
+    if p.is_file() {
+        return Ok(p);
+    }
+    crate::procs::build_proxy(&root)
+}
+
+/// The jdwpmux crate: two levels above this bench's source (benches/relay.rs).
+fn crate_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // file!() is relative to the package (benches/relay/params.rs) when cargo builds the
+    // bench, absolute when another crate includes the file; join handles both.
+    #[allow(clippy::join_absolute_paths)]
+    let src = manifest.join(file!());
+    src.ancestors().nth(3).filter(|r| r.join("Cargo.toml").is_file()).map(Path::to_path_buf).unwrap_or_else(|| manifest.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(a: &[&str]) -> Result<Opts> {
+        Opts::parse(a.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn options() {
+        assert_eq!(parse(&["--bench"]).unwrap(), Opts::default());
+        let modes = [(&["--bench"][..], false), (&[][..], true), (&["--full"][..], false), (&["--bench", "--smoke"][..], true)];
+        for (args, smoke) in modes {
+            assert_eq!(parse(args).unwrap().smoke, smoke, "{args:?}");
+        }
+        assert!(parse(&["--full", "--smoke"]).is_err());
+        let o = parse(&["--bench", "--smoke", "--reps", "3", "--vms", "7", "--only", "jvm,ddm"]).unwrap();
+        assert!(o.smoke && o.reps == Some(3) && o.vms == Some(7));
+        assert_eq!(Params::new(&o).scale_vms, 7);
+        assert!(o.wants(Section::Jvm) && o.wants(Section::Ddm) && !o.wants(Section::Scale));
+        assert!(parse(&["--reps", "0"]).is_err());
+        assert!(parse(&["--only", "jvm,nope"]).is_err());
+    }
+
+    #[test]
+    fn sizes_follow_the_issue() {
+        let full = Params::new(&Opts::default());
+        assert_eq!((full.jvm.latency_n, full.jvm.pipelined_n, full.jvm.window), (20_000, 50_000, 16));
+        assert!(full.reps >= 9 && full.warmup_reps >= 1);
+        assert_eq!((full.bulk_size, full.scale_vms), (200 << 20, 1000));
+        let smoke = Params::new(&Opts { smoke: true, ..Opts::default() });
+        assert_eq!((smoke.reps, smoke.bulk_size, smoke.scale_vms), (1, 4 << 20, 20));
+        assert!(smoke.jvm.latency_n <= 1000);
+    }
+
+    #[test]
+    fn crate_root_holds_a_manifest() {
+        assert!(crate_root().join("Cargo.toml").is_file());
+    }
+}

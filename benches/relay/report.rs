@@ -1,0 +1,156 @@
+//! Turns the per-repetition results into table rows: medians per path, the paired ratio
+//! of each repetition (jdwpmux against the better socat, or against direct) and its median,
+//! and the verdict against the targets.
+
+use crate::bulk::BulkRun;
+use crate::jvm_suite::JvmRun;
+use crate::paths::PathKind;
+use crate::stats::{best_of, fmt, fmt_opt, max, median, paired};
+use crate::table::{Row, Table};
+
+/// One repetition: a result (or a failed run) per path, indexed by `PathKind::index`.
+pub type Rep<T> = [Option<T>; 4];
+
+/// The values of one figure for one path across repetitions.
+pub fn col<T>(reps: &[Rep<T>], kind: PathKind, f: impl Fn(&T) -> Option<f64>) -> Vec<Option<f64>> {
+    reps.iter().map(|r| r[kind.index()].as_ref().and_then(&f)).collect()
+}
+
+fn med(v: &[Option<f64>]) -> Option<f64> {
+    median(&v.iter().flatten().copied().collect::<Vec<_>>())
+}
+
+/// Median of each path's values, formatted.
+fn cells<T>(reps: &[Rep<T>], f: &impl Fn(&T) -> Option<f64>) -> [String; 4] {
+    crate::paths::PATHS.map(|k| fmt_opt(med(&col(reps, k, f))))
+}
+
+/// How a row's ratio is formed and judged.
+#[derive(Clone, Copy)]
+pub enum Judge {
+    /// No target; shows jdwpmux / direct.
+    Info,
+    /// jdwpmux / best socat, smaller is better; median must be <= `limit` (and every
+    /// repetition <= `each` when given).
+    VsSocatLower { limit: f64, each: Option<f64> },
+    /// jdwpmux / best socat, larger is better; median must be >= `limit`.
+    VsSocatHigher { limit: f64 },
+    /// jdwpmux / direct, larger is better; median must be >= `limit`.
+    VsDirectHigher { limit: f64 },
+}
+
+pub fn row<T>(metric: &str, reps: &[Rep<T>], judge: Judge, f: impl Fn(&T) -> Option<f64>) -> Row {
+    let get = |k| col(reps, k, &f);
+    let proxy = get(PathKind::Jdwpmux);
+    let r = Row::new(metric, cells(reps, &f));
+    match judge {
+        Judge::Info => {
+            let ratios = paired(&proxy, &get(PathKind::Direct));
+            match median(&ratios) {
+                Some(m) => r.judged(format!("{} x direct", fmt(m)), "", None),
+                None => r,
+            }
+        }
+        Judge::VsSocatLower { limit, each } => {
+            let socat = best_of(&get(PathKind::Socat), &get(PathKind::Socat64k), true);
+            let ratios = paired(&proxy, &socat);
+            let (m, hi) = (median(&ratios), max(&ratios));
+            let each_ok = match each {
+                Some(e) => hi.is_some_and(|h| h <= e),
+                None => true,
+            };
+            let ok = m.map(|m| m <= limit && each_ok);
+            let target = match each {
+                Some(e) => format!("<= {limit:.2} x socat, each <= {e:.2}"),
+                None => format!("<= {limit:.2} x socat"),
+            };
+            r.judged(format!("{} (max {})", fmt_opt(m), fmt_opt(hi)), &target, ok)
+        }
+        Judge::VsSocatHigher { limit } => {
+            let socat = best_of(&get(PathKind::Socat), &get(PathKind::Socat64k), false);
+            let m = median(&paired(&proxy, &socat));
+            r.judged(fmt_opt(m), &format!(">= {limit:.2} x socat"), m.map(|m| m >= limit))
+        }
+        Judge::VsDirectHigher { limit } => {
+            let m = median(&paired(&proxy, &get(PathKind::Direct)));
+            r.judged(fmt_opt(m), &format!(">= {limit:.2} x direct"), m.map(|m| m >= limit))
+        }
+    }
+}
+
+pub fn jvm_rows(t: &mut Table, reps: &[Rep<JvmRun>], n: usize, window: usize, classes: usize) {
+    t.section(&format!("real HotSpot JVM, {} repetitions, medians; ratio = median of per-repetition ratios", reps.len()));
+    t.push(row(
+        &format!("latency µs per round trip ({n} Version)"),
+        reps,
+        Judge::VsSocatLower { limit: 1.0, each: Some(1.10) },
+        |r| Some(r.latency_us),
+    ));
+    t.push(row("latency jdwpmux/direct", reps, Judge::Info, |r| Some(r.latency_us)));
+    t.push(row("latency p99 µs", reps, Judge::Info, |r| Some(r.latency_p99_us)));
+    t.push(row(&format!("pipelined requests/s (window {window})"), reps, Judge::VsSocatHigher { limit: 1.10 }, |r| {
+        Some(r.pipelined_rps)
+    }));
+    t.push(row(&format!("AllClasses MB/s ({classes} classes)"), reps, Judge::VsDirectHigher { limit: 0.95 }, |r| {
+        Some(r.all_classes_mbps)
+    }));
+    t.push(row("4 MiB byte[] GetValues MB/s", reps, Judge::VsDirectHigher { limit: 0.90 }, |r| Some(r.array_mbps)));
+    t.section("relay CPU (user+system of the socat / jdwpmux process)");
+    let lower = Judge::VsSocatLower { limit: 1.0, each: None };
+    t.push(row("CPU µs per round trip", reps, lower, |r| r.cpu_rt_us));
+    t.push(row("CPU µs per pipelined request", reps, lower, |r| r.cpu_req_us));
+    t.push(row("CPU ms per MB, AllClasses", reps, lower, |r| r.cpu_all_classes_ms_per_mb));
+    t.push(row("CPU ms per MB, 4 MiB array", reps, lower, |r| r.cpu_array_ms_per_mb));
+}
+
+pub fn bulk_rows(t: &mut Table, reps: &[Rep<BulkRun>], size: u32) {
+    let mib = size >> 20;
+    t.section(&format!("one {mib} MiB reply from the fake VM, {} repetitions", reps.len()));
+    t.push(row(&format!("{mib} MiB reply MB/s"), reps, Judge::Info, |r| Some(r.mbps)));
+    t.push(row(&format!("CPU ms per MB, {mib} MiB reply"), reps, Judge::VsSocatLower { limit: 1.0, each: None }, |r| {
+        r.cpu_ms_per_mb
+    }));
+    let peak = |r: &BulkRun| r.peak_rss_kib.map(|k| k as f64 / 1024.0);
+    let worst = max(&col(reps, PathKind::Jdwpmux, peak).into_iter().flatten().collect::<Vec<_>>());
+    let mut cells = crate::paths::PATHS.map(|k| fmt_opt(max(&col(reps, k, peak).into_iter().flatten().collect::<Vec<_>>())));
+    cells[PathKind::Direct.index()] = String::new();
+    t.push(Row::new(&format!("peak RSS MiB relaying {mib} MiB (max)"), cells).judged(
+        String::new(),
+        "<= 64 MiB",
+        worst.map(|w| w <= 64.0),
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::Verdict;
+
+    fn rep(d: f64, s: f64, s64: f64, j: f64) -> Rep<f64> {
+        [Some(d), Some(s), Some(s64), Some(j)]
+    }
+
+    #[test]
+    fn ratios_pair_within_a_repetition() {
+        // jdwpmux is 0.9x the better socat in each repetition, even though medians drift.
+        let reps = vec![rep(5.0, 10.0, 12.0, 9.0), rep(50.0, 110.0, 100.0, 90.0), rep(6.0, 20.0, 20.0, 18.0)];
+        let r = row("lat", &reps, Judge::VsSocatLower { limit: 1.0, each: Some(1.1) }, |v| Some(*v));
+        assert_eq!(r.verdict, Verdict::Pass);
+        assert!(r.ratio.starts_with("0.900"), "{}", r.ratio);
+        assert_eq!(r.cells[3], "18.0");
+        let slow = vec![rep(5.0, 10.0, 10.0, 9.0), rep(5.0, 10.0, 10.0, 12.0), rep(5.0, 10.0, 10.0, 9.5)];
+        let r = row("lat", &slow, Judge::VsSocatLower { limit: 1.0, each: Some(1.1) }, |v| Some(*v));
+        assert_eq!(r.verdict, Verdict::Fail, "one repetition above 1.10");
+    }
+
+    #[test]
+    fn higher_is_better_judges() {
+        let reps = vec![rep(100.0, 50.0, 60.0, 96.0)];
+        let d = row("x", &reps, Judge::VsDirectHigher { limit: 0.95 }, |v| Some(*v));
+        assert_eq!(d.verdict, Verdict::Pass);
+        let s = row("x", &reps, Judge::VsSocatHigher { limit: 1.1 }, |v| Some(*v));
+        assert_eq!(s.verdict, Verdict::Pass, "96 / 60 = 1.6");
+        let none: Vec<Rep<f64>> = vec![[Some(1.0), None, None, None]];
+        assert_eq!(row("x", &none, Judge::VsSocatHigher { limit: 1.1 }, |v| Some(*v)).verdict, Verdict::Info);
+    }
+}
