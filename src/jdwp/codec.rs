@@ -12,8 +12,9 @@ use super::packet::{Header, Packet, HEADER_LEN};
 
 /// JDWP lengths are Java ints: anything above this cannot be a real packet.
 pub const MAX_PACKET_LEN: u32 = i32::MAX as u32;
-/// Packets above this size are streamed when they have not fully arrived.
-pub const DEFAULT_STREAM_OVER: usize = 256 * 1024;
+/// Packets above this size are streamed when they have not fully arrived: relayed
+/// cut-through, so a large reply's last hop does not wait for its first.
+pub const DEFAULT_STREAM_OVER: usize = 32 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {

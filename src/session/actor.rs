@@ -39,7 +39,8 @@ pub const MAX_HELD_EVENT_BYTES: usize = 1024 * 1024;
 /// How long a stopping session may spend undoing what its debugger left on the VM.
 const SHUTDOWN_CLEANUP: Duration = Duration::from_millis(1500);
 /// How often timers (request expiry, attach deadlines) are checked.
-const TICK: Duration = Duration::from_millis(200);
+/// With a thousand VMs every session's tick adds up, so it is not faster than it must be.
+const TICK: Duration = Duration::from_millis(500);
 
 /// Everything a session needs to know about its VM.
 #[derive(Clone)]

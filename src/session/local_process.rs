@@ -2,31 +2,65 @@
 //! JVM, read from /proc. HotSpot does not say its pid over JDWP (only DDM VMs do), but
 //! people select VMs by pid and app name, so the proxy looks it up for local VMs.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Upper bound on processes examined, so a huge process table cannot stall a lookup.
 const MAX_PROCS: usize = 100_000;
+/// Least time between two scans of /proc: a thousand VMs found at once share scans
+/// instead of each walking every process's file descriptors.
+const RESCAN_GAP: Duration = Duration::from_millis(200);
+
+/// Socket inode -> pid, from the last scan of /proc.
+static SOCKETS: Mutex<Option<(Instant, HashMap<u64, u32>)>> = Mutex::new(None);
 
 /// The pid owning the TCP socket whose local end is `vm` and remote end is `proxy`.
+/// Lookups are serialised (callers run on blocking threads) and share one scan.
 pub fn pid_of(vm: SocketAddr, proxy: SocketAddr) -> Option<u32> {
     if !vm.ip().is_loopback() {
         return None;
     }
     let inode = socket_inode(Path::new("/proc/net/tcp"), vm, proxy)
         .or_else(|| socket_inode(Path::new("/proc/net/tcp6"), vm, proxy))?;
-    let needle = format!("socket:[{inode}]");
-    let procs = std::fs::read_dir("/proc").ok()?;
+    let mut cache = SOCKETS.lock().ok()?;
+    if let Some((at, map)) = cache.as_ref() {
+        if let Some(pid) = map.get(&inode) {
+            return Some(*pid);
+        }
+        // The socket is newer than the scan: rescan, but at most once per RESCAN_GAP, so a
+        // burst of new VMs waits for one shared scan instead of each making its own.
+        let age = at.elapsed();
+        if age < RESCAN_GAP {
+            std::thread::sleep(RESCAN_GAP - age);
+        }
+    }
+    let map = scan_sockets();
+    let pid = map.get(&inode).copied();
+    *cache = Some((Instant::now(), map));
+    pid
+}
+
+/// Every socket inode held by a process we can see.
+fn scan_sockets() -> HashMap<u64, u32> {
+    let mut map = HashMap::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else { return map };
     for entry in procs.take(MAX_PROCS).flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else { continue };
         for fd in fds.flatten() {
-            if std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == needle.as_str()) {
-                return Some(pid);
+            let Ok(link) = std::fs::read_link(fd.path()) else { continue };
+            let link = link.to_string_lossy();
+            if let Some(inode) = link.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
+                if let Ok(inode) = inode.parse() {
+                    map.insert(inode, pid);
+                }
             }
         }
     }
-    None
+    map
 }
 
 /// Finds the inode of the socket `local` <-> `remote` in a /proc/net/tcp table.

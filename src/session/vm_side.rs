@@ -12,7 +12,7 @@ use crate::jdwp::reader::{put_id, Reader};
 use crate::jdwp::{Header, Packet};
 
 /// Largest prefix of a streamed packet the proxy keeps to read it itself (DDM logging).
-pub const COLLECT_PREFIX: usize = 64 * 1024;
+pub const COLLECT_PREFIX: usize = 1024 * 1024;
 
 /// Event suspend policies (JDWP SuspendPolicy).
 const SUSPEND_EVENT_THREAD: u8 = 1;
