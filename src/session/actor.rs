@@ -30,6 +30,8 @@ use crate::settings::{DdmMode, Timeouts};
 
 /// Read buffer growth step: big enough that a burst of packets is one read.
 pub(super) const READ_CHUNK: usize = 64 * 1024;
+/// Read buffer of a session whose last read was small.
+const IDLE_READ: usize = 4096;
 /// Bytes queued for the VM above which the session stops taking debugger packets.
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
 /// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
@@ -374,6 +376,7 @@ impl Session {
         let (mut rd, mut wr) = stream.split();
         let mut tick = tokio::time::interval(TICK);
         let mut shutdown_by: Option<Instant> = None;
+        let mut busy_reads = false;
         loop {
             // Route everything already buffered before waiting again.
             loop {
@@ -401,14 +404,17 @@ impl Session {
                     return Ended::Shutdown;
                 }
             }
-            input.reserve(READ_CHUNK);
+            // Idle VMs keep a small buffer (a thousand of them add up); busy ones get big reads.
+            input.reserve(if busy_reads { READ_CHUNK } else { IDLE_READ });
             let taking_debugger = self.attached.is_some() && self.out.len() < OUT_HIGH_WATER;
+            // An idle VM has no timers to run: no tick, so a thousand of them cost nothing.
+            let timers = self.has_timers() || shutdown_by.is_some();
             let event = tokio::select! {
                 r = rd.read_buf(&mut input) => Event::Read(r),
                 r = wr.write_buf(&mut self.out), if !self.out.is_empty() => Event::Wrote(r),
                 m = recv_debugger(&mut self.attached), if taking_debugger => Event::Debugger(m),
                 m = self.rx.recv() => Event::Control(m),
-                _ = tick.tick() => Event::Tick,
+                _ = tick.tick(), if timers => Event::Tick,
                 _ = self.cancel.cancelled(), if shutdown_by.is_none() => Event::Cancel,
             };
             match event {
@@ -419,7 +425,7 @@ impl Session {
                     };
                     return self.lost(why).await;
                 }
-                Event::Read(Ok(_)) => {}
+                Event::Read(Ok(n)) => busy_reads = n >= IDLE_READ,
                 Event::Read(Err(e)) => return self.lost(format!("read from the VM failed: {e}")).await,
                 Event::Wrote(Ok(_)) => {}
                 Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
@@ -465,6 +471,16 @@ impl Session {
         if let Some(a) = self.attached.take() {
             let _ = a.link.tx.try_send(super::handle::ToDebugger::Close(why.into()));
         }
+    }
+
+    /// Whether anything waits on a deadline (requests, attaches, clean-up, viewers).
+    fn has_timers(&self) -> bool {
+        !self.purposes.is_empty()
+            || !self.waiting.is_empty()
+            || self.cleaning_up()
+            || !self.ddm_waiters.is_empty()
+            || !self.thread_watchers.is_empty()
+            || self.held_dropped > 0
     }
 
     pub(super) fn expire_waiting(&mut self) {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Upper bound on processes examined, so a huge process table cannot stall a lookup.
@@ -41,6 +41,35 @@ pub fn pid_of(vm: SocketAddr, proxy: SocketAddr) -> Option<u32> {
     let pid = map.get(&inode).copied();
     *cache = Some((Instant::now(), map));
     pid
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// One worker thread does every lookup in turn: a thousand VMs found at once queue up
+/// behind shared scans instead of starting a thousand blocking threads.
+static WORKER: OnceLock<Mutex<std::sync::mpsc::Sender<Job>>> = OnceLock::new();
+
+/// Finds the pid and app name of a local VM on the lookup thread, then calls `done`.
+pub fn look_up(vm: SocketAddr, proxy: SocketAddr, done: impl FnOnce(Option<u32>, Option<String>) + Send + 'static) {
+    let job: Job = Box::new(move || {
+        let pid = pid_of(vm, proxy);
+        done(pid, pid.and_then(java_app_name));
+    });
+    let worker = WORKER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new().name("jdwpmux-pid-lookup".into()).spawn(move || {
+            while let Ok(job) = rx.recv() {
+                job();
+            }
+        });
+        if spawned.is_err() {
+            tracing::warn!("cannot start the pid lookup thread; local pids stay unknown");
+        }
+        Mutex::new(tx)
+    });
+    if let Ok(tx) = worker.lock() {
+        let _ = tx.send(job);
+    }
 }
 
 /// Every socket inode held by a process we can see.

@@ -11,9 +11,7 @@ impl Session {
             return;
         }
         let status = self.status.clone();
-        tokio::task::spawn_blocking(move || {
-            let pid = super::local_process::pid_of(vm, me);
-            let app = pid.and_then(super::local_process::java_app_name);
+        super::local_process::look_up(vm, me, move |pid, app| {
             status.send_modify(|s| {
                 // DDM (HELO/APNM) knows better; only fill what is still unknown.
                 s.pid = s.pid.or(pid);

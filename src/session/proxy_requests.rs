@@ -16,7 +16,9 @@ use crate::jdwp::Packet;
 use crate::settings::DdmMode;
 
 /// Proxy requests unanswered after this long are given up (DBGD is often never answered).
-pub const PROXY_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Generous: a thousand VMs starting at once on a small machine answer slowly, and giving
+/// up on HELO too early would mark a DDM-aware VM as not DDM-aware for good.
+pub const PROXY_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// A new debugger waits at most this long for the previous one's clean-up to finish.
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
 
