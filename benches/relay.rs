@@ -3,6 +3,9 @@
 //! repetition, reporting medians, paired ratios and PASS/FAIL per target of the issue.
 //! It starts every peer itself (a HotSpot debuggee, in-process fake VMs, socat, the proxy)
 //! and stops them on exit, also on panic. See benches/README.md.
+// Cargo builds harness-less benches with cfg(test), so the modules' unit tests are
+// compiled here without being run: they run from tests/bench_harness.rs.
+#![cfg_attr(test, allow(unused_imports, dead_code))]
 
 #[path = "relay/bulk.rs"]
 mod bulk;

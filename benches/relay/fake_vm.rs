@@ -111,6 +111,9 @@ impl Drop for Tasks {
 
 async fn serve(mut s: TcpStream, k: usize, cfg: FakeConfig, shared: &Arc<Shared>, flood: watch::Receiver<u64>) -> std::io::Result<()> {
     s.set_nodelay(true)?;
+    // Floods asked for from now on belong to this connection, even if they are asked for
+    // before its pusher task has started.
+    let flood_base = *flood.borrow();
     let mut hs = [0u8; 14];
     s.read_exact(&mut hs).await?;
     if &hs != HANDSHAKE {
@@ -147,7 +150,7 @@ async fn serve(mut s: TcpStream, k: usize, cfg: FakeConfig, shared: &Arc<Shared>
             }
             DDM if cfg.ddm && body.starts_with(b"HELO") => {
                 shared.helo.fetch_add(1, Ordering::SeqCst);
-                tasks.0.push(tokio::spawn(pusher(push_tx.clone(), next_id.clone(), cfg, flood.clone())));
+                tasks.0.push(tokio::spawn(pusher(push_tx.clone(), next_id.clone(), cfg, flood.clone(), flood_base)));
                 Out::Bytes { data: reply(h.id, 0, &helo_reply(k)), thst: 0, since: now }
             }
             DDM if cfg.ddm => Out::Bytes { data: reply(h.id, 0, &[]), thst: 0, since: now },
@@ -171,8 +174,10 @@ fn version_data(k: usize, ddm: bool) -> Vec<u8> {
 }
 
 /// Pushes THST chunks: one per period, plus floods on request.
-async fn pusher(tx: mpsc::Sender<Out>, next_id: Arc<AtomicU32>, cfg: FakeConfig, mut flood: watch::Receiver<u64>) {
-    let mut flooded = *flood.borrow_and_update();
+async fn pusher(tx: mpsc::Sender<Out>, next_id: Arc<AtomicU32>, cfg: FakeConfig, mut flood: watch::Receiver<u64>, base: u64) {
+    // No borrow_and_update here: a flood asked for before this task started still shows as
+    // a change, and `base` (taken when the connection began) says how much of it is ours.
+    let mut flooded = base;
     let mut seq = 0u32;
     let mut tick = tokio::time::interval(cfg.thst_every.unwrap_or(Duration::from_secs(3600)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

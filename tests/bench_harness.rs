@@ -1,0 +1,35 @@
+//! The benchmark harness's own unit tests (wire format, fake VMs, statistics, parsing).
+//! The harness is a harness-less bench, which never runs `#[test]` functions, so its modules
+//! are built here again, at this crate's root as in the bench, and `cargo test` runs them.
+#![allow(dead_code)]
+
+#[path = "../benches/relay/bulk.rs"]
+mod bulk;
+#[path = "../benches/relay/ddm_wire.rs"]
+mod ddm_wire;
+#[path = "../benches/relay/fake_vm.rs"]
+mod fake_vm;
+#[path = "../benches/relay/jdwp_ops.rs"]
+mod jdwp_ops;
+#[path = "../benches/relay/jvm.rs"]
+mod jvm;
+#[path = "../benches/relay/jvm_suite.rs"]
+mod jvm_suite;
+#[path = "../benches/relay/params.rs"]
+mod params;
+#[path = "../benches/relay/paths.rs"]
+mod paths;
+#[path = "../benches/relay/procs.rs"]
+mod procs;
+#[path = "../benches/relay/proxy.rs"]
+mod proxy;
+#[path = "../benches/relay/report.rs"]
+mod report;
+#[path = "../benches/relay/scale.rs"]
+mod scale;
+#[path = "../benches/relay/stats.rs"]
+mod stats;
+#[path = "../benches/relay/table.rs"]
+mod table;
+#[path = "../benches/relay/wire.rs"]
+mod wire;
