@@ -26,6 +26,7 @@ pub mod discovery;
 pub mod ddm;
 pub mod jdwp;
 pub mod listen;
+pub mod logwriter;
 pub mod manpage;
 pub mod registry;
 pub mod session;

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    init_logging(&cli);
+    let log_guard = init_logging(&cli);
     // One thread: a packet costs one wake-up of one task. Waking another CPU costs more
     // than the whole relay, so a multi-threaded runtime would only add latency here.
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -45,6 +45,8 @@ fn main() -> ExitCode {
             Ok(())
         }
     };
+    // Every queued log line is out before the last word, or the exit.
+    log_guard.flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -192,7 +194,7 @@ async fn select(args: SelectArgs, control: &std::path::Path) -> anyhow::Result<(
     }
 }
 
-fn init_logging(cli: &Cli) {
+fn init_logging(cli: &Cli) -> jdwpmux::logwriter::FlushGuard {
     let default = match (cli.quiet, cli.verbose) {
         (true, _) => "warn",
         (false, 0) => "info",
@@ -201,11 +203,13 @@ fn init_logging(cli: &Cli) {
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    let (writer, guard) = jdwpmux::logwriter::start();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
     match cli.log_format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
+    guard
 }
 
 fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
