@@ -2,9 +2,10 @@
 //! of the attached debugger. It connects (and reconnects with backoff), identifies the VM,
 //! probes DDM, then relays until the connection drops or the daemon stops.
 //!
-//! The task reads and writes its socket in one `select!` loop using only cancel-safe calls
-//! (`read_buf`, `write_buf`, `recv`), so a packet costs one wake-up of one task and several
-//! queued packets leave in one write.
+//! The task also serves the attached debugger's socket (see `debugger_io`). It reads and
+//! writes both sockets in one `select!` loop using only cancel-safe calls (`read_buf`,
+//! `write_buf`, readiness polls, `recv`), so a packet costs one wake-up of one task and
+//! several queued packets leave in one write.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -19,9 +20,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn, Instrument};
 
 use super::connect::{self, ConnectError, Connected};
-use super::handle::{
-    AttachError, DebuggerLink, FromDebugger, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL,
-};
+use super::debugger_io::{debugger_event, DebuggerEvent, DebuggerIo, DEBUGGER_HIGH_WATER};
+use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
 use super::ids::IdTable;
 use super::proxy_requests::Purpose;
 use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
@@ -36,7 +36,6 @@ const IDLE_READ: usize = 4096;
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
 /// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
 pub const MAX_HELD_EVENTS: usize = 32;
-const _: () = assert!(MAX_HELD_EVENTS < super::handle::DEBUGGER_CHANNEL);
 pub const MAX_HELD_EVENT_BYTES: usize = 1024 * 1024;
 /// How long a stopping session may spend undoing what its debugger left on the VM.
 const SHUTDOWN_CLEANUP: Duration = Duration::from_millis(1500);
@@ -82,7 +81,8 @@ pub(super) enum Ended {
 
 /// A debugger attached to this VM.
 pub(super) struct Attached {
-    pub link: DebuggerLink,
+    pub conn: u64,
+    pub io: DebuggerIo,
     /// It sent a DDM command itself (Android Studio, ddmlib): it gets DDM traffic too.
     pub ddm_speaker: bool,
     /// Event requests the VM granted it: (event kind, request id), cleared when it leaves.
@@ -145,6 +145,8 @@ pub(super) struct Session {
     pub threads_on: bool,
     /// Capture of the VM leg of the current connection.
     pub tap: Option<crate::capture::tap::Tap>,
+    /// Where closing debugger connections finish flushing.
+    pub tracker: tokio_util::task::TaskTracker,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -187,6 +189,7 @@ pub fn spawn(
         thread_watchers: Vec::new(),
         threads_on: false,
         tap: None,
+        tracker: tracker.clone(),
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -379,6 +382,9 @@ impl Session {
         let mut busy_reads = false;
         loop {
             // Route everything already buffered before waiting again.
+            if let Err(why) = self.route_debugger_input().await {
+                self.detach(&why).await;
+            }
             loop {
                 match self.codec.decode(&mut input) {
                     Ok(Some(frame)) => {
@@ -406,13 +412,15 @@ impl Session {
             }
             // Idle VMs keep a small buffer (a thousand of them add up); busy ones get big reads.
             input.reserve(if busy_reads { READ_CHUNK } else { IDLE_READ });
-            let taking_debugger = self.attached.is_some() && self.out.len() < OUT_HIGH_WATER;
+            let taking_debugger = self.out.len() < OUT_HIGH_WATER;
+            // A debugger that reads slowly holds the VM back (bounded by its stall timeout).
+            let reading_vm = self.attached.as_ref().map_or(true, |a| a.io.queued() < DEBUGGER_HIGH_WATER);
             // An idle VM has no timers to run: no tick, so a thousand of them cost nothing.
             let timers = self.has_timers() || shutdown_by.is_some();
             let event = tokio::select! {
-                r = rd.read_buf(&mut input) => Event::Read(r),
+                r = rd.read_buf(&mut input), if reading_vm => Event::Read(r),
                 r = wr.write_buf(&mut self.out), if !self.out.is_empty() => Event::Wrote(r),
-                m = recv_debugger(&mut self.attached), if taking_debugger => Event::Debugger(m),
+                e = debugger_event(self.attached.as_mut().map(|a| &mut a.io), taking_debugger) => Event::Debugger(e),
                 m = self.rx.recv() => Event::Control(m),
                 _ = tick.tick(), if timers => Event::Tick,
                 _ = self.cancel.cancelled(), if shutdown_by.is_none() => Event::Cancel,
@@ -429,21 +437,7 @@ impl Session {
                 Event::Read(Err(e)) => return self.lost(format!("read from the VM failed: {e}")).await,
                 Event::Wrote(Ok(_)) => {}
                 Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
-                Event::Debugger(m) => {
-                    // Take every queued packet before writing, so a burst leaves in one write.
-                    self.on_debugger(m).await;
-                    while self.out.len() < OUT_HIGH_WATER {
-                        let Some(a) = self.attached.as_mut() else { break };
-                        match a.link.rx.try_recv() {
-                            Ok(m) => self.on_debugger(Some(m)).await,
-                            Err(mpsc::error::TryRecvError::Empty) => break,
-                            Err(mpsc::error::TryRecvError::Disconnected) => {
-                                self.on_debugger(None).await;
-                                break;
-                            }
-                        }
-                    }
-                }
+                Event::Debugger(e) => self.on_debugger_event(e).await,
                 Event::Control(m) => self.on_control(m),
                 Event::Tick => self.on_tick().await,
                 Event::Cancel => {
@@ -460,8 +454,7 @@ impl Session {
         self.fail_pending().await;
         self.expire_ddm_waiters(true);
         if let Some(a) = self.attached.take() {
-            info!(peer = %a.link.peer, "closing the debugger: the VM connection was lost");
-            let _ = a.link.tx.try_send(super::handle::ToDebugger::Close("the VM connection was lost".into()));
+            a.io.close("the VM connection was lost", &self.tracker);
             self.status.send_modify(|s| s.debugger = None);
         }
         Ended::Lost(why)
@@ -469,7 +462,7 @@ impl Session {
 
     fn shutdown_debugger(&mut self, why: &str) {
         if let Some(a) = self.attached.take() {
-            let _ = a.link.tx.try_send(super::handle::ToDebugger::Close(why.into()));
+            a.io.close(why, &self.tracker);
         }
     }
 
@@ -481,6 +474,7 @@ impl Session {
             || !self.ddm_waiters.is_empty()
             || !self.thread_watchers.is_empty()
             || self.held_dropped > 0
+            || self.attached.as_ref().is_some_and(|a| a.io.queued() >= DEBUGGER_HIGH_WATER)
     }
 
     pub(super) fn expire_waiting(&mut self) {
@@ -504,16 +498,8 @@ impl Session {
 enum Event {
     Read(std::io::Result<usize>),
     Wrote(std::io::Result<usize>),
-    Debugger(Option<FromDebugger>),
+    Debugger(DebuggerEvent),
     Control(Option<SessionMsg>),
     Tick,
     Cancel,
-}
-
-/// Receives from the attached debugger, or waits forever when there is none.
-async fn recv_debugger(attached: &mut Option<Attached>) -> Option<FromDebugger> {
-    match attached {
-        Some(a) => a.link.rx.recv().await,
-        None => std::future::pending().await,
-    }
 }

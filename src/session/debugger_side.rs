@@ -4,14 +4,17 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::actor::{Attached, PendingAttach, Session};
-use super::handle::{AttachError, DebuggerLink, FromDebugger, ToDebugger};
+use super::actor::{Attached, PendingAttach, Session, OUT_HIGH_WATER};
+use super::debugger_io::{DebuggerEvent, DebuggerIo};
+use super::handle::{AttachError, DebuggerLink};
 use super::ids::{Entry, Requester};
+use crate::capture::tap::Tap;
+use crate::capture::Leg;
+use crate::jdwp::codec::Frame;
 use crate::jdwp::packet::{error, Header, DDM_CMD_SET};
 use crate::jdwp::Packet;
 
@@ -38,7 +41,7 @@ impl Session {
         }
         // The attached debugger may be on its way out (it quit, and its close has not reached
         // us yet): the newcomer waits a moment for that before it is refused as a second one.
-        let busy_with = self.attached.as_ref().filter(|a| !a.link.tx.is_closed()).map(|a| a.link.peer);
+        let busy_with = self.attached.as_ref().map(|a| a.io.peer);
         let wait = if busy_with.is_some() { super::actor::BUSY_GRACE } else { self.cfg.timeouts.attach_wait };
         self.waiting.push(PendingAttach { link, reply, deadline: Instant::now() + wait, busy_with });
         self.serve_waiting();
@@ -53,25 +56,30 @@ impl Session {
             if p.reply.is_closed() {
                 continue;
             }
-            let peer = p.link.peer;
+            let DebuggerLink { conn, peer, sock, input, capture } = p.link;
+            let tap = capture.map(|(c, vm)| {
+                let local = sock.local_addr().unwrap_or(peer);
+                let mut t = Tap::open(&c, conn, &vm, Leg::Debugger, peer, local);
+                t.handshakes();
+                t
+            });
+            let mut io = DebuggerIo::new(sock, peer, input, tap);
             // Events the VM sent while nobody was attached (VM_START with suspend=y) go
-            // first, in one message, right behind the handshake echo.
-            if !self.held.is_empty() {
-                // MAX_HELD_EVENTS is below the channel's capacity, so these all fit.
-                for e in self.held.drain(..) {
-                    let _ = p.link.tx.try_send(ToDebugger::Data { bytes: e.into_bytes(), body: false });
-                }
-                self.held_bytes = 0;
+            // first, right behind the handshake echo.
+            for e in self.held.drain(..) {
+                io.queue(e.as_bytes(), false);
             }
+            self.held_bytes = 0;
             if p.reply.send(Ok(())).is_err() {
                 continue;
             }
-            info!(peer = %peer, "debugger attached");
+            info!(peer = %peer, conn, "debugger attached");
             self.debugger_came();
             self.cleared_requests.clear();
             self.status.send_modify(|s| s.debugger = Some(peer));
             self.attached = Some(Attached {
-                link: p.link,
+                conn,
+                io,
                 ddm_speaker: false,
                 event_requests: HashSet::new(),
                 upstream: None,
@@ -81,12 +89,42 @@ impl Session {
         }
     }
 
-    /// Handles one message from the attached debugger (None: its connection ended).
-    pub(super) async fn on_debugger(&mut self, msg: Option<FromDebugger>) {
-        match msg {
-            None => self.detach("the debugger closed the connection", false).await,
-            Some(FromDebugger::Packet(p)) => self.debugger_packet(p).await,
-            Some(FromDebugger::Head(h, mut head)) => {
+    /// Routes the frames the debugger sent, while the VM's queue has room.
+    pub(super) async fn route_debugger_input(&mut self) -> Result<(), String> {
+        while self.out.len() < OUT_HIGH_WATER {
+            let Some(a) = self.attached.as_mut() else { return Ok(()) };
+            match a.io.next_frame() {
+                Ok(Some(frame)) => self.on_debugger_frame(frame).await,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(format!("bad packet from the debugger: {e}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Something happened on the attached debugger's socket.
+    pub(super) async fn on_debugger_event(&mut self, e: DebuggerEvent) {
+        let why = match e {
+            DebuggerEvent::Read(Ok(0)) => {
+                // Route what it sent before it closed, then let it go.
+                let _ = self.route_debugger_input().await;
+                match self.attached.as_mut() {
+                    Some(a) => a.io.eof_reason(),
+                    None => return,
+                }
+            }
+            DebuggerEvent::Read(Ok(_)) | DebuggerEvent::Wrote(Ok(_)) => return,
+            DebuggerEvent::Read(Err(e)) => format!("read from the debugger failed: {e}"),
+            DebuggerEvent::Wrote(Err(e)) => format!("write to the debugger failed: {e}"),
+        };
+        self.detach(&why).await;
+    }
+
+    /// Handles one frame from the attached debugger.
+    async fn on_debugger_frame(&mut self, frame: Frame) {
+        match frame {
+            Frame::Packet(p) => self.debugger_packet(p).await,
+            Frame::Head(h, mut head) => {
                 let forward = self.admit(h).await;
                 if forward {
                     if let Some(id) = self.assign_id(h, 0).await {
@@ -98,7 +136,7 @@ impl Session {
                     a.upstream = Some(forward);
                 }
             }
-            Some(FromDebugger::Body { bytes, last }) => {
+            Frame::Body { bytes, last } => {
                 let Some(a) = self.attached.as_mut() else { return };
                 let forward = a.upstream == Some(true);
                 if last {
@@ -119,8 +157,8 @@ impl Session {
         if (h.cmd_set(), h.cmd()) == DISPOSE {
             // Dispose would make the VM close the connection the proxy keeps: answer it here
             // and treat it as the debugger leaving.
-            self.send_to_debugger(Packet::reply(h.id, error::NONE, &[]).into_bytes()).await;
-            self.detach("VirtualMachine.Dispose", true).await;
+            self.send_to_debugger(Packet::reply(h.id, error::NONE, &[]).as_bytes());
+            self.detach("VirtualMachine.Dispose").await;
             return;
         }
         if h.cmd_set() == DDM_CMD_SET {
@@ -158,13 +196,13 @@ impl Session {
         let Some(why) = why else { return true };
         // HotSpot reads these bytes as signed table indexes: never let them through.
         info!(id = h.id, set, cmd, reason = why, "answering NOT_IMPLEMENTED for the VM");
-        self.send_to_debugger(Packet::reply(h.id, error::NOT_IMPLEMENTED, &[]).into_bytes()).await;
+        self.send_to_debugger(Packet::reply(h.id, error::NOT_IMPLEMENTED, &[]).as_bytes());
         false
     }
 
     /// Allocates a proxy id for a debugger command and records the debugger's own.
     async fn assign_id(&mut self, h: Header, note: u8) -> Option<u32> {
-        let conn = self.attached.as_ref()?.link.conn;
+        let conn = self.attached.as_ref()?.conn;
         let entry = Entry {
             requester: Requester::Debugger(conn),
             orig_id: h.id,
@@ -177,7 +215,7 @@ impl Session {
             Ok(id) => Some(id),
             Err(e) => {
                 warn!(error = %e, "closing the debugger");
-                self.detach(&e.to_string(), true).await;
+                self.detach(&e.to_string()).await;
                 None
             }
         }
@@ -209,42 +247,26 @@ impl Session {
         a.event_requests.insert((entry.note, u32::from_be_bytes([id[0], id[1], id[2], id[3]])));
     }
 
-    /// Sends bytes to the attached debugger. When its queue is full the session waits (the VM
-    /// side is held back meanwhile); a debugger that stays stuck is cut off.
-    pub(super) async fn send_to_debugger(&mut self, bytes: Bytes) {
-        self.send_data_to_debugger(bytes, false).await
+    /// Queues a whole packet for the attached debugger (nothing when none is attached).
+    /// Never waits: the session stops reading from the VM while the debugger's queue is
+    /// full, and a debugger that stays stuck is cut off by the tick.
+    pub(super) fn send_to_debugger(&mut self, bytes: &[u8]) {
+        self.send_data_to_debugger(bytes, false)
     }
 
-    pub(super) async fn send_data_to_debugger(&mut self, bytes: Bytes, body: bool) {
-        let Some(a) = self.attached.as_ref() else { return };
-        let tx = a.link.tx.clone();
-        let stuck = match tx.try_send(ToDebugger::Data { bytes, body }) {
-            Ok(()) => return,
-            Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => false,
-            Err(tokio::sync::mpsc::error::TrySendError::Full(msg)) => {
-                match tokio::time::timeout(DEBUGGER_STALL_TIMEOUT, tx.send(msg)).await {
-                    Ok(Ok(())) => return,
-                    Ok(Err(_)) => false,
-                    Err(_) => true,
-                }
-            }
-        };
-        if stuck {
-            warn!(timeout = ?DEBUGGER_STALL_TIMEOUT, "the debugger stopped reading; cutting it off");
-            self.detach("the debugger stopped reading", true).await;
-        } else {
-            self.detach("the debugger connection closed", false).await;
+    pub(super) fn send_data_to_debugger(&mut self, bytes: &[u8], body: bool) {
+        if let Some(a) = self.attached.as_mut() {
+            a.io.queue(bytes, body);
         }
     }
 
-    /// The debugger is gone (or is being sent away): forget it and make the VM forget it.
-    pub(super) async fn detach(&mut self, reason: &str, close: bool) {
+    /// The debugger is gone (or is being sent away): forget it, close its connection after
+    /// flushing what was queued for it, and make the VM forget it.
+    pub(super) async fn detach(&mut self, reason: &str) {
         let Some(a) = self.attached.take() else { return };
-        let purged = self.ids.purge(Requester::Debugger(a.link.conn));
-        info!(peer = %a.link.peer, reason, outstanding = purged, "debugger detached");
-        if close {
-            let _ = a.link.tx.try_send(ToDebugger::Close(reason.to_string()));
-        }
+        let purged = self.ids.purge(Requester::Debugger(a.conn));
+        info!(peer = %a.io.peer, reason, outstanding = purged, "debugger detached");
+        a.io.close(reason, &self.tracker);
         self.status.send_modify(|s| s.debugger = None);
         if self.ddm_aware == Some(true) {
             self.start_cleanup(a.event_requests.into_iter().collect(), a.vm_suspends);
@@ -256,7 +278,7 @@ impl Session {
 
     pub(super) async fn detach_for_shutdown(&mut self) {
         if self.attached.is_some() {
-            self.detach("the proxy is shutting down", true).await;
+            self.detach("the proxy is shutting down").await;
         }
     }
 
@@ -264,10 +286,10 @@ impl Session {
     pub(super) async fn fail_pending(&mut self) {
         let pending = self.ids.fail_all();
         self.purposes.clear();
-        let Some(conn) = self.attached.as_ref().map(|a| a.link.conn) else { return };
+        let Some(conn) = self.attached.as_ref().map(|a| a.conn) else { return };
         for (_, e) in pending {
             if e.requester == Requester::Debugger(conn) {
-                self.send_to_debugger(Packet::reply(e.orig_id, error::VM_DEAD, &[]).into_bytes()).await;
+                self.send_to_debugger(Packet::reply(e.orig_id, error::VM_DEAD, &[]).as_bytes());
             }
         }
     }
@@ -284,6 +306,10 @@ impl Session {
         self.expire_waiting();
         self.expire_ddm_waiters(false);
         self.poll_threads();
+        if self.attached.as_ref().is_some_and(|a| a.io.stalled(DEBUGGER_STALL_TIMEOUT)) {
+            warn!(timeout = ?DEBUGGER_STALL_TIMEOUT, "the debugger stopped reading; cutting it off");
+            self.detach("the debugger stopped reading").await;
+        }
         if self.held_dropped > 0 {
             warn!(dropped = self.held_dropped, "events dropped while no debugger was attached");
             self.held_dropped = 0;

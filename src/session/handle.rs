@@ -1,46 +1,33 @@
 //! The cheap-to-clone handle through which listeners and the control server talk to a VM
-//! session, and the messages that travel between a session and its debugger connection.
+//! session, and the debugger connection handed to a session to attach.
 
 use std::net::SocketAddr;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use serde::{Deserialize, Serialize};
+use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::jdwp::{Header, Packet};
-
-/// Capacity of the channel carrying a debugger's packets to its session, and of the one
-/// carrying the session's bytes back; with the codec's bounded pieces this bounds memory.
-pub const DEBUGGER_CHANNEL: usize = 64;
 /// Capacity of a session's control channel (attach requests, queries).
 pub const CONTROL_CHANNEL: usize = 32;
 
-/// A debugger's traffic, as decoded by its connection task.
-#[derive(Debug)]
-pub enum FromDebugger {
-    Packet(Packet),
-    /// Header of a large command whose body follows in `Body` pieces.
-    Head(Header, BytesMut),
-    Body { bytes: BytesMut, last: bool },
-}
-
-/// What a session sends to a debugger connection task.
-#[derive(Debug)]
-pub enum ToDebugger {
-    /// Bytes to write as they are: a whole packet (or the head of a streamed one), or with
-    /// `body` set, a piece of a streamed packet's body.
-    Data { bytes: Bytes, body: bool },
-    /// Flush what was sent, then close the connection; the reason is logged.
-    Close(String),
-}
-
-/// The session's side of an attached debugger.
-#[derive(Debug)]
+/// A debugger connection whose handshake was read, handed to a VM session to attach. The
+/// session serves the socket itself from then on; if it refuses, the socket is closed
+/// without the handshake echo, so the debugger reports a failed handshake at once.
 pub struct DebuggerLink {
     pub conn: u64,
     pub peer: SocketAddr,
-    pub rx: mpsc::Receiver<FromDebugger>,
-    pub tx: mpsc::Sender<ToDebugger>,
+    pub sock: TcpStream,
+    /// What the debugger sent after its handshake.
+    pub input: BytesMut,
+    /// Capture of the debugger leg, if capturing: (capture, VM name for the capture).
+    pub capture: Option<(crate::capture::CaptureHandle, String)>,
+}
+
+impl std::fmt::Debug for DebuggerLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DebuggerLink").field("conn", &self.conn).field("peer", &self.peer).finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]

@@ -5,6 +5,7 @@ mod actor;
 pub mod connect;
 mod ddm_commands;
 mod ddm_glue;
+mod debugger_io;
 mod debugger_side;
 mod handle;
 pub mod ids;
@@ -16,8 +17,7 @@ mod vm_side;
 
 pub use actor::{spawn, AdbTarget, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
 pub use ddm_commands::{DdmAnswer, DdmCommandError};
+pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
 pub use debugger_side::DEBUGGER_STALL_TIMEOUT;
-pub use handle::{
-    AttachError, DebuggerLink, FromDebugger, SessionMsg, ToDebugger, VmHandle, VmState, VmStatus, DEBUGGER_CHANNEL,
-};
+pub use handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus};
 pub use proxy_requests::is_android_vm;

@@ -25,7 +25,7 @@ impl Session {
             Frame::Head(h, mut head) => {
                 let stream = self.route_head(h, &mut head);
                 if stream.to_debugger {
-                    self.send_to_debugger(head.freeze()).await;
+                    self.send_to_debugger(&head);
                 }
                 self.vm_stream = Some(stream);
             }
@@ -37,7 +37,7 @@ impl Session {
                 }
                 let to_debugger = stream.to_debugger;
                 if to_debugger {
-                    self.send_data_to_debugger(bytes.freeze(), true).await;
+                    self.send_data_to_debugger(&bytes, true);
                 }
                 if last {
                     if let Some(VmStream { collect: Some((h, prefix, purpose)), .. }) = self.vm_stream.take() {
@@ -50,7 +50,7 @@ impl Session {
 
     /// Decides where a large packet's body goes, from its header alone.
     fn route_head(&mut self, h: Header, head: &mut bytes::BytesMut) -> VmStream {
-        let attached_conn = self.attached.as_ref().map(|a| a.link.conn);
+        let attached_conn = self.attached.as_ref().map(|a| a.conn);
         let ddm_speaker = self.attached.as_ref().is_some_and(|a| a.ddm_speaker);
         if h.is_reply() {
             match self.ids.take(h.id) {
@@ -97,13 +97,13 @@ impl Session {
                 return;
             };
             match e.requester {
-                Requester::Debugger(conn) if self.attached.as_ref().is_some_and(|a| a.link.conn == conn) => {
+                Requester::Debugger(conn) if self.attached.as_ref().is_some_and(|a| a.conn == conn) => {
                     self.track_event_reply(&e, &p);
                     if e.cmd_set == DDM_CMD_SET {
                         self.on_ddm_payload(p.data(), true, true);
                     }
                     p.set_id(e.orig_id);
-                    self.send_to_debugger(p.into_bytes()).await;
+                    self.send_to_debugger(p.as_bytes());
                 }
                 Requester::Debugger(_) => debug!(id = h.id, "dropping a late reply for a departed debugger"),
                 Requester::Proxy(_) => {
@@ -118,10 +118,10 @@ impl Session {
             DDM_CMD_SET => {
                 self.on_ddm_payload(p.data(), true, false);
                 if self.attached.as_ref().is_some_and(|a| a.ddm_speaker) {
-                    self.send_to_debugger(p.into_bytes()).await;
+                    self.send_to_debugger(p.as_bytes());
                 }
             }
-            _ if self.attached.is_some() => self.send_to_debugger(p.into_bytes()).await,
+            _ if self.attached.is_some() => self.send_to_debugger(p.as_bytes()),
             set => debug!(set, cmd = h.cmd(), "dropping a VM command: no debugger attached"),
         }
     }
@@ -131,7 +131,7 @@ impl Session {
             if p.data().first() == Some(&SUSPEND_ALL) {
                 a.vm_suspends = a.vm_suspends.saturating_add(1);
             }
-            self.send_to_debugger(p.into_bytes()).await;
+            self.send_to_debugger(p.as_bytes());
             return;
         }
         if let Some(stray) = self.stray_event(p.data()) {

@@ -1,0 +1,181 @@
+//! The attached debugger's socket, served by the VM session task itself.
+//!
+//! Earlier the debugger had a task of its own that passed frames to the session over
+//! channels. On a 2-CPU machine each hand-over woke the other task (often on the other CPU,
+//! 30-40 µs), twice per round trip, and every byte was copied once more into that task's
+//! buffer: the proxy cost more than socat. Now one task owns both sockets: a packet read from
+//! one side is routed and written to the other in the same wake-up, and several queued
+//! packets leave in one write.
+
+use std::net::SocketAddr;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use tokio_util::codec::Decoder;
+use tracing::{info, warn};
+
+use crate::capture::tap::Tap;
+use crate::capture::Direction;
+use crate::jdwp::codec::{CodecError, Frame, JdwpCodec, DEFAULT_STREAM_OVER};
+use crate::jdwp::handshake::HANDSHAKE;
+
+/// Largest command a debugger may send. Real commands are small; the biggest
+/// (ClassesRedefine, SetValues) stay far below this. Larger ones close the connection.
+pub const MAX_DEBUGGER_PACKET: u32 = 256 * 1024 * 1024;
+/// Bytes queued for the debugger above which the session stops reading from the VM.
+pub const DEBUGGER_HIGH_WATER: usize = 1024 * 1024;
+/// Read buffer growth step for the debugger socket.
+const READ_CHUNK: usize = 64 * 1024;
+/// Time to flush queued bytes when the connection is being closed.
+const CLOSE_FLUSH: Duration = Duration::from_secs(2);
+
+/// What happened on the debugger socket.
+pub(super) enum DebuggerEvent {
+    /// Bytes arrived (0: the debugger closed its side).
+    Read(std::io::Result<usize>),
+    Wrote(std::io::Result<usize>),
+}
+
+/// A debugger connection after its handshake: the socket, what was read and not yet
+/// decoded, and what is queued for it.
+pub(super) struct DebuggerIo {
+    pub peer: SocketAddr,
+    sock: TcpStream,
+    input: BytesMut,
+    out: BytesMut,
+    codec: JdwpCodec,
+    tap: Option<Tap>,
+    /// Last time a write made progress; a debugger that leaves a full queue unread this
+    /// long is cut off.
+    last_progress: Instant,
+}
+
+impl DebuggerIo {
+    /// Starts serving a debugger whose handshake was read (`input` holds what followed it):
+    /// the handshake echo is the first thing queued.
+    pub fn new(sock: TcpStream, peer: SocketAddr, input: BytesMut, tap: Option<Tap>) -> DebuggerIo {
+        let mut out = BytesMut::with_capacity(READ_CHUNK);
+        out.extend_from_slice(HANDSHAKE);
+        DebuggerIo {
+            peer,
+            sock,
+            input,
+            out,
+            codec: JdwpCodec::new(MAX_DEBUGGER_PACKET, DEFAULT_STREAM_OVER),
+            tap,
+            last_progress: Instant::now(),
+        }
+    }
+
+    /// Queues bytes for the debugger: a whole packet (or the head of a streamed one), or
+    /// with `body` set, a piece of a streamed packet's body.
+    pub fn queue(&mut self, bytes: &[u8], body: bool) {
+        if self.out.is_empty() {
+            self.last_progress = Instant::now();
+        }
+        if let Some(t) = self.tap.as_mut() {
+            if body {
+                t.body(Direction::ToClient, bytes);
+            } else {
+                t.packet(Direction::ToClient, bytes, None);
+            }
+        }
+        self.out.extend_from_slice(bytes);
+    }
+
+    pub fn queued(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Whether the debugger left a full queue unread for longer than `limit`.
+    pub fn stalled(&self, limit: Duration) -> bool {
+        self.out.len() >= DEBUGGER_HIGH_WATER && self.last_progress.elapsed() >= limit
+    }
+
+    /// The next complete frame the debugger sent, if one is buffered.
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, CodecError> {
+        let frame = self.codec.decode(&mut self.input)?;
+        if let (Some(t), Some(f)) = (self.tap.as_mut(), frame.as_ref()) {
+            match f {
+                Frame::Packet(p) => t.packet(Direction::ToServer, p.as_bytes(), None),
+                Frame::Head(_, b) => t.packet(Direction::ToServer, b, None),
+                Frame::Body { bytes, .. } => t.body(Direction::ToServer, bytes),
+            }
+        }
+        Ok(frame)
+    }
+
+    /// What the debugger's end of stream left undecoded, as a reason to log.
+    pub fn eof_reason(&mut self) -> String {
+        match self.codec.decode_eof(&mut self.input) {
+            Err(e) => format!("the debugger closed the connection: {e}"),
+            Ok(_) => "the debugger closed the connection".into(),
+        }
+    }
+
+    /// Writes what is queued, and reads when `take_input`. Cancel-safe: each attempt either
+    /// completes (and is reported) or leaves everything as it was.
+    pub fn poll_event(&mut self, cx: &mut Context<'_>, take_input: bool) -> Poll<DebuggerEvent> {
+        if !self.out.is_empty() {
+            if let Poll::Ready(r) = std::pin::Pin::new(&mut self.sock).poll_write(cx, &self.out) {
+                if let Ok(n) = r {
+                    self.out.advance(n);
+                    self.last_progress = Instant::now();
+                }
+                return Poll::Ready(DebuggerEvent::Wrote(r));
+            }
+        }
+        if take_input {
+            // Bounded: a readiness that turns out spurious is retried a few times, then the
+            // next wake-up takes over.
+            for _ in 0..4 {
+                match self.sock.poll_read_ready(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Err(e)) => return Poll::Ready(DebuggerEvent::Read(Err(e))),
+                    Poll::Ready(Ok(())) => {}
+                }
+                self.input.reserve(READ_CHUNK);
+                match self.sock.try_read_buf(&mut self.input) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    r => return Poll::Ready(DebuggerEvent::Read(r)),
+                }
+            }
+            cx.waker().wake_by_ref();
+        }
+        Poll::Pending
+    }
+
+    /// Closes the connection after flushing what is queued (bounded by `CLOSE_FLUSH`, in a
+    /// task of its own so the session never waits on a departing debugger).
+    pub fn close(self, reason: &str, tracker: &tokio_util::task::TaskTracker) {
+        if reason.contains("failed") || reason.starts_with("bad") {
+            warn!(peer = %self.peer, reason, "debugger connection closed");
+        } else {
+            info!(peer = %self.peer, reason, "debugger connection closed");
+        }
+        let DebuggerIo { mut sock, out, tap, .. } = self;
+        drop(tap);
+        if out.is_empty() {
+            return;
+        }
+        tracker.spawn(async move {
+            let _ = tokio::time::timeout(CLOSE_FLUSH, async {
+                sock.write_all(&out).await?;
+                sock.shutdown().await
+            })
+            .await;
+        });
+    }
+}
+
+/// Polls the attached debugger's socket, or waits forever when there is none.
+pub(super) async fn debugger_event(io: Option<&mut DebuggerIo>, take_input: bool) -> DebuggerEvent {
+    match io {
+        Some(io) => std::future::poll_fn(|cx| io.poll_event(cx, take_input)).await,
+        None => std::future::pending().await,
+    }
+}
