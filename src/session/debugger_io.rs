@@ -11,8 +11,8 @@ use std::net::SocketAddr;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use bytes::{Bytes, BytesMut};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::codec::Decoder;
@@ -22,6 +22,8 @@ use crate::capture::tap::Tap;
 use crate::capture::Direction;
 use crate::jdwp::codec::{CodecError, Frame, JdwpCodec, DEFAULT_STREAM_OVER};
 use crate::jdwp::handshake::HANDSHAKE;
+
+use super::out_queue::OutQueue;
 
 /// Largest command a debugger may send. Real commands are small; the biggest
 /// (ClassesRedefine, SetValues) stay far below this. Larger ones close the connection.
@@ -46,7 +48,7 @@ pub(super) struct DebuggerIo {
     pub peer: SocketAddr,
     sock: TcpStream,
     input: BytesMut,
-    out: BytesMut,
+    out: OutQueue,
     codec: JdwpCodec,
     tap: Option<Tap>,
     /// Last time a write made progress; a debugger that leaves a full queue unread this
@@ -58,8 +60,8 @@ impl DebuggerIo {
     /// Starts serving a debugger whose handshake was read (`input` holds what followed it):
     /// the handshake echo is the first thing queued.
     pub fn new(sock: TcpStream, peer: SocketAddr, input: BytesMut, tap: Option<Tap>) -> DebuggerIo {
-        let mut out = BytesMut::with_capacity(READ_CHUNK);
-        out.extend_from_slice(HANDSHAKE);
+        let mut out = OutQueue::default();
+        out.push_slice(HANDSHAKE);
         DebuggerIo {
             peer,
             sock,
@@ -73,18 +75,18 @@ impl DebuggerIo {
 
     /// Queues bytes for the debugger: a whole packet (or the head of a streamed one), or
     /// with `body` set, a piece of a streamed packet's body.
-    pub fn queue(&mut self, bytes: &[u8], body: bool) {
+    pub fn queue(&mut self, bytes: Bytes, body: bool) {
         if self.out.is_empty() {
             self.last_progress = Instant::now();
         }
         if let Some(t) = self.tap.as_mut() {
             if body {
-                t.body(Direction::ToClient, bytes);
+                t.body(Direction::ToClient, &bytes);
             } else {
-                t.packet(Direction::ToClient, bytes, None);
+                t.packet(Direction::ToClient, &bytes, None);
             }
         }
-        self.out.extend_from_slice(bytes);
+        self.out.push(bytes);
     }
 
     pub fn queued(&self) -> usize {
@@ -121,30 +123,20 @@ impl DebuggerIo {
     /// completes (and is reported) or leaves everything as it was.
     pub fn poll_event(&mut self, cx: &mut Context<'_>, take_input: bool) -> Poll<DebuggerEvent> {
         if !self.out.is_empty() {
-            if let Poll::Ready(r) = std::pin::Pin::new(&mut self.sock).poll_write(cx, &self.out) {
-                if let Ok(n) = r {
-                    self.out.advance(n);
+            if let Poll::Ready(r) = self.out.poll_write(&mut self.sock, cx) {
+                if r.is_ok() {
                     self.last_progress = Instant::now();
                 }
                 return Poll::Ready(DebuggerEvent::Wrote(r));
             }
         }
         if take_input {
-            // Bounded: a readiness that turns out spurious is retried a few times, then the
-            // next wake-up takes over.
-            for _ in 0..4 {
-                match self.sock.poll_read_ready(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Err(e)) => return Poll::Ready(DebuggerEvent::Read(Err(e))),
-                    Poll::Ready(Ok(())) => {}
-                }
-                self.input.reserve(READ_CHUNK);
-                match self.sock.try_read_buf(&mut self.input) {
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                    r => return Poll::Ready(DebuggerEvent::Read(r)),
-                }
+            // Through `AsyncRead`, not `try_read_buf`: a read that does not fill the buffer
+            // clears the readiness, so no second read is tried just to see EAGAIN.
+            self.input.reserve(READ_CHUNK);
+            if let Poll::Ready(r) = tokio_util::io::poll_read_buf(std::pin::Pin::new(&mut self.sock), cx, &mut self.input) {
+                return Poll::Ready(DebuggerEvent::Read(r));
             }
-            cx.waker().wake_by_ref();
         }
         Poll::Pending
     }
@@ -164,7 +156,9 @@ impl DebuggerIo {
         }
         tracker.spawn(async move {
             let _ = tokio::time::timeout(CLOSE_FLUSH, async {
-                sock.write_all(&out).await?;
+                for chunk in out.into_chunks() {
+                    sock.write_all(&chunk).await?;
+                }
                 sock.shutdown().await
             })
             .await;

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -67,7 +68,7 @@ impl Session {
             // Events the VM sent while nobody was attached (VM_START with suspend=y) go
             // first, right behind the handshake echo.
             for e in self.held.drain(..) {
-                io.queue(e.as_bytes(), false);
+                io.queue(e.into_bytes(), false);
             }
             self.held_bytes = 0;
             if p.reply.send(Ok(())).is_err() {
@@ -157,7 +158,7 @@ impl Session {
         if (h.cmd_set(), h.cmd()) == DISPOSE {
             // Dispose would make the VM close the connection the proxy keeps: answer it here
             // and treat it as the debugger leaving.
-            self.send_to_debugger(Packet::reply(h.id, error::NONE, &[]).as_bytes());
+            self.send_to_debugger(Packet::reply(h.id, error::NONE, &[]).into_bytes());
             self.detach("VirtualMachine.Dispose").await;
             return;
         }
@@ -196,7 +197,7 @@ impl Session {
         let Some(why) = why else { return true };
         // HotSpot reads these bytes as signed table indexes: never let them through.
         info!(id = h.id, set, cmd, reason = why, "answering NOT_IMPLEMENTED for the VM");
-        self.send_to_debugger(Packet::reply(h.id, error::NOT_IMPLEMENTED, &[]).as_bytes());
+        self.send_to_debugger(Packet::reply(h.id, error::NOT_IMPLEMENTED, &[]).into_bytes());
         false
     }
 
@@ -250,11 +251,11 @@ impl Session {
     /// Queues a whole packet for the attached debugger (nothing when none is attached).
     /// Never waits: the session stops reading from the VM while the debugger's queue is
     /// full, and a debugger that stays stuck is cut off by the tick.
-    pub(super) fn send_to_debugger(&mut self, bytes: &[u8]) {
+    pub(super) fn send_to_debugger(&mut self, bytes: Bytes) {
         self.send_data_to_debugger(bytes, false)
     }
 
-    pub(super) fn send_data_to_debugger(&mut self, bytes: &[u8], body: bool) {
+    pub(super) fn send_data_to_debugger(&mut self, bytes: Bytes, body: bool) {
         if let Some(a) = self.attached.as_mut() {
             a.io.queue(bytes, body);
         }
@@ -289,7 +290,7 @@ impl Session {
         let Some(conn) = self.attached.as_ref().map(|a| a.conn) else { return };
         for (_, e) in pending {
             if e.requester == Requester::Debugger(conn) {
-                self.send_to_debugger(Packet::reply(e.orig_id, error::VM_DEAD, &[]).as_bytes());
+                self.send_to_debugger(Packet::reply(e.orig_id, error::VM_DEAD, &[]).into_bytes());
             }
         }
     }

@@ -12,6 +12,7 @@ pub mod ids;
 pub mod local_process;
 mod packet_log;
 mod observe;
+mod out_queue;
 mod proxy_requests;
 mod vm_side;
 

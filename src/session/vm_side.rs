@@ -25,7 +25,7 @@ impl Session {
             Frame::Head(h, mut head) => {
                 let stream = self.route_head(h, &mut head);
                 if stream.to_debugger {
-                    self.send_to_debugger(&head);
+                    self.send_to_debugger(head.freeze());
                 }
                 self.vm_stream = Some(stream);
             }
@@ -37,7 +37,7 @@ impl Session {
                 }
                 let to_debugger = stream.to_debugger;
                 if to_debugger {
-                    self.send_data_to_debugger(&bytes, true);
+                    self.send_data_to_debugger(bytes.freeze(), true);
                 }
                 if last {
                     if let Some(VmStream { collect: Some((h, prefix, purpose)), .. }) = self.vm_stream.take() {
@@ -103,7 +103,7 @@ impl Session {
                         self.on_ddm_payload(p.data(), true, true);
                     }
                     p.set_id(e.orig_id);
-                    self.send_to_debugger(p.as_bytes());
+                    self.send_to_debugger(p.into_bytes());
                 }
                 Requester::Debugger(_) => debug!(id = h.id, "dropping a late reply for a departed debugger"),
                 Requester::Proxy(_) => {
@@ -118,10 +118,10 @@ impl Session {
             DDM_CMD_SET => {
                 self.on_ddm_payload(p.data(), true, false);
                 if self.attached.as_ref().is_some_and(|a| a.ddm_speaker) {
-                    self.send_to_debugger(p.as_bytes());
+                    self.send_to_debugger(p.into_bytes());
                 }
             }
-            _ if self.attached.is_some() => self.send_to_debugger(p.as_bytes()),
+            _ if self.attached.is_some() => self.send_to_debugger(p.into_bytes()),
             set => debug!(set, cmd = h.cmd(), "dropping a VM command: no debugger attached"),
         }
     }
@@ -131,7 +131,7 @@ impl Session {
             if p.data().first() == Some(&SUSPEND_ALL) {
                 a.vm_suspends = a.vm_suspends.saturating_add(1);
             }
-            self.send_to_debugger(p.as_bytes());
+            self.send_to_debugger(p.into_bytes());
             return;
         }
         if let Some(stray) = self.stray_event(p.data()) {
