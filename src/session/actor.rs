@@ -28,10 +28,11 @@ use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
 use crate::jdwp::Packet;
 use crate::settings::{DdmMode, Timeouts};
 
-/// Read buffer growth step: big enough that a burst of packets is one read.
-pub(super) const READ_CHUNK: usize = 64 * 1024;
-/// Read buffer of a session whose last read was small.
+/// Read size of a session whose last read was small: a thousand idle VMs add up.
 const IDLE_READ: usize = 4096;
+/// Largest read size, reached by doubling while reads fill the buffer (a large reply
+/// streaming in): fewer, larger reads and writes cost less CPU per MB than socat's 64 KiB.
+const MAX_READ: usize = 512 * 1024;
 /// Bytes queued for the VM above which the session stops taking debugger packets.
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
 /// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
@@ -379,7 +380,7 @@ impl Session {
         let (mut rd, mut wr) = stream.split();
         let mut tick = tokio::time::interval(TICK);
         let mut shutdown_by: Option<Instant> = None;
-        let mut busy_reads = false;
+        let mut read_size = IDLE_READ;
         loop {
             // Route everything already buffered before waiting again.
             if let Err(why) = self.route_debugger_input().await {
@@ -411,7 +412,8 @@ impl Session {
                 }
             }
             // Idle VMs keep a small buffer (a thousand of them add up); busy ones get big reads.
-            input.reserve(if busy_reads { READ_CHUNK } else { IDLE_READ });
+            input.reserve(read_size);
+            let offered = input.capacity() - input.len();
             let taking_debugger = self.out.len() < OUT_HIGH_WATER;
             // A debugger that reads slowly holds the VM back (bounded by its stall timeout).
             let reading_vm = self.attached.as_ref().map_or(true, |a| a.io.queued() < DEBUGGER_HIGH_WATER);
@@ -433,7 +435,7 @@ impl Session {
                     };
                     return self.lost(why).await;
                 }
-                Event::Read(Ok(n)) => busy_reads = n >= IDLE_READ,
+                Event::Read(Ok(n)) => read_size = next_read_size(read_size, n, offered),
                 Event::Read(Err(e)) => return self.lost(format!("read from the VM failed: {e}")).await,
                 Event::Wrote(Ok(_)) => {}
                 Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
@@ -502,4 +504,37 @@ enum Event {
     Control(Option<SessionMsg>),
     Tick,
     Cancel,
+}
+
+/// The next read size: doubled while reads fill what was offered, back to small when a
+/// read is small, kept otherwise.
+fn next_read_size(size: usize, got: usize, offered: usize) -> usize {
+    if got >= offered {
+        (size * 2).clamp(IDLE_READ, MAX_READ)
+    } else if got < IDLE_READ {
+        IDLE_READ
+    } else {
+        size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_size_grows_while_reads_fill_and_falls_back_when_small() {
+        let mut size = IDLE_READ;
+        let mut seen = vec![size];
+        for _ in 0..12 {
+            size = next_read_size(size, size, size);
+            seen.push(size);
+        }
+        assert_eq!(seen[..4], [4096, 8192, 16384, 32768]);
+        assert_eq!(size, MAX_READ);
+        assert_eq!(next_read_size(MAX_READ, MAX_READ / 2, MAX_READ), MAX_READ, "a half read keeps the size");
+        assert_eq!(next_read_size(MAX_READ, 100, MAX_READ), IDLE_READ, "a small read shrinks it");
+        // The buffer may offer more than asked: filling that is what counts.
+        assert_eq!(next_read_size(IDLE_READ, IDLE_READ, 3 * IDLE_READ), IDLE_READ);
+    }
 }
