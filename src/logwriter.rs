@@ -11,6 +11,8 @@
 //! write carries a flood's worth of lines. The buffer is bounded: when the writer falls that
 //! far behind (stderr blocked), logging waits, as a direct write would; no line is dropped.
 
+pub mod text;
+
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
