@@ -77,22 +77,112 @@ fn segment(f: &mut Formatter<'_>, s: &HeapSegment) -> fmt::Result {
 }
 
 /// `3 threads: 1 running, 2 waiting` (states in numeric order).
+///
+/// A VM may send this every few milliseconds and each one is logged, so the line is counted
+/// without allocating and handed over in one piece (a log formatter pays per piece).
 fn thread_summary(f: &mut Formatter<'_>, st: &ThreadStatus) -> fmt::Result {
-    let mut counts: Vec<(u8, usize)> = Vec::new();
+    let (mut lo, mut hi) = (u8::MAX, u8::MIN);
     for t in &st.threads {
-        match counts.iter_mut().find(|(s, _)| *s == t.state.0) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((t.state.0, 1)),
+        (lo, hi) = (lo.min(t.state.0), hi.max(t.state.0));
+    }
+    // Counts per state from `lo` on. Real VMs use a handful of neighbouring states: a few
+    // words on the stack; only a spread of more than 16 states takes an allocation.
+    let width = if hi >= lo { usize::from(hi - lo) + 1 } else { 0 };
+    let mut small = [0usize; 16];
+    let mut wide = Vec::new();
+    let counts: &mut [usize] = match small.get_mut(..width) {
+        Some(c) => c,
+        None => {
+            wide.resize(width, 0);
+            &mut wide
+        }
+    };
+    for t in &st.threads {
+        if let Some(c) = counts.get_mut(usize::from(t.state.0 - lo)) {
+            *c += 1;
         }
     }
-    counts.sort_unstable();
-    let noun = if st.threads.len() == 1 { "thread" } else { "threads" };
-    write!(f, " {} {noun}", st.threads.len())?;
-    for (i, (state, n)) in counts.iter().enumerate() {
-        let state = super::threads::ThreadState(*state);
-        write!(f, "{}{n} {state}", if i == 0 { ": " } else { ", " })?;
+    let n = st.threads.len();
+    let mut line = Gather::default();
+    let fits = (|| {
+        line.write_str(" ")?;
+        line.write_num(n)?;
+        line.write_str(if n == 1 { " thread" } else { " threads" })?;
+        let mut sep = ": ";
+        for (s, &c) in (lo..=hi).zip(counts.iter()) {
+            if c == 0 {
+                continue;
+            }
+            line.write_str(sep)?;
+            line.write_num(c)?;
+            line.write_str(" ")?;
+            match super::threads::ThreadState(s).name() {
+                Some(name) => line.write_str(name)?,
+                None => {
+                    line.write_str("state")?;
+                    line.write_num(usize::from(s))?;
+                }
+            }
+            sep = ", ";
+        }
+        Ok::<_, fmt::Error>(())
+    })();
+    match fits {
+        Ok(()) => f.write_str(line.as_str()),
+        // Only a VM reporting dozens of different states gets here: write it piece by piece.
+        Err(_) => {
+            write!(f, " {n} {}", if n == 1 { "thread" } else { "threads" })?;
+            let mut sep = ": ";
+            for (s, &c) in (lo..=hi).zip(counts.iter()) {
+                if c > 0 {
+                    write!(f, "{sep}{c} {}", super::threads::ThreadState(s))?;
+                    sep = ", ";
+                }
+            }
+            Ok(())
+        }
     }
-    Ok(())
+}
+
+/// Text gathered on the stack; writing past its end is an error, never a panic.
+struct Gather {
+    buf: [u8; 192],
+    len: usize,
+}
+
+impl Default for Gather {
+    fn default() -> Self {
+        Gather { buf: [0; 192], len: 0 }
+    }
+}
+
+impl Gather {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len.checked_add(s.len()).filter(|&e| e <= self.buf.len()).ok_or(fmt::Error)?;
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+
+    fn write_num(&mut self, mut v: usize) -> fmt::Result {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        // ASCII digits.
+        self.write_str(std::str::from_utf8(&digits[i..]).map_err(|_| fmt::Error)?)
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `&str`s were copied in, so this never fails.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
 }
 
 fn on_off(b: bool) -> &'static str {
@@ -130,7 +220,7 @@ impl Display for Chunk {
         if let Compressed { compressed_len, original_len, inner } = self {
             return write!(f, "{inner} [zlib {compressed_len}->{original_len}]");
         }
-        write!(f, "{}", self.chunk_type())?;
+        super::chunk::fmt_fourcc(self.chunk_type().0, f)?;
         match self {
             HeloRequest { version } => write!(f, " version={version}"),
             HeloReply(h) => {
@@ -239,5 +329,79 @@ impl Display for Chunk {
             | FeatRequest => Ok(()),
             Unknown { .. } | Compressed { .. } => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::threads::{ThreadEntry, ThreadState, ThreadStatus, ThstLayout};
+    use super::*;
+
+    fn thst(states: &[u8]) -> Chunk {
+        let entry = |(i, s): (usize, &u8)| ThreadEntry {
+            tid: i as u32,
+            state: ThreadState(*s),
+            suspended: None,
+            sys_tid: None,
+            utime: None,
+            stime: None,
+            daemon: None,
+        };
+        Chunk::ThstReply(ThreadStatus { layout: ThstLayout::Document, threads: states.iter().enumerate().map(entry).collect() })
+    }
+
+    /// The line as first written: counts in a map, one `write!` per piece.
+    fn reference(states: &[u8]) -> String {
+        let mut counts = BTreeMap::new();
+        states.iter().for_each(|s| *counts.entry(*s).or_insert(0) += 1);
+        let noun = if states.len() == 1 { "thread" } else { "threads" };
+        let mut out = format!("THST {} {noun}", states.len());
+        for (i, (s, n)) in counts.iter().enumerate() {
+            out += &format!("{}{n} {}", if i == 0 { ": " } else { ", " }, ThreadState(*s));
+        }
+        out
+    }
+
+    #[test]
+    fn thread_summaries() {
+        let cases: [(&[u8], &str); 5] = [
+            (&[], "THST 0 threads"),
+            (&[4], "THST 1 thread: 1 waiting"),
+            (&[1, 5, 5, 5, 5, 5, 5, 5], "THST 8 threads: 1 running, 7 initializing"),
+            (&[9, 0, 1, 4, 4, 255], "THST 6 threads: 1 state0, 1 running, 2 waiting, 1 state9, 1 state255"),
+            (&[8, 7, 6, 5, 4, 3, 2, 1], "THST 8 threads: 1 running, 1 sleeping, 1 monitor, 1 waiting, 1 initializing, 1 starting, 1 native, 1 vmwait"),
+        ];
+        for (states, want) in cases {
+            assert_eq!(thst(states).to_string(), want);
+            assert_eq!(reference(states), want);
+        }
+    }
+
+    #[test]
+    fn long_summaries_match_the_reference() {
+        // Every state once (too long for one piece), and 70,000 threads of a few states.
+        let all: Vec<u8> = (0..=255).rev().collect();
+        let many: Vec<u8> = (0..70_000u32).map(|i| [2, 7, 1][i as usize % 3]).collect();
+        for states in [all, many] {
+            let line = thst(&states).to_string();
+            assert_eq!(line, reference(&states));
+        }
+        assert!(thst(&(0..=255).collect::<Vec<u8>>()).to_string().ends_with(", 1 state254, 1 state255"));
+    }
+
+    #[test]
+    fn gather_refuses_what_does_not_fit() {
+        let mut g = Gather::default();
+        assert!(g.write_str(&"x".repeat(190)).is_ok());
+        assert!(g.write_num(123).is_err());
+        assert!(g.write_num(12).is_ok());
+        assert_eq!(g.as_str().len(), 192);
+        assert!(g.write_str("y").is_err());
+        let mut g = Gather::default();
+        g.write_num(0).unwrap();
+        g.write_num(usize::MAX).unwrap();
+        assert_eq!(g.as_str(), format!("0{}", usize::MAX));
     }
 }
