@@ -164,19 +164,19 @@ impl Gather {
         Ok(())
     }
 
-    fn write_num(&mut self, mut v: usize) -> fmt::Result {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
+    fn write_num(&mut self, v: usize) -> fmt::Result {
+        let (mut width, mut t) = (1, v / 10);
+        while t > 0 {
+            (width, t) = (width + 1, t / 10);
         }
-        // ASCII digits.
-        self.write_str(std::str::from_utf8(&digits[i..]).map_err(|_| fmt::Error)?)
+        let end = self.len.checked_add(width).filter(|&e| e <= self.buf.len()).ok_or(fmt::Error)?;
+        let mut rest = v;
+        for d in self.buf[self.len..end].iter_mut().rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        self.len = end;
+        Ok(())
     }
 
     fn as_str(&self) -> &str {

@@ -186,10 +186,11 @@ struct Escaping<'a, W: fmt::Write> {
 
 impl<W: fmt::Write> fmt::Write for Escaping<'_, W> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        // The C1 controls are the only characters whose UTF-8 starts with 0xC2 and whose
-        // second byte is 0x80..=0x9F; every other character to escape is a single byte.
-        let suspect = |b: &u8| matches!(b, 0x07 | 0x08 | 0x0c | 0x1b | 0x7f | 0xc2);
-        if !self.on || !s.as_bytes().iter().any(suspect) {
+        // Every character to escape lies outside printable ASCII (0x20..=0x7E). One compare
+        // per byte with no early exit lets the compiler check many bytes at a time; text with
+        // anything else (a tab, an accent) takes the exact path below.
+        let unusual = s.bytes().fold(false, |any, b| any | (b.wrapping_sub(0x20) > 0x5e));
+        if !self.on || !unusual {
             return self.w.write_str(s);
         }
         let mut run = 0;

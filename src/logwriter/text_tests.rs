@@ -156,3 +156,23 @@ fn micros_are_six_digits() {
         assert_eq!(s, want);
     }
 }
+
+#[test]
+fn escaping_touches_only_what_a_terminal_obeys() {
+    let cases = [
+        ("plain text, 40 bytes or so: THST 8 threads", "plain text, 40 bytes or so: THST 8 threads"),
+        ("tab\tnewline\n cr\r nul\0", "tab\tnewline\n cr\r nul\0"),
+        ("é ü 日本 \u{a0} \u{7e}", "é ü 日本 \u{a0} ~"),
+        ("\x1b[2J\x07\x08\x0c\x7f", "\\x1b[2J\\x07\\x08\\x0c\\x7f"),
+        ("c1: \u{80} \u{85} \u{9f} end", "c1: \\u{80} \\u{85} \\u{9f} end"),
+        ("", ""),
+    ];
+    for (text, want) in cases {
+        let mut out = String::new();
+        Escaping { w: &mut out, on: true }.write_str(text).unwrap();
+        assert_eq!(out, want, "{text:?}");
+        let mut raw = String::new();
+        Escaping { w: &mut raw, on: false }.write_str(text).unwrap();
+        assert_eq!(raw, text);
+    }
+}
