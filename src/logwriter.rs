@@ -22,6 +22,8 @@ pub const CAP: usize = 4 << 20;
 /// How long the writer lets lines gather after the first one woke it: bounds wake-ups to
 /// a few hundred a second under a flood, and delays a lone line by no more than this.
 const LINGER: Duration = Duration::from_millis(2);
+/// Capacity a buffer keeps after it was written.
+const KEEP: usize = 512 * 1024;
 
 type Sink = Box<dyn Write + Send>;
 
@@ -87,8 +89,9 @@ impl Shared {
             let _ = sink.flush();
         }
         spare.clear();
-        // Keep the memory a burst needed, but not a huge line's.
-        spare.shrink_to(CAP);
+        // Keep what a flood's 2 ms batches need (about 300 KB at a million lines a second),
+        // not what a stalled stderr or a huge line made it grow to.
+        spare.shrink_to(KEEP);
     }
 }
 
@@ -308,6 +311,22 @@ mod tests {
         let text = sink.text();
         assert_eq!(text.len(), lines * line.len());
         assert!(text.lines().all(|l| l.len() == 1023));
+    }
+
+    #[test]
+    fn a_burst_leaves_no_big_buffer_behind() {
+        let sink = open_sink();
+        let (q, _guard) = start_with(Box::new(sink.clone()));
+        let line = format!("{}\n", "y".repeat(4095));
+        let lines = 2 * CAP / line.len();
+        (0..lines).for_each(|_| log(&q, &line));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while sink.out.lock().unwrap().len() < lines * line.len() && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert_eq!(sink.out.lock().unwrap().len(), lines * line.len());
+        let st = q.shared.state();
+        assert!(st.buf.is_empty() && st.buf.capacity() <= KEEP, "capacity {}", st.buf.capacity());
     }
 
     #[test]
