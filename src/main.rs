@@ -205,8 +205,12 @@ fn init_logging(cli: &Cli) -> jdwpmux::logwriter::FlushGuard {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (writer, guard) = jdwpmux::logwriter::start();
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
+    use jdwpmux::logwriter::text::{PlainFields, PlainText};
     match cli.log_format {
-        LogFormat::Text => builder.init(),
+        // Colours for a person at a terminal; for a file or a pipe the same line without
+        // them, written far faster (a THST flood logs every chunk).
+        LogFormat::Text if ansi => builder.init(),
+        LogFormat::Text => builder.fmt_fields(PlainFields).event_format(PlainText::default()).init(),
         LogFormat::Json => builder.json().init(),
     }
     guard

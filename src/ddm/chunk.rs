@@ -60,8 +60,16 @@ impl ChunkType {
 
 /// Writes four bytes as text: printable ASCII as is, anything else (and `\`) as `\xNN`.
 pub(super) fn fmt_fourcc(v: u32, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    for b in v.to_be_bytes() {
-        if b.is_ascii_graphic() && b != b'\\' || b == b' ' {
+    let bytes = v.to_be_bytes();
+    let shown_as_is = |b: u8| b.is_ascii_graphic() && b != b'\\' || b == b' ';
+    // Every logged chunk starts with its type: the usual four letters go in one write.
+    if bytes.iter().all(|&b| shown_as_is(b)) {
+        if let Ok(s) = std::str::from_utf8(&bytes) {
+            return f.write_str(s);
+        }
+    }
+    for b in bytes {
+        if shown_as_is(b) {
             write!(f, "{}", b as char)?;
         } else {
             write!(f, "\\x{b:02x}")?;

@@ -77,22 +77,112 @@ fn segment(f: &mut Formatter<'_>, s: &HeapSegment) -> fmt::Result {
 }
 
 /// `3 threads: 1 running, 2 waiting` (states in numeric order).
+///
+/// A VM may send this every few milliseconds and each one is logged, so the line is counted
+/// without allocating and handed over in one piece (a log formatter pays per piece).
 fn thread_summary(f: &mut Formatter<'_>, st: &ThreadStatus) -> fmt::Result {
-    let mut counts: Vec<(u8, usize)> = Vec::new();
+    let (mut lo, mut hi) = (u8::MAX, u8::MIN);
     for t in &st.threads {
-        match counts.iter_mut().find(|(s, _)| *s == t.state.0) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((t.state.0, 1)),
+        (lo, hi) = (lo.min(t.state.0), hi.max(t.state.0));
+    }
+    // Counts per state from `lo` on. Real VMs use a handful of neighbouring states: a few
+    // words on the stack; only a spread of more than 16 states takes an allocation.
+    let width = if hi >= lo { usize::from(hi - lo) + 1 } else { 0 };
+    let mut small = [0usize; 16];
+    let mut wide = Vec::new();
+    let counts: &mut [usize] = match small.get_mut(..width) {
+        Some(c) => c,
+        None => {
+            wide.resize(width, 0);
+            &mut wide
+        }
+    };
+    for t in &st.threads {
+        if let Some(c) = counts.get_mut(usize::from(t.state.0 - lo)) {
+            *c += 1;
         }
     }
-    counts.sort_unstable();
-    let noun = if st.threads.len() == 1 { "thread" } else { "threads" };
-    write!(f, " {} {noun}", st.threads.len())?;
-    for (i, (state, n)) in counts.iter().enumerate() {
-        let state = super::threads::ThreadState(*state);
-        write!(f, "{}{n} {state}", if i == 0 { ": " } else { ", " })?;
+    let n = st.threads.len();
+    let mut line = Gather::default();
+    let fits = (|| {
+        line.write_str(" ")?;
+        line.write_num(n)?;
+        line.write_str(if n == 1 { " thread" } else { " threads" })?;
+        let mut sep = ": ";
+        for (s, &c) in (lo..=hi).zip(counts.iter()) {
+            if c == 0 {
+                continue;
+            }
+            line.write_str(sep)?;
+            line.write_num(c)?;
+            line.write_str(" ")?;
+            match super::threads::ThreadState(s).name() {
+                Some(name) => line.write_str(name)?,
+                None => {
+                    line.write_str("state")?;
+                    line.write_num(usize::from(s))?;
+                }
+            }
+            sep = ", ";
+        }
+        Ok::<_, fmt::Error>(())
+    })();
+    match fits {
+        Ok(()) => f.write_str(line.as_str()),
+        // Only a VM reporting dozens of different states gets here: write it piece by piece.
+        Err(_) => {
+            write!(f, " {n} {}", if n == 1 { "thread" } else { "threads" })?;
+            let mut sep = ": ";
+            for (s, &c) in (lo..=hi).zip(counts.iter()) {
+                if c > 0 {
+                    write!(f, "{sep}{c} {}", super::threads::ThreadState(s))?;
+                    sep = ", ";
+                }
+            }
+            Ok(())
+        }
     }
-    Ok(())
+}
+
+/// Text gathered on the stack; writing past its end is an error, never a panic.
+struct Gather {
+    buf: [u8; 192],
+    len: usize,
+}
+
+impl Default for Gather {
+    fn default() -> Self {
+        Gather { buf: [0; 192], len: 0 }
+    }
+}
+
+impl Gather {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len.checked_add(s.len()).filter(|&e| e <= self.buf.len()).ok_or(fmt::Error)?;
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+
+    fn write_num(&mut self, v: usize) -> fmt::Result {
+        let (mut width, mut t) = (1, v / 10);
+        while t > 0 {
+            (width, t) = (width + 1, t / 10);
+        }
+        let end = self.len.checked_add(width).filter(|&e| e <= self.buf.len()).ok_or(fmt::Error)?;
+        let mut rest = v;
+        for d in self.buf[self.len..end].iter_mut().rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        self.len = end;
+        Ok(())
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `&str`s were copied in, so this never fails.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
 }
 
 fn on_off(b: bool) -> &'static str {
@@ -130,7 +220,7 @@ impl Display for Chunk {
         if let Compressed { compressed_len, original_len, inner } = self {
             return write!(f, "{inner} [zlib {compressed_len}->{original_len}]");
         }
-        write!(f, "{}", self.chunk_type())?;
+        super::chunk::fmt_fourcc(self.chunk_type().0, f)?;
         match self {
             HeloRequest { version } => write!(f, " version={version}"),
             HeloReply(h) => {
@@ -241,3 +331,7 @@ impl Display for Chunk {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "display_tests.rs"]
+mod tests;

@@ -112,7 +112,8 @@ impl ClientData {
     }
 
     fn thread(&mut self, tid: u32) -> Option<&mut ThreadInfo> {
-        if !self.threads.contains_key(&tid) && self.threads.len() >= MAX_THREADS {
+        // Length first: below the limit (always, in practice) a THST entry costs one lookup.
+        if self.threads.len() >= MAX_THREADS && !self.threads.contains_key(&tid) {
             return None;
         }
         Some(self.threads.entry(tid).or_default())
