@@ -33,6 +33,8 @@ const IDLE_READ: usize = 4096;
 /// Largest read size, reached by doubling while reads fill the buffer (a large reply
 /// streaming in): fewer, larger reads and writes cost less CPU per MB than socat's 64 KiB.
 const MAX_READ: usize = 512 * 1024;
+/// Bytes read from the VM after which the session lets other sockets and tasks run.
+const YIELD_AFTER: usize = 256 * 1024;
 /// Bytes queued for the VM above which the session stops taking debugger packets.
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
 /// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
@@ -381,6 +383,7 @@ impl Session {
         let mut tick = tokio::time::interval(TICK);
         let mut shutdown_by: Option<Instant> = None;
         let mut read_size = IDLE_READ;
+        let mut read_since_yield = 0usize;
         loop {
             // Route everything already buffered before waiting again.
             if let Err(why) = self.route_debugger_input().await {
@@ -435,7 +438,19 @@ impl Session {
                     };
                     return self.lost(why).await;
                 }
-                Event::Read(Ok(n)) => read_size = next_read_size(read_size, n, offered),
+                Event::Read(Ok(n)) => {
+                    read_size = next_read_size(read_size, n, offered);
+                    // While a VM sends without pause (a DDM flood, a huge reply) every read is
+                    // ready at once and this task never gives the runtime a chance to poll for
+                    // other sockets: the debugger's request, other VMs. tokio's own budget
+                    // forces that only after 128 reads, up to 64 MiB here (a 480 ms stall
+                    // measured in the DDM flood bench). Yield after every few reads instead.
+                    read_since_yield += n;
+                    if read_since_yield >= YIELD_AFTER {
+                        read_since_yield = 0;
+                        tokio::task::yield_now().await;
+                    }
+                }
                 Event::Read(Err(e)) => return self.lost(format!("read from the VM failed: {e}")).await,
                 Event::Wrote(Ok(_)) => {}
                 Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
