@@ -8,8 +8,10 @@
 //! - [`jdwp`]: the wire format (handshake, packets, streaming decoder, names). Pure.
 //! - [`ddm`]: DDM chunks: typed decoding, zlib, heap maps, per-VM client state. Pure.
 //! - [`capture`]: packet captures (pcapng for Wireshark, JSON lines) and reading them back.
-//! - [`session`]: one actor per VM owning its socket; the id table; attach and detach.
-//! - [`listen`]: debugger accept loops and the per-debugger connection task.
+//! - [`session`]: one task per VM owning the VM socket and the attached debugger's socket,
+//!   so a packet is routed in the wake-up that read it; the id table; attach and detach.
+//! - [`listen`]: debugger accept loops; each new connection's handshake, then the hand-over
+//!   of its socket to the VM's session.
 //! - [`discovery`]: finding VMs: port-range scans and the adb server.
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.

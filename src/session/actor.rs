@@ -28,13 +28,6 @@ use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
 use crate::jdwp::Packet;
 use crate::settings::{DdmMode, Timeouts};
 
-/// Read size of a session whose last read was small: a thousand idle VMs add up.
-const IDLE_READ: usize = 4096;
-/// Largest read size, reached by doubling while reads fill the buffer (a large reply
-/// streaming in): fewer, larger reads and writes cost less CPU per MB than socat's 64 KiB.
-const MAX_READ: usize = 512 * 1024;
-/// Bytes read from the VM after which the session lets other sockets and tasks run.
-const YIELD_AFTER: usize = 256 * 1024;
 /// Bytes queued for the VM above which the session stops taking debugger packets.
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
 /// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
@@ -382,8 +375,7 @@ impl Session {
         let (mut rd, mut wr) = stream.split();
         let mut tick = tokio::time::interval(TICK);
         let mut shutdown_by: Option<Instant> = None;
-        let mut read_size = IDLE_READ;
-        let mut read_since_yield = 0usize;
+        let mut pacing = super::vm_reads::ReadPacing::default();
         loop {
             // Route everything already buffered before waiting again.
             if let Err(why) = self.route_debugger_input().await {
@@ -401,6 +393,9 @@ impl Session {
                     Err(e) => return self.lost(format!("bad packet from the VM: {e}")).await,
                 }
             }
+            if let Some(a) = self.attached.as_mut() {
+                a.io.flush_now();
+            }
             if self.reset_requested && self.out.is_empty() {
                 self.fail_pending().await;
                 if shutdown_by.is_some() {
@@ -414,8 +409,7 @@ impl Session {
                     return Ended::Shutdown;
                 }
             }
-            // Idle VMs keep a small buffer (a thousand of them add up); busy ones get big reads.
-            input.reserve(read_size);
+            input.reserve(pacing.size());
             let offered = input.capacity() - input.len();
             let taking_debugger = self.out.len() < OUT_HIGH_WATER;
             // A debugger that reads slowly holds the VM back (bounded by its stall timeout).
@@ -439,15 +433,7 @@ impl Session {
                     return self.lost(why).await;
                 }
                 Event::Read(Ok(n)) => {
-                    read_size = next_read_size(read_size, n, offered);
-                    // While a VM sends without pause (a DDM flood, a huge reply) every read is
-                    // ready at once and this task never gives the runtime a chance to poll for
-                    // other sockets: the debugger's request, other VMs. tokio's own budget
-                    // forces that only after 128 reads, up to 64 MiB here (a 480 ms stall
-                    // measured in the DDM flood bench). Yield after every few reads instead.
-                    read_since_yield += n;
-                    if read_since_yield >= YIELD_AFTER {
-                        read_since_yield = 0;
+                    if pacing.after_read(n, offered) {
                         tokio::task::yield_now().await;
                     }
                 }
@@ -494,22 +480,6 @@ impl Session {
             || self.attached.as_ref().is_some_and(|a| a.io.queued() >= DEBUGGER_HIGH_WATER)
     }
 
-    pub(super) fn expire_waiting(&mut self) {
-        let now = Instant::now();
-        let (late, keep): (Vec<_>, Vec<_>) = self.waiting.drain(..).partition(|p| p.deadline <= now);
-        self.waiting = keep;
-        let state = self.status.borrow().state;
-        for p in late {
-            if let Some(other) = p.busy_with.filter(|_| self.attached.is_some()) {
-                info!(peer = %p.link.peer, attached = %other, "refusing a second debugger");
-                let _ = p.reply.send(Err(AttachError::Busy(other)));
-                continue;
-            }
-            let why = format!("still {state} after {:?}", self.cfg.timeouts.attach_wait);
-            info!(peer = %p.link.peer, reason = %why, "refusing a debugger");
-            let _ = p.reply.send(Err(AttachError::Unavailable(why)));
-        }
-    }
 }
 
 enum Event {
@@ -519,37 +489,4 @@ enum Event {
     Control(Option<SessionMsg>),
     Tick,
     Cancel,
-}
-
-/// The next read size: doubled while reads fill what was offered, back to small when a
-/// read is small, kept otherwise.
-fn next_read_size(size: usize, got: usize, offered: usize) -> usize {
-    if got >= offered {
-        (size * 2).clamp(IDLE_READ, MAX_READ)
-    } else if got < IDLE_READ {
-        IDLE_READ
-    } else {
-        size
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn read_size_grows_while_reads_fill_and_falls_back_when_small() {
-        let mut size = IDLE_READ;
-        let mut seen = vec![size];
-        for _ in 0..12 {
-            size = next_read_size(size, size, size);
-            seen.push(size);
-        }
-        assert_eq!(seen[..4], [4096, 8192, 16384, 32768]);
-        assert_eq!(size, MAX_READ);
-        assert_eq!(next_read_size(MAX_READ, MAX_READ / 2, MAX_READ), MAX_READ, "a half read keeps the size");
-        assert_eq!(next_read_size(MAX_READ, 100, MAX_READ), IDLE_READ, "a small read shrinks it");
-        // The buffer may offer more than asked: filling that is what counts.
-        assert_eq!(next_read_size(IDLE_READ, IDLE_READ, 3 * IDLE_READ), IDLE_READ);
-    }
 }

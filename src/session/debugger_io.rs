@@ -119,6 +119,15 @@ impl DebuggerIo {
         }
     }
 
+    /// Writes what the socket takes now (see `OutQueue::try_write`).
+    pub fn flush_now(&mut self) {
+        let before = self.out.len();
+        self.out.try_write(&self.sock);
+        if self.out.len() < before {
+            self.last_progress = Instant::now();
+        }
+    }
+
     /// Writes what is queued, and reads when `take_input`. Cancel-safe: each attempt either
     /// completes (and is reported) or leaves everything as it was.
     pub fn poll_event(&mut self, cx: &mut Context<'_>, take_input: bool) -> Poll<DebuggerEvent> {

@@ -48,6 +48,24 @@ impl Session {
         self.serve_waiting();
     }
 
+    /// Answers the debuggers whose wait for the VM (or for the attached one to leave) ran out.
+    pub(super) fn expire_waiting(&mut self) {
+        let now = Instant::now();
+        let (late, keep): (Vec<_>, Vec<_>) = self.waiting.drain(..).partition(|p| p.deadline <= now);
+        self.waiting = keep;
+        let state = self.status.borrow().state;
+        for p in late {
+            if let Some(other) = p.busy_with.filter(|_| self.attached.is_some()) {
+                info!(peer = %p.link.peer, attached = %other, "refusing a second debugger");
+                let _ = p.reply.send(Err(AttachError::Busy(other)));
+                continue;
+            }
+            let why = format!("still {state} after {:?}", self.cfg.timeouts.attach_wait);
+            info!(peer = %p.link.peer, reason = %why, "refusing a debugger");
+            let _ = p.reply.send(Err(AttachError::Unavailable(why)));
+        }
+    }
+
     /// Attaches a waiting debugger once the VM is ready and no clean-up is running.
     pub(super) fn serve_waiting(&mut self) {
         if !self.ready || self.cleaning_up() || self.attached.is_some() || self.reset_requested {

@@ -14,6 +14,7 @@ mod packet_log;
 mod observe;
 mod out_queue;
 mod proxy_requests;
+mod vm_reads;
 mod vm_side;
 
 pub use actor::{spawn, AdbTarget, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};

@@ -57,17 +57,40 @@ impl OutQueue {
         let r = if self.chunks.is_empty() {
             Pin::new(w).poll_write(cx, &self.tail)
         } else {
-            let mut iov: Vec<IoSlice<'_>> = Vec::with_capacity(MAX_IOV.min(self.chunks.len() + 1));
-            iov.extend(self.chunks.iter().take(MAX_IOV).map(|c| IoSlice::new(c)));
-            if iov.len() < MAX_IOV && !self.tail.is_empty() {
-                iov.push(IoSlice::new(&self.tail));
-            }
+            let iov = self.slices();
             Pin::new(w).poll_write_vectored(cx, &iov)
         };
         if let Poll::Ready(Ok(n)) = r {
             self.advance(n);
         }
         r
+    }
+
+    /// Writes what the socket takes now, without waiting; stops at the first error (the
+    /// next `poll_write` reports it). Writing right after routing frees the pieces shared
+    /// with the read buffer before the next read, which can then reuse that buffer.
+    pub fn try_write(&mut self, sock: &tokio::net::TcpStream) {
+        while !self.is_empty() {
+            let r = if self.chunks.is_empty() {
+                sock.try_write(&self.tail)
+            } else {
+                let iov = self.slices();
+                sock.try_write_vectored(&iov)
+            };
+            match r {
+                Ok(n) if n > 0 => self.advance(n),
+                _ => return,
+            }
+        }
+    }
+
+    fn slices(&self) -> Vec<IoSlice<'_>> {
+        let mut iov: Vec<IoSlice<'_>> = Vec::with_capacity(MAX_IOV.min(self.chunks.len() + 1));
+        iov.extend(self.chunks.iter().take(MAX_IOV).map(|c| IoSlice::new(c)));
+        if iov.len() < MAX_IOV && !self.tail.is_empty() {
+            iov.push(IoSlice::new(&self.tail));
+        }
+        iov
     }
 
     /// Drops `n` written bytes from the front.
