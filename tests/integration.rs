@@ -8,6 +8,8 @@ mod harness;
 
 #[path = "integration/relay_fake.rs"]
 mod relay_fake;
+#[path = "integration/streamed.rs"]
+mod streamed;
 #[path = "integration/detach.rs"]
 mod detach;
 #[path = "integration/bad_input.rs"]

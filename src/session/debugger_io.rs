@@ -34,6 +34,10 @@ pub const DEBUGGER_HIGH_WATER: usize = 1024 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
 /// Time to flush queued bytes when the connection is being closed.
 const CLOSE_FLUSH: Duration = Duration::from_secs(2);
+/// Bytes of an unfinished large packet that are worth a write. A debugger can do nothing
+/// with part of a packet, so smaller pieces wait for more of it (or its end): a 130 KB
+/// AllClasses reply then costs the debugger 2 or 3 wake-ups instead of one per read.
+const STREAM_WRITE_FROM: usize = 64 * 1024;
 
 /// What happened on the debugger socket.
 pub(super) enum DebuggerEvent {
@@ -51,6 +55,11 @@ pub(super) struct DebuggerIo {
     out: OutQueue,
     codec: JdwpCodec,
     tap: Option<Tap>,
+    /// A large packet from the VM is being passed on: its head is queued, its end is not.
+    streaming: bool,
+    /// Packets the proxy made itself while `streaming`: they follow the streamed packet,
+    /// never land inside it.
+    after_stream: Vec<Bytes>,
     /// Last time a write made progress; a debugger that leaves a full queue unread this
     /// long is cut off.
     last_progress: Instant,
@@ -69,13 +78,39 @@ impl DebuggerIo {
             out,
             codec: JdwpCodec::new(MAX_DEBUGGER_PACKET, DEFAULT_STREAM_OVER),
             tap,
+            streaming: false,
+            after_stream: Vec::new(),
             last_progress: Instant::now(),
         }
     }
 
-    /// Queues bytes for the debugger: a whole packet (or the head of a streamed one), or
-    /// with `body` set, a piece of a streamed packet's body.
-    pub fn queue(&mut self, bytes: Bytes, body: bool) {
+    /// Queues a whole packet for the debugger (after the streamed packet in progress, if any).
+    pub fn queue(&mut self, bytes: Bytes) {
+        if self.streaming {
+            self.after_stream.push(bytes);
+        } else {
+            self.push(bytes, false);
+        }
+    }
+
+    /// Queues the head of a large packet whose body follows in pieces.
+    pub fn queue_head(&mut self, bytes: Bytes) {
+        self.push(bytes, false);
+        self.streaming = true;
+    }
+
+    /// Queues a piece of the streamed packet's body; `last` ends the packet.
+    pub fn queue_body(&mut self, bytes: Bytes, last: bool) {
+        self.push(bytes, true);
+        if last {
+            self.streaming = false;
+            for p in std::mem::take(&mut self.after_stream) {
+                self.push(p, false);
+            }
+        }
+    }
+
+    fn push(&mut self, bytes: Bytes, body: bool) {
         if self.out.is_empty() {
             self.last_progress = Instant::now();
         }
@@ -87,6 +122,12 @@ impl DebuggerIo {
             }
         }
         self.out.push(bytes);
+    }
+
+    /// Whether a write is worth it now: something is queued, and it is not just a small
+    /// part of an unfinished packet.
+    fn worth_writing(&self) -> bool {
+        !self.out.is_empty() && (!self.streaming || self.out.len() >= STREAM_WRITE_FROM)
     }
 
     pub fn queued(&self) -> usize {
@@ -121,6 +162,9 @@ impl DebuggerIo {
 
     /// Writes what the socket takes now (see `OutQueue::try_write`).
     pub fn flush_now(&mut self) {
+        if !self.worth_writing() {
+            return;
+        }
         let before = self.out.len();
         self.out.try_write(&self.sock);
         if self.out.len() < before {
@@ -131,7 +175,7 @@ impl DebuggerIo {
     /// Writes what is queued, and reads when `take_input`. Cancel-safe: each attempt either
     /// completes (and is reported) or leaves everything as it was.
     pub fn poll_event(&mut self, cx: &mut Context<'_>, take_input: bool) -> Poll<DebuggerEvent> {
-        if !self.out.is_empty() {
+        if self.worth_writing() {
             if let Poll::Ready(r) = self.out.poll_write(&mut self.sock, cx) {
                 if r.is_ok() {
                     self.last_progress = Instant::now();
@@ -158,6 +202,8 @@ impl DebuggerIo {
         } else {
             info!(peer = %self.peer, reason, "debugger connection closed");
         }
+        // What the proxy queued behind an unfinished packet is dropped with it: the debugger
+        // could not read past the missing bytes anyway.
         let DebuggerIo { mut sock, out, tap, .. } = self;
         drop(tap);
         if out.is_empty() {
@@ -180,5 +226,59 @@ pub(super) async fn debugger_event(io: Option<&mut DebuggerIo>, take_input: bool
     match io {
         Some(io) => std::future::poll_fn(|cx| io.poll_event(cx, take_input)).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpListener;
+
+    async fn pair() -> (DebuggerIo, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let peer = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (sock, addr) = l.accept().await.unwrap();
+        (DebuggerIo::new(sock, addr, BytesMut::new(), None), peer)
+    }
+
+    /// Reads until `want` bytes arrived, or until 10 s pass without any.
+    async fn drain(peer: &mut TcpStream, want: usize) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut buf = vec![0; 256 * 1024];
+        while got.len() < want {
+            match tokio::time::timeout(Duration::from_secs(10), peer.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+        }
+        got
+    }
+
+    #[tokio::test]
+    async fn a_streamed_packet_goes_out_in_large_pieces_and_keeps_others_behind_it() {
+        let (mut io, mut peer) = pair().await;
+        io.flush_now();
+        assert_eq!(drain(&mut peer, HANDSHAKE.len()).await, HANDSHAKE);
+        let head = Bytes::from_static(&[0, 0, 0, 0, 1, 2, 3, 4, 0, 1, 1]);
+        io.queue_head(head.clone());
+        io.queue_body(Bytes::from(vec![7u8; 1000]), false);
+        // A packet the proxy makes meanwhile must not land inside the streamed one.
+        io.queue(Bytes::from_static(b"LOCAL"));
+        io.flush_now();
+        assert_eq!(io.queued(), head.len() + 1000, "a small part of an unfinished packet is held");
+        io.queue_body(Bytes::from(vec![8u8; STREAM_WRITE_FROM]), false);
+        io.flush_now();
+        assert_eq!(io.queued(), 0, "a large part is written");
+        io.queue_body(Bytes::from(vec![9u8; 10]), true);
+        assert_eq!(io.queued(), 10 + 5, "the held packet follows the end");
+        io.flush_now();
+        let want = head.len() + 1000 + STREAM_WRITE_FROM + 10 + 5;
+        let got = drain(&mut peer, want).await;
+        assert_eq!(got.len(), want);
+        assert_eq!(&got[..head.len()], &head[..]);
+        assert!(got[head.len()..head.len() + 1000].iter().all(|&b| b == 7));
+        assert_eq!(&got[want - 15..want - 5], &[9u8; 10]);
+        assert_eq!(&got[want - 5..], b"LOCAL");
     }
 }

@@ -86,7 +86,7 @@ impl Session {
             // Events the VM sent while nobody was attached (VM_START with suspend=y) go
             // first, right behind the handshake echo.
             for e in self.held.drain(..) {
-                io.queue(e.into_bytes(), false);
+                io.queue(e.into_bytes());
             }
             self.held_bytes = 0;
             if p.reply.send(Ok(())).is_err() {
@@ -270,12 +270,8 @@ impl Session {
     /// Never waits: the session stops reading from the VM while the debugger's queue is
     /// full, and a debugger that stays stuck is cut off by the tick.
     pub(super) fn send_to_debugger(&mut self, bytes: Bytes) {
-        self.send_data_to_debugger(bytes, false)
-    }
-
-    pub(super) fn send_data_to_debugger(&mut self, bytes: Bytes, body: bool) {
         if let Some(a) = self.attached.as_mut() {
-            a.io.queue(bytes, body);
+            a.io.queue(bytes);
         }
     }
 
@@ -283,6 +279,11 @@ impl Session {
     /// flushing what was queued for it, and make the VM forget it.
     pub(super) async fn detach(&mut self, reason: &str) {
         let Some(a) = self.attached.take() else { return };
+        // The rest of a large packet that was on its way to this debugger goes nowhere: a
+        // debugger attaching next must not get the tail of it.
+        if let Some(s) = self.vm_stream.as_mut() {
+            s.to_debugger = false;
+        }
         let purged = self.ids.purge(Requester::Debugger(a.conn));
         info!(peer = %a.io.peer, reason, outstanding = purged, "debugger detached");
         a.io.close(reason, &self.tracker);

@@ -24,8 +24,8 @@ impl Session {
             Frame::Packet(p) => self.on_vm_packet(p).await,
             Frame::Head(h, mut head) => {
                 let stream = self.route_head(h, &mut head);
-                if stream.to_debugger {
-                    self.send_to_debugger(head.freeze());
+                if let Some(a) = self.attached.as_mut().filter(|_| stream.to_debugger) {
+                    a.io.queue_head(head.freeze());
                 }
                 self.vm_stream = Some(stream);
             }
@@ -35,9 +35,8 @@ impl Session {
                     let room = COLLECT_PREFIX.saturating_sub(prefix.len());
                     prefix.extend_from_slice(&bytes[..room.min(bytes.len())]);
                 }
-                let to_debugger = stream.to_debugger;
-                if to_debugger {
-                    self.send_data_to_debugger(bytes.freeze(), true);
+                if let Some(a) = self.attached.as_mut().filter(|_| stream.to_debugger) {
+                    a.io.queue_body(bytes.freeze(), last);
                 }
                 if last {
                     if let Some(VmStream { collect: Some((h, prefix, purpose)), .. }) = self.vm_stream.take() {

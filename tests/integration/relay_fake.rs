@@ -191,25 +191,6 @@ async fn a_second_debugger_and_an_empty_current_port_are_refused_after_the_hands
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_large_vm_packet_is_relayed_whole_in_pieces() {
-    let vm = FakeVm::start(FakeVmConfig::default()).await;
-    let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
-    let mut dbg = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
-    dbg.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
-    dbg.set_max_packet_len(64 << 20);
-    // A 20 MiB event: far above the streaming threshold.
-    let mut data = vec![SUSPEND_NONE, 0, 0, 0, 1, KIND_THREAD_START, 0, 0, 0, 9];
-    data.extend((0..20u32 << 20).map(|i| (i % 251) as u8));
-    vm.send_packet(&Packet::command(5, SET_EVENT, EVENT_COMPOSITE, data.clone())).unwrap();
-    let p = dbg.read_packet(SOON).await.unwrap();
-    assert_eq!(p.command_of(), Some((SET_EVENT, EVENT_COMPOSITE)));
-    assert_eq!(p.data.len(), data.len());
-    assert!(p.data == data, "body corrupted in transit");
-    dbg.request(2, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
-    proxy.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_held_past_the_bound_are_dropped_with_a_warning() {
     let vm = FakeVm::start(FakeVmConfig::hotspot_like()).await;
     let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;

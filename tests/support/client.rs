@@ -124,6 +124,12 @@ impl RawClient {
         }
     }
 
+    /// Waits until at least `n` bytes arrived that are not yet read as packets (part of a
+    /// large packet, say).
+    pub async fn wait_for_bytes(&mut self, n: usize, timeout: Duration) -> Result<()> {
+        self.fill_to(n, Instant::now() + timeout).await
+    }
+
     /// Packets that arrived while waiting for something else (and before the handshake echo).
     pub fn take_other_packets(&mut self) -> Vec<Packet> {
         std::mem::take(&mut self.others)
