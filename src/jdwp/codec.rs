@@ -56,6 +56,11 @@ impl JdwpCodec {
     pub fn in_body(&self) -> bool {
         self.remaining > 0
     }
+
+    /// Body bytes of the streamed packet in progress still to come (0 between packets).
+    pub fn body_left(&self) -> usize {
+        self.remaining
+    }
 }
 
 impl Default for JdwpCodec {

@@ -409,7 +409,7 @@ impl Session {
                     return Ended::Shutdown;
                 }
             }
-            input.reserve(pacing.size());
+            input.reserve(pacing.size_for(self.codec.body_left()));
             let offered = input.capacity() - input.len();
             let taking_debugger = self.out.len() < OUT_HIGH_WATER;
             // A debugger that reads slowly holds the VM back (bounded by its stall timeout).

@@ -32,6 +32,13 @@ impl ReadPacing {
         self.size
     }
 
+    /// Room for the next read when `body_left` bytes of a large packet are still to come:
+    /// enough for all of them (up to `MAX_READ`), so a packet is read in as few reads as
+    /// the VM's writes allow instead of growing from 4 KiB.
+    pub fn size_for(&self, body_left: usize) -> usize {
+        self.size().max(body_left.min(MAX_READ))
+    }
+
     /// Takes note of a read of `got` bytes into `offered` bytes of room; true when the
     /// session should yield before reading again.
     pub fn after_read(&mut self, got: usize, offered: usize) -> bool {
@@ -75,6 +82,15 @@ mod tests {
         assert_eq!(next_read_size(MAX_READ, 100, MAX_READ), IDLE_READ, "a small read shrinks it");
         // The buffer may offer more than asked: filling that is what counts.
         assert_eq!(next_read_size(IDLE_READ, IDLE_READ, 3 * IDLE_READ), IDLE_READ);
+    }
+
+    #[test]
+    fn a_large_packet_in_progress_gets_room_for_its_rest() {
+        let p = ReadPacing::default();
+        assert_eq!(p.size_for(0), IDLE_READ);
+        assert_eq!(p.size_for(100), IDLE_READ);
+        assert_eq!(p.size_for(130_000), 130_000);
+        assert_eq!(p.size_for(200 << 20), MAX_READ);
     }
 
     #[test]
