@@ -3,7 +3,6 @@
 //! listens on and serves until interrupted.
 
 #[path = "../tests/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use support::{FakeVm, FakeVmConfig};

@@ -23,13 +23,13 @@ fn error(kind: ErrorKind, message: impl Into<String>) -> Response {
 }
 
 /// The VM a selector names, if it speaks DDM.
-fn ddm_vm(registry: &Registry, selector: &str) -> Result<VmEntry, Response> {
-    let id = registry.resolve(selector).map_err(|e| error(ErrorKind::Selector, e.to_string()))?;
-    let vm = registry.get(id).ok_or_else(|| error(ErrorKind::Vm, "the VM left meanwhile"))?;
+fn ddm_vm(registry: &Registry, selector: &str) -> Result<VmEntry, Box<Response>> {
+    let id = registry.resolve(selector).map_err(|e| Box::new(error(ErrorKind::Selector, e.to_string())))?;
+    let vm = registry.get(id).ok_or_else(|| Box::new(error(ErrorKind::Vm, "the VM left meanwhile")))?;
     match vm.handle.status().ddm {
         Some(true) => Ok(vm),
-        Some(false) => Err(error(ErrorKind::Vm, format!("{} does not speak DDM (only Android VMs do; HotSpot does not)", vm.name))),
-        None => Err(error(ErrorKind::Vm, format!("{} is not ready yet ({})", vm.name, vm.handle.status().state))),
+        Some(false) => Err(Box::new(error(ErrorKind::Vm, format!("{} does not speak DDM (only Android VMs do; HotSpot does not)", vm.name)))),
+        None => Err(Box::new(error(ErrorKind::Vm, format!("{} is not ready yet ({})", vm.name, vm.handle.status().state)))),
     }
 }
 
@@ -69,7 +69,7 @@ pub(super) async fn one_shot(req: Request, registry: &Registry) -> Response {
     };
     let vm = match ddm_vm(registry, &selector) {
         Ok(vm) => vm,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let h = &vm.handle;
     match req {

@@ -290,7 +290,7 @@ mod tests {
     #[test]
     fn short_header_is_an_error() {
         assert!(matches!(unwrap_zlib(&[0, 0, 0, 1, b'T']).unwrap_err(), DdmError::Short { needed: 4, available: 1, .. }));
-        assert!(matches!(unwrap_zlib(&[b'T', b'H']).unwrap_err(), DdmError::Short { field: "original type", .. }));
+        assert!(matches!(unwrap_zlib(b"TH").unwrap_err(), DdmError::Short { field: "original type", .. }));
     }
 
     #[test]

@@ -251,12 +251,7 @@ mod tests {
             let mut buf = BytesMut::new();
             for piece in data.chunks(step) {
                 buf.extend_from_slice(piece);
-                loop {
-                    match codec.decode(&mut buf) {
-                        Ok(Some(_)) => continue,
-                        Ok(None) | Err(_) => break,
-                    }
-                }
+                while let Ok(Some(_)) = codec.decode(&mut buf) {}
             }
         }
 

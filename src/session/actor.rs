@@ -413,7 +413,7 @@ impl Session {
             let offered = input.capacity() - input.len();
             let taking_debugger = self.out.len() < OUT_HIGH_WATER;
             // A debugger that reads slowly holds the VM back (bounded by its stall timeout).
-            let reading_vm = self.attached.as_ref().map_or(true, |a| a.io.queued() < DEBUGGER_HIGH_WATER);
+            let reading_vm = self.attached.as_ref().is_none_or(|a| a.io.queued() < DEBUGGER_HIGH_WATER);
             // An idle VM has no timers to run: no tick, so a thousand of them cost nothing.
             let timers = self.has_timers() || shutdown_by.is_some();
             let event = tokio::select! {

@@ -137,12 +137,10 @@ impl Session {
     /// Offers a decoded chunk from the VM to whoever waits for it.
     pub(super) fn offer_ddm_chunk(&mut self, chunk: &Chunk) {
         let ty = chunk.uncompressed().chunk_type();
-        if ty == ChunkType::THST || ty == ChunkType::THCR || ty == ChunkType::THDE {
-            if ty == ChunkType::THST && !self.thread_watchers.is_empty() {
-                let snapshot = self.ddm_state.clone();
-                for w in &self.thread_watchers {
-                    let _ = w.tx.try_send(snapshot.clone());
-                }
+        if ty == ChunkType::THST && !self.thread_watchers.is_empty() {
+            let snapshot = self.ddm_state.clone();
+            for w in &self.thread_watchers {
+                let _ = w.tx.try_send(snapshot.clone());
             }
         }
         if self.ddm_waiters.is_empty() {

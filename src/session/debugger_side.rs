@@ -148,7 +148,7 @@ impl Session {
                 if forward {
                     if let Some(id) = self.assign_id(h, 0).await {
                         head[4..8].copy_from_slice(&id.to_be_bytes());
-                        self.to_vm(&head, Some(h.id), false);
+                        self.queue_for_vm(&head, Some(h.id), false);
                     }
                 }
                 if let Some(a) = self.attached.as_mut() {
@@ -162,7 +162,7 @@ impl Session {
                     a.upstream = None;
                 }
                 if forward {
-                    self.to_vm(&bytes, None, true);
+                    self.queue_for_vm(&bytes, None, true);
                 }
             }
         }
@@ -191,7 +191,7 @@ impl Session {
         let note = if (h.cmd_set(), h.cmd()) == EVENT_SET { p.data().first().copied().unwrap_or(0) } else { 0 };
         if let Some(id) = self.assign_id(h, note).await {
             p.set_id(id);
-            self.to_vm(p.as_bytes(), Some(h.id), false);
+            self.queue_for_vm(p.as_bytes(), Some(h.id), false);
         }
     }
 

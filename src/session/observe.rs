@@ -21,7 +21,7 @@ impl Session {
     }
 
     /// Queues bytes for the VM: a packet with its pre-rewrite id, or a body piece.
-    pub(super) fn to_vm(&mut self, bytes: &[u8], orig_id: Option<u32>, body: bool) {
+    pub(super) fn queue_for_vm(&mut self, bytes: &[u8], orig_id: Option<u32>, body: bool) {
         if !body && super::packet_log::wanted() {
             let who = if orig_id.is_some() { "dbg->vm" } else { "proxy->vm" };
             super::packet_log::packet(who, bytes, orig_id, None, None);

@@ -59,7 +59,7 @@ impl Session {
             Ok(id) => {
                 let p = Packet::command(id, cmd_set, cmd, data);
                 self.trace_ddm_out(&p);
-                self.to_vm(p.as_bytes(), None, false);
+                self.queue_for_vm(p.as_bytes(), None, false);
                 self.purposes.insert(id, purpose);
                 if let Purpose::Cleanup(_) = purpose {
                     self.cleanup_pending += 1;

@@ -100,7 +100,7 @@ impl TracedJdb {
         let parse = |l: &str| {
             let rest = &l[l.find(TRACE)? + TRACE.len()..];
             let (id, rest) = rest.split_once(") JDWP.")?;
-            let name = rest.split(|c: char| c == ']' || c == ',').next()?;
+            let name = rest.split([']', ',']).next()?;
             Some((id.parse().ok()?, name.to_string()))
         };
         text.lines()

@@ -74,15 +74,12 @@ async fn relay(inbound: TcpStream, outbound: TcpStream, seen: Arc<Mutex<Vec<Pack
             buf.drain(..HANDSHAKE.len());
             skipped = true;
         }
-        while skipped {
-            match try_decode(&buf, 1 << 30) {
-                Ok(Some((p, used))) => {
-                    buf.drain(..used);
-                    if let Ok(mut v) = seen.lock() {
-                        v.push(p);
-                    }
+        if skipped {
+            while let Ok(Some((p, used))) = try_decode(&buf, 1 << 30) {
+                buf.drain(..used);
+                if let Ok(mut v) = seen.lock() {
+                    v.push(p);
                 }
-                _ => break,
             }
         }
     }
