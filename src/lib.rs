@@ -19,6 +19,7 @@
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
 
+mod accept;
 pub mod capture;
 pub mod cli;
 pub mod config;

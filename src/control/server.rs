@@ -8,7 +8,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn, Instrument};
+use tracing::{debug, info, Instrument};
 
 use super::protocol::{ErrorKind, Request, Response, MAX_REQUEST_LINE};
 use crate::registry::{Registry, SelectError};
@@ -45,21 +45,11 @@ pub async fn start(path: &Path, registry: Arc<Registry>, cancel: CancellationTok
     let tasks = tracker.clone();
     tracker.spawn(
         async move {
-            loop {
-                let accepted = tokio::select! {
-                    r = listener.accept() => r,
-                    _ = cancel.cancelled() => break,
-                };
-                match accepted {
-                    Ok((sock, _)) => {
-                        tasks.spawn(serve_one(sock, registry.clone()));
-                    }
-                    Err(e) => {
-                        warn!(error = %e, "control accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    }
-                }
-            }
+            let l = &listener;
+            crate::accept::accept_until(|| l.accept(), &cancel, "control", |sock, _| {
+                tasks.spawn(serve_one(sock, registry.clone()));
+            })
+            .await;
             let _ = std::fs::remove_file(&path);
         }
         .instrument(tracing::info_span!("control")),

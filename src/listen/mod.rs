@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{info, warn, Instrument};
+use tracing::{info, Instrument};
 
 pub use debugger::Target;
 
@@ -39,32 +39,21 @@ pub fn spawn_accept(listener: TcpListener, target: Target, opts: ListenOptions, 
     let tasks = tracker.clone();
     tracker.spawn(
         async move {
-            loop {
-                let accepted = tokio::select! {
-                    r = listener.accept() => r,
-                    _ = cancel.cancelled() => break,
-                };
-                match accepted {
-                    Ok((sock, peer)) if !allow::allowed(&opts.allow, peer.ip()) => {
-                        info!(%peer, "refused a debugger: its address is not in --allow");
-                        drop(sock);
-                    }
-                    Ok((sock, peer)) => {
-                        let conn = crate::capture::tap::next_conn_id();
-                        info!(%peer, conn, "debugger connection");
-                        let span = tracing::info_span!("debugger", conn, %peer);
-                        tasks.spawn(
-                            debugger::serve(sock, peer, conn, target.clone(), opts.handshake_timeout, opts.capture.clone(), cancel.clone())
-                                .instrument(span),
-                        );
-                    }
-                    Err(e) => {
-                        // Out of file descriptors and the like: wait a little, do not spin.
-                        warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
+            let l = &listener;
+            crate::accept::accept_until(|| l.accept(), &cancel, "debugger", |sock, peer| {
+                if !allow::allowed(&opts.allow, peer.ip()) {
+                    info!(%peer, "refused a debugger: its address is not in --allow");
+                    return;
                 }
-            }
+                let conn = crate::capture::tap::next_conn_id();
+                info!(%peer, conn, "debugger connection");
+                let span = tracing::info_span!("debugger", conn, %peer);
+                tasks.spawn(
+                    debugger::serve(sock, peer, conn, target.clone(), opts.handshake_timeout, opts.capture.clone(), cancel.clone())
+                        .instrument(span),
+                );
+            })
+            .await;
         }
         .instrument(span),
     );
