@@ -31,6 +31,7 @@ pub mod jdwp;
 pub mod listen;
 pub mod logwriter;
 pub mod manpage;
+pub mod park;
 pub mod registry;
 pub mod session;
 pub mod settings;

@@ -19,7 +19,12 @@ fn main() -> ExitCode {
     let log_guard = init_logging(&cli);
     // One thread: a packet costs one wake-up of one task. Waking another CPU costs more
     // than the whole relay, so a multi-threaded runtime would only add latency here.
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // Before it sleeps, the thread lets a peer it just wrote to run (see `park`).
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_park(jdwpmux::park::before_park)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("jdwpmux: cannot start the runtime: {e}");

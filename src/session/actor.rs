@@ -438,7 +438,7 @@ impl Session {
                     }
                 }
                 Event::Read(Err(e)) => return self.lost(format!("read from the VM failed: {e}")).await,
-                Event::Wrote(Ok(_)) => {}
+                Event::Wrote(Ok(_)) => crate::park::wrote(),
                 Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
                 Event::Debugger(e) => self.on_debugger_event(e).await,
                 Event::Control(m) => self.on_control(m),

@@ -62,6 +62,7 @@ impl OutQueue {
         };
         if let Poll::Ready(Ok(n)) = r {
             self.advance(n);
+            crate::park::wrote();
         }
         r
     }
@@ -78,7 +79,10 @@ impl OutQueue {
                 sock.try_write_vectored(&iov)
             };
             match r {
-                Ok(n) if n > 0 => self.advance(n),
+                Ok(n) if n > 0 => {
+                    self.advance(n);
+                    crate::park::wrote();
+                }
                 _ => return,
             }
         }

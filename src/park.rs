@@ -1,0 +1,33 @@
+//! What the runtime's one thread does before it sleeps: when it has just written to a peer,
+//! it first gives the CPU away (`sched_yield`).
+//!
+//! A write to a local socket wakes the process reading it (the VM's JDWP thread, the
+//! debugger), and on a machine with few CPUs that process often waits for this CPU. If
+//! the proxy goes to sleep in `epoll_wait` at once, the peer's answer has to wake it
+//! again: a sleep and a wake-up per packet, which is most of a relay's cost. Yielding
+//! first lets the woken peer run; by the time the proxy polls, its answer (or the next
+//! request) is often already there, so the poll returns without sleeping and several
+//! packets move per system call. With nobody else runnable the yield returns at once.
+//!
+//! Measured with 50,000 pipelined Version requests (window 16) against HotSpot 17 on two
+//! CPUs: without the yield about 9,000 voluntary context switches and 59-62k requests/s;
+//! with it about 1,950 and 68-73k requests/s, at less CPU per request. Nothing holds a
+//! packet back: the yield happens only when there is nothing left to do.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by every write that moved bytes to a socket since the thread last parked.
+static WROTE: AtomicBool = AtomicBool::new(false);
+
+/// Notes that bytes went to a peer (which the write may have woken).
+pub fn wrote() {
+    WROTE.store(true, Ordering::Relaxed);
+}
+
+/// Runs before the runtime's thread parks: yields the CPU if a write since the last park
+/// may have woken a peer. An idle daemon (logging DDM chunks, serving `list`) does not yield.
+pub fn before_park() {
+    if WROTE.swap(false, Ordering::Relaxed) {
+        std::thread::yield_now();
+    }
+}
