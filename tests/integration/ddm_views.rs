@@ -131,6 +131,9 @@ async fn malformed_and_bomb_chunks_leave_the_session_alive() {
         assert!(tokio::time::Instant::now() < deadline, "APNM after bad chunks not applied: {out}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The log is written by a thread of its own, in order: once the zipped chunk's line is
+    // there, so are the lines of the chunks before it.
+    served.wait_log("THCR tid=99 name=\"zipped\"").await;
     let log = served.log_text();
     assert!(log.contains("malformed DDM chunk"), "{log}");
     assert!(log.matches("malformed DDM chunk").count() >= 2, "both bad chunks reported:\n{log}");
