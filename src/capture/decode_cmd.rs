@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::reader::{read_capture, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind, ReadError};
+use super::reader::{read_capture, DecodedCapture, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind, ReadError};
 use super::time::format_rfc3339_micros;
 use super::{format_line, Direction};
 use crate::ddm::{decode_payload, Dir};
@@ -14,7 +14,11 @@ use crate::jdwp::names;
 
 /// The whole rendering of a capture file.
 pub fn render(path: &Path, json: bool) -> Result<String, ReadError> {
-    let capture = read_capture(path)?;
+    Ok(render_decoded(&read_capture(path)?, json))
+}
+
+/// The rendering of a capture already read (from a file or from memory).
+pub fn render_decoded(capture: &DecodedCapture, json: bool) -> String {
     let mut out = String::new();
     for r in &capture.records {
         if json {
@@ -33,7 +37,7 @@ pub fn render(path: &Path, json: bool) -> Result<String, ReadError> {
     for w in &capture.warnings {
         let _ = writeln!(out, "# warning: {w}");
     }
-    Ok(out)
+    out
 }
 
 fn is_ddm(p: &DecodedPacket) -> bool {

@@ -44,6 +44,13 @@ pub enum ErrorKind {
     Vm,
 }
 
+/// Parses one request line as the daemon reads it; a bad one gets the error response the
+/// client is sent.
+pub fn parse_request(line: &str) -> Result<Request, Response> {
+    serde_json::from_str::<Request>(line.trim())
+        .map_err(|e| Response::Error { kind: ErrorKind::Request, message: format!("bad request: {e}") })
+}
+
 /// Lowercase hex, for the PNG in a JSON line.
 pub fn to_hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
