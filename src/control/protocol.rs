@@ -61,11 +61,15 @@ pub fn to_hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Pairs of hex digits (either case) back to bytes; anything else is `None`. Digit by digit:
+/// `from_str_radix` would also take a sign (`"+f"`).
 pub fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    let digit = |c: u8| char::from(c).to_digit(16);
+    let b = s.as_bytes();
+    if b.len() % 2 != 0 {
         return None;
     }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+    b.chunks_exact(2).map(|p| Some((digit(p[0])? << 4 | digit(p[1])?) as u8)).collect()
 }
 
 #[cfg(test)]
@@ -89,5 +93,9 @@ mod tests {
         assert_eq!(from_hex(&to_hex(&data)).unwrap(), data);
         assert_eq!(from_hex("abc"), None);
         assert_eq!(from_hex("zz"), None);
+        assert_eq!(from_hex("ABcd"), Some(vec![0xab, 0xcd]));
+        // Found by fuzzing: a sign is not a hex digit.
+        assert_eq!(from_hex("+f"), None);
+        assert_eq!(from_hex("0a+d"), None);
     }
 }
