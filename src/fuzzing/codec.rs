@@ -117,7 +117,7 @@ fn error_is_honest(e: &CodecError, at: &[u8], max_len: u32, out: &[u8], stream: 
     let len = at.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
     match e {
         CodecError::TooShort(l) => assert!(Some(*l) == len && (*l as usize) < HEADER_LEN, "{e}"),
-        CodecError::TooLong { len: l, max } => assert!(Some(*l) == len && *max == max_len && *l > max_len, "{e}"),
+        CodecError::TooLong { len: l, max, .. } => assert!(Some(*l) == len && *max == max_len && *l > max_len, "{e}"),
         other => panic!("decode gave {other}"),
     }
 }
