@@ -66,6 +66,9 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
         Ok(_) => match parse_request(&line) {
             Ok(req) => req,
             Err(r) => {
+                if let Response::Error { message, .. } = &r {
+                    debug!("{message}");
+                }
                 let _ = send(&mut wr, &r).await;
                 return;
             }
