@@ -35,7 +35,7 @@ pub enum DdmError {
     ChunkOverrun { ty: ChunkType, declared: u32, available: usize },
 
     /// A payload made of more chunks than we are willing to list.
-    #[error("more than {limit} chunks in one payload; {remaining} bytes not decoded")]
+    #[error("more than {limit} chunks in one payload (MAX_CHUNKS_PER_PAYLOAD); {remaining} bytes not decoded")]
     TooManyChunks { limit: usize, remaining: usize },
 
     /// HPSG/HPSO/NHSG run data and the declared unit count do not end together.
