@@ -22,7 +22,11 @@ fi
 [ -d "corpus/$which" ] || { echo "no such target: $which (targets: ${targets[*]})" >&2; exit 2; }
 
 command -v cargo-afl >/dev/null 2>&1 || cargo install cargo-afl --locked
-cargo afl build --release --bin "$which" 2>&1 | grep -v "^ *Compiling" || true
+# JDWPMUX_FUZZ_NO_BUILD=1 runs the binary already built (several targets side by side
+# while the source changes).
+if [ -z "${JDWPMUX_FUZZ_NO_BUILD:-}" ]; then
+    nice -n 15 cargo afl build --release --bin "$which" 2>&1 | grep -v "^ *Compiling" || true
+fi
 
 out="out/$which"
 mkdir -p "$out"
