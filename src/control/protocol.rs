@@ -45,14 +45,13 @@ pub enum ErrorKind {
 }
 
 /// Parses one request line as the daemon reads it (at most [`MAX_REQUEST_LINE`] bytes of
-/// it); a bad one gets the error response the client is sent. A line cut at the limit is
-/// refused as such, not as whatever JSON error the cut makes.
-pub fn parse_request(line: &str) -> Result<Request, Response> {
-    let bad = |message: String| Response::Error { kind: ErrorKind::Request, message };
+/// it); a bad one gets the message of the request error the client is sent. A line cut at
+/// the limit is refused as such, not as whatever JSON error the cut makes.
+pub fn parse_request(line: &str) -> Result<Request, String> {
     if line.len() >= MAX_REQUEST_LINE && !line.ends_with('\n') {
-        return Err(bad(format!("bad request: longer than MAX_REQUEST_LINE ({MAX_REQUEST_LINE} bytes)")));
+        return Err(format!("bad request: longer than MAX_REQUEST_LINE ({MAX_REQUEST_LINE} bytes)"));
     }
-    serde_json::from_str::<Request>(line.trim()).map_err(|e| bad(format!("bad request: {e}")))
+    serde_json::from_str::<Request>(line.trim()).map_err(|e| format!("bad request: {e}"))
 }
 
 /// Lowercase hex, for the PNG in a JSON line.
@@ -94,10 +93,8 @@ mod tests {
     fn a_line_cut_at_the_limit_names_it() {
         let long = format!("{{\"cmd\":\"select\",\"selector\":\"{}\"}}", "x".repeat(MAX_REQUEST_LINE));
         let cut = &long[..MAX_REQUEST_LINE];
-        match parse_request(cut) {
-            Err(Response::Error { kind: ErrorKind::Request, message }) => assert!(message.contains("MAX_REQUEST_LINE"), "{message}"),
-            other => panic!("{other:?}"),
-        }
+        let message = parse_request(cut).unwrap_err();
+        assert!(message.contains("MAX_REQUEST_LINE"), "{message}");
         // Just under the limit, with its newline: an ordinary request.
         let fits = format!("{{\"cmd\":\"select\",\"selector\":\"{}\"}}\n", "x".repeat(MAX_REQUEST_LINE - 31));
         assert_eq!(fits.len(), MAX_REQUEST_LINE);

@@ -65,11 +65,9 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
         Ok(0) => return,
         Ok(_) => match parse_request(&line) {
             Ok(req) => req,
-            Err(r) => {
-                if let Response::Error { message, .. } = &r {
-                    debug!("{message}");
-                }
-                let _ = send(&mut wr, &r).await;
+            Err(message) => {
+                debug!("{message}");
+                let _ = send(&mut wr, &Response::Error { kind: ErrorKind::Request, message }).await;
                 return;
             }
         },

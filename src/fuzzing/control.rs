@@ -5,12 +5,12 @@
 //! What must hold:
 //! - a request that parses writes back to JSON that parses to the same request, and its
 //!   selector resolves (to "no such VM", on an empty registry) without panicking;
-//! - a request that does not parse gets a request error, the one the client is sent;
+//! - a request that does not parse gets a request error message;
 //! - the daemon never reads past `MAX_REQUEST_LINE` of one line;
 //! - a response that parses writes back to the same JSON, and prints as `list` prints it;
 //! - hex decodes only from pairs of hex digits, and decode -> encode gives the same text.
 
-use crate::control::protocol::{from_hex, parse_request, to_hex, ErrorKind, Request, Response, MAX_REQUEST_LINE};
+use crate::control::protocol::{from_hex, parse_request, to_hex, Request, Response, MAX_REQUEST_LINE};
 use crate::registry::{Registry, SelectError};
 
 pub fn check(data: &[u8]) {
@@ -41,8 +41,7 @@ fn request(text: &str) {
                 }
             }
         }
-        Err(Response::Error { kind: ErrorKind::Request, message }) => assert!(message.starts_with("bad request: ")),
-        Err(other) => panic!("a bad request got {other:?}"),
+        Err(message) => assert!(message.starts_with("bad request: ")),
     }
 }
 

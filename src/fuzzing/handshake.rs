@@ -22,7 +22,7 @@ use crate::session::connect::{MAX_EARLY_PACKET, MAX_EARLY_PACKETS};
 pub fn check(data: &[u8]) {
     let Some((&seed, bytes)) = data.split_first() else { return };
     let max_early = [HEADER_LEN, 64, 4096, MAX_EARLY_PACKET][usize::from(seed & 3)];
-    verdicts_settle(bytes, |b| scan_debugger(b), HANDSHAKE.len());
+    verdicts_settle(bytes, scan_debugger, HANDSHAKE.len());
     verdicts_settle(bytes, |b| scan_vm(b, max_early), max_early);
     vm_side_loop(seed >> 2, bytes, max_early);
 }

@@ -239,7 +239,7 @@ mod tests {
         // From the VM: anything up to MAX_PACKET_LEN is legal, and streamed: the decoder
         // buffers a header, never the 2 GiB the length announces.
         let mut codec = JdwpCodec::default();
-        let mut buf = BytesMut::from(&Packet::reply(1, 0, &[]).as_bytes()[..]);
+        let mut buf = BytesMut::from(Packet::reply(1, 0, &[]).as_bytes());
         buf[..4].copy_from_slice(&MAX_PACKET_LEN.to_be_bytes());
         buf.extend_from_slice(&[0xAB; 100]);
         assert!(matches!(codec.decode(&mut buf).unwrap(), Some(Frame::Head(h, _)) if h.length == MAX_PACKET_LEN));

@@ -297,7 +297,7 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(q.len(), queued.len() - w.got.len());
-                prop_assert_eq!(q.is_empty(), q.len() == 0);
+                prop_assert_eq!(q.is_empty(), queued.len() == w.got.len());
                 prop_assert!(w.got[checked..] == queued[checked..w.got.len()], "bytes left out of order");
                 checked = w.got.len();
                 prop_assert!(w.most_slices <= MAX_IOV);
