@@ -201,13 +201,19 @@ fn line_to_record(
     Ok(Some(DecodedRecord { time, conn, event }))
 }
 
-/// Reads JSON lines; a line that does not parse becomes a warning (a capture still being
-/// written usually ends in a partial line).
+/// Reads JSON lines; a line that does not parse (or is not UTF-8 text) becomes a warning
+/// (a capture still being written usually ends in a partial line, a damaged one may hold
+/// anything).
 pub fn read_jsonl<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError> {
     let mut out = DecodedCapture::default();
     let mut conns = HashMap::new();
-    for (n, line) in r.lines().enumerate() {
-        let line = line?;
+    for (n, bytes) in r.split(b'\n').enumerate() {
+        let bytes = bytes?;
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            out.warnings.push(format!("line {}: not UTF-8 text", n + 1));
+            continue;
+        };
+        let line = line.strip_suffix('\r').unwrap_or(line);
         if line.trim().is_empty() {
             continue;
         }
@@ -256,5 +262,13 @@ mod tests {
         assert_eq!(got.records.len(), 0);
         assert_eq!(got.warnings.len(), 2);
         assert!(got.warnings[0].starts_with("line 1:"), "{:?}", got.warnings);
+    }
+
+    /// Found by fuzzing: one line that is not UTF-8 made the whole file an I/O error.
+    #[test]
+    fn a_line_that_is_not_text_is_a_warning() {
+        let got = read_bytes(b"{\"time\":\"x\"}\r\n\t\xff\xfe\n{not json\n").unwrap_or_default();
+        assert_eq!(got.warnings.len(), 3, "{:?}", got.warnings);
+        assert_eq!(got.warnings[1], "line 2: not UTF-8 text");
     }
 }
