@@ -33,10 +33,13 @@ mkdir -p "$out"
 # Resume an earlier run's queue when there is one.
 input="corpus/$which"
 [ -d "$out/default/queue" ] && input=-
+# The chunk types as a dictionary: AFL cannot guess four-letter magic words byte by byte.
+dict=()
+case "$which" in ddm | heapmap) dict=(-x dict/ddm.dict) ;; esac
 # No UI; tolerate a core_pattern or CPU governor this container cannot change; stop after
 # SECONDS; a generous per-input timeout (ms) for the PNG encoder's large maps.
 AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_AFFINITY=1 \
-    nice -n 15 cargo afl fuzz -V "$secs" -t 2000 -i "$input" -o "$out" "target/release/$which" \
+    nice -n 15 cargo afl fuzz -V "$secs" -t 2000 "${dict[@]}" -i "$input" -o "$out" "target/release/$which" \
     > "$out/afl.log" 2>&1 || { tail -20 "$out/afl.log"; exit 1; }
 
 stats="$out/default/fuzzer_stats"
