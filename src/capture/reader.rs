@@ -217,7 +217,7 @@ pub fn read_jsonl<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError> {
         if line.trim().is_empty() {
             continue;
         }
-        let parsed = serde_json::from_str::<JsonLine>(&line).map_err(|e| e.to_string());
+        let parsed = serde_json::from_str::<JsonLine>(line).map_err(|e| e.to_string());
         match parsed.and_then(|l| line_to_record(l, &mut conns)) {
             Ok(Some(rec)) => out.records.push(rec),
             Ok(None) => {}
