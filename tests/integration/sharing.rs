@@ -14,12 +14,14 @@ use crate::support::{Chunk, FakeVm, FakeVmConfig, Packet, RawClient};
 const MAIN: u64 = 0x1001;
 const OTHER: u64 = 0x1002;
 
-/// A proxy in front of a fresh default fake VM, and the VM's debugger port.
-async fn setup(cfg: FakeVmConfig) -> (FakeVm, Proxy, std::net::SocketAddr) {
+/// Two debuggers, A and B, attached to a fresh fake VM through the proxy.
+async fn two_debuggers(cfg: FakeVmConfig) -> (FakeVm, Proxy, RawClient, RawClient) {
     let vm = FakeVm::start(cfg).await;
     let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
     let port = proxy.vm_port(0).await;
-    (vm, proxy, port)
+    let a = RawClient::connect(port).await.unwrap();
+    let b = RawClient::connect(port).await.unwrap();
+    (vm, proxy, a, b)
 }
 
 /// EventRequest.Set of `kind` with `policy` and no modifiers; returns the request id.
@@ -42,9 +44,7 @@ async fn events_received(dbg: &mut RawClient, id: u32) -> Vec<Packet> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_debugger_gets_only_its_own_events_and_request_0_goes_to_all() {
-    let (vm, proxy, port) = setup(FakeVmConfig::default()).await;
-    let mut a = RawClient::connect(port).await.unwrap();
-    let mut b = RawClient::connect(port).await.unwrap();
+    let (vm, proxy, mut a, mut b) = two_debuggers(FakeVmConfig::default()).await;
     let ra = set_request(&mut a, 1, KIND_BREAKPOINT, SUSPEND_NONE).await;
     let rb = set_request(&mut b, 1, KIND_BREAKPOINT, SUSPEND_NONE).await;
     assert_ne!(ra, rb);
@@ -75,9 +75,7 @@ async fn each_debugger_gets_only_its_own_events_and_request_0_goes_to_all() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_debuggers_resume_never_releases_anothers_breakpoint_stop() {
-    let (vm, proxy, port) = setup(FakeVmConfig::default()).await;
-    let mut a = RawClient::connect(port).await.unwrap();
-    let mut b = RawClient::connect(port).await.unwrap();
+    let (vm, proxy, mut a, mut b) = two_debuggers(FakeVmConfig::default()).await;
     let ra = set_request(&mut a, 1, KIND_BREAKPOINT, SUSPEND_ALL).await;
     vm.send_event_composite(SUSPEND_ALL, KIND_BREAKPOINT, ra, MAIN).unwrap();
     a.next_event(SOON).await.unwrap();
@@ -111,9 +109,7 @@ async fn one_debuggers_resume_never_releases_anothers_breakpoint_stop() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_both_were_given_is_released_by_the_last_of_them() {
-    let (vm, proxy, port) = setup(FakeVmConfig::default()).await;
-    let mut a = RawClient::connect(port).await.unwrap();
-    let mut b = RawClient::connect(port).await.unwrap();
+    let (vm, proxy, mut a, mut b) = two_debuggers(FakeVmConfig::default()).await;
     let ra = set_request(&mut a, 1, KIND_BREAKPOINT, SUSPEND_ALL).await;
     let rb = set_request(&mut b, 1, KIND_BREAKPOINT, SUSPEND_ALL).await;
     // Two breakpoints on the same line: one composite, one suspension.
@@ -130,9 +126,7 @@ async fn a_stop_both_were_given_is_released_by_the_last_of_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clear_and_clear_all_breakpoints_touch_only_the_callers_requests() {
-    let (vm, proxy, port) = setup(FakeVmConfig::default()).await;
-    let mut a = RawClient::connect(port).await.unwrap();
-    let mut b = RawClient::connect(port).await.unwrap();
+    let (vm, proxy, mut a, mut b) = two_debuggers(FakeVmConfig::default()).await;
     let a1 = set_request(&mut a, 1, KIND_BREAKPOINT, SUSPEND_NONE).await;
     let a2 = set_request(&mut a, 2, KIND_BREAKPOINT, SUSPEND_NONE).await;
     let b1 = set_request(&mut b, 1, KIND_BREAKPOINT, SUSPEND_NONE).await;
@@ -166,9 +160,7 @@ enum Leave {
 }
 
 async fn leaving_takes_only_its_own(how: Leave) {
-    let (vm, proxy, port) = setup(FakeVmConfig::default()).await;
-    let mut a = RawClient::connect(port).await.unwrap();
-    let mut b = RawClient::connect(port).await.unwrap();
+    let (vm, proxy, mut a, mut b) = two_debuggers(FakeVmConfig::default()).await;
     // A stops at its breakpoint and suspends a thread; B sets requests, suspends the VM and
     // a thread, and pins an object A pins too.
     let ra = set_request(&mut a, 1, KIND_BREAKPOINT, SUSPEND_ALL).await;
@@ -237,9 +229,7 @@ async fn a_debugger_that_disposes_takes_only_its_own_with_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_that_beats_its_set_reply_waits_for_it() {
     let cfg = FakeVmConfig::default().with_reply_delay(SET_EVENT_REQUEST, ER_SET, Duration::from_millis(800));
-    let (vm, proxy, port) = setup(cfg).await;
-    let mut a = RawClient::connect(port).await.unwrap();
-    let mut b = RawClient::connect(port).await.unwrap();
+    let (vm, proxy, mut a, mut b) = two_debuggers(cfg).await;
     a.send_command(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_ALL, 0, 0, 0, 0]).await.unwrap();
     vm.wait_for(|v| !v.event_requests().is_empty(), SOON).await.unwrap();
     let rid = vm.event_requests()[0].id;
@@ -257,9 +247,7 @@ async fn an_event_that_beats_its_set_reply_waits_for_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hold_events_keeps_only_that_debuggers_events_back() {
-    let (vm, proxy, port) = setup(FakeVmConfig::default()).await;
-    let mut a = RawClient::connect(port).await.unwrap();
-    let mut b = RawClient::connect(port).await.unwrap();
+    let (vm, proxy, mut a, mut b) = two_debuggers(FakeVmConfig::default()).await;
     let ra = set_request(&mut a, 1, KIND_THREAD_START, SUSPEND_NONE).await;
     let rb = set_request(&mut b, 1, KIND_THREAD_START, SUSPEND_NONE).await;
     a.ok(2, SET_VM, VM_HOLD_EVENTS, &[]).await.unwrap();
@@ -280,9 +268,7 @@ async fn hold_events_keeps_only_that_debuggers_events_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_ddm_speaking_debugger_gets_its_own_replies_and_the_vms_pushes() {
-    let (vm, proxy, port) = setup(FakeVmConfig::default()).await;
-    let mut a = RawClient::connect(port).await.unwrap();
-    let mut b = RawClient::connect(port).await.unwrap();
+    let (vm, proxy, mut a, mut b) = two_debuggers(FakeVmConfig::default()).await;
     let feat = encode_chunks(&[Chunk::new(b"FEAT", Vec::new())]);
     // Both use the same id: each gets exactly one reply, its own.
     for dbg in [&mut a, &mut b] {
