@@ -37,6 +37,8 @@ mod scale;
 mod stats;
 #[path = "relay/table.rs"]
 mod table;
+#[path = "relay/where_time.rs"]
+mod where_time;
 #[path = "relay/wire.rs"]
 mod wire;
 
@@ -99,7 +101,8 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 5] = [
+    let sections: [(Section, SectionFn); 6] = [
+        (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
         (Section::Scale, scale_section),
@@ -181,6 +184,40 @@ fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     let classes = reps.iter().flatten().flatten().map(|r| r.classes).max().unwrap_or(0);
     report::jvm_rows(t, &reps, p.jvm.latency_n, p.jvm.window, classes);
     report::ide_rows(t, &ide_reps, p.jvm.ide_calls);
+}
+
+fn where_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    use where_time::{Group, Subject};
+    eprintln!("where the time goes: a small HotSpot debuggee ...");
+    let mut jvm = match jvm::Jvm::start(10) {
+        Ok(j) => j,
+        Err(e) => return f.add("HotSpot debuggee", format!("{e:#}")),
+    };
+    t.section(&format!("per Version round trip against HotSpot, counted over {} (relay process; syscalls under strace -f -c)", p.where_n));
+    let mut got = Vec::new();
+    for s in Subject::ALL {
+        eprintln!("  {} ...", s.label());
+        match where_time::measure(s, &mut jvm, bin, p.where_n) {
+            Ok(c) => got.push((s, c)),
+            Err(e) => f.add(&format!("where: {}", s.label()), format!("{e:#}")),
+        }
+    }
+    let cell = |v: f64| fmt(v);
+    let line = |what: &str, v: &dyn Fn(&where_time::Counts) -> f64| {
+        let cells: Vec<String> = got.iter().map(|(s, c)| format!("{} {}", s.label(), cell(v(c)))).collect();
+        Row::proxy_only(what, cells.join(" | "))
+    };
+    for g in Group::ALL {
+        t.push(line(g.label(), &|c| c.group(g)));
+    }
+    t.push(line("voluntary context switches (sleeps)", &|c| c.voluntary));
+    t.push(line("involuntary context switches (preempted)", &|c| c.involuntary));
+    for (s, c) in &got {
+        let mut calls: Vec<(&String, &f64)> = c.syscalls.iter().filter(|(_, n)| **n >= 0.01).collect();
+        calls.sort_by(|a, b| b.1.total_cmp(a.1));
+        let text: Vec<String> = calls.iter().map(|(k, n)| format!("{k} {}", fmt(**n))).collect();
+        t.push(Row::proxy_only(&format!("{}: every system call", s.label()), text.join(", ")));
+    }
 }
 
 fn bulk_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {

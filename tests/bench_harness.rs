@@ -33,5 +33,7 @@ mod scale;
 mod stats;
 #[path = "../benches/relay/table.rs"]
 mod table;
+#[path = "../benches/relay/where_time.rs"]
+mod where_time;
 #[path = "../benches/relay/wire.rs"]
 mod wire;
