@@ -99,11 +99,8 @@ fn exit_code(e: &anyhow::Error) -> u8 {
 }
 
 fn decode(args: DecodeArgs) -> anyhow::Result<()> {
-    use std::io::Write;
-    let text = jdwpmux::capture::decode_cmd::render(&args.file, args.json)?;
-    let mut out = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth a message.
-    let _ = out.write_all(text.as_bytes());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    jdwpmux::capture::decode_cmd::render_to(&args.file, args.json, &mut out)?;
     Ok(())
 }
 

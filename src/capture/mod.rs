@@ -33,9 +33,10 @@ use thiserror::Error;
 pub use display::format_line;
 pub use jsonl::ChunkDecoder;
 pub use reader::{
-    read_capture, ConnDesc, DecodedCapture, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind,
-    ReadError,
+    read_capture, stream_capture, ConnDesc, DecodedCapture, DecodedEvent, DecodedPacket, DecodedRecord,
+    PacketKind, ReadError, Sink,
 };
+pub use reader_stream::{MAX_KEPT_PAYLOAD, MAX_REORDER};
 pub use record::{ConnInfo, DataKind, Direction, Leg, Record};
 pub use writer::{Capture, CaptureHandle, CaptureSummary};
 

@@ -3,6 +3,7 @@
 
 mod foreign;
 mod roundtrip;
+mod streaming;
 mod tshark;
 mod writer;
 
