@@ -210,7 +210,7 @@ impl DirState {
                             Phase::Lost
                         }
                         (Some(head), start) => {
-                            let start = start.unwrap_or(Start {
+                            let start = start.unwrap_or_else(|| Start {
                                 time: s.time,
                                 key: em.open_key(s.idx),
                                 orig_id: None,
@@ -297,5 +297,54 @@ impl DirState {
             Phase::Header { start: Some(st), .. } => em.abandon(st.key),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+    use std::time::UNIX_EPOCH;
+
+    fn head(len: u32, id: u32) -> Vec<u8> {
+        PacketHead { length: len, id, flags: 0, kind: HeadKind::Command { set: 1, cmd: 1 } }.to_bytes().to_vec()
+    }
+
+    #[test]
+    fn finished_and_lost_packets_leave_nothing_waiting() {
+        let conn = Arc::new(ConnDesc {
+            id: 1,
+            vm: String::new(),
+            leg: None,
+            client: SocketAddr::from(([127, 0, 0, 1], 1)),
+            server: SocketAddr::from(([127, 0, 0, 1], 2)),
+        });
+        let mut em = Emitter::default();
+        let mut d = DirState::new();
+        let seg = |idx| Seg { idx, time: UNIX_EPOCH, orig_id: None, latency: None, conn: &conn, dir: Direction::ToServer };
+        d.feed(HANDSHAKE, true, &seg(1), &mut em);
+        d.feed(&head(11, 1), true, &seg(2), &mut em); // no body
+        let mut p = head(15, 2);
+        p.extend_from_slice(&[1, 2, 3, 4]);
+        d.feed(&p[..13], true, &seg(3), &mut em); // split in two segments
+        assert_eq!(em.open.len(), 1, "a packet in progress holds what follows it");
+        d.feed(&p[13..], false, &seg(4), &mut em);
+        d.feed(&head(20, 3)[..5], true, &seg(5), &mut em); // a header cut by a hole
+        d.hole(100, &seg(6), &mut em);
+        d.feed(&head(11, 4), true, &seg(7), &mut em); // found again
+        let mut out = Vec::new();
+        while let Some(r) = em.pop(false) {
+            out.push(r);
+        }
+        assert!(em.open.is_empty(), "{:?}", em.open);
+        let ids: Vec<u32> = out
+            .iter()
+            .filter_map(|r| match &r.event {
+                DecodedEvent::Packet(p) => Some(p.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, [1, 2, 4]);
+        assert_eq!(out.len(), 4, "the handshake and three packets");
     }
 }
