@@ -1,9 +1,11 @@
 //! `jdwpmux decode FILE`: a capture read back as the same text as the debug log (one line per
-//! packet, DDM chunks decoded beneath), or as JSON lines.
+//! packet, DDM chunks decoded beneath) or as JSON lines; or summed up as traffic figures
+//! (`--stats`) and drawn as a trace for Perfetto (`--trace`). Every mode reads the capture
+//! once, as a stream.
 
 use std::io::Write;
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -20,6 +22,87 @@ pub enum DecodeError {
     Read(#[from] ReadError),
     #[error("cannot write the output: {0}")]
     Write(std::io::Error),
+    #[error("cannot write the trace {path}: {source}")]
+    Trace { path: PathBuf, source: std::io::Error },
+}
+
+/// What `decode` shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// JSON lines instead of text (for `stats`: one JSON document).
+    pub json: bool,
+    /// Traffic figures instead of the packets.
+    pub stats: bool,
+    /// Write a Chrome trace event file here.
+    pub trace: Option<PathBuf>,
+}
+
+/// `decode` with its options: the packet listing, or figures and/or a trace file.
+/// Notes (warnings, the trace summary when figures are printed) go to `notes`.
+pub fn run(path: &Path, opts: &DecodeOptions, out: &mut dyn Write, notes: &mut dyn Write) -> Result<(), DecodeError> {
+    if !opts.stats && opts.trace.is_none() {
+        return render_to(path, opts.json, out);
+    }
+    let mut figures = opts.stats.then(super::figures::CaptureFigures::new);
+    let mut trace = match &opts.trace {
+        Some(t) => {
+            let file = std::fs::File::create(t).map_err(|source| DecodeError::Trace { path: t.clone(), source })?;
+            let w = super::trace::TraceWriter::new(std::io::BufWriter::with_capacity(1 << 16, file));
+            Some(w.map_err(|source| DecodeError::Trace { path: t.clone(), source })?)
+        }
+        None => None,
+    };
+    let mut trace_error = None;
+    let warnings = stream_capture(path, &mut |r| {
+        if let Some(f) = figures.as_mut() {
+            f.add(&r);
+        }
+        if let Some(t) = trace.as_mut() {
+            if let Err(e) = t.add(&r) {
+                trace_error = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    let trace_failed = |source| DecodeError::Trace { path: opts.trace.clone().unwrap_or_default(), source };
+    if let Some(e) = trace_error {
+        return Err(trace_failed(e));
+    }
+    let written = trace.map(|t| t.finish()).transpose().map_err(trace_failed)?;
+    let mut text = String::new();
+    if let Some(f) = figures {
+        let report = f.report();
+        text = if opts.json {
+            let mut j = serde_json::to_string_pretty(&report).unwrap_or_default();
+            j.push('\n');
+            j
+        } else {
+            report.to_text()
+        };
+    }
+    let mut note = String::new();
+    for w in &warnings {
+        note.push_str(&format!("# warning: {w}\n"));
+    }
+    if let (Some(c), Some(t)) = (written, &opts.trace) {
+        note.push_str(&format!(
+            "trace written to {}: {} slices ({} never answered), {} instants on {} tracks; open it in https://ui.perfetto.dev\n",
+            t.display(),
+            c.slices,
+            c.unanswered,
+            c.instants,
+            c.tracks
+        ));
+    }
+    // With nothing else to print, the notes are the output.
+    let (main, side) = if opts.stats { (text, note) } else { (note, String::new()) };
+    let result = out.write_all(main.as_bytes()).and_then(|()| out.flush());
+    let _ = notes.write_all(side.as_bytes());
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(DecodeError::Write(e)),
+        _ => Ok(()),
+    }
 }
 
 /// Reads a capture and writes it to `out` as text (one line per record, DDM chunks decoded

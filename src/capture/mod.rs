@@ -8,6 +8,7 @@
 pub mod ddm;
 pub mod decode_cmd;
 pub mod display;
+pub mod figures;
 pub mod jsonl;
 pub mod pairing;
 pub mod pcapng;
@@ -20,6 +21,7 @@ pub mod synth_tcp;
 pub mod tap;
 pub mod tcpip;
 pub mod time;
+pub mod trace;
 pub mod writer;
 
 #[cfg(test)]
