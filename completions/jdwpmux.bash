@@ -141,12 +141,16 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__decode)
-            opts="-v -q -h -V --json --verbose --quiet --log-format --control --config --help --version"
+            opts="-v -q -h -V --json --stats --trace --verbose --quiet --log-format --control --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --trace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0

@@ -35,7 +35,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s V -l version -d 'Print 
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT)'
-complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "exit" -d 'Ask a DDM-aware VM to exit with STATUS (DDM EXIT)'
@@ -87,11 +87,13 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s v -l verbose 
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s q -l quiet -d 'Only warnings and errors'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s h -l help -d 'Print help'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l trace -d 'Write the capture as a Chrome trace event file (open it in ui.perfetto.dev): a track per debugger, each request a slice from command to reply' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l json -d 'Print JSON lines instead of text'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l json -d 'Print JSON instead of text (JSON lines; with --stats one JSON document)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l stats -d 'Print traffic figures instead of the packets: per debugger and command the count, bytes and reply latency (p50/p90/p99/max), sorted by total time; DDM chunks by type; error replies by name'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s q -l quiet -d 'Only warnings and errors'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s h -l help -d 'Print help'
@@ -154,7 +156,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s V -l version -d 
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "exit" -d 'Ask a DDM-aware VM to exit with STATUS (DDM EXIT)'

@@ -99,8 +99,10 @@ fn exit_code(e: &anyhow::Error) -> u8 {
 }
 
 fn decode(args: DecodeArgs) -> anyhow::Result<()> {
+    use jdwpmux::capture::decode_cmd::{run, DecodeOptions};
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    jdwpmux::capture::decode_cmd::render_to(&args.file, args.json, &mut out)?;
+    let opts = DecodeOptions { json: args.json, stats: args.stats, trace: args.trace };
+    run(&args.file, &opts, &mut out, &mut std::io::stderr())?;
     Ok(())
 }
 
