@@ -143,6 +143,8 @@ pub(super) struct Session {
     pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
     pub tracker: tokio_util::task::TaskTracker,
+    /// Traffic figures since the session started (`jdwpmux stats`).
+    pub stats: crate::stats::TrafficStats,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -186,6 +188,7 @@ pub fn spawn(
         threads_on: false,
         tap: None,
         tracker: tracker.clone(),
+        stats: crate::stats::TrafficStats::live(),
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -328,6 +331,7 @@ impl Session {
             Some(SessionMsg::Attach { link, reply }) => self.on_attach(link, reply),
             Some(SessionMsg::Ddm(req)) => self.on_ddm_request(req),
             Some(SessionMsg::WatchThreads { interval, tx }) => self.on_watch_threads(interval, tx),
+            Some(SessionMsg::Stats { reply }) => drop(reply.send(self.stats_report())),
             // Every handle is gone: nothing can attach any more; the token still ends us.
             None => {}
         }

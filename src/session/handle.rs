@@ -47,6 +47,8 @@ pub enum SessionMsg {
     Ddm(super::ddm_commands::DdmRequest),
     /// Thread updates while the sender is open; a snapshot after every THST.
     WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<crate::ddm::ClientData> },
+    /// The traffic figures since the session started.
+    Stats { reply: oneshot::Sender<crate::stats::VmReport> },
 }
 
 /// Connection state of a VM, as shown by `list`.
@@ -136,6 +138,13 @@ impl VmHandle {
         let (tx, rx) = mpsc::channel(super::ddm_commands::THREAD_VIEW_CHANNEL);
         self.tx.send(SessionMsg::WatchThreads { interval, tx }).await.ok()?;
         Some(rx)
+    }
+
+    /// The VM's traffic figures since its session started; `None` if the session ended.
+    pub async fn stats(&self) -> Option<crate::stats::VmReport> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::Stats { reply }).await.ok()?;
+        rx.await.ok()
     }
 
     pub fn status(&self) -> VmStatus {

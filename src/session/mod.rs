@@ -14,6 +14,7 @@ mod packet_log;
 mod observe;
 mod out_queue;
 mod proxy_requests;
+mod stats_glue;
 mod vm_reads;
 mod vm_side;
 

@@ -52,7 +52,7 @@ impl Session {
         let attached_conn = self.attached.as_ref().map(|a| a.conn);
         let ddm_speaker = self.attached.as_ref().is_some_and(|a| a.ddm_speaker);
         if h.is_reply() {
-            match self.ids.take(h.id) {
+            match self.answered(&h) {
                 Some(e) if e.requester == Requester::Debugger(attached_conn.unwrap_or(u64::MAX)) => {
                     head[4..8].copy_from_slice(&e.orig_id.to_be_bytes());
                     let collect = (e.cmd_set == DDM_CMD_SET).then(|| (h, Vec::new(), None));
@@ -91,7 +91,7 @@ impl Session {
     pub(super) async fn on_vm_packet(&mut self, mut p: Packet) {
         let h = p.header();
         if h.is_reply() {
-            let Some(e) = self.ids.take(h.id) else {
+            let Some(e) = self.answered(&h) else {
                 debug!(id = h.id, "dropping a reply with no request (its requester left)");
                 return;
             };

@@ -90,17 +90,38 @@ struct ChunkCount {
 }
 
 /// Traffic figures of one VM (live) or of one VM's part of a capture.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TrafficStats {
+    /// Off only to measure what counting costs (see [`super::STATS_ENV`]).
+    enabled: bool,
+    /// When a live table started counting.
+    since: Option<SystemTime>,
     /// At most MAX_SOURCES, in order of appearance.
     sources: Vec<Source>,
     ddm: HashMap<u32, ChunkCount>,
     errors: BTreeMap<u16, u64>,
 }
 
+impl Default for TrafficStats {
+    fn default() -> Self {
+        TrafficStats { enabled: true, since: None, sources: Vec::new(), ddm: HashMap::new(), errors: BTreeMap::new() }
+    }
+}
+
 impl TrafficStats {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A table for a daemon's session: counting from now, unless turned off by the
+    /// environment (see [`super::enabled`]).
+    pub fn live() -> Self {
+        TrafficStats { enabled: super::enabled(), since: Some(SystemTime::now()), ..Self::default() }
+    }
+
+    /// The figures since [`TrafficStats::live`] made the table, until now.
+    pub fn live_report(&self, vm: &str) -> VmReport {
+        self.report(vm, self.since, Some(SystemTime::now()))
     }
 
     fn source(&mut self, who: Who) -> &mut Source {
@@ -144,6 +165,9 @@ impl TrafficStats {
 
     /// A command of `len` bytes sent on behalf of `who` (`peer`: a debugger's address).
     pub fn command(&mut self, who: Who, peer: Option<SocketAddr>, set: u8, cmd: u8, len: u32) {
+        if !self.enabled {
+            return;
+        }
         let s = self.source(who);
         if s.peer.is_none() {
             s.peer = peer;
@@ -155,6 +179,9 @@ impl TrafficStats {
 
     /// The reply to a `set`/`cmd` command of `who`, `latency` after the command left.
     pub fn reply(&mut self, who: Who, set: u8, cmd: u8, error: u16, len: u32, latency: Duration) {
+        if !self.enabled {
+            return;
+        }
         let row = self.source(who).row(set, cmd);
         row.replies += 1;
         row.bytes_in += u64::from(len);
@@ -172,6 +199,9 @@ impl TrafficStats {
 
     /// One DDM chunk of type `ty` whose header declares `len` data bytes.
     pub fn ddm_chunk(&mut self, ty: u32, len: u32) {
+        if !self.enabled {
+            return;
+        }
         let key = if self.ddm.len() >= MAX_CHUNK_TYPES && !self.ddm.contains_key(&ty) { OTHER_CHUNK } else { ty };
         let c = self.ddm.entry(key).or_default();
         c.count += 1;
@@ -181,6 +211,9 @@ impl TrafficStats {
     /// Every chunk header of a DDM payload, which may be the first bytes of a `prefix_of`
     /// byte payload (a large packet the proxy only saw the start of).
     pub fn ddm_payload(&mut self, payload: &[u8], prefix_of: Option<usize>) {
+        if !self.enabled {
+            return;
+        }
         for c in crate::ddm::split_chunks(payload, prefix_of).flatten() {
             self.ddm_chunk(c.ty.0, c.declared_len);
         }
