@@ -70,6 +70,9 @@ pub enum Command {
     Exit(ExitArgs),
     /// List a DDM-aware VM's features (DDM FEAT).
     Features(VmArgs),
+    /// Traffic figures since the daemon started, per VM, debugger and command: count,
+    /// bytes, reply latency p50/p90/p99/max; DDM chunks by type; error replies.
+    Stats(StatsArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff) to standard output.
@@ -202,6 +205,15 @@ pub struct ExitArgs {
     /// The exit status the VM should end with.
     #[arg(allow_negative_numbers = true)]
     pub status: i32,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Only this VM: pid, app name, VM HOST:PORT, or :PORT of a debugger port [default: every VM].
+    pub selector: Option<String>,
+    /// Print JSON instead of text tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -193,3 +193,29 @@ async fn decode_trace_opens_as_slices_per_debugger() {
     let helo = t.slices.iter().find(|s| s.name == "DDM.Chunk" && track(s).starts_with("proxy")).unwrap_or_else(|| panic!("no HELO slice"));
     assert_eq!(helo.args["chunks"][0], "HELO version=1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_from_the_daemon_since_it_started() {
+    let vm = FakeVm::start(slow_vm()).await;
+    let served = crate::cli::Served::start(&["--vm", &vm.addr().to_string()]);
+    let list = crate::ddm_views::ready(&served, 1).await;
+    let port = SocketAddr::from(([127, 0, 0, 1], list[0]["debugger_port"].as_u64().unwrap() as u16));
+    let me = drive(&vm, port).await;
+
+    let (code, out, err) = served.run(&["stats", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let vm_name = format!("{} (com.example.fake, pid 4242)", vm.addr());
+    assert_eq!(report["vms"][0]["vm"], vm_name);
+    assert!(report["vms"][0]["seconds"].as_f64().unwrap() > 0.0);
+    check_session_stats(&report, me);
+
+    let (code, text, err) = served.run(&["stats", "com.example.fake"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with(&format!("VM {vm_name}: ")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("  debugger #") && l.contains(&format!(" {me}: 9 commands,"))), "{text}");
+    assert!(text.contains("INVALID_THREAD (10)"), "{text}");
+
+    let (code, _, err) = served.run(&["stats", "no.such.app"]);
+    assert_eq!(code, 2, "an unknown VM is a usage error: {err}");
+}
