@@ -2,6 +2,9 @@
 //! DDM-aware fake VM (pcapng and JSON lines), `jdwpmux stats` from a running daemon, and
 //! the Wireshark dissector for DDM (`wireshark`).
 
+#[path = "logs_wireshark.rs"]
+mod wireshark;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
