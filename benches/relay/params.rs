@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -24,6 +24,8 @@ pub enum Section {
     Scale,
     Ddm,
     Startup,
+    Decode,
+    Stats,
 }
 
 impl Section {
@@ -34,11 +36,14 @@ impl Section {
             Section::Scale => "scale",
             Section::Ddm => "ddm",
             Section::Startup => "startup",
+            Section::Decode => "decode",
+            Section::Stats => "stats",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup].into_iter().find(|x| x.name() == s)
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats]
+            .into_iter().find(|x| x.name() == s)
     }
 }
 
@@ -114,6 +119,12 @@ pub struct Params {
     /// A debugger round trip slower than this during the DDM flood is a stall.
     pub stall_limit: Duration,
     pub startup_runs: usize,
+    /// Size of the capture `jdwpmux decode` reads.
+    pub decode_bytes: u64,
+    /// Runs of each decode mode (the median is reported).
+    pub decode_runs: usize,
+    /// Round trips per run of the counting-cost measurement.
+    pub stats_round_trips: usize,
 }
 
 impl Params {
@@ -141,6 +152,9 @@ impl Params {
                 ddm_threads: 8,
                 stall_limit: Duration::from_millis(100),
                 startup_runs: 3,
+                decode_bytes: 8 << 20,
+                decode_runs: 1,
+                stats_round_trips: 300,
             };
         }
         Params {
@@ -164,6 +178,9 @@ impl Params {
             ddm_threads: 8,
             stall_limit: Duration::from_millis(100),
             startup_runs: 21,
+            decode_bytes: 1 << 30,
+            decode_runs: 3,
+            stats_round_trips: 20_000,
         }
     }
 }
