@@ -383,27 +383,45 @@ function Cursor:take(n, what)
   return r
 end
 
-function Cursor:u1(what) local r = self:take(1, what) return r:uint(), r end
-function Cursor:u4(what) local r = self:take(4, what) return r:uint(), r end
-function Cursor:u8(what) local r = self:take(8, what) return r:uint64(), r end
+-- Readers: the value and its range; given a tree and a field, the field is added too.
+local function shown(r, t, f, value)
+  if t then
+    if value == nil then t:add(f, r) else t:add(f, r, value) end
+  end
+end
+
+function Cursor:u1(what, t, f) local r = self:take(1, what) shown(r, t, f) return r:uint(), r end
+function Cursor:u4(what, t, f) local r = self:take(4, what) shown(r, t, f) return r:uint(), r end
+function Cursor:u8(what, t, f) local r = self:take(8, what) shown(r, t, f) return r:uint64(), r end
 function Cursor:rest() return self:take(self:left(), "rest") end
 
 -- `units` UTF-16BE code units.
-function Cursor:utf16(units, what)
+function Cursor:utf16(units, what, t, f)
   local r = self:take(units * 2, what)
-  if units == 0 then return "", r end
-  return r:ustring(), r
+  local s = units == 0 and "" or r:ustring()
+  shown(r, t, f, s)
+  return s, r
 end
 
 -- u4 length, then that many UTF-16BE code units; the range covers both.
-function Cursor:string(what)
+function Cursor:string(what, t, f)
   local start = self.pos
   local units = self:u4(what)
   if units * 2 > self:left() then
     malformed(string.format("%s: %d characters, %d bytes left", what, units, self:left()))
   end
   local s = self:utf16(units, what)
-  return s, self.tvb(start, self.pos - start)
+  local r = self.tvb(start, self.pos - start)
+  shown(r, t, f, s)
+  return s, r
+end
+
+-- Four letters (a boot stage, a chunk type).
+function Cursor:fourcc(what, t, f)
+  local r = self:take(4, what)
+  local s = fourcc(r)
+  shown(r, t, f, s)
+  return s, r
 end
 
 function Cursor:done(what)
@@ -415,25 +433,17 @@ end
 ------------------------------------------------------------------------------------------
 -- Chunk bodies: each adds its fields to `t` and returns the text after the type
 
-local function add_string(t, f, s, r)
-  t:add(f, r, s)
-end
-
 local function string_list(c, t, f, what)
-  local count, cr = c:u4("count")
-  t:add(F.list_count, cr)
+  local count = c:u4("count", t, F.list_count)
   if count * 4 > c:left() then
     malformed("count too large")
   end
-  local items = {}
-  for i = 1, count do
-    local s, r = c:string(what)
-    add_string(t, f, s, r)
-    items[i] = s
-  end
   local text = string.format(" %d", count)
-  for i = 1, math.min(count, SHOWN_ITEMS) do
-    text = text .. (i == 1 and ": " or ", ") .. quote(items[i])
+  for i = 1, count do
+    local s = c:string(what, t, f)
+    if i <= SHOWN_ITEMS then
+      text = text .. (i == 1 and ": " or ", ") .. quote(s)
+    end
   end
   if count > SHOWN_ITEMS then
     text = text .. ", \226\128\166"
@@ -448,44 +458,46 @@ local function blob(c, t)
   return blob_text(r)
 end
 
+-- The optional fields a newer VM appends to its HELO reply, in order: each is there only
+-- if every one before it is.
+local HELO_MORE = {
+  { "user id", "u4", "helo_user", function(v) return string.format(" user=%d", v) end },
+  { "abi", "string", "helo_abi", function(v) return " abi=" .. quote(v) end },
+  { "jvm flags", "string", "helo_flags", function(v) return " flags=" .. quote(v) end },
+  { "native debuggable", "u1", "helo_native", function(v) return " native_debuggable=" .. (v ~= 0 and "true" or "false") end },
+  { "package name", "string", "helo_pkg", function(v) return " pkg=" .. quote(v) end },
+  { "boot stage", "fourcc", "helo_stage", function(v) return " stage=" .. v end },
+}
+
 local function helo_reply(c, t)
-  local version, r1 = c:u4("version")
-  local pid, r2 = c:u4("pid")
+  local version = c:u4("version", t, F.helo_version)
+  local pid = c:u4("pid", t, F.helo_pid)
   local vm_len = c:u4("vm ident length")
   local app_len = c:u4("app name length")
-  t:add(F.helo_version, r1)
-  t:add(F.helo_pid, r2)
-  local vm, rv = c:utf16(vm_len, "vm ident")
-  local app, ra = c:utf16(app_len, "app name")
-  add_string(t, F.helo_vm, vm, rv)
-  add_string(t, F.helo_app, app, ra)
+  local vm = c:utf16(vm_len, "vm ident", t, F.helo_vm)
+  local app = c:utf16(app_len, "app name", t, F.helo_app)
   local s = string.format(" version=%d pid=%d vm=%s app=%s", version, pid, quote(vm), quote(app))
-  if c:left() == 0 then return s end
-  local user, ru = c:u4("user id")
-  t:add(F.helo_user, ru)
-  s = s .. string.format(" user=%d", user)
-  if c:left() == 0 then return s end
-  local abi, rb = c:string("abi")
-  add_string(t, F.helo_abi, abi, rb)
-  s = s .. " abi=" .. quote(abi)
-  if c:left() == 0 then return s end
-  local flags, rf = c:string("jvm flags")
-  add_string(t, F.helo_flags, flags, rf)
-  s = s .. " flags=" .. quote(flags)
-  if c:left() == 0 then return s end
-  local native, rn = c:u1("native debuggable")
-  t:add(F.helo_native, rn)
-  s = s .. " native_debuggable=" .. (native ~= 0 and "true" or "false")
-  if c:left() == 0 then return s end
-  local pkg, rp = c:string("package name")
-  add_string(t, F.helo_pkg, pkg, rp)
-  s = s .. " pkg=" .. quote(pkg)
-  if c:left() == 0 then return s end
-  local _, rs = c:u4("boot stage")
-  local stage = fourcc(rs)
-  add_string(t, F.helo_stage, stage, rs)
+  for _, m in ipairs(HELO_MORE) do
+    if c:left() == 0 then return s end
+    s = s .. m[4](c[m[2]](c, m[1], t, F[m[3]]))
+  end
   c:rest() -- a newer VM's additions
-  return s .. " stage=" .. stage
+  return s
+end
+
+local function state_name(state)
+  return STATES[state] or ("state" .. state)
+end
+
+-- One THST entry: tid and state first, then what the layout carries.
+local function thread_entry(c, t, size, extra)
+  local e = cursor(c:take(size, "thread entry"))
+  local et = t:add(ddm, e.range, "Thread")
+  local tid = e:u4("thread id", et, F.tid)
+  local state = e:u1("thread state", et, F.thst_state)
+  extra(e, et)
+  et:append_text(string.format(" %d: %s", tid, state_name(state)))
+  return state
 end
 
 local function thst_reply(c, t)
@@ -494,55 +506,38 @@ local function thst_reply(c, t)
   local h = c.range
   local header_len, per_entry, real_count = h(0, 1):uint(), h(1, 1):uint(), h(2, 2):uint()
   local doc_count = h(0, 4):uint()
-  local counts, total = {}, 0
+  local states = {}
   if header_len >= 4 and per_entry >= 17 and header_len + per_entry * real_count == len then
     t:add(F.thst_layout, h(0, 4), "real")
-    t:add(F.thst_header_len, h(0, 1))
-    t:add(F.thst_entry_len, h(1, 1))
+    c:u1("header length", t, F.thst_header_len)
+    c:u1("bytes per entry", t, F.thst_entry_len)
+    c:take(2, "thread count")
     t:add(F.thst_count, h(2, 2))
-    c:take(header_len, "THST header")
-    for _ = 1, real_count do
-      local e = cursor(c:take(per_entry, "thread entry"))
-      local et = t:add(ddm, e.range, "Thread")
-      local tid, rt = e:u4("thread id")
-      local state, rs = e:u1("thread state")
-      et:add(F.tid, rt)
-      et:add(F.thst_state, rs)
-      et:add(F.thst_systid, select(2, e:u4("system tid")))
-      et:add(F.thst_utime, select(2, e:u4("utime")))
-      et:add(F.thst_stime, select(2, e:u4("stime")))
-      if per_entry >= 18 then
-        et:add(F.thst_daemon, select(2, e:u1("is daemon")))
-      end
-      et:append_text(string.format(" %d: %s", tid, STATES[state] or ("state" .. state)))
-      counts[state] = (counts[state] or 0) + 1
-      total = total + 1
+    c:take(header_len - 4, "THST header")
+    for i = 1, real_count do
+      states[i] = thread_entry(c, t, per_entry, function(e, et)
+        e:u4("system tid", et, F.thst_systid)
+        e:u4("utime", et, F.thst_utime)
+        e:u4("stime", et, F.thst_stime)
+        if per_entry >= 18 then e:u1("is daemon", et, F.thst_daemon) end
+      end)
     end
   elseif 4 + 6 * doc_count == len then
     t:add(F.thst_layout, h(0, 4), "document")
-    t:add(F.thst_count, h(0, 4))
-    c:take(4, "thread count")
-    for _ = 1, doc_count do
-      local e = cursor(c:take(6, "thread entry"))
-      local et = t:add(ddm, e.range, "Thread")
-      local tid, rt = e:u4("thread id")
-      local state, rs = e:u1("thread state")
-      et:add(F.tid, rt)
-      et:add(F.thst_state, rs)
-      et:add(F.thst_suspended, select(2, e:u1("suspended")))
-      et:append_text(string.format(" %d: %s", tid, STATES[state] or ("state" .. state)))
-      counts[state] = (counts[state] or 0) + 1
-      total = total + 1
+    c:u4("thread count", t, F.thst_count)
+    for i = 1, doc_count do
+      states[i] = thread_entry(c, t, 6, function(e, et) e:u1("suspended", et, F.thst_suspended) end)
     end
   else
     malformed(string.format("%d bytes fit neither THST layout", len))
   end
-  local s = string.format(" %d %s", total, total == 1 and "thread" or "threads")
+  local counts = {}
+  for _, st in ipairs(states) do counts[st] = (counts[st] or 0) + 1 end
+  local s = string.format(" %d %s", #states, #states == 1 and "thread" or "threads")
   local sep = ": "
   for state = 0, 255 do
-    local n = counts[state]
-    if n then
-      s = s .. sep .. string.format("%d %s", n, STATES[state] or ("state" .. state))
+    if counts[state] then
+      s = s .. sep .. string.format("%d %s", counts[state], state_name(state))
       sep = ", "
     end
   end
@@ -551,17 +546,13 @@ end
 
 local function stkl_reply(c, t)
   c:u4("future")
-  local tid, rt = c:u4("thread id")
-  local depth, rd = c:u4("depth")
-  t:add(F.tid, rt)
-  t:add(F.stkl_depth, rd)
+  local tid = c:u4("thread id", t, F.tid)
+  local depth = c:u4("depth", t, F.stkl_depth)
   if depth * 16 > c:left() then malformed("depth too large") end
   local top
   for i = 1, depth do
     local start = c.pos
-    local class = c:string("class")
-    local method = c:string("method")
-    local file = c:string("file")
+    local class, method, file = c:string("class"), c:string("method"), c:string("file")
     local line = c:u4("line")
     if line >= 2147483648 then line = line - 4294967296 end
     if file == "" then file = "?" end
@@ -575,27 +566,19 @@ local function stkl_reply(c, t)
 end
 
 local function hpif_reply(c, t)
-  local count, rc = c:u4("heap count")
-  t:add(F.hpif_count, rc)
+  local count = c:u4("heap count", t, F.hpif_count)
   if count * 29 > c:left() then malformed("heap count too large") end
   local s = string.format(" %d heap%s", count, count == 1 and "" or "s")
   for i = 1, count do
     local e = cursor(c:take(29, "heap"))
     local et = t:add(ddm, e.range, "Heap")
-    local id, r1 = e:u4("heap id")
-    local _, r2 = e:u8("timestamp")
-    local _, r3 = e:u1("reason")
-    local max, r4 = e:u4("max size")
-    local size, r5 = e:u4("heap size")
-    local alloc, r6 = e:u4("bytes allocated")
-    local objects, r7 = e:u4("objects allocated")
-    et:add(F.hpif_heap, r1)
-    et:add(F.hpif_timestamp, r2)
-    et:add(F.hpif_reason, r3)
-    et:add(F.hpif_max, r4)
-    et:add(F.hpif_size, r5)
-    et:add(F.hpif_allocated, r6)
-    et:add(F.hpif_objects, r7)
+    local id = e:u4("heap id", et, F.hpif_heap)
+    e:u8("timestamp", et, F.hpif_timestamp)
+    e:u1("reason", et, F.hpif_reason)
+    local max = e:u4("max size", et, F.hpif_max)
+    local size = e:u4("heap size", et, F.hpif_size)
+    local alloc = e:u4("bytes allocated", et, F.hpif_allocated)
+    local objects = e:u4("objects allocated", et, F.hpif_objects)
     et:append_text(string.format(" %d", id))
     if i <= SHOWN_ITEMS then
       s = s .. (i == 1 and ": " or "; ") ..
@@ -606,17 +589,12 @@ local function hpif_reply(c, t)
 end
 
 local function segment(c, t)
-  local heap, r1 = c:u4("heap id")
-  local unit, r2 = c:u1("allocation unit")
+  local heap = c:u4("heap id", t, F.heap_id)
+  local unit = c:u1("allocation unit", t, F.seg_unit)
   if unit == 0 then malformed("allocation unit 0") end
-  local addr, r3 = c:u4("address")
-  local off, r4 = c:u4("offset")
-  local units, r5 = c:u4("length in units")
-  t:add(F.heap_id, r1)
-  t:add(F.seg_unit, r2)
-  t:add(F.seg_address, r3)
-  t:add(F.seg_offset, r4)
-  t:add(F.seg_units, r5)
+  local addr = c:u4("address", t, F.seg_address)
+  local off = c:u4("offset", t, F.seg_offset)
+  local units = c:u4("length in units", t, F.seg_units)
   local runs = c:rest()
   if runs:len() % 2 ~= 0 then malformed("odd run data") end
   local covered, free, n = 0, 0, runs:len() / 2
@@ -636,10 +614,8 @@ local function segment(c, t)
 end
 
 local function artt(c, t)
-  local version, rv = c:u4("version")
-  local count, rc = c:u4("timing count")
-  t:add(F.artt_version, rv)
-  t:add(F.artt_count, rc)
+  local version = c:u4("version", t, F.artt_version)
+  local count = c:u4("timing count", t, F.artt_count)
   if count * 28 > c:left() then malformed("timing count too large") end
   local total, max = UInt64(0), UInt64(0)
   for _ = 1, count do
@@ -652,6 +628,30 @@ local function artt(c, t)
   return string.format(" version=%d timings=%d total=%sns max=%sns", version, count, tostring(total), tostring(max))
 end
 
+-- One-field bodies: `u1`/`u4` read into a field, and the text for its value.
+local function one(kind, what, f, text)
+  return function(c, t)
+    return text(c[kind](c, what, t, F[f]))
+  end
+end
+
+local function signed(v)
+  if v >= 2147483648 then return v - 4294967296 end
+  return v
+end
+
+-- A body that differs by direction: `to_vm` for the form sent to the VM, `from_vm` for the other.
+local function by_dir(to_vm_body, from_vm_body)
+  return function(c, t, to_vm)
+    if to_vm then return to_vm_body(c, t) end
+    return from_vm_body(c, t)
+  end
+end
+
+local function nothing() return "" end
+
+local result = one("u1", "result", "result", function(v) return string.format(" result=%d", v) end)
+
 -- Types whose VM-side form has no fixed fields: a zero-length one is not an "empty reply".
 local VM_FORM_MAY_BE_EMPTY = { DBGD = true, HPGC = true, HPDS = true, REAL = true, NHGT = true,
   MPSE = true, SPSE = true, VURT = true, VUOP = true, DTRC = true, TEST = true }
@@ -660,199 +660,82 @@ local decode_body -- defined below; ZLIB calls it for the inflated chunk
 
 -- Bodies by type: function(cursor, tree, to_vm) returning the text after the type.
 local BODIES = {
-  HELO = function(c, t, to_vm)
-    if to_vm then
-      local v, r = c:u4("server version")
-      t:add(F.helo_version, r)
-      return string.format(" version=%d", v)
-    end
-    return helo_reply(c, t)
-  end,
-  DBGD = function() return "" end,
+  HELO = by_dir(one("u4", "server version", "helo_version", function(v) return string.format(" version=%d", v) end), helo_reply),
+  DBGD = nothing,
   APNM = function(c, t)
-    local app, ra = c:string("app name")
-    add_string(t, F.apnm_app, app, ra)
-    local s = " app=" .. quote(app)
+    local s = " app=" .. quote(c:string("app name", t, F.apnm_app))
     if c:left() == 0 then return s end
-    local user, ru = c:u4("user id")
-    t:add(F.apnm_user, ru)
-    s = s .. string.format(" user=%d", user)
+    s = s .. string.format(" user=%d", c:u4("user id", t, F.apnm_user))
     if c:left() == 0 then return s end
-    local pkg, rp = c:string("package name")
-    add_string(t, F.apnm_pkg, pkg, rp)
-    return s .. " pkg=" .. quote(pkg)
+    return s .. " pkg=" .. quote(c:string("package name", t, F.apnm_pkg))
   end,
-  WAIT = function(c, t)
-    local reason, r = c:u1("reason")
-    t:add(F.wait_reason, r)
-    if reason == 0 then return " reason=0 (debugger)" end
-    return string.format(" reason=%d", reason)
-  end,
-  THEN = function(c, t)
-    local v, r = c:u1("enable")
-    t:add(F.enable, r)
-    return on_off(v)
-  end,
+  WAIT = one("u1", "reason", "wait_reason", function(v)
+    if v == 0 then return " reason=0 (debugger)" end
+    return string.format(" reason=%d", v)
+  end),
+  THEN = one("u1", "enable", "enable", on_off),
   THCR = function(c, t)
-    local tid, rt = c:u4("thread id")
-    local name, rn = c:string("thread name")
-    t:add(F.tid, rt)
-    add_string(t, F.thread_name, name, rn)
-    return string.format(" tid=%d name=%s", tid, quote(name))
+    local tid = c:u4("thread id", t, F.tid)
+    return string.format(" tid=%d name=%s", tid, quote(c:string("thread name", t, F.thread_name)))
   end,
-  THDE = function(c, t)
-    local tid, r = c:u4("thread id")
-    t:add(F.tid, r)
-    return string.format(" tid=%d", tid)
-  end,
-  THST = function(c, t, to_vm)
-    if not to_vm then return thst_reply(c, t) end
+  THDE = one("u4", "thread id", "tid", function(v) return string.format(" tid=%d", v) end),
+  THST = by_dir(function(c, t)
     if c:left() == 0 then return "" end
-    local ms, r = c:u4("interval")
-    t:add(F.thst_interval, r)
-    return string.format(" interval=%dms", ms)
-  end,
-  STKL = function(c, t, to_vm)
-    if not to_vm then return stkl_reply(c, t) end
-    local tid, r = c:u4("thread id")
-    t:add(F.tid, r)
-    return string.format(" tid=%d", tid)
-  end,
-  HPIF = function(c, t, to_vm)
-    if not to_vm then return hpif_reply(c, t) end
-    local when, r = c:u1("when")
-    t:add(F.when, r)
-    return string.format(" when=%d (%s)", when, WHEN[when] or "?")
-  end,
-  HPSG = function(c, t, to_vm)
-    if not to_vm then return segment(c, t) end
-    local when, r1 = c:u1("when")
-    local what, r2 = c:u1("what")
-    t:add(F.when, r1)
-    t:add(F.what, r2)
-    return string.format(" when=%d what=%d", when, what)
-  end,
-  HPSO = function(c, t) return segment(c, t) end,
-  HPST = function(c, t)
-    local id, r = c:u4("heap id")
-    t:add(F.heap_id, r)
-    return string.format(" heap=%d", id)
-  end,
-  HPGC = function() return "" end,
-  HPDU = function(c, t, to_vm)
-    if to_vm then
-      local file, r = c:string("file")
-      add_string(t, F.file, file, r)
-      return " file=" .. quote(file)
-    end
-    local v, r = c:u1("result")
-    t:add(F.result, r)
-    return string.format(" result=%d", v)
-  end,
-  REAE = function(c, t)
-    local v, r = c:u1("enable")
-    t:add(F.enable, r)
-    return on_off(v)
-  end,
-  REAQ = function(c, t, to_vm)
-    if to_vm then return "" end
-    local v, r = c:u1("enabled")
-    t:add(F.enable, r)
-    return on_off(v)
-  end,
+    return string.format(" interval=%dms", c:u4("interval", t, F.thst_interval))
+  end, thst_reply),
+  HPIF = by_dir(one("u1", "when", "when", function(v) return string.format(" when=%d (%s)", v, WHEN[v] or "?") end), hpif_reply),
+  HPSG = by_dir(function(c, t)
+    local when = c:u1("when", t, F.when)
+    return string.format(" when=%d what=%d", when, c:u1("what", t, F.what))
+  end, segment),
+  HPSO = segment,
+  HPST = one("u4", "heap id", "heap_id", function(v) return string.format(" heap=%d", v) end),
+  HPGC = nothing,
+  HPDU = by_dir(function(c, t) return " file=" .. quote(c:string("file", t, F.file)) end, result),
+  REAE = one("u1", "enable", "enable", on_off),
+  REAQ = by_dir(nothing, one("u1", "enabled", "enable", on_off)),
   MPRS = function(c, t)
-    local buf, r1 = c:u4("buffer size")
-    local flags, r2 = c:u4("flags")
-    local file, r3 = c:string("file")
-    t:add(F.buffer, r1)
-    t:add(F.trace_flags, r2)
-    add_string(t, F.file, file, r3)
-    return string.format(" buffer=%d flags=%s file=%s", buf, hexnum(flags), quote(file))
-  end,
-  MPRE = function(c, t, to_vm)
-    if to_vm then return "" end
-    local v, r = c:u1("result")
-    t:add(F.result, r)
-    return string.format(" result=%d", v)
+    local buf, flags = c:u4("buffer size", t, F.buffer), c:u4("flags", t, F.trace_flags)
+    return string.format(" buffer=%d flags=%s file=%s", buf, hexnum(flags), quote(c:string("file", t, F.file)))
   end,
   MPSS = function(c, t)
-    local buf, r1 = c:u4("buffer size")
-    local flags, r2 = c:u4("flags")
-    t:add(F.buffer, r1)
-    t:add(F.trace_flags, r2)
+    local buf, flags = c:u4("buffer size", t, F.buffer), c:u4("flags", t, F.trace_flags)
     return string.format(" buffer=%d flags=%s", buf, hexnum(flags))
   end,
   SPSS = function(c, t)
-    local buf, r1 = c:u4("buffer size")
-    local flags, r2 = c:u4("flags")
-    local us, r3 = c:u4("interval")
-    t:add(F.buffer, r1)
-    t:add(F.trace_flags, r2)
-    t:add(F.trace_interval, r3)
-    return string.format(" buffer=%d flags=%s interval=%dus", buf, hexnum(flags), us)
+    local buf, flags = c:u4("buffer size", t, F.buffer), c:u4("flags", t, F.trace_flags)
+    return string.format(" buffer=%d flags=%s interval=%dus", buf, hexnum(flags), c:u4("interval", t, F.trace_interval))
   end,
-  MPRQ = function(c, t, to_vm)
-    if to_vm then return "" end
-    local mode, r = c:u1("mode")
-    t:add(F.trace_mode, r)
+  MPRQ = by_dir(nothing, one("u1", "mode", "trace_mode", function(v)
     local names = { [0] = "off", [1] = "tracing", [2] = "sampling" }
-    return string.format(" mode=%d (%s)", mode, names[mode] or "?")
-  end,
-  VULW = function(c, t, to_vm)
-    if to_vm then return "" end
-    return string_list(c, t, F.window, "window name")
-  end,
-  VURT = function(c, t, to_vm)
-    if not to_vm then return blob(c, t) end
-    local op, r = c:u4("op")
-    t:add(F.op, r)
-    return string.format(" op=%d", op) .. blob(c, t)
-  end,
-  VUGL = function(c, t)
-    local v, r = c:u4("enable")
-    t:add(F.enable, r)
-    return on_off(v)
-  end,
-  FEAT = function(c, t, to_vm)
-    if to_vm then return "" end
-    return string_list(c, t, F.feature, "feature")
-  end,
-  STAG = function(c, t)
-    local r = c:take(4, "stage")
-    local stage = fourcc(r)
-    add_string(t, F.stage, stage, r)
-    return " stage=" .. stage
-  end,
-  ARTT = function(c, t) return artt(c, t) end,
-  EXIT = function(c, t)
-    local v, r = c:u4("status")
-    t:add(F.exit_status, r)
-    if v >= 2147483648 then v = v - 4294967296 end
-    return string.format(" status=%d", v)
-  end,
+    return string.format(" mode=%d (%s)", v, names[v] or "?")
+  end)),
+  VULW = by_dir(nothing, function(c, t) return string_list(c, t, F.window, "window name") end),
+  VURT = by_dir(function(c, t) return string.format(" op=%d", c:u4("op", t, F.op)) .. blob(c, t) end, blob),
+  VUGL = one("u4", "enable", "enable", on_off),
+  FEAT = by_dir(nothing, function(c, t) return string_list(c, t, F.feature, "feature") end),
+  STAG = one("fourcc", "stage", "stage", function(v) return " stage=" .. v end),
+  ARTT = artt,
+  EXIT = one("u4", "status", "exit_status", function(v) return string.format(" status=%d", signed(v)) end),
   FAIL = function(c, t)
-    local code, r1 = c:u4("code")
-    local msg, r2 = c:string("message")
-    t:add(F.fail_code, r1)
-    add_string(t, F.fail_message, msg, r2)
-    return string.format(" code=%d msg=%s", code, quote(msg))
+    local code = c:u4("code", t, F.fail_code)
+    return string.format(" code=%d msg=%s", code, quote(c:string("message", t, F.fail_message)))
   end,
+  STKL = by_dir(one("u4", "thread id", "tid", function(v) return string.format(" tid=%d", v) end), stkl_reply),
+  DTRC = blob,
 }
+BODIES.MPRE = by_dir(nothing, result)
 BODIES.THNM = BODIES.THCR
 BODIES.NHSG = BODIES.HPSG
 BODIES.HPEN = BODIES.HPST
 BODIES.NHST = BODIES.HPST
 BODIES.NHEN = BODIES.HPST
 BODIES.VUOP = BODIES.VURT
+BODIES.TEST = BODIES.DTRC
 -- Requests with no fields to the VM, opaque data from it.
 for _, ty in ipairs({ "HPDS", "REAL", "NHGT", "MPSE", "SPSE" }) do
-  BODIES[ty] = function(c, t, to_vm)
-    if to_vm then return "" end
-    return blob(c, t)
-  end
+  BODIES[ty] = by_dir(nothing, blob)
 end
-BODIES.DTRC = function(c, t) return blob(c, t) end
-BODIES.TEST = BODIES.DTRC
 
 -- Every type jdwpmux knows by name (ChunkType::KNOWN), ZLIB included.
 local KNOWN = { ZLIB = true }
