@@ -862,11 +862,10 @@ end
 ------------------------------------------------------------------------------------------
 -- JDWP: streams, commands and replies
 
-local f_stream = Field.new("tcp.stream")
-
--- Per capture: streams by tcp.stream (the side that sent the first handshake is the
--- debugger, the other the VM; pending commands by direction and id), and what each reply
--- was found to answer, by frame, direction and id (for the second pass and the GUI).
+-- Per capture: streams by their two endpoints (the side that sent the first handshake is
+-- the debugger, the other the VM; pending commands by direction and id), and what each
+-- reply was found to answer, by frame, direction and id (for the second pass and the GUI,
+-- which dissect packets again with `visited` set).
 local streams, answers, replied = {}, {}, {}
 
 function jdwp.init()
@@ -874,14 +873,15 @@ function jdwp.init()
 end
 
 local function stream_of(pinfo)
-  local fi = f_stream()
-  local key = fi and fi.value or -1
+  local a = tostring(pinfo.src) .. ":" .. pinfo.src_port
+  local b = tostring(pinfo.dst) .. ":" .. pinfo.dst_port
+  local key = a < b and (a .. " " .. b) or (b .. " " .. a)
   local s = streams[key]
   if s == nil then
     s = { server = nil, pending = { [true] = {}, [false] = {} } }
     streams[key] = s
   end
-  return s, key
+  return s
 end
 
 -- True when the packet comes from the VM (the server side of the stream).
@@ -899,7 +899,7 @@ local function event_kind_of(tvb)
 end
 
 local function dissect_pdu(tvb, pinfo, tree)
-  local s, skey = stream_of(pinfo)
+  local s = stream_of(pinfo)
   pinfo.cols.protocol = "JDWP"
   if tvb:len() >= #HANDSHAKE and tvb(0, #HANDSHAKE):string() == HANDSHAKE then
     if s.server == nil and not pinfo.visited then

@@ -151,6 +151,10 @@ async fn tshark_with_the_dissector_shows_every_ddm_chunk_as_decode_does() {
     let frames = fields(&file, "ddm", &["ddm.summary"]).await;
     let dissected: Vec<String> = frames.into_iter().flat_map(|f| f.into_iter().flatten()).collect();
     assert_eq!(counted(dissected.clone()), counted(decoded.clone()), "tshark (left) and decode (right) differ");
+    // Two passes (as Wireshark dissects a packet again when it is clicked): the same.
+    let two = tshark(&file, &["-2", "-Y", "ddm", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|", "-e", "ddm.summary"]).await;
+    let two: Vec<String> = two.lines().flat_map(|l| l.split('|').map(str::to_string).collect::<Vec<_>>()).collect();
+    assert_eq!(counted(two), counted(decoded.clone()), "tshark -2 (left) and decode (right) differ");
 
     // Every type and form the issue names is in there, decoded.
     for want in [
