@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,where]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,where]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -27,6 +27,8 @@ pub enum Section {
     Startup,
     /// System calls and context switches per round trip (not in the default run).
     Where,
+    Decode,
+    Stats,
 }
 
 impl Section {
@@ -38,11 +40,15 @@ impl Section {
             Section::Ddm => "ddm",
             Section::Startup => "startup",
             Section::Where => "where",
+            Section::Decode => "decode",
+            Section::Stats => "stats",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Where].into_iter().find(|x| x.name() == s)
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Where]
+            .into_iter()
+            .find(|x| x.name() == s)
     }
 }
 
@@ -121,6 +127,12 @@ pub struct Params {
     pub startup_runs: usize,
     /// Round trips counted per subject in the `where` section.
     pub where_n: usize,
+    /// Size of the capture `jdwpmux decode` reads.
+    pub decode_bytes: u64,
+    /// Runs of each decode mode (the median is reported).
+    pub decode_runs: usize,
+    /// Round trips per run of the counting-cost measurement.
+    pub stats_round_trips: usize,
 }
 
 impl Params {
@@ -150,6 +162,9 @@ impl Params {
                 stall_limit: Duration::from_millis(100),
                 startup_runs: 3,
                 where_n: 500,
+                decode_bytes: 8 << 20,
+                decode_runs: 1,
+                stats_round_trips: 300,
             };
         }
         Params {
@@ -175,6 +190,9 @@ impl Params {
             stall_limit: Duration::from_millis(100),
             startup_runs: 21,
             where_n: 10_000,
+            decode_bytes: 1 << 30,
+            decode_runs: 3,
+            stats_round_trips: 20_000,
         }
     }
 }

@@ -144,6 +144,8 @@ pub(super) struct Session {
     pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
     pub tracker: tokio_util::task::TaskTracker,
+    /// Traffic figures since the session started (`jdwpmux stats`).
+    pub stats: crate::stats::TrafficStats,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -191,6 +193,7 @@ pub fn spawn(
         threads_on: false,
         tap: None,
         tracker: tracker.clone(),
+        stats: crate::stats::TrafficStats::live(),
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -336,6 +339,7 @@ impl Session {
             Some(SessionMsg::Tables(reply)) => {
                 let _ = reply.send(self.table_sizes());
             }
+            Some(SessionMsg::Stats { reply }) => drop(reply.send(self.stats_report())),
             // Every handle is gone: nothing can attach any more; the token still ends us.
             None => {}
         }

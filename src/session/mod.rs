@@ -21,6 +21,7 @@ mod out_queue;
 mod proxy_requests;
 mod shared_cmds;
 pub mod sharing;
+mod stats_glue;
 mod vm_reads;
 mod vm_events;
 mod vm_side;
