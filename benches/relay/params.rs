@@ -189,7 +189,7 @@ impl Params {
             ddm_threads: 8,
             stall_limit: Duration::from_millis(100),
             startup_runs: 21,
-            where_n: 10_000,
+            where_n: 3_000,
             decode_bytes: 1 << 30,
             decode_runs: 3,
             stats_round_trips: 20_000,
