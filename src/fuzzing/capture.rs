@@ -7,7 +7,7 @@
 //! - every record renders as text and as JSON, DDM chunks decoded from what was kept;
 //! - a JSON line that parses writes back to a line that parses to the same record.
 
-use crate::capture::decode_cmd::render_decoded;
+use crate::capture::decode_cmd::render_bytes;
 use crate::capture::jsonl::JsonLine;
 use crate::capture::reader::read_bytes;
 use crate::capture::{DecodedEvent, ReadError};
@@ -26,8 +26,12 @@ pub fn check(data: &[u8]) {
                     assert!(kept <= body, "{kept} bytes kept of a {}-byte packet", p.length);
                 }
             }
-            let _ = render_decoded(&capture, false);
-            let _ = render_decoded(&capture, true);
+            for json in [false, true] {
+                let mut out = Vec::new();
+                let rendered = render_bytes(data, json, &mut out);
+                assert!(rendered.is_ok(), "rendering what was read failed: {rendered:?}");
+                assert!(!out.is_empty() || capture.records.is_empty() && capture.warnings.is_empty());
+            }
         }
         Err(e @ (ReadError::UnknownFormat(_) | ReadError::Pcap(_))) => assert!(!e.to_string().is_empty()),
         Err(e) => panic!("reading from memory failed: {e}"),

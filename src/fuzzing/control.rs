@@ -47,7 +47,8 @@ fn request(text: &str) {
 
 fn selector_of(req: &Request) -> Option<&str> {
     match req {
-        Request::List => None,
+        Request::List | Request::Stats { selector: None } => None,
+        Request::Stats { selector: Some(selector) } => Some(selector),
         Request::Select { selector }
         | Request::Threads { selector, .. }
         | Request::Heap { selector, .. }

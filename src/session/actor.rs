@@ -130,6 +130,8 @@ pub(super) struct Session {
     /// A debugger whose large command is being streamed to the VM: nothing else may be
     /// written to the VM until its end, so whole packets wait in `vm_deferred`.
     pub vm_upstream: Option<u64>,
+    /// When that command last moved.
+    pub vm_upstream_progress: Instant,
     pub vm_deferred: Vec<(bytes::Bytes, Option<u32>)>,
     // Across connections:
     pub debuggers: Debuggers,
@@ -142,6 +144,8 @@ pub(super) struct Session {
     pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
     pub tracker: tokio_util::task::TaskTracker,
+    /// Traffic figures since the session started (`jdwpmux stats`).
+    pub stats: crate::stats::TrafficStats,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -179,6 +183,7 @@ pub fn spawn(
         sharing: Sharing::default(),
         deferred_events: VecDeque::new(),
         vm_upstream: None,
+        vm_upstream_progress: Instant::now(),
         vm_deferred: Vec::new(),
         debuggers: Debuggers::default(),
         waiting: Vec::new(),
@@ -188,6 +193,7 @@ pub fn spawn(
         threads_on: false,
         tap: None,
         tracker: tracker.clone(),
+        stats: crate::stats::TrafficStats::live(),
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -330,6 +336,10 @@ impl Session {
             Some(SessionMsg::Attach { link, reply }) => self.on_attach(link, reply),
             Some(SessionMsg::Ddm(req)) => self.on_ddm_request(req),
             Some(SessionMsg::WatchThreads { interval, tx }) => self.on_watch_threads(interval, tx),
+            Some(SessionMsg::Tables(reply)) => {
+                let _ = reply.send(self.table_sizes());
+            }
+            Some(SessionMsg::Stats { reply }) => drop(reply.send(self.stats_report())),
             // Every handle is gone: nothing can attach any more; the token still ends us.
             None => {}
         }
@@ -472,6 +482,17 @@ impl Session {
         self.publish_debuggers();
     }
 
+    fn table_sizes(&self) -> super::handle::TableSizes {
+        super::handle::TableSizes {
+            outstanding: self.ids.len(),
+            debuggers: self.debuggers.len(),
+            event_requests: self.sharing.owners.len(),
+            holds: self.sharing.holds.len(),
+            pins: self.sharing.pins.len(),
+            deferred_events: self.deferred_events.len(),
+        }
+    }
+
     /// Whether anything waits on a deadline (requests, attaches, clean-up, viewers).
     fn has_timers(&self) -> bool {
         !self.purposes.is_empty()
@@ -481,6 +502,7 @@ impl Session {
             || !self.thread_watchers.is_empty()
             || self.held_dropped > 0
             || self.debuggers.max_queued() >= DEBUGGER_HIGH_WATER
+            || self.vm_upstream.is_some()
     }
 
 }

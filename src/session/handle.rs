@@ -56,6 +56,23 @@ pub enum SessionMsg {
     Ddm(super::ddm_commands::DdmRequest),
     /// Thread updates while the sender is open; a snapshot after every THST.
     WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<crate::ddm::ClientData> },
+    /// How full the session's tables are (diagnostics; tests check nothing leaks).
+    Tables(oneshot::Sender<TableSizes>),
+    /// The traffic figures since the session started.
+    Stats { reply: oneshot::Sender<crate::stats::VmReport> },
+}
+
+/// Entries in a session's tables: what is outstanding and who owns what.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableSizes {
+    /// Requests sent to the VM and not yet answered (debuggers' and the proxy's own).
+    pub outstanding: usize,
+    pub debuggers: usize,
+    /// Event requests owned, suspensions held, objects pinned, events kept back.
+    pub event_requests: usize,
+    pub holds: usize,
+    pub pins: usize,
+    pub deferred_events: usize,
 }
 
 /// Connection state of a VM, as shown by `list`.
@@ -199,6 +216,20 @@ impl VmHandle {
         let (tx, rx) = mpsc::channel(super::ddm_commands::THREAD_VIEW_CHANNEL);
         self.tx.send(SessionMsg::WatchThreads { interval, tx }).await.ok()?;
         Some(rx)
+    }
+
+    /// How full the session's tables are now (None when the session has ended).
+    pub async fn tables(&self) -> Option<TableSizes> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::Tables(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// The VM's traffic figures since its session started; `None` if the session ended.
+    pub async fn stats(&self) -> Option<crate::stats::VmReport> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::Stats { reply }).await.ok()?;
+        rx.await.ok()
     }
 
     /// What is known of the VM now, with its debuggers' live counts.
