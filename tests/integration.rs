@@ -20,6 +20,8 @@ mod hotspot;
 mod cli;
 #[path = "integration/ddm_views.rs"]
 mod ddm_views;
+#[path = "integration/ddm_layouts.rs"]
+mod ddm_layouts;
 #[path = "integration/adb.rs"]
 mod adb;
 #[path = "integration/scan.rs"]

@@ -143,6 +143,9 @@ pub(super) struct Session {
     pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
     pub tracker: tokio_util::task::TaskTracker,
+    /// How to talk to this VM: THST form, DDM requests in flight (`dialect`,
+    /// `ddm_commands`).
+    pub dialect: super::dialect::VmDialect,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -186,6 +189,7 @@ pub fn spawn(
         threads_on: false,
         tap: None,
         tracker: tracker.clone(),
+        dialect: Default::default(),
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }

@@ -47,6 +47,11 @@ pub enum CleanupStep {
 impl Session {
     /// Queues a command of the proxy's own for the VM.
     pub(super) fn send_proxy(&mut self, purpose: Purpose, cmd_set: u8, cmd: u8, data: &[u8]) {
+        let _ = self.send_proxy_id(purpose, cmd_set, cmd, data);
+    }
+
+    /// `send_proxy`, returning the id the command went out with.
+    pub(super) fn send_proxy_id(&mut self, purpose: Purpose, cmd_set: u8, cmd: u8, data: &[u8]) -> Option<u32> {
         let entry = Entry {
             requester: Requester::Proxy(0),
             orig_id: 0,
@@ -64,12 +69,17 @@ impl Session {
                 if let Purpose::Cleanup(_) = purpose {
                     self.cleanup_pending += 1;
                 }
+                Some(id)
             }
-            Err(e) => warn!(error = %e, ?purpose, "cannot send a proxy request"),
+            Err(e) => {
+                warn!(error = %e, ?purpose, "cannot send a proxy request");
+                None
+            }
         }
     }
 
     pub(super) fn start_identify(&mut self) {
+        self.dialect.new_connection();
         if self.cfg.android {
             // ART loads its full JDWP agent (and the app becomes "debugged", slower) on the
             // first non-DDM packet, so a VM known to be Android is probed with HELO alone.
@@ -164,13 +174,7 @@ impl Session {
                 self.become_ready();
             }
             Purpose::Dbgd => debug!(error = h.error_code(), len = p.len(), "DBGD answered"),
-            Purpose::Control => {
-                if ok {
-                    self.on_ddm_payload(p.data(), true, true);
-                } else {
-                    warn!(error = h.error_code(), "a DDM request failed");
-                }
-            }
+            Purpose::Control => self.on_control_reply(p),
             Purpose::Cleanup(step) => self.on_cleanup_reply(step, ok, p.data()),
         }
         self.check_cleanup_done();
