@@ -24,6 +24,8 @@ mod ddm_views;
 mod ddm_layouts;
 #[path = "integration/adb.rs"]
 mod adb;
+#[path = "integration/android_tcp.rs"]
+mod android_tcp;
 #[path = "integration/scan.rs"]
 mod scan;
 #[path = "integration/newcomer.rs"]

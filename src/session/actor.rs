@@ -55,6 +55,8 @@ pub struct SessionConfig {
     pub capture: Option<crate::capture::CaptureHandle>,
     /// Reached through an adb server (`jdwp:PID` on a device) instead of TCP to `addr`.
     pub adb: Option<AdbTarget>,
+    /// Asked before each TCP connection whether `addr` is an adb forward to an Android VM.
+    pub forwards: Option<std::sync::Arc<crate::discovery::forwards::ForwardLookup>>,
 }
 
 /// A VM behind an adb server: `addr` in the config is then the adb server's address.
@@ -143,8 +145,8 @@ pub(super) struct Session {
     pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
     pub tracker: tokio_util::task::TaskTracker,
-    /// How to talk to this VM: THST form, DDM requests in flight (`dialect`,
-    /// `ddm_commands`).
+    /// How to talk to this VM: THST form, Android over TCP, DDM requests in flight
+    /// (`dialect`, `ddm_commands`, `android_tcp`).
     pub dialect: super::dialect::VmDialect,
 }
 
@@ -283,7 +285,12 @@ impl Session {
         let t = self.cfg.timeouts;
         let addr = self.cfg.addr;
         let adb = self.cfg.adb.clone();
+        let lookup = self.forward_lookup();
         let fut = async move {
+            let forward = match &lookup {
+                Some(l) => l.find(addr).await,
+                None => None,
+            };
             let s = match adb {
                 None => connect::connect_tcp(addr, t.connect).await?,
                 Some(a) => {
@@ -292,13 +299,20 @@ impl Session {
                     s
                 }
             };
-            connect::handshake(s, t.handshake).await
+            let c = connect::handshake(s, t.handshake).await?;
+            Ok((c, lookup.map(|_| forward)))
         };
         tokio::pin!(fut);
         let mut tick = tokio::time::interval(TICK);
         loop {
             tokio::select! {
-                r = &mut fut => return r,
+                r = &mut fut => {
+                    let (c, forward) = r?;
+                    if let Some(found) = forward {
+                        self.note_forward(found);
+                    }
+                    return Ok(c);
+                }
                 m = self.rx.recv() => self.on_control(m),
                 _ = tick.tick() => self.expire_waiting(),
             }
@@ -458,6 +472,7 @@ impl Session {
     }
 
     async fn lost(&mut self, why: String) -> Ended {
+        self.dialect.vm_went_away();
         self.fail_pending().await;
         self.expire_ddm_waiters(true);
         if let Some(a) = self.attached.take() {

@@ -1,6 +1,7 @@
 //! What a session learns about how to talk to its VM, kept apart from the relay state: which
-//! THST request form the VM takes (for its lifetime), and which of the proxy's DDM requests
-//! are in flight on the current connection (so a FAIL reply reaches whoever asked).
+//! THST request form the VM takes (for its lifetime), whether it is an Android VM although
+//! it is reached over plain TCP, and which of the proxy's DDM requests are in flight on the
+//! current connection (so a FAIL reply reaches whoever asked).
 
 use std::collections::HashMap;
 
@@ -8,6 +9,20 @@ use tokio::time::Instant;
 
 use super::thst_plan::{ThstForm, ThstPlan};
 use crate::ddm::ChunkType;
+use crate::discovery::forwards::JdwpForward;
+
+/// Why a VM reached over TCP is treated as Android (HELO alone, no non-DDM packet from the
+/// proxy until a debugger sends one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AndroidOverTcp {
+    /// The address is an adb forward to `jdwp:PID` (from the adb server's forward list,
+    /// looked up again before every connection).
+    Forward(JdwpForward),
+    /// Its VirtualMachine.Version reply said so (the proxy then reconnected). Kept until the
+    /// connection is lost: whatever listens there next is identified afresh, since a DDM
+    /// packet can crash HotSpot.
+    Version(String),
+}
 
 /// Who waits for the reply to one of the proxy's DDM requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +49,8 @@ pub struct Ask {
 pub struct VmDialect {
     /// Per VM: the THST request form.
     pub thst: ThstPlan,
+    /// Per VM: known to be Android although reached over TCP.
+    pub android: Option<AndroidOverTcp>,
     /// Per connection: the proxy's DDM requests by proxy id.
     pub asks: HashMap<u32, Ask>,
     /// Numbers for control-command waiters.
@@ -45,5 +62,13 @@ impl VmDialect {
     pub fn new_connection(&mut self) {
         self.asks.clear();
         self.thst.reconnected();
+    }
+
+    /// The connection was lost (not dropped by the proxy on purpose): the VM may be gone,
+    /// and what listens at its address next may be another VM.
+    pub fn vm_went_away(&mut self) {
+        if matches!(self.android, Some(AndroidOverTcp::Version(_))) {
+            self.android = None;
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! request-id table (`ids`), its debugger side, its VM side and its own requests.
 
 mod actor;
+mod android_tcp;
 pub mod connect;
 mod ddm_commands;
 mod ddm_glue;

@@ -12,6 +12,7 @@ use super::handle::VmState;
 use super::ids::{Entry, Requester};
 use crate::jdwp::packet::{DDM_CMD, DDM_CMD_SET};
 use crate::jdwp::reader::{put_id, Reader};
+use crate::jdwp::version::VmVersion;
 use crate::jdwp::Packet;
 use crate::settings::DdmMode;
 
@@ -80,9 +81,10 @@ impl Session {
 
     pub(super) fn start_identify(&mut self) {
         self.dialect.new_connection();
-        if self.cfg.android {
+        if let Some(why) = self.known_android() {
             // ART loads its full JDWP agent (and the app becomes "debugged", slower) on the
             // first non-DDM packet, so a VM known to be Android is probed with HELO alone.
+            debug!(why = %why, "an Android VM: DDM only until a debugger attaches");
             self.probe_ddm();
             return;
         }
@@ -107,7 +109,8 @@ impl Session {
     }
 
     fn identified(&mut self, android: bool) {
-        if self.ready || self.ddm_aware.is_some() {
+        // A connection about to be dropped (an Android VM found by its Version) gets nothing.
+        if self.ready || self.ddm_aware.is_some() || self.reset_requested {
             return;
         }
         let probe = match self.cfg.ddm {
@@ -148,6 +151,9 @@ impl Session {
                 let android = if ok { self.on_version(p.data()) } else { false };
                 if !ok {
                     warn!(error = h.error_code(), "VirtualMachine.Version failed");
+                }
+                if android {
+                    self.reconnect_as_android();
                 }
                 if self.identify_pending == 0 {
                     self.identified(android || self.android_by_ident());
@@ -211,23 +217,13 @@ impl Session {
     }
 
     fn on_version(&mut self, data: &[u8]) -> bool {
-        let mut r = Reader::new(data);
-        let parsed = (|| {
-            let description = r.string("description")?;
-            let major = r.i32("jdwpMajor")?;
-            let minor = r.i32("jdwpMinor")?;
-            let vm_version = r.string("vmVersion")?;
-            let vm_name = r.string("vmName")?;
-            Ok::<_, crate::jdwp::reader::ReadError>((description, major, minor, vm_version, vm_name))
-        })();
-        match parsed {
-            Ok((description, major, minor, vm_version, vm_name)) => {
-                let ident = format!("{vm_name} {vm_version}");
-                let first_line = description.lines().next().unwrap_or("").to_string();
-                info!(vm_name = %vm_name, vm_version = %vm_version, jdwp = %format!("{major}.{minor}"),
+        match VmVersion::parse(data) {
+            Ok(v) => {
+                let first_line = v.description.lines().next().unwrap_or("");
+                info!(vm_name = %v.vm_name, vm_version = %v.vm_version, jdwp = %format!("{}.{}", v.jdwp_major, v.jdwp_minor),
                       description = %first_line, "VM identified");
-                let android = is_android_vm(&ident) || description.contains("Android");
-                self.status.send_modify(|s| s.vm_ident = Some(ident));
+                let android = v.is_android();
+                self.status.send_modify(|s| s.vm_ident = Some(v.ident()));
                 android
             }
             Err(e) => {
@@ -340,7 +336,4 @@ impl Session {
     }
 }
 
-/// Android VMs call themselves "Dalvik" in VirtualMachine.Version, ART included.
-pub fn is_android_vm(ident: &str) -> bool {
-    ident.contains("Dalvik") || ident.split_whitespace().next() == Some("ART") || ident.contains("Android")
-}
+pub use crate::jdwp::version::is_android_vm;
