@@ -62,6 +62,63 @@ async fn an_adb_forward_named_with_vm_gets_only_ddm_until_a_debugger_speaks() {
     proxy.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_said_to_be_android_on_the_command_line_or_in_the_config_gets_only_ddm() {
+    let by_flag = FakeVm::start(FakeVmConfig::default()).await;
+    let by_config = FakeVm::start(FakeVmConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("jdwpmux.toml");
+    std::fs::write(&config, format!("vm = [\"android:{}\"]\nno-adb = true\n", by_config.addr())).unwrap();
+    let flag = format!("android:{}", by_flag.addr());
+    let servers = [
+        (Served::start(&["--vm", &flag, "--no-adb"]), &by_flag),
+        (Served::start(&["--config", config.to_str().unwrap()]), &by_config),
+    ];
+    for (served, vm) in &servers {
+        let rows = served.list_until("the VM ready", ready_with_ddm).await;
+        assert_eq!(rows[0]["app"], "com.example.fake");
+        assert_eq!(rows[0]["addr"], vm.addr().to_string());
+        assert_eq!(non_ddm(&vm.received()), Vec::<String>::new());
+        assert_eq!(vm.connections_accepted(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scanned_adb_forward_is_named_by_device_and_pid_and_gets_only_ddm() {
+    let (adb, vm, forward) = forwarded_vm().await;
+    let scan = format!("127.0.0.1:{}", forward.port());
+    // No --adb: the forward list comes from the adb server adb itself would use.
+    let port = adb.port().to_string();
+    let served = Served::start_env(&["--scan", &scan, "--scan-interval", "0.5"], &[("ANDROID_ADB_SERVER_PORT", &port)]);
+    let rows = served.list_until("the forwarded VM", ready_with_ddm).await;
+    assert_eq!(rows[0]["addr"], format!("{SERIAL}:{PID}"));
+    assert_eq!(rows[0]["app"], "com.example.fake");
+    let (code, out, err) = served.run(&["select", &format!("{SERIAL}:{PID}")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("com.example.fake"), "{out}");
+    // The scan's connection (the handshake alone) became the session's.
+    assert_eq!(vm.connections_accepted(), 1);
+    assert_eq!(non_ddm(&vm.received()), Vec::<String>::new());
+    // Later scans (two or more in this time) leave it to its session.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(vm.connections_accepted(), 1);
+    let port = rows[0]["debugger_port"].as_u64().unwrap() as u16;
+    a_debugger_speaks(port, &vm).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scanned_forward_to_a_vm_found_through_adb_is_left_to_adb() {
+    let (adb, vm, forward) = forwarded_vm().await;
+    let scan = format!("127.0.0.1:{}", forward.port());
+    let served = Served::start(&["--adb", &adb.addr().to_string(), "--scan", &scan, "--scan-interval", "0.5"]);
+    served.wait_log("leaving it alone").await;
+    let rows = served.list_until("the VM through adb", ready_with_ddm).await;
+    assert_eq!(rows[0]["addr"], format!("{SERIAL}:{PID}"));
+    assert_eq!(rows[0]["source"], "adb");
+    assert_eq!(vm.connections_accepted(), 1, "only the adb session connected");
+    assert_eq!(non_ddm(&vm.received()), Vec::<String>::new());
+}
+
 /// Connection number and packets of each connection, in order.
 fn by_connection(vm: &FakeVm) -> Vec<(u64, Vec<Packet>)> {
     let mut out: Vec<(u64, Vec<Packet>)> = Vec::new();
