@@ -55,6 +55,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l select -d 'The
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ddm -d 'When to probe VMs with DDM: auto (Android VMs only), always, never' -r -f -a "auto\t'Only VMs that say they are Android (Dalvik/ART) or were reached through adb'
 always\t'Every VM. HotSpot may crash on a DDM packet: use with care'
 never\t'No DDM at all: a plain debugger proxy'"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l max-debuggers -d 'Debuggers that may attach to one VM at once (an IDE, jdb and a script, say); each sees its own events and suspensions. 1 refuses a second debugger, as a JDWP agent does. Past the limit a debugger is refused with a log line' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture -d 'Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture-format -d 'Capture format, when the file name does not say: pcapng or jsonl' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture-max-bytes -d 'Stop capturing (with one log line) before the file would exceed this many bytes' -r

@@ -136,6 +136,11 @@ pub struct ServeArgs {
     /// When to probe VMs with DDM: auto (Android VMs only), always, never.
     #[arg(long, value_enum, default_value_t = DdmMode::Auto)]
     pub ddm: DdmMode,
+    /// Debuggers that may attach to one VM at once (an IDE, jdb and a script, say); each
+    /// sees its own events and suspensions. 1 refuses a second debugger, as a JDWP agent
+    /// does. Past the limit a debugger is refused with a log line.
+    #[arg(long, value_name = "N", default_value_t = crate::settings::DEFAULT_MAX_DEBUGGERS)]
+    pub max_debuggers: usize,
     /// Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON
     /// lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)
     #[arg(long, value_name = "FILE", env = "JDWPMUX_CAPTURE")]

@@ -56,6 +56,7 @@ pub struct ConfigFile {
     pub current_port: Option<u16>,
     pub select: Option<String>,
     pub ddm: Option<DdmMode>,
+    pub max_debuggers: Option<usize>,
     pub capture: Option<PathBuf>,
     pub capture_format: Option<Parsed<crate::capture::Format>>,
     pub capture_max_bytes: Option<u64>,
@@ -107,6 +108,7 @@ impl ConfigFile {
             let c = one("current_port", self.current_port.map(|p| p.to_string()), c);
             let c = one("select", s(&self.select), c);
             let c = one("ddm", self.ddm.map(|d| d.to_possible_value_name()), c);
+            let c = one("max_debuggers", self.max_debuggers.map(|n| n.to_string()), c);
             let c = one("capture", self.capture.as_ref().map(|p| p.display().to_string()), c);
             let c = one("capture_format", self.capture_format.as_ref().map(|f| f.0.to_string()), c);
             let c = one("capture_max_bytes", self.capture_max_bytes.map(|b| b.to_string()), c);

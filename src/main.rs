@@ -263,6 +263,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         current_port: args.current_port,
         select: args.select,
         ddm: args.ddm,
+        max_debuggers: args.max_debuggers,
         ..Settings::default()
     };
     s.validate()?;

@@ -15,6 +15,10 @@ pub const DEFAULT_ATTACH_WAIT: Duration = Duration::from_secs(10);
 pub const DEFAULT_SCAN_INTERVAL: Duration = Duration::from_secs(2);
 /// Scanned when no VM source is given, like the Dalvik Debug Monitor's "scan workstation".
 pub const DEFAULT_SCAN: &str = "127.0.0.1:8000-8040";
+/// Debuggers that may share one VM at once (`--max-debuggers`; 1 refuses a second one).
+pub const DEFAULT_MAX_DEBUGGERS: usize = 8;
+/// Most debuggers one VM may be given: past a few, nobody is debugging anything.
+pub const MAX_MAX_DEBUGGERS: usize = 64;
 /// How long a debugger has to send its handshake.
 pub const DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -67,6 +71,8 @@ pub struct Settings {
     pub current_port: u16,
     pub select: Option<String>,
     pub ddm: DdmMode,
+    /// Debuggers that may share one VM at once.
+    pub max_debuggers: usize,
     pub timeouts: Timeouts,
     /// The adb server whose devices' debuggable processes are VMs.
     pub adb: Option<SocketAddr>,
@@ -93,6 +99,7 @@ impl Default for Settings {
             current_port: DEFAULT_CURRENT_PORT,
             select: None,
             ddm: DdmMode::Auto,
+            max_debuggers: DEFAULT_MAX_DEBUGGERS,
             timeouts: Timeouts::default(),
             control: None,
             capture: None,
@@ -122,12 +129,17 @@ pub enum SettingsError {
     BadVm(String),
     #[error("{0}")]
     BadScan(String),
+    #[error("--max-debuggers {0}: expected 1 to {MAX_MAX_DEBUGGERS}")]
+    BadMaxDebuggers(usize),
 }
 
 impl Settings {
     pub fn validate(&self) -> Result<(), SettingsError> {
         if !self.listen.is_loopback() && !self.allow_remote {
             return Err(SettingsError::RemoteNotAllowed(self.listen));
+        }
+        if !(1..=MAX_MAX_DEBUGGERS).contains(&self.max_debuggers) {
+            return Err(SettingsError::BadMaxDebuggers(self.max_debuggers));
         }
         Ok(())
     }
@@ -174,6 +186,17 @@ mod tests {
         s.listen = "0.0.0.0".parse().unwrap();
         assert_eq!(s.validate(), Err(SettingsError::RemoteNotAllowed(s.listen)));
         s.allow_remote = true;
+        assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn max_debuggers_is_bounded() {
+        let mut s = Settings::default();
+        for bad in [0, MAX_MAX_DEBUGGERS + 1] {
+            s.max_debuggers = bad;
+            assert_eq!(s.validate(), Err(SettingsError::BadMaxDebuggers(bad)));
+        }
+        s.max_debuggers = 1;
         assert!(s.validate().is_ok());
     }
 

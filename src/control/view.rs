@@ -1,9 +1,18 @@
 //! How `jdwpmux list` prints VMs for people.
 
-use crate::registry::VmInfo;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-/// One line per VM under a header; `*` marks the current VM.
+use crate::registry::VmInfo;
+use crate::session::DebuggerInfo;
+
+/// One line per VM under a header; `*` marks the current VM. Each debugger attached to a VM
+/// gets a line of its own under the VM's.
 pub fn table(vms: &[VmInfo]) -> String {
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    table_at(vms, now_ms)
+}
+
+fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
     let mut rows = vec![[
         "".to_string(),
         "PORT".to_string(),
@@ -11,7 +20,7 @@ pub fn table(vms: &[VmInfo]) -> String {
         "APP".to_string(),
         "VM".to_string(),
         "DDM".to_string(),
-        "DEBUGGER".to_string(),
+        "DEBUGGERS".to_string(),
         "STATE".to_string(),
         "ADDRESS".to_string(),
     ]];
@@ -32,20 +41,85 @@ pub fn table(vms: &[VmInfo]) -> String {
                 Some(false) => "no".into(),
                 None => "?".into(),
             },
-            s.debugger.map_or("-".into(), |d| d.to_string()),
+            if s.debuggers.is_empty() { "-".into() } else { s.debuggers.len().to_string() },
             s.state.to_string(),
             v.addr.clone(),
         ]);
     }
     let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
-    for r in &rows {
+    for (i, r) in rows.iter().enumerate() {
         let line: Vec<String> = r.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
+        if let Some(vm) = i.checked_sub(1).and_then(|k| vms.get(k)) {
+            for d in &vm.status.debuggers {
+                out.push_str(&debugger_line(d, now_ms));
+            }
+        }
     }
     if vms.is_empty() {
         out.push_str("(no VMs yet)\n");
     }
     out
+}
+
+/// `    debugger 127.0.0.1:5005 for 2m05s, ddm, 3 requests, 1 suspension, 512 commands`
+fn debugger_line(d: &DebuggerInfo, now_ms: u64) -> String {
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = vec![format!("    debugger {} for {}", d.peer, duration(now_ms.saturating_sub(d.since_ms) / 1000))];
+    if d.ddm {
+        parts.push("ddm".into());
+    }
+    parts.push(plural(d.event_requests.into(), "request", "requests"));
+    parts.push(plural(d.suspensions.into(), "suspension", "suspensions"));
+    parts.push(plural(d.commands, "command", "commands"));
+    format!("{}\n", parts.join(", "))
+}
+
+/// 45s, 2m05s, 3h07m.
+fn duration(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Source;
+    use crate::session::VmStatus;
+
+    #[test]
+    fn each_debugger_gets_a_line_under_its_vm() {
+        let d = |port: u16, since_ms: u64, ddm: bool| DebuggerInfo {
+            conn: 1,
+            peer: ([127, 0, 0, 1], port).into(),
+            since_ms,
+            ddm,
+            event_requests: 3,
+            suspensions: 1,
+            commands: 512,
+            live: None,
+        };
+        let vm = |debuggers: Vec<DebuggerInfo>| VmInfo {
+            id: 0,
+            addr: "127.0.0.1:8000".into(),
+            source: Source::Cli,
+            debugger_port: Some(8600),
+            current: true,
+            status: VmStatus { debuggers, ..VmStatus::default() },
+        };
+        let now = 1_000_000_000;
+        let text = table_at(&[vm(vec![d(5005, now - 125_000, true), d(5006, now - 3_000, false)]), vm(vec![])], now);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(lines[1].contains("  2  "), "{text}");
+        assert_eq!(lines[2], "    debugger 127.0.0.1:5005 for 2m05s, ddm, 3 requests, 1 suspension, 512 commands");
+        assert_eq!(lines[3], "    debugger 127.0.0.1:5006 for 3s, 3 requests, 1 suspension, 512 commands");
+        assert!(lines[4].contains(" -  "), "{text}");
+        assert_eq!(duration(3 * 3600 + 7 * 60 + 5), "3h07m");
+    }
 }

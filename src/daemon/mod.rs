@@ -109,6 +109,7 @@ impl Spawner {
             ddm: s.ddm,
             android,
             timeouts: s.timeouts,
+            max_debuggers: s.max_debuggers,
             max_backoff: if source == Source::Cli { Duration::from_secs(5) } else { s.scan_interval },
             capture: self.capture.clone(),
             // A VM behind adb or said to be Android needs no lookup.

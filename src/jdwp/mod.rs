@@ -2,6 +2,7 @@
 //! the names of commands and errors. Pure code: no sockets, no tasks.
 
 pub mod codec;
+pub mod events;
 pub mod handshake;
 pub mod names;
 pub mod packet;

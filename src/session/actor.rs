@@ -1,13 +1,14 @@
-//! The VM session actor: one task per VM that owns the VM socket, the id table and the state
-//! of the attached debugger. It connects (and reconnects with backoff), identifies the VM,
-//! probes DDM, then relays until the connection drops or the daemon stops.
+//! The VM session actor: one task per VM that owns the VM socket, the id table, the sharing
+//! tables and the state of every attached debugger. It connects (and reconnects with
+//! backoff), identifies the VM, probes DDM, then relays until the connection drops or the
+//! daemon stops.
 //!
-//! The task also serves the attached debugger's socket (see `debugger_io`). It reads and
-//! writes both sockets in one `select!` loop using only cancel-safe calls (`read_buf`,
+//! The task also serves the attached debuggers' sockets (see `debuggers`). It reads and
+//! writes every socket in one `select!` loop using only cancel-safe calls (`read_buf`,
 //! `write_buf`, readiness polls, `recv`), so a packet costs one wake-up of one task and
 //! several queued packets leave in one write.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -20,11 +21,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn, Instrument};
 
 use super::connect::{self, ConnectError, Connected};
-use super::debugger_io::{debugger_event, DebuggerEvent, DebuggerIo, DEBUGGER_HIGH_WATER};
+use super::debugger_io::{DebuggerEvent, DEBUGGER_HIGH_WATER};
+use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
 use super::ids::IdTable;
 use super::proxy_requests::Purpose;
+use super::sharing::Sharing;
 use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
+use crate::jdwp::events::IdSizes;
 use crate::jdwp::Packet;
 use crate::settings::{DdmMode, Timeouts};
 
@@ -55,6 +59,8 @@ pub struct SessionConfig {
     pub capture: Option<crate::capture::CaptureHandle>,
     /// Reached through an adb server (`jdwp:PID` on a device) instead of TCP to `addr`.
     pub adb: Option<AdbTarget>,
+    /// Most debuggers attached at once (`--max-debuggers`; 1: a second one is refused).
+    pub max_debuggers: usize,
     /// Asked before each TCP connection whether `addr` is an adb forward to an Android VM.
     pub forwards: Option<std::sync::Arc<crate::discovery::forwards::ForwardLookup>>,
 }
@@ -77,25 +83,10 @@ pub(super) enum Ended {
     Lost(String),
 }
 
-/// A debugger attached to this VM.
-pub(super) struct Attached {
-    pub conn: u64,
-    pub io: DebuggerIo,
-    /// It sent a DDM command itself (Android Studio, ddmlib): it gets DDM traffic too.
-    pub ddm_speaker: bool,
-    /// Event requests the VM granted it: (event kind, request id), cleared when it leaves.
-    pub event_requests: HashSet<(u8, u32)>,
-    /// A streamed command from it is being passed to the VM (`Some(true)`) or swallowed.
-    pub upstream: Option<bool>,
-    /// VM-wide suspensions it caused (VM.Suspend, SUSPEND_ALL events) minus VM.Resume.
-    /// Counted generously: an extra VM.Resume at clean-up is harmless, a missing one
-    /// leaves the VM's suspend-all count up and new threads would start suspended.
-    pub vm_suspends: u32,
-}
-
 /// Where the body of a large VM packet goes.
 pub(super) struct VmStream {
-    pub to_debugger: bool,
+    /// The debuggers it goes to (connection numbers).
+    pub to: Vec<u64>,
     /// For packets the proxy reads itself: the header, a bounded prefix, and the purpose.
     pub collect: Option<(crate::jdwp::Header, Vec<u8>, Option<Purpose>)>,
 }
@@ -104,8 +95,8 @@ pub(super) struct PendingAttach {
     pub link: DebuggerLink,
     pub reply: oneshot::Sender<Result<(), AttachError>>,
     pub deadline: Instant,
-    /// It came while this debugger was attached: refused as a second debugger unless that
-    /// one leaves within `BUSY_GRACE` (a debugger that quits and reattaches at once).
+    /// It came while as many debuggers as allowed were attached (this one among them): it is
+    /// refused unless one leaves within `BUSY_GRACE` (a debugger that quits and reattaches).
     pub busy_with: Option<SocketAddr>,
 }
 
@@ -125,7 +116,8 @@ pub(super) struct Session {
     pub vm_stream: Option<VmStream>,
     pub ready: bool,
     pub ddm_aware: Option<bool>,
-    pub id_size: Option<usize>,
+    /// The VM's id sizes, from the proxy's IDSizes or a debugger's.
+    pub id_sizes: Option<IdSizes>,
     pub identify_pending: usize,
     pub held: VecDeque<Packet>,
     pub held_bytes: usize,
@@ -133,9 +125,16 @@ pub(super) struct Session {
     pub reset_requested: bool,
     pub cleanup_pending: usize,
     pub cleanup_deadline: Option<Instant>,
-    pub cleared_requests: HashSet<u32>,
+    /// Who owns which event request, suspension and pin.
+    pub sharing: Sharing,
+    /// Events kept back, in the VM's order, until the Sets in flight say whose they are.
+    pub deferred_events: VecDeque<Packet>,
+    /// A debugger whose large command is being streamed to the VM: nothing else may be
+    /// written to the VM until its end, so whole packets wait in `vm_deferred`.
+    pub vm_upstream: Option<u64>,
+    pub vm_deferred: Vec<(bytes::Bytes, Option<u32>)>,
     // Across connections:
-    pub attached: Option<Attached>,
+    pub debuggers: Debuggers,
     pub waiting: Vec<PendingAttach>,
     pub ddm_state: crate::ddm::ClientData,
     pub ddm_waiters: Vec<super::ddm_commands::Waiter>,
@@ -174,7 +173,7 @@ pub fn spawn(
         vm_stream: None,
         ready: false,
         ddm_aware: None,
-        id_size: None,
+        id_sizes: None,
         identify_pending: 0,
         held: VecDeque::new(),
         held_bytes: 0,
@@ -182,8 +181,11 @@ pub fn spawn(
         reset_requested: false,
         cleanup_pending: 0,
         cleanup_deadline: None,
-        cleared_requests: HashSet::new(),
-        attached: None,
+        sharing: Sharing::default(),
+        deferred_events: VecDeque::new(),
+        vm_upstream: None,
+        vm_deferred: Vec::new(),
+        debuggers: Debuggers::default(),
         waiting: Vec::new(),
         ddm_state: Default::default(),
         ddm_waiters: Vec::new(),
@@ -271,7 +273,7 @@ impl Session {
                 break;
             }
         }
-        self.shutdown_debugger("the VM session ended");
+        self.close_debuggers("the VM session ended");
         // A discovered VM whose session ends (its process left) leaves `list`.
         self.set_state(VmState::Unreachable);
         for p in self.waiting.drain(..) {
@@ -366,7 +368,10 @@ impl Session {
         self.reset_requested = false;
         self.cleanup_pending = 0;
         self.cleanup_deadline = None;
-        self.cleared_requests.clear();
+        self.sharing = Sharing::default();
+        self.deferred_events.clear();
+        self.vm_upstream = None;
+        self.vm_deferred.clear();
         self.ddm_state = Default::default();
         self.threads_on = false;
         for w in &mut self.thread_watchers {
@@ -396,9 +401,7 @@ impl Session {
         let mut pacing = super::vm_reads::ReadPacing::default();
         loop {
             // Route everything already buffered before waiting again.
-            if let Err(why) = self.route_debugger_input().await {
-                self.detach(&why).await;
-            }
+            self.route_debugger_input().await;
             loop {
                 match self.codec.decode(&mut input) {
                     Ok(Some(frame)) => {
@@ -411,11 +414,12 @@ impl Session {
                     Err(e) => return self.lost(format!("bad packet from the VM: {e}")).await,
                 }
             }
-            if let Some(a) = self.attached.as_mut() {
+            for a in self.debuggers.iter_mut() {
                 a.io.flush_now();
             }
             if self.reset_requested && self.out.is_empty() {
                 self.fail_pending().await;
+                self.close_debuggers("the VM connection was reset");
                 if shutdown_by.is_some() {
                     return Ended::Shutdown;
                 }
@@ -431,13 +435,13 @@ impl Session {
             let offered = input.capacity() - input.len();
             let taking_debugger = self.out.len() < OUT_HIGH_WATER;
             // A debugger that reads slowly holds the VM back (bounded by its stall timeout).
-            let reading_vm = self.attached.as_ref().is_none_or(|a| a.io.queued() < DEBUGGER_HIGH_WATER);
+            let reading_vm = self.debuggers.max_queued() < DEBUGGER_HIGH_WATER;
             // An idle VM has no timers to run: no tick, so a thousand of them cost nothing.
             let timers = self.has_timers() || shutdown_by.is_some();
             let event = tokio::select! {
                 r = rd.read_buf(&mut input), if reading_vm => Event::Read(r),
                 r = wr.write_buf(&mut self.out), if !self.out.is_empty() => Event::Wrote(r),
-                e = debugger_event(self.attached.as_mut().map(|a| &mut a.io), taking_debugger) => Event::Debugger(e),
+                (conn, e) = self.debuggers.next_event(taking_debugger) => Event::Debugger(conn, e),
                 m = self.rx.recv() => Event::Control(m),
                 _ = tick.tick(), if timers => Event::Tick,
                 _ = self.cancel.cancelled(), if shutdown_by.is_none() => Event::Cancel,
@@ -458,7 +462,7 @@ impl Session {
                 Event::Read(Err(e)) => return self.lost(format!("read from the VM failed: {e}")).await,
                 Event::Wrote(Ok(_)) => crate::park::wrote(),
                 Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
-                Event::Debugger(e) => self.on_debugger_event(e).await,
+                Event::Debugger(conn, e) => self.on_debugger_event(conn, e).await,
                 Event::Control(m) => self.on_control(m),
                 Event::Tick => self.on_tick().await,
                 Event::Cancel => {
@@ -475,17 +479,16 @@ impl Session {
         self.dialect.vm_went_away();
         self.fail_pending().await;
         self.expire_ddm_waiters(true);
-        if let Some(a) = self.attached.take() {
-            a.io.close("the VM connection was lost", &self.tracker);
-            self.status.send_modify(|s| s.debugger = None);
-        }
+        self.close_debuggers("the VM connection was lost");
         Ended::Lost(why)
     }
 
-    fn shutdown_debugger(&mut self, why: &str) {
-        if let Some(a) = self.attached.take() {
+    /// Closes every attached debugger's connection (the VM connection is gone or reset).
+    fn close_debuggers(&mut self, why: &str) {
+        for a in self.debuggers.drain() {
             a.io.close(why, &self.tracker);
         }
+        self.publish_debuggers();
     }
 
     /// Whether anything waits on a deadline (requests, attaches, clean-up, viewers).
@@ -496,7 +499,7 @@ impl Session {
             || !self.ddm_waiters.is_empty()
             || !self.thread_watchers.is_empty()
             || self.held_dropped > 0
-            || self.attached.as_ref().is_some_and(|a| a.io.queued() >= DEBUGGER_HIGH_WATER)
+            || self.debuggers.max_queued() >= DEBUGGER_HIGH_WATER
     }
 
 }
@@ -504,7 +507,7 @@ impl Session {
 enum Event {
     Read(std::io::Result<usize>),
     Wrote(std::io::Result<usize>),
-    Debugger(DebuggerEvent),
+    Debugger(u64, DebuggerEvent),
     Control(Option<SessionMsg>),
     Tick,
     Cancel,

@@ -193,13 +193,13 @@ impl Session {
             reply: req.reply,
         };
         if waiter.wanted.is_empty() && waiter.completion != Completion::ReplyOrGone {
-            self.answer(waiter, Outcome::Complete);
+            self.answer_waiter(waiter, Outcome::Complete);
         } else {
             self.ddm_waiters.push(waiter);
         }
     }
 
-    fn answer(&self, w: Waiter, outcome: Outcome) {
+    fn answer_waiter(&self, w: Waiter, outcome: Outcome) {
         let _ = w.reply.send(Ok(DdmAnswer { chunks: w.got, state: self.ddm_state.clone(), outcome }));
     }
 
@@ -255,7 +255,7 @@ impl Session {
             _ => return,
         };
         let w = self.ddm_waiters.remove(i);
-        self.answer(w, outcome);
+        self.answer_waiter(w, outcome);
     }
 
     // ----- thread viewers -----
@@ -392,7 +392,7 @@ impl Session {
         }
         for i in done.into_iter().rev() {
             let w = self.ddm_waiters.remove(i);
-            self.answer(w, Outcome::Complete);
+            self.answer_waiter(w, Outcome::Complete);
         }
     }
 
@@ -409,8 +409,8 @@ impl Session {
         self.ddm_waiters = keep;
         for w in late {
             match (w.completion, all) {
-                (Completion::ReplyOrGone, true) => self.answer(w, Outcome::VmLeft),
-                (Completion::ReplyOrGone, false) => self.answer(w, Outcome::NoAnswer),
+                (Completion::ReplyOrGone, true) => self.answer_waiter(w, Outcome::VmLeft),
+                (Completion::ReplyOrGone, false) => self.answer_waiter(w, Outcome::NoAnswer),
                 (_, true) => drop(w.reply.send(Err(DdmCommandError::Gone))),
                 (_, false) => drop(w.reply.send(Err(DdmCommandError::Timeout(w.timeout)))),
             }

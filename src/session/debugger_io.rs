@@ -1,4 +1,4 @@
-//! The attached debugger's socket, served by the VM session task itself.
+//! One attached debugger's socket, served by the VM session task itself.
 //!
 //! Earlier the debugger had a task of its own that passed frames to the session over
 //! channels. On a 2-CPU machine each hand-over woke the other task (often on the other CPU,
@@ -218,14 +218,6 @@ impl DebuggerIo {
             })
             .await;
         });
-    }
-}
-
-/// Polls the attached debugger's socket, or waits forever when there is none.
-pub(super) async fn debugger_event(io: Option<&mut DebuggerIo>, take_input: bool) -> DebuggerEvent {
-    match io {
-        Some(io) => std::future::poll_fn(|cx| io.poll_event(cx, take_input)).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -1,133 +1,61 @@
-//! The session's debugger side: attaching, relaying a debugger's commands with rewritten ids,
-//! protecting the VM from commands it cannot take, and detaching.
+//! The session's debugger side: relaying each debugger's commands with rewritten ids,
+//! protecting the VM from commands it cannot take, and the periodic checks.
 
-use std::collections::HashSet;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::actor::{Attached, PendingAttach, Session, OUT_HIGH_WATER};
-use super::debugger_io::{DebuggerEvent, DebuggerIo};
-use super::handle::{AttachError, DebuggerLink};
-use super::ids::{Entry, Requester};
-use crate::capture::tap::Tap;
-use crate::capture::Leg;
+use super::actor::{Session, OUT_HIGH_WATER};
+use super::debugger_io::DebuggerEvent;
+use super::ids::{Entry, Note, Requester};
+use super::sharing::{policy, Policy};
 use crate::jdwp::codec::Frame;
+use crate::jdwp::names;
 use crate::jdwp::packet::{error, Header, DDM_CMD_SET};
 use crate::jdwp::Packet;
 
 /// How long a debugger may leave the session's packets unread before it is cut off.
 pub const DEBUGGER_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// JDWP VirtualMachine.Dispose.
-const DISPOSE: (u8, u8) = (1, 6);
-/// EventRequest.Set / Clear / ClearAllBreakpoints.
-const EVENT_SET: (u8, u8) = (15, 1);
-const EVENT_CLEAR: (u8, u8) = (15, 2);
-const EVENT_CLEAR_BREAKPOINTS: (u8, u8) = (15, 3);
-const BREAKPOINT_KIND: u8 = 2;
-/// VirtualMachine.Suspend / Resume.
-const VM_SUSPEND: (u8, u8) = (1, 8);
-const VM_RESUME: (u8, u8) = (1, 9);
-
 impl Session {
-    pub(super) fn on_attach(&mut self, link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>>) {
-        if let Some(p) = self.waiting.first() {
-            info!(peer = %link.peer, waiting = %p.link.peer, "refusing a second debugger");
-            let _ = reply.send(Err(AttachError::Busy(p.link.peer)));
-            return;
-        }
-        // The attached debugger may be on its way out (it quit, and its close has not reached
-        // us yet): the newcomer waits a moment for that before it is refused as a second one.
-        let busy_with = self.attached.as_ref().map(|a| a.io.peer);
-        let wait = if busy_with.is_some() { super::actor::BUSY_GRACE } else { self.cfg.timeouts.attach_wait };
-        self.waiting.push(PendingAttach { link, reply, deadline: Instant::now() + wait, busy_with });
-        self.serve_waiting();
-    }
-
-    /// Answers the debuggers whose wait for the VM (or for the attached one to leave) ran out.
-    pub(super) fn expire_waiting(&mut self) {
-        let now = Instant::now();
-        let (late, keep): (Vec<_>, Vec<_>) = self.waiting.drain(..).partition(|p| p.deadline <= now);
-        self.waiting = keep;
-        let state = self.status.borrow().state;
-        for p in late {
-            if let Some(other) = p.busy_with.filter(|_| self.attached.is_some()) {
-                info!(peer = %p.link.peer, attached = %other, "refusing a second debugger");
-                let _ = p.reply.send(Err(AttachError::Busy(other)));
-                continue;
+    /// Routes the frames the debuggers sent, one frame of each in turn, while the VM's queue
+    /// has room. While one debugger streams a large command to the VM, only it is read.
+    pub(super) async fn route_debugger_input(&mut self) {
+        loop {
+            let mut progress = false;
+            for conn in self.debuggers.conns() {
+                if self.out.len() >= OUT_HIGH_WATER {
+                    return;
+                }
+                if self.vm_upstream.is_some_and(|c| c != conn) {
+                    continue;
+                }
+                let Some(a) = self.debuggers.get_mut(conn) else { continue };
+                match a.io.next_frame() {
+                    Ok(Some(frame)) => {
+                        progress = true;
+                        self.on_debugger_frame(conn, frame).await;
+                    }
+                    Ok(None) => {}
+                    Err(e) => self.detach(conn, &format!("bad packet from the debugger: {e}")).await,
+                }
             }
-            let why = format!("still {state} after {:?}", self.cfg.timeouts.attach_wait);
-            info!(peer = %p.link.peer, reason = %why, "refusing a debugger");
-            let _ = p.reply.send(Err(AttachError::Unavailable(why)));
+            if !progress {
+                return;
+            }
         }
     }
 
-    /// Attaches a waiting debugger once the VM is ready and no clean-up is running.
-    pub(super) fn serve_waiting(&mut self) {
-        if !self.ready || self.cleaning_up() || self.attached.is_some() || self.reset_requested {
-            return;
-        }
-        while let Some(p) = (!self.waiting.is_empty()).then(|| self.waiting.remove(0)) {
-            if p.reply.is_closed() {
-                continue;
-            }
-            let DebuggerLink { conn, peer, sock, input, capture } = p.link;
-            let tap = capture.map(|(c, vm)| {
-                let local = sock.local_addr().unwrap_or(peer);
-                let mut t = Tap::open(&c, conn, &vm, Leg::Debugger, peer, local);
-                t.handshakes();
-                t
-            });
-            let mut io = DebuggerIo::new(sock, peer, input, tap);
-            // Events the VM sent while nobody was attached (VM_START with suspend=y) go
-            // first, right behind the handshake echo.
-            for e in self.held.drain(..) {
-                io.queue(e.into_bytes());
-            }
-            self.held_bytes = 0;
-            if p.reply.send(Ok(())).is_err() {
-                continue;
-            }
-            info!(peer = %peer, conn, "debugger attached");
-            self.debugger_came();
-            self.cleared_requests.clear();
-            self.status.send_modify(|s| s.debugger = Some(peer));
-            self.attached = Some(Attached {
-                conn,
-                io,
-                ddm_speaker: false,
-                event_requests: HashSet::new(),
-                upstream: None,
-                vm_suspends: 0,
-            });
-            return;
-        }
-    }
-
-    /// Routes the frames the debugger sent, while the VM's queue has room.
-    pub(super) async fn route_debugger_input(&mut self) -> Result<(), String> {
-        while self.out.len() < OUT_HIGH_WATER {
-            let Some(a) = self.attached.as_mut() else { return Ok(()) };
-            match a.io.next_frame() {
-                Ok(Some(frame)) => self.on_debugger_frame(frame).await,
-                Ok(None) => return Ok(()),
-                Err(e) => return Err(format!("bad packet from the debugger: {e}")),
-            }
-        }
-        Ok(())
-    }
-
-    /// Something happened on the attached debugger's socket.
-    pub(super) async fn on_debugger_event(&mut self, e: DebuggerEvent) {
+    /// Something happened on a debugger's socket.
+    pub(super) async fn on_debugger_event(&mut self, conn: u64, e: DebuggerEvent) {
         let why = match e {
             DebuggerEvent::Read(Ok(0)) => {
                 // Route what it sent before it closed, then let it go.
-                let _ = self.route_debugger_input().await;
-                match self.attached.as_mut() {
+                self.route_debugger_input().await;
+                match self.debuggers.get_mut(conn) {
                     Some(a) => a.io.eof_reason(),
                     None => return,
                 }
@@ -136,67 +64,97 @@ impl Session {
             DebuggerEvent::Read(Err(e)) => format!("read from the debugger failed: {e}"),
             DebuggerEvent::Wrote(Err(e)) => format!("write to the debugger failed: {e}"),
         };
-        self.detach(&why).await;
+        self.detach(conn, &why).await;
     }
 
-    /// Handles one frame from the attached debugger.
-    async fn on_debugger_frame(&mut self, frame: Frame) {
+    /// Handles one frame from a debugger.
+    async fn on_debugger_frame(&mut self, conn: u64, frame: Frame) {
         match frame {
-            Frame::Packet(p) => self.debugger_packet(p).await,
+            Frame::Packet(p) => self.debugger_packet(conn, p).await,
             Frame::Head(h, mut head) => {
-                let forward = self.admit(h).await;
+                // A large command (RedefineClasses, SetValues) is passed on as it arrives;
+                // nothing else reaches the VM until its end.
+                let forward = self.admit(conn, h);
                 if forward {
-                    if let Some(id) = self.assign_id(h, 0).await {
+                    if let Some(id) = self.assign_id(conn, h, Note::None).await {
                         head[4..8].copy_from_slice(&id.to_be_bytes());
                         self.queue_for_vm(&head, Some(h.id), false);
+                        self.vm_upstream = Some(conn);
                     }
                 }
-                if let Some(a) = self.attached.as_mut() {
-                    a.upstream = Some(forward);
+                if let Some(a) = self.debuggers.get_mut(conn) {
+                    a.upstream = Some(forward && self.vm_upstream == Some(conn));
                 }
             }
             Frame::Body { bytes, last } => {
-                let Some(a) = self.attached.as_mut() else { return };
+                let Some(a) = self.debuggers.get_mut(conn) else { return };
                 let forward = a.upstream == Some(true);
                 if last {
                     a.upstream = None;
                 }
                 if forward {
                     self.queue_for_vm(&bytes, None, true);
+                    if last {
+                        self.end_vm_upstream();
+                    }
                 }
             }
         }
     }
 
-    async fn debugger_packet(&mut self, mut p: Packet) {
+    /// The streamed command is complete: what waited behind it goes to the VM.
+    fn end_vm_upstream(&mut self) {
+        self.vm_upstream = None;
+        for (p, orig_id) in std::mem::take(&mut self.vm_deferred) {
+            self.queue_for_vm(&p, orig_id, false);
+        }
+    }
+
+    async fn debugger_packet(&mut self, conn: u64, p: Packet) {
         let h = p.header();
-        if !self.admit(h).await {
+        if !self.admit(conn, h) {
             return;
         }
-        if (h.cmd_set(), h.cmd()) == DISPOSE {
-            // Dispose would make the VM close the connection the proxy keeps: answer it here
-            // and treat it as the debugger leaving.
-            self.send_to_debugger(Packet::reply(h.id, error::NONE, &[]).into_bytes());
-            self.detach("VirtualMachine.Dispose").await;
-            return;
+        if let Some(a) = self.debuggers.get_mut(conn) {
+            a.live.commands.fetch_add(1, Relaxed);
+            if h.cmd_set() == DDM_CMD_SET && !a.ddm_speaker {
+                a.ddm_speaker = true;
+                self.publish_debuggers();
+            }
         }
         if h.cmd_set() == DDM_CMD_SET {
-            if let Some(a) = self.attached.as_mut() {
-                a.ddm_speaker = true;
-            }
             self.on_ddm_payload(p.data(), false, false);
         }
-        self.track_event_command(h, p.data());
-        // EventRequest.Set: remember the event kind until the VM grants the request.
-        let note = if (h.cmd_set(), h.cmd()) == EVENT_SET { p.data().first().copied().unwrap_or(0) } else { 0 };
-        if let Some(id) = self.assign_id(h, note).await {
+        match policy(h.cmd_set(), h.cmd()) {
+            Policy::Forward => self.forward(conn, p, Note::None).await,
+            Policy::ForwardLogged => {
+                info!(id = h.id, command = %names::display_command(h.cmd_set(), h.cmd()), "passing a VM-wide command");
+                self.forward(conn, p, Note::None).await
+            }
+            Policy::PerDebugger => self.per_debugger(conn, p).await,
+            Policy::Refuse => {
+                info!(id = h.id, command = %names::display_command(h.cmd_set(), h.cmd()), "refusing a command that would reach every debugger");
+                self.answer(conn, h.id, error::NOT_IMPLEMENTED);
+            }
+        }
+    }
+
+    /// Passes a debugger's command to the VM under a proxy id.
+    pub(super) async fn forward(&mut self, conn: u64, mut p: Packet, note: Note) {
+        let h = p.header();
+        if let Some(id) = self.assign_id(conn, h, note).await {
             p.set_id(id);
             self.queue_for_vm(p.as_bytes(), Some(h.id), false);
         }
     }
 
+    /// Answers a debugger's command in the proxy, with an empty body.
+    pub(super) fn answer(&mut self, conn: u64, id: u32, error_code: u16) {
+        self.send_to(conn, Packet::reply(id, error_code, &[]).into_bytes());
+    }
+
     /// Checks a debugger command; answers or drops what must not reach the VM.
-    async fn admit(&mut self, h: Header) -> bool {
+    fn admit(&mut self, conn: u64, h: Header) -> bool {
         if h.is_reply() {
             // HotSpot kills the connection on a reply from the debugger side.
             warn!(id = h.id, "dropping a reply packet sent by the debugger");
@@ -215,13 +173,12 @@ impl Session {
         let Some(why) = why else { return true };
         // HotSpot reads these bytes as signed table indexes: never let them through.
         info!(id = h.id, set, cmd, reason = why, "answering NOT_IMPLEMENTED for the VM");
-        self.send_to_debugger(Packet::reply(h.id, error::NOT_IMPLEMENTED, &[]).into_bytes());
+        self.answer(conn, h.id, error::NOT_IMPLEMENTED);
         false
     }
 
     /// Allocates a proxy id for a debugger command and records the debugger's own.
-    async fn assign_id(&mut self, h: Header, note: u8) -> Option<u32> {
-        let conn = self.attached.as_ref()?.conn;
+    async fn assign_id(&mut self, conn: u64, h: Header, note: Note) -> Option<u32> {
         let entry = Entry {
             requester: Requester::Debugger(conn),
             orig_id: h.id,
@@ -234,82 +191,28 @@ impl Session {
             Ok(id) => Some(id),
             Err(e) => {
                 warn!(error = %e, "closing the debugger");
-                self.detach(&e.to_string()).await;
+                self.detach(conn, &e.to_string()).await;
                 None
             }
         }
     }
 
-    /// Keeps the set of event requests the debugger holds up to date.
-    fn track_event_command(&mut self, h: Header, data: &[u8]) {
-        let Some(a) = self.attached.as_mut() else { return };
-        match (h.cmd_set(), h.cmd()) {
-            EVENT_CLEAR => {
-                if let (Some(kind), Some(id)) = (data.first(), data.get(1..5)) {
-                    let id = u32::from_be_bytes([id[0], id[1], id[2], id[3]]);
-                    a.event_requests.remove(&(*kind, id));
-                }
-            }
-            EVENT_CLEAR_BREAKPOINTS => a.event_requests.retain(|(k, _)| *k != BREAKPOINT_KIND),
-            VM_SUSPEND => a.vm_suspends = a.vm_suspends.saturating_add(1),
-            VM_RESUME => a.vm_suspends = a.vm_suspends.saturating_sub(1),
-            _ => {}
-        }
-    }
-
-    /// Called with a VM reply to a debugger's EventRequest.Set before it is relayed.
-    pub(super) fn track_event_reply(&mut self, entry: &Entry, reply: &Packet) {
-        if (entry.cmd_set, entry.cmd) != EVENT_SET || reply.header().error_code() != 0 {
-            return;
-        }
-        let (Some(a), Some(id)) = (self.attached.as_mut(), reply.data().get(..4)) else { return };
-        a.event_requests.insert((entry.note, u32::from_be_bytes([id[0], id[1], id[2], id[3]])));
-    }
-
-    /// Queues a whole packet for the attached debugger (nothing when none is attached).
-    /// Never waits: the session stops reading from the VM while the debugger's queue is
-    /// full, and a debugger that stays stuck is cut off by the tick.
-    pub(super) fn send_to_debugger(&mut self, bytes: Bytes) {
-        if let Some(a) = self.attached.as_mut() {
+    /// Queues a whole packet for a debugger (nothing when it is gone). Never waits: the
+    /// session stops reading from the VM while a debugger's queue is full, and a debugger
+    /// that stays stuck is cut off by the tick.
+    pub(super) fn send_to(&mut self, conn: u64, bytes: Bytes) {
+        if let Some(a) = self.debuggers.get_mut(conn) {
             a.io.queue(bytes);
         }
     }
 
-    /// The debugger is gone (or is being sent away): forget it, close its connection after
-    /// flushing what was queued for it, and make the VM forget it.
-    pub(super) async fn detach(&mut self, reason: &str) {
-        let Some(a) = self.attached.take() else { return };
-        // The rest of a large packet that was on its way to this debugger goes nowhere: a
-        // debugger attaching next must not get the tail of it.
-        if let Some(s) = self.vm_stream.as_mut() {
-            s.to_debugger = false;
-        }
-        let purged = self.ids.purge(Requester::Debugger(a.conn));
-        info!(peer = %a.io.peer, reason, outstanding = purged, "debugger detached");
-        a.io.close(reason, &self.tracker);
-        self.status.send_modify(|s| s.debugger = None);
-        if self.ddm_aware == Some(true) {
-            self.start_cleanup(a.event_requests.into_iter().collect(), a.vm_suspends);
-        } else {
-            // A VM that does not speak DDM only forgets a debugger when the connection closes.
-            self.reset_requested = true;
-        }
-    }
-
-    pub(super) async fn detach_for_shutdown(&mut self) {
-        if self.attached.is_some() {
-            self.detach("the proxy is shutting down").await;
-        }
-    }
-
-    /// The VM connection is gone: answer the debugger's outstanding requests with VM_DEAD.
+    /// The VM connection is gone: answer the debuggers' outstanding requests with VM_DEAD.
     pub(super) async fn fail_pending(&mut self) {
         let pending = self.ids.fail_all();
         self.purposes.clear();
-        let Some(conn) = self.attached.as_ref().map(|a| a.conn) else { return };
         for (_, e) in pending {
-            if e.requester == Requester::Debugger(conn) {
-                self.send_to_debugger(Packet::reply(e.orig_id, error::VM_DEAD, &[]).into_bytes());
+            if let Requester::Debugger(conn) = e.requester {
+                self.send_to(conn, Packet::reply(e.orig_id, error::VM_DEAD, &[]).into_bytes());
             }
         }
     }
@@ -326,9 +229,11 @@ impl Session {
         self.expire_waiting();
         self.expire_ddm_waiters(false);
         self.poll_threads();
-        if self.attached.as_ref().is_some_and(|a| a.io.stalled(DEBUGGER_STALL_TIMEOUT)) {
-            warn!(timeout = ?DEBUGGER_STALL_TIMEOUT, "the debugger stopped reading; cutting it off");
-            self.detach("the debugger stopped reading").await;
+        let stalled: Vec<u64> =
+            self.debuggers.iter().filter(|a| a.io.stalled(DEBUGGER_STALL_TIMEOUT)).map(|a| a.conn).collect();
+        for conn in stalled {
+            warn!(conn, timeout = ?DEBUGGER_STALL_TIMEOUT, "a debugger stopped reading; cutting it off");
+            self.detach(conn, "the debugger stopped reading").await;
         }
         if self.held_dropped > 0 {
             warn!(dropped = self.held_dropped, "events dropped while no debugger was attached");

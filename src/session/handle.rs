@@ -32,12 +32,21 @@ impl std::fmt::Debug for DebuggerLink {
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum AttachError {
-    #[error("a debugger is already attached ({0})")]
-    Busy(SocketAddr),
+    /// As many debuggers are attached as `--max-debuggers` allows (`attached`: one of them).
+    #[error("{}", busy_text(*.attached, *.max))]
+    Busy { attached: SocketAddr, max: usize },
     #[error("the VM is not reachable: {0}")]
     Unavailable(String),
     #[error("the VM session has ended")]
     Gone,
+}
+
+fn busy_text(attached: SocketAddr, max: usize) -> String {
+    if max <= 1 {
+        format!("a debugger is already attached ({attached})")
+    } else {
+        format!("{max} debuggers are attached, as many as --max-debuggers allows")
+    }
 }
 
 /// Messages to a VM session.
@@ -85,7 +94,61 @@ pub struct VmStatus {
     pub pid: Option<u32>,
     pub app: Option<String>,
     pub waiting_for_debugger: bool,
-    pub debugger: Option<SocketAddr>,
+    /// The debuggers attached now, in order of arrival.
+    pub debuggers: Vec<DebuggerInfo>,
+}
+
+impl VmStatus {
+    /// This status with each debugger's live counts read now.
+    pub fn with_live_counts(mut self) -> VmStatus {
+        for d in &mut self.debuggers {
+            d.read_live();
+        }
+        self
+    }
+}
+
+/// A debugger attached to a VM, as `list` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DebuggerInfo {
+    /// Its connection number (the `conn` of log lines and captures).
+    pub conn: u64,
+    pub peer: SocketAddr,
+    /// When it attached, in milliseconds since the Unix epoch.
+    pub since_ms: u64,
+    /// It speaks DDM itself (Android Studio, ddmlib).
+    pub ddm: bool,
+    /// Event requests it owns.
+    pub event_requests: u32,
+    /// Suspensions it holds (its VM and thread suspends, the stops of events it was given).
+    pub suspensions: u32,
+    /// Commands it has sent.
+    pub commands: u64,
+    /// Where the session keeps the numbers above up to date.
+    #[serde(skip)]
+    pub live: Option<std::sync::Arc<DebuggerLive>>,
+}
+
+impl DebuggerInfo {
+    fn read_live(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if let Some(l) = &self.live {
+            self.ddm = l.ddm.load(Relaxed);
+            self.event_requests = l.event_requests.load(Relaxed);
+            self.suspensions = l.suspensions.load(Relaxed);
+            self.commands = l.commands.load(Relaxed);
+        }
+    }
+}
+
+/// Counters a session updates as a debugger works, read by `list` without asking the
+/// session (so a command costs one relaxed add, not a status update).
+#[derive(Debug, Default)]
+pub struct DebuggerLive {
+    pub ddm: std::sync::atomic::AtomicBool,
+    pub event_requests: std::sync::atomic::AtomicU32,
+    pub suspensions: std::sync::atomic::AtomicU32,
+    pub commands: std::sync::atomic::AtomicU64,
 }
 
 impl Default for VmStatus {
@@ -97,7 +160,7 @@ impl Default for VmStatus {
             pid: None,
             app: None,
             waiting_for_debugger: false,
-            debugger: None,
+            debuggers: Vec::new(),
         }
     }
 }
@@ -140,8 +203,9 @@ impl VmHandle {
         Some(rx)
     }
 
+    /// What is known of the VM now, with its debuggers' live counts.
     pub fn status(&self) -> VmStatus {
-        self.status.borrow().clone()
+        self.status.borrow().clone().with_live_counts()
     }
 
     pub fn watch_status(&self) -> watch::Receiver<VmStatus> {

@@ -28,9 +28,22 @@ pub struct Entry {
     pub orig_id: u32,
     pub cmd_set: u8,
     pub cmd: u8,
-    /// A small command-specific note kept until the reply (EventRequest.Set: the event kind).
-    pub note: u8,
+    /// What the reply must settle in the sharing tables, if anything.
+    pub note: Note,
     pub sent: Instant,
+}
+
+/// What a debugger's command left pending in the sharing tables until its reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Note {
+    #[default]
+    None,
+    /// EventRequest.Set of this event kind: the reply names the new request.
+    EventSet(u8),
+    /// A suspension taken as held: a refusal takes it back.
+    Hold(super::sharing::HoldId),
+    /// A DisableCollection of this object sent to the VM: a refusal takes the pin back.
+    Pin(u64),
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -122,7 +135,7 @@ mod tests {
     use std::time::Duration;
 
     fn entry(who: Requester, orig: u32) -> Entry {
-        Entry { requester: who, orig_id: orig, cmd_set: 1, cmd: 1, note: 0, sent: Instant::now() }
+        Entry { requester: who, orig_id: orig, cmd_set: 1, cmd: 1, note: Note::None, sent: Instant::now() }
     }
 
     #[test]

@@ -1,13 +1,18 @@
 //! VM sessions: one actor task per VM that owns the VM connection (see `actor`), with its
-//! request-id table (`ids`), its debugger side, its VM side and its own requests.
+//! request-id table (`ids`), the tables that let several debuggers share it (`sharing`),
+//! its debuggers (`attach`, `debugger_side`, `shared_cmds`, `leave`), its VM side
+//! (`vm_side`, `vm_events`) and its own requests.
 
 mod actor;
 mod android_tcp;
+mod attach;
 pub mod connect;
 mod ddm_commands;
 mod ddm_glue;
+mod leave;
 mod debugger_io;
 mod debugger_side;
+mod debuggers;
 mod dialect;
 mod handle;
 pub mod ids;
@@ -16,13 +21,18 @@ mod packet_log;
 mod observe;
 mod out_queue;
 mod proxy_requests;
+mod shared_cmds;
+pub mod sharing;
 mod thst_plan;
 mod vm_reads;
+mod vm_events;
 mod vm_side;
 
 pub use actor::{spawn, AdbTarget, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
 pub use ddm_commands::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
 pub use debugger_side::DEBUGGER_STALL_TIMEOUT;
-pub use handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus};
+pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
+pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus};
+pub use vm_events::MAX_DEFERRED_EVENTS;
 pub use proxy_requests::is_android_vm;

@@ -21,8 +21,13 @@ impl Session {
         });
     }
 
-    /// Queues bytes for the VM: a packet with its pre-rewrite id, or a body piece.
+    /// Queues bytes for the VM: a packet with its pre-rewrite id, or a body piece. While a
+    /// debugger's large command is being streamed, whole packets wait for its end.
     pub(super) fn queue_for_vm(&mut self, bytes: &[u8], orig_id: Option<u32>, body: bool) {
+        if !body && self.vm_upstream.is_some() {
+            self.vm_deferred.push((bytes::Bytes::copy_from_slice(bytes), orig_id));
+            return;
+        }
         if !body && super::packet_log::wanted() {
             let who = if orig_id.is_some() { "dbg->vm" } else { "proxy->vm" };
             super::packet_log::packet(who, bytes, orig_id, None, None);

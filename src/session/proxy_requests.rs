@@ -10,6 +10,8 @@ use tracing::{debug, info, warn};
 use super::actor::Session;
 use super::handle::VmState;
 use super::ids::{Entry, Requester};
+use super::sharing::VmCmd;
+use crate::jdwp::events::IdSizes;
 use crate::jdwp::packet::{DDM_CMD, DDM_CMD_SET};
 use crate::jdwp::reader::{put_id, Reader};
 use crate::jdwp::version::VmVersion;
@@ -32,8 +34,11 @@ pub enum Purpose {
     Dbgd,
     /// A DDM request for a control command; its answer is read from the decoded chunks.
     Control,
-    /// Part of the clean-up after a debugger left.
+    /// Part of the clean-up after the last debugger left.
     Cleanup(CleanupStep),
+    /// Done on a debugger's behalf while others stay: a translated resume, a Clear or an
+    /// EnableCollection of a departed debugger.
+    Share,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +63,7 @@ impl Session {
             orig_id: 0,
             cmd_set,
             cmd,
-            note: 0,
+            note: super::ids::Note::None,
             sent: Instant::now().into_std(),
         };
         match self.ids.insert(entry) {
@@ -182,6 +187,11 @@ impl Session {
             Purpose::Dbgd => debug!(error = h.error_code(), len = p.len(), "DBGD answered"),
             Purpose::Control => self.on_control_reply(p),
             Purpose::Cleanup(step) => self.on_cleanup_reply(step, ok, p.data()),
+            Purpose::Share => {
+                if !ok {
+                    debug!(error = h.error_code(), "a command sent on a debugger's behalf failed");
+                }
+            }
         }
         self.check_cleanup_done();
     }
@@ -209,6 +219,7 @@ impl Session {
                 self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
                 self.check_cleanup_done();
             }
+            Purpose::Share => debug!("a command sent on a debugger's behalf was not answered"),
         }
     }
 
@@ -234,43 +245,44 @@ impl Session {
     }
 
     fn on_id_sizes(&mut self, data: &[u8]) {
-        let mut r = Reader::new(data);
-        let sizes: Result<Vec<i32>, _> = (0..5).map(|_| r.i32("IDSizes")).collect();
-        match sizes {
-            // Order: fieldID, methodID, objectID, referenceTypeID, frameID.
-            Ok(s) if (1..=8).contains(&s[2]) => {
-                debug!(field = s[0], method = s[1], object = s[2], reference_type = s[3], frame = s[4], "ID sizes");
-                self.id_size = Some(s[2] as usize);
+        match IdSizes::parse(data) {
+            Some(s) => {
+                debug!(field = s.field, method = s.method, object = s.object, reference_type = s.reference_type, frame = s.frame, "ID sizes");
+                self.id_sizes = Some(s);
             }
-            Ok(s) => warn!(object = s[2], "unusable object id size"),
-            Err(e) => warn!(error = %e, "malformed IDSizes reply"),
+            None => warn!(len = data.len(), "malformed or unusable IDSizes reply"),
         }
     }
 
     // ----- clean-up after a debugger leaves a DDM-aware VM -----
 
-    /// Undoes what a departed debugger left on a VM whose connection is kept: DBGD, clears its
-    /// event requests, then resumes every thread as often as it is suspended.
-    pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>, vm_suspends: u32) {
+    /// Undoes what the last debugger left on a VM whose connection is kept: DBGD, clears its
+    /// event requests, releases its suspensions and pins, then resumes every thread as often
+    /// as it is still suspended (whatever the holds could not know of).
+    pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>, release: Vec<VmCmd>, unpin: Vec<u64>) {
         self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
         self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &super::ddm_glue::dbgd_request());
+        let requests = event_requests.len();
         for (kind, id) in event_requests {
-            self.cleared_requests.insert(id);
             let mut data = vec![kind];
             data.extend_from_slice(&id.to_be_bytes());
             self.send_proxy(Purpose::Cleanup(CleanupStep::ClearEvent), 15, 2, &data);
         }
-        // VM-wide suspensions first (they also hold a count the threads cannot show), then
+        // VM-wide suspensions first (they also hold the count new threads start with), then
         // whatever each thread still has, read back with SuspendCount.
-        for _ in 0..vm_suspends.min(1000) {
-            self.send_proxy(Purpose::Cleanup(CleanupStep::Resume), 1, 9, &[]);
+        let releases = release.len();
+        for c in release {
+            self.send_vm_cmd(c);
         }
-        if self.id_size.is_some() {
+        for o in unpin {
+            self.unpin(o);
+        }
+        if self.id_sizes.is_some() {
             self.send_proxy(Purpose::Cleanup(CleanupStep::AllThreads), 1, 4, &[]);
         } else {
             self.send_proxy(Purpose::Cleanup(CleanupStep::IdSizes), 1, 7, &[]);
         }
-        info!(requests = self.cleared_requests.len(), vm_suspends, "cleaning up after the debugger");
+        info!(requests, releases, "cleaning up after the last debugger");
     }
 
     fn on_cleanup_reply(&mut self, step: CleanupStep, ok: bool, data: &[u8]) {
@@ -281,13 +293,13 @@ impl Session {
         match step {
             CleanupStep::IdSizes => {
                 self.on_id_sizes(data);
-                if self.id_size.is_some() {
+                if self.id_sizes.is_some() {
                     self.send_proxy(Purpose::Cleanup(CleanupStep::AllThreads), 1, 4, &[]);
                 }
             }
             CleanupStep::ClearEvent | CleanupStep::Resume => {}
             CleanupStep::AllThreads => {
-                let size = self.id_size.unwrap_or(8);
+                let size = self.id_sizes.map_or(8, |s| s.object);
                 let mut r = Reader::new(data);
                 let threads = r.u32("thread count").and_then(|n| {
                     (0..n.min(1_000_000)).map(|_| r.id(size, "thread id")).collect::<Result<Vec<_>, _>>()
@@ -308,7 +320,7 @@ impl Session {
                 if count > 0 {
                     debug!(thread, count, "resuming a thread the debugger left suspended");
                 }
-                let size = self.id_size.unwrap_or(8);
+                let size = self.id_sizes.map_or(8, |s| s.object);
                 for _ in 0..count.clamp(0, 1000) {
                     let mut d = Vec::with_capacity(size);
                     put_id(&mut d, thread, size);

@@ -183,11 +183,14 @@ async fn a_fake_ddm_session_as_pcapng_decodes_ddm_chunks_and_reads_in_tshark() {
     assert!(bad.trim().is_empty(), "tshark flags frames:\n{bad}");
 }
 
-/// Length of the big event's body: far above the 256 KiB streaming threshold, so the proxy
-/// relays it in pieces (a head record, then body records).
+/// Length of the big DDM packet's chunk: far above the 256 KiB streaming threshold, so the
+/// proxy relays it in pieces (a head record, then body records).
 const BIG: usize = 4 << 20;
+/// The VM's id for it.
+const BIG_ID: u32 = 0x8000_0005;
 
-/// A raw debugger gets a BIG-byte event through a proxy capturing to `file` with `snaplen`.
+/// A DDM-speaking raw debugger gets a BIG-byte DDM packet (a heap dump) through a proxy
+/// capturing to `file` with `snaplen`.
 /// Returns (debugger port, VM port) once the proxy has stopped.
 async fn stream_big_event(file: &std::path::Path, snaplen: usize) -> (u16, u16) {
     let vm = FakeVm::start(FakeVmConfig::default()).await;
@@ -196,11 +199,13 @@ async fn stream_big_event(file: &std::path::Path, snaplen: usize) -> (u16, u16) 
     let proxy = Proxy::with(settings).await;
     let port = proxy.vm_port(0).await;
     let mut dbg = RawClient::connect(port).await.unwrap();
-    dbg.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
+    let feat = crate::support::wire::encode_chunks(&[crate::support::Chunk::new(b"FEAT", Vec::new())]);
+    dbg.request(1, DDM_SET, DDM_CMD, &feat, SOON).await.unwrap();
     dbg.set_max_packet_len(64 << 20);
-    let mut data = vec![SUSPEND_NONE, 0, 0, 0, 1, KIND_THREAD_START, 0, 0, 0, 9];
-    data.extend((0..BIG as u32).map(|i| (i % 251) as u8));
-    vm.send_packet(&crate::support::Packet::command(5, SET_EVENT, EVENT_COMPOSITE, data.clone())).unwrap();
+    let heap: Vec<u8> = (0..BIG as u32).map(|i| (i % 251) as u8).collect();
+    let big = crate::support::Packet::ddm(BIG_ID, &[crate::support::Chunk::new(b"HPDS", heap)]);
+    let data = big.data.clone();
+    vm.send_packet(&big).unwrap();
     let p = dbg.read_packet(SOON).await.unwrap();
     assert!(p.data == data, "relayed whole");
     dbg.request(2, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
@@ -210,9 +215,9 @@ async fn stream_big_event(file: &std::path::Path, snaplen: usize) -> (u16, u16) 
 }
 
 fn big_events(pkts: &[Pkt]) -> Vec<&Pkt> {
-    let events: Vec<&Pkt> = pkts.iter().filter(|p| p.set_cmd == Some((SET_EVENT, EVENT_COMPOSITE))).collect();
-    assert_eq!(events.len(), 2, "the event on both legs: {events:?}");
-    events
+    let big: Vec<&Pkt> = pkts.iter().filter(|p| p.set_cmd == Some((DDM_SET, DDM_CMD)) && !p.to_server && p.id == BIG_ID).collect();
+    assert_eq!(big.len(), 2, "the large packet on both legs: {big:?}");
+    big
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -127,7 +127,7 @@ async fn list_and_select_through_the_binary() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let rows = listed.as_array().unwrap();
-    for key in ["addr", "pid", "app", "vm_ident", "ddm", "debugger_port", "current", "debugger", "state"] {
+    for key in ["addr", "pid", "app", "vm_ident", "ddm", "debugger_port", "current", "debuggers", "state"] {
         assert!(rows[0].get(key).is_some(), "missing {key} in {}", rows[0]);
     }
     assert_eq!(rows[0]["current"], true, "the first VM is current by default");

@@ -19,14 +19,12 @@ pub struct Proxy {
 
 impl Proxy {
     pub async fn start(vms: &[SocketAddr], ddm: DdmMode) -> Proxy {
-        let settings = Settings {
-            vms: vms.to_vec(),
-            base_port: 0,
-            current_port: 0,
-            ddm,
-            ..Settings::default()
-        };
-        Self::with(settings).await
+        Self::with(Self::settings(vms, ddm)).await
+    }
+
+    /// The settings `start` uses: these VMs, ephemeral ports, everything else by default.
+    pub fn settings(vms: &[SocketAddr], ddm: DdmMode) -> Settings {
+        Settings { vms: vms.to_vec(), base_port: 0, current_port: 0, ddm, ..Settings::default() }
     }
 
     pub async fn with(settings: Settings) -> Proxy {

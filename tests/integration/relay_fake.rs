@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use jdwpmux::settings::DdmMode;
+use jdwpmux::settings::{DdmMode, Settings};
 
 use crate::harness::{soon, wait_until, Proxy, SOON};
 use crate::support::consts::*;
@@ -170,9 +170,9 @@ async fn commands_a_vm_cannot_take_are_answered_by_the_proxy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_debugger_and_an_empty_current_port_are_refused_after_the_handshake() {
+async fn with_max_debuggers_1_a_second_debugger_and_an_empty_current_port_are_refused_after_the_handshake() {
     let vm = FakeVm::start(FakeVmConfig::default()).await;
-    let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
+    let proxy = Proxy::with(Settings { max_debuggers: 1, ..Proxy::settings(&[vm.addr()], DdmMode::Auto) }).await;
     let port = proxy.vm_port(0).await;
     let mut first = RawClient::connect(port).await.unwrap();
     first.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
@@ -196,8 +196,9 @@ async fn events_held_past_the_bound_are_dropped_with_a_warning() {
     let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
     let port = proxy.vm_port(0).await;
     let sent = jdwpmux::session::MAX_HELD_EVENTS + 8;
-    for i in 0..sent {
-        vm.send_event_composite(SUSPEND_NONE, KIND_THREAD_START, 100 + i as u32, 0x1001).unwrap();
+    // Request 0: events nobody asked for (VM_START), which wait for the next debugger.
+    for _ in 0..sent {
+        vm.send_event_composite(SUSPEND_NONE, KIND_VM_START, 0, 0x1001).unwrap();
     }
     // They are routed (held or dropped) before the connection's next packets.
     wait_until("events sent", || vm.received_commands(SET_VM, VM_ID_SIZES).len() == 1).await.unwrap();

@@ -1,6 +1,7 @@
 //! Large packets the proxy passes on in pieces (streamed): they arrive whole, nothing the
 //! proxy says itself lands inside one, and a debugger that leaves halfway takes the rest
-//! of it with it.
+//! of it with it. The large packets are what VMs really send in pieces: DDM heap data (to
+//! debuggers that speak DDM), and large events the proxy must read whole to split.
 
 use std::time::Duration;
 
@@ -17,11 +18,30 @@ const VM_CAPABILITIES: u8 = 12;
 /// A vendor command set: the proxy answers NOT_IMPLEMENTED itself.
 const VENDOR_SET: u8 = 0x90;
 
-/// An event of `len` body bytes (a THREAD_START with a long tail): far above the size the
+/// A DDM packet from the VM of `len` chunk bytes (a heap dump, HPDS): far above the size the
 /// proxy streams from.
-fn big_event(len: u32) -> Packet {
-    let mut data = vec![SUSPEND_NONE, 0, 0, 0, 1, KIND_THREAD_START, 0, 0, 0, 9];
-    data.extend((0..len).map(|i| (i % 251) as u8));
+fn big_ddm(len: u32) -> Packet {
+    let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    Packet::ddm(0x8000_0005, &[crate::support::Chunk::new(b"HPDS", data)])
+}
+
+/// Makes `dbg` a DDM-speaking debugger (it sends FEAT), so DDM packets from the VM reach it.
+async fn speak_ddm(dbg: &mut RawClient, id: u32) {
+    let feat = crate::support::wire::encode_chunks(&[crate::support::Chunk::new(b"FEAT", Vec::new())]);
+    let r = dbg.request(id, DDM_SET, DDM_CMD, &feat, SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NONE));
+}
+
+/// A CLASS_PREPARE event (request 0, so every debugger gets it) with a signature of `len`
+/// bytes: larger than the proxy streams from, smaller than what it reads whole.
+fn big_event(len: usize) -> Packet {
+    let mut data = vec![SUSPEND_NONE, 0, 0, 0, 1, KIND_CLASS_PREPARE, 0, 0, 0, 0];
+    data.extend_from_slice(&0x1001u64.to_be_bytes());
+    data.push(1);
+    data.extend_from_slice(&0x77u64.to_be_bytes());
+    data.extend_from_slice(&(len as u32).to_be_bytes());
+    data.extend((0..len).map(|i| b'a' + (i % 26) as u8));
+    data.extend_from_slice(&7u32.to_be_bytes());
     Packet::command(5, SET_EVENT, EVENT_COMPOSITE, data)
 }
 
@@ -34,15 +54,21 @@ async fn a_large_vm_packet_is_relayed_whole_in_pieces() {
     let vm = FakeVm::start(FakeVmConfig::default()).await;
     let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
     let mut dbg = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
-    dbg.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
+    speak_ddm(&mut dbg, 1).await;
     dbg.set_max_packet_len(64 << 20);
-    let event = big_event(20 << 20);
-    let data = event.data.clone();
+    let big = big_ddm(20 << 20);
+    let data = big.data.clone();
+    vm.send_packet(&big).unwrap();
+    let p = dbg.read_packet(SOON).await.unwrap();
+    assert_eq!(p.command_of(), Some((DDM_SET, DDM_CMD)));
+    assert_eq!(p.data.len(), data.len());
+    assert!(p.data == data, "body corrupted in transit");
+    // An event above the streaming size is read whole and delivered whole.
+    let event = big_event(300_000);
     vm.send_packet(&event).unwrap();
     let p = dbg.read_packet(SOON).await.unwrap();
     assert_eq!(p.command_of(), Some((SET_EVENT, EVENT_COMPOSITE)));
-    assert_eq!(p.data.len(), data.len());
-    assert!(p.data == data, "body corrupted in transit");
+    assert!(p.data == event.data, "event corrupted in transit");
     dbg.request(2, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
     proxy.stop().await;
 }
@@ -52,11 +78,11 @@ async fn a_reply_from_the_proxy_waits_for_the_end_of_a_streamed_packet() {
     let vm = FakeVm::start(late_vm()).await;
     let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
     let mut dbg = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
-    dbg.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
+    speak_ddm(&mut dbg, 1).await;
     dbg.set_max_packet_len(8 << 20);
-    let event = big_event(1 << 20);
-    let bytes = event.encode();
-    // The VM sends the head and the first 100 KB of the event, then pauses.
+    let big = big_ddm(1 << 20);
+    let bytes = big.encode();
+    // The VM sends the head and the first 100 KB of the packet, then pauses.
     vm.send_raw(bytes[..100_000].to_vec()).unwrap();
     dbg.wait_for_bytes(64 * 1024, SOON).await.unwrap();
     // Meanwhile the debugger sends a command the proxy answers itself.
@@ -66,8 +92,8 @@ async fn a_reply_from_the_proxy_waits_for_the_end_of_a_streamed_packet() {
     assert!(vm.received().iter().all(|p| p.command_of() != Some((VENDOR_SET, 1))), "the vendor command reached the VM");
     vm.send_raw(bytes[100_000..].to_vec()).unwrap();
     let p = dbg.read_packet(SOON).await.unwrap();
-    assert_eq!(p.command_of(), Some((SET_EVENT, EVENT_COMPOSITE)), "the event comes first, whole: got id {} len {}", p.id, p.data.len());
-    assert!(p.data == event.data, "the event's body was corrupted");
+    assert_eq!(p.command_of(), Some((DDM_SET, DDM_CMD)), "the DDM packet comes first, whole: got id {} len {}", p.id, p.data.len());
+    assert!(p.data == big.data, "the packet's body was corrupted");
     let r = dbg.read_packet(SOON).await.unwrap();
     assert_eq!((r.id, r.error_code()), (2, Some(ERR_NOT_IMPLEMENTED)));
     dbg.request(4, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
@@ -87,17 +113,20 @@ async fn the_next_debugger_never_gets_the_rest_of_a_packet_meant_for_the_last() 
     let connections = vm.connections_accepted();
     let mut first = RawClient::connect(port).await.unwrap();
     first.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
-    let bytes = big_event(1 << 20).encode();
-    vm.send_raw(bytes[..100_000].to_vec()).unwrap();
-    // A command the VM receives after the event's head: the proxy has routed that head.
+    // A command the VM answers an hour late; the test answers it instead, with a reply far
+    // above the streaming size, and stops halfway.
     first.send_command(2, SET_VM, VM_CAPABILITIES, &[]).await.unwrap();
-    vm.wait_for(|v| !v.received_commands(SET_VM, VM_CAPABILITIES).is_empty(), SOON).await.unwrap();
+    let asked = vm.wait_for_packet(|p| p.command_of() == Some((SET_VM, VM_CAPABILITIES)), SOON).await.unwrap();
+    let reply = Packet::reply(asked.id, ERR_NONE, (0..1u32 << 20).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
+    let bytes = reply.encode();
+    vm.send_raw(bytes[..100_000].to_vec()).unwrap();
+    first.wait_for_bytes(64 * 1024, SOON).await.unwrap();
     drop(first);
     vm.wait_for(|v| v.dbgd_count() == 1, SOON).await.unwrap();
     let mut second = RawClient::connect_no_handshake(port).await.unwrap();
     second.handshake(SOON).await.unwrap();
     vm.send_raw(bytes[100_000..].to_vec()).unwrap();
-    // Had the rest of the event reached it, this reply would be lost in it.
+    // Had the rest of the reply reached it, this reply would be lost in it.
     let r = second.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
     assert_eq!(r.error_code(), Some(ERR_NONE));
     let others = second.take_other_packets();

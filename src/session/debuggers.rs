@@ -1,0 +1,169 @@
+//! The debuggers attached to one VM: each one's socket, served by the session task, and what
+//! the session knows of it. A handful at most (`--max-debuggers`), kept in arrival order.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+
+use super::debugger_io::{DebuggerEvent, DebuggerIo};
+use super::handle::{DebuggerInfo, DebuggerLive};
+
+/// Events a debugger may keep unread under VirtualMachine.HoldEvents (count and bytes).
+/// Past that they are delivered anyway: the proxy never drops an event it owes a debugger.
+pub const MAX_HELD_EVENTS_PER_DEBUGGER: usize = 4096;
+pub const MAX_HELD_EVENT_BYTES_PER_DEBUGGER: usize = 16 * 1024 * 1024;
+
+/// One attached debugger.
+pub(super) struct Attached {
+    pub conn: u64,
+    pub io: DebuggerIo,
+    pub since: SystemTime,
+    /// It sent a DDM command itself (Android Studio, ddmlib): it gets DDM traffic too.
+    pub ddm_speaker: bool,
+    /// A streamed command from it is being passed to the VM (`Some(true)`) or swallowed.
+    pub upstream: Option<bool>,
+    /// Under VirtualMachine.HoldEvents: its events wait here until ReleaseEvents.
+    pub holding_events: bool,
+    pub held_events: VecDeque<Bytes>,
+    pub held_event_bytes: usize,
+    pub live: Arc<DebuggerLive>,
+}
+
+impl Attached {
+    pub fn new(conn: u64, io: DebuggerIo) -> Attached {
+        Attached {
+            conn,
+            io,
+            since: SystemTime::now(),
+            ddm_speaker: false,
+            upstream: None,
+            holding_events: false,
+            held_events: VecDeque::new(),
+            held_event_bytes: 0,
+            live: Arc::new(DebuggerLive::default()),
+        }
+    }
+
+    /// How `list` shows it.
+    pub fn info(&self) -> DebuggerInfo {
+        let since_ms = self.since.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        DebuggerInfo {
+            conn: self.conn,
+            peer: self.io.peer,
+            since_ms,
+            ddm: self.ddm_speaker,
+            event_requests: 0,
+            suspensions: 0,
+            commands: self.live.commands.load(Relaxed),
+            live: Some(self.live.clone()),
+        }
+    }
+
+    /// Queues an event part: held under HoldEvents (within bounds), else sent.
+    pub fn deliver_event(&mut self, bytes: Bytes) {
+        let room = self.held_events.len() < MAX_HELD_EVENTS_PER_DEBUGGER
+            && self.held_event_bytes + bytes.len() <= MAX_HELD_EVENT_BYTES_PER_DEBUGGER;
+        if self.holding_events && room {
+            self.held_event_bytes += bytes.len();
+            self.held_events.push_back(bytes);
+        } else {
+            if self.holding_events {
+                tracing::warn!(peer = %self.io.peer, "too many events held for HoldEvents; delivering anyway");
+            }
+            self.io.queue(bytes);
+        }
+    }
+
+    /// VirtualMachine.ReleaseEvents: what was held goes out, in order.
+    pub fn release_events(&mut self) {
+        self.holding_events = false;
+        self.held_event_bytes = 0;
+        for e in std::mem::take(&mut self.held_events) {
+            self.io.queue(e);
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Debuggers {
+    list: Vec<Attached>,
+    /// Where the next poll starts, so a busy debugger cannot starve the others.
+    next_poll: usize,
+}
+
+impl Debuggers {
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn contains(&self, conn: u64) -> bool {
+        self.list.iter().any(|a| a.conn == conn)
+    }
+
+    pub fn get(&self, conn: u64) -> Option<&Attached> {
+        self.list.iter().find(|a| a.conn == conn)
+    }
+
+    pub fn get_mut(&mut self, conn: u64) -> Option<&mut Attached> {
+        self.list.iter_mut().find(|a| a.conn == conn)
+    }
+
+    pub fn push(&mut self, a: Attached) {
+        self.list.push(a);
+    }
+
+    pub fn remove(&mut self, conn: u64) -> Option<Attached> {
+        let i = self.list.iter().position(|a| a.conn == conn)?;
+        Some(self.list.remove(i))
+    }
+
+    pub fn drain(&mut self) -> impl Iterator<Item = Attached> + '_ {
+        self.list.drain(..)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Attached> {
+        self.list.iter()
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Attached> {
+        self.list.iter_mut()
+    }
+
+    /// Connection numbers, in arrival order.
+    pub fn conns(&self) -> Vec<u64> {
+        self.list.iter().map(|a| a.conn).collect()
+    }
+
+    /// The most bytes queued for any one debugger.
+    pub fn max_queued(&self) -> usize {
+        self.list.iter().map(|a| a.io.queued()).max().unwrap_or(0)
+    }
+
+    /// Waits for something on any debugger's socket (forever when none is attached).
+    /// Cancel-safe: see `DebuggerIo::poll_event`.
+    pub async fn next_event(&mut self, take_input: bool) -> (u64, DebuggerEvent) {
+        if self.list.is_empty() {
+            return std::future::pending().await;
+        }
+        std::future::poll_fn(|cx| {
+            let n = self.list.len();
+            for k in 0..n {
+                let i = (self.next_poll + k) % n;
+                if let Poll::Ready(e) = self.list[i].io.poll_event(cx, take_input) {
+                    self.next_poll = i + 1;
+                    return Poll::Ready((self.list[i].conn, e));
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}

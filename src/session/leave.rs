@@ -1,0 +1,65 @@
+//! A debugger leaving (closed, reset, Dispose, cut off): it leaves alone. Its event requests
+//! are cleared, its suspensions released, its pins given back; the VM and the other
+//! debuggers carry on. When the last one leaves, the VM forgets debuggers altogether: DBGD
+//! and a full clean-up on a DDM-aware VM, a dropped and remade connection on any other.
+
+use tracing::{info, warn};
+
+use super::actor::Session;
+use super::ids::Requester;
+
+impl Session {
+    /// Forgets a debugger, closes its connection after flushing what was queued for it, and
+    /// undoes what it left on the VM.
+    pub(super) async fn detach(&mut self, conn: u64, reason: &str) {
+        let Some(a) = self.debuggers.remove(conn) else { return };
+        // The rest of a large packet on its way to it goes nowhere.
+        if let Some(s) = self.vm_stream.as_mut() {
+            s.to.retain(|c| *c != conn);
+        }
+        if self.vm_upstream == Some(conn) {
+            // The VM has half of its command and would read whatever comes next as the rest.
+            warn!(peer = %a.io.peer, "a debugger left in the middle of a large command; resetting the VM connection");
+            self.reset_requested = true;
+        }
+        let purged = self.ids.purge(Requester::Debugger(conn));
+        info!(peer = %a.io.peer, conn, reason, outstanding = purged, left = self.debuggers.len(), "debugger detached");
+        a.io.close(reason, &self.tracker);
+        let requests = self.sharing.owners.leave(conn);
+        let release = self.sharing.holds.leave(conn);
+        let unpin = self.sharing.pins.leave(conn);
+        self.publish_debuggers();
+        if self.debuggers.is_empty() {
+            if !self.sharing.is_empty() {
+                warn!("sharing tables not empty after the last debugger left");
+            }
+            if self.ddm_aware == Some(true) {
+                self.start_cleanup(requests, release, unpin);
+            } else {
+                // A VM that does not speak DDM only forgets a debugger when the connection closes.
+                self.reset_requested = true;
+            }
+        } else if !requests.is_empty() || !release.is_empty() || !unpin.is_empty() {
+            info!(requests = requests.len(), releases = release.len(), pins = unpin.len(), "undoing what the debugger left");
+            for (kind, id) in requests {
+                self.clear_request(kind, id);
+            }
+            for c in release {
+                self.send_vm_cmd(c);
+            }
+            for o in unpin {
+                self.unpin(o);
+            }
+            self.refresh_all_live();
+        }
+        // Events kept back for its Sets in flight can go now.
+        self.release_deferred_events();
+    }
+
+    /// The daemon is stopping: every debugger leaves cleanly.
+    pub(super) async fn detach_for_shutdown(&mut self) {
+        for conn in self.debuggers.conns() {
+            self.detach(conn, "the proxy is shutting down").await;
+        }
+    }
+}
