@@ -145,7 +145,7 @@ fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
         }
         let mut row: Rep<jvm_suite::JvmRun> = Default::default();
         for kind in PathKind::order(rep) {
-            match jvm_suite::run(kind, &mut jvm, bin, &p.jvm) {
+            match jvm_suite::run(kind, &mut jvm, bin, &p.jvm, rep % 2 == 1) {
                 Ok(r) => row[kind.index()] = Some(r),
                 Err(e) => f.add(&format!("JVM repetition {rep}, {}", kind.label()), format!("{e:#}")),
             }

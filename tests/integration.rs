@@ -10,6 +10,12 @@ mod harness;
 mod relay_fake;
 #[path = "integration/streamed.rs"]
 mod streamed;
+#[path = "integration/sharing.rs"]
+mod sharing;
+#[path = "integration/sharing_load.rs"]
+mod sharing_load;
+#[path = "integration/sharing_jvm.rs"]
+mod sharing_jvm;
 #[path = "integration/detach.rs"]
 mod detach;
 #[path = "integration/bad_input.rs"]

@@ -348,6 +348,9 @@ impl Session {
             Some(SessionMsg::Attach { link, reply }) => self.on_attach(link, reply),
             Some(SessionMsg::Ddm(req)) => self.on_ddm_request(req),
             Some(SessionMsg::WatchThreads { interval, tx }) => self.on_watch_threads(interval, tx),
+            Some(SessionMsg::Tables(reply)) => {
+                let _ = reply.send(self.table_sizes());
+            }
             // Every handle is gone: nothing can attach any more; the token still ends us.
             None => {}
         }
@@ -489,6 +492,17 @@ impl Session {
             a.io.close(why, &self.tracker);
         }
         self.publish_debuggers();
+    }
+
+    fn table_sizes(&self) -> super::handle::TableSizes {
+        super::handle::TableSizes {
+            outstanding: self.ids.len(),
+            debuggers: self.debuggers.len(),
+            event_requests: self.sharing.owners.len(),
+            holds: self.sharing.holds.len(),
+            pins: self.sharing.pins.len(),
+            deferred_events: self.deferred_events.len(),
+        }
     }
 
     /// Whether anything waits on a deadline (requests, attaches, clean-up, viewers).

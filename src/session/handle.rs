@@ -57,6 +57,21 @@ pub enum SessionMsg {
     /// Thread updates while the sender is open; a snapshot after every THST, or why none
     /// will come.
     WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<super::ddm_commands::ThreadUpdate> },
+    /// How full the session's tables are (diagnostics; tests check nothing leaks).
+    Tables(oneshot::Sender<TableSizes>),
+}
+
+/// Entries in a session's tables: what is outstanding and who owns what.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableSizes {
+    /// Requests sent to the VM and not yet answered (debuggers' and the proxy's own).
+    pub outstanding: usize,
+    pub debuggers: usize,
+    /// Event requests owned, suspensions held, objects pinned, events kept back.
+    pub event_requests: usize,
+    pub holds: usize,
+    pub pins: usize,
+    pub deferred_events: usize,
 }
 
 /// Connection state of a VM, as shown by `list`.
@@ -204,6 +219,13 @@ impl VmHandle {
     }
 
     /// What is known of the VM now, with its debuggers' live counts.
+    /// How full the session's tables are now (None when the session has ended).
+    pub async fn tables(&self) -> Option<TableSizes> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::Tables(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
     pub fn status(&self) -> VmStatus {
         self.status.borrow().clone().with_live_counts()
     }

@@ -33,6 +33,6 @@ pub use ddm_commands::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal,
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
 pub use debugger_side::DEBUGGER_STALL_TIMEOUT;
 pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
-pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus};
+pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus};
 pub use vm_events::MAX_DEFERRED_EVENTS;
 pub use proxy_requests::is_android_vm;

@@ -178,3 +178,34 @@ fn a_remote_listen_address_needs_consent() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_every_debugger_and_max_debuggers_refuses_with_a_log_line() {
+    use crate::support::consts::*;
+    let vm = FakeVm::start(FakeVmConfig::default()).await;
+    let served = Served::start(&["--vm", &vm.addr().to_string(), "--max-debuggers", "2"]);
+    let current = port_of(&served.wait_log("for the current VM").await);
+    served.wait_log("VM ready").await;
+    let mut a = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
+    let mut b = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
+    a.ok(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_NONE, 0, 0, 0, 0]).await.unwrap();
+    b.ok(1, SET_VM, VM_SUSPEND, &[]).await.unwrap();
+    let mut third = crate::support::RawClient::connect_no_handshake(("127.0.0.1", current)).await.unwrap();
+    third.send_raw(crate::support::wire::HANDSHAKE).await.unwrap();
+    third.expect_closed(crate::harness::SOON).await.unwrap();
+    served.wait_log("refusing a debugger: --max-debuggers reached").await;
+
+    let (code, out, err) = served.run(&["list"]);
+    assert_eq!(code, 0, "{err}");
+    let (pa, pb) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+    let line = |peer| out.lines().find(|l| l.contains(&format!("debugger {peer} "))).unwrap_or_else(|| panic!("no line for {peer}:\n{out}"));
+    assert!(line(pa).ends_with("1 request, 0 suspensions, 1 command"), "{out}");
+    assert!(line(pb).ends_with("0 requests, 1 suspension, 1 command"), "{out}");
+    let (_, json, _) = served.run(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let debuggers = v[0]["debuggers"].as_array().unwrap();
+    assert_eq!(debuggers.len(), 2, "{json}");
+    assert_eq!(debuggers[0]["peer"], pa.to_string());
+    assert_eq!((debuggers[0]["event_requests"].as_u64(), debuggers[1]["suspensions"].as_u64()), (Some(1), Some(1)));
+    assert!(debuggers[0]["since_ms"].as_u64().unwrap() > 1_600_000_000_000);
+}

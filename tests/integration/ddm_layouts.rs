@@ -61,8 +61,7 @@ async fn threads_show_on_a_vm_that_takes_the_documents_thst_and_the_form_is_reme
 async fn pushed_status_reaches_each_viewer_at_its_pace_and_stops_with_the_last() {
     let vm = FakeVm::start(FakeVmConfig::document()).await;
     let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
-    let id = proxy.ready(0).await.id;
-    let handle = proxy.daemon.as_ref().unwrap().registry.get(id).unwrap().handle;
+    let handle = proxy.handle(0).await;
     let mut fast = handle.watch_threads(Duration::from_millis(100)).await.unwrap();
     let mut slow = handle.watch_threads(Duration::from_millis(1500)).await.unwrap();
     let started = Instant::now();

@@ -69,6 +69,26 @@ impl Proxy {
         SocketAddr::from(([127, 0, 0, 1], info.debugger_port.unwrap()))
     }
 
+    /// The session handle of VM `index` (in order of --vm), once ready.
+    pub async fn handle(&self, index: usize) -> jdwpmux::session::VmHandle {
+        let info = self.ready(index).await;
+        self.daemon().registry.get(info.id).expect("VM registered").handle
+    }
+
+    /// How full VM `index`'s session tables are.
+    pub async fn tables(&self, index: usize) -> jdwpmux::session::TableSizes {
+        self.handle(index).await.tables().await.expect("session running")
+    }
+
+    /// The features a DDM-aware VM lists (the proxy's own FEAT request).
+    pub async fn ddm_features(&self, index: usize) -> Vec<String> {
+        use jdwpmux::ddm::{Chunk, ChunkType};
+        let h = self.handle(index).await;
+        let chunks = jdwpmux::session::Completion::Chunks;
+        let a = h.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], chunks, SOON).await.expect("FEAT answered");
+        a.state.features.unwrap_or_default()
+    }
+
     pub async fn stop(mut self) {
         if let Some(d) = self.daemon.take() {
             d.shutdown(Duration::from_secs(5)).await;

@@ -4,11 +4,13 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod client;
+pub mod console;
 pub mod consts;
 pub mod ddm;
 pub mod fake_adb;
 pub mod fake_vm;
 pub mod java;
+pub mod jdi;
 pub mod jdb;
 pub mod output;
 pub mod reader;

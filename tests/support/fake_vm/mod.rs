@@ -78,6 +78,13 @@ impl FakeVm {
         Ok(conn::send_event(&self.shared, &c, suspend_policy, kind, request_id, thread_id))
     }
 
+    /// Sends one Event.Composite of several `(kind, request id, thread)` events; the policy
+    /// is applied once. Returns the packet id.
+    pub fn send_events(&self, suspend_policy: u8, events: &[(u8, u32, u64)]) -> Result<u32> {
+        let c = self.conn()?;
+        Ok(conn::send_events(&self.shared, &c, suspend_policy, events))
+    }
+
     /// Sends one V->H DDM command holding `chunks`; returns its packet id (0x80000001 up).
     pub fn send_ddm<T: AsRef<[u8]>>(&self, chunks: &[([u8; 4], T)]) -> Result<u32> {
         let cs: Vec<Chunk> = chunks.iter().map(|(t, d)| Chunk::new(t, d.as_ref().to_vec())).collect();
@@ -211,6 +218,11 @@ impl FakeVm {
     /// True if the VM-wide count or any thread's count is above zero.
     pub fn any_suspended(&self) -> bool {
         self.shared.read(|s| s.vm_suspend > 0 || s.thread_suspend.iter().any(|c| *c > 0))
+    }
+
+    /// Objects whose collection is disabled, with their DisableCollection counts.
+    pub fn pins(&self) -> std::collections::HashMap<u64, u32> {
+        self.shared.read(|s| s.pins.clone())
     }
 
     pub fn event_requests(&self) -> Vec<EventRequestRecord> {

@@ -227,6 +227,8 @@ pub(super) struct VmState {
     pub hpsg: (u8, u8),
     pub nhsg: (u8, u8),
     pub exit_status: Option<u32>,
+    /// ObjectReference.DisableCollection count per object (EnableCollection takes one).
+    pub pins: HashMap<u64, u32>,
     pub current: Option<Arc<Conn>>,
     pub next_conn_id: u64,
     pub startup_event_sent: bool,
@@ -264,6 +266,7 @@ impl VmState {
         self.vm_suspend = 0;
         self.thread_suspend.iter_mut().for_each(|c| *c = 0);
         self.event_requests.clear();
+        self.pins.clear();
     }
 }
 
