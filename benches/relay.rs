@@ -13,6 +13,8 @@ mod bulk;
 mod ddm_wire;
 #[path = "relay/fake_vm.rs"]
 mod fake_vm;
+#[path = "relay/ide.rs"]
+mod ide;
 #[path = "relay/jdwp_ops.rs"]
 mod jdwp_ops;
 #[path = "relay/jvm.rs"]
@@ -134,7 +136,15 @@ fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
         Ok(j) => j,
         Err(e) => return f.add("HotSpot debuggee", format!("{e:#}")),
     };
+    let ide_prog = match ide::IdeProgram::compile() {
+        Ok(i) => Some(i),
+        Err(e) => {
+            f.add("IDE workload", format!("{e:#}"));
+            None
+        }
+    };
     let mut reps: Vec<Rep<jvm_suite::JvmRun>> = Vec::new();
+    let mut ide_reps: Vec<Rep<ide::IdeRun>> = Vec::new();
     for rep in 0..p.warmup_reps + p.reps {
         if !jvm.alive() {
             f.add(&format!("JVM repetition {rep}"), "the debuggee had died; starting a new one");
@@ -153,12 +163,24 @@ fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
         let lat = row.each_ref().map(|r| r.as_ref().map_or("-".into(), |r| fmt(r.latency_us)));
         let tag = if rep < p.warmup_reps { " (warm-up, discarded)" } else { "" };
         eprintln!("JVM repetition {rep}{tag}: latency µs direct/socat/socat64k/jdwpmux = {}", lat.join(" / "));
+        let mut ide_row: Rep<ide::IdeRun> = Default::default();
+        for kind in PathKind::order(rep).into_iter().filter(|_| ide_prog.is_some()) {
+            let Some(prog) = ide_prog.as_ref() else { break };
+            match ide::run(kind, &mut jvm, bin, prog, p.jvm.ide_calls) {
+                Ok(r) => ide_row[kind.index()] = Some(r),
+                Err(e) => f.add(&format!("IDE workload, repetition {rep}, {}", kind.label()), format!("{e:#}")),
+            }
+        }
+        let cps = ide_row.each_ref().map(|r| r.as_ref().map_or("-".into(), |r| fmt(r.calls_per_s)));
+        eprintln!("IDE repetition {rep}{tag}: JDI calls/s = {}", cps.join(" / "));
         if rep >= p.warmup_reps {
             reps.push(row);
+            ide_reps.push(ide_row);
         }
     }
     let classes = reps.iter().flatten().flatten().map(|r| r.classes).max().unwrap_or(0);
     report::jvm_rows(t, &reps, p.jvm.latency_n, p.jvm.window, classes);
+    report::ide_rows(t, &ide_reps, p.jvm.ide_calls);
 }
 
 fn bulk_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {

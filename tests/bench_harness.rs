@@ -9,6 +9,8 @@ mod bulk;
 mod ddm_wire;
 #[path = "../benches/relay/fake_vm.rs"]
 mod fake_vm;
+#[path = "../benches/relay/ide.rs"]
+mod ide;
 #[path = "../benches/relay/jdwp_ops.rs"]
 mod jdwp_ops;
 #[path = "../benches/relay/jvm.rs"]

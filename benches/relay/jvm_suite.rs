@@ -24,6 +24,8 @@ pub struct JvmParams {
     pub array_n: usize,
     /// Fewest classes AllClasses must list (the generated ones).
     pub min_classes: usize,
+    /// JDI calls of the IDE-shaped workload.
+    pub ide_calls: u64,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -3,6 +3,7 @@
 //! and the verdict against the targets.
 
 use crate::bulk::BulkRun;
+use crate::ide::IdeRun;
 use crate::jvm_suite::JvmRun;
 use crate::paths::PathKind;
 use crate::stats::{best_of, fmt, fmt_opt, max, median, paired};
@@ -122,6 +123,17 @@ fn idle_debugger_rows(t: &mut Table, reps: &[Rep<JvmRun>]) {
         Row::proxy_only("pipelined requests/s, 2nd debugger idle", fmt_opt(med(&idle_rps)))
             .judged(format!("{} x alone", fmt_opt(m)), ">= 0.95 x alone", m.map(|m| m >= 0.95)),
     );
+}
+
+/// The IDE-shaped JDI workload: its rate against direct and socat, and the relay's CPU.
+pub fn ide_rows(t: &mut Table, reps: &[Rep<IdeRun>], calls: u64) {
+    if reps.iter().all(|r| r.iter().all(Option::is_none)) {
+        return;
+    }
+    t.section(&format!("an IDE stepping session (JDI program, {calls} calls: step, frames, values, status)"));
+    t.push(row("IDE JDI calls/s", reps, Judge::VsDirectHigher { limit: 0.95 }, |r| Some(r.calls_per_s)));
+    t.push(row("IDE JDI calls/s vs socat", reps, Judge::VsSocatHigher { limit: 1.0 }, |r| Some(r.calls_per_s)));
+    t.push(row("IDE relay CPU µs per JDI call", reps, Judge::VsSocatLower { limit: 1.0, each: None }, |r| r.cpu_us_per_call));
 }
 
 pub fn bulk_rows(t: &mut Table, reps: &[Rep<BulkRun>], size: u32) {

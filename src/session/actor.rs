@@ -132,6 +132,8 @@ pub(super) struct Session {
     /// A debugger whose large command is being streamed to the VM: nothing else may be
     /// written to the VM until its end, so whole packets wait in `vm_deferred`.
     pub vm_upstream: Option<u64>,
+    /// When that command last moved.
+    pub vm_upstream_progress: Instant,
     pub vm_deferred: Vec<(bytes::Bytes, Option<u32>)>,
     // Across connections:
     pub debuggers: Debuggers,
@@ -184,6 +186,7 @@ pub fn spawn(
         sharing: Sharing::default(),
         deferred_events: VecDeque::new(),
         vm_upstream: None,
+        vm_upstream_progress: Instant::now(),
         vm_deferred: Vec::new(),
         debuggers: Debuggers::default(),
         waiting: Vec::new(),
@@ -514,6 +517,7 @@ impl Session {
             || !self.thread_watchers.is_empty()
             || self.held_dropped > 0
             || self.debuggers.max_queued() >= DEBUGGER_HIGH_WATER
+            || self.vm_upstream.is_some()
     }
 
 }

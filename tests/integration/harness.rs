@@ -22,9 +22,19 @@ impl Proxy {
         Self::with(Self::settings(vms, ddm)).await
     }
 
-    /// The settings `start` uses: these VMs, ephemeral ports, everything else by default.
+    /// The settings `start` uses: these VMs, ephemeral ports, everything else by default,
+    /// except `--max-debuggers` when JDWPMUX_TEST_MAX_DEBUGGERS says (.ci/run runs the
+    /// single-debugger tests again with 1, the behaviour of a plain JDWP agent).
     pub fn settings(vms: &[SocketAddr], ddm: DdmMode) -> Settings {
-        Settings { vms: vms.to_vec(), base_port: 0, current_port: 0, ddm, ..Settings::default() }
+        let max_debuggers = std::env::var("JDWPMUX_TEST_MAX_DEBUGGERS").ok().and_then(|v| v.parse().ok());
+        Settings {
+            vms: vms.to_vec(),
+            base_port: 0,
+            current_port: 0,
+            ddm,
+            max_debuggers: max_debuggers.unwrap_or(Settings::default().max_debuggers),
+            ..Settings::default()
+        }
     }
 
     pub async fn with(settings: Settings) -> Proxy {
