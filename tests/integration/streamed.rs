@@ -156,7 +156,8 @@ async fn another_debuggers_command_waits_for_the_end_of_a_streamed_one() {
     let handle = proxy.handle(0).await;
     let feat = tokio::spawn(async move {
         use jdwpmux::ddm::{Chunk, ChunkType};
-        handle.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], SOON).await.map(|a| a.state.features)
+        let chunks = jdwpmux::session::Completion::Chunks;
+        handle.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], chunks, SOON).await.map(|a| a.state.features)
     });
     // Sent (in the proxy's table: A's command and the FEAT) before A's command goes on.
     crate::harness::soon("FEAT sent", async {
