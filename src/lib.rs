@@ -18,6 +18,8 @@
 //! - [`discovery`]: finding VMs: port-range scans and the adb server.
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
+//! - [`stats`]: traffic figures per debugger and command (latency histograms), live and
+//!   from captures.
 //! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
@@ -38,6 +40,7 @@ pub mod park;
 pub mod registry;
 pub mod session;
 pub mod settings;
+pub mod stats;
 pub mod views;
 
 pub use daemon::{start, Daemon, RunError};

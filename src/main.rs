@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use jdwpmux::cli::{Cli, Command, DecodeArgs, HeapArgs, ListArgs, LogFormat, SelectArgs, ServeArgs, ThreadsArgs};
+use jdwpmux::cli::{Cli, Command, DecodeArgs, HeapArgs, ListArgs, LogFormat, SelectArgs, ServeArgs, StatsArgs, ThreadsArgs};
 use jdwpmux::control::{self, client, protocol::{ErrorKind, Request, Response}};
 use jdwpmux::settings::{self, parse_vm_spec, Settings, SettingsError};
 use tracing_subscriber::EnvFilter;
@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Command::Heap(args) => rt.block_on(heap(args, &control)),
         Command::Exit(a) => rt.block_on(print_text(Request::Exit { selector: a.selector, status: a.status }, &control)),
         Command::Features(a) => rt.block_on(print_text(Request::Features { selector: a.selector }, &control)),
+        Command::Stats(args) => rt.block_on(stats(args, &control)),
         Command::Completions(a) => {
             print!("{}", jdwpmux::manpage::completions(a.shell));
             Ok(())
@@ -99,11 +100,10 @@ fn exit_code(e: &anyhow::Error) -> u8 {
 }
 
 fn decode(args: DecodeArgs) -> anyhow::Result<()> {
-    use std::io::Write;
-    let text = jdwpmux::capture::decode_cmd::render(&args.file, args.json)?;
-    let mut out = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth a message.
-    let _ = out.write_all(text.as_bytes());
+    use jdwpmux::capture::decode_cmd::{run, DecodeOptions};
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let opts = DecodeOptions { json: args.json, stats: args.stats, trace: args.trace };
+    run(&args.file, &opts, &mut out, &mut std::io::stderr())?;
     Ok(())
 }
 
@@ -176,6 +176,15 @@ async fn heap(args: HeapArgs, control: &std::path::Path) -> anyhow::Result<()> {
         }
         other => Err(response_error(other)),
     }
+}
+
+async fn stats(args: StatsArgs, control: &std::path::Path) -> anyhow::Result<()> {
+    match client::request(control, &Request::Stats { selector: args.selector }).await? {
+        Response::Stats { report } if args.json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Response::Stats { report } => print!("{}", report.to_text()),
+        other => return Err(response_error(other)),
+    }
+    Ok(())
 }
 
 async fn list(args: ListArgs, control: &std::path::Path) -> anyhow::Result<()> {

@@ -5,8 +5,12 @@
 
 #[path = "../benches/relay/bulk.rs"]
 mod bulk;
+#[path = "../benches/relay/capture_gen.rs"]
+mod capture_gen;
 #[path = "../benches/relay/ddm_wire.rs"]
 mod ddm_wire;
+#[path = "../benches/relay/decode.rs"]
+mod decode;
 #[path = "../benches/relay/fake_vm.rs"]
 mod fake_vm;
 #[path = "../benches/relay/ide.rs"]
@@ -31,7 +35,11 @@ mod report;
 mod scale;
 #[path = "../benches/relay/stats.rs"]
 mod stats;
+#[path = "../benches/relay/stats_cost.rs"]
+mod stats_cost;
 #[path = "../benches/relay/table.rs"]
 mod table;
+#[path = "../benches/relay/where_time.rs"]
+mod where_time;
 #[path = "../benches/relay/wire.rs"]
 mod wire;

@@ -38,3 +38,5 @@ mod scan;
 mod newcomer;
 #[path = "integration/capture.rs"]
 mod capture;
+#[path = "integration/logs.rs"]
+mod logs;

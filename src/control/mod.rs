@@ -8,6 +8,7 @@ pub mod client;
 mod ddm_cmds;
 pub mod protocol;
 pub mod server;
+mod stats_cmd;
 pub mod view;
 
 use std::path::PathBuf;

@@ -146,6 +146,8 @@ pub(super) struct Session {
     pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
     pub tracker: tokio_util::task::TaskTracker,
+    /// Traffic figures since the session started (`jdwpmux stats`).
+    pub stats: crate::stats::TrafficStats,
     /// How to talk to this VM: THST form, Android over TCP, DDM requests in flight
     /// (`dialect`, `ddm_commands`, `android_tcp`).
     pub dialect: super::dialect::VmDialect,
@@ -196,6 +198,7 @@ pub fn spawn(
         threads_on: false,
         tap: None,
         tracker: tracker.clone(),
+        stats: crate::stats::TrafficStats::live(),
         dialect: Default::default(),
     };
     tracker.spawn(session.run(initial).instrument(span));
@@ -354,6 +357,7 @@ impl Session {
             Some(SessionMsg::Tables(reply)) => {
                 let _ = reply.send(self.table_sizes());
             }
+            Some(SessionMsg::Stats { reply }) => drop(reply.send(self.stats_report())),
             // Every handle is gone: nothing can attach any more; the token still ends us.
             None => {}
         }

@@ -194,7 +194,10 @@ impl Session {
             sent: Instant::now().into_std(),
         };
         match self.ids.insert(entry) {
-            Ok(id) => Some(id),
+            Ok(id) => {
+                self.count_command(Requester::Debugger(conn), h.cmd_set(), h.cmd(), h.length);
+                Some(id)
+            }
             Err(e) => {
                 warn!(error = %e, "closing the debugger");
                 self.detach(conn, &e.to_string()).await;

@@ -59,6 +59,8 @@ pub enum SessionMsg {
     WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<super::ddm_commands::ThreadUpdate> },
     /// How full the session's tables are (diagnostics; tests check nothing leaks).
     Tables(oneshot::Sender<TableSizes>),
+    /// The traffic figures since the session started.
+    Stats { reply: oneshot::Sender<crate::stats::VmReport> },
 }
 
 /// Entries in a session's tables: what is outstanding and who owns what.
@@ -218,7 +220,6 @@ impl VmHandle {
         Some(rx)
     }
 
-    /// What is known of the VM now, with its debuggers' live counts.
     /// How full the session's tables are now (None when the session has ended).
     pub async fn tables(&self) -> Option<TableSizes> {
         let (tx, rx) = oneshot::channel();
@@ -226,6 +227,14 @@ impl VmHandle {
         rx.await.ok()
     }
 
+    /// The VM's traffic figures since its session started; `None` if the session ended.
+    pub async fn stats(&self) -> Option<crate::stats::VmReport> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::Stats { reply }).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// What is known of the VM now, with its debuggers' live counts.
     pub fn status(&self) -> VmStatus {
         self.status.borrow().clone().with_live_counts()
     }

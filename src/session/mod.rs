@@ -23,6 +23,7 @@ mod out_queue;
 mod proxy_requests;
 mod shared_cmds;
 pub mod sharing;
+mod stats_glue;
 mod thst_plan;
 mod vm_reads;
 mod vm_events;

@@ -69,6 +69,7 @@ impl Session {
         match self.ids.insert(entry) {
             Ok(id) => {
                 let p = Packet::command(id, cmd_set, cmd, data);
+                self.count_command(Requester::Proxy(0), cmd_set, cmd, p.len() as u32);
                 self.trace_ddm_out(&p);
                 self.queue_for_vm(p.as_bytes(), None, false);
                 self.purposes.insert(id, purpose);

@@ -15,6 +15,7 @@ pub mod jdb;
 pub mod output;
 pub mod reader;
 pub mod tap;
+pub mod trace_check;
 pub mod wire;
 
 pub use client::RawClient;
