@@ -44,7 +44,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "stats" -d 'Traffic 
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "man" -d 'Print the man page (roff) to standard output'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l vm -d 'A VM\'s JDWP address, HOST:PORT (repeatable), e.g. one started with -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l vm -d 'A VM\'s JDWP address, HOST:PORT (repeatable), e.g. one started with -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000. android:HOST:PORT says it is an Android VM (an `adb forward tcp:PORT jdwp:PID`): it gets DDM only, never a JDWP packet of the proxy\'s own, until a debugger attaches' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan -d 'Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or --scan is given: 127.0.0.1:8000-8040]' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l adb -d 'Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when no --vm or --scan is given]' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan-interval -d 'Seconds between scans' -r

@@ -96,8 +96,10 @@ pub struct SelectArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// A VM's JDWP address, HOST:PORT (repeatable), e.g. one started with
-    /// -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000
-    #[arg(long = "vm", value_name = "HOST:PORT")]
+    /// -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000.
+    /// android:HOST:PORT says it is an Android VM (an `adb forward tcp:PORT jdwp:PID`):
+    /// it gets DDM only, never a JDWP packet of the proxy's own, until a debugger attaches.
+    #[arg(long = "vm", value_name = "[android:]HOST:PORT")]
     pub vms: Vec<String>,
     /// Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or
     /// --scan is given: 127.0.0.1:8000-8040].

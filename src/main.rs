@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use jdwpmux::cli::{Cli, Command, DecodeArgs, HeapArgs, ListArgs, LogFormat, SelectArgs, ServeArgs, StatsArgs, ThreadsArgs};
 use jdwpmux::control::{self, client, protocol::{ErrorKind, Request, Response}};
-use jdwpmux::settings::{self, parse_vm_addr, Settings, SettingsError};
+use jdwpmux::settings::{self, parse_vm_spec, Settings, SettingsError};
 use tracing_subscriber::EnvFilter;
 
 /// Time given to sessions to detach debuggers cleanly at shutdown.
@@ -231,7 +231,9 @@ fn init_logging(cli: &Cli) -> jdwpmux::logwriter::FlushGuard {
 }
 
 fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
-    let vms = args.vms.iter().map(|v| parse_vm_addr(v)).collect::<Result<Vec<_>, _>>()?;
+    let specs = args.vms.iter().map(|v| parse_vm_spec(v)).collect::<Result<Vec<_>, _>>()?;
+    let vms: Vec<_> = specs.iter().map(|(addr, _)| *addr).collect();
+    let android_vms = specs.iter().filter(|(_, android)| *android).map(|(addr, _)| *addr).collect();
     let mut scans = args.scans;
     // No source named: scan the workstation and the device side, like the DDM design.
     let nothing_named = vms.is_empty() && scans.is_empty() && args.adb.is_none();
@@ -240,9 +242,12 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     }
     let adb = match args.adb {
         Some(a) => Some(a),
-        None if nothing_named && !args.no_adb => Some(std::net::SocketAddr::from(([127, 0, 0, 1], 5037))),
+        None if nothing_named && !args.no_adb => Some(settings::default_adb_server()),
         None => None,
     };
+    // Whether a VM reached over TCP is an adb forward: asked of the adb server in use, or
+    // of the usual one, unless adb is off.
+    let adb_forwards = if args.no_adb { None } else { Some(adb.unwrap_or_else(settings::default_adb_server)) };
     if !(0.05..=3600.0).contains(&args.scan_interval) {
         return Err(SettingsError::BadScan(format!("--scan-interval {}: expected 0.05 to 3600 seconds", args.scan_interval)));
     }
@@ -255,8 +260,10 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     let s = Settings {
         allow: args.allow,
         adb,
+        adb_forwards,
         capture,
         vms,
+        android_vms,
         scans,
         scan_interval: Duration::from_secs_f64(args.scan_interval),
         listen: args.listen,

@@ -28,8 +28,12 @@ mod hotspot;
 mod cli;
 #[path = "integration/ddm_views.rs"]
 mod ddm_views;
+#[path = "integration/ddm_layouts.rs"]
+mod ddm_layouts;
 #[path = "integration/adb.rs"]
 mod adb;
+#[path = "integration/android_tcp.rs"]
+mod android_tcp;
 #[path = "integration/scan.rs"]
 mod scan;
 #[path = "integration/newcomer.rs"]

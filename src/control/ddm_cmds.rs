@@ -7,11 +7,18 @@ use tokio::net::unix::OwnedWriteHalf;
 use super::protocol::{to_hex, ErrorKind, Request, Response};
 use crate::ddm::{Chunk, ChunkType};
 use crate::registry::{Registry, VmEntry};
-use crate::session::VmHandle;
+use crate::session::{Completion, Outcome, VmHandle};
 use crate::views;
 
 /// Longest wait for the first thread snapshot.
 const FIRST_SNAPSHOT: Duration = Duration::from_secs(10);
+/// Longest wait for a VM's answer to HPIF and FEAT.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `exit` waits for a refusal before it reports the request sent (a VM that
+/// obeys halts, usually without a reply).
+const EXIT_WAIT: Duration = Duration::from_secs(5);
+/// Longest wait for the VM to take "heap segments off".
+const OFF_TIMEOUT: Duration = Duration::from_secs(5);
 /// Width of the thread table.
 const TABLE_WIDTH: usize = 100;
 /// Interval limits for thread updates.
@@ -47,7 +54,8 @@ pub(super) async fn threads(wr: &mut OwnedWriteHalf, registry: &Registry, select
     loop {
         let wait = if first { FIRST_SNAPSHOT } else { interval * 20 };
         let snapshot = match tokio::time::timeout(wait, rx.recv()).await {
-            Ok(Some(s)) => s,
+            Ok(Some(Ok(s))) => s,
+            Ok(Some(Err(e))) => return drop(super::server::send(wr, &error(ErrorKind::Vm, e.to_string())).await),
             Ok(None) => return drop(super::server::send(wr, &error(ErrorKind::Vm, "thread updates stopped (the VM went away?)")).await),
             Err(_) => return drop(super::server::send(wr, &error(ErrorKind::Vm, format!("no thread status from the VM within {wait:?}"))).await),
         };
@@ -73,11 +81,27 @@ pub(super) async fn one_shot(req: Request, registry: &Registry) -> Response {
     };
     let h = &vm.handle;
     match req {
-        Request::Exit { status, .. } => match h.ddm(vec![Chunk::Exit { status }], Vec::new(), Duration::from_secs(5)).await {
-            Ok(_) => Response::Text { text: format!("sent EXIT {status} to {}\n", vm.name) },
-            Err(e) => error(ErrorKind::Vm, e.to_string()),
-        },
-        Request::Features { .. } => match h.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], Duration::from_secs(10)).await {
+        // EXIT `u4 status`, the same in the document and today. A VM that obeys halts and
+        // drops the connection, usually without a reply; a FAIL or JDWP error is shown.
+        Request::Exit { status, .. } => {
+            match h.ddm(vec![Chunk::Exit { status }], Vec::new(), Completion::ReplyOrGone, EXIT_WAIT).await {
+                Ok(a) => {
+                    let how = match a.outcome {
+                        Outcome::VmLeft => "; the VM closed its connection",
+                        Outcome::Acknowledged => "; the VM acknowledged it",
+                        _ => "",
+                    };
+                    Response::Text { text: format!("sent EXIT {status} to {}{how}\n", vm.name) }
+                }
+                Err(e) => error(ErrorKind::Vm, e.to_string()),
+            }
+        }
+        // FEAT (empty) is not in the document: a VM that follows it answers an unknown
+        // request empty, shown as "no feature list". A FAIL or JDWP error is shown.
+        Request::Features { .. } => match h.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], Completion::ChunksOrEmptyReplies, ANSWER_TIMEOUT).await {
+            Ok(a) if a.outcome == Outcome::AnsweredEmpty => Response::Text {
+                text: format!("{}: no feature list (the VM answered FEAT empty, as VMs older than the request do)\n", vm.name),
+            },
             Ok(a) => {
                 let list = a.state.features.unwrap_or_default();
                 let mut text = format!("{}: {} features\n", vm.name, list.len());
@@ -94,8 +118,9 @@ pub(super) async fn one_shot(req: Request, registry: &Registry) -> Response {
 }
 
 async fn heap(h: &VmHandle, native: bool, gc: bool, map: bool, png: bool, timeout: Duration) -> Response {
-    // HPIF "when = 1": right now.
-    let summary = match h.ddm(vec![Chunk::HpifRequest { when: 1 }], vec![ChunkType::HPIF], Duration::from_secs(10)).await {
+    // HPIF `u1 when` (1 = now), the same in the document and today; the heap info comes
+    // pushed (or in the reply). A FAIL or JDWP error is shown.
+    let summary = match h.ddm(vec![Chunk::HpifRequest { when: 1 }], vec![ChunkType::HPIF], Completion::Chunks, ANSWER_TIMEOUT).await {
         Ok(a) => a,
         Err(e) => return error(ErrorKind::Vm, format!("heap info: {e}")),
     };
@@ -103,7 +128,10 @@ async fn heap(h: &VmHandle, native: bool, gc: bool, map: bool, png: bool, timeou
     if !map {
         return Response::Heap { text: views::heap_summary(&infos, &[]), png_hex: None, png_size: None };
     }
-    // Segment data "when = 1": during the next GC, then off again.
+    // HPSG/NHSG `u1 when, u1 what` (when 1: at every GC, then off again with 0), the same
+    // in the document and today. HPGC (empty) is not in the document: a VM that follows it
+    // answers it empty and runs no GC, so the map waits for the VM's own GC. A FAIL or JDWP
+    // error for either is shown; one for "off" is only logged.
     let (on, off, end) = if native {
         (Chunk::NhsgRequest { when: 1, what: 0 }, Chunk::NhsgRequest { when: 0, what: 0 }, ChunkType::NHEN)
     } else {
@@ -113,8 +141,8 @@ async fn heap(h: &VmHandle, native: bool, gc: bool, map: bool, png: bool, timeou
     if gc {
         ask.push(Chunk::Hpgc);
     }
-    let answer = h.ddm(ask, vec![end], timeout).await;
-    let _ = h.ddm(vec![off], Vec::new(), Duration::from_secs(5)).await;
+    let answer = h.ddm(ask, vec![end], Completion::Chunks, timeout).await;
+    let _ = h.ddm(vec![off], Vec::new(), Completion::Chunks, OFF_TIMEOUT).await;
     let answer = match answer {
         Ok(a) => a,
         Err(e) => {

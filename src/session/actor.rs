@@ -61,6 +61,8 @@ pub struct SessionConfig {
     pub adb: Option<AdbTarget>,
     /// Most debuggers attached at once (`--max-debuggers`; 1: a second one is refused).
     pub max_debuggers: usize,
+    /// Asked before each TCP connection whether `addr` is an adb forward to an Android VM.
+    pub forwards: Option<std::sync::Arc<crate::discovery::forwards::ForwardLookup>>,
 }
 
 /// A VM behind an adb server: `addr` in the config is then the adb server's address.
@@ -146,6 +148,9 @@ pub(super) struct Session {
     pub tracker: tokio_util::task::TaskTracker,
     /// Traffic figures since the session started (`jdwpmux stats`).
     pub stats: crate::stats::TrafficStats,
+    /// How to talk to this VM: THST form, Android over TCP, DDM requests in flight
+    /// (`dialect`, `ddm_commands`, `android_tcp`).
+    pub dialect: super::dialect::VmDialect,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -194,6 +199,7 @@ pub fn spawn(
         tap: None,
         tracker: tracker.clone(),
         stats: crate::stats::TrafficStats::live(),
+        dialect: Default::default(),
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -287,7 +293,12 @@ impl Session {
         let t = self.cfg.timeouts;
         let addr = self.cfg.addr;
         let adb = self.cfg.adb.clone();
+        let lookup = self.forward_lookup();
         let fut = async move {
+            let forward = match &lookup {
+                Some(l) => l.find(addr).await,
+                None => None,
+            };
             let s = match adb {
                 None => connect::connect_tcp(addr, t.connect).await?,
                 Some(a) => {
@@ -296,13 +307,20 @@ impl Session {
                     s
                 }
             };
-            connect::handshake(s, t.handshake).await
+            let c = connect::handshake(s, t.handshake).await?;
+            Ok((c, lookup.map(|_| forward)))
         };
         tokio::pin!(fut);
         let mut tick = tokio::time::interval(TICK);
         loop {
             tokio::select! {
-                r = &mut fut => return r,
+                r = &mut fut => {
+                    let (c, forward) = r?;
+                    if let Some(found) = forward {
+                        self.note_forward(found);
+                    }
+                    return Ok(c);
+                }
                 m = self.rx.recv() => self.on_control(m),
                 _ = tick.tick() => self.expire_waiting(),
             }
@@ -468,6 +486,7 @@ impl Session {
     }
 
     async fn lost(&mut self, why: String) -> Ended {
+        self.dialect.vm_went_away();
         self.fail_pending().await;
         self.expire_ddm_waiters(true);
         self.close_debuggers("the VM connection was lost");

@@ -54,8 +54,9 @@ fn busy_text(attached: SocketAddr, max: usize) -> String {
 pub enum SessionMsg {
     Attach { link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>> },
     Ddm(super::ddm_commands::DdmRequest),
-    /// Thread updates while the sender is open; a snapshot after every THST.
-    WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<crate::ddm::ClientData> },
+    /// Thread updates while the sender is open; a snapshot after every THST, or why none
+    /// will come.
+    WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<super::ddm_commands::ThreadUpdate> },
     /// How full the session's tables are (diagnostics; tests check nothing leaks).
     Tables(oneshot::Sender<TableSizes>),
     /// The traffic figures since the session started.
@@ -197,22 +198,23 @@ impl VmHandle {
         rx.await.map_err(|_| AttachError::Gone)?
     }
 
-    /// Sends a DDM request and waits for its answer.
+    /// Sends DDM requests (one packet per chunk) and waits for their answer.
     pub async fn ddm(
         &self,
         chunks: Vec<crate::ddm::Chunk>,
         wait_for: Vec<crate::ddm::ChunkType>,
+        completion: super::ddm_commands::Completion,
         timeout: std::time::Duration,
     ) -> Result<super::ddm_commands::DdmAnswer, super::ddm_commands::DdmCommandError> {
         use super::ddm_commands::{DdmCommandError, DdmRequest};
         let (reply, rx) = oneshot::channel();
-        let req = DdmRequest { chunks, wait_for, timeout, reply };
+        let req = DdmRequest { chunks, wait_for, completion, timeout, reply };
         self.tx.send(SessionMsg::Ddm(req)).await.map_err(|_| DdmCommandError::Gone)?;
         rx.await.map_err(|_| DdmCommandError::Gone)?
     }
 
     /// Starts thread updates; they stop when the receiver is dropped.
-    pub async fn watch_threads(&self, interval: std::time::Duration) -> Option<mpsc::Receiver<crate::ddm::ClientData>> {
+    pub async fn watch_threads(&self, interval: std::time::Duration) -> Option<mpsc::Receiver<super::ddm_commands::ThreadUpdate>> {
         let (tx, rx) = mpsc::channel(super::ddm_commands::THREAD_VIEW_CHANNEL);
         self.tx.send(SessionMsg::WatchThreads { interval, tx }).await.ok()?;
         Some(rx)

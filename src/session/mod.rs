@@ -4,6 +4,7 @@
 //! (`vm_side`, `vm_events`) and its own requests.
 
 mod actor;
+mod android_tcp;
 mod attach;
 pub mod connect;
 mod ddm_commands;
@@ -12,6 +13,7 @@ mod leave;
 mod debugger_io;
 mod debugger_side;
 mod debuggers;
+mod dialect;
 mod handle;
 pub mod ids;
 pub mod local_process;
@@ -22,12 +24,13 @@ mod proxy_requests;
 mod shared_cmds;
 pub mod sharing;
 mod stats_glue;
+mod thst_plan;
 mod vm_reads;
 mod vm_events;
 mod vm_side;
 
 pub use actor::{spawn, AdbTarget, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
-pub use ddm_commands::{DdmAnswer, DdmCommandError};
+pub use ddm_commands::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
 pub use debugger_side::DEBUGGER_STALL_TIMEOUT;
 pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};

@@ -94,7 +94,8 @@ impl Proxy {
     pub async fn ddm_features(&self, index: usize) -> Vec<String> {
         use jdwpmux::ddm::{Chunk, ChunkType};
         let h = self.handle(index).await;
-        let a = h.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], SOON).await.expect("FEAT answered");
+        let chunks = jdwpmux::session::Completion::Chunks;
+        let a = h.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], chunks, SOON).await.expect("FEAT answered");
         a.state.features.unwrap_or_default()
     }
 

@@ -109,6 +109,8 @@ async fn the_next_debugger_never_gets_the_rest_of_a_packet_meant_for_the_last() 
     let vm = FakeVm::start(FakeVmConfig { dbgd_reply: DbgdReply::NoReply, ..cfg }).await;
     let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
     let port = proxy.vm_port(0).await;
+    // The proxy reconnected once already: VirtualMachine.Version said Android.
+    let connections = vm.connections_accepted();
     let mut first = RawClient::connect(port).await.unwrap();
     first.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
     // A command the VM answers an hour late; the test answers it instead, with a reply far
@@ -129,7 +131,7 @@ async fn the_next_debugger_never_gets_the_rest_of_a_packet_meant_for_the_last() 
     assert_eq!(r.error_code(), Some(ERR_NONE));
     let others = second.take_other_packets();
     assert!(others.is_empty(), "the second debugger got {} other packets", others.len());
-    assert_eq!(vm.connections_accepted(), 1, "the VM connection was kept");
+    assert_eq!(vm.connections_accepted(), connections, "the VM connection was kept");
     proxy.stop().await;
 }
 
@@ -154,7 +156,8 @@ async fn another_debuggers_command_waits_for_the_end_of_a_streamed_one() {
     let handle = proxy.handle(0).await;
     let feat = tokio::spawn(async move {
         use jdwpmux::ddm::{Chunk, ChunkType};
-        handle.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], SOON).await.map(|a| a.state.features)
+        let chunks = jdwpmux::session::Completion::Chunks;
+        handle.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], chunks, SOON).await.map(|a| a.state.features)
     });
     // Sent (in the proxy's table: A's command and the FEAT) before A's command goes on.
     crate::harness::soon("FEAT sent", async {

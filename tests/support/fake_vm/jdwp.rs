@@ -1,6 +1,8 @@
 //! The fake VM's packet dispatch and its JDWP command handlers (VirtualMachine, ThreadReference,
 //! EventRequest), keeping suspend counts and event requests the way a real VM does.
 
+use std::sync::Arc;
+
 use super::super::wire::*;
 use super::state::{Conn, EventRequestRecord, Shared};
 
@@ -20,8 +22,11 @@ fn is_forbidden(set: u8, cmd: u8) -> bool {
     (set >= 0x80 && set != DDM_SET) || cmd == 0 || cmd >= 0x80
 }
 
-pub(super) fn handle_packet(shared: &Shared, conn: &Conn, pkt: Packet) -> Vec<Action> {
-    shared.with(|s| s.received.push(pkt.clone()));
+pub(super) fn handle_packet(shared: &Arc<Shared>, conn: &Arc<Conn>, pkt: Packet) -> Vec<Action> {
+    shared.with(|s| {
+        s.received.push(pkt.clone());
+        s.received_on.push(conn.id);
+    });
     let (set, cmd) = match pkt.kind {
         Kind::Reply { error } => {
             // HotSpot drops a debugger that sends it a reply.
