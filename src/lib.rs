@@ -22,6 +22,7 @@
 //!   from captures.
 //! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
+//! - [`fuzzing`]: the fuzz targets' checks, shared by the fuzzers in `fuzz/` and `cargo test`.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
 
 mod accept;
@@ -32,6 +33,7 @@ pub mod control;
 mod daemon;
 pub mod discovery;
 pub mod ddm;
+pub mod fuzzing;
 pub mod jdwp;
 pub mod listen;
 pub mod logwriter;
