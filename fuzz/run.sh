@@ -7,7 +7,8 @@
 # executions, the paths found and the crashes. Runs under nice: the machine is shared.
 # Needs cargo-afl (installed here when missing: `cargo install cargo-afl`, which builds AFL++).
 set -euo pipefail
-cd "$(dirname "$0")"
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+cd "$(dirname "$self")"
 
 targets=(codec handshake ddm heapmap capture control adb config)
 if [ $# -ne 2 ]; then
@@ -16,7 +17,7 @@ if [ $# -ne 2 ]; then
 fi
 which="$1" secs="$2"
 if [ "$which" = all ]; then
-    for t in "${targets[@]}"; do "$0" "$t" "$secs"; done
+    for t in "${targets[@]}"; do "$self" "$t" "$secs"; done
     exit 0
 fi
 [ -d "corpus/$which" ] || { echo "no such target: $which (targets: ${targets[*]})" >&2; exit 2; }
