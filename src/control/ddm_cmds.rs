@@ -146,7 +146,11 @@ async fn heap(h: &VmHandle, native: bool, gc: bool, map: bool, png: bool, timeou
     let answer = match answer {
         Ok(a) => a,
         Err(e) => {
-            let hint = if gc { "" } else { " (no GC happened; add --gc to ask for one)" };
+            let hint = if gc {
+                " (no GC followed the request: a VM that follows the design document does not know HPGC and sends the map at its own next GC)"
+            } else {
+                " (no GC happened; add --gc to ask for one)"
+            };
             return error(ErrorKind::Vm, format!("heap map: {e}{hint}"));
         }
     };

@@ -99,6 +99,10 @@ async fn the_documents_vm_answers_features_heap_and_exit() {
     let (code, out, err) = served.run(&["heap", "4242", "--summary"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("heap 1"), "{out}");
+    // HPGC is not in the document either: no GC, so no map; the error says why.
+    let (code, _, err) = served.run(&["heap", "4242", "--gc", "--timeout", "2"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("does not know HPGC"), "{err}");
     let (code, out, err) = served.run(&["exit", "4242", "3"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("sent EXIT 3") && out.contains("closed its connection"), "{out}");
