@@ -26,5 +26,7 @@ mod adb;
 mod scan;
 #[path = "integration/newcomer.rs"]
 mod newcomer;
+#[path = "integration/recent.rs"]
+mod recent;
 #[path = "integration/capture.rs"]
 mod capture;

@@ -56,6 +56,8 @@ pub enum SessionMsg {
     Ddm(super::ddm_commands::DdmRequest),
     /// Thread updates while the sender is open; a snapshot after every THST.
     WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<crate::ddm::ClientData> },
+    /// The VM's ring of recent packet summaries, filled while the answer is held.
+    WatchPackets { reply: oneshot::Sender<std::sync::Arc<super::recent::RecentPackets>> },
 }
 
 /// Connection state of a VM, as shown by `list`.
@@ -199,6 +201,14 @@ impl VmHandle {
         let (tx, rx) = mpsc::channel(super::ddm_commands::THREAD_VIEW_CHANNEL);
         self.tx.send(SessionMsg::WatchThreads { interval, tx }).await.ok()?;
         Some(rx)
+    }
+
+    /// Starts keeping summaries of the VM's packets; they stop when the last holder of the
+    /// ring drops it.
+    pub async fn watch_packets(&self) -> Option<std::sync::Arc<super::recent::RecentPackets>> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::WatchPackets { reply }).await.ok()?;
+        rx.await.ok()
     }
 
     /// What is known of the VM now, with its debuggers' live counts.
