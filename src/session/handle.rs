@@ -216,6 +216,12 @@ impl VmHandle {
         self.status.borrow().clone().with_live_counts()
     }
 
+    /// Whether both handles lead to the same session (an app that came back with a new pid
+    /// gets a new one behind the same registry entry).
+    pub fn same_session(&self, other: &VmHandle) -> bool {
+        self.tx.same_channel(&other.tx)
+    }
+
     pub fn watch_status(&self) -> watch::Receiver<VmStatus> {
         self.status.clone()
     }
