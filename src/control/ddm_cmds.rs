@@ -94,46 +94,15 @@ pub(super) async fn one_shot(req: Request, registry: &Registry) -> Response {
 }
 
 async fn heap(h: &VmHandle, native: bool, gc: bool, map: bool, png: bool, timeout: Duration) -> Response {
-    // HPIF "when = 1": right now.
-    let summary = match h.ddm(vec![Chunk::HpifRequest { when: 1 }], vec![ChunkType::HPIF], Duration::from_secs(10)).await {
-        Ok(a) => a,
-        Err(e) => return error(ErrorKind::Vm, format!("heap info: {e}")),
+    let reading = match super::heap::read(h, super::heap::HeapAsk { native, gc, map, timeout }).await {
+        Ok(r) => r,
+        Err(e) => return error(ErrorKind::Vm, e),
     };
-    let infos: Vec<_> = summary.state.heap_infos.values().copied().collect();
-    if !map {
-        return Response::Heap { text: views::heap_summary(&infos, &[]), png_hex: None, png_size: None };
-    }
-    // Segment data "when = 1": during the next GC, then off again.
-    let (on, off, end) = if native {
-        (Chunk::NhsgRequest { when: 1, what: 0 }, Chunk::NhsgRequest { when: 0, what: 0 }, ChunkType::NHEN)
-    } else {
-        (Chunk::HpsgRequest { when: 1, what: 0 }, Chunk::HpsgRequest { when: 0, what: 0 }, ChunkType::HPEN)
+    let picture = if png { reading.png() } else { Ok(None) };
+    let (png_hex, png_size) = match picture {
+        Ok(Some((bytes, size))) => (Some(to_hex(&bytes)), Some(size)),
+        Ok(None) => (None, None),
+        Err(e) => return error(ErrorKind::Vm, e),
     };
-    let mut ask = vec![on];
-    if gc {
-        ask.push(Chunk::Hpgc);
-    }
-    let answer = h.ddm(ask, vec![end], timeout).await;
-    let _ = h.ddm(vec![off], Vec::new(), Duration::from_secs(5)).await;
-    let answer = match answer {
-        Ok(a) => a,
-        Err(e) => {
-            let hint = if gc { "" } else { " (no GC happened; add --gc to ask for one)" };
-            return error(ErrorKind::Vm, format!("heap map: {e}{hint}"));
-        }
-    };
-    let maps_src = if native { &answer.state.native_heap_maps } else { &answer.state.heap_maps };
-    let maps: Vec<&crate::ddm::HeapMap> = maps_src.values().map(|m| m.as_ref()).collect();
-    let text = views::heap_summary(&infos, &maps);
-    let (png_hex, png_size) = match (png, maps.first()) {
-        (true, Some(m)) => match views::render_png(m) {
-            Ok(bytes) => {
-                let l = views::layout(m);
-                (Some(to_hex(&bytes)), Some((l.width, l.height)))
-            }
-            Err(e) => return error(ErrorKind::Vm, format!("drawing the heap map: {e}")),
-        },
-        _ => (None, None),
-    };
-    Response::Heap { text, png_hex, png_size }
+    Response::Heap { text: reading.text(), png_hex, png_size }
 }

@@ -6,6 +6,7 @@
 
 pub mod client;
 mod ddm_cmds;
+pub mod heap;
 pub mod protocol;
 pub mod server;
 pub mod view;
