@@ -16,6 +16,7 @@
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
 //! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
+//! - [`web`]: the live monitor page (`serve --web`) and its JSON API.
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
 
@@ -36,6 +37,7 @@ pub mod registry;
 pub mod session;
 pub mod settings;
 pub mod views;
+pub mod web;
 
 pub use daemon::{start, Daemon, RunError};
 

@@ -30,3 +30,5 @@ mod newcomer;
 mod recent;
 #[path = "integration/capture.rs"]
 mod capture;
+#[path = "integration/web_api.rs"]
+mod web_api;

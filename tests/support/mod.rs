@@ -8,6 +8,7 @@ pub mod consts;
 pub mod ddm;
 pub mod fake_adb;
 pub mod fake_vm;
+pub mod http;
 pub mod java;
 pub mod jdb;
 pub mod output;

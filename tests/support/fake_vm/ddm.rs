@@ -89,7 +89,11 @@ pub(super) fn handle_ddm(shared: &Shared, conn: &Conn, pkt: &Packet) -> Vec<Acti
                     after.push(conn.ddm_packet(&[Chunk::new(b"THCR", thcr_payload(t.ddm_id, &t.name))]));
                 }
             }
-            b"THST" => after.push(conn.ddm_packet(&[Chunk::new(b"THST", thst_payload(&thst_entries(cfg)))])),
+            b"THST" => {
+                let mut entries = thst_entries(cfg);
+                shared.read(|s| entries.iter_mut().for_each(|e| e.state = s.thread_states.get(&e.tid).copied().unwrap_or(e.state)));
+                after.push(conn.ddm_packet(&[Chunk::new(b"THST", thst_payload(&entries))]))
+            }
             b"HPIF" => match first.unwrap_or(1) {
                 1 => answer.push(Chunk::new(b"HPIF", hpif_payload(&[heap_info(1)]))),
                 when => shared.with(|s| s.hpif_when = when),
