@@ -32,3 +32,5 @@ mod recent;
 mod capture;
 #[path = "integration/web_api.rs"]
 mod web_api;
+#[path = "integration/web_security.rs"]
+mod web_security;
