@@ -32,5 +32,7 @@ mod recent;
 mod capture;
 #[path = "integration/web_api.rs"]
 mod web_api;
+#[path = "integration/web_browser.rs"]
+mod web_browser;
 #[path = "integration/web_security.rs"]
 mod web_security;

@@ -3,6 +3,7 @@
 //! driver for the real `jdb`. Used as `mod support;` from tests/integration.rs.
 #![allow(dead_code, unused_imports)]
 
+pub mod browser;
 pub mod client;
 pub mod consts;
 pub mod ddm;
