@@ -175,7 +175,8 @@ function compare(a, b) {
   const x = f(a), y = f(b);
   const missing = (v) => v === null || v === undefined;
   if (missing(x) || missing(y)) return missing(x) - missing(y); // unknowns last
-  const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+  // Natural order for text: app.9 before app.10.
+  const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true });
   return c * ui.sort.dir || a.id - b.id;
 }
 
@@ -303,6 +304,7 @@ function renderShown() {
     [d.event_requests, "num"], [d.suspensions, "num"], [d.commands, "num"], [perSecond(d), "num"],
   ]);
   $("no-debuggers").hidden = vm.debuggers.length > 0;
+  $("traffic").hidden = vm.debuggers.length === 0;
   sync($("traffic").tBodies[0], ui.rows.traffic, vm.debuggers, (d) => vm.id + "/" + d.conn, (d) => [
     [d.conn, "num"], [d.peer], [d.commands, "num"], [perSecond(d), "num"],
   ]);
