@@ -1,6 +1,8 @@
 //! The in-repo DDM-aware fake VM as a standalone program, for trying jdwpmux by hand without
-//! an Android device: `cargo run --example fake_vm -- [APP_NAME] [PID]`. It prints the port it
-//! listens on and serves until interrupted.
+//! an Android device: `cargo run --example fake_vm -- [APP_NAME] [PID] [COUNT] [FIRST_PORT]`.
+//! It prints the port it listens on and serves until interrupted. With COUNT, it starts that
+//! many VMs (APP_NAME.1, APP_NAME.2, ... with pids PID, PID+1, ...), on consecutive ports
+//! from FIRST_PORT when one is given, so `jdwpmux serve --scan` finds them all.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -12,7 +14,23 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let app = args.next().unwrap_or_else(|| "com.example.fake".into());
     let pid = args.next().and_then(|p| p.parse().ok()).unwrap_or(4242);
-    let vm = FakeVm::start(FakeVmConfig { app_name: app.clone(), pid, ..Default::default() }).await;
-    println!("fake DDM VM {app} (pid {pid}) listening on {}", vm.addr());
+    let count: u32 = args.next().and_then(|c| c.parse().ok()).unwrap_or(1);
+    let first_port: u16 = args.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let mut vms = Vec::new();
+    for k in 0..count {
+        let name = if count == 1 { app.clone() } else { format!("{app}.{}", k + 1) };
+        let config = FakeVmConfig { app_name: name.clone(), pid: pid + k, ..Default::default() };
+        let port = if first_port == 0 { 0 } else { first_port.saturating_add(k as u16) };
+        match FakeVm::try_start_on(config, port).await {
+            Ok(vm) => {
+                println!("fake DDM VM {name} (pid {}) listening on {}", pid + k, vm.addr());
+                vms.push(vm);
+            }
+            Err(e) => eprintln!("fake VM {name}: {e:#}"),
+        }
+    }
+    if first_port != 0 && count > 1 {
+        println!("jdwpmux serve --scan 127.0.0.1:{first_port}-{} finds them", first_port.saturating_add(count as u16 - 1));
+    }
     let _ = tokio::signal::ctrl_c().await;
 }
