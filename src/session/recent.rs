@@ -30,7 +30,8 @@ pub enum Party {
     Vm,
 }
 
-/// One packet, as a line in a table.
+/// One packet, as a line in a table. Serialized without the numbers a reader names
+/// (command, error, chunk type): the reader adds them with their names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PacketSummary {
     /// Increases by one per summary, so a reader can ask for what it has not seen.
@@ -44,15 +45,18 @@ pub struct PacketSummary {
     /// The id as its sender (for a reply: its requester) knows it.
     pub id: u32,
     /// The command, or for a reply the command it answers (when known).
+    #[serde(skip)]
     pub command: Option<(u8, u8)>,
     pub reply: bool,
     /// A reply's error code.
+    #[serde(skip)]
     pub error: u16,
     /// The packet's length on the wire.
     pub len: u32,
     /// For a reply: microseconds since its command was sent.
     pub latency_us: Option<u64>,
     /// The first chunk type of a DDM packet (`THST`).
+    #[serde(skip)]
     pub chunk: Option<[u8; 4]>,
 }
 

@@ -192,7 +192,7 @@ pub struct Since {
 
 /// The VM's last packets with `seq >= since`. The first call starts keeping them; they are
 /// kept while calls come at least every [`PACKETS_LEASE`].
-pub async fn packets(State(st): State<Arc<WebState>>, Path(id): Path<VmId>, Query(q): Query<Since>) -> Result<Json<json::Packets>, ApiError> {
+pub async fn packets(State(st): State<Arc<WebState>>, Path(id): Path<VmId>, Query(q): Query<Since>) -> Result<Response, ApiError> {
     let vm = entry(&st, id)?;
     let ring = match st.leases.renew(&vm) {
         Some(r) => r,
@@ -216,7 +216,8 @@ pub async fn packets(State(st): State<Arc<WebState>>, Path(id): Path<VmId>, Quer
             ring
         }
     };
-    Ok(Json(json::Packets::of(&ring.since(q.since), q.since)))
+    let list = ring.since(q.since);
+    Ok(Json(json::Packets::of(&list, q.since)).into_response())
 }
 
 /// Makes the VM the current one, as `jdwpmux select` does: by its debugger port, which is

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::ddm::{ClientData, HeapInfo};
 use crate::jdwp::names;
-use crate::session::recent::{PacketSummary, Party};
+use crate::session::recent::PacketSummary;
 
 /// A thread table: `GET /api/vms/{id}/threads` and the `threads` event.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -75,22 +75,18 @@ pub struct Picture {
 
 /// `GET /api/vms/{id}/packets` and the `packets` event.
 #[derive(Debug, Clone, Serialize)]
-pub struct Packets {
+pub struct Packets<'a> {
     /// The `since` to ask with next time.
     pub next: u64,
-    pub packets: Vec<Packet>,
+    pub packets: Vec<Packet<'a>>,
 }
 
+/// A packet summary (`seq`, `at_ms`, `from`, `to`, `conn`, `id`, `reply`, `len`,
+/// `latency_us`) with its numbers named.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Packet {
-    pub seq: u64,
-    pub at_ms: u64,
-    pub from: Party,
-    pub to: Party,
-    /// The debugger connection (`conn` in `/api/vms`'s debuggers).
-    pub conn: Option<u64>,
-    pub id: u32,
-    pub reply: bool,
+pub struct Packet<'a> {
+    #[serde(flatten)]
+    pub summary: &'a PacketSummary,
     /// "VirtualMachine.Version"; for a reply, the command it answers when known.
     pub command: Option<String>,
     pub cmd_set: Option<u8>,
@@ -98,36 +94,26 @@ pub struct Packet {
     /// A reply's error name ("NONE", "INVALID_THREAD", ...).
     pub error: Option<String>,
     pub error_code: Option<u16>,
-    pub len: u32,
-    pub latency_us: Option<u64>,
     /// The first chunk type of a DDM packet ("THST").
     pub chunk: Option<String>,
 }
 
-impl From<&PacketSummary> for Packet {
-    fn from(p: &PacketSummary) -> Packet {
+impl<'a> From<&'a PacketSummary> for Packet<'a> {
+    fn from(p: &'a PacketSummary) -> Packet<'a> {
         Packet {
-            seq: p.seq,
-            at_ms: p.at_ms,
-            from: p.from,
-            to: p.to,
-            conn: p.conn,
-            id: p.id,
-            reply: p.reply,
+            summary: p,
             command: p.command.map(|(s, c)| names::display_command(s, c)),
             cmd_set: p.command.map(|(s, _)| s),
             cmd: p.command.map(|(_, c)| c),
             error: p.reply.then(|| names::display_error(p.error)),
             error_code: p.reply.then_some(p.error),
-            len: p.len,
-            latency_us: p.latency_us,
             chunk: p.chunk.map(|c| c.iter().map(|&b| if b.is_ascii_graphic() { b as char } else { '?' }).collect()),
         }
     }
 }
 
-impl Packets {
-    pub fn of(summaries: &[PacketSummary], asked: u64) -> Packets {
+impl<'a> Packets<'a> {
+    pub fn of(summaries: &'a [PacketSummary], asked: u64) -> Packets<'a> {
         let next = summaries.last().map_or(asked, |p| p.seq + 1);
         Packets { next, packets: summaries.iter().map(Packet::from).collect() }
     }
@@ -137,6 +123,7 @@ impl Packets {
 mod tests {
     use super::*;
     use crate::ddm::{ThreadInfo, ThreadState};
+    use crate::session::recent::Party;
 
     #[test]
     fn threads_get_their_state_names() {
@@ -169,11 +156,16 @@ mod tests {
             chunk: None,
         };
         let ddm = PacketSummary { seq: 5, reply: false, command: Some((0xC7, 1)), chunk: Some([b'T', b'H', 0, b'T']), ..base };
-        let j = Packets::of(&[base, ddm], 0);
+        let summaries = [base, ddm];
+        let j = Packets::of(&summaries, 0);
         assert_eq!(j.next, 6);
         assert_eq!(j.packets[0].command.as_deref(), Some("VirtualMachine.Version"));
         assert_eq!(j.packets[0].error.as_deref(), Some("VM_DEAD"));
         assert_eq!((j.packets[1].error.as_deref(), j.packets[1].chunk.as_deref()), (None, Some("TH?T")));
         assert_eq!(Packets::of(&[], 17).next, 17);
+        // One flat object: the summary's fields, the numbers named, no raw duplicates.
+        let v = serde_json::to_value(&j.packets[0]).unwrap();
+        assert_eq!((v["seq"].as_u64(), v["conn"].as_u64(), v["latency_us"].as_u64()), (Some(4), Some(2), Some(80)));
+        assert_eq!((v["error"].as_str(), v["error_code"].as_u64(), v["from"].as_str()), (Some("VM_DEAD"), Some(112), Some("vm")));
     }
 }
