@@ -9,10 +9,16 @@
 
 #[path = "relay/bulk.rs"]
 mod bulk;
+#[path = "relay/capture_gen.rs"]
+mod capture_gen;
 #[path = "relay/ddm_wire.rs"]
 mod ddm_wire;
+#[path = "relay/decode.rs"]
+mod decode;
 #[path = "relay/fake_vm.rs"]
 mod fake_vm;
+#[path = "relay/ide.rs"]
+mod ide;
 #[path = "relay/jdwp_ops.rs"]
 mod jdwp_ops;
 #[path = "relay/jvm.rs"]
@@ -35,8 +41,12 @@ mod scale;
 mod web_page;
 #[path = "relay/stats.rs"]
 mod stats;
+#[path = "relay/stats_cost.rs"]
+mod stats_cost;
 #[path = "relay/table.rs"]
 mod table;
+#[path = "relay/where_time.rs"]
+mod where_time;
 #[path = "relay/wire.rs"]
 mod wire;
 
@@ -99,12 +109,15 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 5] = [
+    let sections: [(Section, SectionFn); 8] = [
+        (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
         (Section::Scale, scale_section),
         (Section::Ddm, ddm_section),
         (Section::Startup, startup_section),
+        (Section::Decode, decode_section),
+        (Section::Stats, stats_section),
     ];
     for (s, run) in sections {
         if !opts.wants(s) {
@@ -136,7 +149,15 @@ fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
         Ok(j) => j,
         Err(e) => return f.add("HotSpot debuggee", format!("{e:#}")),
     };
+    let ide_prog = match ide::IdeProgram::compile() {
+        Ok(i) => Some(i),
+        Err(e) => {
+            f.add("IDE workload", format!("{e:#}"));
+            None
+        }
+    };
     let mut reps: Vec<Rep<jvm_suite::JvmRun>> = Vec::new();
+    let mut ide_reps: Vec<Rep<ide::IdeRun>> = Vec::new();
     for rep in 0..p.warmup_reps + p.reps {
         if !jvm.alive() {
             f.add(&format!("JVM repetition {rep}"), "the debuggee had died; starting a new one");
@@ -147,7 +168,7 @@ fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
         }
         let mut row: Rep<jvm_suite::JvmRun> = Default::default();
         for kind in PathKind::order(rep) {
-            match jvm_suite::run(kind, &mut jvm, bin, &p.jvm) {
+            match jvm_suite::run(kind, &mut jvm, bin, &p.jvm, rep % 2 == 1) {
                 Ok(r) => row[kind.index()] = Some(r),
                 Err(e) => f.add(&format!("JVM repetition {rep}, {}", kind.label()), format!("{e:#}")),
             }
@@ -155,12 +176,58 @@ fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
         let lat = row.each_ref().map(|r| r.as_ref().map_or("-".into(), |r| fmt(r.latency_us)));
         let tag = if rep < p.warmup_reps { " (warm-up, discarded)" } else { "" };
         eprintln!("JVM repetition {rep}{tag}: latency µs direct/socat/socat64k/jdwpmux = {}", lat.join(" / "));
+        let mut ide_row: Rep<ide::IdeRun> = Default::default();
+        for kind in PathKind::order(rep).into_iter().filter(|_| ide_prog.is_some()) {
+            let Some(prog) = ide_prog.as_ref() else { break };
+            match ide::run(kind, &mut jvm, bin, prog, p.jvm.ide_calls) {
+                Ok(r) => ide_row[kind.index()] = Some(r),
+                Err(e) => f.add(&format!("IDE workload, repetition {rep}, {}", kind.label()), format!("{e:#}")),
+            }
+        }
+        let cps = ide_row.each_ref().map(|r| r.as_ref().map_or("-".into(), |r| fmt(r.calls_per_s)));
+        eprintln!("IDE repetition {rep}{tag}: JDI calls/s = {}", cps.join(" / "));
         if rep >= p.warmup_reps {
             reps.push(row);
+            ide_reps.push(ide_row);
         }
     }
     let classes = reps.iter().flatten().flatten().map(|r| r.classes).max().unwrap_or(0);
     report::jvm_rows(t, &reps, p.jvm.latency_n, p.jvm.window, classes);
+    report::ide_rows(t, &ide_reps, p.jvm.ide_calls);
+}
+
+fn where_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    use where_time::{Group, Subject};
+    eprintln!("where the time goes: a small HotSpot debuggee ...");
+    let mut jvm = match jvm::Jvm::start(10) {
+        Ok(j) => j,
+        Err(e) => return f.add("HotSpot debuggee", format!("{e:#}")),
+    };
+    t.section(&format!("per Version round trip against HotSpot, counted over {} (relay process; syscalls under strace -f -c)", p.where_n));
+    let mut got = Vec::new();
+    for s in Subject::ALL {
+        eprintln!("  {} ...", s.label());
+        match where_time::measure(s, &mut jvm, bin, p.where_n) {
+            Ok(c) => got.push((s, c)),
+            Err(e) => f.add(&format!("where: {}", s.label()), format!("{e:#}")),
+        }
+    }
+    let cell = |v: f64| fmt(v);
+    let line = |what: &str, v: &dyn Fn(&where_time::Counts) -> f64| {
+        let cells: Vec<String> = got.iter().map(|(s, c)| format!("{} {}", s.label(), cell(v(c)))).collect();
+        Row::proxy_only(what, cells.join(" | "))
+    };
+    for g in Group::ALL {
+        t.push(line(g.label(), &|c| c.group(g)));
+    }
+    t.push(line("voluntary context switches (sleeps)", &|c| c.voluntary));
+    t.push(line("involuntary context switches (preempted)", &|c| c.involuntary));
+    for (s, c) in &got {
+        let mut calls: Vec<(&String, &f64)> = c.syscalls.iter().filter(|(_, n)| **n >= 0.01).collect();
+        calls.sort_by(|a, b| b.1.total_cmp(a.1));
+        let text: Vec<String> = calls.iter().map(|(k, n)| format!("{k} {}", fmt(**n))).collect();
+        t.push(Row::proxy_only(&format!("{}: every system call", s.label()), text.join(", ")));
+    }
 }
 
 fn bulk_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
@@ -294,4 +361,86 @@ fn startup_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) 
     t.section(&format!("startup: exec to the 'listening' lines, median of {}", ms.len()));
     let m = median(&ms);
     t.push(Row::proxy_only("startup ms", fmt_opt(m)).judged(String::new(), "<= 50 ms", m.map(|m| m <= 50.0)));
+}
+
+fn decode_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    let Ok(dir) = tempfile::tempdir() else { return f.add("decode", "no tempdir") };
+    let file = dir.path().join("session.pcapng");
+    eprintln!("decode: writing a {} MiB capture ...", p.decode_bytes >> 20);
+    let info = match capture_gen::write_capture(&file, p.decode_bytes) {
+        Ok(i) => i,
+        Err(e) => return f.add("decode: writing the capture", format!("{e:#}")),
+    };
+    let mib = info.bytes as f64 / (1 << 20) as f64;
+    t.section(&format!(
+        "jdwpmux decode: a {} MiB pcapng capture ({} packets, {} requests), output read through a pipe; median of {}",
+        fmt(mib),
+        info.packets,
+        info.requests,
+        p.decode_runs
+    ));
+    let modes: [(&str, &[&str], bool); 3] =
+        [("decode (text)", &[], true), ("decode --stats", &["--stats"], true), ("decode --trace", &["--trace", "/dev/null"], false)];
+    for (label, args, judged) in modes {
+        let mut runs = Vec::new();
+        for i in 0..p.decode_runs {
+            match decode::run(&bin.path, &file, args) {
+                Ok(r) => runs.push(r),
+                Err(e) => return f.add(&format!("{label}, run {i}"), format!("{e:#}")),
+            }
+        }
+        if args.is_empty() && runs.iter().any(|r| r.out_bytes == 0) {
+            f.add(label, "printed nothing");
+        }
+        let mbps = median(&runs.iter().map(|r| r.mbps).collect::<Vec<_>>());
+        let rss = runs.iter().filter_map(|r| r.peak_rss_kib).max().map(|k| k as f64 / 1024.0);
+        let per_cpu = median(&runs.iter().filter_map(|r| r.mb_per_cpu_s).collect::<Vec<_>>());
+        let target = if judged { ">= 100 MB/s, RSS <= 64 MiB" } else { "RSS <= 64 MiB" };
+        let ok = match (mbps, rss) {
+            (Some(m), Some(r)) => Some((!judged || m >= 100.0) && r <= 64.0),
+            _ => None,
+        };
+        let cell = format!("{} MB/s ({} per CPU s), peak RSS {} MiB", fmt_opt(mbps), fmt_opt(per_cpu), fmt_opt(rss));
+        eprintln!("{label}: {cell}");
+        t.push(Row::proxy_only(&format!("{label} MB/s; peak RSS"), cell).judged(String::new(), target, ok));
+    }
+}
+
+fn stats_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    let vm = match fake_vm::FakeVms::start(1, fake_vm::FakeConfig { ddm: false, thst_every: None, threads: 0 }) {
+        Ok(v) => v,
+        Err(e) => return f.add("fake VM", format!("{e:#}")),
+    };
+    let n = p.stats_round_trips;
+    let (mut on, mut off, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..p.warmup_reps + p.reps {
+        // Alternate which goes first, as the relay paths do.
+        let order = if rep % 2 == 0 { [true, false] } else { [false, true] };
+        let mut pair = [0.0f64; 2];
+        for stats_on in order {
+            match stats_cost::cpu_per_round_trip(bin, vm.addrs[0], n, stats_on) {
+                Ok(us) => pair[usize::from(stats_on)] = us,
+                Err(e) => return f.add(&format!("stats cost, repetition {rep}"), format!("{e:#}")),
+            }
+        }
+        eprintln!("stats cost repetition {rep}: CPU µs per round trip, counting on / off = {} / {}", fmt(pair[1]), fmt(pair[0]));
+        if rep >= p.warmup_reps {
+            on.push(pair[1]);
+            off.push(pair[0]);
+            ratios.push(pair[1] / pair[0]);
+        }
+    }
+    let book = stats_cost::bookkeeping_ns(1_000_000);
+    t.section(&format!(
+        "always-on traffic figures: {n} Version round trips through jdwpmux against a fake VM, counting on and off (JDWPMUX_STATS=off), alternating; medians of {}",
+        ratios.len()
+    ));
+    let (m_on, m_off, m_ratio) = (median(&on), median(&off), median(&ratios));
+    t.push(Row::proxy_only("CPU µs per round trip, counting on / off", format!("{} / {}", fmt_opt(m_on), fmt_opt(m_off))).judged(
+        m_ratio.map_or("-".into(), |r| format!("{} x off", fmt(r))),
+        "<= 1.02 x off",
+        m_ratio.map(|r| r <= 1.02),
+    ));
+    let share = m_on.map(|us| book / 1e3 / us * 100.0);
+    t.push(Row::proxy_only("bookkeeping ns per round trip (in process)", format!("{} ({} % of the round trip's CPU)", fmt(book), fmt_opt(share))));
 }

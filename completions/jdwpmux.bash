@@ -46,6 +46,9 @@ _jdwpmux() {
             jdwpmux,serve)
                 cmd="jdwpmux__subcmd__serve"
                 ;;
+            jdwpmux,stats)
+                cmd="jdwpmux__subcmd__stats"
+                ;;
             jdwpmux,threads)
                 cmd="jdwpmux__subcmd__threads"
                 ;;
@@ -79,6 +82,9 @@ _jdwpmux() {
             jdwpmux__subcmd__help,serve)
                 cmd="jdwpmux__subcmd__help__subcmd__serve"
                 ;;
+            jdwpmux__subcmd__help,stats)
+                cmd="jdwpmux__subcmd__help__subcmd__stats"
+                ;;
             jdwpmux__subcmd__help,threads)
                 cmd="jdwpmux__subcmd__help__subcmd__threads"
                 ;;
@@ -89,7 +95,7 @@ _jdwpmux() {
 
     case "${cmd}" in
         jdwpmux)
-            opts="-v -q -h -V --verbose --quiet --log-format --control --config --help --version serve list select decode threads heap exit features completions man help"
+            opts="-v -q -h -V --verbose --quiet --log-format --control --config --help --version serve list select decode threads heap exit features stats completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -141,12 +147,16 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__decode)
-            opts="-v -q -h -V --json --verbose --quiet --log-format --control --config --help --version"
+            opts="-v -q -h -V --json --stats --trace --verbose --quiet --log-format --control --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --trace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -253,7 +263,7 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__help)
-            opts="serve list select decode threads heap exit features completions man help"
+            opts="serve list select decode threads heap exit features stats completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -393,6 +403,20 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        jdwpmux__subcmd__help__subcmd__stats)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -569,6 +593,32 @@ _jdwpmux() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --control)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        jdwpmux__subcmd__stats)
+            opts="-v -q -h -V --json --verbose --quiet --log-format --control --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0

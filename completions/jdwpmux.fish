@@ -35,15 +35,16 @@ complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s V -l version -d 'Print 
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT)'
-complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "exit" -d 'Ask a DDM-aware VM to exit with STATUS (DDM EXIT)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "features" -d 'List a DDM-aware VM\'s features (DDM FEAT)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "stats" -d 'Traffic figures since the daemon started, per VM, debugger and command: count, bytes, reply latency p50/p90/p99/max; DDM chunks by type; error replies'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "man" -d 'Print the man page (roff) to standard output'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l vm -d 'A VM\'s JDWP address, HOST:PORT (repeatable), e.g. one started with -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l vm -d 'A VM\'s JDWP address, HOST:PORT (repeatable), e.g. one started with -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000. android:HOST:PORT says it is an Android VM (an `adb forward tcp:PORT jdwp:PID`): it gets DDM only, never a JDWP packet of the proxy\'s own, until a debugger attaches' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan -d 'Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or --scan is given: 127.0.0.1:8000-8040]' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l adb -d 'Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when no --vm or --scan is given]' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan-interval -d 'Seconds between scans' -r
@@ -90,11 +91,13 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s v -l verbose 
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s q -l quiet -d 'Only warnings and errors'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s h -l help -d 'Print help'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l trace -d 'Write the capture as a Chrome trace event file (open it in ui.perfetto.dev): a track per debugger, each request a slice from command to reply' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l json -d 'Print JSON lines instead of text'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l json -d 'Print JSON instead of text (JSON lines; with --stats one JSON document)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l stats -d 'Print traffic figures instead of the packets: per debugger and command the count, bytes and reply latency (p50/p90/p99/max), sorted by total time; DDM chunks by type; error replies by name'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s q -l quiet -d 'Only warnings and errors'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s h -l help -d 'Print help'
@@ -138,6 +141,15 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s v -l verbos
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s q -l quiet -d 'Only warnings and errors'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s h -l help -d 'Print help'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s V -l version -d 'Print version'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -l log-format -d 'Log line format' -r -f -a "text\t''
+json\t''"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -l json -d 'Print JSON instead of text tables'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -s q -l quiet -d 'Only warnings and errors'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -s h -l help -d 'Print help'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
@@ -154,14 +166,15 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s v -l verbose -d 
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s q -l quiet -d 'Only warnings and errors'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s h -l help -d 'Print help'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s V -l version -d 'Print version'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "exit" -d 'Ask a DDM-aware VM to exit with STATUS (DDM EXIT)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "features" -d 'List a DDM-aware VM\'s features (DDM FEAT)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "man" -d 'Print the man page (roff) to standard output'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "exit" -d 'Ask a DDM-aware VM to exit with STATUS (DDM EXIT)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "features" -d 'List a DDM-aware VM\'s features (DDM FEAT)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "stats" -d 'Traffic figures since the daemon started, per VM, debugger and command: count, bytes, reply latency p50/p90/p99/max; DDM chunks by type; error replies'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "man" -d 'Print the man page (roff) to standard output'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -59,7 +59,8 @@ pub enum Command {
     List(ListArgs),
     /// Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT).
     Select(SelectArgs),
-    /// Print a capture file as text (one line per packet, DDM chunks decoded).
+    /// Print a capture file as text (one line per packet, DDM chunks decoded), as traffic
+    /// figures (--stats), or as a trace for Perfetto (--trace).
     Decode(DecodeArgs),
     /// Show a DDM-aware VM's threads, refreshed like `top` (DDM THEN/THST).
     Threads(ThreadsArgs),
@@ -69,6 +70,9 @@ pub enum Command {
     Exit(ExitArgs),
     /// List a DDM-aware VM's features (DDM FEAT).
     Features(VmArgs),
+    /// Traffic figures since the daemon started, per VM, debugger and command: count,
+    /// bytes, reply latency p50/p90/p99/max; DDM chunks by type; error replies.
+    Stats(StatsArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff) to standard output.
@@ -92,8 +96,10 @@ pub struct SelectArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// A VM's JDWP address, HOST:PORT (repeatable), e.g. one started with
-    /// -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000
-    #[arg(long = "vm", value_name = "HOST:PORT")]
+    /// -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000.
+    /// android:HOST:PORT says it is an Android VM (an `adb forward tcp:PORT jdwp:PID`):
+    /// it gets DDM only, never a JDWP packet of the proxy's own, until a debugger attaches.
+    #[arg(long = "vm", value_name = "[android:]HOST:PORT")]
     pub vms: Vec<String>,
     /// Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or
     /// --scan is given: 127.0.0.1:8000-8040].
@@ -217,10 +223,28 @@ pub struct ExitArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DecodeArgs {
-    /// A capture written by `serve --capture` (pcapng or JSON lines).
-    pub file: PathBuf,
-    /// Print JSON lines instead of text.
+pub struct StatsArgs {
+    /// Only this VM: pid, app name, VM HOST:PORT, or :PORT of a debugger port [default: every VM].
+    pub selector: Option<String>,
+    /// Print JSON instead of text tables.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// A capture written by `serve --capture` (pcapng or JSON lines), or another tool's pcap.
+    pub file: PathBuf,
+    /// Print JSON instead of text (JSON lines; with --stats one JSON document).
+    #[arg(long)]
+    pub json: bool,
+    /// Print traffic figures instead of the packets: per debugger and command the count,
+    /// bytes and reply latency (p50/p90/p99/max), sorted by total time; DDM chunks by type;
+    /// error replies by name.
+    #[arg(long)]
+    pub stats: bool,
+    /// Write the capture as a Chrome trace event file (open it in ui.perfetto.dev): a track
+    /// per debugger, each request a slice from command to reply.
+    #[arg(long, value_name = "OUT.json")]
+    pub trace: Option<PathBuf>,
 }

@@ -2,19 +2,24 @@
 //!
 //! It keeps one connection to each Java or Android VM, speaks DDM to the VMs that
 //! understand it, and lets debuggers in through per-VM ports and one current-VM port,
-//! rewriting request ids so the proxy's own traffic and the debugger's never collide.
+//! several at once, rewriting request ids so the proxy's own traffic and the debuggers'
+//! never collide, and splitting events and suspensions so each sees a VM of its own.
 //!
 //! # Layout
-//! - [`jdwp`]: the wire format (handshake, packets, streaming decoder, names). Pure.
+//! - [`jdwp`]: the wire format (handshake, packets, streaming decoder, event composites,
+//!   names). Pure.
 //! - [`ddm`]: DDM chunks: typed decoding, zlib, heap maps, per-VM client state. Pure.
 //! - [`capture`]: packet captures (pcapng for Wireshark, JSON lines) and reading them back.
-//! - [`session`]: one task per VM owning the VM socket and the attached debugger's socket,
-//!   so a packet is routed in the wake-up that read it; the id table; attach and detach.
+//! - [`session`]: one task per VM owning the VM socket and its debuggers' sockets, so a
+//!   packet is routed in the wake-up that read it; the id table; the sharing tables (who
+//!   owns which event request, suspension and pin); attach and detach.
 //! - [`listen`]: debugger accept loops; each new connection's handshake, then the hand-over
 //!   of its socket to the VM's session.
 //! - [`discovery`]: finding VMs: port-range scans and the adb server.
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
+//! - [`stats`]: traffic figures per debugger and command (latency histograms), live and
+//!   from captures.
 //! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
 //! - [`web`]: the live monitor page (`serve --web`) and its JSON API.
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
@@ -36,6 +41,7 @@ pub mod park;
 pub mod registry;
 pub mod session;
 pub mod settings;
+pub mod stats;
 pub mod views;
 pub mod web;
 

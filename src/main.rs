@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use jdwpmux::cli::{Cli, Command, DecodeArgs, HeapArgs, ListArgs, LogFormat, SelectArgs, ServeArgs, ThreadsArgs};
+use jdwpmux::cli::{Cli, Command, DecodeArgs, HeapArgs, ListArgs, LogFormat, SelectArgs, ServeArgs, StatsArgs, ThreadsArgs};
 use jdwpmux::control::{self, client, protocol::{ErrorKind, Request, Response}};
-use jdwpmux::settings::{self, parse_vm_addr, Settings, SettingsError};
+use jdwpmux::settings::{self, parse_vm_spec, Settings, SettingsError};
 use tracing_subscriber::EnvFilter;
 
 /// Time given to sessions to detach debuggers cleanly at shutdown.
@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Command::Heap(args) => rt.block_on(heap(args, &control)),
         Command::Exit(a) => rt.block_on(print_text(Request::Exit { selector: a.selector, status: a.status }, &control)),
         Command::Features(a) => rt.block_on(print_text(Request::Features { selector: a.selector }, &control)),
+        Command::Stats(args) => rt.block_on(stats(args, &control)),
         Command::Completions(a) => {
             print!("{}", jdwpmux::manpage::completions(a.shell));
             Ok(())
@@ -99,11 +100,10 @@ fn exit_code(e: &anyhow::Error) -> u8 {
 }
 
 fn decode(args: DecodeArgs) -> anyhow::Result<()> {
-    use std::io::Write;
-    let text = jdwpmux::capture::decode_cmd::render(&args.file, args.json)?;
-    let mut out = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth a message.
-    let _ = out.write_all(text.as_bytes());
+    use jdwpmux::capture::decode_cmd::{run, DecodeOptions};
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let opts = DecodeOptions { json: args.json, stats: args.stats, trace: args.trace };
+    run(&args.file, &opts, &mut out, &mut std::io::stderr())?;
     Ok(())
 }
 
@@ -178,6 +178,15 @@ async fn heap(args: HeapArgs, control: &std::path::Path) -> anyhow::Result<()> {
     }
 }
 
+async fn stats(args: StatsArgs, control: &std::path::Path) -> anyhow::Result<()> {
+    match client::request(control, &Request::Stats { selector: args.selector }).await? {
+        Response::Stats { report } if args.json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Response::Stats { report } => print!("{}", report.to_text()),
+        other => return Err(response_error(other)),
+    }
+    Ok(())
+}
+
 async fn list(args: ListArgs, control: &std::path::Path) -> anyhow::Result<()> {
     match client::request(control, &Request::List).await? {
         Response::Vms { vms } if args.json => println!("{}", serde_json::to_string_pretty(&vms)?),
@@ -222,7 +231,9 @@ fn init_logging(cli: &Cli) -> jdwpmux::logwriter::FlushGuard {
 }
 
 fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
-    let vms = args.vms.iter().map(|v| parse_vm_addr(v)).collect::<Result<Vec<_>, _>>()?;
+    let specs = args.vms.iter().map(|v| parse_vm_spec(v)).collect::<Result<Vec<_>, _>>()?;
+    let vms: Vec<_> = specs.iter().map(|(addr, _)| *addr).collect();
+    let android_vms = specs.iter().filter(|(_, android)| *android).map(|(addr, _)| *addr).collect();
     let mut scans = args.scans;
     // No source named: scan the workstation and the device side, like the DDM design.
     let nothing_named = vms.is_empty() && scans.is_empty() && args.adb.is_none();
@@ -231,9 +242,12 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     }
     let adb = match args.adb {
         Some(a) => Some(a),
-        None if nothing_named && !args.no_adb => Some(std::net::SocketAddr::from(([127, 0, 0, 1], 5037))),
+        None if nothing_named && !args.no_adb => Some(settings::default_adb_server()),
         None => None,
     };
+    // Whether a VM reached over TCP is an adb forward: asked of the adb server in use, or
+    // of the usual one, unless adb is off.
+    let adb_forwards = if args.no_adb { None } else { Some(adb.unwrap_or_else(settings::default_adb_server)) };
     if !(0.05..=3600.0).contains(&args.scan_interval) {
         return Err(SettingsError::BadScan(format!("--scan-interval {}: expected 0.05 to 3600 seconds", args.scan_interval)));
     }
@@ -246,8 +260,10 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     let s = Settings {
         allow: args.allow,
         adb,
+        adb_forwards,
         capture,
         vms,
+        android_vms,
         scans,
         scan_interval: Duration::from_secs_f64(args.scan_interval),
         listen: args.listen,

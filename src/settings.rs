@@ -59,6 +59,12 @@ impl Default for Timeouts {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub vms: Vec<SocketAddr>,
+    /// Those of `vms` said to be Android (`--vm android:HOST:PORT`): spoken to with DDM
+    /// only until a debugger attaches.
+    pub android_vms: Vec<SocketAddr>,
+    /// The adb server asked whether a VM reached over TCP is an adb forward to an Android
+    /// VM; None never asks.
+    pub adb_forwards: Option<SocketAddr>,
     pub listen: IpAddr,
     pub allow_remote: bool,
     /// First per-VM debugger port; 0 gives every VM an ephemeral port.
@@ -89,6 +95,8 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             vms: Vec::new(),
+            android_vms: Vec::new(),
+            adb_forwards: None,
             listen: DEFAULT_LISTEN,
             allow_remote: false,
             base_port: DEFAULT_BASE_PORT,
@@ -122,7 +130,7 @@ pub struct CaptureSettings {
 pub enum SettingsError {
     #[error("--listen {0} is not a loopback address: JDWP gives whoever connects full control of the VM; add --allow-remote if you mean it")]
     RemoteNotAllowed(IpAddr),
-    #[error("--vm {0}: expected HOST:PORT (for example 127.0.0.1:8000)")]
+    #[error("--vm {0}: expected HOST:PORT or android:HOST:PORT (for example 127.0.0.1:8000)")]
     BadVm(String),
     #[error("{0}")]
     BadScan(String),
@@ -145,6 +153,24 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// The prefix of `--vm android:HOST:PORT`.
+pub const ANDROID_VM_PREFIX: &str = "android:";
+
+/// Parses `[android:]HOST:PORT`: the address, and whether it was said to be Android.
+pub fn parse_vm_spec(s: &str) -> Result<(SocketAddr, bool), SettingsError> {
+    match s.strip_prefix(ANDROID_VM_PREFIX) {
+        Some(rest) => parse_vm_addr(rest).map(|a| (a, true)).map_err(|_| SettingsError::BadVm(s.to_string())),
+        None => parse_vm_addr(s).map(|a| (a, false)),
+    }
+}
+
+/// The adb server adb's own tools use when not told otherwise: 127.0.0.1 on
+/// `ANDROID_ADB_SERVER_PORT`, else port 5037.
+pub fn default_adb_server() -> SocketAddr {
+    let port = std::env::var("ANDROID_ADB_SERVER_PORT").ok().and_then(|p| p.trim().parse().ok());
+    SocketAddr::from((Ipv4Addr::LOCALHOST, port.unwrap_or(crate::discovery::adb::DEFAULT_ADB_PORT)))
 }
 
 /// Parses `HOST:PORT`, resolving a host name (`localhost:8000`) to its first address.
@@ -201,5 +227,19 @@ mod tests {
         assert_eq!(parse_vm_addr("localhost:8001").unwrap().port(), 8001);
         assert!(parse_vm_addr("8000").is_err());
         assert!(parse_vm_addr("host:notaport").is_err());
+        let cases = [
+            ("127.0.0.1:8000", Some(("127.0.0.1:8000", false))),
+            ("android:127.0.0.1:8000", Some(("127.0.0.1:8000", true))),
+            ("android:[::1]:8001", Some(("[::1]:8001", true))),
+            ("android:8000", None),
+            ("android:", None),
+            ("ios:127.0.0.1:8000", None),
+        ];
+        for (text, want) in cases {
+            let got = parse_vm_spec(text).ok();
+            let want = want.map(|(a, android)| (a.parse::<SocketAddr>().unwrap(), android));
+            assert_eq!(got, want, "{text}");
+        }
+        assert_eq!(parse_vm_spec("android:x").unwrap_err(), SettingsError::BadVm("android:x".into()));
     }
 }

@@ -5,10 +5,16 @@
 
 #[path = "../benches/relay/bulk.rs"]
 mod bulk;
+#[path = "../benches/relay/capture_gen.rs"]
+mod capture_gen;
 #[path = "../benches/relay/ddm_wire.rs"]
 mod ddm_wire;
+#[path = "../benches/relay/decode.rs"]
+mod decode;
 #[path = "../benches/relay/fake_vm.rs"]
 mod fake_vm;
+#[path = "../benches/relay/ide.rs"]
+mod ide;
 #[path = "../benches/relay/jdwp_ops.rs"]
 mod jdwp_ops;
 #[path = "../benches/relay/jvm.rs"]
@@ -31,7 +37,11 @@ mod scale;
 mod web_page;
 #[path = "../benches/relay/stats.rs"]
 mod stats;
+#[path = "../benches/relay/stats_cost.rs"]
+mod stats_cost;
 #[path = "../benches/relay/table.rs"]
 mod table;
+#[path = "../benches/relay/where_time.rs"]
+mod where_time;
 #[path = "../benches/relay/wire.rs"]
 mod wire;

@@ -10,6 +10,12 @@ mod harness;
 mod relay_fake;
 #[path = "integration/streamed.rs"]
 mod streamed;
+#[path = "integration/sharing.rs"]
+mod sharing;
+#[path = "integration/sharing_load.rs"]
+mod sharing_load;
+#[path = "integration/sharing_jvm.rs"]
+mod sharing_jvm;
 #[path = "integration/detach.rs"]
 mod detach;
 #[path = "integration/bad_input.rs"]
@@ -20,8 +26,12 @@ mod hotspot;
 mod cli;
 #[path = "integration/ddm_views.rs"]
 mod ddm_views;
+#[path = "integration/ddm_layouts.rs"]
+mod ddm_layouts;
 #[path = "integration/adb.rs"]
 mod adb;
+#[path = "integration/android_tcp.rs"]
+mod android_tcp;
 #[path = "integration/scan.rs"]
 mod scan;
 #[path = "integration/newcomer.rs"]
@@ -36,3 +46,5 @@ mod web_api;
 mod web_browser;
 #[path = "integration/web_security.rs"]
 mod web_security;
+#[path = "integration/logs.rs"]
+mod logs;

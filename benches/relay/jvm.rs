@@ -1,7 +1,9 @@
 //! The real HotSpot debuggee: `Main` loads N generated tiny classes (for AllClasses) and
 //! keeps a 4 MiB byte[] in the static field `Big.data` (for ArrayReference.GetValues),
 //! compiled with javac into a tempdir and run with the JDWP agent on an explicit free port
-//! (with address=127.0.0.1:0 HotSpot would pick a new port after every detach).
+//! (with address=127.0.0.1:0 HotSpot would pick a new port after every detach). A
+//! "stepper" thread loops in `Work.spin` while `Work.go` is set (by the IDE workload) and
+//! sleeps otherwise.
 //!
 //! The agent prints "Listening for transport dt_socket at address: PORT" each time it
 //! listens, i.e. once at start and once after every debugger leaves; counting those lines
@@ -36,6 +38,18 @@ const MAIN_JAVA: &str = r#"public class Main {
             d[i] = (byte) i;
         }
         Big.data = d;
+        Thread stepper = new Thread(() -> {
+            long s = 1;
+            while (true) {
+                if (Work.go) {
+                    s = Work.spin(s);
+                } else {
+                    try { Thread.sleep(20); } catch (InterruptedException e) { return; }
+                }
+            }
+        }, "stepper");
+        stepper.setDaemon(true);
+        stepper.start();
         System.out.println("bench debuggee ready " + n);
         System.out.flush();
         while (true) {
@@ -45,9 +59,25 @@ const MAIN_JAVA: &str = r#"public class Main {
 }
 "#;
 
-/// `Big` and `n` empty classes `C0..C{n-1}` in one source file.
+/// Where the IDE workload steps: one line after another for as long as `go` is set.
+const WORK_JAVA: &str = "class Work {
+    static volatile boolean go;
+    static long spin(long seed) {
+        long a = seed, b = 0, c = 0;
+        while (go) {
+            a = a * 31 + 7;
+            b = a ^ (a >>> 3);
+            c = b + c;
+            seed = c & 0xffff;
+        }
+        return seed;
+    }
+}
+";
+
+/// `Big`, `Work` and `n` empty classes `C0..C{n-1}` in one source file.
 fn classes_java(n: usize) -> String {
-    let mut s = format!("class Big {{ static final int LEN = {BIG_ARRAY_LEN}; static byte[] data; }}\n");
+    let mut s = format!("class Big {{ static final int LEN = {BIG_ARRAY_LEN}; static byte[] data; }}\n{WORK_JAVA}");
     for i in 0..n {
         s.push_str(&format!("class C{i} {{}}\n"));
     }
@@ -72,6 +102,7 @@ impl Jvm {
         std::fs::write(src.join("Main.java"), MAIN_JAVA)?;
         std::fs::write(src.join("Gen.java"), classes_java(classes))?;
         let out = Command::new("javac")
+            .arg("-g")
             .arg("-d")
             .arg(src.join("out"))
             .arg(src.join("Main.java"))

@@ -1,6 +1,7 @@
 //! One run of one path against the real JVM: a single debugger connection measures
 //! sequential latency, pipelined throughput, AllClasses and the 4 MiB array, each with the
-//! relay's CPU time, and checks every reply.
+//! relay's CPU time, and checks every reply. On jdwpmux, latency and pipelined throughput
+//! are measured a second time with another, idle debugger attached to the same VM.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,8 @@ pub struct JvmParams {
     pub array_n: usize,
     /// Fewest classes AllClasses must list (the generated ones).
     pub min_classes: usize,
+    /// JDI calls of the IDE-shaped workload.
+    pub ide_calls: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -38,17 +41,22 @@ pub struct JvmRun {
     pub cpu_req_us: Option<f64>,
     pub cpu_all_classes_ms_per_mb: Option<f64>,
     pub cpu_array_ms_per_mb: Option<f64>,
+    /// jdwpmux only: the same latency and throughput with a second, idle debugger attached.
+    pub idle2_latency_us: Option<f64>,
+    pub idle2_pipelined_rps: Option<f64>,
 }
 
 const MB: f64 = 1e6;
 
-pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, p: &JvmParams) -> Result<JvmRun> {
+/// `idle_first`: on jdwpmux, measure with the idle second debugger before measuring alone
+/// (alternated between repetitions, so neither order always comes warmer).
+pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, p: &JvmParams, idle_first: bool) -> Result<JvmRun> {
     jvm.wait_free(Duration::from_secs(30))?;
     // Whatever happens below, this run is one debugger session for the JVM.
     jvm.session_ended();
     let mut relay = Relay::start(kind, jvm.addr(), bin)?;
     let mut client = None;
-    let result = measure(&relay, p, &mut client);
+    let result = measure(&relay, p, &mut client, idle_first);
     let log = if result.is_err() { relay.proxy_log() } else { None };
     // Stop the proxy while its client is still attached (see Relay::stop); socat and the
     // direct path end when the client closes.
@@ -63,7 +71,7 @@ pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, p: &JvmParams) -> Resu
     })
 }
 
-fn measure(relay: &Relay, p: &JvmParams, slot: &mut Option<Client>) -> Result<JvmRun> {
+fn measure(relay: &Relay, p: &JvmParams, slot: &mut Option<Client>, idle_first: bool) -> Result<JvmRun> {
     let c = slot.insert(Client::connect(relay.addr(), Duration::from_secs(10)).context("connect")?);
     let ids = ops::id_sizes(c).context("IDSizes")?;
     let version = c.request(ops::VERSION.0, ops::VERSION.1, &[]).context("Version")?;
@@ -74,17 +82,24 @@ fn measure(relay: &Relay, p: &JvmParams, slot: &mut Option<Client>) -> Result<Jv
     let mut r = JvmRun::default();
 
     latency(c, p.warmup, &version).context("warm-up")?;
+    pipelined(c, p.warmup.min(p.pipelined_n), p.window, &version).context("pipelined warm-up")?;
+    let shared = matches!(relay, Relay::Proxy { .. });
+    if shared && idle_first {
+        with_idle_debugger(relay, c, p, &version, &mut r)?;
+    }
     let cpu = relay.cpu();
     let (elapsed, mut samples) = latency(c, p.latency_n, &version).context("latency")?;
     r.latency_us = elapsed.as_secs_f64() * 1e6 / p.latency_n as f64;
     r.latency_p99_us = percentile(&mut samples, 99.0).map_or(f64::NAN, |ns| f64::from(ns) / 1e3);
     r.cpu_rt_us = cpu.ns().map(|ns| ns as f64 / 1e3 / p.latency_n as f64);
 
-    pipelined(c, p.warmup.min(p.pipelined_n), p.window, &version).context("pipelined warm-up")?;
     let cpu = relay.cpu();
     let elapsed = pipelined(c, p.pipelined_n, p.window, &version).context("pipelined")?;
     r.pipelined_rps = p.pipelined_n as f64 / elapsed.as_secs_f64();
     r.cpu_req_us = cpu.ns().map(|ns| ns as f64 / 1e3 / p.pipelined_n as f64);
+    if shared && !idle_first {
+        with_idle_debugger(relay, c, p, &version, &mut r)?;
+    }
 
     let cpu = relay.cpu();
     let (elapsed, bytes, classes) = all_classes(c, p.all_classes_n, &ids).context("AllClasses")?;
@@ -104,6 +119,19 @@ fn measure(relay: &Relay, p: &JvmParams, slot: &mut Option<Client>) -> Result<Jv
     r.array_mbps = bytes as f64 / MB / elapsed.as_secs_f64();
     r.cpu_array_ms_per_mb = cpu.ns().map(|ns| ns as f64 / 1e6 / (bytes as f64 / MB));
     Ok(r)
+}
+
+/// Latency and pipelined throughput of `c` while a second debugger is attached to the same
+/// VM through the proxy and sends nothing after its first command.
+fn with_idle_debugger(relay: &Relay, c: &mut Client, p: &JvmParams, version: &[u8], r: &mut JvmRun) -> Result<()> {
+    let mut idle = Client::connect(relay.addr(), Duration::from_secs(10)).context("connect the second debugger")?;
+    // Attached for sure: it got an answer.
+    idle.request(ops::VERSION.0, ops::VERSION.1, &[]).context("the second debugger's Version")?;
+    let (elapsed, _) = latency(c, p.latency_n, version).context("latency with a second debugger")?;
+    r.idle2_latency_us = Some(elapsed.as_secs_f64() * 1e6 / p.latency_n as f64);
+    let elapsed = pipelined(c, p.pipelined_n, p.window, version).context("pipelined with a second debugger")?;
+    r.idle2_pipelined_rps = Some(p.pipelined_n as f64 / elapsed.as_secs_f64());
+    Ok(())
 }
 
 /// `n` sequential Version round trips; total time and each round trip in ns.

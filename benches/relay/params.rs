@@ -8,13 +8,14 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,where]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
   --reps N  measured repetitions (default 9; one more warm-up repetition is discarded)
   --vms N   fake VMs in the scale test (default 1000; 20 in smoke mode)
-  --only    run only these sections
+  --only    run only these sections (where: system calls and context switches per round
+            trip under strace, not part of the default run)
 env: JDWPMUX_BIN (proxy binary), JDWPMUX_ARGS (extra serve arguments)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +25,10 @@ pub enum Section {
     Scale,
     Ddm,
     Startup,
+    /// System calls and context switches per round trip (not in the default run).
+    Where,
+    Decode,
+    Stats,
 }
 
 impl Section {
@@ -34,11 +39,16 @@ impl Section {
             Section::Scale => "scale",
             Section::Ddm => "ddm",
             Section::Startup => "startup",
+            Section::Where => "where",
+            Section::Decode => "decode",
+            Section::Stats => "stats",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup].into_iter().find(|x| x.name() == s)
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Where]
+            .into_iter()
+            .find(|x| x.name() == s)
     }
 }
 
@@ -90,10 +100,11 @@ impl Opts {
         Ok(o)
     }
 
+    /// Whether a section runs: those named by --only, else every section of the default run.
     pub fn wants(&self, s: Section) -> bool {
         match &self.only {
             Some(o) => o.contains(&s),
-            None => true,
+            None => s != Section::Where,
         }
     }
 }
@@ -114,6 +125,14 @@ pub struct Params {
     /// A debugger round trip slower than this during the DDM flood is a stall.
     pub stall_limit: Duration,
     pub startup_runs: usize,
+    /// Round trips counted per subject in the `where` section.
+    pub where_n: usize,
+    /// Size of the capture `jdwpmux decode` reads.
+    pub decode_bytes: u64,
+    /// Runs of each decode mode (the median is reported).
+    pub decode_runs: usize,
+    /// Round trips per run of the counting-cost measurement.
+    pub stats_round_trips: usize,
 }
 
 impl Params {
@@ -131,6 +150,7 @@ impl Params {
                     all_classes_n: 3,
                     array_n: 2,
                     min_classes: classes,
+                    ide_calls: 500,
                 },
                 classes,
                 bulk_size: 4 << 20,
@@ -141,6 +161,10 @@ impl Params {
                 ddm_threads: 8,
                 stall_limit: Duration::from_millis(100),
                 startup_runs: 3,
+                where_n: 500,
+                decode_bytes: 8 << 20,
+                decode_runs: 1,
+                stats_round_trips: 300,
             };
         }
         Params {
@@ -154,6 +178,7 @@ impl Params {
                 all_classes_n: 100,
                 array_n: 20,
                 min_classes: classes,
+                ide_calls: 20_000,
             },
             classes,
             bulk_size: 200 << 20,
@@ -164,6 +189,10 @@ impl Params {
             ddm_threads: 8,
             stall_limit: Duration::from_millis(100),
             startup_runs: 21,
+            where_n: 3_000,
+            decode_bytes: 1 << 30,
+            decode_runs: 3,
+            stats_round_trips: 20_000,
         }
     }
 }

@@ -133,11 +133,12 @@ fn nofile_for(vms: usize) -> usize {
 impl Proxy {
     /// Starts the proxy with its log in `dir/jdwpmux.log` and waits for every "listening" line.
     pub fn start(bin: &ProxyBin, vms: &[SocketAddr], dir: &Path) -> Result<Proxy> {
-        Self::start_with(bin, vms, dir, &[])
+        Self::start_with(bin, vms, dir, &[], &[])
     }
 
-    /// Like `start`, with more `serve` arguments.
-    pub fn start_with(bin: &ProxyBin, vms: &[SocketAddr], dir: &Path, more: &[&str]) -> Result<Proxy> {
+    /// As [`Proxy::start`], with more `serve` arguments and these environment variables set
+    /// for the proxy.
+    pub fn start_with(bin: &ProxyBin, vms: &[SocketAddr], dir: &Path, more: &[&str], env: &[(&str, &str)]) -> Result<Proxy> {
         let log = dir.join("jdwpmux.log");
         let file = std::fs::File::create(&log).context("create the proxy log")?;
         // A shell raises the open-file limit, then execs: the pid stays the proxy's.
@@ -145,6 +146,7 @@ impl Proxy {
         let mut cmd = crate::procs::command("sh");
         cmd.arg("-c").arg(script).arg(&bin.path).args(bin.serve_args(vms, dir)).args(more);
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(file).env("NO_COLOR", "1");
+        cmd.envs(env.iter().copied());
         let proc = Proc::spawn("jdwpmux", &mut cmd)?;
         let mut p = Proxy { proc, current_port: 0, vm_ports: HashMap::new(), log, control: dir.join("control.sock") };
         let mut follow = LogFollower::open(&p.log)?;

@@ -3,6 +3,7 @@
 //! and the verdict against the targets.
 
 use crate::bulk::BulkRun;
+use crate::ide::IdeRun;
 use crate::jvm_suite::JvmRun;
 use crate::paths::PathKind;
 use crate::stats::{best_of, fmt, fmt_opt, max, median, paired};
@@ -95,12 +96,44 @@ pub fn jvm_rows(t: &mut Table, reps: &[Rep<JvmRun>], n: usize, window: usize, cl
         Some(r.all_classes_mbps)
     }));
     t.push(row("4 MiB byte[] GetValues MB/s", reps, Judge::VsDirectHigher { limit: 0.90 }, |r| Some(r.array_mbps)));
+    idle_debugger_rows(t, reps);
     t.section("relay CPU (user+system of the socat / jdwpmux process)");
     let lower = Judge::VsSocatLower { limit: 1.0, each: None };
     t.push(row("CPU µs per round trip", reps, lower, |r| r.cpu_rt_us));
     t.push(row("CPU µs per pipelined request", reps, lower, |r| r.cpu_req_us));
     t.push(row("CPU ms per MB, AllClasses", reps, lower, |r| r.cpu_all_classes_ms_per_mb));
     t.push(row("CPU ms per MB, 4 MiB array", reps, lower, |r| r.cpu_array_ms_per_mb));
+}
+
+/// The cost of a second, idle debugger on the same VM: jdwpmux with it against jdwpmux
+/// alone, paired per repetition.
+fn idle_debugger_rows(t: &mut Table, reps: &[Rep<JvmRun>]) {
+    t.section("jdwpmux with a second, idle debugger attached to the VM vs. alone (paired)");
+    let alone_lat = col(reps, PathKind::Jdwpmux, |r| Some(r.latency_us));
+    let idle_lat = col(reps, PathKind::Jdwpmux, |r| r.idle2_latency_us);
+    let m = median(&paired(&idle_lat, &alone_lat));
+    t.push(
+        Row::proxy_only("latency µs per round trip, 2nd debugger idle", fmt_opt(med(&idle_lat)))
+            .judged(format!("{} x alone", fmt_opt(m)), "<= 1.05 x alone", m.map(|m| m <= 1.05)),
+    );
+    let alone_rps = col(reps, PathKind::Jdwpmux, |r| Some(r.pipelined_rps));
+    let idle_rps = col(reps, PathKind::Jdwpmux, |r| r.idle2_pipelined_rps);
+    let m = median(&paired(&idle_rps, &alone_rps));
+    t.push(
+        Row::proxy_only("pipelined requests/s, 2nd debugger idle", fmt_opt(med(&idle_rps)))
+            .judged(format!("{} x alone", fmt_opt(m)), ">= 0.95 x alone", m.map(|m| m >= 0.95)),
+    );
+}
+
+/// The IDE-shaped JDI workload: its rate against direct and socat, and the relay's CPU.
+pub fn ide_rows(t: &mut Table, reps: &[Rep<IdeRun>], calls: u64) {
+    if reps.iter().all(|r| r.iter().all(Option::is_none)) {
+        return;
+    }
+    t.section(&format!("an IDE stepping session (JDI program, {calls} calls: step, frames, values, status)"));
+    t.push(row("IDE JDI calls/s", reps, Judge::VsDirectHigher { limit: 0.95 }, |r| Some(r.calls_per_s)));
+    t.push(row("IDE JDI calls/s vs socat", reps, Judge::VsSocatHigher { limit: 1.0 }, |r| Some(r.calls_per_s)));
+    t.push(row("IDE relay CPU µs per JDI call", reps, Judge::VsSocatLower { limit: 1.0, each: None }, |r| r.cpu_us_per_call));
 }
 
 pub fn bulk_rows(t: &mut Table, reps: &[Rep<BulkRun>], size: u32) {

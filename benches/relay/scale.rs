@@ -122,7 +122,7 @@ pub fn scale(bin: &ProxyBin, n: usize, settle_limit: Duration, window: Duration)
     let dir = tempfile::tempdir()?;
     let started = Instant::now();
     let web: &[&str] = if bin.has_web { &["--web", "127.0.0.1:0"] } else { &[] };
-    let mut proxy = Proxy::start_with(bin, &vms.addrs, dir.path(), web)?;
+    let mut proxy = Proxy::start_with(bin, &vms.addrs, dir.path(), web, &[])?;
     let limit = Duration::from_secs(60 + n as u64 / 4);
     let shared = vms.shared.clone();
     let alive = |p: &mut Proxy| -> Result<()> {

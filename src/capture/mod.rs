@@ -8,6 +8,7 @@
 pub mod ddm;
 pub mod decode_cmd;
 pub mod display;
+pub mod figures;
 pub mod jsonl;
 pub mod pairing;
 pub mod pcapng;
@@ -20,6 +21,7 @@ pub mod synth_tcp;
 pub mod tap;
 pub mod tcpip;
 pub mod time;
+pub mod trace;
 pub mod writer;
 
 #[cfg(test)]
@@ -33,9 +35,10 @@ use thiserror::Error;
 pub use display::format_line;
 pub use jsonl::ChunkDecoder;
 pub use reader::{
-    read_capture, ConnDesc, DecodedCapture, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind,
-    ReadError,
+    read_capture, stream_capture, ConnDesc, DecodedCapture, DecodedEvent, DecodedPacket, DecodedRecord,
+    PacketKind, ReadError, Sink,
 };
+pub use reader_stream::{MAX_KEPT_PAYLOAD, MAX_REORDER};
 pub use record::{ConnInfo, DataKind, Direction, Leg, Record};
 pub use writer::{Capture, CaptureHandle, CaptureSummary};
 

@@ -1,5 +1,6 @@
 //! Remembers which command each outstanding packet id was, per connection and direction,
-//! so a reply can be named ("reply to DDM.Chunk") and DDM replies recognised.
+//! so a reply can be named ("reply to DDM.Chunk") and DDM replies recognised; or anything
+//! else about the command a reply needs (when it was sent, for latencies).
 //!
 //! Bounded: events and unsolicited DDM chunks from the VM are commands that are never
 //! answered, so entries are evicted oldest-first beyond [`MAX_OUTSTANDING`] per connection.
@@ -12,19 +13,32 @@ use crate::jdwp::names::EVENT_COMMAND_SET;
 /// Most remembered unanswered commands per connection.
 pub const MAX_OUTSTANDING: usize = 4096;
 
-#[derive(Debug, Default)]
-struct ConnPending {
-    /// (direction the command travelled, id) -> (set, cmd, insertion serial)
-    map: HashMap<(Direction, u32), (u8, u8, u64)>,
+#[derive(Debug)]
+struct ConnPending<T> {
+    /// (direction the command travelled, id) -> (what was noted, insertion serial)
+    map: HashMap<(Direction, u32), (T, u64)>,
     /// Insertion order; entries whose serial no longer matches were answered or replaced.
     order: VecDeque<((Direction, u32), u64)>,
     serial: u64,
 }
 
-/// Command/reply pairing for many connections.
-#[derive(Debug, Default)]
-pub struct Pairing {
-    conns: HashMap<u64, ConnPending>,
+impl<T> Default for ConnPending<T> {
+    fn default() -> Self {
+        ConnPending { map: HashMap::new(), order: VecDeque::new(), serial: 0 }
+    }
+}
+
+/// Command/reply pairing for many connections; `T` is what a reply gets back of its
+/// command, by default its (command set, command).
+#[derive(Debug)]
+pub struct Pairing<T = (u8, u8)> {
+    conns: HashMap<u64, ConnPending<T>>,
+}
+
+impl<T> Default for Pairing<T> {
+    fn default() -> Self {
+        Pairing { conns: HashMap::new() }
+    }
 }
 
 impl Pairing {
@@ -34,30 +48,42 @@ impl Pairing {
 
     /// Notes a command sent in `dir` on connection `conn`. Events are skipped: never answered.
     pub fn command(&mut self, conn: u64, dir: Direction, id: u32, set: u8, cmd: u8) {
+        self.remember(conn, dir, id, set, (set, cmd));
+    }
+
+    /// A reply travelling in `dir` answers a command that travelled the other way; returns
+    /// that command's (set, cmd) and forgets it.
+    pub fn reply(&mut self, conn: u64, dir: Direction, id: u32) -> Option<(u8, u8)> {
+        self.answer(conn, dir, id)
+    }
+}
+
+impl<T> Pairing<T> {
+    /// Notes `value` for a command of set `set` sent in `dir` on connection `conn`. Events
+    /// are skipped: never answered.
+    pub fn remember(&mut self, conn: u64, dir: Direction, id: u32, set: u8, value: T) {
         if set == EVENT_COMMAND_SET {
             return;
         }
         let c = self.conns.entry(conn).or_default();
         c.serial += 1;
         let key = (dir, id);
-        c.map.insert(key, (set, cmd, c.serial));
+        c.map.insert(key, (value, c.serial));
         c.order.push_back((key, c.serial));
         while c.order.len() > MAX_OUTSTANDING {
             if let Some((old, serial)) = c.order.pop_front() {
-                if c.map.get(&old).map(|e| e.2) == Some(serial) {
+                if c.map.get(&old).map(|e| e.1) == Some(serial) {
                     c.map.remove(&old);
                 }
             }
         }
     }
 
-    /// A reply travelling in `dir` answers a command that travelled the other way; returns
-    /// that command's (set, cmd) and forgets it.
-    pub fn reply(&mut self, conn: u64, dir: Direction, id: u32) -> Option<(u8, u8)> {
+    /// What was noted for the command a reply travelling in `dir` answers (it travelled
+    /// the other way), forgotten now.
+    pub fn answer(&mut self, conn: u64, dir: Direction, id: u32) -> Option<T> {
         let c = self.conns.get_mut(&conn)?;
-        c.map
-            .remove(&(dir.reverse(), id))
-            .map(|(set, cmd, _)| (set, cmd))
+        c.map.remove(&(dir.reverse(), id)).map(|(v, _)| v)
     }
 
     /// Drops everything known about a closed connection.

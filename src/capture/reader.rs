@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -52,8 +53,9 @@ pub struct DecodedPacket {
     /// The JDWP length field (header included).
     pub length: u32,
     pub latency: Option<Duration>,
-    /// Bytes after the 11-byte header as captured (pcapng); `None` when the format does
-    /// not store them (JSON lines).
+    /// Bytes after the 11-byte header as captured (pcapng), at most
+    /// [`MAX_KEPT_PAYLOAD`](super::reader_stream::MAX_KEPT_PAYLOAD) of them; `None` when
+    /// the format does not store them (JSON lines).
     pub payload: Option<Vec<u8>>,
     /// Part of the packet was not captured (snaplen) or lost.
     pub truncated: bool,
@@ -98,26 +100,54 @@ pub enum ReadError {
     Pcap(String),
 }
 
-/// Reads a capture of any supported format, recognised by its first bytes.
+/// Where a streamed capture's records go, in file order; `Break` stops the reading.
+pub type Sink<'a> = &'a mut dyn FnMut(DecodedRecord) -> ControlFlow<()>;
+
+/// Buffer for reading capture files: large reads, few system calls.
+const READ_BUFFER: usize = 1 << 20;
+
+/// Reads a whole capture of any supported format, recognised by its first bytes, into
+/// memory. [`stream_capture`] reads one of any size.
 pub fn read_capture(path: &Path) -> Result<DecodedCapture, ReadError> {
-    let file = std::fs::File::open(path).map_err(|source| ReadError::Open {
+    let file = open(path)?;
+    read_any(BufReader::with_capacity(READ_BUFFER, file))
+}
+
+fn open(path: &Path) -> Result<std::fs::File, ReadError> {
+    std::fs::File::open(path).map_err(|source| ReadError::Open {
         path: path.to_path_buf(),
         source,
-    })?;
-    read_any(BufReader::new(file))
+    })
+}
+
+/// Reads a capture record by record in bounded memory, handing each to `sink` in file
+/// order. Returns what could not be decoded.
+pub fn stream_capture(path: &Path, sink: Sink<'_>) -> Result<Vec<String>, ReadError> {
+    let file = open(path)?;
+    stream_any(BufReader::with_capacity(READ_BUFFER, file), sink)
 }
 
 /// Like [`read_capture`] for any buffered reader.
-pub fn read_any<R: BufRead>(mut r: R) -> Result<DecodedCapture, ReadError> {
+pub fn read_any<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError> {
+    let mut records = Vec::new();
+    let warnings = stream_any(r, &mut |rec| {
+        records.push(rec);
+        ControlFlow::Continue(())
+    })?;
+    Ok(DecodedCapture { records, warnings })
+}
+
+/// Like [`stream_capture`] for any buffered reader.
+pub fn stream_any<R: BufRead>(mut r: R, sink: Sink<'_>) -> Result<Vec<String>, ReadError> {
     let head = r.fill_buf()?.iter().take(4).copied().collect::<Vec<u8>>();
     match head.as_slice() {
-        [] => Ok(DecodedCapture::default()),
-        [0x0A, 0x0D, 0x0D, 0x0A] => super::reader_pcapng::read_pcapng(r),
+        [] => Ok(Vec::new()),
+        [0x0A, 0x0D, 0x0D, 0x0A] => super::reader_pcapng::read_pcapng(r, sink),
         [0xA1, 0xB2, 0xC3, 0xD4]
         | [0xD4, 0xC3, 0xB2, 0xA1]
         | [0xA1, 0xB2, 0x3C, 0x4D]
-        | [0x4D, 0x3C, 0xB2, 0xA1] => super::reader_pcapng::read_pcap(r),
-        [b'{', ..] | [b' ' | b'\n' | b'\r' | b'\t', ..] => read_jsonl(r),
+        | [0x4D, 0x3C, 0xB2, 0xA1] => super::reader_pcapng::read_pcap(r, sink),
+        [b'{', ..] | [b' ' | b'\n' | b'\r' | b'\t', ..] => read_jsonl(r, sink),
         other => Err(ReadError::UnknownFormat(other.to_vec())),
     }
 }
@@ -203,22 +233,32 @@ fn line_to_record(
 
 /// Reads JSON lines; a line that does not parse becomes a warning (a capture still being
 /// written usually ends in a partial line).
-pub fn read_jsonl<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError> {
-    let mut out = DecodedCapture::default();
+pub fn read_jsonl<R: BufRead>(mut r: R, sink: Sink<'_>) -> Result<Vec<String>, ReadError> {
+    let mut warnings = Vec::new();
     let mut conns = HashMap::new();
-    for (n, line) in r.lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
+    let mut line = Vec::new();
+    let mut n = 0usize;
+    loop {
+        line.clear();
+        if r.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        n += 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let parsed = serde_json::from_str::<JsonLine>(&line).map_err(|e| e.to_string());
+        let parsed = serde_json::from_slice::<JsonLine>(&line).map_err(|e| e.to_string());
         match parsed.and_then(|l| line_to_record(l, &mut conns)) {
-            Ok(Some(rec)) => out.records.push(rec),
+            Ok(Some(rec)) => {
+                if sink(rec).is_break() {
+                    break;
+                }
+            }
             Ok(None) => {}
-            Err(e) => out.warnings.push(format!("line {}: {e}", n + 1)),
+            Err(e) => warnings.push(format!("line {n}: {e}")),
         }
     }
-    Ok(out)
+    Ok(warnings)
 }
 
 /// DDM chunk headers in a payload, for readers that have the bytes.

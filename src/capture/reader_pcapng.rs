@@ -16,9 +16,7 @@ use pcap_file::pcapng::{Block, PcapNgReader};
 
 use super::pairing::Pairing;
 use super::pcapng_meta::{parse_open_comment, parse_packet_comment};
-use super::reader::{
-    ddm_chunks_of, ConnDesc, DecodedCapture, DecodedEvent, DecodedRecord, PacketKind, ReadError,
-};
+use super::reader::{ddm_chunks_of, ConnDesc, DecodedEvent, DecodedRecord, PacketKind, ReadError, Sink};
 use super::reader_stream::{DirState, Emitter, Seg};
 use super::record::Direction;
 use super::tcpip::{parse_segment, ParsedSegment, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN};
@@ -37,16 +35,52 @@ fn dir_index(d: Direction) -> usize {
     }
 }
 
-#[derive(Default)]
-struct Reassembler {
+struct Reassembler<'s> {
     streams: HashMap<(SocketAddr, SocketAddr), Stream>,
     em: Emitter,
     next_foreign_id: u64,
     skipped: u64,
     warnings: Vec<String>,
+    /// Names replies (and finds DDM replies) in release order, as the writer does.
+    pairing: Pairing,
+    sink: Sink<'s>,
+    /// The sink wants no more records.
+    stopped: bool,
 }
 
-impl Reassembler {
+impl<'s> Reassembler<'s> {
+    fn new(sink: Sink<'s>) -> Self {
+        Reassembler {
+            streams: HashMap::new(),
+            em: Emitter::default(),
+            next_foreign_id: 0,
+            skipped: 0,
+            warnings: Vec::new(),
+            pairing: Pairing::new(),
+            sink,
+            stopped: false,
+        }
+    }
+
+    /// Hands out every record nothing earlier can still precede (all of them with `all`).
+    fn release(&mut self, all: bool) {
+        while !self.stopped {
+            let Some(mut r) = self.em.pop(all) else { return };
+            match &mut r.event {
+                DecodedEvent::Packet(p) => {
+                    match &mut p.kind {
+                        PacketKind::Command { set, cmd } => self.pairing.command(r.conn.id, p.dir, p.id, *set, *cmd),
+                        PacketKind::Reply { command, .. } => *command = self.pairing.reply(r.conn.id, p.dir, p.id),
+                    }
+                    p.ddm_chunks = ddm_chunks_of(p.kind, p.payload.as_deref().unwrap_or(&[]));
+                }
+                DecodedEvent::Close => self.pairing.close(r.conn.id),
+                _ => {}
+            }
+            self.stopped = (self.sink)(r).is_break();
+        }
+    }
+
     fn new_stream(
         &mut self,
         client: SocketAddr,
@@ -111,14 +145,12 @@ impl Reassembler {
             let mut st = self.new_stream(src, dst, comment);
             st.dirs[0].next_seq = Some(seg.seq.wrapping_add(1));
             let key = self.em.key(idx);
-            self.em.out.push((
-                key,
-                DecodedRecord {
-                    time,
-                    conn: st.conn.clone(),
-                    event: DecodedEvent::Open,
-                },
-            ));
+            let rec = DecodedRecord {
+                time,
+                conn: st.conn.clone(),
+                event: DecodedEvent::Open,
+            };
+            self.em.push(key, rec);
             self.streams.insert((src, dst), st);
             return;
         }
@@ -172,56 +204,29 @@ impl Reassembler {
             st.closed = true;
             Self::end_stream(st, idx, time, &mut self.em);
             let key = self.em.key(idx);
-            self.em.out.push((
-                key,
-                DecodedRecord {
-                    time,
-                    conn: st.conn.clone(),
-                    event: DecodedEvent::Close,
-                },
-            ));
+            let rec = DecodedRecord {
+                time,
+                conn: st.conn.clone(),
+                event: DecodedEvent::Close,
+            };
+            self.em.push(key, rec);
         }
     }
 
-    fn finish(mut self, last_idx: u64) -> DecodedCapture {
-        for st in self.streams.values_mut() {
+    /// The file ended: packets in progress go out truncated, then every record left.
+    fn finish(mut self, last_idx: u64) -> Vec<String> {
+        let mut streams = std::mem::take(&mut self.streams);
+        for st in streams.values_mut() {
             Self::end_stream(st, last_idx + 1, UNIX_EPOCH, &mut self.em);
         }
-        let mut out = std::mem::take(&mut self.em.out);
-        out.sort_by_key(|(k, _)| *k);
-        // Name replies (and find DDM replies) in stream order, as the writer does.
-        let mut pairing = Pairing::new();
-        let records = out
-            .into_iter()
-            .map(|(_, mut r)| {
-                match &mut r.event {
-                    DecodedEvent::Packet(p) => {
-                        match &mut p.kind {
-                            PacketKind::Command { set, cmd } => {
-                                pairing.command(r.conn.id, p.dir, p.id, *set, *cmd)
-                            }
-                            PacketKind::Reply { command, .. } => {
-                                *command = pairing.reply(r.conn.id, p.dir, p.id)
-                            }
-                        }
-                        p.ddm_chunks = ddm_chunks_of(p.kind, p.payload.as_deref().unwrap_or(&[]));
-                    }
-                    DecodedEvent::Close => pairing.close(r.conn.id),
-                    _ => {}
-                }
-                r
-            })
-            .collect();
+        self.release(true);
         if self.skipped > 0 {
             self.warnings.push(format!(
                 "{} captured packet(s) were not TCP over IP and were skipped",
                 self.skipped
             ));
         }
-        DecodedCapture {
-            records,
-            warnings: self.warnings,
-        }
+        self.warnings
     }
 }
 
@@ -275,12 +280,15 @@ struct Iface {
     tsresol: u8,
 }
 
-pub(super) fn read_pcapng<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError> {
+pub(super) fn read_pcapng<R: BufRead>(r: R, sink: Sink<'_>) -> Result<Vec<String>, ReadError> {
     let mut reader = PcapNgReader::new(r).map_err(|e| ReadError::Pcap(e.to_string()))?;
     let mut ifaces: Vec<Iface> = Vec::new();
-    let mut re = Reassembler::default();
+    let mut re = Reassembler::new(sink);
     let mut idx = 0u64;
     while let Some(block) = reader.next_block() {
+        if re.stopped {
+            break;
+        }
         let block = match block {
             Ok(b) => b,
             Err(e) => {
@@ -317,6 +325,7 @@ pub(super) fn read_pcapng<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError>
                     Some(off) => re.packet(idx, time, epb.data.get(off..).unwrap_or(&[]), comment),
                     None => re.skipped += 1,
                 }
+                re.release(false);
             }
             _ => {}
         }
@@ -324,12 +333,15 @@ pub(super) fn read_pcapng<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError>
     Ok(re.finish(idx))
 }
 
-pub(super) fn read_pcap<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError> {
+pub(super) fn read_pcap<R: BufRead>(r: R, sink: Sink<'_>) -> Result<Vec<String>, ReadError> {
     let mut reader = PcapReader::new(r).map_err(|e| ReadError::Pcap(e.to_string()))?;
     let link = u32::from(reader.header().datalink);
-    let mut re = Reassembler::default();
+    let mut re = Reassembler::new(sink);
     let mut idx = 0u64;
     while let Some(pkt) = reader.next_packet() {
+        if re.stopped {
+            break;
+        }
         let pkt = match pkt {
             Ok(p) => p,
             Err(e) => {
@@ -349,6 +361,7 @@ pub(super) fn read_pcap<R: BufRead>(r: R) -> Result<DecodedCapture, ReadError> {
             ),
             None => re.skipped += 1,
         }
+        re.release(false);
     }
     Ok(re.finish(idx))
 }

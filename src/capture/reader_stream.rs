@@ -1,26 +1,70 @@
 //! Splitting one direction of a reassembled TCP stream into the JDWP handshake and
 //! packets, tolerating holes: a hole inside a packet marks it truncated, a hole where a
 //! header should be loses the direction until a segment starts with a plausible header.
+//!
+//! Records are released in the order their first byte was captured, as soon as no packet
+//! that began earlier is still being reassembled, so a capture of any size is read in
+//! bounded memory: at most [`MAX_KEPT_PAYLOAD`] bytes per packet in progress and
+//! [`MAX_REORDER`] finished records waiting behind one.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::reader::{ConnDesc, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind};
 use super::record::{Direction, HeadKind, PacketHead, HANDSHAKE, JDWP_HEADER_LEN, REPLY_FLAG};
 
+/// Bytes of a packet's payload kept for decoding (DDM chunks, event summaries); the rest
+/// is counted, as when the proxy reads a large packet itself.
+pub const MAX_KEPT_PAYLOAD: usize = 1024 * 1024;
+/// Finished records held back while an earlier packet is still incomplete (a large reply
+/// on one connection while others carry on); beyond, the oldest go out of order.
+pub const MAX_REORDER: usize = 65_536;
+
 /// Order of a decoded record: (index of the capture packet it started in, tie-breaker).
 pub(super) type Key = (u64, u64);
 
+/// Hands records out in key order once nothing earlier can still appear.
 #[derive(Default)]
 pub(super) struct Emitter {
-    pub(super) out: Vec<(Key, DecodedRecord)>,
+    ready: BTreeMap<Key, DecodedRecord>,
+    /// Keys of packets begun and not yet finished.
+    open: BTreeSet<Key>,
     counter: u64,
 }
 
 impl Emitter {
+    /// A key for a record emitted at once (open, close, handshake).
     pub(super) fn key(&mut self, idx: u64) -> Key {
         self.counter += 1;
         (idx, self.counter)
+    }
+
+    /// A key for a packet whose first bytes just arrived: records after it wait for it.
+    fn open_key(&mut self, idx: u64) -> Key {
+        let k = self.key(idx);
+        self.open.insert(k);
+        k
+    }
+
+    pub(super) fn push(&mut self, key: Key, rec: DecodedRecord) {
+        self.open.remove(&key);
+        self.ready.insert(key, rec);
+    }
+
+    /// A packet begun at `key` will never be emitted (its header was lost).
+    fn abandon(&mut self, key: Key) {
+        self.open.remove(&key);
+    }
+
+    /// The next record that may go out (all of them with `all`, at the end of the file).
+    pub(super) fn pop(&mut self, all: bool) -> Option<DecodedRecord> {
+        let (&first, _) = self.ready.first_key_value()?;
+        let blocked = self.open.first().is_some_and(|&o| o < first);
+        if blocked && !all && self.ready.len() <= MAX_REORDER {
+            return None;
+        }
+        self.ready.pop_first().map(|(_, r)| r)
     }
 }
 
@@ -104,7 +148,7 @@ fn emit_packet(p: Pending, s: &Seg<'_>, em: &mut Emitter) {
         conn: s.conn.clone(),
         event: DecodedEvent::Packet(packet),
     };
-    em.out.push((p.start.key, rec));
+    em.push(p.start.key, rec);
 }
 
 impl DirState {
@@ -132,7 +176,7 @@ impl DirState {
                             event: DecodedEvent::Handshake { dir: s.dir },
                         };
                         let key = em.key(s.idx);
-                        em.out.push((key, rec));
+                        em.push(key, rec);
                         data = rest;
                         at_start = false;
                     }
@@ -148,7 +192,7 @@ impl DirState {
                         };
                         start = Some(Start {
                             time: s.time,
-                            key: em.key(s.idx),
+                            key: em.open_key(s.idx),
                             orig_id,
                             latency,
                         });
@@ -159,11 +203,16 @@ impl DirState {
                     at_start = false;
                     match (PacketHead::parse(&got), start) {
                         (None, start) => Phase::Header { got, start },
-                        (Some(head), _) if (head.length as usize) < JDWP_HEADER_LEN => Phase::Lost,
+                        (Some(head), start) if (head.length as usize) < JDWP_HEADER_LEN => {
+                            if let Some(st) = start {
+                                em.abandon(st.key);
+                            }
+                            Phase::Lost
+                        }
                         (Some(head), start) => {
-                            let start = start.unwrap_or(Start {
+                            let start = start.unwrap_or_else(|| Start {
                                 time: s.time,
-                                key: em.key(s.idx),
+                                key: em.open_key(s.idx),
                                 orig_id: None,
                                 latency: None,
                             });
@@ -186,7 +235,8 @@ impl DirState {
                 }
                 Phase::Body(mut p) => {
                     let n = p.remaining.min(data.len());
-                    p.payload.extend_from_slice(&data[..n]);
+                    let room = MAX_KEPT_PAYLOAD.saturating_sub(p.payload.len());
+                    p.payload.extend_from_slice(&data[..n.min(room)]);
                     p.remaining -= n;
                     data = &data[n..];
                     at_start = false;
@@ -229,15 +279,72 @@ impl DirState {
                     }
                 }
             }
+            Phase::Header { start: Some(st), .. } => {
+                em.abandon(st.key);
+                Phase::Lost
+            }
             _ => Phase::Lost,
         };
     }
 
     /// The stream ended: a packet in progress is emitted as truncated.
     pub(super) fn flush(&mut self, s: &Seg<'_>, em: &mut Emitter) {
-        if let Phase::Body(mut p) = std::mem::replace(&mut self.phase, Phase::Lost) {
-            p.truncated = true;
-            emit_packet(p, s, em);
+        match std::mem::replace(&mut self.phase, Phase::Lost) {
+            Phase::Body(mut p) => {
+                p.truncated = true;
+                emit_packet(p, s, em);
+            }
+            Phase::Header { start: Some(st), .. } => em.abandon(st.key),
+            _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+    use std::time::UNIX_EPOCH;
+
+    fn head(len: u32, id: u32) -> Vec<u8> {
+        PacketHead { length: len, id, flags: 0, kind: HeadKind::Command { set: 1, cmd: 1 } }.to_bytes().to_vec()
+    }
+
+    #[test]
+    fn finished_and_lost_packets_leave_nothing_waiting() {
+        let conn = Arc::new(ConnDesc {
+            id: 1,
+            vm: String::new(),
+            leg: None,
+            client: SocketAddr::from(([127, 0, 0, 1], 1)),
+            server: SocketAddr::from(([127, 0, 0, 1], 2)),
+        });
+        let mut em = Emitter::default();
+        let mut d = DirState::new();
+        let seg = |idx| Seg { idx, time: UNIX_EPOCH, orig_id: None, latency: None, conn: &conn, dir: Direction::ToServer };
+        d.feed(HANDSHAKE, true, &seg(1), &mut em);
+        d.feed(&head(11, 1), true, &seg(2), &mut em); // no body
+        let mut p = head(15, 2);
+        p.extend_from_slice(&[1, 2, 3, 4]);
+        d.feed(&p[..13], true, &seg(3), &mut em); // split in two segments
+        assert_eq!(em.open.len(), 1, "a packet in progress holds what follows it");
+        d.feed(&p[13..], false, &seg(4), &mut em);
+        d.feed(&head(20, 3)[..5], true, &seg(5), &mut em); // a header cut by a hole
+        d.hole(100, &seg(6), &mut em);
+        d.feed(&head(11, 4), true, &seg(7), &mut em); // found again
+        let mut out = Vec::new();
+        while let Some(r) = em.pop(false) {
+            out.push(r);
+        }
+        assert!(em.open.is_empty(), "{:?}", em.open);
+        let ids: Vec<u32> = out
+            .iter()
+            .filter_map(|r| match &r.event {
+                DecodedEvent::Packet(p) => Some(p.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, [1, 2, 4]);
+        assert_eq!(out.len(), 4, "the handshake and three packets");
     }
 }

@@ -7,11 +7,16 @@ use tokio::net::unix::OwnedWriteHalf;
 use super::protocol::{to_hex, ErrorKind, Request, Response};
 use crate::ddm::{Chunk, ChunkType};
 use crate::registry::{Registry, VmEntry};
-use crate::session::VmHandle;
+use crate::session::{Completion, Outcome, VmHandle};
 use crate::views;
 
 /// Longest wait for the first thread snapshot.
 const FIRST_SNAPSHOT: Duration = Duration::from_secs(10);
+/// Longest wait for a VM's answer to FEAT.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `exit` waits for a refusal before it reports the request sent (a VM that
+/// obeys halts, usually without a reply).
+const EXIT_WAIT: Duration = Duration::from_secs(5);
 /// Width of the thread table.
 const TABLE_WIDTH: usize = 100;
 /// Interval limits for thread updates.
@@ -47,7 +52,8 @@ pub(super) async fn threads(wr: &mut OwnedWriteHalf, registry: &Registry, select
     loop {
         let wait = if first { FIRST_SNAPSHOT } else { interval * 20 };
         let snapshot = match tokio::time::timeout(wait, rx.recv()).await {
-            Ok(Some(s)) => s,
+            Ok(Some(Ok(s))) => s,
+            Ok(Some(Err(e))) => return drop(super::server::send(wr, &error(ErrorKind::Vm, e.to_string())).await),
             Ok(None) => return drop(super::server::send(wr, &error(ErrorKind::Vm, "thread updates stopped (the VM went away?)")).await),
             Err(_) => return drop(super::server::send(wr, &error(ErrorKind::Vm, format!("no thread status from the VM within {wait:?}"))).await),
         };
@@ -73,11 +79,27 @@ pub(super) async fn one_shot(req: Request, registry: &Registry) -> Response {
     };
     let h = &vm.handle;
     match req {
-        Request::Exit { status, .. } => match h.ddm(vec![Chunk::Exit { status }], Vec::new(), Duration::from_secs(5)).await {
-            Ok(_) => Response::Text { text: format!("sent EXIT {status} to {}\n", vm.name) },
-            Err(e) => error(ErrorKind::Vm, e.to_string()),
-        },
-        Request::Features { .. } => match h.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], Duration::from_secs(10)).await {
+        // EXIT `u4 status`, the same in the document and today. A VM that obeys halts and
+        // drops the connection, usually without a reply; a FAIL or JDWP error is shown.
+        Request::Exit { status, .. } => {
+            match h.ddm(vec![Chunk::Exit { status }], Vec::new(), Completion::ReplyOrGone, EXIT_WAIT).await {
+                Ok(a) => {
+                    let how = match a.outcome {
+                        Outcome::VmLeft => "; the VM closed its connection",
+                        Outcome::Acknowledged => "; the VM acknowledged it",
+                        _ => "",
+                    };
+                    Response::Text { text: format!("sent EXIT {status} to {}{how}\n", vm.name) }
+                }
+                Err(e) => error(ErrorKind::Vm, e.to_string()),
+            }
+        }
+        // FEAT (empty) is not in the document: a VM that follows it answers an unknown
+        // request empty, shown as "no feature list". A FAIL or JDWP error is shown.
+        Request::Features { .. } => match h.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], Completion::ChunksOrEmptyReplies, ANSWER_TIMEOUT).await {
+            Ok(a) if a.outcome == Outcome::AnsweredEmpty => Response::Text {
+                text: format!("{}: no feature list (the VM answered FEAT empty, as VMs older than the request do)\n", vm.name),
+            },
             Ok(a) => {
                 let list = a.state.features.unwrap_or_default();
                 let mut text = format!("{}: {} features\n", vm.name, list.len());

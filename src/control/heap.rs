@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::ddm::{Chunk, ChunkType, HeapInfo, HeapMap};
-use crate::session::VmHandle;
+use crate::session::{Completion, VmHandle};
 use crate::views;
 
 /// Longest wait for the HPIF answer.
@@ -55,16 +55,20 @@ impl HeapReading {
 
 /// Reads the heap; the error is a sentence for the user.
 pub async fn read(h: &VmHandle, ask: HeapAsk) -> Result<HeapReading, String> {
-    // HPIF "when = 1": right now.
+    // HPIF `u1 when` (1 = now), the same in the document and today; the heap info comes
+    // pushed (or in the reply). A FAIL or JDWP error is shown.
     let summary = h
-        .ddm(vec![Chunk::HpifRequest { when: 1 }], vec![ChunkType::HPIF], HEAP_INFO_TIMEOUT)
+        .ddm(vec![Chunk::HpifRequest { when: 1 }], vec![ChunkType::HPIF], Completion::Chunks, HEAP_INFO_TIMEOUT)
         .await
         .map_err(|e| format!("heap info: {e}"))?;
     let infos: Vec<HeapInfo> = summary.state.heap_infos.values().copied().collect();
     if !ask.map {
         return Ok(HeapReading { infos, maps: Vec::new() });
     }
-    // Segment data "when = 1": during the next GC, then off again.
+    // HPSG/NHSG `u1 when, u1 what` (when 1: at every GC, then off again with 0), the same
+    // in the document and today. HPGC (empty) is not in the document: a VM that follows it
+    // answers it empty and runs no GC, so the map waits for the VM's own GC. A FAIL or JDWP
+    // error for either is shown; one for "off" is only logged.
     let (on, off, end) = if ask.native {
         (Chunk::NhsgRequest { when: 1, what: 0 }, Chunk::NhsgRequest { when: 0, what: 0 }, ChunkType::NHEN)
     } else {
@@ -74,8 +78,8 @@ pub async fn read(h: &VmHandle, ask: HeapAsk) -> Result<HeapReading, String> {
     if ask.gc {
         chunks.push(Chunk::Hpgc);
     }
-    let answer = h.ddm(chunks, vec![end], ask.timeout).await;
-    let _ = h.ddm(vec![off], Vec::new(), OFF_TIMEOUT).await;
+    let answer = h.ddm(chunks, vec![end], Completion::Chunks, ask.timeout).await;
+    let _ = h.ddm(vec![off], Vec::new(), Completion::Chunks, OFF_TIMEOUT).await;
     let answer = answer.map_err(|e| {
         let hint = if ask.gc { "" } else { " (no GC happened; add --gc to ask for one)" };
         format!("heap map: {e}{hint}")

@@ -19,6 +19,8 @@ pub enum Request {
     Heap { selector: String, native: bool, gc: bool, map: bool, png: bool, timeout_ms: u64 },
     Exit { selector: String, status: i32 },
     Features { selector: String },
+    /// Traffic figures since start, of one VM or (no selector) of every VM.
+    Stats { selector: Option<String> },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,6 +32,7 @@ pub enum Response {
     Text { text: String },
     /// A heap summary and, when asked for, the heap map as a hex-encoded PNG.
     Heap { text: String, png_hex: Option<String>, png_size: Option<(u32, u32)> },
+    Stats { report: crate::stats::StatsReport },
     Error { kind: ErrorKind, message: String },
 }
 

@@ -80,6 +80,9 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
         Request::Threads { selector, interval_ms, once } => {
             super::ddm_cmds::threads(&mut wr, &registry, &selector, interval_ms, once).await;
         }
+        Request::Stats { selector } => {
+            let _ = send(&mut wr, &super::stats_cmd::stats(&registry, selector.as_deref()).await).await;
+        }
         other => {
             let r = super::ddm_cmds::one_shot(other, &registry).await;
             let _ = send(&mut wr, &r).await;

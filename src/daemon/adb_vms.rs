@@ -39,7 +39,7 @@ pub(super) async fn run(spawner: Spawner, addr: SocketAddr, cancel: Cancellation
                 let target = AdbTarget { server, serial: serial.clone(), pid };
                 let (handle, token) = spawner.start_session(name.clone(), addr, Source::Adb, true, None, Some(target));
                 live.insert((serial.clone(), pid), token.clone());
-                spawner.tracker.spawn(list_when_named(spawner.clone(), serial, name, handle, token));
+                spawner.tracker.spawn(list_when_named(spawner.clone(), serial, name, (addr, Source::Adb), handle, token));
             }
             Some(AdbEvent::VmRemoved { serial, pid }) => {
                 if let Some(token) = live.remove(&(serial, pid)) {
@@ -56,7 +56,16 @@ pub(super) async fn run(spawner: Spawner, addr: SocketAddr, cancel: Cancellation
 }
 
 /// Waits for the VM to say its app name, then lists it (or gives it back its old port).
-async fn list_when_named(spawner: Spawner, serial: String, name: String, handle: VmHandle, token: CancellationToken) {
+/// `addr` is what the entry is reached through (the adb server, or an adb forward) and
+/// `source` how it was found.
+pub(super) async fn list_when_named(
+    spawner: Spawner,
+    serial: String,
+    name: String,
+    (addr, source): (SocketAddr, Source),
+    handle: VmHandle,
+    token: CancellationToken,
+) {
     let mut status = handle.watch_status();
     let named = tokio::time::timeout(NAMING_WAIT, async {
         loop {
@@ -88,7 +97,7 @@ async fn list_when_named(spawner: Spawner, serial: String, name: String, handle:
             reg.replace_handle(old.id, name, handle);
         }
         None => {
-            spawner.register(key, name, spawner.settings.adb.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 5037))), Source::Adb, (handle, token));
+            spawner.register(key, name, addr, source, (handle, token));
         }
     }
 }

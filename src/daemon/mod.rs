@@ -11,13 +11,14 @@ use tracing::{info, warn};
 
 use crate::capture::CaptureHandle;
 use crate::control;
-use crate::discovery::scan;
+use crate::discovery::forwards::ForwardLookup;
 use crate::listen;
 use crate::registry::{Registry, Source, VmId};
 use crate::session::{self, connect::Connected, SessionConfig, VmHandle};
 use crate::settings::{self, Settings};
 
 mod adb_vms;
+mod scanned;
 
 /// How often a debugger port that could not be bound is tried again.
 pub const BIND_RETRY: Duration = Duration::from_secs(5);
@@ -76,6 +77,8 @@ pub(crate) struct Spawner {
     pub capture: Option<CaptureHandle>,
     pub cancel: CancellationToken,
     pub tracker: TaskTracker,
+    /// Tells adb forwards to Android VMs apart before a VM is identified.
+    pub forwards: Option<Arc<ForwardLookup>>,
 }
 
 impl Spawner {
@@ -113,6 +116,8 @@ impl Spawner {
             max_debuggers: s.max_debuggers,
             max_backoff: if source == Source::Cli { Duration::from_secs(5) } else { s.scan_interval },
             capture: self.capture.clone(),
+            // A VM behind adb or said to be Android needs no lookup.
+            forwards: self.forwards.clone().filter(|_| adb.is_none() && !android),
             adb,
         };
         let token = self.cancel.child_token();
@@ -206,24 +211,24 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         None => None,
     };
     let settings = Arc::new(settings);
+    let forwards = settings.adb_forwards.map(|addr| {
+        let server = crate::discovery::adb::AdbServer::new(addr);
+        Arc::new(ForwardLookup::new(server, settings.adb == Some(addr)))
+    });
     let spawner = Spawner {
         registry: registry.clone(),
         settings: settings.clone(),
         capture: capture.clone(),
         cancel: cancel.clone(),
         tracker: tracker.clone(),
+        forwards,
     };
     listen::spawn_accept(current, listen::Target::Current(registry.clone()), spawner.listen_options(), cancel.clone(), &tracker);
     for vm in &settings.vms {
-        spawner.add(vm.to_string(), *vm, Source::Cli, false, None);
+        spawner.add(vm.to_string(), *vm, Source::Cli, settings.android_vms.contains(vm), None);
     }
     if !settings.scans.is_empty() {
-        let (sp, reg) = (spawner.clone(), registry.clone());
-        let known = move |addr: SocketAddr| reg.by_key(&addr.to_string()).is_some();
-        let found = move |addr: SocketAddr, c: Connected| {
-            sp.add(addr.to_string(), addr, Source::Scan, false, Some(c));
-        };
-        tracker.spawn(scan::run(settings.scans.clone(), settings.scan_interval, known, found, cancel.clone()));
+        scanned::start(&spawner);
     }
     if let Some(addr) = settings.adb {
         tracker.spawn(adb_vms::run(spawner.clone(), addr, cancel.clone()));

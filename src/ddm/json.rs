@@ -5,8 +5,13 @@ use super::{decode_payload, Dir};
 /// Decodes a DDM payload into one JSON object per chunk (an `error` object for a bad one).
 /// The signature is the capture writer's `ChunkDecoder`.
 pub fn chunks_json(payload: &[u8], from_vm: bool, is_reply: bool) -> Vec<serde_json::Value> {
+    chunks_json_prefix(payload, from_vm, is_reply, None)
+}
+
+/// As [`chunks_json`] for a payload that may be the first bytes of a `prefix_of`-byte one.
+pub fn chunks_json_prefix(payload: &[u8], from_vm: bool, is_reply: bool, prefix_of: Option<usize>) -> Vec<serde_json::Value> {
     let dir = if from_vm { Dir::FromVm } else { Dir::ToVm };
-    decode_payload(payload, dir, is_reply, None)
+    decode_payload(payload, dir, is_reply, prefix_of)
         .into_iter()
         .map(|item| match item {
             Ok(chunk) => serde_json::to_value(&chunk).unwrap_or(serde_json::Value::Null),

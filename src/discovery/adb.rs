@@ -122,6 +122,13 @@ impl AdbServer {
         parse_devices(&self.query("host:devices").await?)
     }
 
+    /// The server's port forwards (`host:list-forward`), every device's.
+    pub async fn list_forwards(&self) -> Result<Vec<super::forwards::Forward>, AdbError> {
+        let text = self.query("host:list-forward").await?;
+        let text = std::str::from_utf8(&text).map_err(|e| AdbError::NotText { offset: e.valid_up_to() })?;
+        Ok(super::forwards::parse_forwards(text))
+    }
+
     /// A one-shot request whose answer is a single length-prefixed message.
     async fn query(&self, service: &str) -> Result<bytes::Bytes, AdbError> {
         let stream = self.request(service).await?;

@@ -5,10 +5,16 @@
 //! succeeds is kept and becomes the VM's connection; ports that belong to a known VM are
 //! left to that VM's session; a port that answers something else is remembered as "not JDWP"
 //! and re-probed rarely.
+//!
+//! Android VMs are not sent VirtualMachine.Version (their first non-DDM packet makes them
+//! think a debugger came): a port the adb server lists as a forward to `jdwp:PID` gets the
+//! handshake alone, and a VM whose Version reply says Android anyway is let go, to be
+//! reconnected by a session that speaks only DDM to it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -18,7 +24,9 @@ use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
+use super::forwards::{ForwardLookup, JdwpForward};
 use crate::jdwp::codec::{Frame, JdwpCodec};
+use crate::jdwp::version::VmVersion;
 use crate::jdwp::Packet;
 use crate::session::connect::{self, ConnectError, Connected};
 
@@ -71,24 +79,58 @@ impl std::fmt::Display for ScanRange {
     }
 }
 
+/// How a scanned VM is known to be Android.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AndroidVia {
+    /// The port is an adb forward to it.
+    Forward(JdwpForward),
+    /// Its Version reply said so (this ident).
+    Version(String),
+}
+
+/// A VM a scan found.
+pub struct Found {
+    /// The probe's connection, to keep; None when the session must connect afresh.
+    pub conn: Option<Connected>,
+    /// Known to be Android: DDM only until a debugger attaches.
+    pub android: Option<AndroidVia>,
+}
+
 /// What a probe found.
 pub enum Probe {
     /// Nothing listens (or the VM's single slot is taken).
     Closed,
-    /// A JDWP VM, with the connection to keep.
-    Vm(Box<Connected>),
+    /// A JDWP VM.
+    Vm(Box<Found>),
+    /// An adb forward to a VM the daemon reaches through that adb server itself: left alone.
+    LeftToAdb(JdwpForward),
     /// Something that is not a JDWP VM.
     NotJdwp(String),
 }
 
 /// Probes one address: handshake in one write, then one Version round trip (an echo server
-/// passes the handshake but sends our command back instead of a reply).
-pub async fn probe(addr: SocketAddr) -> Probe {
+/// passes the handshake but sends our command back instead of a reply). An adb forward to a
+/// VM (asked of `forwards` first) gets the handshake alone.
+pub async fn probe(addr: SocketAddr, forwards: Option<&ForwardLookup>) -> Probe {
+    let forward = match forwards {
+        Some(l) => l.find(addr).await,
+        None => None,
+    };
+    if let Some(f) = forward.clone().filter(|_| forwards.is_some_and(ForwardLookup::covered_by_discovery)) {
+        return Probe::LeftToAdb(f);
+    }
     let stream = match connect::connect_tcp(addr, PROBE_CONNECT_TIMEOUT).await {
         Ok(s) => s,
         Err(ConnectError::Refused | ConnectError::ConnectTimeout(_)) => return Probe::Closed,
         Err(e) => return Probe::NotJdwp(e.to_string()),
     };
+    if let Some(f) = forward {
+        // A forward to jdwp:PID leads to a VM by construction: no Version needed.
+        return match connect::handshake(stream, PROBE_TIMEOUT).await {
+            Ok(c) => Probe::Vm(Box::new(Found { conn: Some(c), android: Some(AndroidVia::Forward(f)) })),
+            Err(e) => Probe::NotJdwp(e.to_string()),
+        };
+    }
     let checked = tokio::time::timeout(PROBE_TIMEOUT, async {
         let mut c = connect::handshake(stream, PROBE_TIMEOUT).await.map_err(|e| e.to_string())?;
         let version = Packet::command(PROBE_ID, 1, 1, &[]);
@@ -101,7 +143,8 @@ pub async fn probe(addr: SocketAddr) -> Probe {
                 let h = p.header();
                 if h.is_reply() && h.id == PROBE_ID {
                     c.inbuf = buf;
-                    return Ok(c);
+                    let android = VmVersion::parse(p.data()).ok().filter(VmVersion::is_android);
+                    return Ok((c, android));
                 }
                 if !h.is_reply() && (h.cmd_set(), h.cmd()) == (1, 1) {
                     return Err("our own command back (an echo server)".to_string());
@@ -116,20 +159,33 @@ pub async fn probe(addr: SocketAddr) -> Probe {
     })
     .await;
     match checked {
-        Ok(Ok(c)) => Probe::Vm(Box::new(c)),
+        Ok(Ok((_, Some(v)))) => {
+            // The Version already made it think a debugger came: let it go.
+            info!(%addr, vm = %v.ident(), "an Android VM answered VirtualMachine.Version; reconnecting to speak only DDM to it");
+            Probe::Vm(Box::new(Found { conn: None, android: Some(AndroidVia::Version(v.ident())) }))
+        }
+        Ok(Ok((c, None))) => Probe::Vm(Box::new(Found { conn: Some(c), android: None })),
         Ok(Err(why)) => Probe::NotJdwp(why),
         Err(_) => Probe::NotJdwp(format!("no answer within {PROBE_TIMEOUT:?}")),
     }
 }
 
 /// Scans `ranges` every `interval` until cancelled. `known(addr)` says whether a session
-/// already owns a VM address; `found` takes a new VM and its connection.
-pub async fn run<K, F>(ranges: Vec<ScanRange>, interval: Duration, known: K, found: F, cancel: CancellationToken)
-where
+/// already owns a VM address; `found` takes a new VM and its connection. `forwards` tells
+/// adb forwards to Android VMs apart before anything is sent.
+pub async fn run<K, F>(
+    ranges: Vec<ScanRange>,
+    interval: Duration,
+    forwards: Option<Arc<ForwardLookup>>,
+    known: K,
+    found: F,
+    cancel: CancellationToken,
+) where
     K: Fn(SocketAddr) -> bool,
-    F: Fn(SocketAddr, Connected),
+    F: Fn(SocketAddr, Found),
 {
     let mut not_jdwp: HashMap<SocketAddr, Instant> = HashMap::new();
+    let mut left_to_adb: HashSet<SocketAddr> = HashSet::new();
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     info!(ranges = %ranges.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" "), ?interval, "scanning for VMs");
@@ -146,7 +202,8 @@ where
                 if known(addr) || not_jdwp.get(&addr).is_some_and(|t| *t > now) {
                     continue;
                 }
-                probes.spawn(async move { (addr, probe(addr).await) });
+                let forwards = forwards.clone();
+                probes.spawn(async move { (addr, probe(addr, forwards.as_deref()).await) });
             }
         }
         while let Some(res) = tokio::select! {
@@ -156,10 +213,16 @@ where
             let Ok((addr, result)) = res else { continue };
             match result {
                 Probe::Closed => {}
-                Probe::Vm(c) => {
+                Probe::Vm(f) => {
                     not_jdwp.remove(&addr);
+                    left_to_adb.remove(&addr);
                     info!(%addr, "found a VM");
-                    found(addr, *c);
+                    found(addr, *f);
+                }
+                Probe::LeftToAdb(f) => {
+                    if left_to_adb.insert(addr) {
+                        info!(%addr, forward = %f, "an adb forward to a VM that is reached through adb itself; leaving it alone");
+                    }
                 }
                 Probe::NotJdwp(why) => {
                     if not_jdwp.insert(addr, now + NOT_JDWP_RECHECK).is_none() {
@@ -199,7 +262,7 @@ mod tests {
             let (mut r, mut w) = s.split();
             let _ = tokio::io::copy(&mut r, &mut w).await;
         });
-        match probe(addr).await {
+        match probe(addr, None).await {
             Probe::NotJdwp(why) => assert!(why.contains("echo"), "{why}"),
             _ => panic!("an echo server passed the probe"),
         }
@@ -210,6 +273,6 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         drop(l);
-        assert!(matches!(probe(addr).await, Probe::Closed));
+        assert!(matches!(probe(addr, None).await, Probe::Closed));
     }
 }

@@ -7,6 +7,7 @@ pub mod handshake;
 pub mod names;
 pub mod packet;
 pub mod reader;
+pub mod version;
 
 pub use codec::{CodecError, Frame, JdwpCodec};
 pub use packet::{Header, Packet};

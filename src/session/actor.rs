@@ -61,6 +61,8 @@ pub struct SessionConfig {
     pub adb: Option<AdbTarget>,
     /// Most debuggers attached at once (`--max-debuggers`; 1: a second one is refused).
     pub max_debuggers: usize,
+    /// Asked before each TCP connection whether `addr` is an adb forward to an Android VM.
+    pub forwards: Option<std::sync::Arc<crate::discovery::forwards::ForwardLookup>>,
 }
 
 /// A VM behind an adb server: `addr` in the config is then the adb server's address.
@@ -130,6 +132,8 @@ pub(super) struct Session {
     /// A debugger whose large command is being streamed to the VM: nothing else may be
     /// written to the VM until its end, so whole packets wait in `vm_deferred`.
     pub vm_upstream: Option<u64>,
+    /// When that command last moved.
+    pub vm_upstream_progress: Instant,
     pub vm_deferred: Vec<(bytes::Bytes, Option<u32>)>,
     // Across connections:
     pub debuggers: Debuggers,
@@ -144,6 +148,11 @@ pub(super) struct Session {
     pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
     pub tracker: tokio_util::task::TaskTracker,
+    /// Traffic figures since the session started (`jdwpmux stats`).
+    pub stats: crate::stats::TrafficStats,
+    /// How to talk to this VM: THST form, Android over TCP, DDM requests in flight
+    /// (`dialect`, `ddm_commands`, `android_tcp`).
+    pub dialect: super::dialect::VmDialect,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -181,6 +190,7 @@ pub fn spawn(
         sharing: Sharing::default(),
         deferred_events: VecDeque::new(),
         vm_upstream: None,
+        vm_upstream_progress: Instant::now(),
         vm_deferred: Vec::new(),
         debuggers: Debuggers::default(),
         waiting: Vec::new(),
@@ -191,6 +201,8 @@ pub fn spawn(
         recent: None,
         tap: None,
         tracker: tracker.clone(),
+        stats: crate::stats::TrafficStats::live(),
+        dialect: Default::default(),
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -284,7 +296,12 @@ impl Session {
         let t = self.cfg.timeouts;
         let addr = self.cfg.addr;
         let adb = self.cfg.adb.clone();
+        let lookup = self.forward_lookup();
         let fut = async move {
+            let forward = match &lookup {
+                Some(l) => l.find(addr).await,
+                None => None,
+            };
             let s = match adb {
                 None => connect::connect_tcp(addr, t.connect).await?,
                 Some(a) => {
@@ -293,13 +310,20 @@ impl Session {
                     s
                 }
             };
-            connect::handshake(s, t.handshake).await
+            let c = connect::handshake(s, t.handshake).await?;
+            Ok((c, lookup.map(|_| forward)))
         };
         tokio::pin!(fut);
         let mut tick = tokio::time::interval(TICK);
         loop {
             tokio::select! {
-                r = &mut fut => return r,
+                r = &mut fut => {
+                    let (c, forward) = r?;
+                    if let Some(found) = forward {
+                        self.note_forward(found);
+                    }
+                    return Ok(c);
+                }
                 m = self.rx.recv() => self.on_control(m),
                 _ = tick.tick() => self.expire_waiting(),
             }
@@ -334,6 +358,10 @@ impl Session {
             Some(SessionMsg::Ddm(req)) => self.on_ddm_request(req),
             Some(SessionMsg::WatchThreads { interval, tx }) => self.on_watch_threads(interval, tx),
             Some(SessionMsg::WatchPackets { reply }) => self.on_watch_packets(reply),
+            Some(SessionMsg::Tables(reply)) => {
+                let _ = reply.send(self.table_sizes());
+            }
+            Some(SessionMsg::Stats { reply }) => drop(reply.send(self.stats_report())),
             // Every handle is gone: nothing can attach any more; the token still ends us.
             None => {}
         }
@@ -462,6 +490,7 @@ impl Session {
     }
 
     async fn lost(&mut self, why: String) -> Ended {
+        self.dialect.vm_went_away();
         self.fail_pending().await;
         self.expire_ddm_waiters(true);
         self.close_debuggers("the VM connection was lost");
@@ -476,6 +505,17 @@ impl Session {
         self.publish_debuggers();
     }
 
+    fn table_sizes(&self) -> super::handle::TableSizes {
+        super::handle::TableSizes {
+            outstanding: self.ids.len(),
+            debuggers: self.debuggers.len(),
+            event_requests: self.sharing.owners.len(),
+            holds: self.sharing.holds.len(),
+            pins: self.sharing.pins.len(),
+            deferred_events: self.deferred_events.len(),
+        }
+    }
+
     /// Whether anything waits on a deadline (requests, attaches, clean-up, viewers).
     fn has_timers(&self) -> bool {
         !self.purposes.is_empty()
@@ -485,6 +525,7 @@ impl Session {
             || !self.thread_watchers.is_empty()
             || self.held_dropped > 0
             || self.debuggers.max_queued() >= DEBUGGER_HIGH_WATER
+            || self.vm_upstream.is_some()
     }
 
 }

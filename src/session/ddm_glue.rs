@@ -21,6 +21,7 @@ impl Session {
     }
 
     fn decode_ddm(&mut self, payload: &[u8], prefix_of: Option<usize>, from_vm: bool, is_reply: bool) {
+        self.stats.ddm_payload(payload, prefix_of);
         let dir = if from_vm { Dir::FromVm } else { Dir::ToVm };
         let arrow = if from_vm { "<-" } else { "->" };
         for item in decode_payload(payload, dir, is_reply, prefix_of) {

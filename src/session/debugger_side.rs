@@ -26,7 +26,11 @@ impl Session {
     pub(super) async fn route_debugger_input(&mut self) {
         loop {
             let mut progress = false;
-            for conn in self.debuggers.conns() {
+            // By index, not over a copy of the list: this runs on every wake-up. A debugger
+            // that leaves while its frame is routed shifts the rest; one may wait a round.
+            let mut i = 0;
+            while let Some(conn) = self.debuggers.conn_at(i) {
+                i += 1;
                 if self.out.len() >= OUT_HIGH_WATER {
                     return;
                 }
@@ -84,6 +88,7 @@ impl Session {
                         head[4..8].copy_from_slice(&id.to_be_bytes());
                         self.queue_for_vm(&head, Some(h.id), false);
                         self.vm_upstream = Some(conn);
+                        self.vm_upstream_progress = Instant::now();
                     }
                 }
                 if let Some(a) = self.debuggers.get_mut(conn) {
@@ -98,6 +103,7 @@ impl Session {
                 }
                 if forward {
                     self.queue_for_vm(&bytes, None, true);
+                    self.vm_upstream_progress = Instant::now();
                     if last {
                         self.end_vm_upstream();
                     }
@@ -194,7 +200,10 @@ impl Session {
             sent: Instant::now().into_std(),
         };
         match self.ids.insert(entry) {
-            Ok(id) => Some(id),
+            Ok(id) => {
+                self.count_command(Requester::Debugger(conn), h.cmd_set(), h.cmd(), h.length);
+                Some(id)
+            }
             Err(e) => {
                 warn!(error = %e, "closing the debugger");
                 self.detach(conn, &e.to_string()).await;
@@ -240,6 +249,12 @@ impl Session {
         for conn in stalled {
             warn!(conn, timeout = ?DEBUGGER_STALL_TIMEOUT, "a debugger stopped reading; cutting it off");
             self.detach(conn, "the debugger stopped reading").await;
+        }
+        // A debugger that stops halfway through a large command holds the VM (and every
+        // other debugger) up: it is cut off like one that stops reading.
+        if let Some(conn) = self.vm_upstream.filter(|_| self.vm_upstream_progress.elapsed() >= DEBUGGER_STALL_TIMEOUT) {
+            warn!(conn, timeout = ?DEBUGGER_STALL_TIMEOUT, "a debugger stopped halfway through a large command; cutting it off");
+            self.detach(conn, "the debugger stopped sending its command").await;
         }
         if self.held_dropped > 0 {
             warn!(dropped = self.held_dropped, "events dropped while no debugger was attached");

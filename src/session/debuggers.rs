@@ -108,6 +108,11 @@ impl Debuggers {
         self.list.iter().any(|a| a.conn == conn)
     }
 
+    /// The connection number of the `i`-th debugger, in arrival order.
+    pub fn conn_at(&self, i: usize) -> Option<u64> {
+        self.list.get(i).map(|a| a.conn)
+    }
+
     pub fn get(&self, conn: u64) -> Option<&Attached> {
         self.list.iter().find(|a| a.conn == conn)
     }

@@ -54,10 +54,28 @@ fn busy_text(attached: SocketAddr, max: usize) -> String {
 pub enum SessionMsg {
     Attach { link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>> },
     Ddm(super::ddm_commands::DdmRequest),
-    /// Thread updates while the sender is open; a snapshot after every THST.
-    WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<crate::ddm::ClientData> },
+    /// Thread updates while the sender is open; a snapshot after every THST, or why none
+    /// will come.
+    WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<super::ddm_commands::ThreadUpdate> },
     /// The VM's ring of recent packet summaries, filled while the answer is held.
     WatchPackets { reply: oneshot::Sender<std::sync::Arc<super::recent::RecentPackets>> },
+    /// How full the session's tables are (diagnostics; tests check nothing leaks).
+    Tables(oneshot::Sender<TableSizes>),
+    /// The traffic figures since the session started.
+    Stats { reply: oneshot::Sender<crate::stats::VmReport> },
+}
+
+/// Entries in a session's tables: what is outstanding and who owns what.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableSizes {
+    /// Requests sent to the VM and not yet answered (debuggers' and the proxy's own).
+    pub outstanding: usize,
+    pub debuggers: usize,
+    /// Event requests owned, suspensions held, objects pinned, events kept back.
+    pub event_requests: usize,
+    pub holds: usize,
+    pub pins: usize,
+    pub deferred_events: usize,
 }
 
 /// Connection state of a VM, as shown by `list`.
@@ -182,22 +200,23 @@ impl VmHandle {
         rx.await.map_err(|_| AttachError::Gone)?
     }
 
-    /// Sends a DDM request and waits for its answer.
+    /// Sends DDM requests (one packet per chunk) and waits for their answer.
     pub async fn ddm(
         &self,
         chunks: Vec<crate::ddm::Chunk>,
         wait_for: Vec<crate::ddm::ChunkType>,
+        completion: super::ddm_commands::Completion,
         timeout: std::time::Duration,
     ) -> Result<super::ddm_commands::DdmAnswer, super::ddm_commands::DdmCommandError> {
         use super::ddm_commands::{DdmCommandError, DdmRequest};
         let (reply, rx) = oneshot::channel();
-        let req = DdmRequest { chunks, wait_for, timeout, reply };
+        let req = DdmRequest { chunks, wait_for, completion, timeout, reply };
         self.tx.send(SessionMsg::Ddm(req)).await.map_err(|_| DdmCommandError::Gone)?;
         rx.await.map_err(|_| DdmCommandError::Gone)?
     }
 
     /// Starts thread updates; they stop when the receiver is dropped.
-    pub async fn watch_threads(&self, interval: std::time::Duration) -> Option<mpsc::Receiver<crate::ddm::ClientData>> {
+    pub async fn watch_threads(&self, interval: std::time::Duration) -> Option<mpsc::Receiver<super::ddm_commands::ThreadUpdate>> {
         let (tx, rx) = mpsc::channel(super::ddm_commands::THREAD_VIEW_CHANNEL);
         self.tx.send(SessionMsg::WatchThreads { interval, tx }).await.ok()?;
         Some(rx)
@@ -208,6 +227,20 @@ impl VmHandle {
     pub async fn watch_packets(&self) -> Option<std::sync::Arc<super::recent::RecentPackets>> {
         let (reply, rx) = oneshot::channel();
         self.tx.send(SessionMsg::WatchPackets { reply }).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// How full the session's tables are now (None when the session has ended).
+    pub async fn tables(&self) -> Option<TableSizes> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::Tables(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// The VM's traffic figures since its session started; `None` if the session ended.
+    pub async fn stats(&self) -> Option<crate::stats::VmReport> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::Stats { reply }).await.ok()?;
         rx.await.ok()
     }
 

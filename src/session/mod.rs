@@ -5,6 +5,7 @@
 //! page that watches the VM.
 
 mod actor;
+mod android_tcp;
 mod attach;
 pub mod connect;
 mod ddm_commands;
@@ -13,6 +14,7 @@ mod leave;
 mod debugger_io;
 mod debugger_side;
 mod debuggers;
+mod dialect;
 mod handle;
 pub mod ids;
 pub mod local_process;
@@ -23,15 +25,17 @@ mod proxy_requests;
 pub mod recent;
 mod shared_cmds;
 pub mod sharing;
+mod stats_glue;
+mod thst_plan;
 mod vm_reads;
 mod vm_events;
 mod vm_side;
 
 pub use actor::{spawn, AdbTarget, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
-pub use ddm_commands::{DdmAnswer, DdmCommandError};
+pub use ddm_commands::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
 pub use debugger_side::DEBUGGER_STALL_TIMEOUT;
 pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
-pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus};
+pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus};
 pub use vm_events::MAX_DEFERRED_EVENTS;
 pub use proxy_requests::is_android_vm;

@@ -14,7 +14,8 @@ impl Session {
     /// For a VM on this machine, finds its pid and main class in the background.
     pub(super) fn look_up_local_process(&self, stream: &tokio::net::TcpStream) {
         let (Ok(vm), Ok(me)) = (stream.peer_addr(), stream.local_addr()) else { return };
-        if !vm.ip().is_loopback() || self.cfg.android {
+        // Behind an adb forward, the local process is the adb server.
+        if !vm.ip().is_loopback() || self.known_android().is_some() {
             return;
         }
         let status = self.status.clone();

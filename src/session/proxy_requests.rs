@@ -14,6 +14,7 @@ use super::sharing::VmCmd;
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::packet::{DDM_CMD, DDM_CMD_SET};
 use crate::jdwp::reader::{put_id, Reader};
+use crate::jdwp::version::VmVersion;
 use crate::jdwp::Packet;
 use crate::settings::DdmMode;
 
@@ -52,6 +53,11 @@ pub enum CleanupStep {
 impl Session {
     /// Queues a command of the proxy's own for the VM.
     pub(super) fn send_proxy(&mut self, purpose: Purpose, cmd_set: u8, cmd: u8, data: &[u8]) {
+        let _ = self.send_proxy_id(purpose, cmd_set, cmd, data);
+    }
+
+    /// `send_proxy`, returning the id the command went out with.
+    pub(super) fn send_proxy_id(&mut self, purpose: Purpose, cmd_set: u8, cmd: u8, data: &[u8]) -> Option<u32> {
         let entry = Entry {
             requester: Requester::Proxy(0),
             orig_id: 0,
@@ -63,21 +69,28 @@ impl Session {
         match self.ids.insert(entry) {
             Ok(id) => {
                 let p = Packet::command(id, cmd_set, cmd, data);
+                self.count_command(Requester::Proxy(0), cmd_set, cmd, p.len() as u32);
                 self.trace_ddm_out(&p);
                 self.queue_for_vm(p.as_bytes(), None, false);
                 self.purposes.insert(id, purpose);
                 if let Purpose::Cleanup(_) = purpose {
                     self.cleanup_pending += 1;
                 }
+                Some(id)
             }
-            Err(e) => warn!(error = %e, ?purpose, "cannot send a proxy request"),
+            Err(e) => {
+                warn!(error = %e, ?purpose, "cannot send a proxy request");
+                None
+            }
         }
     }
 
     pub(super) fn start_identify(&mut self) {
-        if self.cfg.android {
+        self.dialect.new_connection();
+        if let Some(why) = self.known_android() {
             // ART loads its full JDWP agent (and the app becomes "debugged", slower) on the
             // first non-DDM packet, so a VM known to be Android is probed with HELO alone.
+            debug!(why = %why, "an Android VM: DDM only until a debugger attaches");
             self.probe_ddm();
             return;
         }
@@ -102,7 +115,8 @@ impl Session {
     }
 
     fn identified(&mut self, android: bool) {
-        if self.ready || self.ddm_aware.is_some() {
+        // A connection about to be dropped (an Android VM found by its Version) gets nothing.
+        if self.ready || self.ddm_aware.is_some() || self.reset_requested {
             return;
         }
         let probe = match self.cfg.ddm {
@@ -144,6 +158,9 @@ impl Session {
                 if !ok {
                     warn!(error = h.error_code(), "VirtualMachine.Version failed");
                 }
+                if android {
+                    self.reconnect_as_android();
+                }
                 if self.identify_pending == 0 {
                     self.identified(android || self.android_by_ident());
                 }
@@ -169,13 +186,7 @@ impl Session {
                 self.become_ready();
             }
             Purpose::Dbgd => debug!(error = h.error_code(), len = p.len(), "DBGD answered"),
-            Purpose::Control => {
-                if ok {
-                    self.on_ddm_payload(p.data(), true, true);
-                } else {
-                    warn!(error = h.error_code(), "a DDM request failed");
-                }
-            }
+            Purpose::Control => self.on_control_reply(p),
             Purpose::Cleanup(step) => self.on_cleanup_reply(step, ok, p.data()),
             Purpose::Share => {
                 if !ok {
@@ -218,23 +229,13 @@ impl Session {
     }
 
     fn on_version(&mut self, data: &[u8]) -> bool {
-        let mut r = Reader::new(data);
-        let parsed = (|| {
-            let description = r.string("description")?;
-            let major = r.i32("jdwpMajor")?;
-            let minor = r.i32("jdwpMinor")?;
-            let vm_version = r.string("vmVersion")?;
-            let vm_name = r.string("vmName")?;
-            Ok::<_, crate::jdwp::reader::ReadError>((description, major, minor, vm_version, vm_name))
-        })();
-        match parsed {
-            Ok((description, major, minor, vm_version, vm_name)) => {
-                let ident = format!("{vm_name} {vm_version}");
-                let first_line = description.lines().next().unwrap_or("").to_string();
-                info!(vm_name = %vm_name, vm_version = %vm_version, jdwp = %format!("{major}.{minor}"),
+        match VmVersion::parse(data) {
+            Ok(v) => {
+                let first_line = v.description.lines().next().unwrap_or("");
+                info!(vm_name = %v.vm_name, vm_version = %v.vm_version, jdwp = %format!("{}.{}", v.jdwp_major, v.jdwp_minor),
                       description = %first_line, "VM identified");
-                let android = is_android_vm(&ident) || description.contains("Android");
-                self.status.send_modify(|s| s.vm_ident = Some(ident));
+                let android = v.is_android();
+                self.status.send_modify(|s| s.vm_ident = Some(v.ident()));
                 android
             }
             Err(e) => {
@@ -348,7 +349,4 @@ impl Session {
     }
 }
 
-/// Android VMs call themselves "Dalvik" in VirtualMachine.Version, ART included.
-pub fn is_android_vm(ident: &str) -> bool {
-    ident.contains("Dalvik") || ident.split_whitespace().next() == Some("ART") || ident.contains("Android")
-}
+pub use crate::jdwp::version::is_android_vm;

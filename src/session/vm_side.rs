@@ -53,7 +53,7 @@ impl Session {
     /// Decides where a large packet's body goes, from its header alone.
     fn route_head(&mut self, h: Header, head: &mut bytes::BytesMut) -> VmStream {
         if h.is_reply() {
-            let Some(e) = self.ids.take(h.id) else { return nobody(h) };
+            let Some(e) = self.answered(&h) else { return nobody(h) };
             return match e.requester {
                 Requester::Debugger(conn) if self.debuggers.contains(conn) => {
                     if let Note::EventSet(_) = e.note {
@@ -107,7 +107,7 @@ impl Session {
     pub(super) async fn on_vm_packet(&mut self, mut p: Packet) {
         let h = p.header();
         if h.is_reply() {
-            let Some(e) = self.ids.take(h.id) else {
+            let Some(e) = self.answered(&h) else {
                 debug!(id = h.id, "dropping a reply with no request (its requester left)");
                 return;
             };

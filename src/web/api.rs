@@ -19,13 +19,14 @@ use crate::control::heap::{self, HeapAsk};
 use crate::ddm::Chunk;
 use crate::registry::{VmEntry, VmId, VmInfo};
 use crate::session::recent::RecentPackets;
-use crate::session::VmHandle;
+use crate::session::{Completion, Outcome, VmHandle};
 
 /// Longest wait for the first thread snapshot.
 const FIRST_SNAPSHOT: Duration = Duration::from_secs(10);
 /// How long "GC and refresh" waits for the heap map.
 const GC_TIMEOUT: Duration = Duration::from_secs(30);
-/// Longest wait for the VM to take an EXIT.
+/// How long EXIT waits for a refusal before it reports the request sent (a VM that obeys
+/// halts, usually without a reply).
 const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Heap pictures kept (one per VM, the oldest dropped past this).
 pub const MAX_PICTURES: usize = 16;
@@ -77,7 +78,8 @@ pub async fn threads(State(st): State<Arc<WebState>>, Path(id): Path<VmId>) -> R
     let gone = || ApiError(StatusCode::BAD_GATEWAY, "thread updates stopped (the VM went away?)".into());
     let mut rx = vm.handle.watch_threads(super::streams::THREAD_INTERVAL).await.ok_or_else(gone)?;
     match tokio::time::timeout(FIRST_SNAPSHOT, rx.recv()).await {
-        Ok(Some(snapshot)) => Ok(Json(json::Threads::of(&snapshot))),
+        Ok(Some(Ok(snapshot))) => Ok(Json(json::Threads::of(&snapshot))),
+        Ok(Some(Err(e))) => Err(ApiError(StatusCode::BAD_GATEWAY, e.to_string())),
         Ok(None) => Err(gone()),
         Err(_) => Err(ApiError(StatusCode::GATEWAY_TIMEOUT, format!("no thread status from the VM within {FIRST_SNAPSHOT:?}"))),
     }
@@ -246,9 +248,17 @@ pub struct ExitBody {
 pub async fn exit(State(st): State<Arc<WebState>>, Path(id): Path<VmId>, Json(body): Json<ExitBody>) -> Result<Json<serde_json::Value>, ApiError> {
     let vm = ddm_entry(&st, id)?;
     info!(vm = %vm.name, status = body.status, "EXIT asked for from the web monitor");
-    vm.handle
-        .ddm(vec![Chunk::Exit { status: body.status }], Vec::new(), EXIT_TIMEOUT)
+    // A VM that obeys halts and drops the connection, usually without a reply; only a
+    // refusal (FAIL or a JDWP error) is an error.
+    let answer = vm
+        .handle
+        .ddm(vec![Chunk::Exit { status: body.status }], Vec::new(), Completion::ReplyOrGone, EXIT_TIMEOUT)
         .await
         .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e.to_string()))?;
-    Ok(Json(serde_json::json!({ "sent": format!("EXIT {}", body.status) })))
+    let outcome = match answer.outcome {
+        Outcome::VmLeft => "vm_left",
+        Outcome::Acknowledged => "acknowledged",
+        _ => "no_answer",
+    };
+    Ok(Json(serde_json::json!({ "sent": format!("EXIT {}", body.status), "outcome": outcome })))
 }

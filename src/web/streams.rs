@@ -23,6 +23,7 @@ use super::api::now_ms;
 use super::json;
 use super::WebState;
 use crate::ddm::ClientData;
+use crate::session::ThreadUpdate;
 use crate::registry::VmId;
 
 /// How often the thread table is asked for. A session looks at its viewers every 500 ms
@@ -122,7 +123,7 @@ struct Watch {
     handle: Option<crate::session::VmHandle>,
     ring: Option<Arc<crate::session::recent::RecentPackets>>,
     next_seq: u64,
-    threads: Option<mpsc::Receiver<ClientData>>,
+    threads: Option<mpsc::Receiver<ThreadUpdate>>,
     threads_retry: Option<Instant>,
     latest: Option<ClientData>,
     /// Why there are no thread updates ("" while there are), and what the page was told.
@@ -130,7 +131,7 @@ struct Watch {
     told: Option<String>,
 }
 
-async fn next_snapshot(rx: &mut Option<mpsc::Receiver<ClientData>>) -> Option<ClientData> {
+async fn next_snapshot(rx: &mut Option<mpsc::Receiver<ThreadUpdate>>) -> Option<ThreadUpdate> {
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
@@ -146,7 +147,16 @@ async fn vm_feed(st: Arc<WebState>, id: VmId, feed: Feed) {
             _ = tick.tick() => {}
             s = next_snapshot(&mut w.threads) => {
                 match s {
-                    Some(s) => w.latest = Some(s),
+                    Some(Ok(s)) => {
+                        w.latest = Some(s);
+                        w.notice.clear();
+                    }
+                    // The session says why no snapshots will come (the VM refused THST...).
+                    Some(Err(e)) => {
+                        w.notice = e.to_string();
+                        w.threads = None;
+                        w.threads_retry = Some(Instant::now() + THREADS_RETRY);
+                    }
                     None => {
                         w.threads = None;
                         w.threads_retry = Some(Instant::now() + THREADS_RETRY);
@@ -195,9 +205,10 @@ async fn watch_threads(w: &mut Watch, vm: &crate::registry::VmEntry) {
     let status = vm.handle.status();
     w.notice = match status.ddm {
         Some(true) => match vm.handle.watch_threads(THREAD_INTERVAL).await {
+            // The notice stays until the first snapshot, so a VM that refuses again at
+            // once does not make it blink.
             Some(rx) => {
                 w.threads = Some(rx);
-                w.notice.clear();
                 return;
             }
             None => "the VM session ended".into(),

@@ -12,21 +12,6 @@ fn vm(app: &str, pid: u32) -> FakeVmConfig {
     FakeVmConfig { app_name: app.into(), pid, ..Default::default() }
 }
 
-/// Waits until `list --json` satisfies `cond`; returns the rows.
-async fn list_until(served: &Served, what: &str, cond: impl Fn(&[serde_json::Value]) -> bool) -> Vec<serde_json::Value> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (code, out, _) = served.run(&["list", "--json"]);
-        if code == 0 {
-            let v: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
-            if cond(&v) {
-                return v;
-            }
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}: {out}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 fn row<'a>(rows: &'a [serde_json::Value], app: &str) -> Option<&'a serde_json::Value> {
     rows.iter().find(|r| r["app"] == app)
@@ -44,7 +29,7 @@ async fn device_vms_come_and_go_and_keep_their_ports_across_a_restart() {
     let served = Served::start(&["--adb", &adb.addr().to_string(), "--no-scan"]);
     served.wait_log("control socket at").await;
 
-    let rows = list_until(&served, "both apps", |r| {
+    let rows = served.list_until("both apps", |r| {
         r.iter().filter(|v| v["state"] == "ready" && v["debugger_port"].is_u64()).count() == 2
     })
     .await;
@@ -60,10 +45,10 @@ async fn device_vms_come_and_go_and_keep_their_ports_across_a_restart() {
 
     // alpha restarts with a new pid: it leaves, comes back, and keeps its port.
     adb.set_pids("emulator-5554", &[]);
-    list_until(&served, "alpha gone", |r| row(r, "com.example.alpha").is_none()).await;
+    served.list_until("alpha gone", |r| row(r, "com.example.alpha").is_none()).await;
     let alpha2 = FakeVm::start(vm("com.example.alpha", 3333)).await;
     adb.set_vm("emulator-5554", 3333, alpha2.addr());
-    let rows = list_until(&served, "alpha back", |r| {
+    let rows = served.list_until("alpha back", |r| {
         row(r, "com.example.alpha").is_some_and(|v| v["pid"] == 3333 && v["state"] == "ready")
     })
     .await;
@@ -71,7 +56,7 @@ async fn device_vms_come_and_go_and_keep_their_ports_across_a_restart() {
 
     // A device that goes away takes its VMs with it.
     adb.remove_device("R58M1234");
-    list_until(&served, "beta gone", |r| row(r, "com.example.beta").is_none()).await;
+    served.list_until("beta gone", |r| row(r, "com.example.beta").is_none()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,17 +17,13 @@ pub const SLOW: Duration = Duration::from_secs(90);
 /// In-process proxy settings on ephemeral ports, capturing to `path` (format from the name).
 pub fn capture_settings(vms: &[SocketAddr], path: &Path) -> Settings {
     Settings {
-        vms: vms.to_vec(),
-        base_port: 0,
-        current_port: 0,
-        ddm: DdmMode::Auto,
         capture: Some(CaptureSettings {
             path: path.to_path_buf(),
             format: None,
             max_bytes: None,
             snaplen: jdwpmux::capture::DEFAULT_SNAPLEN,
         }),
-        ..Settings::default()
+        ..crate::harness::Proxy::settings(vms, DdmMode::Auto)
     }
 }
 

@@ -17,6 +17,11 @@ pub struct Served {
 
 impl Served {
     pub fn start(args: &[&str]) -> Served {
+        Self::start_env(args, &[])
+    }
+
+    /// `start` with extra environment variables for the daemon.
+    pub fn start_env(args: &[&str], env: &[(&str, &str)]) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("serve.log");
         let control = dir.path().join("control.sock");
@@ -26,6 +31,7 @@ impl Served {
             .args(["--base-port", "0", "--current-port", "0", "--control"])
             .arg(&control)
             .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -66,6 +72,22 @@ impl Served {
             }
             assert!(tokio::time::Instant::now() < deadline, "no {needle:?} in the log:\n{}", self.log_text());
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits (up to 40 s) until the rows of `list --json` satisfy `cond`; returns them.
+    pub async fn list_until(&self, what: &str, cond: impl Fn(&[serde_json::Value]) -> bool) -> Vec<serde_json::Value> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+        loop {
+            let (code, out, _) = self.run(&["list", "--json"]);
+            if code == 0 {
+                let v: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+                if cond(&v) {
+                    return v;
+                }
+            }
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}: {out}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
@@ -140,7 +162,8 @@ async fn list_and_select_through_the_binary() {
     served.run(&["select", "com.example.beta"]);
     let mut c = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
     c.request(1, 1, 1, &[], Duration::from_secs(20)).await.unwrap();
-    crate::harness::wait_until("beta has the debugger", || b.received().iter().any(|p| p.id != 0 && p.is_command(1, 1) && p.id > 2)).await.unwrap();
+    // The first Version was the proxy's own, before it knew beta is Android.
+    crate::harness::wait_until("beta has the debugger", || b.received_commands(1, 1).len() >= 2).await.unwrap();
     drop(c);
 }
 
@@ -159,4 +182,35 @@ fn a_remote_listen_address_needs_consent() {
     let out = Command::new(BIN).args(["serve", "--listen", "0.0.0.0", "--no-scan"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_every_debugger_and_max_debuggers_refuses_with_a_log_line() {
+    use crate::support::consts::*;
+    let vm = FakeVm::start(FakeVmConfig::default()).await;
+    let served = Served::start(&["--vm", &vm.addr().to_string(), "--max-debuggers", "2"]);
+    let current = port_of(&served.wait_log("for the current VM").await);
+    served.wait_log("VM ready").await;
+    let mut a = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
+    let mut b = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
+    a.ok(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_NONE, 0, 0, 0, 0]).await.unwrap();
+    b.ok(1, SET_VM, VM_SUSPEND, &[]).await.unwrap();
+    let mut third = crate::support::RawClient::connect_no_handshake(("127.0.0.1", current)).await.unwrap();
+    third.send_raw(crate::support::wire::HANDSHAKE).await.unwrap();
+    third.expect_closed(crate::harness::SOON).await.unwrap();
+    served.wait_log("refusing a debugger: --max-debuggers reached").await;
+
+    let (code, out, err) = served.run(&["list"]);
+    assert_eq!(code, 0, "{err}");
+    let (pa, pb) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+    let line = |peer| out.lines().find(|l| l.contains(&format!("debugger {peer} "))).unwrap_or_else(|| panic!("no line for {peer}:\n{out}"));
+    assert!(line(pa).ends_with("1 request, 0 suspensions, 1 command"), "{out}");
+    assert!(line(pb).ends_with("0 requests, 1 suspension, 1 command"), "{out}");
+    let (_, json, _) = served.run(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let debuggers = v[0]["debuggers"].as_array().unwrap();
+    assert_eq!(debuggers.len(), 2, "{json}");
+    assert_eq!(debuggers[0]["peer"], pa.to_string());
+    assert_eq!((debuggers[0]["event_requests"].as_u64(), debuggers[1]["suspensions"].as_u64()), (Some(1), Some(1)));
+    assert!(debuggers[0]["since_ms"].as_u64().unwrap() > 1_600_000_000_000);
 }

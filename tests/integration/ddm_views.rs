@@ -7,7 +7,7 @@ use crate::cli::Served;
 use crate::harness::wait_until;
 use crate::support::{FakeVm, FakeVmConfig};
 
-async fn ready(served: &Served, n: usize) -> serde_json::Value {
+pub async fn ready(served: &Served, n: usize) -> serde_json::Value {
     served.wait_log("control socket at").await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {

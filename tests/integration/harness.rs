@@ -22,9 +22,19 @@ impl Proxy {
         Self::with(Self::settings(vms, ddm)).await
     }
 
-    /// The settings `start` uses: these VMs, ephemeral ports, everything else by default.
+    /// The settings `start` uses: these VMs, ephemeral ports, everything else by default,
+    /// except `--max-debuggers` when JDWPMUX_TEST_MAX_DEBUGGERS says (.ci/run runs the
+    /// single-debugger tests again with 1, the behaviour of a plain JDWP agent).
     pub fn settings(vms: &[SocketAddr], ddm: DdmMode) -> Settings {
-        Settings { vms: vms.to_vec(), base_port: 0, current_port: 0, ddm, ..Settings::default() }
+        let max_debuggers = std::env::var("JDWPMUX_TEST_MAX_DEBUGGERS").ok().and_then(|v| v.parse().ok());
+        Settings {
+            vms: vms.to_vec(),
+            base_port: 0,
+            current_port: 0,
+            ddm,
+            max_debuggers: max_debuggers.unwrap_or(Settings::default().max_debuggers),
+            ..Settings::default()
+        }
     }
 
     pub async fn with(settings: Settings) -> Proxy {
@@ -67,6 +77,26 @@ impl Proxy {
     pub async fn vm_port(&self, index: usize) -> SocketAddr {
         let info = self.ready(index).await;
         SocketAddr::from(([127, 0, 0, 1], info.debugger_port.unwrap()))
+    }
+
+    /// The session handle of VM `index` (in order of --vm), once ready.
+    pub async fn handle(&self, index: usize) -> jdwpmux::session::VmHandle {
+        let info = self.ready(index).await;
+        self.daemon().registry.get(info.id).expect("VM registered").handle
+    }
+
+    /// How full VM `index`'s session tables are.
+    pub async fn tables(&self, index: usize) -> jdwpmux::session::TableSizes {
+        self.handle(index).await.tables().await.expect("session running")
+    }
+
+    /// The features a DDM-aware VM lists (the proxy's own FEAT request).
+    pub async fn ddm_features(&self, index: usize) -> Vec<String> {
+        use jdwpmux::ddm::{Chunk, ChunkType};
+        let h = self.handle(index).await;
+        let chunks = jdwpmux::session::Completion::Chunks;
+        let a = h.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], chunks, SOON).await.expect("FEAT answered");
+        a.state.features.unwrap_or_default()
     }
 
     pub async fn stop(mut self) {

@@ -95,8 +95,8 @@ async fn colliding_ids_and_a_thousand_pipelined_requests_come_back_to_their_own_
         }
     })
     .await;
-    // The VM saw unique ids throughout.
-    let ids: Vec<u32> = vm.received().iter().filter(|p| !p.is_reply()).map(|p| p.id).collect();
+    // The VM saw unique ids throughout each connection.
+    let ids: Vec<(u64, u32)> = vm.received_by_connection().iter().filter(|(_, p)| !p.is_reply()).map(|(c, p)| (*c, p.id)).collect();
     let unique: std::collections::HashSet<_> = ids.iter().collect();
     assert_eq!(unique.len(), ids.len(), "the proxy reused an outstanding id");
     proxy.stop().await;

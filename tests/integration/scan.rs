@@ -10,20 +10,6 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-async fn list_until(served: &Served, what: &str, cond: impl Fn(&[serde_json::Value]) -> bool) -> Vec<serde_json::Value> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    loop {
-        let (code, out, _) = served.run(&["list", "--json"]);
-        if code == 0 {
-            let v: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
-            if cond(&v) {
-                return v;
-            }
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}: {out}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 fn has(rows: &[serde_json::Value], addr: &str) -> bool {
     rows.iter().any(|r| r["addr"] == addr && r["state"] == "ready")
@@ -60,21 +46,21 @@ async fn a_scan_finds_vms_ignores_others_and_follows_them_coming_and_going() {
     served.wait_log("control socket at").await;
 
     let (aa, ba) = (a.addr().to_string(), b.addr().to_string());
-    let rows = list_until(&served, "both fake VMs", |r| has(r, &aa) && has(r, &ba)).await;
+    let rows = served.list_until("both fake VMs", |r| has(r, &aa) && has(r, &ba)).await;
     assert!(rows.iter().all(|r| r["addr"] != format!("127.0.0.1:{echo}")), "the echo server was listed");
     assert_eq!(rows.iter().find(|r| r["addr"] == aa.as_str()).unwrap()["ddm"], true);
 
     // A VM started late on a scanned port is found.
     let late = FakeVm::try_start_on(FakeVmConfig::default(), late_port).await.unwrap();
     let late_addr = late.addr().to_string();
-    list_until(&served, "the late VM", |r| has(r, &late_addr)).await;
+    served.list_until("the late VM", |r| has(r, &late_addr)).await;
 
     // A killed VM leaves the list; its port is kept for its return.
     let b_port = rows.iter().find(|r| r["addr"] == ba.as_str()).unwrap()["debugger_port"].clone();
     b.stop();
-    list_until(&served, "b gone", |r| !r.iter().any(|v| v["addr"] == ba.as_str())).await;
+    served.list_until("b gone", |r| !r.iter().any(|v| v["addr"] == ba.as_str())).await;
     let b2 = FakeVm::try_start_on(FakeVmConfig::hotspot_like(), b.addr().port()).await.unwrap();
-    let rows = list_until(&served, "b back", |r| has(r, &ba)).await;
+    let rows = served.list_until("b back", |r| has(r, &ba)).await;
     assert_eq!(rows.iter().find(|r| r["addr"] == ba.as_str()).unwrap()["debugger_port"], b_port, "same port on return");
 
     // The echo server was noted once, quietly (one line, not one per scan).
@@ -92,14 +78,14 @@ async fn a_scanned_jvm_is_never_bothered_for_a_minute() {
     let served = Served::start(&["--scan", &range, "--scan-interval", "0.5"]);
     served.wait_log("control socket at").await;
     let addr = app.host_port();
-    list_until(&served, "the JVM", |r| has(r, &addr)).await;
+    served.list_until("the JVM", |r| has(r, &addr)).await;
     // A minute of scanning (about 120 scans) while the proxy holds the JVM's connection.
     let until = tokio::time::Instant::now() + Duration::from_secs(60);
     while tokio::time::Instant::now() < until {
         tokio::time::sleep(Duration::from_secs(5)).await;
         assert!(!app.output().contains("Debugger failed to attach"), "{}", app.output());
     }
-    let rows = list_until(&served, "the JVM still there", |r| has(r, &addr)).await;
+    let rows = served.list_until("the JVM still there", |r| has(r, &addr)).await;
     assert!(rows.iter().find(|r| r["addr"] == addr.as_str()).unwrap()["pid"].is_u64(), "a local JVM's pid is found");
     assert!(!app.output().contains("Debugger failed to attach"), "{}", app.output());
     // Found once and kept: no reconnect churn (other VMs in the range may be found too).

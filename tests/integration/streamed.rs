@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jdwpmux::settings::DdmMode;
 
-use crate::harness::{Proxy, SOON};
+use crate::harness::{wait_until, Proxy, SOON};
 use crate::support::consts::*;
 use crate::support::{DbgdReply, FakeVm, FakeVmConfig, Packet, RawClient};
 
@@ -109,6 +109,8 @@ async fn the_next_debugger_never_gets_the_rest_of_a_packet_meant_for_the_last() 
     let vm = FakeVm::start(FakeVmConfig { dbgd_reply: DbgdReply::NoReply, ..cfg }).await;
     let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
     let port = proxy.vm_port(0).await;
+    // The proxy reconnected once already: VirtualMachine.Version said Android.
+    let connections = vm.connections_accepted();
     let mut first = RawClient::connect(port).await.unwrap();
     first.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
     // A command the VM answers an hour late; the test answers it instead, with a reply far
@@ -129,6 +131,66 @@ async fn the_next_debugger_never_gets_the_rest_of_a_packet_meant_for_the_last() 
     assert_eq!(r.error_code(), Some(ERR_NONE));
     let others = second.take_other_packets();
     assert!(others.is_empty(), "the second debugger got {} other packets", others.len());
-    assert_eq!(vm.connections_accepted(), 1, "the VM connection was kept");
+    assert_eq!(vm.connections_accepted(), connections, "the VM connection was kept");
+    proxy.stop().await;
+}
+
+/// A large command from a debugger: VirtualMachine.Version with a long body, which the VM
+/// ignores and answers as usual.
+fn big_command(id: u32, len: usize) -> Vec<u8> {
+    Packet::command(id, SET_VM, VM_VERSION, (0..len).map(|i| (i % 251) as u8).collect::<Vec<u8>>()).encode()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_debuggers_command_waits_for_the_end_of_a_streamed_one() {
+    let vm = FakeVm::start(FakeVmConfig::default()).await;
+    let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
+    let port = proxy.vm_port(0).await;
+    let mut a = RawClient::connect(port).await.unwrap();
+    let mut b = RawClient::connect(port).await.unwrap();
+    let bytes = big_command(1, 1 << 20);
+    a.send_raw(&bytes[..200_000]).await.unwrap();
+    // B's command and a DDM request of the proxy's own come while A's is half sent: they
+    // must not land inside it.
+    b.send_command(1, SET_VM, VM_ID_SIZES, &[]).await.unwrap();
+    let handle = proxy.handle(0).await;
+    let feat = tokio::spawn(async move {
+        use jdwpmux::ddm::{Chunk, ChunkType};
+        let chunks = jdwpmux::session::Completion::Chunks;
+        handle.ddm(vec![Chunk::FeatRequest], vec![ChunkType::FEAT], chunks, SOON).await.map(|a| a.state.features)
+    });
+    // Sent (in the proxy's table: A's command and the FEAT) before A's command goes on.
+    crate::harness::soon("FEAT sent", async {
+        while proxy.tables(0).await.outstanding < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    a.send_raw(&bytes[200_000..]).await.unwrap();
+    assert!(feat.await.unwrap().unwrap().is_some(), "the proxy's FEAT was answered");
+    assert_eq!(a.wait_reply(1, SOON).await.unwrap().error_code(), Some(ERR_NONE));
+    assert_eq!(b.wait_reply(1, SOON).await.unwrap().error_code(), Some(ERR_NONE));
+    let got = vm.received_commands(SET_VM, VM_VERSION);
+    assert!(got.iter().any(|p| p.data.len() == 1 << 20), "A's command arrived whole");
+    assert!(vm.protocol_errors().is_empty(), "{:?}", vm.protocol_errors());
+    proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debugger_leaving_halfway_through_a_command_resets_the_vm_connection() {
+    let vm = FakeVm::start(FakeVmConfig::default()).await;
+    let proxy = Proxy::start(&[vm.addr()], DdmMode::Auto).await;
+    let port = proxy.vm_port(0).await;
+    let mut a = RawClient::connect(port).await.unwrap();
+    let mut b = RawClient::connect(port).await.unwrap();
+    b.ok(1, SET_VM, VM_VERSION, &[]).await.unwrap();
+    a.send_raw(&big_command(1, 1 << 20)[..200_000]).await.unwrap();
+    drop(a);
+    // The VM holds half a command: the proxy starts a fresh connection rather than feed it
+    // the next packet as the rest. B, whose VM connection that was, is closed.
+    b.expect_closed(SOON).await.unwrap();
+    wait_until("reconnected", || vm.connections_accepted() >= 2 && vm.is_connected()).await.unwrap();
+    let mut next = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
+    next.ok(1, SET_VM, VM_VERSION, &[]).await.unwrap();
     proxy.stop().await;
 }

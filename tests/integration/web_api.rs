@@ -200,10 +200,13 @@ async fn make_current_exit_and_packets_for_scripts() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["current"], true);
     assert!(proxy.list().iter().all(|v| v.current == (v.id == beta.id)), "{:?}", proxy.list());
-    // The current port leads to beta now.
+    // The current port leads to beta now. The proxy's ids start again on each VM connection,
+    // so beta's Version commands are counted rather than looked for by id.
     let mut c = RawClient::connect(proxy.current_addr()).await.unwrap();
+    let versions = || b.received_commands(SET_VM, VM_VERSION).len();
+    let before = versions();
     c.request(3, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
-    wait_until("beta has the debugger", || b.received().iter().any(|p| p.is_command(SET_VM, VM_VERSION) && p.id > 2)).await.unwrap();
+    wait_until("beta has the debugger", || versions() > before).await.unwrap();
     assert_eq!(page.post("/api/vms/77/select", "").await.status, 404);
 
     // Packets by polling: the first call starts keeping them.
@@ -225,6 +228,8 @@ async fn make_current_exit_and_packets_for_scripts() {
 
     let r = page.post(&format!("/api/vms/{}/exit", beta.id), r#"{"status": 3}"#).await;
     assert_eq!(r.status, 200, "{}", r.text());
+    let outcome = r.json()["outcome"].as_str().map(str::to_owned);
+    assert!(matches!(outcome.as_deref(), Some("vm_left" | "acknowledged" | "no_answer")), "{}", r.text());
     wait_until("EXIT received", || b.exit_status() == Some(3)).await.unwrap();
     assert_eq!(a.exit_status(), None);
     drop(c);

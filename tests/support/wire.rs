@@ -98,6 +98,11 @@ impl Packet {
     }
 
     /// `Some((set, cmd))` for a command.
+    /// An Event.Composite from a VM.
+    pub fn is_event(&self) -> bool {
+        self.command_of() == Some((SET_EVENT, EVENT_COMPOSITE))
+    }
+
     pub fn command_of(&self) -> Option<(u8, u8)> {
         match self.kind {
             Kind::Command { set, cmd } => Some((set, cmd)),
@@ -288,19 +293,47 @@ pub fn zlib_chunk_claiming(orig_ty: &[u8; 4], claimed_len: u32, raw: &[u8]) -> C
 /// kinds whose event carries a location (single step, breakpoint, method entry/exit) get a
 /// fixed dummy location (class tag 1, class 0x2001, method 0x3001, index 0) so it is valid JDWP.
 pub fn event_composite_payload(suspend_policy: u8, kind: u8, request_id: u32, thread_id: u64) -> Vec<u8> {
+    events_payload(suspend_policy, &[(kind, request_id, thread_id)])
+}
+
+/// One event of a composite as the tests write it: (kind, request id, thread).
+pub type EventSpec = (u8, u32, u64);
+
+/// An Event.Composite body with several `(kind, request id, thread)` events, in order.
+pub fn events_payload(suspend_policy: u8, events: &[EventSpec]) -> Vec<u8> {
     let mut out = Vec::new();
     out.put_u8(suspend_policy);
-    out.put_u32(1);
-    out.put_u8(kind);
-    out.put_u32(request_id);
-    out.put_u64(thread_id);
-    if matches!(kind, KIND_SINGLE_STEP | KIND_BREAKPOINT | KIND_METHOD_ENTRY | KIND_METHOD_EXIT) {
-        out.put_u8(1);
-        out.put_u64(0x2001);
-        out.put_u64(0x3001);
-        out.put_u64(0);
+    out.put_u32(events.len() as u32);
+    for &(kind, request_id, thread_id) in events {
+        out.put_u8(kind);
+        out.put_u32(request_id);
+        out.put_u64(thread_id);
+        if matches!(kind, KIND_SINGLE_STEP | KIND_BREAKPOINT | KIND_METHOD_ENTRY | KIND_METHOD_EXIT) {
+            out.put_u8(1);
+            out.put_u64(0x2001);
+            out.put_u64(0x3001);
+            out.put_u64(0);
+        }
     }
     out
+}
+
+/// The `(kind, request id, thread)` of each event of a composite written by `events_payload`.
+pub fn read_events(data: &[u8]) -> Option<(u8, Vec<EventSpec>)> {
+    let mut r = Reader::new(data);
+    let policy = r.u1().ok()?;
+    let count = r.u4().ok()?;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let kind = r.u1().ok()?;
+        let request = r.u4().ok()?;
+        let thread = r.u8().ok()?;
+        if matches!(kind, KIND_SINGLE_STEP | KIND_BREAKPOINT | KIND_METHOD_ENTRY | KIND_METHOD_EXIT) {
+            r.bytes(25).ok()?;
+        }
+        out.push((kind, request, thread));
+    }
+    Some((policy, out))
 }
 
 #[cfg(test)]

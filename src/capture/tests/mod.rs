@@ -1,8 +1,10 @@
 //! End-to-end capture tests. This file builds a synthetic proxied session (the records to
 //! feed and what reading them back must give); the test files beside it use it.
 
+mod dissector_names;
 mod foreign;
 mod roundtrip;
+mod streaming;
 mod tshark;
 mod writer;
 

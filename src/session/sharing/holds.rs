@@ -177,6 +177,11 @@ impl Holds {
         self.holds.iter().filter(|h| h.holders.contains_key(&d)).count()
     }
 
+    /// Entries in the table.
+    pub fn len(&self) -> usize {
+        self.holds.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.holds.is_empty()
     }

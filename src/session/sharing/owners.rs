@@ -92,6 +92,11 @@ impl Owners {
         self.by_id.values().filter(|(_, o)| *o == d).count()
     }
 
+    /// Entries in the table.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_id.is_empty() && self.in_flight.is_empty()
     }

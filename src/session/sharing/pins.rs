@@ -61,6 +61,11 @@ impl Pins {
         self.by_object.values().filter(|h| h.contains_key(&d)).count()
     }
 
+    /// Entries in the table.
+    pub fn len(&self) -> usize {
+        self.by_object.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_object.is_empty()
     }

@@ -177,10 +177,15 @@ fn run_actions(shared: &Shared, conn: &Conn, cmd: Option<(u8, u8)>, actions: Vec
 
 /// Sends one Event.Composite and applies its suspend policy; returns the packet id.
 pub(super) fn send_event(shared: &Shared, conn: &Conn, policy: u8, kind: u8, request_id: u32, thread: u64) -> u32 {
-    let idx = shared.thread_index(thread);
+    send_events(shared, conn, policy, &[(kind, request_id, thread)])
+}
+
+/// Sends one Event.Composite of several events and applies its suspend policy once (for the
+/// first event's thread), as a VM posting them together does; returns the packet id.
+pub(super) fn send_events(shared: &Shared, conn: &Conn, policy: u8, events: &[(u8, u32, u64)]) -> u32 {
+    let idx = events.first().and_then(|e| shared.thread_index(e.2));
     shared.with(|s| s.apply_policy(policy, idx));
     let id = conn.next_event_id();
-    let payload = event_composite_payload(policy, kind, request_id, thread);
-    conn.send(Packet::command(id, SET_EVENT, EVENT_COMPOSITE, payload).encode());
+    conn.send(Packet::command(id, SET_EVENT, EVENT_COMPOSITE, events_payload(policy, events)).encode());
     id
 }

@@ -1,12 +1,14 @@
 //! The fake VM's DDM side: answers H->V chunks (HELO, FEAT, DBGD, THEN, THST, HPIF, HPSG/NHSG,
-//! HPGC, EXIT) and sends the V->H chunks a real ART VM would send after them.
+//! HPGC, EXIT) and sends the V->H chunks a real ART VM would send after them; in the
+//! document's layout (`document`), what the design document says instead.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::super::ddm::*;
 use super::super::wire::*;
 use super::jdwp::Action;
-use super::state::{Conn, DbgdReply, FakeVmConfig, HeapRequest, Shared};
+use super::state::{Conn, DbgdReply, DdmLayout, FakeVmConfig, HeapRequest, Shared};
 
 pub const HEAP_MAX: u32 = 256 << 20;
 pub const HEAP_SIZE: u32 = 16 << 20;
@@ -30,6 +32,13 @@ pub fn thst_entries(cfg: &FakeVmConfig) -> Vec<ThstEntry> {
         .collect()
 }
 
+/// The THST entries now: [`thst_entries`] with the states a test set over the defaults.
+pub(super) fn live_thst_entries(shared: &Shared) -> Vec<ThstEntry> {
+    let mut entries = thst_entries(&shared.cfg);
+    shared.read(|s| entries.iter_mut().for_each(|e| e.state = s.thread_states.get(&e.tid).copied().unwrap_or(e.state)));
+    entries
+}
+
 /// The one heap the fake VM reports in HPIF, with `reason` = the request's `when`.
 pub fn heap_info(reason: u8) -> HeapInfo {
     let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
@@ -44,14 +53,14 @@ pub fn heap_info(reason: u8) -> HeapInfo {
     }
 }
 
-fn fail_chunk(code: u32, msg: &str) -> Chunk {
+pub(super) fn fail_chunk(code: u32, msg: &str) -> Chunk {
     let mut d = Vec::new();
     d.put_u32(code);
     put_ddm_string(&mut d, msg);
     Chunk::new(b"FAIL", d)
 }
 
-pub(super) fn handle_ddm(shared: &Shared, conn: &Conn, pkt: &Packet) -> Vec<Action> {
+pub(super) fn handle_ddm(shared: &Arc<Shared>, conn: &Arc<Conn>, pkt: &Packet) -> Vec<Action> {
     let cfg = &shared.cfg;
     let chunks = match pkt.chunks() {
         Ok(c) => c,
@@ -63,8 +72,21 @@ pub(super) fn handle_ddm(shared: &Shared, conn: &Conn, pkt: &Packet) -> Vec<Acti
     let mut answer: Vec<Chunk> = Vec::new();
     let mut after: Vec<Packet> = Vec::new();
     let mut no_reply = false;
+    let document = cfg.layout == DdmLayout::Document;
     for c in &chunks {
         let first = c.data.first().copied();
+        if &c.ty == b"THST" {
+            let interval = c.reader().u4().ok();
+            shared.with(|s| s.thst_requests.push(interval));
+        }
+        if let Some((code, msg)) = shared.read(|s| s.fail_chunks.get(&c.ty).cloned()) {
+            answer.push(fail_chunk(code, &msg));
+            continue;
+        }
+        if document && !super::document::knows(&c.ty) {
+            // The document: unknown types get an empty answer.
+            continue;
+        }
         match &c.ty {
             b"HELO" => {
                 shared.with(|s| s.helo_count += 1);
@@ -89,11 +111,8 @@ pub(super) fn handle_ddm(shared: &Shared, conn: &Conn, pkt: &Packet) -> Vec<Acti
                     after.push(conn.ddm_packet(&[Chunk::new(b"THCR", thcr_payload(t.ddm_id, &t.name))]));
                 }
             }
-            b"THST" => {
-                let mut entries = thst_entries(cfg);
-                shared.read(|s| entries.iter_mut().for_each(|e| e.state = s.thread_states.get(&e.tid).copied().unwrap_or(e.state)));
-                after.push(conn.ddm_packet(&[Chunk::new(b"THST", thst_payload(&entries))]))
-            }
+            b"THST" if document => answer.extend(super::document::thst_request(shared, conn, &c.data)),
+            b"THST" => after.push(conn.ddm_packet(&[Chunk::new(b"THST", thst_payload(&live_thst_entries(shared)))])),
             b"HPIF" => match first.unwrap_or(1) {
                 1 => answer.push(Chunk::new(b"HPIF", hpif_payload(&[heap_info(1)]))),
                 when => shared.with(|s| s.hpif_when = when),

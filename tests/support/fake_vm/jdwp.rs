@@ -1,6 +1,8 @@
 //! The fake VM's packet dispatch and its JDWP command handlers (VirtualMachine, ThreadReference,
 //! EventRequest), keeping suspend counts and event requests the way a real VM does.
 
+use std::sync::Arc;
+
 use super::super::wire::*;
 use super::state::{Conn, EventRequestRecord, Shared};
 
@@ -20,8 +22,11 @@ fn is_forbidden(set: u8, cmd: u8) -> bool {
     (set >= 0x80 && set != DDM_SET) || cmd == 0 || cmd >= 0x80
 }
 
-pub(super) fn handle_packet(shared: &Shared, conn: &Conn, pkt: Packet) -> Vec<Action> {
-    shared.with(|s| s.received.push(pkt.clone()));
+pub(super) fn handle_packet(shared: &Arc<Shared>, conn: &Arc<Conn>, pkt: Packet) -> Vec<Action> {
+    shared.with(|s| {
+        s.received.push(pkt.clone());
+        s.received_on.push(conn.id);
+    });
     let (set, cmd) = match pkt.kind {
         Kind::Reply { error } => {
             // HotSpot drops a debugger that sends it a reply.
@@ -89,6 +94,21 @@ fn handle_jdwp(shared: &Shared, pkt: &Packet, set: u8, cmd: u8) -> Vec<Action> {
             vec![Action::Reply(Packet::reply(id, ERR_NONE, vec![])), Action::Close]
         }
         (SET_THREAD, THREAD_SUSPEND | THREAD_RESUME | THREAD_SUSPEND_COUNT) => thread_cmd(shared, pkt, cmd),
+        (SET_OBJECT, OBJECT_DISABLE_COLLECTION | OBJECT_ENABLE_COLLECTION) => {
+            let Ok(object) = pkt.reader().u8() else { return err(id, ERR_INVALID_OBJECT) };
+            shared.with(|s| {
+                let n = s.pins.entry(object).or_default();
+                if cmd == OBJECT_DISABLE_COLLECTION {
+                    *n += 1;
+                } else {
+                    *n = n.saturating_sub(1);
+                }
+                if *n == 0 {
+                    s.pins.remove(&object);
+                }
+            });
+            ok(id, vec![])
+        }
         (SET_EVENT_REQUEST, ER_SET) => {
             let mut r = pkt.reader();
             let (Ok(kind), Ok(suspend_policy)) = (r.u1(), r.u1()) else {

