@@ -9,7 +9,7 @@ mod ddm_cmds;
 pub mod heap;
 pub mod protocol;
 pub mod server;
-mod stats_cmd;
+pub mod stats_cmd;
 pub mod view;
 
 use std::path::PathBuf;

@@ -16,6 +16,7 @@ use tracing::info;
 use super::json;
 use super::WebState;
 use crate::control::heap::{self, HeapAsk};
+use crate::control::stats_cmd;
 use crate::ddm::Chunk;
 use crate::registry::{VmEntry, VmId, VmInfo};
 use crate::session::recent::RecentPackets;
@@ -152,6 +153,15 @@ pub async fn gc(State(st): State<Arc<WebState>>, Path(id): Path<VmId>) -> Result
 pub async fn heap_png(State(st): State<Arc<WebState>>, Path(id): Path<VmId>) -> Result<Response, ApiError> {
     let p = st.pictures.get(id).ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no heap map drawn yet: POST .../gc first".into()))?;
     Ok(([(header::CONTENT_TYPE, "image/png")], p.png.clone()).into_response())
+}
+
+/// The VM's traffic figures since its session started, as `jdwpmux stats VM --json` gives
+/// them for one VM: per debugger (and the proxy itself) and command, counts, bytes and
+/// reply latency percentiles.
+pub async fn stats(State(st): State<Arc<WebState>>, Path(id): Path<VmId>) -> Result<Json<crate::stats::VmReport>, ApiError> {
+    let vm = entry(&st, id)?;
+    let report = stats_cmd::vm_report(&vm).await;
+    report.map(Json).ok_or_else(|| ApiError(StatusCode::BAD_GATEWAY, format!("{} did not answer (its session ended?)", vm.name)))
 }
 
 /// A VM's packet summaries held for scripts that poll `GET .../packets`.

@@ -109,6 +109,7 @@ fn router(state: Arc<WebState>) -> Router {
         .route("/api/vms/{id}/heap", get(api::heap))
         .route("/api/vms/{id}/heap.png", get(api::heap_png))
         .route("/api/vms/{id}/packets", get(api::packets))
+        .route("/api/vms/{id}/stats", get(api::stats))
         .route("/api/vms/{id}/gc", post(api::gc))
         .route("/api/vms/{id}/select", post(api::select))
         .route("/api/vms/{id}/exit", post(api::exit))

@@ -32,6 +32,8 @@ use crate::registry::VmId;
 pub const THREAD_INTERVAL: Duration = Duration::from_millis(400);
 /// How often a VM stream sends what is new (threads, packets).
 const VM_TICK: Duration = Duration::from_millis(500);
+/// How often a VM stream sends the VM's traffic figures (`stats`).
+const STATS_TICK: Duration = Duration::from_secs(1);
 /// How often the VM list is looked at; it is sent when it changed.
 const LIST_TICK: Duration = Duration::from_secs(1);
 /// The list is sent at least this often, so rates computed by the page fall to zero.
@@ -107,8 +109,9 @@ async fn list_feed(st: Arc<WebState>, feed: Feed) {
 }
 
 /// `threads` events (a thread table, about twice a second, DDM-aware VMs only), `packets`
-/// events (the summaries new since the last one), and `notice` events (why something is
-/// not shown).
+/// events (the summaries new since the last one), `stats` events (the traffic figures, as
+/// `GET /api/vms/{id}/stats`, every second), and `notice` events (why something is not
+/// shown).
 pub async fn vm(State(st): State<Arc<WebState>>, Path(id): Path<VmId>) -> Response {
     if st.registry.get(id).is_none() {
         return (StatusCode::NOT_FOUND, axum::Json(serde_json::json!({ "error": format!("no VM with id {id}") }))).into_response();
@@ -125,6 +128,8 @@ struct Watch {
     next_seq: u64,
     threads: Option<mpsc::Receiver<ThreadUpdate>>,
     threads_retry: Option<Instant>,
+    /// When the traffic figures are due next.
+    stats_due: Option<Instant>,
     latest: Option<ClientData>,
     /// Why there are no thread updates ("" while there are), and what the page was told.
     notice: String,
@@ -181,6 +186,13 @@ async fn vm_feed(st: Arc<WebState>, id: VmId, feed: Feed) {
         if let Some(s) = w.latest.take() {
             if let Ok(data) = serde_json::to_string(&json::Threads::of(&s)) {
                 feed.send("threads", data);
+            }
+        }
+        if w.stats_due.is_none_or(|t| Instant::now() >= t) {
+            w.stats_due = Some(Instant::now() + STATS_TICK);
+            let report = crate::control::stats_cmd::vm_report(&vm).await;
+            if let Some(data) = report.and_then(|r| serde_json::to_string(&r).ok()) {
+                feed.send("stats", data);
             }
         }
         if let Some(ring) = &w.ring {

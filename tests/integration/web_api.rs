@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use jdwpmux::settings::DdmMode;
+use jdwpmux::settings::{DdmMode, Settings};
 
 use crate::harness::{wait_until, Proxy, SOON};
 use crate::support::consts::*;
@@ -39,7 +39,18 @@ impl Page {
 
 /// A daemon watching `vms` with the monitor on an ephemeral loopback port.
 pub async fn monitor(vms: &[SocketAddr]) -> (Proxy, Page) {
+    monitor_with(Proxy::settings(vms, DdmMode::Auto)).await
+}
+
+/// As [`monitor`], letting several debuggers attach to one VM whatever
+/// JDWPMUX_TEST_MAX_DEBUGGERS says (the page must show them).
+pub async fn monitor_sharing(vms: &[SocketAddr]) -> (Proxy, Page) {
     let mut s = Proxy::settings(vms, DdmMode::Auto);
+    s.max_debuggers = Settings::default().max_debuggers;
+    monitor_with(s).await
+}
+
+async fn monitor_with(mut s: Settings) -> (Proxy, Page) {
     s.web = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     let proxy = Proxy::with(s).await;
     let m = proxy.daemon.as_ref().and_then(|d| d.web.clone()).expect("the monitor is served");
@@ -184,6 +195,84 @@ async fn a_vm_is_polled_only_while_a_page_shows_it() {
     assert!(polled(&vm).is_empty(), "polled after the page left: {:?}", polled(&vm));
     drop(list);
     drop(dbg);
+    proxy.stop().await;
+}
+
+/// The figures the monitor shows of one debugger source, without what moves by itself.
+fn debugger_source(report: &serde_json::Value, conn: u64) -> serde_json::Value {
+    let sources = report["sources"].as_array().cloned().unwrap_or_default();
+    sources.into_iter().find(|s| s["source"] == "debugger" && s["conn"] == conn).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_debuggers_on_one_vm_each_with_their_figures() {
+    let vm = FakeVm::start(FakeVmConfig::default()).await;
+    let (proxy, page) = monitor_sharing(&[vm.addr()]).await;
+    let info = proxy.ready(0).await;
+    let port = proxy.vm_port(0).await;
+    let mut stream = page.events(&format!("/api/vms/{}/events", info.id)).await;
+
+    // Both attached at once: three Version commands from one, two IDSizes from the other.
+    let mut one = RawClient::connect(port).await.unwrap();
+    let mut two = RawClient::connect(port).await.unwrap();
+    for id in 1..=3 {
+        one.ok(id, SET_VM, VM_VERSION, &[]).await.unwrap();
+    }
+    for id in 1..=2 {
+        two.ok(id, SET_VM, VM_ID_SIZES, &[]).await.unwrap();
+    }
+    let peers = [one.local_addr().unwrap().to_string(), two.local_addr().unwrap().to_string()];
+
+    // The list: both debuggers, each with its peer, since when and its own command count.
+    let deadline = tokio::time::Instant::now() + SOON;
+    let debuggers = loop {
+        let list = page.get("/api/vms").await.json();
+        let d = list[0]["debuggers"].as_array().cloned().unwrap_or_default();
+        if d.len() == 2 && d.iter().map(|d| d["commands"].as_u64()).collect::<Vec<_>>() == [Some(3), Some(2)] {
+            break d;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never both with their commands: {list}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    for (d, peer) in debuggers.iter().zip(&peers) {
+        assert_eq!(d["peer"].as_str(), Some(peer.as_str()), "{d}");
+        let since = d["since_ms"].as_u64().unwrap();
+        assert!(since <= now && now - since < 60_000, "attached {since}, now {now}");
+    }
+    let conns: Vec<u64> = debuggers.iter().map(|d| d["conn"].as_u64().unwrap()).collect();
+    assert_ne!(conns[0], conns[1]);
+
+    // The traffic figures: each debugger's own commands with reply latency percentiles, the
+    // same as the session gives `jdwpmux stats`.
+    let r = page.get(&format!("/api/vms/{}/stats", info.id)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let report = r.json();
+    for (conn, peer, command, count) in [(conns[0], &peers[0], "VirtualMachine.Version", 3), (conns[1], &peers[1], "VirtualMachine.IDSizes", 2)] {
+        let s = debugger_source(&report, conn);
+        assert_eq!((s["peer"].as_str(), s["count"].as_u64()), (Some(peer.as_str()), Some(count)), "{report}");
+        let rows = s["commands"].as_array().cloned().unwrap_or_default();
+        assert_eq!(rows.len(), 1, "only its own commands: {s}");
+        let c = &rows[0];
+        assert_eq!((c["command"].as_str(), c["count"].as_u64(), c["replies"].as_u64(), c["errors"].as_u64()), (Some(command), Some(count), Some(count), Some(0)), "{c}");
+        let p: Vec<u64> = ["p50_us", "p90_us", "p99_us", "max_us"].iter().map(|k| c[*k].as_u64().unwrap()).collect();
+        assert!(p.windows(2).all(|w| w[0] <= w[1]) && p[3] > 0, "percentiles {p:?}");
+    }
+    let session = serde_json::to_value(proxy.handle(0).await.stats().await.expect("the session's figures")).unwrap();
+    for conn in &conns {
+        assert_eq!(debugger_source(&report, *conn), debugger_source(&session, *conn), "the monitor and `stats` disagree");
+    }
+
+    // The page's stream carries the same figures.
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        let e = stream.next_named("stats", SOON).await.unwrap().json();
+        if conns.iter().all(|c| debugger_source(&e, *c) == debugger_source(&report, *c)) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the stream never had both: {e}");
+    }
+    drop((one, two, stream));
     proxy.stop().await;
 }
 
