@@ -10,7 +10,7 @@ use crate::harness::{wait_until, SOON};
 use crate::support::browser::{browser_available, Browser, WINDOW};
 use crate::support::consts::*;
 use crate::support::{FakeThread, FakeVm, FakeVmConfig, RawClient};
-use crate::web_api::monitor;
+use crate::web_api::monitor_sharing;
 
 /// Where the screenshot goes (a test artifact; docs/web-monitor.png is a copy of one).
 fn screenshot_path() -> std::path::PathBuf {
@@ -37,6 +37,13 @@ fn text_of(css: &str) -> String {
     format!("const e = document.querySelector({}); return e ? e.textContent : null;", json!(css))
 }
 
+/// In the traffic table's rows (cell texts), the row of `command` under the debugger at `peer`.
+fn command_row(rows: &[Vec<String>], peer: &str, command: &str) -> Option<Vec<String>> {
+    let start = rows.iter().position(|r| r.first().is_some_and(|c| c.ends_with(peer)))?;
+    let mut mine = rows[start + 1..].iter().take_while(|r| r.first().is_some_and(|c| !c.starts_with("debugger") && c != "proxy"));
+    mine.find(|r| r.first().is_some_and(|c| c == command)).cloned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_in_a_real_browser() {
     assert!(browser_available(), "chromium and chromedriver are needed (apt-get install chromium chromium-driver; .ci/run does)");
@@ -50,7 +57,7 @@ async fn the_page_in_a_real_browser() {
     }
     let mut addrs = vec![shop.addr(), maps.addr(), plain.addr()];
     addrs.extend(others.iter().map(|v| v.addr()));
-    let (proxy, page) = monitor(&addrs).await;
+    let (proxy, page) = monitor_sharing(&addrs).await;
     for i in 0..addrs.len() {
         proxy.ready(i).await;
     }
@@ -58,9 +65,13 @@ async fn the_page_in_a_real_browser() {
     for (tid, state) in [(0x1002, 4), (0x1007, 7), (0x1008, 7), (0x1009, 8), (0x100a, 4)] {
         shop.set_thread_state(tid, state);
     }
-    // A debugger on the shop app, so the page has one to show.
+    // Two debuggers on the shop app at once, so the page has them to show.
     let mut dbg = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
     dbg.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
+    let mut other = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
+    for id in 1..=3 {
+        other.request(id, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
+    }
 
     let browser = Browser::start().await.unwrap();
     browser.goto(&page.url).await.unwrap();
@@ -114,9 +125,28 @@ async fn the_page_in_a_real_browser() {
     let again = browser.run(&text_of("#threads-info"), json!([])).await.unwrap();
     assert_ne!(updated, again, "the table's time moves on");
 
-    // Traffic: the debugger, and its last packets with their names.
+    // Traffic: both debuggers, each with its commands and reply latency percentiles, and
+    // the last packets with their names.
     dbg.request(2, SET_VM, 7, &[], SOON).await.unwrap(); // IDSizes
-    browser.wait_for("the debugger listed", "return document.querySelectorAll('#debuggers tbody tr').length === 1", SOON).await.unwrap();
+    browser.wait_for("both debuggers listed", "return document.querySelectorAll('#debuggers tbody tr').length === 2", SOON).await.unwrap();
+    let peers = [dbg.local_addr().unwrap().to_string(), other.local_addr().unwrap().to_string()];
+    let listed = browser.run(&text_of("#debuggers tbody"), json!([])).await.unwrap();
+    assert!(peers.iter().all(|p| listed.as_str().unwrap().contains(p.as_str())), "{peers:?} in {listed}");
+    // Row by row: "debugger #N PEER" with its totals, then its commands.
+    let traffic = "return Array.from(document.querySelectorAll('#traffic tbody tr')).map(tr => Array.from(tr.cells).map(td => td.textContent))";
+    let deadline = tokio::time::Instant::now() + SOON;
+    let (version, id_sizes) = loop {
+        let rows: Vec<Vec<String>> = serde_json::from_value(browser.run(traffic, json!([])).await.unwrap()).unwrap();
+        if let (Some(v), Some(i)) = (command_row(&rows, &peers[1], "VirtualMachine.Version"), command_row(&rows, &peers[0], "VirtualMachine.IDSizes")) {
+            break (v, i);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "both debuggers' figures never showed: {peers:?} in {rows:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(version[1], "3", "{version:?}");
+    // count, out, in, total, p50, p90, p99, max, errors: latencies in µs, ms or s.
+    assert!(version[4..9].iter().all(|t| t.ends_with('s')), "{version:?}");
+    assert_eq!(id_sizes[1], "1", "{id_sizes:?}");
     browser.wait_for("IDSizes in the packets", "return document.getElementById('packets').textContent.includes('VirtualMachine.IDSizes')", SOON).await.unwrap();
 
     // Heap: the summary at once, the map after "GC and refresh".
@@ -146,6 +176,6 @@ async fn the_page_in_a_real_browser() {
     assert!(info.width == WINDOW.0 && info.height > WINDOW.1 / 2, "{}x{}", info.width, info.height);
     eprintln!("screenshot: {}", screenshot_path().display());
     drop(browser);
-    drop(dbg);
+    drop((dbg, other));
     proxy.stop().await;
 }

@@ -1,6 +1,6 @@
 // The jdwpmux monitor page: plain JavaScript, no framework, no build step.
-// Data: /api/events (the VM list, server-sent events), /api/vms/ID/events (threads and
-// packets of the VM shown), /api/vms/ID/heap, and POSTs for "make current" and "GC".
+// Data: /api/events (the VM list, server-sent events), /api/vms/ID/events (threads,
+// packets and traffic figures of the VM shown), /api/vms/ID/heap, and POSTs for "make current" and "GC".
 // Everything that came from a VM or a debugger goes into the page as text (textContent).
 "use strict";
 
@@ -115,6 +115,13 @@ function latency(us) {
   return us < 1000 ? us + " µs" : (us / 1000).toFixed(us < 10000 ? 2 : 1) + " ms";
 }
 
+/** Three significant digits, as `jdwpmux stats` prints them: "950µs", "12.3ms", "1.23s". */
+function duration(us) {
+  if (us < 1000) return us + "µs";
+  const [v, unit] = us < 1e6 ? [us / 1e3, "ms"] : [us / 1e6, "s"];
+  return (v >= 99.95 ? v.toFixed(0) : v >= 9.995 ? v.toFixed(1) : v.toFixed(2)) + unit;
+}
+
 function rate(r) {
   return r === undefined ? "-" : r < 10 ? r.toFixed(1) : Math.round(r).toString();
 }
@@ -182,7 +189,8 @@ function compare(a, b) {
 
 function matches(vm) {
   if (!ui.filter) return true;
-  const hay = [vm.debugger_port, vm.pid, vm.app, vm.vm_ident, vm.addr, vm.state, vm.ddm ? "ddm" : ""].join(" ").toLowerCase();
+  const peers = vm.debuggers.map((d) => d.peer);
+  const hay = [vm.debugger_port, vm.pid, vm.app, vm.vm_ident, vm.addr, vm.state, vm.ddm ? "ddm" : "", ...peers].join(" ").toLowerCase();
   return ui.filter.split(/\s+/).every((w) => hay.includes(w));
 }
 
@@ -201,6 +209,12 @@ function onVms(msg) {
   renderShown();
 }
 
+/** One line per debugger: "#3 127.0.0.1:40312, attached 2m05s ago, 1.5 cmd/s". */
+function debuggersTip(vm) {
+  return vm.debuggers.map((d) => "#" + d.conn + " " + d.peer + ", attached " + ago(ui.nowMs - d.since_ms) + " ago, "
+    + rate(ui.rates.get(vm.id + "/" + d.conn)) + " cmd/s").join("\n");
+}
+
 function renderVms() {
   const shown = ui.vms.filter(matches).sort(compare);
   sync($("vms").tBodies[0], ui.rows.vms, shown, (v) => v.id, (v) => [
@@ -210,7 +224,7 @@ function renderVms() {
     [(v.app || "-") + (v.waiting_for_debugger ? " (waiting)" : ""), "app", (v.app ? v.app + " at " : "") + v.addr],
     [v.vm_ident || "-", "ident", v.vm_ident || ""],
     [v.ddm === true ? "yes" : v.ddm === false ? "no" : "?"],
-    [v.debuggers.length || "-", "num"],
+    [v.debuggers.length || "-", "num", debuggersTip(v)],
     [rate(vmRate(v)), "num"],
     [v.state, "state vm-" + v.state],
   ]);
@@ -250,6 +264,7 @@ function show(id) {
   ui.shown = id;
   ui.packets = [];
   ui.heapFor = null;
+  renderTraffic(null);
   for (const t of ["threads", "heaps"]) {
     ui.rows[t].clear();
     $(t).tBodies[0].replaceChildren();
@@ -263,6 +278,7 @@ function show(id) {
   const es = new EventSource("/api/vms/" + id + "/events");
   es.addEventListener("threads", (e) => renderThreads(JSON.parse(e.data)));
   es.addEventListener("packets", (e) => addPackets(JSON.parse(e.data).packets));
+  es.addEventListener("stats", (e) => renderTraffic(JSON.parse(e.data)));
   es.addEventListener("notice", (e) => {
     const text = JSON.parse(e.data).text;
     $("notice").textContent = text;
@@ -304,10 +320,34 @@ function renderShown() {
     [d.event_requests, "num"], [d.suspensions, "num"], [d.commands, "num"], [perSecond(d), "num"],
   ]);
   $("no-debuggers").hidden = vm.debuggers.length > 0;
-  $("traffic").hidden = vm.debuggers.length === 0;
-  sync($("traffic").tBodies[0], ui.rows.traffic, vm.debuggers, (d) => vm.id + "/" + d.conn, (d) => [
-    [d.conn, "num"], [d.peer], [d.commands, "num"], [perSecond(d), "num"],
-  ]);
+}
+
+/**
+ * The traffic figures (`stats` events, the same as `jdwpmux stats`): a row per debugger
+ * (and the proxy's own requests) with its totals, then a row per command it sent with the
+ * reply latency percentiles.
+ */
+function renderTraffic(report) {
+  const sources = report ? report.sources : [];
+  const label = (s) => s.source + (s.conn !== null ? " #" + s.conn : "") + (s.peer ? " " + s.peer : "");
+  const key = (s) => s.source + "/" + (s.conn ?? "");
+  const rows = [];
+  for (const s of sources) {
+    rows.push({ key: key(s), cells: [[label(s), "source"], [s.count, "num"], [bytes(s.bytes_out), "num"], [bytes(s.bytes_in), "num"],
+      [duration(s.total_us), "num"], ["", "num"], ["", "num"], ["", "num"], ["", "num"],
+      [s.commands.reduce((n, c) => n + c.errors, 0), "num"]] });
+    for (const c of s.commands) {
+      const lat = (us) => [c.replies ? duration(us) : "-", "num"];
+      rows.push({ key: key(s) + "/" + c.cmd_set + "." + c.cmd, cells: [[c.command, "command-name"], [c.count, "num"],
+        [bytes(c.bytes_out), "num"], [bytes(c.bytes_in), "num"], lat(c.total_us), lat(c.p50_us), lat(c.p90_us), lat(c.p99_us),
+        lat(c.max_us), [c.errors, c.errors ? "num error" : "num"]] });
+    }
+  }
+  sync($("traffic").tBodies[0], ui.rows.traffic, rows, (r) => r.key, (r) => r.cells);
+  for (const tr of ui.rows.traffic.values()) tr.classList.toggle("source-row", tr.dataset.key.split("/").length === 2);
+  $("traffic").hidden = rows.length === 0;
+  $("no-traffic").hidden = rows.length > 0;
+  $("traffic-info").textContent = report ? "since the VM's session started, " + ago(report.seconds * 1000) + " ago" : "";
 }
 
 function renderThreads(t) {
