@@ -34,7 +34,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s h -l help -d 'Print hel
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
-complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, or :PORT or PORT of a debugger port)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
@@ -52,7 +52,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l listen -d 'Add
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow -d 'Only peers in CIDR may connect to debugger ports (repeatable), like the JDWP agent\'s allow= option. Refused peers get one log line each' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l base-port -d 'First per-VM debugger port: VM k listens on BASE + k (0: ephemeral ports)' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l current-port -d 'Port that leads to the current VM (0: an ephemeral port)' -r
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l select -d 'The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l select -d 'The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too)' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ddm -d 'When to probe VMs with DDM: auto (Android VMs only), always, never' -r -f -a "auto\t'Only VMs that say they are Android (Dalvik/ART) or were reached through adb'
 always\t'Every VM. HotSpot may crash on a DDM packet: use with care'
 never\t'No DDM at all: a plain debugger proxy'"
@@ -168,7 +168,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s h -l help -d 'Pr
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, or :PORT or PORT of a debugger port)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'

@@ -57,7 +57,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state.
     List(ListArgs),
-    /// Choose the VM behind the current-VM port (by pid, app name, HOST:PORT or :PORT).
+    /// Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, or :PORT or PORT of a debugger port).
     Select(SelectArgs),
     /// Print a capture file as text (one line per packet, DDM chunks decoded), as traffic
     /// figures (--stats), or as a trace for Perfetto (--trace).
@@ -89,7 +89,7 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct SelectArgs {
-    /// pid, app name (exact or unique prefix), VM HOST:PORT, or :PORT of a debugger port.
+    /// pid, app name (exact or unique prefix), VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too).
     pub selector: String,
 }
 
@@ -134,7 +134,7 @@ pub struct ServeArgs {
     /// Port that leads to the current VM (0: an ephemeral port).
     #[arg(long, value_name = "PORT", default_value_t = DEFAULT_CURRENT_PORT, env = "JDWPMUX_CURRENT_PORT")]
     pub current_port: u16,
-    /// The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port.
+    /// The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too).
     #[arg(long, value_name = "SELECTOR", env = "JDWPMUX_SELECT")]
     pub select: Option<String>,
     /// When to probe VMs with DDM: auto (Android VMs only), always, never.
@@ -176,13 +176,13 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Args)]
 pub struct VmArgs {
-    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port.
+    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too).
     pub selector: String,
 }
 
 #[derive(Debug, Args)]
 pub struct ThreadsArgs {
-    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port.
+    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too).
     pub selector: String,
     /// Print one snapshot and exit.
     #[arg(long)]
@@ -194,7 +194,7 @@ pub struct ThreadsArgs {
 
 #[derive(Debug, Args)]
 pub struct HeapArgs {
-    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port.
+    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too).
     pub selector: String,
     /// The native heap (NHSG) instead of the VM heap (HPSG).
     #[arg(long)]
@@ -215,7 +215,7 @@ pub struct HeapArgs {
 
 #[derive(Debug, Args)]
 pub struct ExitArgs {
-    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port.
+    /// pid, app name, VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too).
     pub selector: String,
     /// The exit status the VM should end with.
     #[arg(allow_negative_numbers = true)]

@@ -39,10 +39,30 @@ where
     }
 }
 
+/// A string or path value that must not be empty: `capture = ""` would reach clap as a
+/// flag given no value and fail there, blaming a flag the user never typed.
+fn non_empty<'de, D: Deserializer<'de>, T: From<String>>(d: D) -> Result<Option<T>, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.is_empty() {
+        return Err(serde::de::Error::custom("an empty value: leave the key out instead"));
+    }
+    Ok(Some(T::from(s)))
+}
+
+/// A list of non-empty strings.
+fn non_empty_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    if v.iter().any(String::is_empty) {
+        return Err(serde::de::Error::custom("an empty value in the list"));
+    }
+    Ok(Some(v))
+}
+
 /// Every key the file may hold; anything else is an error.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ConfigFile {
+    #[serde(default, deserialize_with = "non_empty_list")]
     pub vm: Option<Vec<String>>,
     pub scan: Option<Vec<Parsed<ScanRange>>>,
     pub no_scan: Option<bool>,
@@ -54,13 +74,16 @@ pub struct ConfigFile {
     pub allow: Option<Vec<Parsed<crate::listen::allow::Cidr>>>,
     pub base_port: Option<u16>,
     pub current_port: Option<u16>,
+    #[serde(default, deserialize_with = "non_empty")]
     pub select: Option<String>,
     pub ddm: Option<DdmMode>,
     pub max_debuggers: Option<usize>,
+    #[serde(default, deserialize_with = "non_empty")]
     pub capture: Option<PathBuf>,
     pub capture_format: Option<Parsed<crate::capture::Format>>,
     pub capture_max_bytes: Option<u64>,
     pub capture_snaplen: Option<usize>,
+    #[serde(default, deserialize_with = "non_empty")]
     pub control: Option<PathBuf>,
     pub web: Option<Parsed<SocketAddr>>,
     pub no_web: Option<bool>,
@@ -222,6 +245,22 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    /// Found by fuzzing: `capture = ""` was accepted, then failed clap's parsing as
+    /// "a value is required for '--capture <FILE>'", a flag the user never gave.
+    #[test]
+    fn empty_strings_are_errors_with_their_line() {
+        for (text, line) in [("\ncapture = \"\"\n", 2), ("control = \"\"", 1), ("select = \"\"", 1), ("vm = [\"a:1\", \"\"]", 1)] {
+            match parse(text).unwrap_err() {
+                ConfigError::Invalid { line: l, message, .. } => {
+                    assert_eq!(l, line, "{text}");
+                    assert!(message.contains("empty value"), "{text}: {message}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(parse("capture = \"x.pcapng\"").unwrap().capture, Some(PathBuf::from("x.pcapng")));
     }
 
     #[test]

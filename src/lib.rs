@@ -23,6 +23,7 @@
 //! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
 //! - [`web`]: the live monitor page (`serve --web`) and its JSON API.
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
+//! - [`fuzzing`]: the fuzz targets' checks, shared by the fuzzers in `fuzz/` and `cargo test`.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
 
 mod accept;
@@ -33,6 +34,7 @@ pub mod control;
 mod daemon;
 pub mod discovery;
 pub mod ddm;
+pub mod fuzzing;
 pub mod jdwp;
 pub mod listen;
 pub mod logwriter;

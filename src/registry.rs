@@ -165,7 +165,7 @@ impl Registry {
     }
 
     /// Finds the one VM a selector names: `:PORT` (debugger port), `HOST:PORT` (VM address),
-    /// a pid, or an app name (exact, then unique prefix).
+    /// a pid (else a bare debugger port), or an app name (exact, then unique prefix).
     pub fn resolve(&self, selector: &str) -> Result<VmId, SelectError> {
         let entries = self.entries();
         let rows: Vec<(VmEntry, VmStatus)> = entries.into_iter().map(|e| { let s = e.handle.status(); (e, s) }).collect();
@@ -191,6 +191,11 @@ impl Registry {
             return r;
         } else if let Ok(pid) = selector.parse::<u32>() {
             if let Some(r) = pick(rows.iter().filter(|(_, s)| s.pid == Some(pid)).collect()) {
+                return r;
+            }
+            // No such pid: the number as `list` shows it in its PORT column.
+            let port = u16::try_from(pid).ok();
+            if let Some(r) = pick(rows.iter().filter(|(e, _)| port.is_some() && e.port == port).collect()) {
                 return r;
             }
         } else {

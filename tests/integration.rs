@@ -20,6 +20,8 @@ mod sharing_jvm;
 mod detach;
 #[path = "integration/bad_input.rs"]
 mod bad_input;
+#[path = "integration/limits.rs"]
+mod limits;
 #[path = "integration/hotspot.rs"]
 mod hotspot;
 #[path = "integration/cli.rs"]

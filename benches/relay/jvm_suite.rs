@@ -44,6 +44,10 @@ pub struct JvmRun {
     /// jdwpmux only: the same latency and throughput with a second, idle debugger attached.
     pub idle2_latency_us: Option<f64>,
     pub idle2_pipelined_rps: Option<f64>,
+    /// Latency and relay CPU per round trip from the second client configuration: one
+    /// command in flight with Nagle's algorithm on.
+    pub plain_latency_us: Option<f64>,
+    pub plain_cpu_rt_us: Option<f64>,
 }
 
 const MB: f64 = 1e6;
@@ -100,6 +104,13 @@ fn measure(relay: &Relay, p: &JvmParams, slot: &mut Option<Client>, idle_first: 
     if shared && !idle_first {
         with_idle_debugger(relay, c, p, &version, &mut r)?;
     }
+
+    c.set_nodelay(false).context("TCP_NODELAY off")?;
+    let cpu = relay.cpu();
+    let (elapsed, _) = latency(c, p.latency_n, &version).context("latency with Nagle on")?;
+    r.plain_latency_us = Some(elapsed.as_secs_f64() * 1e6 / p.latency_n as f64);
+    r.plain_cpu_rt_us = cpu.ns().map(|ns| ns as f64 / 1e3 / p.latency_n as f64);
+    c.set_nodelay(true).context("TCP_NODELAY on")?;
 
     let cpu = relay.cpu();
     let (elapsed, bytes, classes) = all_classes(c, p.all_classes_n, &ids).context("AllClasses")?;

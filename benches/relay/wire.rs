@@ -133,6 +133,11 @@ impl Client {
         Ok(c)
     }
 
+    /// Turns Nagle's algorithm off (`true`, the default after `connect`) or on.
+    pub fn set_nodelay(&self, on: bool) -> std::io::Result<()> {
+        self.stream.set_nodelay(on)
+    }
+
     pub fn next_id(&mut self) -> u32 {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::reader::{stream_capture, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind, ReadError};
+use super::reader::{stream_any, stream_capture, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind, ReadError, Sink};
 use super::time::format_rfc3339_micros;
 use super::{format_line, Direction};
 use crate::ddm::{decode_payload, Dir};
@@ -109,9 +109,23 @@ pub fn run(path: &Path, opts: &DecodeOptions, out: &mut dyn Write, notes: &mut d
 /// beneath) or JSON lines, record by record: a capture of any size in bounded memory. A
 /// reader that went away (`| head`) ends it quietly.
 pub fn render_to(path: &Path, json: bool, out: &mut dyn Write) -> Result<(), DecodeError> {
+    render_from(|sink| stream_capture(path, sink), json, out)
+}
+
+/// As [`render_to`] for a capture held in memory (the capture fuzz target renders so).
+pub fn render_bytes(bytes: &[u8], json: bool, out: &mut dyn Write) -> Result<(), DecodeError> {
+    render_from(|sink| stream_any(std::io::BufReader::new(bytes), sink), json, out)
+}
+
+/// The rendering loop over whatever `read` streams to its sink.
+fn render_from(
+    read: impl FnOnce(Sink<'_>) -> Result<Vec<String>, ReadError>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), DecodeError> {
     let mut failed: Option<std::io::Error> = None;
     let mut line = String::new();
-    let warnings = stream_capture(path, &mut |r| {
+    let warnings = read(&mut |r| {
         line.clear();
         if json {
             line.push_str(&to_json(&r).to_string());

@@ -297,4 +297,12 @@ mod tests {
         assert_eq!(got.warnings.len(), 2);
         assert!(got.warnings[0].starts_with("line 1:"), "{:?}", got.warnings);
     }
+
+    /// Found by fuzzing: one line that is not UTF-8 made the whole file an I/O error.
+    #[test]
+    fn a_line_that_is_not_text_is_a_warning() {
+        let got = read_bytes(b"{\"time\":\"x\"}\r\n\t\xff\xfe\n{not json\n").unwrap_or_default();
+        assert_eq!(got.warnings.len(), 3, "{:?}", got.warnings);
+        assert!(got.warnings[1].starts_with("line 2:"), "{:?}", got.warnings);
+    }
 }

@@ -47,6 +47,16 @@ pub enum ErrorKind {
     Vm,
 }
 
+/// Parses one request line as the daemon reads it (at most [`MAX_REQUEST_LINE`] bytes of
+/// it); a bad one gets the message of the request error the client is sent. A line cut at
+/// the limit is refused as such, not as whatever JSON error the cut makes.
+pub fn parse_request(line: &str) -> Result<Request, String> {
+    if line.len() >= MAX_REQUEST_LINE && !line.ends_with('\n') {
+        return Err(format!("bad request: longer than MAX_REQUEST_LINE ({MAX_REQUEST_LINE} bytes)"));
+    }
+    serde_json::from_str::<Request>(line.trim()).map_err(|e| format!("bad request: {e}"))
+}
+
 /// Lowercase hex, for the PNG in a JSON line.
 pub fn to_hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
@@ -57,11 +67,15 @@ pub fn to_hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Pairs of hex digits (either case) back to bytes; anything else is `None`. Digit by digit:
+/// `from_str_radix` would also take a sign (`"+f"`).
 pub fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    let digit = |c: u8| char::from(c).to_digit(16);
+    let b = s.as_bytes();
+    if b.len() % 2 != 0 {
         return None;
     }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+    b.chunks_exact(2).map(|p| Some((digit(p[0])? << 4 | digit(p[1])?) as u8)).collect()
 }
 
 #[cfg(test)]
@@ -79,11 +93,27 @@ mod tests {
     }
 
     #[test]
+    fn a_line_cut_at_the_limit_names_it() {
+        let long = format!("{{\"cmd\":\"select\",\"selector\":\"{}\"}}", "x".repeat(MAX_REQUEST_LINE));
+        let cut = &long[..MAX_REQUEST_LINE];
+        let message = parse_request(cut).unwrap_err();
+        assert!(message.contains("MAX_REQUEST_LINE"), "{message}");
+        // Just under the limit, with its newline: an ordinary request.
+        let fits = format!("{{\"cmd\":\"select\",\"selector\":\"{}\"}}\n", "x".repeat(MAX_REQUEST_LINE - 31));
+        assert_eq!(fits.len(), MAX_REQUEST_LINE);
+        assert!(matches!(parse_request(&fits), Ok(Request::Select { .. })));
+    }
+
+    #[test]
     fn hex_round_trip() {
         let data = [0u8, 1, 0x7f, 0x80, 0xff];
         assert_eq!(to_hex(&data), "00017f80ff");
         assert_eq!(from_hex(&to_hex(&data)).unwrap(), data);
         assert_eq!(from_hex("abc"), None);
         assert_eq!(from_hex("zz"), None);
+        assert_eq!(from_hex("ABcd"), Some(vec![0xab, 0xcd]));
+        // Found by fuzzing: a sign is not a hex digit.
+        assert_eq!(from_hex("+f"), None);
+        assert_eq!(from_hex("0a+d"), None);
     }
 }

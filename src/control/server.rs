@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, Instrument};
 
-use super::protocol::{ErrorKind, Request, Response, MAX_REQUEST_LINE};
+use super::protocol::{parse_request, ErrorKind, Request, Response, MAX_REQUEST_LINE};
 use crate::registry::{Registry, SelectError};
 
 #[derive(Debug, thiserror::Error)]
@@ -63,11 +63,11 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
     let mut rd = BufReader::new(rd).take(MAX_REQUEST_LINE as u64);
     let req = match rd.read_line(&mut line).await {
         Ok(0) => return,
-        Ok(_) => match serde_json::from_str::<Request>(line.trim()) {
+        Ok(_) => match parse_request(&line) {
             Ok(req) => req,
-            Err(e) => {
-                let r = Response::Error { kind: ErrorKind::Request, message: format!("bad request: {e}") };
-                let _ = send(&mut wr, &r).await;
+            Err(message) => {
+                debug!("{message}");
+                let _ = send(&mut wr, &Response::Error { kind: ErrorKind::Request, message }).await;
                 return;
             }
         },

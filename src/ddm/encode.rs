@@ -42,6 +42,11 @@ impl Chunk {
                                     w.put_string(pkg);
                                     if let Some(stage) = h.boot_stage {
                                         w.put_u4(stage.0);
+                                        // A newer VM's fields, not kept: as many zeros,
+                                        // so the count survives a round trip.
+                                        for _ in 0..h.trailing_bytes {
+                                            w.put_u1(0);
+                                        }
                                     }
                                 }
                             }

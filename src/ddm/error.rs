@@ -35,7 +35,7 @@ pub enum DdmError {
     ChunkOverrun { ty: ChunkType, declared: u32, available: usize },
 
     /// A payload made of more chunks than we are willing to list.
-    #[error("more than {limit} chunks in one payload; {remaining} bytes not decoded")]
+    #[error("more than {limit} chunks in one payload (MAX_CHUNKS_PER_PAYLOAD); {remaining} bytes not decoded")]
     TooManyChunks { limit: usize, remaining: usize },
 
     /// HPSG/HPSO/NHSG run data and the declared unit count do not end together.
@@ -62,11 +62,18 @@ pub enum DdmError {
     },
 
     /// A ZLIB chunk announces more inflated data than we allow.
-    #[error("ZLIB: declared original length {declared} exceeds the {cap}-byte cap")]
+    #[error("ZLIB: declared original length {declared} exceeds the {cap}-byte cap (MAX_INFLATED_LEN)")]
     ZlibTooLarge { declared: u32, cap: usize },
 
+    /// A ZLIB chunk announces more inflated data than its compressed bytes can hold.
+    #[error(
+        "ZLIB: declared original length {declared} is more than {compressed} compressed bytes can hold \
+         ({max_ratio}:1, MAX_DEFLATE_RATIO)"
+    )]
+    ZlibRatio { declared: u32, compressed: usize, max_ratio: usize },
+
     /// The deflate stream produces more than it may (declared length or cap).
-    #[error("ZLIB: stream inflates past {limit} bytes (declared original length {declared})")]
+    #[error("ZLIB: stream inflates past {limit} bytes, its declared original length {declared} (a bomb)")]
     ZlibBomb { limit: usize, declared: u32 },
 
     /// The deflate stream is not valid deflate (zlib-wrapped or raw).

@@ -49,7 +49,7 @@ pub use model::{Chunk, Dir};
 pub use reader::{Reader, Writer};
 pub use state::{ClientData, FailInfo, ThreadInfo};
 pub use threads::{StackFrame, StackTrace, ThreadEntry, ThreadState, ThreadStatus, ThstLayout};
-pub use zlib::MAX_INFLATED_LEN;
+pub use zlib::{MAX_DEFLATE_RATIO, MAX_INFLATED_LEN};
 
 /// JDWP command set of DDM packets.
 pub const DDM_COMMAND_SET: u8 = 0xC7;

@@ -66,6 +66,9 @@ pub struct ClientData {
     #[serde(serialize_with = "ser_maps")]
     pub native_heap_maps: BTreeMap<u32, Arc<HeapMap>>,
     pub last_fail: Option<FailInfo>,
+    /// THCR/THNM/THST entries ignored because `MAX_THREADS` threads are tracked already.
+    #[serde(skip)]
+    pub threads_ignored: u64,
     #[serde(skip)]
     heaps_in_progress: HeapMapBuilder,
 }
@@ -114,6 +117,7 @@ impl ClientData {
     fn thread(&mut self, tid: u32) -> Option<&mut ThreadInfo> {
         // Length first: below the limit (always, in practice) a THST entry costs one lookup.
         if self.threads.len() >= MAX_THREADS && !self.threads.contains_key(&tid) {
+            self.threads_ignored += 1;
             return None;
         }
         Some(self.threads.entry(tid).or_default())

@@ -90,6 +90,7 @@ fn thread_table_is_bounded() {
         s.apply(&Chunk::Thcr { tid, name: String::new() });
     }
     assert_eq!(s.threads.len(), MAX_THREADS);
+    assert_eq!(s.threads_ignored, 10, "the ones past the limit are counted, for the log line");
     s.apply(&Chunk::Thde { tid: 0 });
     s.apply(&Chunk::Thcr { tid: u32::MAX, name: "late".into() });
     assert_eq!(s.threads[&u32::MAX].name.as_deref(), Some("late"));

@@ -311,3 +311,19 @@ proptest! {
         }
     }
 }
+
+/// Found by fuzzing: a HELO reply with bytes after the boot stage (a newer VM's fields)
+/// re-encoded without them, so decode -> encode -> decode changed `trailing_bytes`.
+#[test]
+fn helo_trailing_bytes_survive_a_round_trip() {
+    let mut data = vec![0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]; // version, pid, no names
+    data.extend_from_slice(&[0, 0, 0, 0]); // user id
+    data.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 1]); // abi "", flags "", native debuggable
+    data.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 3]); // package "", boot stage
+    data.extend_from_slice(&[0xAB; 5]);
+    let c = decode_chunk(ChunkType::HELO, &data, Dir::FromVm, true).unwrap();
+    let Chunk::HeloReply(h) = &c else { panic!("{c:?}") };
+    assert_eq!(h.trailing_bytes, 5);
+    let again = decode_payload(&c.encode().unwrap(), Dir::FromVm, true, None).remove(0).unwrap();
+    assert_eq!(again, c);
+}

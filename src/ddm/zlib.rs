@@ -9,8 +9,9 @@
 //! The design document only says "zlib's deflate algorithm", so both zlib-wrapped (RFC 1950)
 //! and raw deflate (RFC 1951) streams are accepted. The compressed length is read as the
 //! length of the deflate data that follows the 12-byte header. Inflation is bounded: never
-//! more than the declared original length and never more than [`MAX_INFLATED_LEN`]; a bomb,
-//! a length mismatch or a corrupt stream is an error value.
+//! more than the declared original length, never more than [`MAX_INFLATED_LEN`], and never
+//! more than the compressed bytes could hold ([`MAX_DEFLATE_RATIO`]); a bomb, a length
+//! mismatch or a corrupt stream is an error value.
 
 use std::io::Write;
 
@@ -23,6 +24,11 @@ use super::reader::Reader;
 /// The most a ZLIB chunk may inflate to. Generous for anything a VM compresses (heap
 /// segments), small enough that a hostile stream cannot exhaust memory.
 pub const MAX_INFLATED_LEN: usize = 16 << 20;
+
+/// The most output one byte of deflate data can stand for: a 258-byte match coded in two
+/// bits (zlib's documented limit, 1032:1). A chunk declaring more than its compressed bytes
+/// times this cannot be honest, and is refused before anything is inflated.
+pub const MAX_DEFLATE_RATIO: usize = 1032;
 
 /// Output buffer growth step: we never reserve far ahead of what the stream produced.
 const GROW_STEP: usize = 64 << 10;
@@ -69,11 +75,15 @@ pub fn unwrap_zlib_capped(data: &[u8], cap: usize) -> Result<(ZlibHeader, Vec<u8
 }
 
 /// Inflates a zlib or raw deflate stream that must produce exactly `declared` bytes, and at
-/// most `cap` bytes whatever `declared` says.
+/// most `cap` bytes whatever `declared` says. A declared length the stream could not hold at
+/// deflate's best ratio is refused first, so the output buffer never follows a lie.
 pub fn inflate(stream: &[u8], declared: u32, cap: usize) -> Result<Vec<u8>, DdmError> {
     let declared_len = declared as usize;
     if declared_len > cap {
         return Err(DdmError::ZlibTooLarge { declared, cap });
+    }
+    if declared_len > stream.len().saturating_mul(MAX_DEFLATE_RATIO) {
+        return Err(DdmError::ZlibRatio { declared, compressed: stream.len(), max_ratio: MAX_DEFLATE_RATIO });
     }
     let out = if looks_like_zlib(stream) {
         match inflate_with(stream, true, declared, declared_len) {
@@ -232,6 +242,28 @@ mod tests {
     }
 
     #[test]
+    fn declared_past_the_deflate_ratio_is_refused_before_inflating() {
+        // The best deflate can do: a megabyte of zeros at the highest level stays under the
+        // ratio, so an honest chunk is never refused.
+        let zeros = vec![0u8; 1 << 20];
+        let best = zlib(&zeros);
+        assert!(zeros.len() <= best.len() * MAX_DEFLATE_RATIO, "{} bytes from {}", zeros.len(), best.len());
+        assert_eq!(inflate(&best, zeros.len() as u32, MAX_INFLATED_LEN).unwrap(), zeros);
+        // A 100-byte stream claiming 4 GiB, or one byte more than it can hold: refused, with
+        // the limit named, before any output buffer is made.
+        let claims = [u32::MAX, 100 * MAX_DEFLATE_RATIO as u32 + 1];
+        for declared in claims {
+            let err = inflate(&[0u8; 100], declared, usize::MAX).unwrap_err();
+            assert_eq!(err, DdmError::ZlibRatio { declared, compressed: 100, max_ratio: MAX_DEFLATE_RATIO });
+            assert!(err.to_string().contains("MAX_DEFLATE_RATIO"), "{err}");
+        }
+        let data = chunk_data(&best[..10], b"HPSG", 10 * MAX_DEFLATE_RATIO as u32 + 1);
+        assert!(matches!(unwrap_zlib(&data).unwrap_err(), DdmError::ZlibRatio { compressed: 10, .. }));
+        let err = unwrap_zlib(&chunk_data(&best, b"HPSG", u32::MAX)).unwrap_err();
+        assert!(err.to_string().contains("MAX_INFLATED_LEN"), "{err}");
+    }
+
+    #[test]
     fn stream_longer_than_declared_is_a_bomb() {
         let stream = raw(&[7u8; 100_000]);
         let err = inflate(&stream, 1000, MAX_INFLATED_LEN).unwrap_err();
@@ -271,7 +303,6 @@ mod tests {
                 v
             }),
             ("truncated", good[..good.len() / 2].to_vec()),
-            ("empty", vec![]),
         ];
         for (name, stream) in cases {
             match inflate(&stream, 3000, MAX_INFLATED_LEN) {
@@ -279,6 +310,8 @@ mod tests {
                 other => panic!("{name}: {other:?}"),
             }
         }
+        // An empty stream cannot hold anything: refused by the ratio before inflating.
+        assert!(matches!(inflate(&[], 3000, MAX_INFLATED_LEN), Err(DdmError::ZlibRatio { compressed: 0, .. })));
         let mut trailing = good.clone();
         trailing.extend_from_slice(b"xyz");
         assert_eq!(inflate(&trailing, 3000, MAX_INFLATED_LEN).unwrap_err(), DdmError::Trailing {

@@ -53,7 +53,7 @@ pub enum AdbError {
     BadLength([u8; 4]),
     #[error("adb status {:?} is neither OKAY nor FAIL", String::from_utf8_lossy(.0))]
     BadStatus([u8; 4]),
-    #[error("adb message of {len} bytes exceeds the {max}-byte cap")]
+    #[error("adb message of {len} bytes exceeds the {max}-byte cap (MAX_MESSAGE_LEN)")]
     TooLarge { len: usize, max: usize },
     #[error("adb stream ended inside a message ({have} bytes buffered)")]
     Truncated { have: usize },

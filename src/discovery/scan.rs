@@ -40,6 +40,10 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 const PROBE_ID: u32 = 0x7FFF_FF01;
 /// Ports in one range at most (the default range has 41).
 pub const MAX_RANGE: u32 = 4096;
+/// Longest packet a probed port may send before its Version reply (the reply itself is
+/// under 200 bytes; ART's early DDM pushes are small): a port claiming more is not a VM
+/// worth buffering for.
+pub const MAX_PROBE_PACKET: u32 = 1 << 20;
 
 /// `HOST:FIRST-LAST`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +139,7 @@ pub async fn probe(addr: SocketAddr, forwards: Option<&ForwardLookup>) -> Probe 
         let mut c = connect::handshake(stream, PROBE_TIMEOUT).await.map_err(|e| e.to_string())?;
         let version = Packet::command(PROBE_ID, 1, 1, &[]);
         c.stream.write_all(version.as_bytes()).await.map_err(|e| e.to_string())?;
-        let mut codec = JdwpCodec::new(1 << 20, 1 << 20);
+        let mut codec = JdwpCodec::new(MAX_PROBE_PACKET, MAX_PROBE_PACKET as usize).limit_named("MAX_PROBE_PACKET");
         let mut buf = std::mem::take(&mut c.inbuf);
         loop {
             while let Some(frame) = codec.decode(&mut buf).map_err(|e| e.to_string())? {

@@ -20,8 +20,8 @@ pub const DEFAULT_STREAM_OVER: usize = 32 * 1024;
 pub enum CodecError {
     #[error("packet length {0} is shorter than the 11-byte header")]
     TooShort(u32),
-    #[error("packet length {len} exceeds the limit of {max} bytes")]
-    TooLong { len: u32, max: u32 },
+    #[error("packet length {len} exceeds {limit} ({max} bytes)")]
+    TooLong { len: u32, max: u32, limit: &'static str },
     #[error("connection closed in the middle of a packet ({have} of {want} bytes)")]
     Truncated { have: usize, want: usize },
     #[error(transparent)]
@@ -42,6 +42,8 @@ pub enum Frame {
 #[derive(Debug, Clone)]
 pub struct JdwpCodec {
     max_len: u32,
+    /// The name of the constant `max_len` comes from, for the error (and so the log line).
+    limit: &'static str,
     stream_over: usize,
     /// Body bytes of a streamed packet still to come.
     remaining: usize,
@@ -49,7 +51,15 @@ pub struct JdwpCodec {
 
 impl JdwpCodec {
     pub fn new(max_len: u32, stream_over: usize) -> JdwpCodec {
-        JdwpCodec { max_len, stream_over, remaining: 0 }
+        let limit = if max_len == MAX_PACKET_LEN { "MAX_PACKET_LEN" } else { "the length limit" };
+        JdwpCodec { max_len, limit, stream_over, remaining: 0 }
+    }
+
+    /// Names the constant the length limit comes from, so a refused packet's error says
+    /// which limit it hit.
+    pub fn limit_named(mut self, name: &'static str) -> JdwpCodec {
+        self.limit = name;
+        self
     }
 
     /// True while a streamed packet's body is being passed through.
@@ -88,7 +98,7 @@ impl Decoder for JdwpCodec {
             return Err(CodecError::TooShort(len));
         }
         if len > self.max_len {
-            return Err(CodecError::TooLong { len, max: self.max_len });
+            return Err(CodecError::TooLong { len, max: self.max_len, limit: self.limit });
         }
         let len = len as usize;
         if src.len() >= len {
@@ -219,9 +229,34 @@ mod tests {
         let mut codec = JdwpCodec::new(1 << 20, 1024);
         let mut buf = BytesMut::from(&0x7FFF_FFFFu32.to_be_bytes()[..]);
         let err = codec.decode(&mut buf).unwrap_err();
-        assert!(matches!(err, CodecError::TooLong { len: 0x7FFF_FFFF, max: 1048576 }));
+        assert!(matches!(err, CodecError::TooLong { len: 0x7FFF_FFFF, max: 1048576, .. }));
         let mut buf = BytesMut::from(&u32::MAX.to_be_bytes()[..]);
         assert!(JdwpCodec::default().decode(&mut buf).is_err());
+    }
+
+    #[test]
+    fn absurd_lengths_never_size_a_buffer_and_name_their_limit() {
+        // From the VM: anything up to MAX_PACKET_LEN is legal, and streamed: the decoder
+        // buffers a header, never the 2 GiB the length announces.
+        let mut codec = JdwpCodec::default();
+        let mut buf = BytesMut::from(Packet::reply(1, 0, &[]).as_bytes());
+        buf[..4].copy_from_slice(&MAX_PACKET_LEN.to_be_bytes());
+        buf.extend_from_slice(&[0xAB; 100]);
+        assert!(matches!(codec.decode(&mut buf).unwrap(), Some(Frame::Head(h, _)) if h.length == MAX_PACKET_LEN));
+        assert!(matches!(codec.decode(&mut buf).unwrap(), Some(Frame::Body { last: false, .. })));
+        assert_eq!(codec.decode(&mut buf).unwrap(), None);
+        assert!(buf.capacity() < 1 << 20, "buffer of {} bytes", buf.capacity());
+        // Past it (a length no Java int can say): refused, naming the limit.
+        for len in [MAX_PACKET_LEN + 1, u32::MAX] {
+            let mut buf = BytesMut::from(&len.to_be_bytes()[..]);
+            let err = JdwpCodec::default().decode(&mut buf).unwrap_err();
+            assert_eq!(err.to_string(), format!("packet length {len} exceeds MAX_PACKET_LEN (2147483647 bytes)"));
+        }
+        // A named limit (the debugger side's) is named in the error.
+        let mut buf = BytesMut::from(&0x7FFF_FFFFu32.to_be_bytes()[..]);
+        let err = JdwpCodec::new(1 << 20, 1024).limit_named("MAX_DEBUGGER_PACKET").decode(&mut buf).unwrap_err();
+        assert!(err.to_string().contains("exceeds MAX_DEBUGGER_PACKET (1048576 bytes)"), "{err}");
+        assert_eq!(buf.capacity(), 4, "nothing reserved for a refused length");
     }
 
     #[test]

@@ -78,11 +78,14 @@ pub async fn handshake(mut stream: TcpStream, limit: Duration) -> Result<Connect
                     early.push(p);
                 }
                 if early.len() > MAX_EARLY_PACKETS {
-                    return Err(ConnectError::NotJdwp(format!("{} packets and no handshake", early.len())));
+                    return Err(ConnectError::NotJdwp(format!(
+                        "{} packets and no handshake (MAX_EARLY_PACKETS is {MAX_EARLY_PACKETS})",
+                        early.len()
+                    )));
                 }
                 continue;
             }
-            Scan::Garbage => return Err(ConnectError::NotJdwp(describe(&buf))),
+            Scan::Garbage => return Err(ConnectError::NotJdwp(garbage(&buf))),
             Scan::Incomplete => {}
         }
         let read = tokio::time::timeout_at(deadline, stream.read_buf(&mut buf)).await;
@@ -92,6 +95,17 @@ pub async fn handshake(mut stream: TcpStream, limit: Duration) -> Result<Connect
             Ok(Ok(_)) => {}
             Ok(Err(e)) => return Err(ConnectError::Io(e)),
         }
+    }
+}
+
+/// Why the bytes before the handshake echo are refused: a packet longer than
+/// `MAX_EARLY_PACKET` says so, anything else is shown.
+fn garbage(buf: &[u8]) -> String {
+    match crate::jdwp::packet::Header::parse(buf) {
+        Some(h) if h.length as usize > MAX_EARLY_PACKET && (h.flags & !crate::jdwp::packet::FLAG_REPLY) == 0 => {
+            format!("a {}-byte packet before the handshake exceeds MAX_EARLY_PACKET ({MAX_EARLY_PACKET} bytes)", h.length)
+        }
+        _ => describe(buf),
     }
 }
 
@@ -146,6 +160,20 @@ mod tests {
         let s = connect_tcp(addr, Duration::from_secs(5)).await.unwrap();
         let err = handshake(s, Duration::from_secs(5)).await.err().unwrap();
         assert!(matches!(err, ConnectError::NotJdwp(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn early_packet_limits_are_named_when_hit() {
+        // One packet before the echo longer than MAX_EARLY_PACKET: refused before it is read.
+        let big = (MAX_EARLY_PACKET as u32 + 1).to_be_bytes();
+        let addr = vm_that_sends([&big[..], &[0, 0, 0, 1, 0, 0xC7, 1]].concat()).await;
+        let err = handshake(connect_tcp(addr, Duration::from_secs(5)).await.unwrap(), Duration::from_secs(5)).await.err().unwrap();
+        assert!(err.to_string().contains("exceeds MAX_EARLY_PACKET"), "{err}");
+        // More small packets than MAX_EARLY_PACKETS and no echo.
+        let one = Packet::command(0x8000_0001, 0xC7, 1, b"APNM\0\0\0\0").as_bytes().to_vec();
+        let addr = vm_that_sends(one.repeat(MAX_EARLY_PACKETS + 1)).await;
+        let err = handshake(connect_tcp(addr, Duration::from_secs(5)).await.unwrap(), Duration::from_secs(5)).await.err().unwrap();
+        assert!(err.to_string().contains("MAX_EARLY_PACKETS"), "{err}");
     }
 
     #[tokio::test]

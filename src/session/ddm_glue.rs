@@ -4,6 +4,7 @@
 use tracing::{info, trace, warn};
 
 use super::actor::Session;
+use crate::ddm::state::MAX_THREADS;
 use crate::ddm::{decode_payload, Chunk, Dir};
 use crate::jdwp::packet::DDM_CMD_SET;
 use crate::jdwp::Packet;
@@ -29,7 +30,11 @@ impl Session {
                 Ok(chunk) => {
                     info!(dir = arrow, chunk = %chunk.uncompressed().chunk_type(), "{chunk}");
                     if from_vm {
+                        let ignored = self.ddm_state.threads_ignored;
                         self.ddm_state.apply(&chunk);
+                        if ignored == 0 && self.ddm_state.threads_ignored > 0 {
+                            warn!("the VM reports more than MAX_THREADS ({MAX_THREADS}) threads; the others are not tracked");
+                        }
                         self.publish_ddm_state(&chunk);
                         self.offer_ddm_chunk(&chunk);
                     }

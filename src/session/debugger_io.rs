@@ -76,7 +76,7 @@ impl DebuggerIo {
             sock,
             input,
             out,
-            codec: JdwpCodec::new(MAX_DEBUGGER_PACKET, DEFAULT_STREAM_OVER),
+            codec: JdwpCodec::new(MAX_DEBUGGER_PACKET, DEFAULT_STREAM_OVER).limit_named("MAX_DEBUGGER_PACKET"),
             tap,
             streaming: false,
             after_stream: Vec::new(),

@@ -208,7 +208,119 @@ mod tests {
         assert!(t.take(dbg).is_some());
     }
 
+    /// One step of a random interleaving, as the session makes them.
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// A request written to the VM: by debugger `n` (or the proxy), sent `age` ms after
+        /// the start.
+        Allocate { proxy: bool, who: u64, age: u64 },
+        /// A reply: for the `k`-th outstanding id (modulo their count), or for a random id.
+        Reply { k: usize, stray: Option<u32> },
+        /// A debugger (or proxy purpose) left.
+        Purge { proxy: bool, who: u64 },
+        /// The VM connection died.
+        FailAll,
+        /// The proxy's requests older than `ms` are given up on.
+        Expire { ms: u64 },
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (any::<bool>(), 0u64..4, 0u64..100).prop_map(|(proxy, who, age)| Op::Allocate { proxy, who, age }),
+            4 => (any::<usize>(), proptest::option::weighted(0.2, any::<u32>())).prop_map(|(k, stray)| Op::Reply { k, stray }),
+            1 => (any::<bool>(), 0u64..4).prop_map(|(proxy, who)| Op::Purge { proxy, who }),
+            1 => Just(Op::FailAll),
+            1 => (0u64..120).prop_map(|ms| Op::Expire { ms }),
+        ]
+    }
+
+    fn requester(proxy: bool, who: u64) -> Requester {
+        if proxy {
+            Requester::Proxy(who)
+        } else {
+            Requester::Debugger(who)
+        }
+    }
+
+    /// The table against a plain map of what must be outstanding, after every step.
+    fn run_against_model(first: u32, limit: usize, ops: Vec<Op>) -> Result<(), proptest::test_runner::TestCaseError> {
+        use proptest::{prop_assert, prop_assert_eq};
+        use std::collections::{BTreeMap, BTreeSet};
+        let base = Instant::now();
+        let mut t = IdTable::new(first, limit);
+        let mut model: BTreeMap<u32, Entry> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Allocate { proxy, who, age } => {
+                    let e = Entry { sent: base + Duration::from_millis(age), ..entry(requester(proxy, who), who as u32) };
+                    match t.insert(e.clone()) {
+                        Ok(id) => {
+                            prop_assert!(id != 0, "id 0 handed out");
+                            prop_assert!(model.len() < limit, "allocated past the limit");
+                            prop_assert!(model.insert(id, e).is_none(), "id {} handed out twice", id);
+                        }
+                        Err(TableFull(n)) => prop_assert!(n == model.len() && n >= limit),
+                    }
+                }
+                Op::Reply { k, stray } => {
+                    let id = match stray {
+                        Some(id) => id,
+                        None if model.is_empty() => continue,
+                        None => *model.keys().nth(k % model.len()).unwrap_or(&0),
+                    };
+                    prop_assert_eq!(t.take(id), model.remove(&id));
+                    prop_assert_eq!(t.take(id), None, "a reply is routed once");
+                }
+                Op::Purge { proxy, who } => {
+                    let gone = requester(proxy, who);
+                    let before = model.len();
+                    model.retain(|_, e| e.requester != gone);
+                    prop_assert_eq!(t.purge(gone), before - model.len());
+                }
+                Op::FailAll => {
+                    let failed: BTreeMap<u32, Entry> = t.fail_all().into_iter().collect();
+                    prop_assert_eq!(&failed, &model);
+                    model.clear();
+                    prop_assert!(t.is_empty());
+                }
+                Op::Expire { ms } => {
+                    let deadline = base + Duration::from_millis(ms);
+                    let expired: BTreeSet<u32> = t.expire(deadline).into_iter().map(|(id, _)| id).collect();
+                    let want: BTreeSet<u32> = model
+                        .iter()
+                        .filter(|(_, e)| matches!(e.requester, Requester::Proxy(_)) && e.sent < deadline)
+                        .map(|(id, _)| *id)
+                        .collect();
+                    prop_assert_eq!(&expired, &want);
+                    model.retain(|id, _| !want.contains(id));
+                }
+            }
+            prop_assert_eq!(t.len(), model.len());
+            prop_assert_eq!(t.is_empty(), model.is_empty());
+            for (id, e) in &model {
+                prop_assert_eq!(t.get(*id), Some(e));
+            }
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { cases: 512, ..Default::default() })]
+
+        /// Random interleavings of allocate, reply (expected and stray), purge, fail-all and
+        /// expire keep every invariant: ids unique among the outstanding and never 0, the
+        /// length right, the limit kept, purge removing only its requester, fail-all and
+        /// expire returning exactly what they should.
+        #[test]
+        fn random_interleavings_keep_every_invariant(
+            ops in proptest::collection::vec(op(), 1..300),
+            first in proptest::prop_oneof![proptest::num::u32::ANY, (u32::MAX - 20)..=u32::MAX, 0u32..3],
+            limit in 1usize..40,
+        ) {
+            run_against_model(first, limit, ops)?;
+        }
+
         #[test]
         fn never_hands_out_an_outstanding_id(ops in proptest::collection::vec(0u8..3, 1..400), start in proptest::num::u32::ANY) {
             let mut t = IdTable::new(start, 50);

@@ -140,6 +140,8 @@ mod tests {
         max: usize,
         got: Vec<u8>,
         calls: usize,
+        /// Most pieces handed to one vectored write.
+        most_slices: usize,
     }
 
     impl AsyncWrite for Limited {
@@ -150,6 +152,7 @@ mod tests {
             Poll::Ready(Ok(n))
         }
         fn poll_write_vectored(mut self: Pin<&mut Self>, _: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
+            self.most_slices = self.most_slices.max(bufs.len());
             let mut left = self.max;
             let mut n = 0;
             for b in bufs {
@@ -173,7 +176,7 @@ mod tests {
     }
 
     fn drain(q: &mut OutQueue, max: usize) -> Limited {
-        let mut w = Limited { max, got: Vec::new(), calls: 0 };
+        let mut w = Limited { max, got: Vec::new(), calls: 0, most_slices: 0 };
         let waker = Waker::from(Arc::new(Noop));
         let mut cx = Context::from_waker(&waker);
         for _ in 0..1_000_000 {
@@ -223,6 +226,85 @@ mod tests {
         let w = drain(&mut q, 1 << 20);
         assert_eq!(w.calls, 1);
         assert_eq!(w.got.len(), 16 * 11);
+    }
+
+    /// One step: bytes queued (shared or copied), a burst of large pieces (more than one
+    /// write may take), or a write that takes at most `max`.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push { len: usize, shared: bool },
+        Burst { count: usize },
+        Write { max: usize },
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (0usize..200, any::<bool>()).prop_map(|(len, shared)| Op::Push { len, shared }),
+            3 => (SHARE_FROM - 2..SHARE_FROM + 300, any::<bool>()).prop_map(|(len, shared)| Op::Push { len, shared }),
+            1 => (20_000usize..70_000).prop_map(|len| Op::Push { len, shared: true }),
+            1 => (MAX_IOV - 4..MAX_IOV + 20).prop_map(|count| Op::Burst { count }),
+            4 => prop_oneof![1usize..16, 1usize..5000, 1usize..300_000].prop_map(|max| Op::Write { max }),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { cases: 128, ..Default::default() })]
+
+        /// Random pushes (small copied, large shared) between partial writes of random sizes:
+        /// the bytes leave in the order they were queued, none lost or repeated, the length
+        /// is always what was queued minus what was written, no write gets more than
+        /// `MAX_IOV` pieces, and what is left at the end comes out whole.
+        #[test]
+        fn random_pushes_and_partial_writes_keep_order_and_length(ops in proptest::collection::vec(op(), 1..200)) {
+            use proptest::{prop_assert, prop_assert_eq};
+            let mut q = OutQueue::default();
+            let mut w = Limited { max: 1, got: Vec::new(), calls: 0, most_slices: 0 };
+            let waker = Waker::from(Arc::new(Noop));
+            let mut cx = Context::from_waker(&waker);
+            let mut queued: Vec<u8> = Vec::new();
+            // Bytes written so far were checked against the queue as they left.
+            let mut checked = 0;
+            for op in ops {
+                match op {
+                    Op::Push { len, shared } => {
+                        // A tag per piece, so bytes out of order or repeated show.
+                        let piece = vec![(queued.len() as u8) ^ (len as u8) ^ 0x5A; len];
+                        queued.extend_from_slice(&piece);
+                        if shared {
+                            q.push(Bytes::from(piece));
+                        } else {
+                            q.push_slice(&piece);
+                        }
+                    }
+                    Op::Burst { count } => {
+                        for i in 0..count {
+                            let piece = vec![(queued.len() + i) as u8; SHARE_FROM + i % 3];
+                            queued.extend_from_slice(&piece);
+                            q.push(Bytes::from(piece));
+                        }
+                    }
+                    Op::Write { max } => {
+                        w.max = max;
+                        let before = q.len();
+                        match q.poll_write(&mut w, &mut cx) {
+                            Poll::Ready(Ok(n)) => {
+                                prop_assert!(n <= max && n <= before);
+                                prop_assert!(n > 0 || before == 0);
+                            }
+                            other => prop_assert!(false, "unexpected {:?}", other),
+                        }
+                    }
+                }
+                prop_assert_eq!(q.len(), queued.len() - w.got.len());
+                prop_assert_eq!(q.is_empty(), queued.len() == w.got.len());
+                prop_assert!(w.got[checked..] == queued[checked..w.got.len()], "bytes left out of order");
+                checked = w.got.len();
+                prop_assert!(w.most_slices <= MAX_IOV);
+            }
+            let rest: Vec<u8> = q.into_chunks().flat_map(|b| b.to_vec()).collect();
+            prop_assert!(rest[..] == queued[w.got.len()..], "what is left differs from what was not written");
+        }
     }
 
     #[test]
