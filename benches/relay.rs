@@ -37,6 +37,8 @@ mod proxy;
 mod report;
 #[path = "relay/scale.rs"]
 mod scale;
+#[path = "relay/web_page.rs"]
+mod web_page;
 #[path = "relay/stats.rs"]
 mod stats;
 #[path = "relay/stats_cost.rs"]
@@ -287,6 +289,20 @@ fn scale_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
                 }
             }
             t.push(Row::proxy_only(&format!("{} VMs: jdwpmux list", r.vms), list));
+            match &r.page {
+                Some(Ok(page)) => {
+                    let pct = page.cpu_share.map(|c| c * 100.0);
+                    t.push(Row::proxy_only(&format!("{} VMs, monitor page open: CPU % of one core", r.vms), fmt_opt(pct)).judged(
+                        String::new(),
+                        "< 5%",
+                        pct.map(|c| c < 5.0),
+                    ));
+                    let what = format!("{} lists, {} thread tables, {} KiB/s", page.vms_events, page.threads_events, fmt(page.bytes_per_s / 1024.0));
+                    t.push(Row::proxy_only(&format!("{} VMs, monitor page open: events in the window", r.vms), what));
+                }
+                Some(Err(why)) => f.add("monitor page", why),
+                None => {}
+            }
         }
         Err(e) => f.add("scale", format!("{e:#}")),
     }

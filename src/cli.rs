@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::settings::{DdmMode, DEFAULT_BASE_PORT, DEFAULT_CURRENT_PORT};
+use crate::settings::{DdmMode, DEFAULT_BASE_PORT, DEFAULT_CURRENT_PORT, DEFAULT_WEB};
 
 /// A transparent JDWP proxy and debugger multiplexer: the Dalvik Debug Monitor as a daemon.
 ///
@@ -145,6 +145,14 @@ pub struct ServeArgs {
     /// does. Past the limit a debugger is refused with a log line.
     #[arg(long, value_name = "N", default_value_t = crate::settings::DEFAULT_MAX_DEBUGGERS)]
     pub max_debuggers: usize,
+    /// Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API
+    /// on ADDR [default without ADDR: 127.0.0.1:8699]. The log prints the address to open,
+    /// with a token; a non-loopback ADDR needs --allow-remote.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_WEB)]
+    pub web: Option<std::net::SocketAddr>,
+    /// Do not serve the monitor page (when the config file turns it on).
+    #[arg(long, conflicts_with = "web")]
+    pub no_web: bool,
     /// Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON
     /// lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)
     #[arg(long, value_name = "FILE", env = "JDWPMUX_CAPTURE")]

@@ -85,6 +85,8 @@ pub struct ConfigFile {
     pub capture_snaplen: Option<usize>,
     #[serde(default, deserialize_with = "non_empty")]
     pub control: Option<PathBuf>,
+    pub web: Option<Parsed<SocketAddr>>,
+    pub no_web: Option<bool>,
 }
 
 impl ConfigFile {
@@ -135,7 +137,9 @@ impl ConfigFile {
             let c = one("capture", self.capture.as_ref().map(|p| p.display().to_string()), c);
             let c = one("capture_format", self.capture_format.as_ref().map(|f| f.0.to_string()), c);
             let c = one("capture_max_bytes", self.capture_max_bytes.map(|b| b.to_string()), c);
-            one("capture_snaplen", self.capture_snaplen.map(|b| b.to_string()), c)
+            let c = one("capture_snaplen", self.capture_snaplen.map(|b| b.to_string()), c);
+            let c = one("web", self.web.as_ref().map(|a| a.0.to_string()), c);
+            one("no_web", self.no_web.map(|b| b.to_string()), c)
         })
     }
 }
@@ -209,6 +213,7 @@ mod tests {
         let all = parse(&uncommented).unwrap();
         assert!(all.vm.is_some() && all.scan.is_some() && all.capture.is_some() && all.allow.is_some());
         assert!(all.no_scan.is_some() && all.adb.is_some() && all.control.is_some());
+        assert!(all.web.is_some() && all.no_web.is_some());
         drop(c);
     }
 

@@ -21,6 +21,7 @@
 //! - [`stats`]: traffic figures per debugger and command (latency histograms), live and
 //!   from captures.
 //! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
+//! - [`web`]: the live monitor page (`serve --web`) and its JSON API.
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
 //! - [`fuzzing`]: the fuzz targets' checks, shared by the fuzzers in `fuzz/` and `cargo test`.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
@@ -44,6 +45,7 @@ pub mod session;
 pub mod settings;
 pub mod stats;
 pub mod views;
+pub mod web;
 
 pub use daemon::{start, Daemon, RunError};
 

@@ -273,6 +273,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         select: args.select,
         ddm: args.ddm,
         max_debuggers: args.max_debuggers,
+        web: if args.no_web { None } else { args.web },
         ..Settings::default()
     };
     s.validate()?;

@@ -19,6 +19,8 @@ pub const DEFAULT_SCAN: &str = "127.0.0.1:8000-8040";
 pub const DEFAULT_MAX_DEBUGGERS: usize = 8;
 /// Most debuggers one VM may be given: past a few, nobody is debugging anything.
 pub const MAX_MAX_DEBUGGERS: usize = 64;
+/// Where `--web` without an address serves the monitor page.
+pub const DEFAULT_WEB: &str = "127.0.0.1:8699";
 /// How long a debugger has to send its handshake.
 pub const DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -85,6 +87,8 @@ pub struct Settings {
     pub capture: Option<CaptureSettings>,
     /// The control socket; None runs without one.
     pub control: Option<std::path::PathBuf>,
+    /// Where the monitor page is served; None: not at all.
+    pub web: Option<SocketAddr>,
 }
 
 impl Default for Settings {
@@ -107,6 +111,7 @@ impl Default for Settings {
             allow: Vec::new(),
             scans: Vec::new(),
             scan_interval: DEFAULT_SCAN_INTERVAL,
+            web: None,
         }
     }
 }
@@ -129,6 +134,8 @@ pub enum SettingsError {
     BadVm(String),
     #[error("{0}")]
     BadScan(String),
+    #[error("--web {0} is not a loopback address: the monitor page can make VMs exit or GC; add --allow-remote if you mean it")]
+    WebRemoteNotAllowed(SocketAddr),
     #[error("--max-debuggers {0}: expected 1 to {MAX_MAX_DEBUGGERS}")]
     BadMaxDebuggers(usize),
 }
@@ -137,6 +144,9 @@ impl Settings {
     pub fn validate(&self) -> Result<(), SettingsError> {
         if !self.listen.is_loopback() && !self.allow_remote {
             return Err(SettingsError::RemoteNotAllowed(self.listen));
+        }
+        if let Some(web) = self.web.filter(|w| !w.ip().is_loopback() && !self.allow_remote) {
+            return Err(SettingsError::WebRemoteNotAllowed(web));
         }
         if !(1..=MAX_MAX_DEBUGGERS).contains(&self.max_debuggers) {
             return Err(SettingsError::BadMaxDebuggers(self.max_debuggers));
@@ -185,6 +195,17 @@ mod tests {
         assert!(s.validate().is_ok());
         s.listen = "0.0.0.0".parse().unwrap();
         assert_eq!(s.validate(), Err(SettingsError::RemoteNotAllowed(s.listen)));
+        s.allow_remote = true;
+        assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn a_remote_monitor_page_needs_consent_too() {
+        let mut s = Settings { web: Some(DEFAULT_WEB.parse().unwrap()), ..Settings::default() };
+        assert!(s.validate().is_ok());
+        let remote: SocketAddr = "0.0.0.0:8699".parse().unwrap();
+        s.web = Some(remote);
+        assert_eq!(s.validate(), Err(SettingsError::WebRemoteNotAllowed(remote)));
         s.allow_remote = true;
         assert!(s.validate().is_ok());
     }

@@ -33,6 +33,8 @@ mod proxy;
 mod report;
 #[path = "../benches/relay/scale.rs"]
 mod scale;
+#[path = "../benches/relay/web_page.rs"]
+mod web_page;
 #[path = "../benches/relay/stats.rs"]
 mod stats;
 #[path = "../benches/relay/stats_cost.rs"]

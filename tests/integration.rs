@@ -38,7 +38,15 @@ mod android_tcp;
 mod scan;
 #[path = "integration/newcomer.rs"]
 mod newcomer;
+#[path = "integration/recent.rs"]
+mod recent;
 #[path = "integration/capture.rs"]
 mod capture;
+#[path = "integration/web_api.rs"]
+mod web_api;
+#[path = "integration/web_browser.rs"]
+mod web_browser;
+#[path = "integration/web_security.rs"]
+mod web_security;
 #[path = "integration/logs.rs"]
 mod logs;

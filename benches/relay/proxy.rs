@@ -21,6 +21,8 @@ pub struct ProxyBin {
     pub has_control: bool,
     /// The `list` subcommand.
     pub has_list: bool,
+    /// `serve --web` (the monitor page).
+    pub has_web: bool,
     /// Extra `serve` arguments from JDWPMUX_ARGS (whitespace separated).
     pub extra: Vec<String>,
 }
@@ -29,10 +31,13 @@ impl ProxyBin {
     pub fn probe(path: PathBuf) -> Result<ProxyBin> {
         let out = Command::new(&path).arg("--help").output().with_context(|| format!("run {}", path.display()))?;
         let help = String::from_utf8_lossy(&out.stdout);
+        let serve = Command::new(&path).args(["serve", "--help"]).output().with_context(|| format!("run {} serve --help", path.display()))?;
+        let has_web = String::from_utf8_lossy(&serve.stdout).contains("--web");
         let extra = std::env::var("JDWPMUX_ARGS").unwrap_or_default().split_whitespace().map(String::from).collect();
         Ok(ProxyBin {
             has_control: help.contains("--control"),
             has_list: help.lines().any(|l| l.trim_start().starts_with("list ")),
+            has_web,
             path,
             extra,
         })
@@ -128,17 +133,18 @@ fn nofile_for(vms: usize) -> usize {
 impl Proxy {
     /// Starts the proxy with its log in `dir/jdwpmux.log` and waits for every "listening" line.
     pub fn start(bin: &ProxyBin, vms: &[SocketAddr], dir: &Path) -> Result<Proxy> {
-        Self::start_with_env(bin, vms, dir, &[])
+        Self::start_with(bin, vms, dir, &[], &[])
     }
 
-    /// As [`Proxy::start`], with these environment variables set for the proxy.
-    pub fn start_with_env(bin: &ProxyBin, vms: &[SocketAddr], dir: &Path, env: &[(&str, &str)]) -> Result<Proxy> {
+    /// As [`Proxy::start`], with more `serve` arguments and these environment variables set
+    /// for the proxy.
+    pub fn start_with(bin: &ProxyBin, vms: &[SocketAddr], dir: &Path, more: &[&str], env: &[(&str, &str)]) -> Result<Proxy> {
         let log = dir.join("jdwpmux.log");
         let file = std::fs::File::create(&log).context("create the proxy log")?;
         // A shell raises the open-file limit, then execs: the pid stays the proxy's.
         let script = format!("ulimit -n {} 2>/dev/null || ulimit -n \"$(ulimit -Hn)\"; exec \"$0\" \"$@\"", nofile_for(vms.len()));
         let mut cmd = crate::procs::command("sh");
-        cmd.arg("-c").arg(script).arg(&bin.path).args(bin.serve_args(vms, dir));
+        cmd.arg("-c").arg(script).arg(&bin.path).args(bin.serve_args(vms, dir)).args(more);
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(file).env("NO_COLOR", "1");
         cmd.envs(env.iter().copied());
         let proc = Proc::spawn("jdwpmux", &mut cmd)?;
@@ -296,7 +302,7 @@ mod tests {
 
     #[test]
     fn serve_arguments() {
-        let bin = ProxyBin { path: "x".into(), has_control: true, has_list: true, extra: vec!["-q".into()] };
+        let bin = ProxyBin { path: "x".into(), has_control: true, has_list: true, has_web: true, extra: vec!["-q".into()] };
         let vms: Vec<SocketAddr> = vec!["127.0.0.1:5".parse().unwrap()];
         let a = bin.serve_args(&vms, Path::new("/d"));
         assert_eq!(a, ["--control", "/d/control.sock", "serve", "--vm", "127.0.0.1:5", "--base-port", "0", "--current-port", "0", "-q"]);

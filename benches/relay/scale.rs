@@ -33,6 +33,48 @@ pub struct ScaleResult {
     pub cpu_share: Option<f64>,
     /// Median wall time of `jdwpmux list`, or why there is none.
     pub list_ms: std::result::Result<f64, String>,
+    /// The same window with the monitor page open on the first VM (None: no `--web`).
+    pub page: Option<std::result::Result<PageResult, String>>,
+}
+
+/// What an open monitor page costs the proxy.
+#[derive(Debug, Clone)]
+pub struct PageResult {
+    /// CPU time over wall time in the window (1.0 = one core).
+    pub cpu_share: Option<f64>,
+    /// Events the page received in the window: list updates, thread tables.
+    pub vms_events: u64,
+    pub threads_events: u64,
+    /// Bytes the page received per second in the window.
+    pub bytes_per_s: f64,
+}
+
+/// Time the page is given to load (the first full list) before the window starts.
+const PAGE_SETTLE: Duration = Duration::from_secs(3);
+
+/// Opens the monitor page on the first VM and measures the proxy's CPU over `window`.
+fn page_open(proxy: &Proxy, window: Duration) -> Result<PageResult> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (addr, token) = crate::web_page::monitor_in_log(&proxy.log).context("no \"monitor at\" line in the proxy's log")?;
+    let page = crate::web_page::open(addr, &token, 0)?;
+    std::thread::sleep(PAGE_SETTLE);
+    let seen = page.seen.clone();
+    let before = (seen.vms.load(Relaxed), seen.threads.load(Relaxed), seen.bytes.load(Relaxed));
+    let (meter, t0) = (CpuMeter::start(Some(proxy.pid())), Instant::now());
+    std::thread::sleep(window);
+    let (used, wall) = (meter.ns(), t0.elapsed());
+    let after = (seen.vms.load(Relaxed), seen.threads.load(Relaxed), seen.bytes.load(Relaxed));
+    page.close()?;
+    let r = PageResult {
+        cpu_share: used.map(|ns| ns as f64 / 1e9 / wall.as_secs_f64()),
+        vms_events: after.0 - before.0,
+        threads_events: after.1 - before.1,
+        bytes_per_s: (after.2 - before.2) as f64 / wall.as_secs_f64(),
+    };
+    if seen.vms.load(Relaxed) == 0 || r.threads_events == 0 {
+        bail!("the page got {} VM lists and {} thread tables in {window:?}", seen.vms.load(Relaxed), r.threads_events);
+    }
+    Ok(r)
 }
 
 /// Waits for `cond`, failing with `what` after `limit`.
@@ -79,7 +121,8 @@ pub fn scale(bin: &ProxyBin, n: usize, settle_limit: Duration, window: Duration)
     let vms = FakeVms::start(n, cfg)?;
     let dir = tempfile::tempdir()?;
     let started = Instant::now();
-    let mut proxy = Proxy::start(bin, &vms.addrs, dir.path())?;
+    let web: &[&str] = if bin.has_web { &["--web", "127.0.0.1:0"] } else { &[] };
+    let mut proxy = Proxy::start_with(bin, &vms.addrs, dir.path(), web, &[])?;
     let limit = Duration::from_secs(60 + n as u64 / 4);
     let shared = vms.shared.clone();
     let alive = |p: &mut Proxy| -> Result<()> {
@@ -116,13 +159,15 @@ pub fn scale(bin: &ProxyBin, n: usize, settle_limit: Duration, window: Duration)
     let rss_kib = status_kib(pid, "VmRSS");
     let peak_rss_kib = status_kib(pid, "VmHWM");
     let list_ms = if bin.has_list { time_list(bin, &proxy, n) } else { Err("n/a (control interface not built yet)".into()) };
+    let page = bin.has_web.then(|| page_open(&proxy, window).map_err(|e| format!("{e:#}")));
+    alive(&mut proxy)?;
     let live = shared.live.load(Ordering::SeqCst);
     proxy.stop();
     if live < n {
         bail!("only {live} of {n} VM connections stayed up during the window");
     }
     let probed = shared.helo.load(Ordering::SeqCst);
-    Ok(ScaleResult { vms: n, probed, probe_error, probe_all, settled, rss_kib, peak_rss_kib, cpu_share, list_ms })
+    Ok(ScaleResult { vms: n, probed, probe_error, probe_all, settled, rss_kib, peak_rss_kib, cpu_share, list_ms, page })
 }
 
 /// Median of three `jdwpmux list` runs against this proxy; each must list every VM.

@@ -18,7 +18,7 @@ const WARMUP: usize = 2_000;
 pub fn cpu_per_round_trip(bin: &ProxyBin, vm: SocketAddr, n: usize, stats_on: bool) -> Result<f64> {
     let dir = tempfile::tempdir()?;
     let env: &[(&str, &str)] = if stats_on { &[] } else { &[("JDWPMUX_STATS", "off")] };
-    let mut proxy = Proxy::start_with_env(bin, &[vm], dir.path(), env)?;
+    let mut proxy = Proxy::start_with(bin, &[vm], dir.path(), &[], env)?;
     let addr = SocketAddr::from(([127, 0, 0, 1], proxy.current_port));
     let result = (|| {
         let mut c = Client::connect(addr, Duration::from_secs(10)).context("connect")?;

@@ -12,13 +12,11 @@ use crate::views;
 
 /// Longest wait for the first thread snapshot.
 const FIRST_SNAPSHOT: Duration = Duration::from_secs(10);
-/// Longest wait for a VM's answer to HPIF and FEAT.
+/// Longest wait for a VM's answer to FEAT.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long `exit` waits for a refusal before it reports the request sent (a VM that
 /// obeys halts, usually without a reply).
 const EXIT_WAIT: Duration = Duration::from_secs(5);
-/// Longest wait for the VM to take "heap segments off".
-const OFF_TIMEOUT: Duration = Duration::from_secs(5);
 /// Width of the thread table.
 const TABLE_WIDTH: usize = 100;
 /// Interval limits for thread updates.
@@ -118,54 +116,15 @@ pub(super) async fn one_shot(req: Request, registry: &Registry) -> Response {
 }
 
 async fn heap(h: &VmHandle, native: bool, gc: bool, map: bool, png: bool, timeout: Duration) -> Response {
-    // HPIF `u1 when` (1 = now), the same in the document and today; the heap info comes
-    // pushed (or in the reply). A FAIL or JDWP error is shown.
-    let summary = match h.ddm(vec![Chunk::HpifRequest { when: 1 }], vec![ChunkType::HPIF], Completion::Chunks, ANSWER_TIMEOUT).await {
-        Ok(a) => a,
-        Err(e) => return error(ErrorKind::Vm, format!("heap info: {e}")),
+    let reading = match super::heap::read(h, super::heap::HeapAsk { native, gc, map, timeout }).await {
+        Ok(r) => r,
+        Err(e) => return error(ErrorKind::Vm, e),
     };
-    let infos: Vec<_> = summary.state.heap_infos.values().copied().collect();
-    if !map {
-        return Response::Heap { text: views::heap_summary(&infos, &[]), png_hex: None, png_size: None };
-    }
-    // HPSG/NHSG `u1 when, u1 what` (when 1: at every GC, then off again with 0), the same
-    // in the document and today. HPGC (empty) is not in the document: a VM that follows it
-    // answers it empty and runs no GC, so the map waits for the VM's own GC. A FAIL or JDWP
-    // error for either is shown; one for "off" is only logged.
-    let (on, off, end) = if native {
-        (Chunk::NhsgRequest { when: 1, what: 0 }, Chunk::NhsgRequest { when: 0, what: 0 }, ChunkType::NHEN)
-    } else {
-        (Chunk::HpsgRequest { when: 1, what: 0 }, Chunk::HpsgRequest { when: 0, what: 0 }, ChunkType::HPEN)
+    let picture = if png { reading.png() } else { Ok(None) };
+    let (png_hex, png_size) = match picture {
+        Ok(Some((bytes, size))) => (Some(to_hex(&bytes)), Some(size)),
+        Ok(None) => (None, None),
+        Err(e) => return error(ErrorKind::Vm, e),
     };
-    let mut ask = vec![on];
-    if gc {
-        ask.push(Chunk::Hpgc);
-    }
-    let answer = h.ddm(ask, vec![end], Completion::Chunks, timeout).await;
-    let _ = h.ddm(vec![off], Vec::new(), Completion::Chunks, OFF_TIMEOUT).await;
-    let answer = match answer {
-        Ok(a) => a,
-        Err(e) => {
-            let hint = if gc {
-                " (no GC followed the request: a VM that follows the design document does not know HPGC and sends the map at its own next GC)"
-            } else {
-                " (no GC happened; add --gc to ask for one)"
-            };
-            return error(ErrorKind::Vm, format!("heap map: {e}{hint}"));
-        }
-    };
-    let maps_src = if native { &answer.state.native_heap_maps } else { &answer.state.heap_maps };
-    let maps: Vec<&crate::ddm::HeapMap> = maps_src.values().map(|m| m.as_ref()).collect();
-    let text = views::heap_summary(&infos, &maps);
-    let (png_hex, png_size) = match (png, maps.first()) {
-        (true, Some(m)) => match views::render_png(m) {
-            Ok(bytes) => {
-                let l = views::layout(m);
-                (Some(to_hex(&bytes)), Some((l.width, l.height)))
-            }
-            Err(e) => return error(ErrorKind::Vm, format!("drawing the heap map: {e}")),
-        },
-        _ => (None, None),
-    };
-    Response::Heap { text, png_hex, png_size }
+    Response::Heap { text: reading.text(), png_hex, png_size }
 }

@@ -6,9 +6,10 @@
 
 pub mod client;
 mod ddm_cmds;
+pub mod heap;
 pub mod protocol;
 pub mod server;
-mod stats_cmd;
+pub mod stats_cmd;
 pub mod view;
 
 use std::path::PathBuf;

@@ -1,14 +1,29 @@
 //! The daemon's side of `jdwpmux stats [VM]`: each session's traffic figures since it
-//! started, asked of the session itself (it owns them; nothing is shared or locked).
+//! started, asked of the session itself (it owns them; nothing is shared or locked). The
+//! web monitor's traffic panel reads them through [`vm_report`] too, so both show the same
+//! figures.
 
 use std::time::Duration;
 
 use super::protocol::{ErrorKind, Response};
-use crate::registry::Registry;
-use crate::stats::StatsReport;
+use crate::registry::{Registry, VmEntry};
+use crate::stats::{StatsReport, VmReport};
 
 /// Longest wait for one session's figures (it answers between two packets).
-const STATS_TIMEOUT: Duration = Duration::from_secs(5);
+pub const STATS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One VM's figures, named as `stats` shows them ("NAME (APP, pid PID)"); `None` when its
+/// session ended or did not answer within [`STATS_TIMEOUT`].
+pub async fn vm_report(vm: &VmEntry) -> Option<VmReport> {
+    let mut report = tokio::time::timeout(STATS_TIMEOUT, vm.handle.stats()).await.ok()??;
+    let status = vm.handle.status();
+    report.vm = match (status.app, status.pid) {
+        (Some(app), Some(pid)) => format!("{} ({app}, pid {pid})", vm.name),
+        (Some(app), None) => format!("{} ({app})", vm.name),
+        _ => vm.name.clone(),
+    };
+    Some(report)
+}
 
 /// The figures of the VM `selector` names, or of every VM.
 pub(super) async fn stats(registry: &Registry, selector: Option<&str>) -> Response {
@@ -22,17 +37,11 @@ pub(super) async fn stats(registry: &Registry, selector: Option<&str>) -> Respon
     let mut vms = Vec::new();
     for id in ids {
         let Some(vm) = registry.get(id) else { continue };
-        let Ok(Some(mut report)) = tokio::time::timeout(STATS_TIMEOUT, vm.handle.stats()).await else {
+        let Some(report) = vm_report(&vm).await else {
             if selector.is_some() {
                 return Response::Error { kind: ErrorKind::Vm, message: format!("{} did not answer (its session ended?)", vm.name) };
             }
             continue;
-        };
-        let status = vm.handle.status();
-        report.vm = match (status.app, status.pid) {
-            (Some(app), Some(pid)) => format!("{} ({app}, pid {pid})", vm.name),
-            (Some(app), None) => format!("{} ({app})", vm.name),
-            _ => vm.name.clone(),
         };
         vms.push(report);
     }

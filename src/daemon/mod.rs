@@ -31,6 +31,8 @@ pub enum RunError {
     Bind { addr: SocketAddr, error: std::io::Error },
     #[error(transparent)]
     Control(#[from] control::server::ControlError),
+    #[error(transparent)]
+    Web(#[from] crate::web::WebError),
     #[error("cannot capture to {path}: {error}")]
     Capture { path: std::path::PathBuf, error: crate::capture::CaptureError },
 }
@@ -39,6 +41,8 @@ pub enum RunError {
 pub struct Daemon {
     pub registry: Arc<Registry>,
     pub current_addr: SocketAddr,
+    /// The monitor page, when served (`--web`).
+    pub web: Option<crate::web::Monitor>,
     capture: Option<CaptureHandle>,
     cancel: CancellationToken,
     tracker: TaskTracker,
@@ -202,6 +206,10 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     if let Some(path) = &settings.control {
         control::server::start(path, registry.clone(), cancel.clone(), &tracker).await?;
     }
+    let web = match settings.web {
+        Some(addr) => Some(crate::web::start(addr, registry.clone(), cancel.clone(), &tracker).await?),
+        None => None,
+    };
     let settings = Arc::new(settings);
     let forwards = settings.adb_forwards.map(|addr| {
         let server = crate::discovery::adb::AdbServer::new(addr);
@@ -228,5 +236,5 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() {
         info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST or --adb");
     }
-    Ok(Daemon { registry, current_addr, capture, cancel, tracker })
+    Ok(Daemon { registry, current_addr, web, capture, cancel, tracker })
 }

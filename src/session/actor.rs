@@ -142,6 +142,8 @@ pub(super) struct Session {
     pub ddm_waiters: Vec<super::ddm_commands::Waiter>,
     pub thread_watchers: Vec<super::ddm_commands::ThreadWatcher>,
     pub threads_on: bool,
+    /// Summaries of recent packets, kept while a page watches the VM (see `observe`).
+    pub recent: Option<std::sync::Arc<super::recent::RecentPackets>>,
     /// Capture of the VM leg of the current connection.
     pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
@@ -196,6 +198,7 @@ pub fn spawn(
         ddm_waiters: Vec::new(),
         thread_watchers: Vec::new(),
         threads_on: false,
+        recent: None,
         tap: None,
         tracker: tracker.clone(),
         stats: crate::stats::TrafficStats::live(),
@@ -354,6 +357,7 @@ impl Session {
             Some(SessionMsg::Attach { link, reply }) => self.on_attach(link, reply),
             Some(SessionMsg::Ddm(req)) => self.on_ddm_request(req),
             Some(SessionMsg::WatchThreads { interval, tx }) => self.on_watch_threads(interval, tx),
+            Some(SessionMsg::WatchPackets { reply }) => self.on_watch_packets(reply),
             Some(SessionMsg::Tables(reply)) => {
                 let _ = reply.send(self.table_sizes());
             }
@@ -415,7 +419,7 @@ impl Session {
             loop {
                 match self.codec.decode(&mut input) {
                     Ok(Some(frame)) => {
-                        if self.tap.is_some() || super::packet_log::wanted() {
+                        if self.tap.is_some() || self.recent.is_some() || super::packet_log::wanted() {
                             self.record_from_vm(&frame);
                         }
                         self.on_vm_frame(frame).await

@@ -74,8 +74,12 @@ impl Session {
     /// Handles one frame from a debugger.
     async fn on_debugger_frame(&mut self, conn: u64, frame: Frame) {
         match frame {
-            Frame::Packet(p) => self.debugger_packet(conn, p).await,
+            Frame::Packet(p) => {
+                self.note_from_debugger(conn, p.as_bytes());
+                self.debugger_packet(conn, p).await
+            }
             Frame::Head(h, mut head) => {
+                self.note_from_debugger(conn, &head);
                 // A large command (RedefineClasses, SetValues) is passed on as it arrives;
                 // nothing else reaches the VM until its end.
                 let forward = self.admit(conn, h);
@@ -156,7 +160,9 @@ impl Session {
 
     /// Answers a debugger's command in the proxy, with an empty body.
     pub(super) fn answer(&mut self, conn: u64, id: u32, error_code: u16) {
-        self.send_to(conn, Packet::reply(id, error_code, &[]).into_bytes());
+        let reply = Packet::reply(id, error_code, &[]);
+        self.note_proxy_answer(conn, reply.as_bytes());
+        self.send_to(conn, reply.into_bytes());
     }
 
     /// Checks a debugger command; answers or drops what must not reach the VM.

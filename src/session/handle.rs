@@ -57,6 +57,8 @@ pub enum SessionMsg {
     /// Thread updates while the sender is open; a snapshot after every THST, or why none
     /// will come.
     WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<super::ddm_commands::ThreadUpdate> },
+    /// The VM's ring of recent packet summaries, filled while the answer is held.
+    WatchPackets { reply: oneshot::Sender<std::sync::Arc<super::recent::RecentPackets>> },
     /// How full the session's tables are (diagnostics; tests check nothing leaks).
     Tables(oneshot::Sender<TableSizes>),
     /// The traffic figures since the session started.
@@ -220,6 +222,14 @@ impl VmHandle {
         Some(rx)
     }
 
+    /// Starts keeping summaries of the VM's packets; they stop when the last holder of the
+    /// ring drops it.
+    pub async fn watch_packets(&self) -> Option<std::sync::Arc<super::recent::RecentPackets>> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(SessionMsg::WatchPackets { reply }).await.ok()?;
+        rx.await.ok()
+    }
+
     /// How full the session's tables are now (None when the session has ended).
     pub async fn tables(&self) -> Option<TableSizes> {
         let (tx, rx) = oneshot::channel();
@@ -237,6 +247,12 @@ impl VmHandle {
     /// What is known of the VM now, with its debuggers' live counts.
     pub fn status(&self) -> VmStatus {
         self.status.borrow().clone().with_live_counts()
+    }
+
+    /// Whether both handles lead to the same session (an app that came back with a new pid
+    /// gets a new one behind the same registry entry).
+    pub fn same_session(&self, other: &VmHandle) -> bool {
+        self.tx.same_channel(&other.tx)
     }
 
     pub fn watch_status(&self) -> watch::Receiver<VmStatus> {

@@ -1,7 +1,8 @@
 //! VM sessions: one actor task per VM that owns the VM connection (see `actor`), with its
 //! request-id table (`ids`), the tables that let several debuggers share it (`sharing`),
 //! its debuggers (`attach`, `debugger_side`, `shared_cmds`, `leave`), its VM side
-//! (`vm_side`, `vm_events`) and its own requests.
+//! (`vm_side`, `vm_events`) and its own requests; `recent` keeps packet summaries for a
+//! page that watches the VM.
 
 mod actor;
 mod android_tcp;
@@ -21,6 +22,7 @@ mod packet_log;
 mod observe;
 mod out_queue;
 mod proxy_requests;
+pub mod recent;
 mod shared_cmds;
 pub mod sharing;
 mod stats_glue;

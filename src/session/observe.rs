@@ -1,7 +1,14 @@
 //! What a session notes on the side of relaying: the capture and packet log of the VM leg,
-//! and who a local VM is (pid and main class from /proc).
+//! the summaries of recent packets while a page watches, and who a local VM is (pid and main
+//! class from /proc).
+
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+use tracing::debug;
 
 use super::actor::Session;
+use super::recent::{Party, RecentPackets};
 
 impl Session {
     /// For a VM on this machine, finds its pid and main class in the background.
@@ -21,12 +28,53 @@ impl Session {
         });
     }
 
+    /// Hands out the ring of recent packets, making one if nobody watches yet.
+    pub(super) fn on_watch_packets(&mut self, reply: oneshot::Sender<Arc<RecentPackets>>) {
+        if self.recent().is_none() {
+            debug!("packet summaries on");
+            self.recent = Some(Arc::default());
+        }
+        if let Some(r) = &self.recent {
+            let _ = reply.send(r.clone());
+        }
+    }
+
+    /// The ring of recent packets while somebody holds it besides the session; the session
+    /// lets go of it once nobody does, so an unwatched VM records nothing.
+    pub(super) fn recent(&mut self) -> Option<&RecentPackets> {
+        if self.recent.as_ref().is_some_and(|r| Arc::strong_count(r) == 1) {
+            debug!("packet summaries off: nobody watches");
+            self.recent = None;
+        }
+        self.recent.as_deref()
+    }
+
+    /// Notes a command (whole, or the head of a large one) as a debugger sent it.
+    pub(super) fn note_from_debugger(&mut self, conn: u64, bytes: &[u8]) {
+        if let Some(r) = self.recent() {
+            r.command(Party::Debugger, Party::Vm, Some(conn), bytes);
+        }
+    }
+
+    /// Notes a reply the proxy makes to a debugger's command itself.
+    pub(super) fn note_proxy_answer(&mut self, conn: u64, bytes: &[u8]) {
+        if let (Some(r), Some(h)) = (self.recent(), crate::jdwp::Header::parse(bytes)) {
+            r.reply(Party::Proxy, Some(conn), h.id, bytes, None, None);
+        }
+    }
+
     /// Queues bytes for the VM: a packet with its pre-rewrite id, or a body piece. While a
     /// debugger's large command is being streamed, whole packets wait for its end.
     pub(super) fn queue_for_vm(&mut self, bytes: &[u8], orig_id: Option<u32>, body: bool) {
         if !body && self.vm_upstream.is_some() {
             self.vm_deferred.push((bytes::Bytes::copy_from_slice(bytes), orig_id));
             return;
+        }
+        if !body && orig_id.is_none() {
+            // A debugger's commands were noted as they arrived; these are the proxy's own.
+            if let Some(r) = self.recent() {
+                r.command(Party::Proxy, Party::Vm, None, bytes);
+            }
         }
         if !body && super::packet_log::wanted() {
             let who = if orig_id.is_some() { "dbg->vm" } else { "proxy->vm" };
@@ -64,17 +112,31 @@ impl Session {
                 let to_dbg = entry.is_some_and(|e| matches!(e.requester, super::ids::Requester::Debugger(_)));
                 let orig = entry.filter(|_| to_dbg).map(|e| e.orig_id);
                 let latency = entry.map(|e| e.sent.elapsed());
+                let answers = entry.map(|e| (e.cmd_set, e.cmd));
+                let requester = entry.map(|e| (e.requester, e.orig_id));
                 if log {
-                    let answers = entry.map(|e| (e.cmd_set, e.cmd));
                     super::packet_log::packet(if to_dbg { "vm->dbg" } else { "vm->proxy" }, bytes, orig, answers, latency);
+                }
+                if let Some(r) = self.recent() {
+                    let (conn, id) = match requester {
+                        Some((super::ids::Requester::Debugger(c), id)) => (Some(c), id),
+                        // The proxy's own requests go out under the wire id itself.
+                        Some((super::ids::Requester::Proxy(_), _)) | None => (None, h.id),
+                    };
+                    r.reply(Party::Vm, conn, id, bytes, answers, latency);
                 }
                 if let Some(tap) = self.tap.as_mut() {
                     tap.reply(ToClient, bytes, orig, latency);
                 }
             }
-            Some(_) => {
+            Some(h) => {
                 if log {
                     super::packet_log::packet("vm->", bytes, None, None, None);
+                }
+                if let Some(r) = self.recent() {
+                    // DDM packets are the proxy's to read; anything else goes to debuggers.
+                    let to = if h.cmd_set() == crate::jdwp::packet::DDM_CMD_SET { Party::Proxy } else { Party::Debugger };
+                    r.command(Party::Vm, to, None, bytes);
                 }
                 if let Some(tap) = self.tap.as_mut() {
                     tap.packet(ToClient, bytes, None);

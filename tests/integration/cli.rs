@@ -44,6 +44,11 @@ impl Served {
     /// Sends SIGTERM and waits (bounded) for the exit code.
     pub fn terminate(&mut self, within: Duration) -> Option<i32> {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        self.wait_exit(within)
+    }
+
+    /// Waits (bounded) for the daemon to exit by itself; its exit code.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<i32> {
         let deadline = std::time::Instant::now() + within;
         while std::time::Instant::now() < deadline {
             if let Ok(Some(s)) = self.child.try_wait() {

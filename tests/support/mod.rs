@@ -3,12 +3,14 @@
 //! driver for the real `jdb`. Used as `mod support;` from tests/integration.rs.
 #![allow(dead_code, unused_imports)]
 
+pub mod browser;
 pub mod client;
 pub mod console;
 pub mod consts;
 pub mod ddm;
 pub mod fake_adb;
 pub mod fake_vm;
+pub mod http;
 pub mod java;
 pub mod jdi;
 pub mod jdb;

@@ -32,6 +32,13 @@ pub fn thst_entries(cfg: &FakeVmConfig) -> Vec<ThstEntry> {
         .collect()
 }
 
+/// The THST entries now: [`thst_entries`] with the states a test set over the defaults.
+pub(super) fn live_thst_entries(shared: &Shared) -> Vec<ThstEntry> {
+    let mut entries = thst_entries(&shared.cfg);
+    shared.read(|s| entries.iter_mut().for_each(|e| e.state = s.thread_states.get(&e.tid).copied().unwrap_or(e.state)));
+    entries
+}
+
 /// The one heap the fake VM reports in HPIF, with `reason` = the request's `when`.
 pub fn heap_info(reason: u8) -> HeapInfo {
     let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
@@ -105,7 +112,7 @@ pub(super) fn handle_ddm(shared: &Arc<Shared>, conn: &Arc<Conn>, pkt: &Packet) -
                 }
             }
             b"THST" if document => answer.extend(super::document::thst_request(shared, conn, &c.data)),
-            b"THST" => after.push(conn.ddm_packet(&[Chunk::new(b"THST", thst_payload(&thst_entries(cfg)))])),
+            b"THST" => after.push(conn.ddm_packet(&[Chunk::new(b"THST", thst_payload(&live_thst_entries(shared)))])),
             b"HPIF" => match first.unwrap_or(1) {
                 1 => answer.push(Chunk::new(b"HPIF", hpif_payload(&[heap_info(1)]))),
                 when => shared.with(|s| s.hpif_when = when),

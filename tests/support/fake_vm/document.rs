@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::super::ddm::thst_document_payload;
 use super::super::wire::Chunk;
-use super::ddm::{fail_chunk, thst_entries};
+use super::ddm::{fail_chunk, live_thst_entries};
 use super::state::{Conn, Shared};
 
 /// The FAIL code the fake VM uses for a malformed request.
@@ -51,7 +51,7 @@ pub(super) fn thst_request(shared: &Arc<Shared>, conn: &Arc<Conn>, data: &[u8]) 
 /// thread's suspend count is above zero.
 fn status(shared: &Shared) -> Chunk {
     let suspended = shared.read(|s| s.thread_suspend.clone());
-    let entries: Vec<(u32, u8, bool)> = thst_entries(&shared.cfg)
+    let entries: Vec<(u32, u8, bool)> = live_thst_entries(shared)
         .iter()
         .enumerate()
         .map(|(i, e)| (e.tid, e.state, suspended.get(i).is_some_and(|n| *n > 0)))

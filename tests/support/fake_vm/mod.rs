@@ -245,6 +245,11 @@ impl FakeVm {
         self.shared.read(|s| s.heap_requests.clone())
     }
 
+    /// The state THST reports for a thread from now on (by its DDM thread id).
+    pub fn set_thread_state(&self, ddm_id: u32, state: u8) {
+        self.shared.with(|s| s.thread_states.insert(ddm_id, state));
+    }
+
     /// The status of an EXIT chunk received, if any.
     pub fn exit_status(&self) -> Option<u32> {
         self.shared.read(|s| s.exit_status)

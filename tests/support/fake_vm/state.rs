@@ -227,6 +227,8 @@ pub(super) struct VmState {
     pub hpsg: (u8, u8),
     pub nhsg: (u8, u8),
     pub exit_status: Option<u32>,
+    /// THST states set by the test (DDM thread id -> state), over the defaults.
+    pub thread_states: HashMap<u32, u8>,
     /// ObjectReference.DisableCollection count per object (EnableCollection takes one).
     pub pins: HashMap<u64, u32>,
     pub current: Option<Arc<Conn>>,
