@@ -513,6 +513,8 @@ impl Session {
             holds: self.sharing.holds.len(),
             pins: self.sharing.pins.len(),
             deferred_events: self.deferred_events.len(),
+            held_events: self.held.len(),
+            held_dropped: self.held_dropped,
         }
     }
 

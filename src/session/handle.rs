@@ -76,6 +76,10 @@ pub struct TableSizes {
     pub holds: usize,
     pub pins: usize,
     pub deferred_events: usize,
+    /// Events held for the next debugger while none is attached, and those dropped past
+    /// the bound since the last debugger attached.
+    pub held_events: usize,
+    pub held_dropped: u64,
 }
 
 /// Connection state of a VM, as shown by `list`.

@@ -200,8 +200,18 @@ async fn events_held_past_the_bound_are_dropped_with_a_warning() {
     for _ in 0..sent {
         vm.send_event_composite(SUSPEND_NONE, KIND_VM_START, 0, 0x1001).unwrap();
     }
-    // They are routed (held or dropped) before the connection's next packets.
-    wait_until("events sent", || vm.received_commands(SET_VM, VM_ID_SIZES).len() == 1).await.unwrap();
+    // Every one is routed (held or dropped) before the debugger comes.
+    let handle = proxy.handle(0).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = handle.tables().await.expect("session running");
+        if t.held_events + t.held_dropped as usize == sent {
+            assert_eq!(t.held_events, jdwpmux::session::MAX_HELD_EVENTS);
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "events not all routed: {t:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let mut dbg = RawClient::connect(port).await.unwrap();
     let mut events = 0;
     let r = dbg.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap();
