@@ -121,7 +121,10 @@ pub(super) struct Session {
     pub identify_pending: usize,
     pub held: VecDeque<Packet>,
     pub held_bytes: usize,
+    /// Events dropped past the bound since the session started (never reset).
     pub held_dropped: u64,
+    /// How many of those the log has already reported.
+    pub held_dropped_logged: u64,
     pub reset_requested: bool,
     pub cleanup_pending: usize,
     pub cleanup_deadline: Option<Instant>,
@@ -184,6 +187,7 @@ pub fn spawn(
         held: VecDeque::new(),
         held_bytes: 0,
         held_dropped: 0,
+        held_dropped_logged: 0,
         reset_requested: false,
         cleanup_pending: 0,
         cleanup_deadline: None,
@@ -525,7 +529,7 @@ impl Session {
             || self.cleaning_up()
             || !self.ddm_waiters.is_empty()
             || !self.thread_watchers.is_empty()
-            || self.held_dropped > 0
+            || self.held_dropped > self.held_dropped_logged
             || self.debuggers.max_queued() >= DEBUGGER_HIGH_WATER
             || self.vm_upstream.is_some()
     }

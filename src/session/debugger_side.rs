@@ -256,9 +256,10 @@ impl Session {
             warn!(conn, timeout = ?DEBUGGER_STALL_TIMEOUT, "a debugger stopped halfway through a large command; cutting it off");
             self.detach(conn, "the debugger stopped sending its command").await;
         }
-        if self.held_dropped > 0 {
-            warn!(dropped = self.held_dropped, "events dropped while no debugger was attached");
-            self.held_dropped = 0;
+        if self.held_dropped > self.held_dropped_logged {
+            let dropped = self.held_dropped - self.held_dropped_logged;
+            warn!(dropped, total = self.held_dropped, "events dropped while no debugger was attached");
+            self.held_dropped_logged = self.held_dropped;
         }
     }
 }

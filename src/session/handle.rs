@@ -77,7 +77,7 @@ pub struct TableSizes {
     pub pins: usize,
     pub deferred_events: usize,
     /// Events held for the next debugger while none is attached, and those dropped past
-    /// the bound since the last debugger attached.
+    /// the bound since the session started (a running total).
     pub held_events: usize,
     pub held_dropped: u64,
 }
