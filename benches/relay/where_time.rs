@@ -58,7 +58,8 @@ pub struct Counts {
 impl Counts {
     /// System calls in one of the groups the table shows.
     pub fn group(&self, g: Group) -> f64 {
-        self.syscalls.iter().filter(|(name, _)| Group::of(name) == g).map(|(_, n)| n).sum()
+        // A fold from +0.0: a float sum of nothing is -0.0, which would print as "-0.000".
+        self.syscalls.iter().filter(|(name, _)| Group::of(name) == g).fold(0.0, |acc, (_, n)| acc + n)
     }
 }
 
@@ -226,5 +227,12 @@ mod tests {
         assert!(!m.contains_key("total"));
         let c = Counts { syscalls: m.into_iter().map(|(k, v)| (k, v as f64)).collect(), ..Default::default() };
         assert_eq!((c.group(Group::Read), c.group(Group::Write), c.group(Group::Wait), c.group(Group::Other)), (2001.0, 2000.0, 2000.0, 4000.0));
+    }
+
+    #[test]
+    fn an_empty_group_is_positive_zero() {
+        let c = Counts { syscalls: [("read".to_string(), 3.0)].into_iter().collect(), ..Default::default() };
+        assert!(c.group(Group::Other).is_sign_positive());
+        assert_eq!(format!("{:.3}", c.group(Group::Other)), "0.000");
     }
 }
