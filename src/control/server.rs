@@ -8,8 +8,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, Instrument};
+use tracing::{debug, info, warn, Instrument};
 
+use super::path_check::{self, AtPath};
 use super::protocol::{parse_request, ErrorKind, Request, Response, MAX_REQUEST_LINE};
 use crate::registry::{Registry, SelectError};
 
@@ -17,21 +18,24 @@ use crate::registry::{Registry, SelectError};
 pub enum ControlError {
     #[error("cannot create the control folder {path}: {source}")]
     Folder { path: PathBuf, source: std::io::Error },
+    #[error("refusing the control folder {path}: {why} (use --control to put the socket in a folder of your own)")]
+    UnsafeFolder { path: PathBuf, why: String },
+    #[error("refusing the control socket path {path}: {why}; it is left as it is (use --control to pick another path)")]
+    PathTaken { path: PathBuf, why: String },
     #[error("another jdwpmux daemon already answers on {0} (use --control to pick another path)")]
     InUse(PathBuf),
     #[error("cannot listen on the control socket {path}: {source}")]
     Bind { path: PathBuf, source: std::io::Error },
 }
 
-/// Binds the control socket (owner-only) and serves it until cancelled.
+/// Binds the control socket (owner-only) and serves it until cancelled. The folder and
+/// whatever is at the path are checked first (see `path_check`): nothing of another user,
+/// and nothing that is not a socket, is used or removed.
 pub async fn start(path: &Path, registry: Arc<Registry>, cancel: CancellationToken, tracker: &TaskTracker) -> Result<(), ControlError> {
     if let Some(dir) = path.parent() {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir).map_err(|source| ControlError::Folder { path: dir.into(), source })?;
-            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        }
+        path_check::prepare_folder(dir)?;
     }
-    if path.exists() {
+    if path_check::inspect(path)? == AtPath::OwnSocket {
         // A live daemon answers; a stale socket from a crashed one is replaced.
         if UnixStream::connect(path).await.is_ok() {
             return Err(ControlError::InUse(path.into()));
@@ -42,12 +46,25 @@ pub async fn start(path: &Path, registry: Arc<Registry>, cancel: CancellationTok
     let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
     info!("control socket at {}", path.display());
     let path = path.to_path_buf();
+    let own = path_check::own_uid();
     let tasks = tracker.clone();
     tracker.spawn(
         async move {
             let l = &listener;
             crate::accept::accept_until(|| l.accept(), &cancel, "control", |sock, _| {
-                tasks.spawn(serve_one(sock, registry.clone()));
+                // File modes keep other users out; this holds even if they were loosened.
+                match sock.peer_cred() {
+                    Ok(cred) if path_check::peer_allowed(cred.uid(), own) => {
+                        tasks.spawn(serve_one(sock, registry.clone()));
+                    }
+                    Ok(cred) => warn!(
+                        uid = cred.uid(),
+                        pid = cred.pid(),
+                        "refused a control client: uid {} is not the daemon's uid {own}",
+                        cred.uid()
+                    ),
+                    Err(e) => warn!(error = %e, "refused a control client: its uid cannot be read"),
+                }
             })
             .await;
             let _ = std::fs::remove_file(&path);
