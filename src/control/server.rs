@@ -14,6 +14,14 @@ use super::path_check::{self, AtPath};
 use super::protocol::{parse_request, ErrorKind, Request, Response, MAX_REQUEST_LINE};
 use crate::registry::{Registry, SelectError};
 
+/// How long one reply may wait for a client to read it before the client is dropped (a
+/// client that asks for live updates and stops reading must not hold its task and its VM's
+/// thread updates forever).
+pub const CONTROL_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a client has to send its request line.
+pub const CONTROL_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
     #[error("cannot create the control folder {path}: {source}")]
@@ -78,7 +86,10 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
     let (rd, mut wr) = sock.into_split();
     let mut line = String::new();
     let mut rd = BufReader::new(rd).take(MAX_REQUEST_LINE as u64);
-    let req = match rd.read_line(&mut line).await {
+    let Ok(read) = tokio::time::timeout(CONTROL_READ_TIMEOUT, rd.read_line(&mut line)).await else {
+        return info!("control client sent no request within {CONTROL_READ_TIMEOUT:?} (CONTROL_READ_TIMEOUT): dropped");
+    };
+    let req = match read {
         Ok(0) => return,
         Ok(_) => match parse_request(&line) {
             Ok(req) => req,
@@ -107,11 +118,18 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
     }
 }
 
-/// Writes one response line; an error means the client left.
+/// Writes one response line; an error means the client left, or did not read it within
+/// `CONTROL_WRITE_TIMEOUT` (it is then dropped: its task and what it watches end).
 pub(super) async fn send(wr: &mut tokio::net::unix::OwnedWriteHalf, r: &Response) -> std::io::Result<()> {
     let mut text = serde_json::to_string(r).map_err(std::io::Error::other)?;
     text.push('\n');
-    wr.write_all(text.as_bytes()).await
+    match tokio::time::timeout(CONTROL_WRITE_TIMEOUT, wr.write_all(text.as_bytes())).await {
+        Ok(r) => r,
+        Err(_) => {
+            info!("control client not reading: a reply waited {CONTROL_WRITE_TIMEOUT:?} (CONTROL_WRITE_TIMEOUT); dropped");
+            Err(std::io::ErrorKind::TimedOut.into())
+        }
+    }
 }
 
 use tokio::io::AsyncReadExt;

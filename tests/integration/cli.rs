@@ -22,9 +22,14 @@ impl Served {
 
     /// `start` with extra environment variables for the daemon.
     pub fn start_env(args: &[&str], env: &[(&str, &str)]) -> Served {
+        Self::start_at(None, args, env)
+    }
+
+    /// `start_env` with the control socket at `control` (None: in a fresh private folder).
+    pub fn start_at(control: Option<&std::path::Path>, args: &[&str], env: &[(&str, &str)]) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("serve.log");
-        let control = dir.path().join("control.sock");
+        let control = control.map_or_else(|| dir.path().join("control.sock"), std::path::Path::to_path_buf);
         let child = Command::new(BIN)
             .env_remove("JDWPMUX_CONFIG")
             .arg("serve")
@@ -39,6 +44,11 @@ impl Served {
             .spawn()
             .unwrap();
         Served { child, log, control, _dir: dir }
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends SIGTERM and waits (bounded) for the exit code.
