@@ -122,6 +122,8 @@ pub(super) struct Session {
     pub held: VecDeque<Packet>,
     pub held_bytes: usize,
     pub held_dropped: u64,
+    /// Replies from the VM to ids with no outstanding request (see `vm_side`).
+    pub stray_replies: u64,
     pub reset_requested: bool,
     pub cleanup_pending: usize,
     pub cleanup_deadline: Option<Instant>,
@@ -184,6 +186,7 @@ pub fn spawn(
         held: VecDeque::new(),
         held_bytes: 0,
         held_dropped: 0,
+        stray_replies: 0,
         reset_requested: false,
         cleanup_pending: 0,
         cleanup_deadline: None,
