@@ -27,10 +27,27 @@ impl Served {
 
     /// `start_env` with the control socket at `control` (None: in a fresh private folder).
     pub fn start_at(control: Option<&std::path::Path>, args: &[&str], env: &[(&str, &str)]) -> Served {
+        Self::spawn(&[], control, args, env)
+    }
+
+    /// `start` run through a wrapper command (`prlimit --nofile=...`, say).
+    pub fn start_wrapped(wrapper: &[&str], args: &[&str]) -> Served {
+        Self::spawn(wrapper, None, args, &[])
+    }
+
+    fn spawn(wrapper: &[&str], control: Option<&std::path::Path>, args: &[&str], env: &[(&str, &str)]) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("serve.log");
         let control = control.map_or_else(|| dir.path().join("control.sock"), std::path::Path::to_path_buf);
-        let child = Command::new(BIN)
+        let mut cmd = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(BIN);
+                c
+            }
+            None => Command::new(BIN),
+        };
+        let child = cmd
             .env_remove("JDWPMUX_CONFIG")
             .arg("serve")
             .args(["--base-port", "0", "--current-port", "0", "--control"])

@@ -7,7 +7,8 @@
 //!   one byte a second: the accept loop keeps up, a real debugger connecting meanwhile gets
 //!   its handshake and replies within a second or so, and every slow connection is closed at
 //!   `DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT` (10 s) with one log line each; fds return to their
-//!   level;
+//!   level; started with a soft limit of 128 open files, the daemon raises it to the hard
+//!   limit, so 300 slow handshakes do not lock a debugger out;
 //! - a reply whose id the proxy never sent, and the second copy of every reply from a VM that
 //!   answers each command twice, are dropped: each debugger command gets exactly one reply,
 //!   and the drops are logged with a count, at 1, 2, 4, 8... so a VM cannot flood the log;
@@ -17,6 +18,8 @@
 //!   work afterwards.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jdwpmux::settings::DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT;
@@ -34,19 +37,13 @@ const SLOW_PER_PORT: usize = 1000;
 /// Raises this process's soft fd limit (the daemon it starts inherits it) to `want`, or to
 /// the hard limit if lower; returns the soft limit in force.
 fn raise_nofile(want: u64) -> u64 {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return 0;
-        }
-        if lim.rlim_cur < want {
-            lim.rlim_cur = want.min(lim.rlim_max);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    if lim.current.is_some_and(|c| c < want) {
+        let current = Some(lim.maximum.map_or(want, |hard| hard.min(want)));
+        let _ = setrlimit(Resource::Nofile, Rlimit { current, maximum: lim.maximum });
     }
-    lim.rlim_cur
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
 }
 
 fn open_fds(pid: u32) -> usize {
@@ -60,10 +57,11 @@ fn rss_kib(pid: u32) -> u64 {
 
 /// One slow connection: a byte of the handshake a second until the proxy closes it.
 /// Returns how long after the connect it was closed (None: never within `give_up`).
-async fn drip(addr: SocketAddr, give_up: Duration) -> Option<Duration> {
+async fn drip(addr: SocketAddr, give_up: Duration, connected: Arc<AtomicUsize>) -> Option<Duration> {
     // Timed from before the connect, so never later than the proxy's accept.
     let start = Instant::now();
     let mut s = TcpStream::connect(addr).await.ok()?;
+    connected.fetch_add(1, Ordering::SeqCst);
     let mut buf = [0u8; 64];
     for byte in HANDSHAKE.iter().cycle() {
         if s.write_all(&[*byte]).await.is_err() {
@@ -108,8 +106,9 @@ async fn slow_handshakes_by_the_thousand_neither_starve_others_nor_stay() {
     let deadline = DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT;
     let give_up = deadline + Duration::from_secs(10);
     let t0 = Instant::now();
+    let connected = Arc::new(AtomicUsize::new(0));
     let slow: Vec<_> = (0..2 * SLOW_PER_PORT)
-        .map(|i| tokio::spawn(drip(if i % 2 == 0 { vm_addr } else { cur_addr }, give_up)))
+        .map(|i| tokio::spawn(drip(if i % 2 == 0 { vm_addr } else { cur_addr }, give_up, connected.clone())))
         .collect();
     // Wait until the daemon holds them all (give or take the closing idle debugger), then be
     // a real debugger on both ports.
@@ -144,6 +143,52 @@ async fn slow_handshakes_by_the_thousand_neither_starve_others_nor_stay() {
     assert!(on_vm_port < Duration::from_secs(3) && on_current < Duration::from_secs(3), "{on_vm_port:?} {on_current:?}");
     // And the debuggers still work after the flood.
     debugger_round_trip(cur_addr).await;
+}
+
+/// The daemon's soft limit on open files, from /proc.
+fn soft_nofile(pid: u32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).unwrap();
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+/// Started with a soft limit of 128 open files (a hard one of 4096), the daemon raises the
+/// soft limit to the hard one, so 300 slow handshakes do not use up its descriptors and a
+/// real debugger connecting meanwhile is served at once (not after the handshake deadline
+/// frees some).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_low_open_file_limit_is_raised_so_slow_handshakes_cannot_lock_debuggers_out() {
+    const SLOW: usize = 300;
+    assert!(raise_nofile(4096) >= 4096, "this test needs 4096 open files");
+    let vm = FakeVm::start(FakeVmConfig::hotspot_like()).await;
+    let served = Served::start_wrapped(&["prlimit", "--nofile=128:4096"], &["--vm", &vm.addr().to_string(), "--no-scan", "--no-adb"]);
+    let current = port_of(&served.wait_log("for the current VM").await);
+    served.wait_log("VM ready").await;
+    let pid = served.pid();
+    let cur_addr = SocketAddr::from(([127, 0, 0, 1], current));
+    let connected = Arc::new(AtomicUsize::new(0));
+    let give_up = DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT + Duration::from_secs(10);
+    let slow: Vec<_> = (0..SLOW).map(|_| tokio::spawn(drip(cur_addr, give_up, connected.clone()))).collect();
+    crate::harness::wait_until("the slow connections made", || connected.load(Ordering::SeqCst) == SLOW).await.unwrap();
+    let t = Instant::now();
+    let mut c = match RawClient::connect(cur_addr).await {
+        Ok(c) => c,
+        Err(e) => {
+            let log = served.log_text();
+            let tail: Vec<&str> = log.lines().filter(|l| !l.contains("debugger connection")).collect();
+            panic!("a debugger was not served ({e:#}) after {:?}, daemon fds {}:\n{}", t.elapsed(), open_fds(pid), tail[tail.len().saturating_sub(8)..].join("\n"));
+        }
+    };
+    c.request(1, SET_VM, VM_VERSION, &[], Duration::from_secs(20)).await.unwrap();
+    let took = t.elapsed();
+    let (fds, limit) = (open_fds(pid), soft_nofile(pid));
+    eprintln!("soft RLIMIT_NOFILE 128 at start, {limit} now; {SLOW} slow handshakes pending, daemon fds {fds}; debugger round trip {took:?}");
+    assert_eq!(limit, 4096);
+    assert!(served.log_text().contains("RLIMIT_NOFILE"), "{}", served.log_text());
+    assert!(took < Duration::from_secs(3), "a debugger waited {took:?} behind {SLOW} slow handshakes");
+    for t in slow {
+        t.abort();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
