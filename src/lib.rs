@@ -34,6 +34,7 @@ pub mod control;
 mod daemon;
 pub mod discovery;
 pub mod ddm;
+pub mod fd_limit;
 pub mod fuzzing;
 pub mod jdwp;
 pub mod listen;

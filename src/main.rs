@@ -283,6 +283,11 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
 async fn serve(args: ServeArgs, control: std::path::PathBuf) -> anyhow::Result<()> {
     let mut settings = settings_from(args)?;
     settings.control = Some(control);
+    match jdwpmux::fd_limit::raise() {
+        Ok(Some((before, after))) => tracing::info!("raised the open-file limit (RLIMIT_NOFILE) from {before} to {after}"),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit (RLIMIT_NOFILE)"),
+    }
     let daemon = jdwpmux::start(settings).await?;
     wait_for_signal().await;
     tracing::info!("shutting down");

@@ -22,6 +22,10 @@ mod detach;
 mod bad_input;
 #[path = "integration/limits.rs"]
 mod limits;
+#[path = "integration/hostile.rs"]
+mod hostile;
+#[path = "integration/hostile_control.rs"]
+mod hostile_control;
 #[path = "integration/hotspot.rs"]
 mod hotspot;
 #[path = "integration/cli.rs"]

@@ -7,6 +7,7 @@
 pub mod client;
 mod ddm_cmds;
 pub mod heap;
+pub mod path_check;
 pub mod protocol;
 pub mod server;
 pub mod stats_cmd;
@@ -18,14 +19,12 @@ use std::path::PathBuf;
 pub const CONTROL_ENV: &str = "JDWPMUX_CONTROL";
 
 /// The default socket path: `$XDG_RUNTIME_DIR/jdwpmux/control.sock`, else
-/// `/tmp/jdwpmux-UID/control.sock`. Its folder is created with mode 0700 by the daemon.
+/// `/tmp/jdwpmux-UID/control.sock`. Its folder is created with mode 0700 by the daemon, which refuses
+/// one that another user made or may write to.
 pub fn default_path() -> PathBuf {
     if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir).join("jdwpmux").join("control.sock");
     }
-    let uid = {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
-    };
+    let uid = path_check::own_uid();
     PathBuf::from(format!("/tmp/jdwpmux-{uid}")).join("control.sock")
 }

@@ -8,30 +8,42 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, Instrument};
+use tracing::{debug, info, warn, Instrument};
 
+use super::path_check::{self, AtPath};
 use super::protocol::{parse_request, ErrorKind, Request, Response, MAX_REQUEST_LINE};
 use crate::registry::{Registry, SelectError};
+
+/// How long one reply may wait for a client to read it before the client is dropped (a
+/// client that asks for live updates and stops reading must not hold its task and its VM's
+/// thread updates forever).
+pub const CONTROL_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a client has to send its request line.
+pub const CONTROL_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
     #[error("cannot create the control folder {path}: {source}")]
     Folder { path: PathBuf, source: std::io::Error },
+    #[error("refusing the control folder {path}: {why} (use --control to put the socket in a folder of your own)")]
+    UnsafeFolder { path: PathBuf, why: String },
+    #[error("refusing the control socket path {path}: {why}; it is left as it is (use --control to pick another path)")]
+    PathTaken { path: PathBuf, why: String },
     #[error("another jdwpmux daemon already answers on {0} (use --control to pick another path)")]
     InUse(PathBuf),
     #[error("cannot listen on the control socket {path}: {source}")]
     Bind { path: PathBuf, source: std::io::Error },
 }
 
-/// Binds the control socket (owner-only) and serves it until cancelled.
+/// Binds the control socket (owner-only) and serves it until cancelled. The folder and
+/// whatever is at the path are checked first (see `path_check`): nothing of another user,
+/// and nothing that is not a socket, is used or removed.
 pub async fn start(path: &Path, registry: Arc<Registry>, cancel: CancellationToken, tracker: &TaskTracker) -> Result<(), ControlError> {
     if let Some(dir) = path.parent() {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir).map_err(|source| ControlError::Folder { path: dir.into(), source })?;
-            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        }
+        path_check::prepare_folder(dir)?;
     }
-    if path.exists() {
+    if path_check::inspect(path)? == AtPath::OwnSocket {
         // A live daemon answers; a stale socket from a crashed one is replaced.
         if UnixStream::connect(path).await.is_ok() {
             return Err(ControlError::InUse(path.into()));
@@ -42,12 +54,25 @@ pub async fn start(path: &Path, registry: Arc<Registry>, cancel: CancellationTok
     let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
     info!("control socket at {}", path.display());
     let path = path.to_path_buf();
+    let own = path_check::own_uid();
     let tasks = tracker.clone();
     tracker.spawn(
         async move {
             let l = &listener;
             crate::accept::accept_until(|| l.accept(), &cancel, "control", |sock, _| {
-                tasks.spawn(serve_one(sock, registry.clone()));
+                // File modes keep other users out; this holds even if they were loosened.
+                match sock.peer_cred() {
+                    Ok(cred) if path_check::peer_allowed(cred.uid(), own) => {
+                        tasks.spawn(serve_one(sock, registry.clone()));
+                    }
+                    Ok(cred) => warn!(
+                        uid = cred.uid(),
+                        pid = cred.pid(),
+                        "refused a control client: uid {} is not the daemon's uid {own}",
+                        cred.uid()
+                    ),
+                    Err(e) => warn!(error = %e, "refused a control client: its uid cannot be read"),
+                }
             })
             .await;
             let _ = std::fs::remove_file(&path);
@@ -61,7 +86,10 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
     let (rd, mut wr) = sock.into_split();
     let mut line = String::new();
     let mut rd = BufReader::new(rd).take(MAX_REQUEST_LINE as u64);
-    let req = match rd.read_line(&mut line).await {
+    let Ok(read) = tokio::time::timeout(CONTROL_READ_TIMEOUT, rd.read_line(&mut line)).await else {
+        return info!("control client sent no request within {CONTROL_READ_TIMEOUT:?} (CONTROL_READ_TIMEOUT): dropped");
+    };
+    let req = match read {
         Ok(0) => return,
         Ok(_) => match parse_request(&line) {
             Ok(req) => req,
@@ -90,11 +118,18 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
     }
 }
 
-/// Writes one response line; an error means the client left.
+/// Writes one response line; an error means the client left, or did not read it within
+/// `CONTROL_WRITE_TIMEOUT` (it is then dropped: its task and what it watches end).
 pub(super) async fn send(wr: &mut tokio::net::unix::OwnedWriteHalf, r: &Response) -> std::io::Result<()> {
     let mut text = serde_json::to_string(r).map_err(std::io::Error::other)?;
     text.push('\n');
-    wr.write_all(text.as_bytes()).await
+    match tokio::time::timeout(CONTROL_WRITE_TIMEOUT, wr.write_all(text.as_bytes())).await {
+        Ok(r) => r,
+        Err(_) => {
+            info!("control client not reading: a reply waited {CONTROL_WRITE_TIMEOUT:?} (CONTROL_WRITE_TIMEOUT); dropped");
+            Err(std::io::ErrorKind::TimedOut.into())
+        }
+    }
 }
 
 use tokio::io::AsyncReadExt;

@@ -125,6 +125,8 @@ pub(super) struct Session {
     pub held_dropped: u64,
     /// How many of those the log has already reported.
     pub held_dropped_logged: u64,
+    /// Replies from the VM to ids with no outstanding request (see `vm_side`).
+    pub stray_replies: u64,
     pub reset_requested: bool,
     pub cleanup_pending: usize,
     pub cleanup_deadline: Option<Instant>,
@@ -188,6 +190,7 @@ pub fn spawn(
         held_bytes: 0,
         held_dropped: 0,
         held_dropped_logged: 0,
+        stray_replies: 0,
         reset_requested: false,
         cleanup_pending: 0,
         cleanup_deadline: None,

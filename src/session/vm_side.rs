@@ -3,7 +3,7 @@
 //! `vm_events`); DDM packets are decoded and logged, and copied only to debuggers that speak
 //! DDM themselves.
 
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::actor::{Session, VmStream};
 use super::ids::{Note, Requester};
@@ -53,7 +53,10 @@ impl Session {
     /// Decides where a large packet's body goes, from its header alone.
     fn route_head(&mut self, h: Header, head: &mut bytes::BytesMut) -> VmStream {
         if h.is_reply() {
-            let Some(e) = self.answered(&h) else { return nobody(h) };
+            let Some(e) = self.answered(&h) else {
+                self.stray_reply(&h);
+                return nobody(h);
+            };
             return match e.requester {
                 Requester::Debugger(conn) if self.debuggers.contains(conn) => {
                     if let Note::EventSet(_) = e.note {
@@ -108,7 +111,7 @@ impl Session {
         let h = p.header();
         if h.is_reply() {
             let Some(e) = self.answered(&h) else {
-                debug!(id = h.id, "dropping a reply with no request (its requester left)");
+                self.stray_reply(&h);
                 return;
             };
             match e.requester {
@@ -148,6 +151,23 @@ impl Session {
                 }
             }
             set => debug!(set, cmd = h.cmd(), "dropping a VM command: no debugger attached"),
+        }
+    }
+
+    /// Drops a reply whose id has no outstanding request: one the proxy never sent, the
+    /// second copy of one already answered, or one purged when its requester left. Logged
+    /// with the count at the 1st, 2nd, 4th, 8th... so a VM cannot flood the log with them.
+    fn stray_reply(&mut self, h: &Header) {
+        self.stray_replies += 1;
+        let n = self.stray_replies;
+        if n.is_power_of_two() {
+            info!(
+                id = h.id,
+                len = h.length,
+                "dropping a reply to id {}: no request of that id is outstanding (never sent, already answered, \
+                 or its requester left); {n} such replies so far",
+                h.id
+            );
         }
     }
 

@@ -22,10 +22,32 @@ impl Served {
 
     /// `start` with extra environment variables for the daemon.
     pub fn start_env(args: &[&str], env: &[(&str, &str)]) -> Served {
+        Self::start_at(None, args, env)
+    }
+
+    /// `start_env` with the control socket at `control` (None: in a fresh private folder).
+    pub fn start_at(control: Option<&std::path::Path>, args: &[&str], env: &[(&str, &str)]) -> Served {
+        Self::spawn(&[], control, args, env)
+    }
+
+    /// `start` run through a wrapper command (`prlimit --nofile=...`, say).
+    pub fn start_wrapped(wrapper: &[&str], args: &[&str]) -> Served {
+        Self::spawn(wrapper, None, args, &[])
+    }
+
+    fn spawn(wrapper: &[&str], control: Option<&std::path::Path>, args: &[&str], env: &[(&str, &str)]) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("serve.log");
-        let control = dir.path().join("control.sock");
-        let child = Command::new(BIN)
+        let control = control.map_or_else(|| dir.path().join("control.sock"), std::path::Path::to_path_buf);
+        let mut cmd = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(BIN);
+                c
+            }
+            None => Command::new(BIN),
+        };
+        let child = cmd
             .env_remove("JDWPMUX_CONFIG")
             .arg("serve")
             .args(["--base-port", "0", "--current-port", "0", "--control"])
@@ -39,6 +61,11 @@ impl Served {
             .spawn()
             .unwrap();
         Served { child, log, control, _dir: dir }
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends SIGTERM and waits (bounded) for the exit code.

@@ -161,6 +161,9 @@ fn run_actions(shared: &Shared, conn: &Conn, cmd: Option<(u8, u8)>, actions: Vec
                 }
                 None => {
                     conn.send(p.encode());
+                    if shared.cfg.duplicate_replies {
+                        conn.send(p.encode());
+                    }
                 }
             },
             Action::Send(p) => {

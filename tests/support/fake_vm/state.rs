@@ -78,6 +78,8 @@ pub struct FakeVmConfig {
     pub max_packet_len: usize,
     pub handshake_timeout: Duration,
     pub layout: DdmLayout,
+    /// A broken (or hostile) VM: every reply is sent twice.
+    pub duplicate_replies: bool,
 }
 
 impl Default for FakeVmConfig {
@@ -105,6 +107,7 @@ impl Default for FakeVmConfig {
             max_packet_len: DEFAULT_MAX_PACKET_LEN,
             handshake_timeout: Duration::from_secs(10),
             layout: DdmLayout::Modern,
+            duplicate_replies: false,
         }
     }
 }

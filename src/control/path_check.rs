@@ -1,0 +1,156 @@
+//! What the daemon accepts at the control socket's path before it binds there.
+//!
+//! The socket gives whoever connects every VM the daemon reaches, so its folder must belong
+//! to the daemon's user and be closed to others' writes (else another user could swap the
+//! socket for one of theirs and answer the clients), and whatever already sits at the path
+//! may only be replaced if it is a socket of that same user that no daemon answers on.
+//! Anything else is refused and left exactly as it is.
+
+use std::fs::{DirBuilder, Metadata};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
+use std::path::Path;
+
+use super::server::ControlError;
+
+/// The uid the daemon runs as (the owner of its own /proc entry).
+pub fn own_uid() -> u32 {
+    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
+}
+
+/// Whether a control client of `uid` may be served: the daemon's own user, or root (who
+/// could read the socket's folder anyway).
+pub fn peer_allowed(uid: u32, own: u32) -> bool {
+    uid == own || uid == 0
+}
+
+/// Makes the socket's folder (mode 0700) if it is missing, else checks that it is a real
+/// folder of the daemon's user that nobody else may write to.
+pub fn prepare_folder(dir: &Path) -> Result<(), ControlError> {
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let folder_err = |source| ControlError::Folder { path: dir.into(), source };
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(folder_err)?;
+            std::fs::symlink_metadata(dir).map_err(folder_err)?
+        }
+        Err(e) => return Err(folder_err(e)),
+    };
+    match folder_problem(&meta, own_uid()) {
+        Some(why) => Err(ControlError::UnsafeFolder { path: dir.into(), why }),
+        None => Ok(()),
+    }
+}
+
+fn folder_problem(meta: &Metadata, own: u32) -> Option<String> {
+    let mode = meta.mode() & 0o7777;
+    if meta.file_type().is_symlink() {
+        Some("it is a symbolic link".into())
+    } else if !meta.is_dir() {
+        Some("it is not a folder".into())
+    } else if meta.uid() != own {
+        Some(format!("it belongs to uid {}, not to uid {own} that runs the daemon", meta.uid()))
+    } else if mode & 0o022 != 0 {
+        Some(format!("it is writable by other users (mode {mode:04o})"))
+    } else {
+        None
+    }
+}
+
+/// What sits at the socket's path now.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AtPath {
+    Nothing,
+    /// A socket of the daemon's user: a live daemon's, or a stale one to replace.
+    OwnSocket,
+}
+
+/// Checks whatever is at `path` without following a symbolic link.
+pub fn inspect(path: &Path) -> Result<AtPath, ControlError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(AtPath::Nothing),
+        Err(source) => return Err(ControlError::Bind { path: path.into(), source }),
+    };
+    match path_problem(&meta, own_uid()) {
+        Some(why) => Err(ControlError::PathTaken { path: path.into(), why }),
+        None => Ok(AtPath::OwnSocket),
+    }
+}
+
+fn path_problem(meta: &Metadata, own: u32) -> Option<String> {
+    let ty = meta.file_type();
+    if ty.is_symlink() {
+        Some("it is a symbolic link, not a socket".into())
+    } else if !ty.is_socket() {
+        Some("it exists and is not a socket".into())
+    } else if meta.uid() != own {
+        Some(format!("the socket there belongs to uid {}, not to uid {own} that runs the daemon", meta.uid()))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn meta(p: &Path) -> Metadata {
+        std::fs::symlink_metadata(p).unwrap()
+    }
+
+    #[test]
+    fn folders_must_be_own_real_and_closed_to_others() {
+        let base = tempfile::tempdir().unwrap();
+        let own = own_uid();
+        let d = base.path().join("d");
+        std::fs::create_dir(&d).unwrap();
+        for (mode, ok) in [(0o700, true), (0o755, true), (0o775, false), (0o777, false), (0o1777, false)] {
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(folder_problem(&meta(&d), own).is_none(), ok, "mode {mode:o}");
+        }
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(folder_problem(&meta(&d), own.wrapping_add(1)).unwrap().contains("belongs to uid"));
+        let link = base.path().join("l");
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        assert_eq!(folder_problem(&meta(&link), own).unwrap(), "it is a symbolic link");
+        let f = base.path().join("f");
+        std::fs::write(&f, "").unwrap();
+        assert_eq!(folder_problem(&meta(&f), own).unwrap(), "it is not a folder");
+    }
+
+    #[test]
+    fn a_missing_folder_is_made_owner_only() {
+        let base = tempfile::tempdir().unwrap();
+        let d = base.path().join("a").join("b");
+        prepare_folder(&d).unwrap();
+        assert_eq!(meta(&d).mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn only_own_sockets_may_be_replaced() {
+        let base = tempfile::tempdir().unwrap();
+        let own = own_uid();
+        let s = base.path().join("s");
+        drop(std::os::unix::net::UnixListener::bind(&s).unwrap());
+        assert_eq!(path_problem(&meta(&s), own), None);
+        assert!(path_problem(&meta(&s), own.wrapping_add(1)).unwrap().contains("belongs to uid"));
+        assert_eq!(inspect(&s).unwrap(), AtPath::OwnSocket);
+        assert_eq!(inspect(&base.path().join("none")).unwrap(), AtPath::Nothing);
+        let f = base.path().join("f");
+        std::fs::write(&f, "x").unwrap();
+        assert!(matches!(inspect(&f), Err(ControlError::PathTaken { .. })));
+        let link = base.path().join("l");
+        std::os::unix::fs::symlink(&s, &link).unwrap();
+        assert!(path_problem(&meta(&link), own).unwrap().contains("symbolic link"));
+    }
+
+    #[test]
+    fn peers_of_other_uids_are_refused() {
+        assert!(peer_allowed(1000, 1000));
+        assert!(peer_allowed(0, 1000));
+        assert!(!peer_allowed(65534, 1000));
+        assert!(!peer_allowed(1000, 0));
+    }
+}
