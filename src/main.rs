@@ -257,6 +257,11 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         max_bytes: args.capture_max_bytes,
         snaplen: args.capture_snaplen,
     });
+    // Not a bare `from_secs_f64`: a negative, NaN or huge value would panic there.
+    let debugger_stall = Duration::try_from_secs_f64(args.stall_timeout)
+        .ok()
+        .filter(|d| settings::STALL_TIMEOUT_RANGE.contains(d))
+        .ok_or_else(|| SettingsError::BadStallTimeout(args.stall_timeout.to_string()))?;
     let s = Settings {
         allow: args.allow,
         adb,
@@ -273,6 +278,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         select: args.select,
         ddm: args.ddm,
         max_debuggers: args.max_debuggers,
+        timeouts: settings::Timeouts { debugger_stall, ..Default::default() },
         web: if args.no_web { None } else { args.web },
         ..Settings::default()
     };
