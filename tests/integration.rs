@@ -54,3 +54,5 @@ mod web_browser;
 mod web_security;
 #[path = "integration/logs.rs"]
 mod logs;
+#[path = "integration/faults_vm.rs"]
+mod faults_vm;
