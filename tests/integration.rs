@@ -56,3 +56,7 @@ mod web_security;
 mod logs;
 #[path = "integration/faults_vm.rs"]
 mod faults_vm;
+#[path = "integration/faults_debugger.rs"]
+mod faults_debugger;
+#[path = "integration/faults_daemon.rs"]
+mod faults_daemon;
