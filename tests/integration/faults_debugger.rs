@@ -124,6 +124,10 @@ async fn a_debugger_that_reads_nothing_while_200_mib_stream_is_cut_and_holds_nob
     drop(bystander);
 }
 
+/// Body of the large command sent half: within `WHOLE_COMMAND_UP_TO` (1 MiB), the commands
+/// the daemon passes on only once whole.
+const LARGE_HALF_COMMAND: usize = 900 * 1024;
+
 /// Sends `bytes` then resets the connection (SO_LINGER 0).
 async fn send_and_reset(port: u16, bytes: &[u8]) {
     let mut c = RawClient::connect(("127.0.0.1", port)).await.unwrap();
@@ -139,7 +143,16 @@ fn half_packets(class: u64, tick: u64) -> Vec<Vec<u8>> {
     let brk = Packet::command(91, SET_EVENT_REQUEST, ER_SET, breakpoint_request(class, tick, SUSPEND_ALL)).encode();
     let mut long_suspend = Packet::command(92, SET_VM, VM_SUSPEND, vec![0; 64]).encode();
     long_suspend.truncate(11 + 10);
-    vec![suspend[..5].to_vec(), suspend[..10].to_vec(), brk[..brk.len() / 2].to_vec(), brk[..11].to_vec(), long_suspend]
+    // Large, above the 64 KiB the daemon reads at a time: half of it arrives in many reads.
+    let large = Packet::command(93, SET_VM, VM_SUSPEND, vec![0; LARGE_HALF_COMMAND]).encode();
+    vec![
+        suspend[..5].to_vec(),
+        suspend[..10].to_vec(),
+        brk[..brk.len() / 2].to_vec(),
+        brk[..11].to_vec(),
+        long_suspend,
+        large[..large.len() / 2].to_vec(),
+    ]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,6 +171,7 @@ async fn a_debugger_reset_mid_packet_leaves_nothing_of_it_in_the_vm() {
     let tick = keeper.method_id(class, "tick").await.unwrap();
     let before = usage(served.pid()).unwrap();
     fake.clear_received();
+    let accepted = fake.connections_accepted();
 
     for (i, half) in half_packets(class, tick).iter().enumerate() {
         send_and_reset(big_port, half).await;
@@ -182,6 +196,7 @@ async fn a_debugger_reset_mid_packet_leaves_nothing_of_it_in_the_vm() {
     assert!(fake.received_commands(SET_EVENT_REQUEST, ER_SET).is_empty());
     assert!(fake.event_requests().is_empty() && !fake.any_suspended());
     assert!(fake.protocol_errors().is_empty(), "{:?}", fake.protocol_errors());
+    assert_eq!(fake.connections_accepted(), accepted, "the fake VM's connection was remade");
     // The real VM was neither suspended nor given the breakpoint: it ticks on.
     big.wait_ticks_advance(Duration::from_secs(20)).await.unwrap();
     assert!(big.output().lines().filter(|l| l.starts_with("tick")).count() > 2);
