@@ -75,6 +75,8 @@ async fn a_debugger_that_reads_nothing_while_200_mib_stream_is_cut_and_holds_nob
         burst.extend(Packet::command(id, SET_ARRAY, ARRAY_GET_VALUES, array_get_values(array, BIG_LEN)).encode());
     }
     stalled.c.send_raw(&burst).await.unwrap();
+    // Its first reply's header is in: the VM is streaming to it.
+    stalled.c.wait_for_bytes(11, Duration::from_secs(30)).await.unwrap();
     let asked = Instant::now();
     // The second debugger asks behind them: answered once the stalled one is cut and the VM
     // has streamed the rest of its replies (to nobody).
@@ -234,4 +236,79 @@ async fn a_command_larger_than_the_read_buffer_reaches_the_vm_whole() {
     let at = |k: usize| u32::from_be_bytes(r.data[5 + 4 * k..9 + 4 * k].try_into().unwrap());
     assert_eq!((at(1), at(12345), at(N as usize - 1), at(N as usize)), (7, 7 * 12345, 7 * (N - 1), N));
     big.wait_ticks_advance(Duration::from_secs(20)).await.unwrap();
+}
+
+/// Bytes the trickling debugger reads at a time, every `TRICKLE_EVERY`: 640 bytes a second,
+/// so it frees less than one loopback segment (64 KiB) of its receive window per stall
+/// timeout, and the daemon's writes to it make no progress.
+const TRICKLE: usize = 64;
+const TRICKLE_EVERY: Duration = Duration::from_millis(100);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debugger_that_reads_a_trickle_is_cut_like_one_that_reads_nothing() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    let big = start_big(Path::new("java")).await.unwrap();
+    let big_addr = big.host_port();
+    let served = serve(&[&big_addr], STALL_SECS);
+    let rows = served.list_until("ready", |r| ready_port(r, &big_addr).is_some()).await;
+    let port = ready_port(&rows, &big_addr).unwrap();
+    let mut second = JvmDebugger::attach(("127.0.0.1", port)).await.unwrap();
+    let class = second.class_id("LBig;").await.unwrap();
+    let array = second.static_object(class, "big").await.unwrap();
+    let before = usage(served.pid()).unwrap();
+
+    // The trickler: handshake, two 16 MiB reads asked for, then 64 bytes every 100 ms.
+    let mut sock = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    sock.write_all(crate::support::wire::HANDSHAKE).await.unwrap();
+    for id in 1..=2 {
+        sock.write_all(&Packet::command(id, SET_ARRAY, ARRAY_GET_VALUES, array_get_values(array, BIG_LEN)).encode()).await.unwrap();
+    }
+    // Trickles until told to drain: then reads what the kernel still holds, to the end.
+    let drain = std::sync::Arc::new(tokio::sync::Notify::new());
+    let told = drain.clone();
+    let (started_tx, started) = tokio::sync::oneshot::channel();
+    let mut started_tx = Some(started_tx);
+    let trickle = tokio::spawn(async move {
+        let mut buf = vec![0u8; TRICKLE];
+        let mut total = 0usize;
+        let mut draining = false;
+        loop {
+            match tokio::time::timeout(Duration::from_secs(60), sock.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return Some(total),
+                Ok(Ok(n)) => total += n,
+                Err(_) => return None,
+            }
+            // Past the handshake echo and a reply's header: the replies are on their way.
+            if total > 14 + 11 {
+                if let Some(tx) = started_tx.take() {
+                    let _ = tx.send(());
+                }
+            }
+            if !draining {
+                tokio::select! {
+                    _ = tokio::time::sleep(TRICKLE_EVERY) => {}
+                    _ = told.notified() => {
+                        draining = true;
+                        buf = vec![0u8; 1 << 20];
+                    }
+                }
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(30), started).await.unwrap().unwrap();
+    let asked = Instant::now();
+    let id = second.id();
+    second.c.send_command(id, SET_VM, VM_VERSION, &[]).await.unwrap();
+    let r = second.c.wait_reply(id, Duration::from_secs(60)).await.expect("the second debugger is answered");
+    assert_eq!(r.error_code(), Some(0));
+    let waited = asked.elapsed();
+    served.wait_log("a debugger stopped reading; cutting it off").await;
+    drain.notify_one();
+    let read = trickle.await.unwrap().expect("the trickler is closed");
+    assert!(read < 2 * 4 * BIG_LEN as usize, "the trickler read all {read} bytes");
+    big.wait_ticks_advance(Duration::from_secs(20)).await.unwrap();
+    drop(second);
+    let after = wait_back_to(served.pid(), before, FAULT_SLACK, SETTLE).await.unwrap();
+    println!("trickling debugger: cut after reading {read} bytes; second debugger answered after {waited:?}; daemon before {before}, after {after}");
 }
