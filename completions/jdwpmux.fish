@@ -57,6 +57,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ddm -d 'When t
 always\t'Every VM. HotSpot may crash on a DDM packet: use with care'
 never\t'No DDM at all: a plain debugger proxy'"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l max-debuggers -d 'Debuggers that may attach to one VM at once (an IDE, jdb and a script, say); each sees its own events and suspensions. 1 refuses a second debugger, as a JDWP agent does. Past the limit a debugger is refused with a log line' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l stall-timeout -d 'Seconds a debugger may leave the VM\'s packets unread (or stop halfway through a large command) before it is cut off with a log line; meanwhile it holds up its VM\'s other debuggers. 1 to 600' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l web -d 'Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API on ADDR [default without ADDR: 127.0.0.1:8699]. The log prints the address to open, with a token; a non-loopback ADDR needs --allow-remote' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture -d 'Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture-format -d 'Capture format, when the file name does not say: pcapng or jsonl' -r

@@ -145,6 +145,11 @@ pub struct ServeArgs {
     /// does. Past the limit a debugger is refused with a log line.
     #[arg(long, value_name = "N", default_value_t = crate::settings::DEFAULT_MAX_DEBUGGERS)]
     pub max_debuggers: usize,
+    /// Seconds a debugger may leave the VM's packets unread (or stop halfway through a large
+    /// command) before it is cut off with a log line; meanwhile it holds up its VM's other
+    /// debuggers. 1 to 600.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::settings::DEFAULT_DEBUGGER_STALL_TIMEOUT.as_secs_f64())]
+    pub stall_timeout: f64,
     /// Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API
     /// on ADDR [default without ADDR: 127.0.0.1:8699]. The log prints the address to open,
     /// with a token; a non-loopback ADDR needs --allow-remote.

@@ -78,6 +78,7 @@ pub struct ConfigFile {
     pub select: Option<String>,
     pub ddm: Option<DdmMode>,
     pub max_debuggers: Option<usize>,
+    pub stall_timeout: Option<f64>,
     #[serde(default, deserialize_with = "non_empty")]
     pub capture: Option<PathBuf>,
     pub capture_format: Option<Parsed<crate::capture::Format>>,
@@ -134,6 +135,7 @@ impl ConfigFile {
             let c = one("select", s(&self.select), c);
             let c = one("ddm", self.ddm.map(|d| d.to_possible_value_name()), c);
             let c = one("max_debuggers", self.max_debuggers.map(|n| n.to_string()), c);
+            let c = one("stall_timeout", self.stall_timeout.map(|f| f.to_string()), c);
             let c = one("capture", self.capture.as_ref().map(|p| p.display().to_string()), c);
             let c = one("capture_format", self.capture_format.as_ref().map(|f| f.0.to_string()), c);
             let c = one("capture_max_bytes", self.capture_max_bytes.map(|b| b.to_string()), c);

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     let log_guard = init_logging(&cli);
+    ignore_file_size_signal();
     // One thread: a packet costs one wake-up of one task. Waking another CPU costs more
     // than the whole relay, so a multi-threaded runtime would only add latency here.
     // Before it sleeps, the thread lets a peer it just wrote to run (see `park`).
@@ -257,6 +258,11 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         max_bytes: args.capture_max_bytes,
         snaplen: args.capture_snaplen,
     });
+    // Not a bare `from_secs_f64`: a negative, NaN or huge value would panic there.
+    let debugger_stall = Duration::try_from_secs_f64(args.stall_timeout)
+        .ok()
+        .filter(|d| settings::STALL_TIMEOUT_RANGE.contains(d))
+        .ok_or_else(|| SettingsError::BadStallTimeout(args.stall_timeout.to_string()))?;
     let s = Settings {
         allow: args.allow,
         adb,
@@ -273,6 +279,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         select: args.select,
         ddm: args.ddm,
         max_debuggers: args.max_debuggers,
+        timeouts: settings::Timeouts { debugger_stall, ..Default::default() },
         web: if args.no_web { None } else { args.web },
         ..Settings::default()
     };
@@ -293,6 +300,17 @@ async fn serve(args: ServeArgs, control: std::path::PathBuf) -> anyhow::Result<(
     tracing::info!("shutting down");
     daemon.shutdown(SHUTDOWN_GRACE).await;
     Ok(())
+}
+
+/// A write past the file size limit (`ulimit -f`) raises SIGXFSZ, whose default action
+/// kills the process: a capture file reaching the limit would take every debug session down
+/// with it. Ignored, the write fails with EFBIG instead, and the capture writer stops with a
+/// log line while the daemon carries on.
+fn ignore_file_size_signal() {
+    // SAFETY: sets one signal's disposition to SIG_IGN; no handler of ours ever runs.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
 }
 
 async fn wait_for_signal() {

@@ -23,6 +23,13 @@ pub const MAX_MAX_DEBUGGERS: usize = 64;
 pub const DEFAULT_WEB: &str = "127.0.0.1:8699";
 /// How long a debugger has to send its handshake.
 pub const DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a debugger may leave a full queue unread (or stop halfway through a large
+/// command) before it is cut off (`--stall-timeout`). Until then the VM's packets wait for
+/// it, and with them the VM's other debuggers.
+pub const DEFAULT_DEBUGGER_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bounds of `--stall-timeout`: below a second a busy IDE is cut for a GC pause; above ten
+/// minutes one stuck debugger holds every other debugger of its VM for that long.
+pub const STALL_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> = Duration::from_secs(1)..=Duration::from_secs(600);
 
 /// When to probe a VM with the DDM HELO chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, serde::Serialize)]
@@ -42,6 +49,7 @@ pub struct Timeouts {
     pub handshake: Duration,
     pub attach_wait: Duration,
     pub debugger_handshake: Duration,
+    pub debugger_stall: Duration,
 }
 
 impl Default for Timeouts {
@@ -51,6 +59,7 @@ impl Default for Timeouts {
             handshake: DEFAULT_HANDSHAKE_TIMEOUT,
             attach_wait: DEFAULT_ATTACH_WAIT,
             debugger_handshake: DEFAULT_DEBUGGER_HANDSHAKE_TIMEOUT,
+            debugger_stall: DEFAULT_DEBUGGER_STALL_TIMEOUT,
         }
     }
 }
@@ -138,6 +147,8 @@ pub enum SettingsError {
     WebRemoteNotAllowed(SocketAddr),
     #[error("--max-debuggers {0}: expected 1 to {MAX_MAX_DEBUGGERS}")]
     BadMaxDebuggers(usize),
+    #[error("--stall-timeout {0}: expected 1 to 600 seconds")]
+    BadStallTimeout(String),
 }
 
 impl Settings {
@@ -150,6 +161,9 @@ impl Settings {
         }
         if !(1..=MAX_MAX_DEBUGGERS).contains(&self.max_debuggers) {
             return Err(SettingsError::BadMaxDebuggers(self.max_debuggers));
+        }
+        if !STALL_TIMEOUT_RANGE.contains(&self.timeouts.debugger_stall) {
+            return Err(SettingsError::BadStallTimeout(self.timeouts.debugger_stall.as_secs_f64().to_string()));
         }
         Ok(())
     }

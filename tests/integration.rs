@@ -54,3 +54,9 @@ mod web_browser;
 mod web_security;
 #[path = "integration/logs.rs"]
 mod logs;
+#[path = "integration/faults_vm.rs"]
+mod faults_vm;
+#[path = "integration/faults_debugger.rs"]
+mod faults_debugger;
+#[path = "integration/faults_daemon.rs"]
+mod faults_daemon;

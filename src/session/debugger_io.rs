@@ -20,7 +20,7 @@ use tracing::{info, warn};
 
 use crate::capture::tap::Tap;
 use crate::capture::Direction;
-use crate::jdwp::codec::{CodecError, Frame, JdwpCodec, DEFAULT_STREAM_OVER};
+use crate::jdwp::codec::{CodecError, Frame, JdwpCodec};
 use crate::jdwp::handshake::HANDSHAKE;
 
 use super::out_queue::OutQueue;
@@ -28,6 +28,13 @@ use super::out_queue::OutQueue;
 /// Largest command a debugger may send. Real commands are small; the biggest
 /// (ClassesRedefine, SetValues) stay far below this. Larger ones close the connection.
 pub const MAX_DEBUGGER_PACKET: u32 = 256 * 1024 * 1024;
+/// Commands up to this length are passed to the VM only once they have fully arrived, so a
+/// debugger that leaves halfway through one leaves the VM nothing of it (and the VM's other
+/// debuggers carry on). Longer ones (a large RedefineClasses or SetValues) are passed on as
+/// they arrive, so their memory stays bounded; leaving halfway through one of those makes the
+/// session remake its VM connection, as the VM would read the next packet as the rest. At
+/// most `MAX_MAX_DEBUGGERS` times this is held per VM for commands in flight.
+pub const WHOLE_COMMAND_UP_TO: usize = 1024 * 1024;
 /// Bytes queued for the debugger above which the session stops reading from the VM.
 pub const DEBUGGER_HIGH_WATER: usize = 1024 * 1024;
 /// Read buffer growth step for the debugger socket.
@@ -76,7 +83,7 @@ impl DebuggerIo {
             sock,
             input,
             out,
-            codec: JdwpCodec::new(MAX_DEBUGGER_PACKET, DEFAULT_STREAM_OVER).limit_named("MAX_DEBUGGER_PACKET"),
+            codec: JdwpCodec::new(MAX_DEBUGGER_PACKET, WHOLE_COMMAND_UP_TO).limit_named("MAX_DEBUGGER_PACKET"),
             tap,
             streaming: false,
             after_stream: Vec::new(),

@@ -2,7 +2,6 @@
 //! protecting the VM from commands it cannot take, and the periodic checks.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -17,8 +16,6 @@ use crate::jdwp::names;
 use crate::jdwp::packet::{error, Header, DDM_CMD_SET};
 use crate::jdwp::Packet;
 
-/// How long a debugger may leave the session's packets unread before it is cut off.
-pub const DEBUGGER_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Session {
     /// Routes the frames the debuggers sent, one frame of each in turn, while the VM's queue
@@ -244,16 +241,16 @@ impl Session {
         self.expire_waiting();
         self.expire_ddm_waiters(false);
         self.poll_threads();
-        let stalled: Vec<u64> =
-            self.debuggers.iter().filter(|a| a.io.stalled(DEBUGGER_STALL_TIMEOUT)).map(|a| a.conn).collect();
+        let stall = self.cfg.timeouts.debugger_stall;
+        let stalled: Vec<u64> = self.debuggers.iter().filter(|a| a.io.stalled(stall)).map(|a| a.conn).collect();
         for conn in stalled {
-            warn!(conn, timeout = ?DEBUGGER_STALL_TIMEOUT, "a debugger stopped reading; cutting it off");
+            warn!(conn, timeout = ?stall, "a debugger stopped reading; cutting it off");
             self.detach(conn, "the debugger stopped reading").await;
         }
         // A debugger that stops halfway through a large command holds the VM (and every
         // other debugger) up: it is cut off like one that stops reading.
-        if let Some(conn) = self.vm_upstream.filter(|_| self.vm_upstream_progress.elapsed() >= DEBUGGER_STALL_TIMEOUT) {
-            warn!(conn, timeout = ?DEBUGGER_STALL_TIMEOUT, "a debugger stopped halfway through a large command; cutting it off");
+        if let Some(conn) = self.vm_upstream.filter(|_| self.vm_upstream_progress.elapsed() >= stall) {
+            warn!(conn, timeout = ?stall, "a debugger stopped halfway through a large command; cutting it off");
             self.detach(conn, "the debugger stopped sending its command").await;
         }
         if self.held_dropped > self.held_dropped_logged {

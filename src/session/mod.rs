@@ -34,7 +34,6 @@ mod vm_side;
 pub use actor::{spawn, AdbTarget, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
 pub use ddm_commands::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
-pub use debugger_side::DEBUGGER_STALL_TIMEOUT;
 pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
 pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus};
 pub use vm_events::MAX_DEFERRED_EVENTS;

@@ -27,15 +27,26 @@ impl Served {
 
     /// `start_env` with the control socket at `control` (None: in a fresh private folder).
     pub fn start_at(control: Option<&std::path::Path>, args: &[&str], env: &[(&str, &str)]) -> Served {
-        Self::spawn(&[], control, args, env)
+        Self::spawn(&[], control, args, env, |_| {})
     }
 
     /// `start` run through a wrapper command (`prlimit --nofile=...`, say).
     pub fn start_wrapped(wrapper: &[&str], args: &[&str]) -> Served {
-        Self::spawn(wrapper, None, args, &[])
+        Self::spawn(wrapper, None, args, &[], |_| {})
     }
 
-    fn spawn(wrapper: &[&str], control: Option<&std::path::Path>, args: &[&str], env: &[(&str, &str)]) -> Served {
+    /// `start_env`, with `prepare` given the command last (a resource limit, say).
+    pub fn start_with(args: &[&str], env: &[(&str, &str)], prepare: impl FnOnce(&mut Command)) -> Served {
+        Self::spawn(&[], None, args, env, prepare)
+    }
+
+    fn spawn(
+        wrapper: &[&str],
+        control: Option<&std::path::Path>,
+        args: &[&str],
+        env: &[(&str, &str)],
+        prepare: impl FnOnce(&mut Command),
+    ) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("serve.log");
         let control = control.map_or_else(|| dir.path().join("control.sock"), std::path::Path::to_path_buf);
@@ -47,8 +58,7 @@ impl Served {
             }
             None => Command::new(BIN),
         };
-        let child = cmd
-            .env_remove("JDWPMUX_CONFIG")
+        cmd.env_remove("JDWPMUX_CONFIG")
             .arg("serve")
             .args(["--base-port", "0", "--current-port", "0", "--control"])
             .arg(&control)
@@ -57,15 +67,20 @@ impl Served {
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+            .stderr(std::fs::File::create(&log).unwrap());
+        prepare(&mut cmd);
+        let child = cmd.spawn().unwrap();
         Served { child, log, control, _dir: dir }
     }
 
     /// The daemon's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// True while the daemon has not exited.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Sends SIGTERM and waits (bounded) for the exit code.
