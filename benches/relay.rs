@@ -179,7 +179,7 @@ fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
         let mut ide_row: Rep<ide::IdeRun> = Default::default();
         for kind in PathKind::order(rep).into_iter().filter(|_| ide_prog.is_some()) {
             let Some(prog) = ide_prog.as_ref() else { break };
-            match ide::run(kind, &mut jvm, bin, prog, p.jvm.ide_calls) {
+            match ide::run(kind, &mut jvm, bin, prog, p.jvm.ide_calls, p.jvm.ide_budget) {
                 Ok(r) => ide_row[kind.index()] = Some(r),
                 Err(e) => f.add(&format!("IDE workload, repetition {rep}, {}", kind.label()), format!("{e:#}")),
             }
@@ -193,7 +193,7 @@ fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     }
     let classes = reps.iter().flatten().flatten().map(|r| r.classes).max().unwrap_or(0);
     report::jvm_rows(t, &reps, p.jvm.latency_n, p.jvm.window, classes);
-    report::ide_rows(t, &ide_reps, p.jvm.ide_calls);
+    report::ide_rows(t, &ide_reps, p.jvm.ide_calls, p.jvm.ide_budget);
 }
 
 fn where_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {

@@ -1,10 +1,12 @@
 // An IDE's stepping session, made of JDI: attach, stop at a breakpoint in Work.spin, then
 // step over line after line and, after every step, look at what an IDE's debugger view
 // shows (the frames, the top frame's variables and their values, the thread's status),
-// until CALLS JDI calls have been made. Prints "done calls=C steps=S ns=N", then waits for
+// until CALLS JDI calls have been made or MAX_MS milliseconds of stepping have passed (a
+// path that stalls on delayed ACKs would otherwise take minutes). Prints "done calls=C
+// steps=S ns=N", then waits for
 // standard input to close before it exits (the harness stops a relay first, so the VM sees
 // one disconnect).
-//   java Ide HOST PORT CALLS
+//   java Ide HOST PORT CALLS [MAX_MS]
 import com.sun.jdi.*;
 import com.sun.jdi.connect.*;
 import com.sun.jdi.event.*;
@@ -21,6 +23,7 @@ public class Ide {
         args.get("hostname").setValue(a[0]);
         args.get("port").setValue(a[1]);
         long want = Long.parseLong(a[2]);
+        long maxNs = a.length > 3 ? Long.parseLong(a[3]) * 1_000_000L : Long.MAX_VALUE;
         VirtualMachine vm = c.attach(args);
         EventRequestManager erm = vm.eventRequestManager();
         ClassType work = (ClassType) vm.classesByName("Work").get(0);
@@ -39,7 +42,7 @@ public class Ide {
         erm.deleteEventRequest(bp);
         long calls = 0, steps = 0, values = 0;
         long t0 = System.nanoTime();
-        while (calls < want) {
+        while (calls < want && System.nanoTime() - t0 < maxNs) {
             StepRequest step = erm.createStepRequest(thread, StepRequest.STEP_LINE, StepRequest.STEP_OVER);
             step.addCountFilter(1);
             step.setSuspendPolicy(EventRequest.SUSPEND_ALL);

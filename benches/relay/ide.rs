@@ -1,7 +1,9 @@
 //! An IDE-shaped workload: a JDI program (`Ide.java`, compiled here with javac) attaches to
 //! the HotSpot debuggee through a path, stops at a breakpoint and steps line after line,
 //! reading frames, variables and thread status after every step, as a stepping IDE does,
-//! until it has made a given number of JDI calls. Its own clock times the stepping part.
+//! until it has made a given number of JDI calls or a time budget is spent (socat's
+//! delayed-ACK stalls make it 40 times slower than the other paths). Its own clock times the
+//! stepping part; the figure is calls per second either way.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
@@ -59,7 +61,7 @@ pub fn parse_done(line: &str) -> Option<(u64, u64, u64)> {
     Some((field("calls=")?, field("steps=")?, field("ns=")?))
 }
 
-pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, prog: &IdeProgram, calls: u64) -> Result<IdeRun> {
+pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, prog: &IdeProgram, calls: u64, budget: Duration) -> Result<IdeRun> {
     jvm.wait_free(Duration::from_secs(30))?;
     jvm.session_ended();
     let mut relay = Relay::start(kind, jvm.addr(), bin)?;
@@ -68,6 +70,7 @@ pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, prog: &IdeProgram, cal
     cmd.args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
         .arg(prog.dir.path())
         .args(["Ide", "127.0.0.1", &relay.addr().port().to_string(), &calls.to_string()])
+        .arg(budget.as_millis().to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());

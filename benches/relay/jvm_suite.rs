@@ -26,6 +26,8 @@ pub struct JvmParams {
     pub min_classes: usize,
     /// JDI calls of the IDE-shaped workload.
     pub ide_calls: u64,
+    /// Stepping time after which the IDE-shaped workload stops even short of its calls.
+    pub ide_budget: std::time::Duration,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -185,11 +185,11 @@ fn idle_debugger_rows(t: &mut Table, reps: &[Rep<JvmRun>]) {
 }
 
 /// The IDE-shaped JDI workload: its rate against direct and socat, and the relay's CPU.
-pub fn ide_rows(t: &mut Table, reps: &[Rep<IdeRun>], calls: u64) {
+pub fn ide_rows(t: &mut Table, reps: &[Rep<IdeRun>], calls: u64, budget: std::time::Duration) {
     if reps.iter().all(|r| r.iter().all(Option::is_none)) {
         return;
     }
-    t.section(&format!("an IDE stepping session (JDI program, {calls} calls: step, frames, values, status)"));
+    t.section(&format!("an IDE stepping session (JDI program, up to {calls} calls or {}s: step, frames, values, status)", budget.as_secs()));
     t.push(row("IDE JDI calls/s", reps, Judge::VsDirectHigher { limit: 0.95 }, |r| Some(r.calls_per_s)));
     t.push(row("IDE JDI calls/s vs socat", reps, Judge::VsSocatHigher { limit: 1.0 }, |r| Some(r.calls_per_s)));
     t.push(row("IDE relay CPU µs per JDI call", reps, Judge::VsSocatLower { limit: 1.0, each: None }, |r| r.cpu_us_per_call));
