@@ -469,7 +469,7 @@ fn soak_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     let mib = |s: Option<soak::Sample>| s.map_or("-".into(), |s| format!("{} MiB {} fds", fmt(s.rss_kib as f64 / 1024.0), s.fds));
     t.push(Row::proxy_only("soak: daemon RSS, open files at start / middle / end", format!("{} / {} / {}", mib(r.start), mib(r.middle), mib(r.end))).judged(
         String::new(),
-        "end <= middle + 8 MiB, + 25 fds",
+        "end <= middle + 4 MiB, + 25 fds",
         r.rss_flat().zip(r.fds_flat()).map(|(a, b)| a && b),
     ));
     t.push(Row::proxy_only("soak: daemon CPU % of one core", fmt_opt(r.cpu_share.map(|c| c * 100.0))));
