@@ -120,6 +120,7 @@ pub struct SoakResult {
     pub mismatched: u64,
     pub lost: u64,
     pub cut: u64,
+    pub vm_dead: u64,
     pub attaches: u64,
     pub shared_attaches: u64,
     pub attach_failed: u64,
@@ -327,7 +328,7 @@ pub fn run(bin: &ProxyBin, p: &SoakParams) -> Result<SoakResult> {
     proxy.stop();
     let c = &world.counters;
     let g = Counters::get;
-    (r.done, r.mismatched, r.lost, r.cut) = (g(&c.done) - base.0, g(&c.mismatched), g(&c.lost), g(&c.cut));
+    (r.done, r.mismatched, r.lost, r.cut, r.vm_dead) = (g(&c.done) - base.0, g(&c.mismatched), g(&c.lost), g(&c.cut), g(&c.vm_dead));
     (r.attaches, r.shared_attaches, r.attach_failed, r.attach_raced) = (g(&c.attaches), g(&c.shared_attaches), g(&c.attach_failed), g(&c.attach_raced));
     (r.detaches, r.disposes, r.sessions_cut, r.sessions_dropped) = (g(&c.detaches), g(&c.disposes), g(&c.sessions_cut), g(&c.sessions_dropped));
     (r.vms_killed, r.vms_killed_debugged) = (g(&c.vms_killed) - base.1, g(&c.vms_killed_debugged));
@@ -438,7 +439,10 @@ pub fn markdown(r: &SoakResult, command: &str) -> String {
         ("commands done (checked)".into(), format!("{} ({} /s)", r.done, fmt(r.rate()))),
         ("replies mismatched".into(), r.mismatched.to_string()),
         ("commands lost".into(), r.lost.to_string()),
-        ("commands cut by their VM's death (no reply owed)".into(), format!("{} in {} sessions", r.cut, r.sessions_cut)),
+        (
+            "commands cut by their VM's death (no reply owed; answered VM_DEAD)".into(),
+            format!("{} in {} sessions ({} VM_DEAD)", r.cut, r.sessions_cut, r.vm_dead),
+        ),
         ("burst round trip p50 / p99 / max".into(), format!("{} / {} / {} ms", fmt(r.burst_p50_ms), fmt(r.burst_p99_ms), fmt(r.burst_max_ms))),
         ("VMs killed / started / found again by the daemon".into(), format!("{} ({} with debuggers) / {} / {}", r.vms_killed, r.vms_killed_debugged, r.vms_started, r.vms_found)),
         ("time to find a new VM, median / max".into(), format!("{} / {} ms", r.found_ms_median.map_or("-".into(), fmt), r.found_ms_max.map_or("-".into(), fmt))),

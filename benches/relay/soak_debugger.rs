@@ -1,7 +1,8 @@
 //! One debugger of the soak run: attaches to a VM through the daemon, sends bursts of random
 //! commands (1..=16 in flight), checks every reply against its own request, thinks, and
-//! after a while detaches and attaches elsewhere. A connection that closes is a cut session
-//! when its VM was killed, and lost commands when it was not.
+//! after a while detaches and attaches elsewhere. A connection that closes, or a VM_DEAD
+//! reply, cuts the commands in flight when their VM was killed; when it was not, a closed
+//! connection loses them and VM_DEAD is a mismatch.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,6 +21,8 @@ const MAX_REGION: u64 = 4096;
 const DISPOSE: (u8, u8) = (1, 6);
 /// A command set no VM knows: the reply must be NOT_IMPLEMENTED.
 const UNKNOWN: (u8, u8) = (64, 100);
+/// The error a debugger gets for a command in flight when the VM goes away.
+const VM_DEAD: u16 = 112;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Behaviour {
@@ -92,6 +95,25 @@ pub fn matches(e: &Expect, error: u16, body: &[u8]) -> bool {
         }
         Expect::NotImplemented => error == ERR_NOT_IMPLEMENTED && body.is_empty(),
         Expect::Disposed => ok(&[]),
+    }
+}
+
+/// What a reply to a command of ours counts as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// VM_DEAD for a VM that was killed: the daemon answers what was in flight.
+    Cut,
+    Mismatch,
+}
+
+pub fn judge(e: &Expect, error: u16, body: &[u8], vm_alive: impl FnOnce() -> bool) -> Outcome {
+    if matches(e, error, body) {
+        Outcome::Done
+    } else if error == VM_DEAD && body.is_empty() && !vm_alive() {
+        Outcome::Cut
+    } else {
+        Outcome::Mismatch
     }
 }
 
@@ -229,9 +251,13 @@ fn burst(client: &mut Client, rng: &mut Rng, k: usize, world: &World) -> Result<
             Counters::add(&c.mismatched, 1);
             continue;
         }
-        match pending.remove(&h.id) {
-            Some(e) if matches(&e, h.error(), &body) => Counters::add(&c.done, 1),
-            Some(e) => {
+        match pending.remove(&h.id).map(|e| (judge(&e, h.error(), &body, || world.alive(k)), e)) {
+            Some((Outcome::Done, _)) => Counters::add(&c.done, 1),
+            Some((Outcome::Cut, _)) => {
+                Counters::add(&c.cut, 1);
+                Counters::add(&c.vm_dead, 1);
+            }
+            Some((Outcome::Mismatch, e)) => {
                 world.note(format!("reply {} (error {}, {} bytes) does not answer {e:?}", h.id, h.error(), body.len()));
                 Counters::add(&c.mismatched, 1);
             }
@@ -278,6 +304,15 @@ mod tests {
         for (e, error, body, want) in cases {
             assert_eq!(matches(&e, error, &body), want, "{e:?} error {error}");
         }
+    }
+
+    #[test]
+    fn vm_dead_is_a_cut_only_when_the_vm_was_killed() {
+        let e = Expect::AllThreads;
+        assert_eq!(judge(&e, 0, &[0, 0, 0, 0], || true), Outcome::Done);
+        assert_eq!(judge(&e, VM_DEAD, &[], || false), Outcome::Cut);
+        assert_eq!(judge(&e, VM_DEAD, &[], || true), Outcome::Mismatch, "VM_DEAD from a running VM");
+        assert_eq!(judge(&e, 99, &[], || false), Outcome::Mismatch);
     }
 
     #[test]

@@ -66,6 +66,8 @@ pub struct Counters {
     pub lost: AtomicU64,
     /// Commands in flight when their VM was killed (no reply is owed).
     pub cut: AtomicU64,
+    /// Of those, commands the daemon answered VM_DEAD.
+    pub vm_dead: AtomicU64,
     pub attaches: AtomicU64,
     /// Attaches to a VM that already had a debugger.
     pub shared_attaches: AtomicU64,
