@@ -37,6 +37,12 @@ mod proxy;
 mod report;
 #[path = "relay/scale.rs"]
 mod scale;
+#[path = "relay/soak.rs"]
+mod soak;
+#[path = "relay/soak_debugger.rs"]
+mod soak_debugger;
+#[path = "relay/soak_world.rs"]
+mod soak_world;
 #[path = "relay/web_page.rs"]
 mod web_page;
 #[path = "relay/stats.rs"]
@@ -109,7 +115,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 8] = [
+    let sections: [(Section, SectionFn); 9] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -118,6 +124,7 @@ fn main() -> ExitCode {
         (Section::Startup, startup_section),
         (Section::Decode, decode_section),
         (Section::Stats, stats_section),
+        (Section::Soak, soak_section),
     ];
     for (s, run) in sections {
         if !opts.wants(s) {
@@ -443,4 +450,39 @@ fn stats_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     ));
     let share = m_on.map(|us| book / 1e3 / us * 100.0);
     t.push(Row::proxy_only("bookkeeping ns per round trip (in process)", format!("{} ({} % of the round trip's CPU)", fmt(book), fmt_opt(share))));
+}
+
+fn soak_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    let sp = &p.soak;
+    eprintln!("soak: {} VMs, {} debuggers, {:?} ...", sp.vms, sp.debuggers, sp.duration);
+    let r = match soak::run(bin, sp) {
+        Ok(r) => r,
+        Err(e) => return f.add("soak", format!("{e:#}")),
+    };
+    t.section(&format!("load and soak for {:.0} s: {}", r.wall.as_secs_f64(), r.params_line));
+    t.push(Row::proxy_only("soak: commands done (checked), per second", format!("{} ({}/s)", r.done, fmt(r.rate()))));
+    t.push(Row::proxy_only("soak: replies mismatched / commands lost", format!("{} / {}", r.mismatched, r.lost)).judged(
+        String::new(),
+        "0 / 0",
+        Some(r.mismatched == 0 && r.lost == 0),
+    ));
+    let mib = |s: Option<soak::Sample>| s.map_or("-".into(), |s| format!("{} MiB {} fds", fmt(s.rss_kib as f64 / 1024.0), s.fds));
+    t.push(Row::proxy_only("soak: daemon RSS, open files at start / middle / end", format!("{} / {} / {}", mib(r.start), mib(r.middle), mib(r.end))).judged(
+        String::new(),
+        "end <= middle + 4 MiB, + 25 fds",
+        r.rss_flat().zip(r.fds_flat()).map(|(a, b)| a && b),
+    ));
+    t.push(Row::proxy_only("soak: daemon CPU % of one core", fmt_opt(r.cpu_share.map(|c| c * 100.0))));
+    t.push(Row::proxy_only("soak: VMs killed / found again; debugger attaches", format!("{} / {}; {}", r.vms_killed, r.vms_found, r.attaches)));
+    for n in &r.notes {
+        eprintln!("soak note: {n}");
+    }
+    let command = match std::env::args().skip(1).filter(|a| a != "--bench").collect::<Vec<_>>() {
+        a if a.is_empty() => "cargo bench --bench relay".to_string(),
+        a => format!("cargo bench --bench relay -- {}", a.join(" ")),
+    };
+    println!("\nsoak figures (for benches/README.md):\n\n{}", soak::markdown(&r, &command));
+    for why in &r.failures {
+        f.add("soak", why);
+    }
 }

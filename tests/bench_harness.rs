@@ -33,6 +33,12 @@ mod proxy;
 mod report;
 #[path = "../benches/relay/scale.rs"]
 mod scale;
+#[path = "../benches/relay/soak.rs"]
+mod soak;
+#[path = "../benches/relay/soak_debugger.rs"]
+mod soak_debugger;
+#[path = "../benches/relay/soak_world.rs"]
+mod soak_world;
 #[path = "../benches/relay/web_page.rs"]
 mod web_page;
 #[path = "../benches/relay/stats.rs"]

@@ -13,6 +13,7 @@ pub const FIELDS: (u8, u8) = (2, 4);
 pub const REF_GET_VALUES: (u8, u8) = (2, 6);
 pub const ARRAY_LENGTH: (u8, u8) = (13, 1);
 pub const ARRAY_GET_VALUES: (u8, u8) = (13, 2);
+pub const STRING_VALUE: (u8, u8) = (10, 1);
 pub const DDM: (u8, u8) = (0xC7, 1);
 pub const ERR_NOT_IMPLEMENTED: u16 = 99;
 /// JDWP tag of a byte value / an array object.

@@ -8,14 +8,16 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,where]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,where,soak] [--soak-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
   --reps N  measured repetitions (default 9; one more warm-up repetition is discarded)
   --vms N   fake VMs in the scale test (default 1000; 20 in smoke mode)
   --only    run only these sections (where: system calls and context switches per round
-            trip under strace, not part of the default run)
+            trip under strace, not part of the default run; soak: load and churn for
+            minutes, part of the default run only in smoke mode, a few seconds)
+  --soak-minutes N  how long the soak section runs (default 10; 0.1 in smoke mode)
 env: JDWPMUX_BIN (proxy binary), JDWPMUX_ARGS (extra serve arguments)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,8 @@ pub enum Section {
     Where,
     Decode,
     Stats,
+    /// Load and churn for minutes (in the default run only in smoke mode).
+    Soak,
 }
 
 impl Section {
@@ -42,11 +46,12 @@ impl Section {
             Section::Where => "where",
             Section::Decode => "decode",
             Section::Stats => "stats",
+            Section::Soak => "soak",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Where]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Where, Section::Soak]
             .into_iter()
             .find(|x| x.name() == s)
     }
@@ -58,6 +63,7 @@ pub struct Opts {
     pub reps: Option<usize>,
     pub vms: Option<usize>,
     pub only: Option<Vec<Section>>,
+    pub soak_minutes: Option<f64>,
 }
 
 impl Opts {
@@ -89,6 +95,11 @@ impl Opts {
                     let Some(s) = s else { bail!("--only: unknown section in {v:?}") };
                     o.only = Some(s);
                 }
+                "--soak-minutes" => {
+                    let n = it.next().and_then(|v| v.parse::<f64>().ok()).filter(|n| *n > 0.0 && n.is_finite());
+                    let Some(n) = n else { bail!("--soak-minutes needs a positive number") };
+                    o.soak_minutes = Some(n);
+                }
                 "-h" | "--help" => bail!("help"),
                 _ => {}
             }
@@ -100,11 +111,12 @@ impl Opts {
         Ok(o)
     }
 
-    /// Whether a section runs: those named by --only, else every section of the default run.
+    /// Whether a section runs: those named by --only, else every section of the default run
+    /// (the soak only in smoke mode: ten minutes are asked for by name).
     pub fn wants(&self, s: Section) -> bool {
         match &self.only {
             Some(o) => o.contains(&s),
-            None => s != Section::Where,
+            None => s != Section::Where && (s != Section::Soak || self.smoke),
         }
     }
 }
@@ -133,6 +145,7 @@ pub struct Params {
     pub decode_runs: usize,
     /// Round trips per run of the counting-cost measurement.
     pub stats_round_trips: usize,
+    pub soak: crate::soak::SoakParams,
 }
 
 impl Params {
@@ -166,6 +179,7 @@ impl Params {
                 decode_bytes: 8 << 20,
                 decode_runs: 1,
                 stats_round_trips: 300,
+                soak: crate::soak::SoakParams::new(true, o.soak_minutes),
             };
         }
         Params {
@@ -195,6 +209,7 @@ impl Params {
             decode_bytes: 1 << 30,
             decode_runs: 3,
             stats_round_trips: 20_000,
+            soak: crate::soak::SoakParams::new(false, o.soak_minutes),
         }
     }
 }
@@ -251,6 +266,12 @@ mod tests {
         assert_eq!(Params::new(&o).scale_vms, 7);
         assert!(o.wants(Section::Jvm) && o.wants(Section::Ddm) && !o.wants(Section::Scale));
         assert!(parse(&["--reps", "0"]).is_err());
+        let soak = parse(&["--bench", "--only", "soak", "--soak-minutes", "60"]).unwrap();
+        assert!(soak.wants(Section::Soak) && !soak.wants(Section::Jvm));
+        assert_eq!(Params::new(&soak).soak.duration, Duration::from_secs(3600));
+        assert!(!parse(&["--bench"]).unwrap().wants(Section::Soak), "not in the full default run");
+        assert!(parse(&["--smoke"]).unwrap().wants(Section::Soak), "but in the smoke run");
+        assert!(parse(&["--soak-minutes", "0"]).is_err());
         assert!(parse(&["--only", "jvm,nope"]).is_err());
     }
 
@@ -263,6 +284,8 @@ mod tests {
         let smoke = Params::new(&Opts { smoke: true, ..Opts::default() });
         assert_eq!((smoke.reps, smoke.bulk_size, smoke.scale_vms), (1, 4 << 20, 20));
         assert!(smoke.jvm.latency_n <= 1000);
+        assert_eq!((full.soak.vms, full.soak.debuggers, full.soak.duration), (500, 50, Duration::from_secs(600)));
+        assert!(smoke.soak.duration <= Duration::from_secs(10));
     }
 
     #[test]

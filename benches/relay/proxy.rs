@@ -139,19 +139,27 @@ impl Proxy {
     /// As [`Proxy::start`], with more `serve` arguments and these environment variables set
     /// for the proxy.
     pub fn start_with(bin: &ProxyBin, vms: &[SocketAddr], dir: &Path, more: &[&str], env: &[(&str, &str)]) -> Result<Proxy> {
+        let mut args = bin.serve_args(vms, dir);
+        args.extend(more.iter().map(|a| a.to_string()));
+        Self::start_args(bin, &args, dir, env, vms.len(), vms.len())
+    }
+
+    /// Starts the proxy with exactly `args` (see [`ProxyBin::serve_args`]) and an open-file
+    /// limit for `room_for` VMs, and waits for the current-VM port and `listed` VM ports.
+    pub fn start_args(bin: &ProxyBin, args: &[String], dir: &Path, env: &[(&str, &str)], room_for: usize, listed: usize) -> Result<Proxy> {
         let log = dir.join("jdwpmux.log");
         let file = std::fs::File::create(&log).context("create the proxy log")?;
         // A shell raises the open-file limit, then execs: the pid stays the proxy's.
-        let script = format!("ulimit -n {} 2>/dev/null || ulimit -n \"$(ulimit -Hn)\"; exec \"$0\" \"$@\"", nofile_for(vms.len()));
+        let script = format!("ulimit -n {} 2>/dev/null || ulimit -n \"$(ulimit -Hn)\"; exec \"$0\" \"$@\"", nofile_for(room_for));
         let mut cmd = crate::procs::command("sh");
-        cmd.arg("-c").arg(script).arg(&bin.path).args(bin.serve_args(vms, dir)).args(more);
+        cmd.arg("-c").arg(script).arg(&bin.path).args(args);
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(file).env("NO_COLOR", "1");
         cmd.envs(env.iter().copied());
         let proc = Proc::spawn("jdwpmux", &mut cmd)?;
         let mut p = Proxy { proc, current_port: 0, vm_ports: HashMap::new(), log, control: dir.join("control.sock") };
         let mut follow = LogFollower::open(&p.log)?;
-        let deadline = Instant::now() + Duration::from_secs(30 + vms.len() as u64 / 20);
-        while p.current_port == 0 || p.vm_ports.len() < vms.len() {
+        let deadline = Instant::now() + Duration::from_secs(30 + listed as u64 / 20);
+        while p.current_port == 0 || p.vm_ports.len() < listed {
             follow.poll(&mut |line| match parse_listen_line(&String::from_utf8_lossy(line)) {
                 Some(Listen::Current(port)) => p.current_port = port,
                 Some(Listen::Vm { port, vm }) => {

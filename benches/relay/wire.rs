@@ -133,6 +133,11 @@ impl Client {
         Ok(c)
     }
 
+    /// How long one read may block (IO_TIMEOUT after `connect`).
+    pub fn set_read_timeout(&self, limit: Duration) -> std::io::Result<()> {
+        self.stream.set_read_timeout(Some(limit))
+    }
+
     /// Turns Nagle's algorithm off (`true`, the default after `connect`) or on.
     pub fn set_nodelay(&self, on: bool) -> std::io::Result<()> {
         self.stream.set_nodelay(on)
