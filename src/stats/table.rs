@@ -3,7 +3,7 @@
 //! replies by code. Every table has a fixed limit, so a long-running daemon or a hostile
 //! debugger cannot make them grow without end.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +14,10 @@ use crate::jdwp::names::{display_command, display_error};
 /// Sources kept apart; beyond, the oldest debugger's figures are folded into one
 /// "earlier debuggers" source.
 pub const MAX_SOURCES: usize = 64;
+/// Departed debuggers whose figures stay apart; an older one joins "earlier debuggers" when
+/// another leaves, so the figures of a VM that debuggers keep coming to and leaving do not
+/// grow with each of them (about 1 KiB per command a debugger used).
+pub const KEPT_DEPARTED: usize = 4;
 /// Commands kept apart per source; beyond, they are counted together as "other commands".
 pub const MAX_COMMANDS: usize = 256;
 /// DDM chunk types kept apart; beyond, counted together under [`OTHER_CHUNK`].
@@ -98,13 +102,22 @@ pub struct TrafficStats {
     since: Option<SystemTime>,
     /// At most MAX_SOURCES, in order of appearance.
     sources: Vec<Source>,
+    /// Debuggers that have left and are still kept apart, the oldest first.
+    departed: VecDeque<u64>,
     ddm: HashMap<u32, ChunkCount>,
     errors: BTreeMap<u16, u64>,
 }
 
 impl Default for TrafficStats {
     fn default() -> Self {
-        TrafficStats { enabled: true, since: None, sources: Vec::new(), ddm: HashMap::new(), errors: BTreeMap::new() }
+        TrafficStats {
+            enabled: true,
+            since: None,
+            sources: Vec::new(),
+            departed: VecDeque::new(),
+            ddm: HashMap::new(),
+            errors: BTreeMap::new(),
+        }
     }
 }
 
@@ -148,7 +161,31 @@ impl TrafficStats {
             })
             .min();
         let Some((_, i)) = oldest else { return false };
+        self.fold_at(i);
+        true
+    }
+
+    /// A debugger left: its figures stay apart among the last [`KEPT_DEPARTED`] to leave;
+    /// the one that left before them joins "earlier debuggers".
+    pub fn debugger_left(&mut self, conn: u64) {
+        if self.departed.contains(&conn) || !self.sources.iter().any(|s| s.who == Who::Debugger(conn)) {
+            return;
+        }
+        self.departed.push_back(conn);
+        while self.departed.len() > KEPT_DEPARTED {
+            let Some(old) = self.departed.pop_front() else { break };
+            if let Some(i) = self.sources.iter().position(|s| s.who == Who::Debugger(old)) {
+                self.fold_at(i);
+            }
+        }
+    }
+
+    /// Moves the figures of source `i` into "earlier debuggers".
+    fn fold_at(&mut self, i: usize) {
         let gone = self.sources.remove(i);
+        if let Who::Debugger(c) = gone.who {
+            self.departed.retain(|d| *d != c);
+        }
         let earlier = match self.sources.iter().position(|s| s.who == Who::Earlier) {
             Some(e) => &mut self.sources[e],
             None => {
@@ -160,7 +197,6 @@ impl TrafficStats {
         for ((set, cmd), c) in &gone.commands {
             earlier.row(*set, *cmd).merge(c);
         }
-        true
     }
 
     /// A command of `len` bytes sent on behalf of `who` (`peer`: a debugger's address).
@@ -359,6 +395,53 @@ mod tests {
         let r = t.report("vm", None, None);
         let rows: Vec<(&str, u64, u64)> = r.ddm_chunks.iter().map(|c| (c.chunk_type.as_str(), c.count, c.bytes)).collect();
         assert_eq!(rows, [("THCR", 2, 16), ("HELO", 1, 4), ("HPDS", 1, 1_000_000)]);
+    }
+
+    #[test]
+    fn departed_debuggers_fold_into_earlier_ones() {
+        let mut t = TrafficStats::new();
+        t.command(Who::Debugger(1_000_000), None, 1, 1, 11);
+        for conn in 0..1000u64 {
+            for cmd in 1..=8u8 {
+                t.command(Who::Debugger(conn), None, 1, cmd, 11);
+                t.reply(Who::Debugger(conn), 1, cmd, 0, 20, ms(1));
+            }
+            t.debugger_left(conn);
+        }
+        // The one still attached, the last KEPT_DEPARTED to leave, and "earlier debuggers".
+        assert_eq!(t.sources.len(), 1 + KEPT_DEPARTED + 1);
+        let r = t.report("vm", None, None);
+        let earlier = r.sources.iter().find(|s| s.source == "earlier debuggers").map(|s| s.count);
+        assert_eq!(earlier, Some((1000 - KEPT_DEPARTED as u64) * 8));
+        assert_eq!(r.sources.iter().map(|s| s.count).sum::<u64>(), 1000 * 8 + 1, "nothing lost");
+        // A debugger that never sent anything, or leaves twice, changes nothing.
+        t.debugger_left(5_000_000);
+        t.debugger_left(999);
+        assert_eq!(t.sources.len(), 1 + KEPT_DEPARTED + 1);
+    }
+
+    proptest::proptest! {
+        /// Any interleaving of commands, replies and departures keeps the tables bounded and
+        /// loses no count.
+        #[test]
+        fn comings_and_goings_stay_bounded(ops in proptest::collection::vec((0u64..100, 0u8..4, 0u8..3), 0..600)) {
+            let mut t = TrafficStats::new();
+            let mut sent = 0u64;
+            for (conn, cmd, op) in ops {
+                match op {
+                    0 => { t.command(Who::Debugger(conn), None, 1, cmd, 11); sent += 1; }
+                    1 => t.reply(Who::Debugger(conn), 1, cmd, 0, 11, ms(1)),
+                    _ => t.debugger_left(conn),
+                }
+                proptest::prop_assert!(t.sources.len() <= MAX_SOURCES);
+                proptest::prop_assert!(t.departed.len() <= KEPT_DEPARTED);
+                for d in &t.departed {
+                    proptest::prop_assert!(t.sources.iter().any(|s| s.who == Who::Debugger(*d)));
+                }
+            }
+            let r = t.report("vm", None, None);
+            proptest::prop_assert_eq!(r.sources.iter().map(|s| s.count).sum::<u64>(), sent);
+        }
     }
 
     #[test]
