@@ -1,5 +1,8 @@
-//! A fixed-size latency histogram: log-linear buckets over microseconds, so recording is a
+//! A bounded latency histogram: log-linear buckets over microseconds, so recording is a
 //! few instructions and an increment, and memory never grows with the number of samples.
+//! Only the span of buckets between the lowest and the highest value seen is allocated (one
+//! kind of request's latencies cover a few powers of two: some 20 to 40 counters rather than
+//! all [`BUCKETS`]), since a daemon keeps one histogram per debugger and command on every VM.
 //!
 //! Below [`SUB_BUCKETS`] µs every value has its own bucket; above, each power of two is cut
 //! into [`SUB_BUCKETS`] equal parts, so a bucket is never wider than 1/8 of its lower bound
@@ -18,7 +21,10 @@ pub const BUCKETS: usize = (TOP_EXP - SUB_BITS + 1) as usize * SUB_BUCKETS;
 /// Reply latencies of one kind of request, in microseconds.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LatencyHistogram {
-    counts: [u32; BUCKETS],
+    /// The bucket of `counts[0]`.
+    lo: usize,
+    /// Buckets `lo..lo + counts.len()`: the first and the last are never 0.
+    counts: Vec<u32>,
     count: u64,
     sum_us: u64,
     max_us: u64,
@@ -26,7 +32,7 @@ pub struct LatencyHistogram {
 
 impl Default for LatencyHistogram {
     fn default() -> Self {
-        LatencyHistogram { counts: [0; BUCKETS], count: 0, sum_us: 0, max_us: 0 }
+        LatencyHistogram { lo: 0, counts: Vec::new(), count: 0, sum_us: 0, max_us: 0 }
     }
 }
 
@@ -62,8 +68,22 @@ fn upper_bound(i: usize) -> u64 {
 }
 
 impl LatencyHistogram {
+    /// The counter of bucket `i`, the span grown to hold it.
+    fn slot(&mut self, i: usize) -> &mut u32 {
+        if self.counts.is_empty() {
+            self.lo = i;
+            self.counts.push(0);
+        } else if i < self.lo {
+            self.counts.splice(0..0, std::iter::repeat_n(0, self.lo - i));
+            self.lo = i;
+        } else if i >= self.lo + self.counts.len() {
+            self.counts.resize(i - self.lo + 1, 0);
+        }
+        &mut self.counts[i - self.lo]
+    }
+
     pub fn record(&mut self, us: u64) {
-        let c = &mut self.counts[index(us)];
+        let c = self.slot(index(us));
         *c = c.saturating_add(1);
         self.count += 1;
         self.sum_us = self.sum_us.saturating_add(us);
@@ -72,8 +92,9 @@ impl LatencyHistogram {
 
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *a = a.saturating_add(*b);
+        for (k, &b) in other.counts.iter().enumerate().filter(|(_, b)| **b > 0) {
+            let a = self.slot(other.lo + k);
+            *a = a.saturating_add(b);
         }
         self.count += other.count;
         self.sum_us = self.sum_us.saturating_add(other.sum_us);
@@ -101,7 +122,8 @@ impl LatencyHistogram {
         }
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
         let mut seen = 0u64;
-        for (i, &c) in self.counts.iter().enumerate() {
+        for (k, &c) in self.counts.iter().enumerate() {
+            let i = self.lo + k;
             seen += u64::from(c);
             if seen >= rank {
                 // The last bucket is open-ended: only the maximum bounds it.
@@ -168,5 +190,39 @@ mod tests {
         assert_eq!(a.percentile(0.8), 7);
         assert_eq!(a.max_us(), 10_000_000_000);
         assert_eq!(a.percentile(1.0), 10_000_000_000);
+    }
+
+    #[test]
+    fn only_the_span_used_is_allocated() {
+        let mut h = LatencyHistogram::default();
+        for us in [90, 100, 120, 300, 95] {
+            h.record(us);
+        }
+        assert_eq!(h.counts.len(), index(300) - index(90) + 1);
+        assert!(h.counts.len() < 20, "{} counters for 90..300 µs", h.counts.len());
+        h.record(3);
+        assert_eq!((h.lo, h.counts.len()), (3, index(300) - 3 + 1));
+        assert_eq!(h.counts.first(), Some(&1));
+    }
+
+    proptest::proptest! {
+        /// Recording into two histograms and merging them equals recording into one, in any
+        /// order; percentiles match a sorted copy within a bucket.
+        #[test]
+        fn merge_equals_recording_all(a in proptest::collection::vec(0u64..20_000_000, 0..200),
+                                      b in proptest::collection::vec(0u64..20_000_000, 0..200)) {
+            let (mut ha, mut hb, mut all) = (LatencyHistogram::default(), LatencyHistogram::default(), LatencyHistogram::default());
+            a.iter().for_each(|&v| ha.record(v));
+            b.iter().for_each(|&v| hb.record(v));
+            b.iter().chain(a.iter()).for_each(|&v| all.record(v));
+            ha.merge(&hb);
+            proptest::prop_assert_eq!(&ha, &all);
+            let mut sorted: Vec<u64> = a.iter().chain(b.iter()).copied().collect();
+            sorted.sort_unstable();
+            if let Some(&exact) = sorted.get(sorted.len().saturating_sub(1) / 2) {
+                let got = all.percentile(0.5);
+                proptest::prop_assert!(got >= exact && got <= exact + exact / 8 + 1, "p50 {} vs {}", got, exact);
+            }
+        }
     }
 }
