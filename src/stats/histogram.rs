@@ -19,7 +19,7 @@ const TOP_EXP: u32 = 32;
 pub const BUCKETS: usize = (TOP_EXP - SUB_BITS + 1) as usize * SUB_BUCKETS;
 
 /// Reply latencies of one kind of request, in microseconds.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct LatencyHistogram {
     /// The bucket of `counts[0]`.
     lo: usize,
@@ -28,12 +28,6 @@ pub struct LatencyHistogram {
     count: u64,
     sum_us: u64,
     max_us: u64,
-}
-
-impl Default for LatencyHistogram {
-    fn default() -> Self {
-        LatencyHistogram { lo: 0, counts: Vec::new(), count: 0, sum_us: 0, max_us: 0 }
-    }
 }
 
 impl std::fmt::Debug for LatencyHistogram {
