@@ -64,12 +64,31 @@ pub struct KillableVm {
     /// Its connections open now (the proxy keeps one).
     pub live: Arc<AtomicUsize>,
     kill: CancellationToken,
+    /// Set once the listener is closed.
+    closed: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
 }
 
 impl KillableVm {
-    /// Closes the listener and every connection at once (a process that died).
+    /// Closes the listener and every connection at once (a process that died), and returns
+    /// once the port is free again, so a new VM can take it at once.
     pub fn kill(&self) {
         self.kill.cancel();
+        let (lock, cv) = &*self.closed;
+        let Ok(guard) = lock.lock() else { return };
+        let _ = cv.wait_timeout_while(guard, Duration::from_secs(5), |closed| !*closed);
+    }
+}
+
+/// Marks a killable VM's listener closed when dropped (after the listener).
+struct ClosedOnDrop(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Drop for ClosedOnDrop {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.0;
+        if let Ok(mut closed) = lock.lock() {
+            *closed = true;
+        }
+        cv.notify_all();
     }
 }
 
@@ -132,7 +151,12 @@ impl FakeVms {
         let live = Arc::new(AtomicUsize::new(0));
         let (shared, flood_rx, cfg) = (self.shared.clone(), self.flood.subscribe(), self.cfg);
         let (token, conns) = (kill.clone(), live.clone());
+        let closed = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let on_close = ClosedOnDrop(closed.clone());
         rt.spawn(async move {
+            // Locals drop in reverse order: the listener first, then the mark.
+            let _on_close = on_close;
+            let l = l;
             loop {
                 let s = tokio::select! {
                     r = l.accept() => match r { Ok((s, _)) => s, Err(_) => return },
@@ -153,7 +177,7 @@ impl FakeVms {
                 });
             }
         });
-        Ok(KillableVm { addr, live, kill })
+        Ok(KillableVm { addr, live, kill, closed })
     }
 
     /// Every DDM connection past HELO pushes `n` more THST chunks as fast as it can.
