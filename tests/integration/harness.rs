@@ -38,6 +38,12 @@ impl Proxy {
     }
 
     pub async fn with(settings: Settings) -> Proxy {
+        // The proxy's log, captured with the test's output: shown when a test fails.
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_ansi(false)
+            .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+            .try_init();
         match jdwpmux::start(settings).await {
             Ok(d) => Proxy { daemon: Some(d) },
             Err(e) => panic!("proxy failed to start: {e}"),
