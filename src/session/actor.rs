@@ -507,6 +507,7 @@ impl Session {
     /// Closes every attached debugger's connection (the VM connection is gone or reset).
     fn close_debuggers(&mut self, why: &str) {
         for a in self.debuggers.drain() {
+            self.stats.debugger_left(a.conn);
             a.io.close(why, &self.tracker);
         }
         self.publish_debuggers();
