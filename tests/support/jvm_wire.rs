@@ -79,23 +79,17 @@ impl JvmDebugger {
 
     /// The id of the field `name` of `class`.
     pub async fn field_id(&mut self, class: u64, name: &str) -> Result<u64> {
-        let reply = self.cmd(SET_REFERENCE_TYPE, RT_FIELDS, &class.to_be_bytes()).await?;
-        let mut r = reply.reader();
-        for _ in 0..r.u4()? {
-            let id = r.u8()?;
-            let n = r.jdwp_string()?;
-            let _sig = r.jdwp_string()?;
-            let _mods = r.u4()?;
-            if n == name {
-                return Ok(id);
-            }
-        }
-        bail!("no field {name}")
+        self.member_id(class, RT_FIELDS, name).await?.with_context(|| format!("no field {name}"))
     }
 
     /// The id of the first method `name` of `class`.
     pub async fn method_id(&mut self, class: u64, name: &str) -> Result<u64> {
-        let reply = self.cmd(SET_REFERENCE_TYPE, RT_METHODS, &class.to_be_bytes()).await?;
+        self.member_id(class, RT_METHODS, name).await?.with_context(|| format!("no method {name}"))
+    }
+
+    /// The id of the first member `name` in ReferenceType.Fields or .Methods (same layout).
+    async fn member_id(&mut self, class: u64, cmd: u8, name: &str) -> Result<Option<u64>> {
+        let reply = self.cmd(SET_REFERENCE_TYPE, cmd, &class.to_be_bytes()).await?;
         let mut r = reply.reader();
         for _ in 0..r.u4()? {
             let id = r.u8()?;
@@ -103,10 +97,10 @@ impl JvmDebugger {
             let _sig = r.jdwp_string()?;
             let _mods = r.u4()?;
             if n == name {
-                return Ok(id);
+                return Ok(Some(id));
             }
         }
-        bail!("no method {name}")
+        Ok(None)
     }
 
     /// The object a static reference field of `class` holds.
