@@ -7,17 +7,21 @@ use std::time::{Duration, Instant};
 
 use crate::cli::Served;
 use crate::support::consts::*;
-use crate::support::faults::{ready_port, row_of, start_big, FAULT_SLACK, SETTLE};
-use crate::support::jvm_wire::{array_get_values, JvmDebugger, ARRAY_GET_VALUES, BIG_LEN, SET_ARRAY};
+use crate::support::faults::{ready_port, row_of, start_big, start_big_of, FAULT_SLACK, SETTLE};
+use crate::support::jvm_wire::{array_get_values, JvmDebugger, ARRAY_GET_VALUES, SET_ARRAY};
 use crate::support::process::{self, usage, wait_back_to};
 use crate::support::{java_available, FakeVm, FakeVmConfig, RawClient};
 
 /// JDWP error VM_DEAD: what the daemon answers a debugger's outstanding command with when
 /// its VM goes away.
 const ERR_VM_DEAD: u16 = 112;
-/// Bytes of the 16 MiB reply the debugger reads before the VM is killed: enough to know the
-/// reply is on its way, far from its end (the daemon queues at most 1 MiB more for it).
+/// Bytes of the reply the debugger reads before the VM is killed: enough to know the reply
+/// is on its way, far from its end (the daemon queues at most 1 MiB more for it).
 const READ_BEFORE_KILL: usize = 256 * 1024;
+/// Ints in the array whose reply is cut: 48 MiB, more than every buffer on the way can hold
+/// (socket buffers on loopback grow to 4 and 6 MiB each way, plus the daemon's 1 MiB), so the
+/// VM is still writing when it is killed however slow the machine.
+const KILLED_LEN: u32 = 12 * 1024 * 1024;
 /// How long the VM stays stopped.
 const STOPPED_FOR: Duration = Duration::from_secs(30);
 
@@ -49,7 +53,7 @@ async fn serve_two(big: &str, other: &FakeVm) -> (Served, u16, u16) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vm_killed_mid_reply_ends_its_debuggers_cleanly_and_spares_the_others() {
     assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
-    let mut big = start_big(Path::new("java")).await.unwrap();
+    let mut big = start_big_of(Path::new("java"), KILLED_LEN).await.unwrap();
     let other = FakeVm::start(FakeVmConfig::default()).await;
     let (mut served, big_port, other_port) = serve_two(&big.host_port(), &other).await;
     let mut bystander = RawClient::connect(("127.0.0.1", other_port)).await.unwrap();
@@ -60,10 +64,10 @@ async fn a_vm_killed_mid_reply_ends_its_debuggers_cleanly_and_spares_the_others(
     let mut waiter = RawClient::connect(("127.0.0.1", big_port)).await.unwrap();
     let before = usage(served.pid()).unwrap();
 
-    // The 16 MiB reply starts streaming; the debugger stops reading, so the VM is caught
+    // The 48 MiB reply starts streaming; the debugger stops reading, so the VM is caught
     // halfway through writing it.
     let big_id = dbg.id();
-    dbg.c.send_command(big_id, SET_ARRAY, ARRAY_GET_VALUES, &array_get_values(array, BIG_LEN)).await.unwrap();
+    dbg.c.send_command(big_id, SET_ARRAY, ARRAY_GET_VALUES, &array_get_values(array, KILLED_LEN)).await.unwrap();
     dbg.c.wait_for_bytes(READ_BEFORE_KILL, Duration::from_secs(30)).await.unwrap();
     // A second debugger's command waits behind the reply the VM is busy writing.
     waiter.send_command(7, SET_VM, VM_VERSION, &[]).await.unwrap();

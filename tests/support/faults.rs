@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::java::JavaApp;
-use super::jvm_wire::BIG_JAVA;
+use super::jvm_wire::{BIG_JAVA, BIG_LEN};
 use super::process::Slack;
 
 /// How far the daemon's usage may stay above what it was before a fault, once the fault is
@@ -30,7 +30,14 @@ pub const SETTLE: Duration = Duration::from_secs(20);
 /// Starts `Big` (ticks, and a 16 MiB `int[]` to read) under `java`, listening for one
 /// debugger, and waits until it runs.
 pub async fn start_big(java: &Path) -> Result<JavaApp> {
-    let app = JavaApp::launch(java, &[("Big.java", BIG_JAVA)], "Big", &[], false).await?;
+    start_big_of(java, BIG_LEN).await
+}
+
+/// `Big` with an array of `len` ints (the heap sized for it and its copy in a reply).
+pub async fn start_big_of(java: &Path, len: u32) -> Result<JavaApp> {
+    let prop = format!("-Dbig.len={len}");
+    let heap = format!("-Xmx{}m", 64 + 2 * (u64::from(len) * 4 >> 20));
+    let app = JavaApp::launch_with(java, &[&heap, &prop], &[("Big.java", BIG_JAVA)], "Big", &[], false).await?;
     app.wait_for_output("Main started", Duration::from_secs(60)).await?;
     Ok(app)
 }

@@ -110,10 +110,15 @@ impl JavaApp {
     /// Like `start`, for any program: compiled from `sources`, class `class` run with `args`
     /// (`{dir}` in an argument is replaced by the app's directory) by the `java` given.
     pub async fn launch(java: &Path, sources: &[(&str, &str)], class: &str, args: &[&str], suspend: bool) -> Result<JavaApp> {
+        Self::launch_with(java, &[], sources, class, args, suspend).await
+    }
+
+    /// Like `launch`, with more JVM options (after the defaults, so `-Xmx` overrides them).
+    pub async fn launch_with(java: &Path, jvm: &[&str], sources: &[(&str, &str)], class: &str, args: &[&str], suspend: bool) -> Result<JavaApp> {
         let mut last = None;
         for _ in 0..5 {
             let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-            match Self::launch_at(java, sources, class, args, suspend, port).await {
+            match Self::launch_at(java, jvm, sources, class, args, suspend, port).await {
                 Ok(app) => return Ok(app),
                 Err(e) => last = Some(e),
             }
@@ -123,10 +128,18 @@ impl JavaApp {
 
     /// Like `start`, on the given port (0: HotSpot's "any port", which changes per debugger).
     pub async fn start_at(suspend: bool, port: u16) -> Result<JavaApp> {
-        Self::launch_at(Path::new("java"), &[("Main.java", MAIN_JAVA)], "Main", &[], suspend, port).await
+        Self::launch_at(Path::new("java"), &[], &[("Main.java", MAIN_JAVA)], "Main", &[], suspend, port).await
     }
 
-    async fn launch_at(java: &Path, sources: &[(&str, &str)], class: &str, args: &[&str], suspend: bool, port: u16) -> Result<JavaApp> {
+    async fn launch_at(
+        java: &Path,
+        jvm: &[&str],
+        sources: &[(&str, &str)],
+        class: &str,
+        args: &[&str],
+        suspend: bool,
+        port: u16,
+    ) -> Result<JavaApp> {
         let dir = tempfile::tempdir().context("tempdir")?;
         javac(dir.path(), sources).await?;
         let agent = format!(
@@ -136,6 +149,7 @@ impl JavaApp {
         let dir_text = dir.path().display().to_string();
         let mut child = Command::new(java)
             .args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx64m"])
+            .args(jvm)
             .arg(agent)
             .arg("-cp")
             .arg(dir.path())
