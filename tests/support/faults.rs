@@ -36,7 +36,7 @@ pub async fn start_big(java: &Path) -> Result<JavaApp> {
 /// `Big` with an array of `len` ints (the heap sized for it and its copy in a reply).
 pub async fn start_big_of(java: &Path, len: u32) -> Result<JavaApp> {
     let prop = format!("-Dbig.len={len}");
-    let heap = format!("-Xmx{}m", 64 + 2 * (u64::from(len) * 4 >> 20));
+    let heap = format!("-Xmx{}m", 64 + 2 * ((u64::from(len) * 4) >> 20));
     let app = JavaApp::launch_with(java, &[&heap, &prop], &[("Big.java", BIG_JAVA)], "Big", &[], false).await?;
     app.wait_for_output("Main started", Duration::from_secs(60)).await?;
     Ok(app)
