@@ -25,7 +25,7 @@ use super::debugger_io::{DebuggerEvent, DEBUGGER_HIGH_WATER};
 use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
 use super::ids::IdTable;
-use super::proxy_requests::Purpose;
+use super::proxy_requests::{LateSizes, Purpose};
 use super::sharing::Sharing;
 use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
 use crate::jdwp::events::IdSizes;
@@ -118,6 +118,9 @@ pub(super) struct Session {
     pub ddm_aware: Option<bool>,
     /// The VM's id sizes, from the proxy's IDSizes or a debugger's.
     pub id_sizes: Option<IdSizes>,
+    /// Whether the proxy asked IDSizes on a debugger's first EventRequest.Set (the sizes were
+    /// still unknown: an Android VM is identified with HELO alone), and whether that is answered.
+    pub late_sizes: LateSizes,
     pub identify_pending: usize,
     pub held: VecDeque<Packet>,
     pub held_bytes: usize,
@@ -185,6 +188,7 @@ pub fn spawn(
         ready: false,
         ddm_aware: None,
         id_sizes: None,
+        late_sizes: LateSizes::NotAsked,
         identify_pending: 0,
         held: VecDeque::new(),
         held_bytes: 0,
@@ -384,6 +388,7 @@ impl Session {
         self.ready = false;
         self.ddm_aware = None;
         self.identify_pending = 0;
+        self.late_sizes = LateSizes::NotAsked;
         self.held.clear();
         self.held_bytes = 0;
         self.reset_requested = false;

@@ -39,6 +39,19 @@ pub enum Purpose {
     /// Done on a debugger's behalf while others stay: a translated resume, a Clear or an
     /// EnableCollection of a departed debugger.
     Share,
+    /// IDSizes asked when a debugger first set an event request and the sizes were unknown:
+    /// events cannot be split between debuggers without them.
+    LateIdSizes,
+}
+
+/// Where the proxy's late IDSizes request stands on this connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LateSizes {
+    NotAsked,
+    /// Asked and not answered: events wait for the answer, as they wait for Set replies.
+    Pending,
+    /// Answered (or never will be): asked once per connection.
+    Settled,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +206,14 @@ impl Session {
                     debug!(error = h.error_code(), "a command sent on a debugger's behalf failed");
                 }
             }
+            Purpose::LateIdSizes => {
+                if ok {
+                    self.on_id_sizes(p.data());
+                } else {
+                    warn!(error = h.error_code(), "the VM refused IDSizes: events go whole to the owner of their first event");
+                }
+                self.late_sizes_settled();
+            }
         }
         self.check_cleanup_done();
     }
@@ -221,7 +242,26 @@ impl Session {
                 self.check_cleanup_done();
             }
             Purpose::Share => debug!("a command sent on a debugger's behalf was not answered"),
+            Purpose::LateIdSizes => {
+                warn!("the VM did not answer IDSizes: events go whole to the owner of their first event");
+                self.late_sizes_settled();
+            }
         }
+    }
+
+    /// Asks the VM's id sizes if nobody has yet, before a debugger's first EventRequest.Set
+    /// goes out (a VM answers in order, so they are known before any event of that request).
+    pub(super) fn learn_id_sizes(&mut self) {
+        if self.id_sizes.is_none() && self.late_sizes == LateSizes::NotAsked {
+            debug!("asking the VM's id sizes, to split its events between debuggers");
+            self.late_sizes = LateSizes::Pending;
+            self.send_proxy(Purpose::LateIdSizes, 1, 7, &[]);
+        }
+    }
+
+    fn late_sizes_settled(&mut self) {
+        self.late_sizes = LateSizes::Settled;
+        self.release_deferred_events();
     }
 
     fn android_by_ident(&self) -> bool {

@@ -78,6 +78,7 @@ impl Session {
                 self.answer(conn, h.id, error::NONE);
             }
             EVENT_SET => {
+                self.learn_id_sizes();
                 self.sharing.owners.set_sent(conn);
                 let kind = p.data().first().copied().unwrap_or(0);
                 self.forward(conn, p, Note::EventSet(kind)).await;

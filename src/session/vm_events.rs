@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use tracing::{debug, warn};
 
 use super::actor::{Session, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+use super::proxy_requests::LateSizes;
 use super::sharing::Suspended;
 use crate::jdwp::events::{encode_composite, first_event, kind, parse_composite, suspend, Composite, Event};
 use crate::jdwp::packet::{EVENT_CMD_SET, EVENT_COMPOSITE};
@@ -42,9 +43,9 @@ impl Session {
         }
     }
 
-    /// Routes the composites kept back, now that no Set is in flight.
+    /// Routes the composites kept back, now that no Set (and no late IDSizes) is in flight.
     pub(super) fn release_deferred_events(&mut self) {
-        if self.sharing.owners.sets_in_flight() {
+        if self.sharing.owners.sets_in_flight() || self.late_sizes == LateSizes::Pending {
             return;
         }
         let waiting: VecDeque<Packet> = std::mem::take(&mut self.deferred_events);
@@ -59,6 +60,9 @@ impl Session {
         if self.debuggers.is_empty() {
             self.hold_event(p);
             return None;
+        }
+        if self.id_sizes.is_none() && self.late_sizes == LateSizes::Pending && !now {
+            return Some(p);
         }
         match self.id_sizes.map(|s| parse_composite(p.data(), &s)) {
             Some(Ok(c)) => {

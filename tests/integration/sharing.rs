@@ -124,6 +124,31 @@ async fn a_stop_both_were_given_is_released_by_the_last_of_them() {
     proxy.stop().await;
 }
 
+/// The proxy's IDSizes on the first connection is answered late, after VirtualMachine.Version
+/// said Android and the proxy moved to a new connection where it speaks DDM alone: the sizes
+/// are unknown when the debuggers attach, and neither asks them. The proxy asks them itself
+/// at the first EventRequest.Set, and a composite with both debuggers' events is still split
+/// (it used to go whole to the owner of its first event).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_are_split_when_the_vms_id_sizes_came_after_the_android_reconnect() {
+    // Late enough that the reconnect always wins; the proxy's own IDSizes is answered late too.
+    let cfg = FakeVmConfig::default().with_reply_delay(SET_VM, VM_ID_SIZES, Duration::from_millis(400));
+    let (vm, proxy, mut a, mut b) = two_debuggers(cfg).await;
+    assert_eq!(vm.received_commands(SET_VM, VM_ID_SIZES).len(), 1, "identified before the reconnect");
+    let ra = set_request(&mut a, 1, KIND_BREAKPOINT, SUSPEND_ALL).await;
+    let rb = set_request(&mut b, 1, KIND_BREAKPOINT, SUSPEND_ALL).await;
+    assert_eq!(vm.received_commands(SET_VM, VM_ID_SIZES).len(), 2, "asked again at the first Set, once");
+    // Sent at once, before the delayed IDSizes reply: the composite waits for it.
+    vm.send_events(SUSPEND_ALL, &[(KIND_BREAKPOINT, ra, MAIN), (KIND_BREAKPOINT, rb, MAIN)]).unwrap();
+    assert_eq!(events_of(&a.next_event(SOON).await.unwrap()), (SUSPEND_ALL, vec![(KIND_BREAKPOINT, ra)]));
+    assert_eq!(events_of(&b.next_event(SOON).await.unwrap()), (SUSPEND_ALL, vec![(KIND_BREAKPOINT, rb)]));
+    a.ok(2, SET_VM, VM_RESUME, &[]).await.unwrap();
+    assert_eq!(vm.suspend_count(), 1, "B still holds the stop");
+    b.ok(2, SET_VM, VM_RESUME, &[]).await.unwrap();
+    assert!(!vm.any_suspended());
+    proxy.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clear_and_clear_all_breakpoints_touch_only_the_callers_requests() {
     let (vm, proxy, mut a, mut b) = two_debuggers(FakeVmConfig::default()).await;
