@@ -122,6 +122,8 @@ pub(super) struct Session {
     /// still unknown: an Android VM is identified with HELO alone), and whether that is answered.
     pub late_sizes: LateSizes,
     pub identify_pending: usize,
+    /// The Version reply said Android: reconnect once the IDSizes reply is in too.
+    pub android_by_version: bool,
     pub held: VecDeque<Packet>,
     pub held_bytes: usize,
     /// Events dropped past the bound since the session started (never reset).
@@ -190,6 +192,7 @@ pub fn spawn(
         id_sizes: None,
         late_sizes: LateSizes::NotAsked,
         identify_pending: 0,
+        android_by_version: false,
         held: VecDeque::new(),
         held_bytes: 0,
         held_dropped: 0,
@@ -388,6 +391,7 @@ impl Session {
         self.ready = false;
         self.ddm_aware = None;
         self.identify_pending = 0;
+        self.android_by_version = false;
         self.late_sizes = LateSizes::NotAsked;
         self.held.clear();
         self.held_bytes = 0;

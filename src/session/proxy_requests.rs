@@ -127,6 +127,22 @@ impl Session {
         self.status.send_modify(|s| s.ddm = Some(aware));
     }
 
+    /// One identification reply (or its timeout) is in. Once both are: an Android VM found by
+    /// its Version is reconnected to (its id sizes read first, so they are known on the next
+    /// connection: the clean-up and the split of events need them), anything else is probed
+    /// with HELO or ready.
+    fn identify_step_done(&mut self) {
+        self.identify_pending = self.identify_pending.saturating_sub(1);
+        if self.identify_pending > 0 {
+            return;
+        }
+        if std::mem::take(&mut self.android_by_version) {
+            self.reconnect_as_android();
+        }
+        let android = self.android_by_ident();
+        self.identified(android);
+    }
+
     fn identified(&mut self, android: bool) {
         // A connection about to be dropped (an Android VM found by its Version) gets nothing.
         if self.ready || self.ddm_aware.is_some() || self.reset_requested {
@@ -166,27 +182,17 @@ impl Session {
         let ok = h.error_code() == 0;
         match purpose {
             Purpose::Version => {
-                self.identify_pending = self.identify_pending.saturating_sub(1);
-                let android = if ok { self.on_version(p.data()) } else { false };
+                self.android_by_version = if ok { self.on_version(p.data()) } else { false };
                 if !ok {
                     warn!(error = h.error_code(), "VirtualMachine.Version failed");
                 }
-                if android {
-                    self.reconnect_as_android();
-                }
-                if self.identify_pending == 0 {
-                    self.identified(android || self.android_by_ident());
-                }
+                self.identify_step_done();
             }
             Purpose::IdSizes => {
-                self.identify_pending = self.identify_pending.saturating_sub(1);
                 if ok {
                     self.on_id_sizes(p.data());
                 }
-                if self.identify_pending == 0 {
-                    let android = self.android_by_ident();
-                    self.identified(android);
-                }
+                self.identify_step_done();
             }
             Purpose::Helo => {
                 if ok {
@@ -223,11 +229,7 @@ impl Session {
         match purpose {
             Purpose::Version | Purpose::IdSizes => {
                 warn!(?purpose, "the VM did not answer an identification request");
-                self.identify_pending = self.identify_pending.saturating_sub(1);
-                if self.identify_pending == 0 {
-                    let android = self.android_by_ident();
-                    self.identified(android);
-                }
+                self.identify_step_done();
             }
             Purpose::Helo => {
                 warn!("the VM did not answer HELO; treating it as not DDM-aware");

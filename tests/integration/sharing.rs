@@ -124,21 +124,25 @@ async fn a_stop_both_were_given_is_released_by_the_last_of_them() {
     proxy.stop().await;
 }
 
-/// The proxy's IDSizes on the first connection is answered late, after VirtualMachine.Version
-/// said Android and the proxy moved to a new connection where it speaks DDM alone: the sizes
-/// are unknown when the debuggers attach, and neither asks them. The proxy asks them itself
-/// at the first EventRequest.Set, and a composite with both debuggers' events is still split
-/// (it used to go whole to the owner of its first event).
+/// A VM said to be Android (`--vm android:HOST:PORT`) is identified with HELO alone, so its
+/// id sizes are unknown when the debuggers attach, and these two never ask them. The proxy
+/// asks them itself at the first EventRequest.Set, and a composite with both debuggers'
+/// events is split (it used to go whole to the owner of its first event).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn events_are_split_when_the_vms_id_sizes_came_after_the_android_reconnect() {
-    // Late enough that the reconnect always wins; the proxy's own IDSizes is answered late too.
+async fn events_are_split_when_only_the_proxy_asks_the_vms_id_sizes() {
+    // The IDSizes reply comes late: the composite below waits for it.
     let cfg = FakeVmConfig::default().with_reply_delay(SET_VM, VM_ID_SIZES, Duration::from_millis(400));
-    let (vm, proxy, mut a, mut b) = two_debuggers(cfg).await;
-    assert_eq!(vm.received_commands(SET_VM, VM_ID_SIZES).len(), 1, "identified before the reconnect");
+    let vm = FakeVm::start(cfg).await;
+    let mut settings = Proxy::settings(&[vm.addr()], DdmMode::Auto);
+    settings.android_vms = vec![vm.addr()];
+    let proxy = Proxy::with(settings).await;
+    let port = proxy.vm_port(0).await;
+    let mut a = RawClient::connect(port).await.unwrap();
+    let mut b = RawClient::connect(port).await.unwrap();
+    assert!(vm.received_commands(SET_VM, VM_ID_SIZES).is_empty(), "HELO alone before a debugger");
     let ra = set_request(&mut a, 1, KIND_BREAKPOINT, SUSPEND_ALL).await;
     let rb = set_request(&mut b, 1, KIND_BREAKPOINT, SUSPEND_ALL).await;
-    assert_eq!(vm.received_commands(SET_VM, VM_ID_SIZES).len(), 2, "asked again at the first Set, once");
-    // Sent at once, before the delayed IDSizes reply: the composite waits for it.
+    assert_eq!(vm.received_commands(SET_VM, VM_ID_SIZES).len(), 1, "asked at the first Set, once");
     vm.send_events(SUSPEND_ALL, &[(KIND_BREAKPOINT, ra, MAIN), (KIND_BREAKPOINT, rb, MAIN)]).unwrap();
     assert_eq!(events_of(&a.next_event(SOON).await.unwrap()), (SUSPEND_ALL, vec![(KIND_BREAKPOINT, ra)]));
     assert_eq!(events_of(&b.next_event(SOON).await.unwrap()), (SUSPEND_ALL, vec![(KIND_BREAKPOINT, rb)]));
@@ -146,6 +150,23 @@ async fn events_are_split_when_the_vms_id_sizes_came_after_the_android_reconnect
     assert_eq!(vm.suspend_count(), 1, "B still holds the stop");
     b.ok(2, SET_VM, VM_RESUME, &[]).await.unwrap();
     assert!(!vm.any_suspended());
+    proxy.stop().await;
+}
+
+/// VirtualMachine.Version says Android before the IDSizes reply is in: the proxy reads that
+/// reply before it reconnects, so the sizes are known without asking again (they used to be
+/// lost when the reply came in a later read, and every composite then went whole to the
+/// owner of its first event).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_android_reconnect_waits_for_the_id_sizes() {
+    let cfg = FakeVmConfig::default().with_reply_delay(SET_VM, VM_ID_SIZES, Duration::from_millis(300));
+    let (vm, proxy, mut a, mut b) = two_debuggers(cfg).await;
+    let ra = set_request(&mut a, 1, KIND_BREAKPOINT, SUSPEND_NONE).await;
+    let rb = set_request(&mut b, 1, KIND_BREAKPOINT, SUSPEND_NONE).await;
+    assert_eq!(vm.received_commands(SET_VM, VM_ID_SIZES).len(), 1, "asked once, at identification");
+    vm.send_events(SUSPEND_NONE, &[(KIND_BREAKPOINT, ra, MAIN), (KIND_BREAKPOINT, rb, MAIN)]).unwrap();
+    assert_eq!(events_of(&a.next_event(SOON).await.unwrap()).1, vec![(KIND_BREAKPOINT, ra)]);
+    assert_eq!(events_of(&b.next_event(SOON).await.unwrap()).1, vec![(KIND_BREAKPOINT, rb)]);
     proxy.stop().await;
 }
 
