@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     };
     let control = cli.control.clone().unwrap_or_else(control::default_path);
     let result = match cli.command {
-        Command::Serve(args) => rt.block_on(serve(args, control)),
+        Command::Serve(args) => rt.block_on(serve(*args, control)),
         Command::List(args) => rt.block_on(list(args, &control)),
         Command::Select(args) => rt.block_on(select(args, &control)),
         Command::Decode(args) => decode(args),
@@ -279,6 +279,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         select: args.select,
         ddm: args.ddm,
         max_debuggers: args.max_debuggers,
+        spin: Duration::from_micros(args.spin_us),
         timeouts: settings::Timeouts { debugger_stall, ..Default::default() },
         web: if args.no_web { None } else { args.web },
         ..Settings::default()

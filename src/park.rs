@@ -18,8 +18,16 @@
 //! voluntary context switches in two more runs: 6,400-8,800, 2,200-2,400 and 900-1,500.
 //! Sequential round trips: 7.5-10.2k/s without, 10.0-12.1k/s with two yields. Nothing
 //! holds a packet back: it yields only when there is nothing left to do.
+//!
+//! With `--spin-us N` it then polls the sockets it wrote to, yielding between polls, for up
+//! to N µs before it sleeps. On a virtual machine a sleeping CPU is halted, and waking it
+//! for the answer costs tens of microseconds: with 50 µs, sequential Version round trips
+//! against HotSpot 17 through the proxy took 66.9 µs (direct: 63.6, socat: 113; without the
+//! spin 105), at 60 µs of proxy CPU per round trip instead of 40. Off by default: the CPU
+//! is spent on every packet, and a person stepping in an IDE does not see 40 µs.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// How many times the thread yields before it sleeps.
 const YIELDS: usize = 2;
@@ -39,5 +47,55 @@ pub fn before_park() {
         for _ in 0..YIELDS {
             std::thread::yield_now();
         }
+        spin(Duration::from_micros(SPIN_US.load(Ordering::Relaxed)));
+    }
+}
+
+/// How long the thread polls for an answer after the yields (`--spin-us`), in µs; 0: off.
+static SPIN_US: AtomicU64 = AtomicU64::new(0);
+
+/// Sets how long the thread polls for an answer before it sleeps (`--spin-us`).
+pub fn set_spin(d: Duration) {
+    SPIN_US.store(d.as_micros().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+}
+
+/// The most sockets watched while spinning.
+const MAX_HOT: usize = 8;
+
+thread_local! {
+    /// Sockets written to since the last park: their answers are what the spin waits for.
+    static HOT: std::cell::RefCell<Vec<std::os::fd::RawFd>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Notes that bytes went to the peer on `fd`: its answer will come on the same socket.
+pub fn wrote_to(fd: std::os::fd::RawFd) {
+    wrote();
+    HOT.with(|h| {
+        let mut h = h.borrow_mut();
+        if !h.contains(&fd) && h.len() < MAX_HOT {
+            h.push(fd);
+        }
+    });
+}
+
+/// Polls the sockets written to until one is readable or the budget is spent, yielding
+/// between polls.
+fn spin(budget: Duration) {
+    if budget.is_zero() {
+        HOT.with(|h| h.borrow_mut().clear());
+        return;
+    }
+    let mut fds: Vec<libc::pollfd> = HOT.with(|h| h.borrow_mut().drain(..).map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect());
+    if fds.is_empty() {
+        return;
+    }
+    let until = Instant::now() + budget;
+    loop {
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd entries; a zero timeout never blocks.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        if n != 0 || Instant::now() >= until {
+            return;
+        }
+        std::thread::yield_now();
     }
 }

@@ -31,6 +31,9 @@ pub const DEFAULT_DEBUGGER_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// minutes one stuck debugger holds every other debugger of its VM for that long.
 pub const STALL_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> = Duration::from_secs(1)..=Duration::from_secs(600);
 
+/// Most `--spin-us`: past a millisecond a spin costs more than any wake-up it saves.
+pub const MAX_SPIN_US: u64 = 1000;
+
 /// When to probe a VM with the DDM HELO chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -84,6 +87,9 @@ pub struct Settings {
     pub ddm: DdmMode,
     /// Debuggers that may share one VM at once.
     pub max_debuggers: usize,
+    /// How long the daemon polls for an answer after a write before it sleeps
+    /// (`--spin-us`; zero: it sleeps at once). See `park`.
+    pub spin: Duration,
     pub timeouts: Timeouts,
     /// The adb server whose devices' debuggable processes are VMs.
     pub adb: Option<SocketAddr>,
@@ -113,6 +119,7 @@ impl Default for Settings {
             select: None,
             ddm: DdmMode::Auto,
             max_debuggers: DEFAULT_MAX_DEBUGGERS,
+            spin: Duration::ZERO,
             timeouts: Timeouts::default(),
             control: None,
             capture: None,
@@ -149,6 +156,8 @@ pub enum SettingsError {
     BadMaxDebuggers(usize),
     #[error("--stall-timeout {0}: expected 1 to 600 seconds")]
     BadStallTimeout(String),
+    #[error("--spin-us {0}: expected 0 to {MAX_SPIN_US}")]
+    BadSpin(u128),
 }
 
 impl Settings {
@@ -164,6 +173,9 @@ impl Settings {
         }
         if !STALL_TIMEOUT_RANGE.contains(&self.timeouts.debugger_stall) {
             return Err(SettingsError::BadStallTimeout(self.timeouts.debugger_stall.as_secs_f64().to_string()));
+        }
+        if self.spin > Duration::from_micros(MAX_SPIN_US) {
+            return Err(SettingsError::BadSpin(self.spin.as_micros()));
         }
         Ok(())
     }

@@ -60,3 +60,5 @@ mod faults_vm;
 mod faults_debugger;
 #[path = "integration/faults_daemon.rs"]
 mod faults_daemon;
+#[path = "integration/spin.rs"]
+mod spin;

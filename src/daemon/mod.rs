@@ -164,6 +164,7 @@ impl Spawner {
 /// Starts the daemon: VM sessions, their debugger ports, the current-VM port, discovery.
 pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     settings.validate()?;
+    crate::park::set_spin(settings.spin);
     if !settings.listen.is_loopback() {
         let allow = if settings.allow.is_empty() {
             "from anywhere (restrict with --allow CIDR)".to_string()

@@ -425,6 +425,7 @@ impl Session {
             self.on_vm_packet(p).await;
         }
         self.start_identify();
+        let vm_fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
         let (mut rd, mut wr) = stream.split();
         let mut tick = tokio::time::interval(TICK);
         let mut shutdown_by: Option<Instant> = None;
@@ -490,7 +491,7 @@ impl Session {
                     }
                 }
                 Event::Read(Err(e)) => return self.lost(format!("read from the VM failed: {e}")).await,
-                Event::Wrote(Ok(_)) => crate::park::wrote(),
+                Event::Wrote(Ok(_)) => crate::park::wrote_to(vm_fd),
                 Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
                 Event::Debugger(conn, e) => self.on_debugger_event(conn, e).await,
                 Event::Control(m) => self.on_control(m),

@@ -7,6 +7,7 @@
 //! one side is routed and written to the other in the same wake-up, and several queued
 //! packets leave in one write.
 
+use std::os::fd::AsRawFd;
 use std::net::SocketAddr;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -176,6 +177,7 @@ impl DebuggerIo {
         self.out.try_write(&self.sock);
         if self.out.len() < before {
             self.last_progress = Instant::now();
+            crate::park::wrote_to(self.sock.as_raw_fd());
         }
     }
 
@@ -186,6 +188,7 @@ impl DebuggerIo {
             if let Poll::Ready(r) = self.out.poll_write(&mut self.sock, cx) {
                 if r.is_ok() {
                     self.last_progress = Instant::now();
+                    crate::park::wrote_to(self.sock.as_raw_fd());
                 }
                 return Poll::Ready(DebuggerEvent::Wrote(r));
             }

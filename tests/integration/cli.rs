@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::support::{FakeVm, FakeVmConfig};
 
-const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
+pub const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
 
 /// A `jdwpmux serve` child with its log in a file, killed on drop.
 pub struct Served {
