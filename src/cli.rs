@@ -151,9 +151,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = crate::settings::DEFAULT_DEBUGGER_STALL_TIMEOUT.as_secs_f64())]
     pub stall_timeout: f64,
     /// Microseconds the daemon keeps polling for an answer after it wrote to a VM or a
-    /// debugger, before it sleeps (0 to 1000; 0: sleep at once). On a virtual machine, where
-    /// waking a sleeping CPU is slow, 50 brings a round trip near a direct connection's at
-    /// about 1.4 times the CPU per round trip. Spins only while packets flow.
+    /// debugger, before it sleeps (0 to 1000; 0: sleep at once). Measured on a 2-CPU virtual
+    /// machine, 50 brings a HotSpot round trip near a direct connection's, at about 1.4
+    /// times the daemon's CPU per round trip. Spins only while packets flow.
     #[arg(long, value_name = "US", default_value_t = 0)]
     pub spin_us: u64,
     /// Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API

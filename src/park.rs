@@ -20,11 +20,12 @@
 //! holds a packet back: it yields only when there is nothing left to do.
 //!
 //! With `--spin-us N` it then polls the sockets it wrote to, yielding between polls, for up
-//! to N µs before it sleeps. On a virtual machine a sleeping CPU is halted, and waking it
-//! for the answer costs tens of microseconds: with 50 µs, sequential Version round trips
-//! against HotSpot 17 through the proxy took 66.9 µs (direct: 63.6, socat: 113; without the
-//! spin 105), at 60 µs of proxy CPU per round trip instead of 40. Off by default: the CPU
-//! is spent on every packet, and a person stepping in an IDE does not see 40 µs.
+//! to N µs before it sleeps, so an answer that comes within that time is taken without a
+//! sleep and a wake-up. On this 2-CPU virtual machine, with 50 µs, sequential Version round
+//! trips against HotSpot 17 through the proxy came close to a direct connection's (see the
+//! README's performance section), at about 1.4 times the proxy CPU per round trip. Off by
+//! default: the CPU is spent on every packet, and a person stepping in an IDE does not see
+//! 40 µs. It spins only after a write, so an idle daemon sleeps.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
