@@ -508,6 +508,12 @@ impl Session {
 
     async fn lost(&mut self, why: String) -> Ended {
         self.dialect.vm_went_away();
+        // Whatever answers at the address next may be another process (a JVM restarted on
+        // the same port): its pid and app are looked up, or said by DDM, again.
+        self.status.send_modify(|s| {
+            s.pid = None;
+            s.app = None;
+        });
         self.fail_pending().await;
         self.expire_ddm_waiters(true);
         self.close_debuggers("the VM connection was lost");

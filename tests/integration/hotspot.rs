@@ -113,3 +113,22 @@ async fn a_suspended_jvm_waits_for_the_first_debugger() {
     proxy.stop().await;
     app.kill().await.unwrap();
 }
+
+/// A JVM killed and another started on the same port: `list` shows the new process's pid,
+/// not the old one's (the pid is looked up again on each connection after a loss).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jvm_restarted_on_the_same_port_shows_its_new_pid() {
+    assert!(java_available(), "java and javac are needed (install a JDK)");
+    let mut first = JavaApp::start(false).await.unwrap();
+    let port = first.port();
+    let first_pid = first.pid().unwrap();
+    let proxy = Proxy::start(&[first.addr()], DdmMode::Auto).await;
+    wait_until("the first JVM's pid", || proxy.list()[0].status.pid == Some(first_pid)).await.unwrap();
+    first.kill().await.unwrap();
+    let mut second = JavaApp::start_at(false, port).await.unwrap();
+    let second_pid = second.pid().unwrap();
+    assert_ne!(first_pid, second_pid);
+    wait_until("the second JVM's pid", || proxy.list()[0].status.pid == Some(second_pid)).await.unwrap();
+    proxy.stop().await;
+    second.kill().await.unwrap();
+}
