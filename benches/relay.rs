@@ -53,6 +53,8 @@ mod stats_cost;
 mod table;
 #[path = "relay/where_time.rs"]
 mod where_time;
+#[path = "relay/one_cpu.rs"]
+mod one_cpu;
 #[path = "relay/wire.rs"]
 mod wire;
 
@@ -229,11 +231,26 @@ fn where_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     }
     t.push(line("voluntary context switches (sleeps)", &|c| c.voluntary));
     t.push(line("involuntary context switches (preempted)", &|c| c.involuntary));
+    t.push(line("migrations to another CPU", &|c| c.migrations));
     for (s, c) in &got {
         let mut calls: Vec<(&String, &f64)> = c.syscalls.iter().filter(|(_, n)| **n >= 0.01).collect();
         calls.sort_by(|a, b| b.1.total_cmp(a.1));
         let text: Vec<String> = calls.iter().map(|(k, n)| format!("{k} {}", fmt(**n))).collect();
         t.push(Row::proxy_only(&format!("{}: every system call", s.label()), text.join(", ")));
+    }
+    eprintln!("  the same round trips with the VM, the relay and the client on one CPU ...");
+    match one_cpu::run(&mut jvm, bin, p.where_n, p.warmup_reps, p.reps) {
+        Ok((cpu, reps)) => {
+            t.section(&format!(
+                "VM, relay and client pinned to CPU {cpu}: {} Version round trips, {} repetitions, medians; ratio = median of paired ratios (range)",
+                p.where_n,
+                reps.len()
+            ));
+            t.push(report::row("latency µs per round trip, one CPU", &reps, report::Judge::InfoVsSocat, |r| Some(r.latency_us)));
+            t.push(report::row("latency jdwpmux/direct, one CPU", &reps, report::Judge::Info, |r| Some(r.latency_us)));
+            t.push(report::row("relay CPU µs per round trip, one CPU", &reps, report::Judge::InfoVsSocat, |r| r.cpu_rt_us));
+        }
+        Err(e) => f.add("where: one CPU", format!("{e:#}")),
     }
 }
 

@@ -21,6 +21,8 @@ mod jdwp_ops;
 mod jvm;
 #[path = "../benches/relay/jvm_suite.rs"]
 mod jvm_suite;
+#[path = "../benches/relay/one_cpu.rs"]
+mod one_cpu;
 #[path = "../benches/relay/params.rs"]
 mod params;
 #[path = "../benches/relay/paths.rs"]

@@ -157,6 +157,10 @@ impl Jvm {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
     }
 
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
     /// False once the JVM has exited (something else may kill it on a shared machine).
     pub fn alive(&mut self) -> bool {
         self.proc.exited().is_none()

@@ -31,6 +31,8 @@ fn cells<T>(reps: &[Rep<T>], f: &impl Fn(&T) -> Option<f64>) -> [String; 4] {
 pub enum Judge {
     /// No target; shows jdwpmux / direct.
     Info,
+    /// No target; shows jdwpmux / best socat.
+    InfoVsSocat,
     /// jdwpmux / best socat, smaller is better; median must be <= `limit` (and every
     /// repetition <= `each` when given).
     VsSocatLower { limit: f64, each: Option<f64> },
@@ -49,6 +51,14 @@ pub fn row<T>(metric: &str, reps: &[Rep<T>], judge: Judge, f: impl Fn(&T) -> Opt
             let ratios = paired(&proxy, &get(PathKind::Direct));
             match median(&ratios) {
                 Some(_) => r.judged(format!("{} x direct", ratio_text(&ratios)), "", None),
+                None => r,
+            }
+        }
+        Judge::InfoVsSocat => {
+            let socat = best_of(&get(PathKind::Socat), &get(PathKind::Socat64k), true);
+            let ratios = paired(&proxy, &socat);
+            match median(&ratios) {
+                Some(_) => r.judged(format!("{} x socat", ratio_text(&ratios)), "", None),
                 None => r,
             }
         }

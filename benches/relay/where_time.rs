@@ -2,7 +2,8 @@
 //! machine): the relay's system calls by kind (`strace -f -c` attached for N round trips)
 //! and its context switches (voluntary: it went to sleep and had to be woken; involuntary:
 //! it was preempted), from /proc, in a separate pass without strace (ptrace stops would
-//! inflate them). For socat, jdwpmux alone, and jdwpmux with a second, idle debugger.
+//! inflate them), with its migrations from one CPU to another. For socat, jdwpmux alone,
+//! and jdwpmux with a second, idle debugger.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -53,6 +54,8 @@ pub struct Counts {
     pub syscalls: BTreeMap<String, f64>,
     pub voluntary: f64,
     pub involuntary: f64,
+    /// Moves of the relay's threads from one CPU to another.
+    pub migrations: f64,
 }
 
 impl Counts {
@@ -111,10 +114,11 @@ pub fn parse_strace_summary(text: &str) -> BTreeMap<String, u64> {
     out
 }
 
-/// Voluntary and involuntary context switches of every thread of `pid`.
-fn context_switches(pid: u32) -> Option<(u64, u64)> {
+/// Voluntary and involuntary context switches and migrations of every thread of `pid`.
+fn context_switches(pid: u32) -> Option<(u64, u64, u64)> {
     let mut v = 0;
     let mut i = 0;
+    let mut m = 0;
     for t in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
         let s = std::fs::read_to_string(t.path().join("status")).ok()?;
         for l in s.lines() {
@@ -122,8 +126,18 @@ fn context_switches(pid: u32) -> Option<(u64, u64)> {
             v += num("voluntary_ctxt_switches:").unwrap_or(0);
             i += num("nonvoluntary_ctxt_switches:").unwrap_or(0);
         }
+        // Only on kernels with scheduler debugging; 0 elsewhere.
+        m += std::fs::read_to_string(t.path().join("sched")).ok().and_then(|s| sched_field(&s, "se.nr_migrations")).unwrap_or(0);
     }
-    Some((v, i))
+    Some((v, i, m))
+}
+
+/// A counter from `/proc/PID/task/TID/sched` ("name    :    value").
+pub fn sched_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == name).then(|| v.trim().parse().ok()).flatten()
+    })
 }
 
 /// One subject: a pass of `n` round trips for context switches, one under strace.
@@ -132,18 +146,19 @@ pub fn measure(s: Subject, jvm: &mut Jvm, bin: &ProxyBin, n: usize) -> Result<Co
     let switches = pass(s, jvm, bin, n)?;
     out.voluntary = switches.0 as f64 / n as f64;
     out.involuntary = switches.1 as f64 / n as f64;
+    out.migrations = switches.2 as f64 / n as f64;
     let calls = pass_traced(s, jvm, bin, n)?;
     out.syscalls = calls.into_iter().map(|(k, v)| (k, v as f64 / n as f64)).collect();
     Ok(out)
 }
 
-fn pass(s: Subject, jvm: &mut Jvm, bin: &ProxyBin, n: usize) -> Result<(u64, u64)> {
+fn pass(s: Subject, jvm: &mut Jvm, bin: &ProxyBin, n: usize) -> Result<(u64, u64, u64)> {
     with_relay(s, jvm, bin, |relay, c, version| {
         let pid = relay.pid().context("no relay process")?;
         let before = context_switches(pid).context("read /proc task status")?;
         latency(c, n, version).context("round trips")?;
         let after = context_switches(pid).context("read /proc task status")?;
-        Ok((after.0 - before.0, after.1 - before.1))
+        Ok((after.0 - before.0, after.1 - before.1, after.2.saturating_sub(before.2)))
     })
 }
 
@@ -227,6 +242,20 @@ mod tests {
         assert!(!m.contains_key("total"));
         let c = Counts { syscalls: m.into_iter().map(|(k, v)| (k, v as f64)).collect(), ..Default::default() };
         assert_eq!((c.group(Group::Read), c.group(Group::Write), c.group(Group::Wait), c.group(Group::Other)), (2001.0, 2000.0, 2000.0, 4000.0));
+    }
+
+    #[test]
+    fn sched_counters() {
+        let text = "jdwpmux (4242, #threads: 1)
+-------------------------------------------------------------------
+se.exec_start                                :       1234567.890123
+se.nr_migrations                             :                  17
+nr_switches                                  :                 345
+";
+        assert_eq!(sched_field(text, "se.nr_migrations"), Some(17));
+        assert_eq!(sched_field(text, "nr_switches"), Some(345));
+        assert_eq!(sched_field(text, "se.exec_start"), None, "not a count");
+        assert_eq!(sched_field(text, "nr_migrations"), None, "whole names only");
     }
 
     #[test]
