@@ -430,6 +430,10 @@ impl Session {
         let mut tick = tokio::time::interval(TICK);
         let mut shutdown_by: Option<Instant> = None;
         let mut pacing = super::vm_reads::ReadPacing::default();
+        // Made once: a `cancelled()` future made anew in every turn of the loop registers
+        // with the token's lock and leaves it again each time.
+        let cancelled = self.cancel.clone().cancelled_owned();
+        tokio::pin!(cancelled);
         loop {
             // Route everything already buffered before waiting again.
             self.route_debugger_input().await;
@@ -475,7 +479,7 @@ impl Session {
                 (conn, e) = self.debuggers.next_event(taking_debugger) => Event::Debugger(conn, e),
                 m = self.rx.recv() => Event::Control(m),
                 _ = tick.tick(), if timers => Event::Tick,
-                _ = self.cancel.cancelled(), if shutdown_by.is_none() => Event::Cancel,
+                _ = &mut cancelled, if shutdown_by.is_none() => Event::Cancel,
             };
             match event {
                 Event::Read(Ok(0)) => {
