@@ -5,7 +5,7 @@
 //! Only proxy->VM requests live here. VM-originated commands (events, DDM pushes) keep their
 //! own ids and need no entry: ids are unique per sender only, so the two spaces never mix.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::time::Instant;
 
 /// Outstanding requests per VM before new ones are refused (a debugger that pipelines more
@@ -52,7 +52,8 @@ pub struct TableFull(pub usize);
 
 #[derive(Debug)]
 pub struct IdTable {
-    pending: HashMap<u32, Entry>,
+    /// Keyed by the proxy's own ids, so a fast hash is safe: no peer picks these keys.
+    pending: FxHashMap<u32, Entry>,
     next: u32,
     limit: usize,
 }
@@ -67,7 +68,7 @@ impl IdTable {
     /// `first` is the first id handed out; ids then increase and wrap around, skipping 0
     /// and any id still outstanding.
     pub fn new(first: u32, limit: usize) -> IdTable {
-        IdTable { pending: HashMap::new(), next: first.max(1), limit }
+        IdTable { pending: FxHashMap::default(), next: first.max(1), limit }
     }
 
     pub fn len(&self) -> usize {

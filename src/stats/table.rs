@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
+use rustc_hash::FxHashMap;
+
 use super::histogram::LatencyHistogram;
 use super::report::{ChunkRow, CommandRow, ErrorRow, SourceReport, VmReport};
 use crate::jdwp::names::{display_command, display_error};
@@ -72,7 +74,8 @@ impl CommandStats {
 struct Source {
     who: Who,
     peer: Option<SocketAddr>,
-    commands: HashMap<(u8, u8), CommandStats>,
+    /// At most `MAX_COMMANDS` keys, so a fast hash is safe with keys a peer picks.
+    commands: FxHashMap<(u8, u8), CommandStats>,
 }
 
 impl Source {
@@ -143,7 +146,7 @@ impl TrafficStats {
         }
         // The first fold also makes the "earlier debuggers" source, hence a loop.
         while self.sources.len() >= MAX_SOURCES && self.fold_oldest_debugger() {}
-        self.sources.push(Source { who, peer: None, commands: HashMap::new() });
+        self.sources.push(Source { who, peer: None, commands: FxHashMap::default() });
         let last = self.sources.len() - 1;
         &mut self.sources[last]
     }
@@ -189,7 +192,7 @@ impl TrafficStats {
         let earlier = match self.sources.iter().position(|s| s.who == Who::Earlier) {
             Some(e) => &mut self.sources[e],
             None => {
-                self.sources.push(Source { who: Who::Earlier, peer: None, commands: HashMap::new() });
+                self.sources.push(Source { who: Who::Earlier, peer: None, commands: FxHashMap::default() });
                 let last = self.sources.len() - 1;
                 &mut self.sources[last]
             }
