@@ -452,6 +452,14 @@ impl Session {
             for a in self.debuggers.iter_mut() {
                 a.io.flush_now();
             }
+            // Commands go to the VM in this turn too, not in one more turn of the `select!`
+            // (which polls every branch). A write error is left to the `select!` branch.
+            if !self.out.is_empty() {
+                if let Ok(n @ 1..) = wr.as_ref().try_write(&self.out) {
+                    bytes::Buf::advance(&mut self.out, n);
+                    crate::park::wrote_to(vm_fd);
+                }
+            }
             if self.reset_requested && self.out.is_empty() {
                 self.fail_pending().await;
                 self.close_debuggers("the VM connection was reset");
