@@ -53,6 +53,8 @@ mod stats_cost;
 mod table;
 #[path = "relay/where_time.rs"]
 mod where_time;
+#[path = "relay/instructions.rs"]
+mod instructions;
 #[path = "relay/one_cpu.rs"]
 mod one_cpu;
 #[path = "relay/wire.rs"]
@@ -237,6 +239,19 @@ fn where_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
         calls.sort_by(|a, b| b.1.total_cmp(a.1));
         let text: Vec<String> = calls.iter().map(|(k, n)| format!("{k} {}", fmt(**n))).collect();
         t.push(Row::proxy_only(&format!("{}: every system call", s.label()), text.join(", ")));
+    }
+    if instructions::available() {
+        eprintln!("  user-space instructions under callgrind ...");
+        let mut cells = Vec::new();
+        for s in Subject::ALL {
+            match instructions::measure(s, &mut jvm, bin, p.where_n) {
+                Ok(i) => cells.push(format!("{} {}", s.label(), fmt(i))),
+                Err(e) => f.add(&format!("where: instructions, {}", s.label()), format!("{e:#}")),
+            }
+        }
+        t.push(Row::proxy_only("user-space instructions (valgrind --tool=callgrind)", cells.join(" | ")));
+    } else {
+        eprintln!("  (no valgrind: no instruction counts)");
     }
     eprintln!("  the same round trips with the VM, the relay and the client on one CPU ...");
     match one_cpu::run(&mut jvm, bin, p.where_n, p.warmup_reps, p.reps) {

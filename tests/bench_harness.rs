@@ -51,5 +51,7 @@ mod stats_cost;
 mod table;
 #[path = "../benches/relay/where_time.rs"]
 mod where_time;
+#[path = "../benches/relay/instructions.rs"]
+mod instructions;
 #[path = "../benches/relay/wire.rs"]
 mod wire;

@@ -229,8 +229,21 @@ pub struct Socat {
 
 impl Socat {
     pub fn start(target: u16, buf: Option<usize>) -> Result<Socat> {
+        Self::start_under(target, buf, &[])
+    }
+
+    /// As [`Socat::start`], run by `wrapper` (a program and its arguments, e.g. valgrind)
+    /// when it is not empty.
+    pub fn start_under(target: u16, buf: Option<usize>, wrapper: &[String]) -> Result<Socat> {
         let port = free_port()?;
-        let mut cmd = command("socat");
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = command(program);
+                c.args(args).arg("socat");
+                c
+            }
+            None => command("socat"),
+        };
         if let Some(b) = buf {
             cmd.arg("-b").arg(b.to_string());
         }

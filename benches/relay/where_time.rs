@@ -40,7 +40,7 @@ impl Subject {
         }
     }
 
-    fn path(self) -> PathKind {
+    pub fn path(self) -> PathKind {
         match self {
             Subject::Socat => PathKind::Socat,
             _ => PathKind::Jdwpmux,
@@ -199,9 +199,19 @@ fn pass_traced(s: Subject, jvm: &mut Jvm, bin: &ProxyBin, n: usize) -> Result<BT
 /// Runs `f` with a fresh relay of `s`'s kind and a warmed-up client (and, for
 /// `JdwpmuxIdleSecond`, another debugger attached through the proxy and idle).
 fn with_relay<T>(s: Subject, jvm: &mut Jvm, bin: &ProxyBin, f: impl FnOnce(&Relay, &mut Client, &[u8]) -> Result<T>) -> Result<T> {
+    with_relay_from(s, jvm, |kind, vm| Relay::start(kind, vm, bin), f)
+}
+
+/// As [`with_relay`], with the relay started by `start` (given the path kind and the VM).
+pub fn with_relay_from<T>(
+    s: Subject,
+    jvm: &mut Jvm,
+    start: impl FnOnce(PathKind, std::net::SocketAddr) -> Result<Relay>,
+    f: impl FnOnce(&Relay, &mut Client, &[u8]) -> Result<T>,
+) -> Result<T> {
     jvm.wait_free(Duration::from_secs(30))?;
     jvm.session_ended();
-    let mut relay = Relay::start(s.path(), jvm.addr(), bin)?;
+    let mut relay = start(s.path(), jvm.addr())?;
     let mut c = Client::connect(relay.addr(), Duration::from_secs(10)).context("connect")?;
     let version = c.request(ops::VERSION.0, ops::VERSION.1, &[]).context("Version")?;
     latency(&mut c, 1000, &version).context("warm-up")?;
