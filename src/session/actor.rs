@@ -9,11 +9,12 @@
 //! several queued packets leave in one write.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::codec::Decoder;
@@ -27,6 +28,7 @@ use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, Vm
 use super::ids::IdTable;
 use super::proxy_requests::{LateSizes, Purpose};
 use super::sharing::Sharing;
+use super::wake_gate::WakeGate;
 use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::Packet;
@@ -434,6 +436,9 @@ impl Session {
         // with the token's lock and leaves it again each time.
         let cancelled = self.cancel.clone().cancelled_owned();
         tokio::pin!(cancelled);
+        // The VM socket, the control channel and the cancellation are polled only after
+        // their own wake-ups (debuggers' sockets likewise, in `DebuggerIo`).
+        let (vm_gate, control_gate, cancel_gate) = (WakeGate::default(), WakeGate::default(), WakeGate::default());
         loop {
             // Route everything already buffered before waiting again.
             self.route_debugger_input().await;
@@ -481,13 +486,14 @@ impl Session {
             let reading_vm = self.debuggers.max_queued() < DEBUGGER_HIGH_WATER;
             // An idle VM has no timers to run: no tick, so a thousand of them cost nothing.
             let timers = self.has_timers() || shutdown_by.is_some();
+            let rx = &mut self.rx;
             let event = tokio::select! {
-                r = rd.read_buf(&mut input), if reading_vm => Event::Read(r),
+                r = poll_fn(|cx| vm_gate.poll(cx, |cx| tokio_util::io::poll_read_buf(std::pin::Pin::new(&mut rd), cx, &mut input))), if reading_vm => Event::Read(r),
                 r = wr.write_buf(&mut self.out), if !self.out.is_empty() => Event::Wrote(r),
                 (conn, e) = self.debuggers.next_event(taking_debugger) => Event::Debugger(conn, e),
-                m = self.rx.recv() => Event::Control(m),
+                m = poll_fn(|cx| control_gate.poll(cx, |cx| rx.poll_recv(cx))) => Event::Control(m),
                 _ = tick.tick(), if timers => Event::Tick,
-                _ = &mut cancelled, if shutdown_by.is_none() => Event::Cancel,
+                _ = poll_fn(|cx| cancel_gate.poll(cx, |cx| cancelled.as_mut().poll(cx))), if shutdown_by.is_none() => Event::Cancel,
             };
             match event {
                 Event::Read(Ok(0)) => {

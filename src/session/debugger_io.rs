@@ -25,6 +25,7 @@ use crate::jdwp::codec::{CodecError, Frame, JdwpCodec};
 use crate::jdwp::handshake::HANDSHAKE;
 
 use super::out_queue::OutQueue;
+use super::wake_gate::WakeGate;
 
 /// Largest command a debugger may send. Real commands are small; the biggest
 /// (ClassesRedefine, SetValues) stay far below this. Larger ones close the connection.
@@ -71,6 +72,8 @@ pub(super) struct DebuggerIo {
     /// Last time a write made progress; a debugger that leaves a full queue unread this
     /// long is cut off.
     last_progress: Instant,
+    /// The socket is read only after it said it is readable (see `wake_gate`).
+    read_gate: WakeGate,
 }
 
 impl DebuggerIo {
@@ -89,6 +92,7 @@ impl DebuggerIo {
             streaming: false,
             after_stream: Vec::new(),
             last_progress: Instant::now(),
+            read_gate: WakeGate::default(),
         }
     }
 
@@ -196,8 +200,12 @@ impl DebuggerIo {
         if take_input {
             // Through `AsyncRead`, not `try_read_buf`: a read that does not fill the buffer
             // clears the readiness, so no second read is tried just to see EAGAIN.
-            self.input.reserve(READ_CHUNK);
-            if let Poll::Ready(r) = tokio_util::io::poll_read_buf(std::pin::Pin::new(&mut self.sock), cx, &mut self.input) {
+            let (sock, input) = (&mut self.sock, &mut self.input);
+            let read = self.read_gate.poll(cx, |cx| {
+                input.reserve(READ_CHUNK);
+                tokio_util::io::poll_read_buf(std::pin::Pin::new(sock), cx, input)
+            });
+            if let Poll::Ready(r) = read {
                 return Poll::Ready(DebuggerEvent::Read(r));
             }
         }

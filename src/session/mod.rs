@@ -1,7 +1,8 @@
 //! VM sessions: one actor task per VM that owns the VM connection (see `actor`), with its
 //! request-id table (`ids`), the tables that let several debuggers share it (`sharing`),
 //! its debuggers (`attach`, `debugger_side`, `shared_cmds`, `leave`), its VM side
-//! (`vm_side`, `vm_events`) and its own requests; `recent` keeps packet summaries for a
+//! (`vm_side`, `vm_events`) and its own requests; `wake_gate` keeps its loop from polling quiet
+//! sources; `recent` keeps packet summaries for a
 //! page that watches the VM.
 
 mod actor;
@@ -30,6 +31,7 @@ mod thst_plan;
 mod vm_reads;
 mod vm_events;
 mod vm_side;
+mod wake_gate;
 
 pub use actor::{spawn, AdbTarget, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
 pub use ddm_commands::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
