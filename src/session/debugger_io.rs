@@ -69,8 +69,8 @@ pub(super) struct DebuggerIo {
     /// Packets the proxy made itself while `streaming`: they follow the streamed packet,
     /// never land inside it.
     after_stream: Vec<Bytes>,
-    /// Last time a write made progress; a debugger that leaves a full queue unread this
-    /// long is cut off.
+    /// When the queue last reached the high-water mark or, above it, a write last made
+    /// progress; a debugger that leaves a full queue unread this long is cut off.
     last_progress: Instant,
     /// The socket is read only after it said it is readable (see `wake_gate`).
     read_gate: WakeGate,
@@ -123,9 +123,7 @@ impl DebuggerIo {
     }
 
     fn push(&mut self, bytes: Bytes, body: bool) {
-        if self.out.is_empty() {
-            self.last_progress = Instant::now();
-        }
+        let was_below = self.out.len() < DEBUGGER_HIGH_WATER;
         if let Some(t) = self.tap.as_mut() {
             if body {
                 t.body(Direction::ToClient, &bytes);
@@ -134,6 +132,18 @@ impl DebuggerIo {
             }
         }
         self.out.push(bytes);
+        if was_below && self.out.len() >= DEBUGGER_HIGH_WATER {
+            self.last_progress = Instant::now();
+        }
+    }
+
+    /// A write moved bytes: the stall clock restarts if the queue is still full. Below the
+    /// high-water mark nothing is timed, so a packet costs no clock read here.
+    fn progressed(&mut self) {
+        if self.out.len() >= DEBUGGER_HIGH_WATER {
+            self.last_progress = Instant::now();
+        }
+        crate::park::wrote_to(self.sock.as_raw_fd());
     }
 
     /// Whether a write is worth it now: something is queued, and it is not just a small
@@ -180,8 +190,7 @@ impl DebuggerIo {
         let before = self.out.len();
         self.out.try_write(&self.sock);
         if self.out.len() < before {
-            self.last_progress = Instant::now();
-            crate::park::wrote_to(self.sock.as_raw_fd());
+            self.progressed();
         }
     }
 
@@ -191,8 +200,7 @@ impl DebuggerIo {
         if self.worth_writing() {
             if let Poll::Ready(r) = self.out.poll_write(&mut self.sock, cx) {
                 if r.is_ok() {
-                    self.last_progress = Instant::now();
-                    crate::park::wrote_to(self.sock.as_raw_fd());
+                    self.progressed();
                 }
                 return Poll::Ready(DebuggerEvent::Wrote(r));
             }
