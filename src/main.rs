@@ -24,6 +24,7 @@ fn main() -> ExitCode {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .on_thread_park(jdwpmux::park::before_park)
+        .on_thread_unpark(jdwpmux::park::after_unpark)
         .build()
     {
         Ok(rt) => rt,

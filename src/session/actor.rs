@@ -486,6 +486,9 @@ impl Session {
             let reading_vm = self.debuggers.max_queued() < DEBUGGER_HIGH_WATER;
             // An idle VM has no timers to run: no tick, so a thousand of them cost nothing.
             let timers = self.has_timers() || shutdown_by.is_some();
+            if self.ids.len() > 1 {
+                crate::park::many_in_flight();
+            }
             let rx = &mut self.rx;
             let event = tokio::select! {
                 r = poll_fn(|cx| vm_gate.poll(cx, |cx| tokio_util::io::poll_read_buf(std::pin::Pin::new(&mut rd), cx, &mut input))), if reading_vm => Event::Read(r),
