@@ -80,6 +80,7 @@ pub struct ConfigFile {
     pub max_debuggers: Option<usize>,
     pub stall_timeout: Option<f64>,
     pub spin_us: Option<u64>,
+    pub no_cpu_pin: Option<bool>,
     #[serde(default, deserialize_with = "non_empty")]
     pub capture: Option<PathBuf>,
     pub capture_format: Option<Parsed<crate::capture::Format>>,
@@ -138,6 +139,7 @@ impl ConfigFile {
             let c = one("max_debuggers", self.max_debuggers.map(|n| n.to_string()), c);
             let c = one("stall_timeout", self.stall_timeout.map(|f| f.to_string()), c);
             let c = one("spin_us", self.spin_us.map(|n| n.to_string()), c);
+            let c = one("no_cpu_pin", self.no_cpu_pin.map(|b| b.to_string()), c);
             let c = one("capture", self.capture.as_ref().map(|p| p.display().to_string()), c);
             let c = one("capture_format", self.capture_format.as_ref().map(|f| f.0.to_string()), c);
             let c = one("capture_max_bytes", self.capture_max_bytes.map(|b| b.to_string()), c);

@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         .enable_all()
         .on_thread_park(jdwpmux::park::before_park)
         .on_thread_unpark(jdwpmux::park::after_unpark)
+        .on_thread_start(jdwpmux::park::pin::thread_started)
         .build()
     {
         Ok(rt) => rt,
@@ -281,6 +282,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         ddm: args.ddm,
         max_debuggers: args.max_debuggers,
         spin: Duration::from_micros(args.spin_us),
+        cpu_pin: !args.no_cpu_pin,
         timeouts: settings::Timeouts { debugger_stall, ..Default::default() },
         web: if args.no_web { None } else { args.web },
         ..Settings::default()

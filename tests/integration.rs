@@ -62,3 +62,5 @@ mod faults_debugger;
 mod faults_daemon;
 #[path = "integration/spin.rs"]
 mod spin;
+#[path = "integration/cpu_pin.rs"]
+mod cpu_pin;

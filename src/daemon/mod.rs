@@ -165,6 +165,7 @@ impl Spawner {
 pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     settings.validate()?;
     crate::park::set_spin(settings.spin);
+    crate::park::pin::set_enabled(settings.cpu_pin);
     if !settings.listen.is_loopback() {
         let allow = if settings.allow.is_empty() {
             "from anywhere (restrict with --allow CIDR)".to_string()
