@@ -71,7 +71,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l config -d 'A T
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-scan -d 'Do not scan the default range'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-adb -d 'Do not use an adb server'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow-remote -d 'Allow a non-loopback --listen address (an open JDWP port is remote code execution)'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-cpu-pin -d 'Let the daemon\'s thread move freely between CPUs. By default it stays on the CPU it runs on while it relays packets and that CPU is not kept busy by something else (then it moves, and tries again after a back-off): on a 2-CPU virtual machine that cut the daemon\'s CPU per HotSpot round trip by about a fifth, and its latency too'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-cpu-pin -d 'Let the daemon\'s thread move freely between CPUs. By default, while it relays requests one at a time, it stays on the CPU it runs on unless something else keeps that CPU busy (then it moves, and tries again after a back-off): on a 2-CPU virtual machine that cut the daemon\'s CPU per HotSpot round trip by about a fifth, and its latency too'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-web -d 'Do not serve the monitor page (when the config file turns it on)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s q -l quiet -d 'Only warnings and errors'

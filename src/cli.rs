@@ -156,10 +156,10 @@ pub struct ServeArgs {
     /// times the daemon's CPU per round trip. Spins only while packets flow.
     #[arg(long, value_name = "US", default_value_t = 0)]
     pub spin_us: u64,
-    /// Let the daemon's thread move freely between CPUs. By default it stays on the CPU it
-    /// runs on while it relays packets and that CPU is not kept busy by something else
-    /// (then it moves, and tries again after a back-off): on a 2-CPU virtual machine that cut
-    /// the daemon's CPU per HotSpot round trip by about a fifth, and its latency too.
+    /// Let the daemon's thread move freely between CPUs. By default, while it relays requests
+    /// one at a time, it stays on the CPU it runs on unless something else keeps that CPU
+    /// busy (then it moves, and tries again after a back-off): on a 2-CPU virtual machine
+    /// that cut the daemon's CPU per HotSpot round trip by about a fifth, and its latency too.
     #[arg(long)]
     pub no_cpu_pin: bool,
     /// Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API

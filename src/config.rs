@@ -220,6 +220,7 @@ mod tests {
         assert!(all.vm.is_some() && all.scan.is_some() && all.capture.is_some() && all.allow.is_some());
         assert!(all.no_scan.is_some() && all.adb.is_some() && all.control.is_some());
         assert!(all.web.is_some() && all.no_web.is_some());
+        assert!(all.spin_us.is_some() && all.no_cpu_pin.is_some());
         drop(c);
     }
 

@@ -72,13 +72,15 @@ pub fn wrote() {
 /// Runs before the runtime's thread parks: yields the CPU if a write since the last park
 /// may have woken a peer. An idle daemon (logging DDM chunks, serving `list`) does not yield.
 pub fn before_park() {
+    let many_in_flight = MANY_IN_FLIGHT.swap(false, Ordering::Relaxed);
+    pin::note_park(many_in_flight);
     if !WROTE.swap(false, Ordering::Relaxed) {
         return;
     }
     let spin_us = SPIN_US.load(Ordering::Relaxed);
     // Spinning waits for the answer on this CPU: the yields are part of it. With several
     // requests in flight the yields let the peers make more packets per wake-up: kept too.
-    let always = spin_us > 0 || MANY_IN_FLIGHT.swap(false, Ordering::Relaxed);
+    let always = spin_us > 0 || many_in_flight;
     let learn = !always
         && POLICY.with(|p| {
             let mut policy = p.get();

@@ -3,7 +3,7 @@
 //! thread wakes, and sets its CPU affinity. Anything missing (no schedstat, one allowed CPU,
 //! an affinity call refused) turns it off for good, and the thread runs free as before.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +40,19 @@ enum State {
 
 thread_local! {
     static STATE: RefCell<State> = const { RefCell::new(State::NotStarted) };
+    /// Parks since the last sample, and how many of them had several requests in flight.
+    static PARKS: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// Called before each park of the runtime's thread: whether several requests of a VM are
+/// in flight.
+pub fn note_park(many_in_flight: bool) {
+    if ENABLED.load(Ordering::Relaxed) {
+        PARKS.with(|p| {
+            let (parks, many) = p.get();
+            p.set((parks.saturating_add(1), many.saturating_add(u32::from(many_in_flight))));
+        });
+    }
 }
 
 /// Called when the runtime's thread wakes.
@@ -60,8 +73,10 @@ pub fn check() {
         if !p.policy.due(at) {
             return;
         }
+        let (parks, many) = PARKS.with(|c| c.replace((0, 0)));
+        let pipelined = many > parks / 2;
         let applied = match read_schedstat(&p.schedstat) {
-            Some((waited, runs)) => match p.policy.step(Sample { at, waited, runs }) {
+            Some((waited, runs)) => match p.policy.step(Sample { at, waited, runs, pipelined }) {
                 PinStep::Stay => Ok(()),
                 PinStep::Pin => pin_here(),
                 PinStep::Unpin => unpin(),
