@@ -40,7 +40,7 @@
 //! caches, which on a 2-CPU virtual machine was most of the difference between a relay's
 //! round trip and the same round trip with everything on one CPU.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 pub mod pin;
@@ -55,13 +55,17 @@ const YIELDS: usize = 2;
 /// Set by every write that moved bytes to a socket since the thread last parked.
 static WROTE: AtomicBool = AtomicBool::new(false);
 
-/// Set when a session goes to wait with more than one request of its VM in flight.
-static MANY_IN_FLIGHT: AtomicBool = AtomicBool::new(false);
+/// The most requests of one VM in flight when a session went to wait since the last park.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
-/// Notes that a session waits with several requests in flight: the thread yields before
-/// this park whatever the policy says.
-pub fn many_in_flight() {
-    MANY_IN_FLIGHT.store(true, Ordering::Relaxed);
+/// Notes that a session waits with `n` requests of its VM in flight. With more than one the
+/// thread yields before this park whatever the policy says; the CPU pinning keeps to
+/// traffic that waits on one request at a time.
+pub fn in_flight(n: usize) {
+    // Only the runtime's thread writes it: no read-modify-write needed.
+    if n > IN_FLIGHT.load(Ordering::Relaxed) {
+        IN_FLIGHT.store(n, Ordering::Relaxed);
+    }
 }
 
 /// Notes that bytes went to a peer (which the write may have woken).
@@ -72,8 +76,9 @@ pub fn wrote() {
 /// Runs before the runtime's thread parks: yields the CPU if a write since the last park
 /// may have woken a peer. An idle daemon (logging DDM chunks, serving `list`) does not yield.
 pub fn before_park() {
-    let many_in_flight = MANY_IN_FLIGHT.swap(false, Ordering::Relaxed);
-    pin::note_park(many_in_flight);
+    let in_flight = IN_FLIGHT.swap(0, Ordering::Relaxed);
+    let many_in_flight = in_flight > 1;
+    pin::note_park(in_flight);
     if !WROTE.swap(false, Ordering::Relaxed) {
         return;
     }

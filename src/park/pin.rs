@@ -40,17 +40,17 @@ enum State {
 
 thread_local! {
     static STATE: RefCell<State> = const { RefCell::new(State::NotStarted) };
-    /// Parks since the last sample, and how many of them had several requests in flight.
+    /// Parks since the last sample, and how many of them waited on exactly one request.
     static PARKS: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
 }
 
-/// Called before each park of the runtime's thread: whether several requests of a VM are
-/// in flight.
-pub fn note_park(many_in_flight: bool) {
+/// Called before each park of the runtime's thread, with the most requests of one VM in
+/// flight.
+pub fn note_park(in_flight: usize) {
     if ENABLED.load(Ordering::Relaxed) {
         PARKS.with(|p| {
-            let (parks, many) = p.get();
-            p.set((parks.saturating_add(1), many.saturating_add(u32::from(many_in_flight))));
+            let (parks, one) = p.get();
+            p.set((parks.saturating_add(1), one.saturating_add(u32::from(in_flight == 1))));
         });
     }
 }
@@ -73,10 +73,11 @@ pub fn check() {
         if !p.policy.due(at) {
             return;
         }
-        let (parks, many) = PARKS.with(|c| c.replace((0, 0)));
-        let pipelined = many > parks / 2;
+        let (parks, one) = PARKS.with(|c| c.replace((0, 0)));
+        // A round trip at a time parks once waiting on the request, once on the next one.
+        let one_at_a_time = one >= parks / 4 && one > 0;
         let applied = match read_schedstat(&p.schedstat) {
-            Some((waited, runs)) => match p.policy.step(Sample { at, waited, runs, pipelined }) {
+            Some((waited, runs)) => match p.policy.step(Sample { at, waited, runs, one_at_a_time }) {
                 PinStep::Stay => Ok(()),
                 PinStep::Pin => pin_here(),
                 PinStep::Unpin => unpin(),
@@ -201,11 +202,13 @@ mod tests {
         // SAFETY: an initialised cpu_set_t.
         let cpus = unsafe { libc::CPU_COUNT(&allowed) };
         let (pinned_to, helper) = std::thread::spawn(|| {
-            // A thread that sleeps and wakes a few thousand times a second, as the runtime's
-            // thread does while packets flow; bounded by a deadline.
+            // A thread that sleeps and wakes a few thousand times a second, waiting on one
+            // request at a time, as the runtime's thread does while an IDE steps; bounded by
+            // a deadline.
             let deadline = Instant::now() + Duration::from_secs(20);
             let mut pinned = None;
             while Instant::now() < deadline {
+                note_park(1);
                 std::thread::sleep(Duration::from_micros(100));
                 check();
                 // SAFETY: an initialised cpu_set_t.

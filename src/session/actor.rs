@@ -486,8 +486,8 @@ impl Session {
             let reading_vm = self.debuggers.max_queued() < DEBUGGER_HIGH_WATER;
             // An idle VM has no timers to run: no tick, so a thousand of them cost nothing.
             let timers = self.has_timers() || shutdown_by.is_some();
-            if self.ids.len() > 1 {
-                crate::park::many_in_flight();
+            if !self.ids.is_empty() {
+                crate::park::in_flight(self.ids.len());
             }
             let rx = &mut self.rx;
             let event = tokio::select! {
