@@ -77,7 +77,7 @@ pub fn check() {
         // A round trip at a time parks once waiting on the request, once on the next one.
         let one_at_a_time = one >= parks / 4 && one > 0;
         let applied = match read_schedstat(&p.schedstat) {
-            Some((waited, runs)) => match p.policy.step(Sample { at, waited, runs, one_at_a_time }) {
+            Some((on_cpu, waited, runs)) => match p.policy.step(Sample { at, on_cpu, waited, runs, one_at_a_time }) {
                 PinStep::Stay => Ok(()),
                 PinStep::Pin => pin_here(),
                 PinStep::Unpin => unpin(),
@@ -125,19 +125,20 @@ fn remember_allowed() {
     });
 }
 
-/// The thread's total wait for a CPU and its number of runs: schedstat's second and third
-/// fields ("time on CPU, time waiting, timeslices", in ns).
-fn read_schedstat(f: &File) -> Option<(Duration, u64)> {
+/// The thread's total time on a CPU, its total wait for one and its number of runs:
+/// schedstat's three fields (times in ns).
+fn read_schedstat(f: &File) -> Option<(Duration, Duration, u64)> {
     let mut buf = [0u8; 96];
     let n = f.read_at(&mut buf, 0).ok()?;
     parse_schedstat(std::str::from_utf8(buf.get(..n)?).ok()?)
 }
 
-fn parse_schedstat(text: &str) -> Option<(Duration, u64)> {
-    let mut it = text.split_ascii_whitespace().skip(1);
+fn parse_schedstat(text: &str) -> Option<(Duration, Duration, u64)> {
+    let mut it = text.split_ascii_whitespace();
+    let on_cpu: u64 = it.next()?.parse().ok()?;
     let waited: u64 = it.next()?.parse().ok()?;
     let runs: u64 = it.next()?.parse().ok()?;
-    Some((Duration::from_nanos(waited), runs))
+    Some((Duration::from_nanos(on_cpu), Duration::from_nanos(waited), runs))
 }
 
 fn pin_here() -> Result<(), String> {
@@ -173,7 +174,7 @@ mod tests {
 
     #[test]
     fn schedstat_gives_the_wait_and_the_runs() {
-        assert_eq!(parse_schedstat("4071393 1526 44020\n"), Some((Duration::from_nanos(1526), 44020)));
+        assert_eq!(parse_schedstat("4071393 1526 44020\n"), Some((Duration::from_nanos(4071393), Duration::from_nanos(1526), 44020)));
         assert_eq!(parse_schedstat("1 2"), None);
         assert_eq!(parse_schedstat("a b c"), None);
         assert_eq!(parse_schedstat(""), None);
@@ -182,7 +183,7 @@ mod tests {
     #[test]
     fn this_kernel_gives_a_schedstat_that_parses() {
         let f = File::open("/proc/thread-self/schedstat").expect("Linux with CONFIG_SCHED_INFO has it");
-        let (_, runs) = read_schedstat(&f).expect("schedstat parses");
+        let (_, _, runs) = read_schedstat(&f).expect("schedstat parses");
         assert!(runs > 0, "a running thread has run at least once");
     }
 

@@ -17,12 +17,14 @@
 //!
 //! It pins only a busy thread (at least `BUSY_RUNS` runs in a window), on the CPU the
 //! scheduler last chose for it, and only while it mostly waits on one request at a time
-//! (round trips: an IDE stepping, jdb). Other busy traffic keeps both CPUs busy and does
-//! better when the scheduler may move the thread: with several requests in flight the peers
-//! and the proxy all run at once (pipelined Version requests in the benchmark: 0.92 x socat
-//! pinned against 1.39 x free), and a VM flooding DDM chunks keeps the proxy and the log
-//! writer busy (the longest debugger round trip during the flood went from 75 to 146 ms
-//! pinned). A busy window of such traffic unpins at once, without a back-off.
+//! (round trips: an IDE stepping, jdb) and sleeps most of the time in between (on a CPU for
+//! at most two thirds of the window). Other busy traffic keeps both CPUs busy and
+//! does better when the scheduler may move the thread: with several requests in flight the
+//! peers and the proxy all run at once (pipelined Version requests in the benchmark: 0.92 x
+//! socat pinned against 1.39 x free), and a VM flooding DDM chunks keeps the proxy and the
+//! log writer busy (the longest debugger round trip during the flood went from 75 to
+//! 126-146 ms pinned, with a request of the debugger in flight nearly all the time). A busy
+//! window of such traffic unpins at once, without a back-off.
 
 use std::time::Duration;
 
@@ -35,6 +37,9 @@ pub const MAX_WAIT_PER_RUN: Duration = Duration::from_micros(25);
 const MIN_RUNS_FOR_MEAN: u64 = 8;
 /// Runs in a window for the thread to count as busy (a few hundred wake-ups a second).
 pub const BUSY_RUNS: u64 = 8;
+/// Most of a window the thread may spend on a CPU and be pinned, in thirds: a relay of
+/// round trips is on a CPU about 40 % of the time, one that decodes a flood nearly always.
+const MAX_ON_CPU_THIRDS: u32 = 2;
 /// Wait after the first contended window before pinning again.
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// Longest wait before pinning again.
@@ -47,6 +52,8 @@ pub const CALM: Duration = Duration::from_secs(10);
 pub struct Sample {
     /// When, from any fixed origin.
     pub at: Duration,
+    /// Total time on a CPU.
+    pub on_cpu: Duration,
     /// Total time spent runnable but waiting for a CPU.
     pub waited: Duration,
     /// Total times it was given a CPU.
@@ -105,7 +112,7 @@ impl PinPolicy {
             return PinStep::Stay;
         }
         self.last = Some(s);
-        if s.runs < last.runs || s.waited < last.waited {
+        if s.runs < last.runs || s.waited < last.waited || s.on_cpu < last.on_cpu {
             return PinStep::Stay;
         }
         let span = s.at - last.at;
@@ -117,8 +124,9 @@ impl PinPolicy {
             waited > span / 4
         };
         let busy = runs >= BUSY_RUNS;
+        let round_trips = s.one_at_a_time && (s.on_cpu - last.on_cpu) * 3 <= span * MAX_ON_CPU_THIRDS;
         match self.pinned_since {
-            Some(_) if busy && !s.one_at_a_time && !contended => {
+            Some(_) if busy && !round_trips && !contended => {
                 self.pinned_since = None;
                 PinStep::Unpin
             }
@@ -134,7 +142,7 @@ impl PinPolicy {
                 }
                 PinStep::Stay
             }
-            None if !contended && s.one_at_a_time && busy && s.at >= self.retry_at => {
+            None if !contended && round_trips && busy && s.at >= self.retry_at => {
                 self.pinned_since = Some(s.at);
                 PinStep::Pin
             }
@@ -161,6 +169,7 @@ mod tests {
         (0..windows)
             .map(|_| {
                 s.at += WINDOW;
+                s.on_cpu += WINDOW * 2 / 5;
                 s.runs += runs;
                 s.waited += wait * runs as u32;
                 p.step(*s)
@@ -170,7 +179,7 @@ mod tests {
 
     fn start() -> (PinPolicy, Sample) {
         let mut p = PinPolicy::default();
-        let s = Sample { at: ms(5), waited: Duration::ZERO, runs: 0, one_at_a_time: true };
+        let s = Sample { at: ms(5), on_cpu: Duration::ZERO, waited: Duration::ZERO, runs: 0, one_at_a_time: true };
         assert_eq!(p.step(s), PinStep::Stay, "the first sample is only a base");
         (p, s)
     }
@@ -193,6 +202,23 @@ mod tests {
         let steps = feed(&mut p, &mut s, 5, 800, us(2));
         assert_eq!(steps, vec![PinStep::Pin, PinStep::Stay, PinStep::Stay, PinStep::Stay, PinStep::Stay]);
         assert!(p.pinned());
+    }
+
+    #[test]
+    fn a_thread_on_its_cpu_most_of_the_window_is_not_pinned() {
+        let (mut p, mut s) = start();
+        assert_eq!(feed(&mut p, &mut s, 1, 800, us(2)), vec![PinStep::Pin]);
+        // A flood to decode, with a debugger's request in flight: 90 % of each window on a CPU.
+        let saturated = |p: &mut PinPolicy, s: &mut Sample| {
+            s.at += WINDOW;
+            s.on_cpu += WINDOW * 9 / 10;
+            s.runs += 200;
+            p.step(*s)
+        };
+        assert_eq!(saturated(&mut p, &mut s), PinStep::Unpin);
+        assert_eq!(saturated(&mut p, &mut s), PinStep::Stay);
+        assert!(!p.pinned());
+        assert_eq!(feed(&mut p, &mut s, 1, 800, us(2)), vec![PinStep::Pin], "round trips again: no back-off");
     }
 
     #[test]
@@ -261,7 +287,7 @@ mod tests {
     #[test]
     fn samples_too_close_or_going_backwards_change_nothing() {
         let mut p = PinPolicy::default();
-        let at = |t, waited, runs| Sample { at: ms(t), waited, runs, one_at_a_time: true };
+        let at = |t, waited, runs| Sample { at: ms(t), on_cpu: Duration::ZERO, waited, runs, one_at_a_time: true };
         p.step(at(100, ms(1), 1000));
         assert!(!p.due(ms(110)));
         assert_eq!(p.step(at(110, ms(1), 5000)), PinStep::Stay);
@@ -275,20 +301,29 @@ mod tests {
         /// request at a time, and after an unpin for contention waits at least the first
         /// back-off before pinning again.
         #[test]
-        fn pins_and_unpins_alternate_with_a_back_off(windows in proptest::collection::vec((0u64..40, 0u64..2000, 0u64..5000, proptest::bool::weighted(0.8)), 1..400)) {
+        fn pins_and_unpins_alternate_with_a_back_off(windows in proptest::collection::vec((0u64..40, 0u64..2000, 0u64..5000, proptest::bool::weighted(0.8), 0u32..=100), 1..400)) {
             let mut p = PinPolicy::default();
-            let mut s = Sample { at: Duration::ZERO, waited: Duration::ZERO, runs: 0, one_at_a_time: true };
+            let mut s = Sample { at: Duration::ZERO, on_cpu: Duration::ZERO, waited: Duration::ZERO, runs: 0, one_at_a_time: true };
             p.step(s);
             let mut pinned = false;
             let mut contended_at: Option<Duration> = None;
-            for (gap_ms, runs, wait_us, one_at_a_time) in windows {
+            let mut base = s;
+            for (gap_ms, runs, wait_us, one_at_a_time, on_cpu_pct) in windows {
                 s.at += Duration::from_millis(gap_ms);
+                s.on_cpu += Duration::from_millis(gap_ms) * on_cpu_pct / 100;
                 s.runs += runs;
                 s.waited += Duration::from_micros(wait_us);
                 s.one_at_a_time = one_at_a_time;
+                // The window the policy judges: since the last sample it took.
+                let window = (s.at >= base.at + WINDOW).then(|| (s.on_cpu - base.on_cpu, s.at - base.at));
+                if window.is_some() {
+                    base = s;
+                }
                 match p.step(s) {
                     PinStep::Pin => {
                         prop_assert!(!pinned && one_at_a_time);
+                        let (on_cpu, span) = window.expect("a pin comes from a sample taken");
+                        prop_assert!(on_cpu * 3 <= span * 2, "pinned a thread {on_cpu:?} of {span:?} on its CPU");
                         if let Some(u) = contended_at {
                             prop_assert!(s.at >= u + FIRST_BACKOFF);
                         }
@@ -297,7 +332,10 @@ mod tests {
                     PinStep::Unpin => {
                         prop_assert!(pinned);
                         pinned = false;
-                        if one_at_a_time {
+                        // Round trips that neither saturate the CPU nor are quiet: only
+                        // contention unpins them, and then with a back-off.
+                        let (on_cpu, span) = window.expect("an unpin comes from a sample taken");
+                        if one_at_a_time && on_cpu * 3 <= span * 2 {
                             contended_at = Some(s.at);
                         }
                     }
