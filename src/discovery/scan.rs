@@ -125,7 +125,7 @@ pub async fn probe(addr: SocketAddr, forwards: Option<&ForwardLookup>) -> Probe 
     }
     let stream = match connect::connect_tcp(addr, PROBE_CONNECT_TIMEOUT).await {
         Ok(s) => s,
-        Err(ConnectError::Refused | ConnectError::ConnectTimeout(_)) => return Probe::Closed,
+        Err(ConnectError::Refused | ConnectError::SelfConnected(_) | ConnectError::ConnectTimeout(_)) => return Probe::Closed,
         Err(e) => return Probe::NotJdwp(e.to_string()),
     };
     if let Some(f) = forward {

@@ -25,6 +25,10 @@ pub const MAX_EARLY_PACKETS: usize = 16;
 pub enum ConnectError {
     #[error("connection refused")]
     Refused,
+    /// Nothing listened, and the kernel gave the connection the very port it called: TCP's
+    /// simultaneous open joined the socket to itself. It would echo the handshake like a VM.
+    #[error("the connection to {0} met itself (nothing listens there)")]
+    SelfConnected(SocketAddr),
     #[error("connect timed out after {0:?}")]
     ConnectTimeout(Duration),
     #[error("connect failed: {0}")]
@@ -52,12 +56,19 @@ pub async fn connect_tcp(addr: SocketAddr, connect_timeout: Duration) -> Result<
         Err(_) => Err(ConnectError::ConnectTimeout(connect_timeout)),
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(ConnectError::Refused),
         Ok(Err(e)) => Err(ConnectError::Io(e)),
+        Ok(Ok(s)) if is_self_connected(&s) => Err(ConnectError::SelfConnected(addr)),
         Ok(Ok(s)) => {
             // Latency matters more than segment count for a request/reply protocol.
             let _ = s.set_nodelay(true);
             Ok(s)
         }
     }
+}
+
+/// True when both ends of `s` are the same address and port: a connection to an unused port
+/// in the ephemeral range can be given that port as its own.
+fn is_self_connected(s: &TcpStream) -> bool {
+    matches!((s.local_addr(), s.peer_addr()), (Ok(l), Ok(p)) if l == p)
 }
 
 /// Performs the VM side of the handshake on a fresh stream.
@@ -191,5 +202,21 @@ mod tests {
         drop(l);
         let err = connect_tcp(addr, Duration::from_secs(5)).await.err().unwrap();
         assert!(matches!(err, ConnectError::Refused), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_socket_connected_to_itself_is_no_vm() {
+        // Bound to a port and connected to that same port: simultaneous open joins it to itself.
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = sock.local_addr().unwrap();
+        let s = sock.connect(addr).await.unwrap();
+        assert!(is_self_connected(&s));
+        // It echoes the handshake as a VM would: this is what the check keeps out.
+        let c = handshake(s, Duration::from_secs(5)).await.unwrap();
+        assert!(is_self_connected(&c.stream));
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (other, _) = tokio::join!(TcpStream::connect(l.local_addr().unwrap()), l.accept());
+        assert!(!is_self_connected(&other.unwrap()));
     }
 }
