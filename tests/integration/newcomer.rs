@@ -7,13 +7,9 @@ use std::time::Duration;
 use crate::cli::{port_of, Served};
 use crate::harness::wait_until;
 use crate::support::consts::*;
-use crate::support::{FakeVm, FakeVmConfig, RawClient};
+use crate::support::{FakeVm, FakeVmConfig, PortHold, RawClient};
 
 const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// Runs `serve` with `args`/`env` until the current-VM port is logged; returns that port.
 fn current_port_of(args: &[&str], env: &[(&str, &str)]) -> u16 {
@@ -43,7 +39,9 @@ fn current_port_of(args: &[&str], env: &[(&str, &str)]) -> u16 {
 #[test]
 fn command_line_beats_environment_beats_file_beats_defaults() {
     let dir = tempfile::tempdir().unwrap();
-    let (f, e, c) = (free_port(), free_port(), free_port());
+    // Held for the whole test: the daemons listen on them in turn, no other socket takes them.
+    let holds = [PortHold::new(), PortHold::new(), PortHold::new()];
+    let [f, e, c] = holds.each_ref().map(PortHold::port);
     let file = dir.path().join("jdwpmux.toml");
     std::fs::write(&file, format!("current-port = {f}\nbase-port = 0\n")).unwrap();
     let file_s = file.to_str().unwrap();

@@ -4,12 +4,7 @@
 use std::time::Duration;
 
 use crate::cli::Served;
-use crate::support::{FakeVm, FakeVmConfig, JavaApp};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
+use crate::support::{FakeVm, FakeVmConfig, JavaApp, PortHold};
 
 fn has(rows: &[serde_json::Value], addr: &str) -> bool {
     rows.iter().any(|r| r["addr"] == addr && r["state"] == "ready")
@@ -35,7 +30,9 @@ async fn a_scan_finds_vms_ignores_others_and_follows_them_coming_and_going() {
     let a = FakeVm::start(FakeVmConfig { app_name: "com.example.a".into(), ..Default::default() }).await;
     let b = FakeVm::start(FakeVmConfig::hotspot_like()).await;
     let (echo, echo_task) = echo_server().await;
-    let late_port = free_port();
+    // Held until the late VM listens, so that no other connection is given it meanwhile.
+    let late_hold = PortHold::new();
+    let late_port = late_hold.port();
     let mut args = vec!["--scan-interval".to_string(), "0.5".to_string()];
     for p in [a.addr().port(), b.addr().port(), echo, late_port] {
         args.push("--scan".into());
@@ -52,14 +49,17 @@ async fn a_scan_finds_vms_ignores_others_and_follows_them_coming_and_going() {
 
     // A VM started late on a scanned port is found.
     let late = FakeVm::try_start_on(FakeVmConfig::default(), late_port).await.unwrap();
+    drop(late_hold);
     let late_addr = late.addr().to_string();
     served.list_until("the late VM", |r| has(r, &late_addr)).await;
 
     // A killed VM leaves the list; its port is kept for its return.
     let b_port = rows.iter().find(|r| r["addr"] == ba.as_str()).unwrap()["debugger_port"].clone();
     b.stop();
+    let b_hold = PortHold::hold(b.addr().port()).await;
     served.list_until("b gone", |r| !r.iter().any(|v| v["addr"] == ba.as_str())).await;
     let b2 = FakeVm::try_start_on(FakeVmConfig::hotspot_like(), b.addr().port()).await.unwrap();
+    drop(b_hold);
     let rows = served.list_until("b back", |r| has(r, &ba)).await;
     assert_eq!(rows.iter().find(|r| r["addr"] == ba.as_str()).unwrap()["debugger_port"], b_port, "same port on return");
 

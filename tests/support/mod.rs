@@ -17,6 +17,7 @@ pub mod jdi;
 pub mod jdb;
 pub mod jvm_wire;
 pub mod output;
+pub mod ports;
 pub mod process;
 pub mod reader;
 pub mod tap;
@@ -25,6 +26,7 @@ pub mod wire;
 
 pub use client::RawClient;
 pub use fake_vm::{DbgdReply, EventRequestRecord, FakeThread, FakeVm, FakeVmConfig, HeapRequest};
+pub use ports::PortHold;
 pub use java::{java_available, jdb_available, JavaApp};
 pub use jdb::Jdb;
 pub use wire::{Chunk, Kind, Packet, Reader, WireError};
