@@ -66,7 +66,7 @@ mod tests {
     async fn a_held_port_refuses_connections_and_lets_a_listener_in() {
         let hold = PortHold::new();
         let addr = SocketAddr::from(([127, 0, 0, 1], hold.port()));
-        let refused = tokio::net::TcpStream::connect(addr).await.err().expect("nothing listens yet");
+        let refused = tokio::net::TcpStream::connect(addr).await.expect_err("nothing listens yet");
         assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
         let l = tokio::net::TcpListener::bind(addr).await.expect("a listener binds a held port");
         let (c, a) = tokio::join!(tokio::net::TcpStream::connect(addr), l.accept());
