@@ -6,6 +6,7 @@ use std::time::Duration;
 use jdwpmux::cli::{Cli, Command, DecodeArgs, HeapArgs, ListArgs, LogFormat, SelectArgs, ServeArgs, StatsArgs, ThreadsArgs};
 use jdwpmux::control::{self, client, protocol::{ErrorKind, Request, Response}};
 use jdwpmux::settings::{self, parse_vm_spec, Settings, SettingsError};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::EnvFilter;
 
 /// Time given to sessions to detach debuggers cleanly at shutdown.
@@ -213,22 +214,33 @@ async fn select(args: SelectArgs, control: &std::path::Path) -> anyhow::Result<(
 
 fn init_logging(cli: &Cli) -> jdwpmux::logwriter::FlushGuard {
     let default = match (cli.quiet, cli.verbose) {
-        (true, _) => "warn",
-        (false, 0) => "info",
-        (false, 1) => "debug",
-        (false, _) => "trace",
+        (true, _) => LevelFilter::WARN,
+        (false, 0) => LevelFilter::INFO,
+        (false, 1) => LevelFilter::DEBUG,
+        (false, _) => LevelFilter::TRACE,
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (writer, guard) = jdwpmux::logwriter::start();
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
     use jdwpmux::logwriter::text::{PlainFields, PlainText};
-    match cli.log_format {
-        // Colours for a person at a terminal; for a file or a pipe the same line without
-        // them, written far faster (a THST flood logs every chunk).
-        LogFormat::Text if ansi => builder.init(),
-        LogFormat::Text => builder.fmt_fields(PlainFields).event_format(PlainText::default()).init(),
-        LogFormat::Json => builder.json().init(),
+    // The same lines either way; the format's builder types differ, hence the macro.
+    macro_rules! install {
+        ($builder:expr) => {{
+            let builder = $builder.with_writer(writer).with_ansi(ansi);
+            match cli.log_format {
+                // Colours for a person at a terminal; for a file or a pipe the same line
+                // without them, written far faster (a THST flood logs every chunk).
+                LogFormat::Text if ansi => builder.init(),
+                LogFormat::Text => builder.fmt_fields(PlainFields).event_format(PlainText::default()).init(),
+                LogFormat::Json => builder.json().init(),
+            }
+        }};
+    }
+    // RUST_LOG's directives need EnvFilter, which also takes a lock whenever a span is
+    // entered or left (a VM's session enters its span at every poll). A plain level, the
+    // usual case, is filtered where each log call site is registered and costs nothing then.
+    match EnvFilter::try_from_default_env() {
+        Ok(filter) => install!(tracing_subscriber::fmt().with_env_filter(filter)),
+        Err(_) => install!(tracing_subscriber::fmt().with_max_level(default)),
     }
     guard
 }
