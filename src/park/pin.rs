@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::pin_policy::{PinPolicy, PinStep, Sample};
+use super::pin_policy::{PinPolicy, PinStep, Sample, WINDOW};
 
 /// Set by `serve` unless `--no-cpu-pin`.
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -30,6 +30,11 @@ struct Pinning {
     policy: PinPolicy,
     schedstat: File,
     origin: Instant,
+    /// Before this coarse time (ns) no sample can be due: the check at each wake-up reads
+    /// the coarse clock (a few instructions) and the precise one only near a window's end.
+    coarse_due: u64,
+    /// How far the coarse clock may lag the precise one (its resolution).
+    coarse_step: Duration,
 }
 
 enum State {
@@ -69,10 +74,15 @@ pub fn check() {
             };
         }
         let State::On(p) = &mut *s else { return };
+        let coarse = coarse_now();
+        if coarse < p.coarse_due {
+            return;
+        }
         let at = p.origin.elapsed();
         if !p.policy.due(at) {
             return;
         }
+        p.coarse_due = coarse.saturating_add(duration_ns(WINDOW.saturating_sub(p.coarse_step)));
         let (parks, one) = PARKS.with(|c| c.replace((0, 0)));
         // A round trip at a time parks once waiting on the request, once on the next one.
         let one_at_a_time = one >= parks / 4 && one > 0;
@@ -108,7 +118,36 @@ fn start() -> Option<Pinning> {
     }
     let schedstat = File::open("/proc/thread-self/schedstat").ok()?;
     read_schedstat(&schedstat)?;
-    Some(Pinning { policy: PinPolicy::default(), schedstat, origin: Instant::now() })
+    let coarse_step = coarse_resolution()?;
+    Some(Pinning { policy: PinPolicy::default(), schedstat, origin: Instant::now(), coarse_due: 0, coarse_step })
+}
+
+/// CLOCK_MONOTONIC_COARSE in ns: the time of the last tick, read without the TSC.
+fn coarse_now() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec to fill; the clock id is a constant Linux knows.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } != 0 {
+        return u64::MAX; // never before a due time: every wake-up reads the precise clock
+    }
+    timespec_ns(&ts)
+}
+
+/// The coarse clock's resolution (a scheduler tick); `None` without such a clock.
+fn coarse_resolution() -> Option<Duration> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: as in `coarse_now`.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } != 0 {
+        return None;
+    }
+    Some(Duration::from_nanos(timespec_ns(&ts)))
+}
+
+fn timespec_ns(ts: &libc::timespec) -> u64 {
+    u64::try_from(ts.tv_sec).unwrap_or(0).saturating_mul(1_000_000_000).saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn remember_allowed() {
@@ -185,6 +224,26 @@ mod tests {
         let f = File::open("/proc/thread-self/schedstat").expect("Linux with CONFIG_SCHED_INFO has it");
         let (_, _, runs) = read_schedstat(&f).expect("schedstat parses");
         assert!(runs > 0, "a running thread has run at least once");
+    }
+
+    #[test]
+    fn the_coarse_clock_never_runs_ahead_of_the_precise_one_by_more_than_its_step() {
+        let step = coarse_resolution().expect("Linux has CLOCK_MONOTONIC_COARSE");
+        assert!(step > Duration::ZERO && step < WINDOW, "a tick of {step:?} would make windows too long");
+        let precise = || {
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: as in `coarse_now`.
+            assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) }, 0);
+            timespec_ns(&ts)
+        };
+        for _ in 0..1000 {
+            let before = precise();
+            let coarse = coarse_now();
+            let after = precise();
+            // The coarse time is the last tick: at most one step behind, never ahead.
+            assert!(coarse <= after, "coarse {coarse} after precise {after}");
+            assert!(coarse + duration_ns(step) + 1_000_000 >= before, "coarse {coarse} lags {before} by more than {step:?}");
+        }
     }
 
     fn affinity() -> libc::cpu_set_t {
