@@ -58,25 +58,48 @@ async fn relay_until(pid: u32, dbg: &mut RawClient, next_id: &mut u32, cond: imp
     }
 }
 
+/// A HotSpot app, the daemon serving it (with `extra` arguments) and a debugger on its port.
+struct Relayed {
+    app: JavaApp,
+    served: Served,
+    dbg: RawClient,
+}
+
+impl Relayed {
+    async fn start(extra: &[&str]) -> Relayed {
+        assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+        let app = JavaApp::start(false).await.unwrap();
+        let vm = app.host_port();
+        let mut args = vec!["--vm", vm.as_str(), "--no-adb"];
+        args.extend_from_slice(extra);
+        let served = Served::start(&args);
+        let rows = served.list_until("the VM ready", |r| ready_port(r, &vm).is_some()).await;
+        let port = ready_port(&rows, &vm).unwrap();
+        let dbg = RawClient::connect(("127.0.0.1", port)).await.unwrap();
+        Relayed { app, served, dbg }
+    }
+
+    async fn stop(self) {
+        let Relayed { mut app, served, dbg } = self;
+        drop(dbg);
+        drop(served);
+        app.kill().await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relaying_daemon_stays_on_a_quiet_cpu_and_leaves_a_busy_one() {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
     let ours = our_cpus();
-    let mut app = JavaApp::start(false).await.unwrap();
-    let vm = app.host_port();
-    let served = Served::start(&["--vm", &vm, "--no-adb"]);
-    let rows = served.list_until("the VM ready", |r| ready_port(r, &vm).is_some()).await;
-    let port = ready_port(&rows, &vm).unwrap();
-    let mut dbg = RawClient::connect(("127.0.0.1", port)).await.unwrap();
-    let pid = served.pid();
+    let mut r = Relayed::start(&[]).await;
+    let (pid, dbg) = (r.served.pid(), &mut r.dbg);
     assert_eq!(allowed_cpus(pid), ours, "an idle daemon is not pinned");
     let mut id = 0;
 
     if ours.len() < 2 {
-        burst(&mut dbg, &mut id).await;
+        burst(dbg, &mut id).await;
         assert_eq!(allowed_cpus(pid), ours, "with one CPU there is nothing to choose");
     } else {
-        let pinned = relay_until(pid, &mut dbg, &mut id, |c| c.len() == 1).await;
+        let pinned = relay_until(pid, dbg, &mut id, |c| c.len() == 1).await;
         assert_eq!(pinned.len(), 1, "relaying on a quiet machine keeps the thread on one CPU ({pinned:?})");
         let cpu = pinned[0];
 
@@ -98,34 +121,24 @@ async fn a_relaying_daemon_stays_on_a_quiet_cpu_and_leaves_a_busy_one() {
                 }
             })
         };
-        let freed = relay_until(pid, &mut dbg, &mut id, |c| c.len() > 1).await;
+        let freed = relay_until(pid, dbg, &mut id, |c| c.len() > 1).await;
         stop.store(true, Ordering::Relaxed);
         hog.join().unwrap();
         assert_eq!(freed, ours, "a busy loop on CPU {cpu} frees the daemon's thread");
     }
     assert!(dbg.take_other_packets().is_empty(), "nothing but the replies");
-    drop(dbg);
-    drop(served);
-    app.kill().await.unwrap();
+    r.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_no_cpu_pin_the_thread_moves_freely() {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
     let ours = our_cpus();
-    let mut app = JavaApp::start(false).await.unwrap();
-    let vm = app.host_port();
-    let served = Served::start(&["--vm", &vm, "--no-adb", "--no-cpu-pin"]);
-    let rows = served.list_until("the VM ready", |r| ready_port(r, &vm).is_some()).await;
-    let port = ready_port(&rows, &vm).unwrap();
-    let mut dbg = RawClient::connect(("127.0.0.1", port)).await.unwrap();
+    let mut r = Relayed::start(&["--no-cpu-pin"]).await;
     let mut id = 0;
     // As many round trips as pin a default daemon within its first windows, several times.
     for _ in 0..5 {
-        burst(&mut dbg, &mut id).await;
-        assert_eq!(allowed_cpus(served.pid()), ours);
+        burst(&mut r.dbg, &mut id).await;
+        assert_eq!(allowed_cpus(r.served.pid()), ours);
     }
-    drop(dbg);
-    drop(served);
-    app.kill().await.unwrap();
+    r.stop().await;
 }
