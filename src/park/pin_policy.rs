@@ -187,30 +187,30 @@ mod tests {
         (p, s)
     }
 
-    #[test]
-    fn other_busy_traffic_unpins_without_back_off_and_never_pins() {
+    /// Pinned, then busy traffic of several requests whose runs wait `wait` each for the CPU:
+    /// unpinned at once, never pinned while it lasts, pinned again as soon as round trips
+    /// come back, and no back-off on the way.
+    fn other_busy_traffic_unpins_at_once(wait: Duration) -> (PinPolicy, Sample) {
         let (mut p, mut s) = start();
         assert_eq!(feed(&mut p, &mut s, 1, 800, us(2)), vec![PinStep::Pin]);
         s.one_at_a_time = false;
-        assert_eq!(feed(&mut p, &mut s, 1, 800, us(2)), vec![PinStep::Unpin]);
-        assert!(feed(&mut p, &mut s, 10, 800, us(2)).iter().all(|&x| x == PinStep::Stay));
+        assert_eq!(feed(&mut p, &mut s, 1, 800, wait), vec![PinStep::Unpin]);
+        assert!(feed(&mut p, &mut s, 10, 800, wait).iter().all(|&x| x == PinStep::Stay));
         s.one_at_a_time = true;
         assert_eq!(feed(&mut p, &mut s, 1, 800, us(2)), vec![PinStep::Pin], "one request at a time again: pinned at once");
         assert_eq!(p.backoff, FIRST_BACKOFF);
+        (p, s)
+    }
+
+    #[test]
+    fn other_busy_traffic_unpins_without_back_off_and_never_pins() {
+        other_busy_traffic_unpins_at_once(us(2));
     }
 
     #[test]
     fn pipelined_traffic_that_crowds_the_cpu_unpins_without_back_off() {
-        let (mut p, mut s) = start();
-        assert_eq!(feed(&mut p, &mut s, 1, 800, us(2)), vec![PinStep::Pin]);
-        // Several requests in flight, the VM's threads and the client on the same CPU: the
-        // thread waits 100 µs per run.
-        s.one_at_a_time = false;
-        assert_eq!(feed(&mut p, &mut s, 1, 800, us(100)), vec![PinStep::Unpin]);
-        assert!(feed(&mut p, &mut s, 10, 800, us(100)).iter().all(|&x| x == PinStep::Stay));
-        s.one_at_a_time = true;
-        assert_eq!(feed(&mut p, &mut s, 1, 800, us(2)), vec![PinStep::Pin], "round trips again: pinned at once");
-        assert_eq!(p.backoff, FIRST_BACKOFF);
+        // The VM's threads and the client on the same CPU: the thread waits 100 µs per run.
+        let (mut p, mut s) = other_busy_traffic_unpins_at_once(us(100));
         // Round trips on a CPU something else keeps busy still back off.
         assert_eq!(feed(&mut p, &mut s, 1, 800, us(100)), vec![PinStep::Unpin]);
         assert_eq!(feed(&mut p, &mut s, 1, 800, us(2)), vec![PinStep::Stay]);
