@@ -11,6 +11,8 @@
 mod bulk;
 #[path = "relay/capture_gen.rs"]
 mod capture_gen;
+#[path = "relay/cpu_budget.rs"]
+mod cpu_budget;
 #[path = "relay/ddm_wire.rs"]
 mod ddm_wire;
 #[path = "relay/decode.rs"]

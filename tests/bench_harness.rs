@@ -7,6 +7,8 @@
 mod bulk;
 #[path = "../benches/relay/capture_gen.rs"]
 mod capture_gen;
+#[path = "../benches/relay/cpu_budget.rs"]
+mod cpu_budget;
 #[path = "../benches/relay/ddm_wire.rs"]
 mod ddm_wire;
 #[path = "../benches/relay/decode.rs"]

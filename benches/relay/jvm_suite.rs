@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::cpu_budget::{this_thread_ns, MachineTicks};
 use crate::jdwp_ops::{self as ops, BigArray, ByteRegionCheck, IdSizes};
 use crate::jvm::{Jvm, BIG_ARRAY_LEN, BIG_CLASS_SIG, BIG_FIELD};
-use crate::paths::{PathKind, Relay};
+use crate::paths::{CpuMeter, PathKind, Relay};
 use crate::proxy::ProxyBin;
 use crate::stats::percentile;
 use crate::wire::{check_reply, command, Client, WireError};
@@ -50,6 +51,11 @@ pub struct JvmRun {
     /// command in flight with Nagle's algorithm on.
     pub plain_latency_us: Option<f64>,
     pub plain_cpu_rt_us: Option<f64>,
+    /// During the pipelined run, per request: the CPU of the client's thread and of the
+    /// JVM (every thread), and the share of the machine's CPU time that was busy.
+    pub pipe_client_us: Option<f64>,
+    pub pipe_jvm_us: Option<f64>,
+    pub pipe_busy_share: Option<f64>,
 }
 
 const MB: f64 = 1e6;
@@ -62,7 +68,7 @@ pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, p: &JvmParams, idle_fi
     jvm.session_ended();
     let mut relay = Relay::start(kind, jvm.addr(), bin)?;
     let mut client = None;
-    let result = measure(&relay, p, &mut client, idle_first);
+    let result = measure(&relay, jvm.pid(), p, &mut client, idle_first);
     let log = if result.is_err() { relay.proxy_log() } else { None };
     // Stop the proxy while its client is still attached (see Relay::stop); socat and the
     // direct path end when the client closes.
@@ -77,7 +83,7 @@ pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, p: &JvmParams, idle_fi
     })
 }
 
-fn measure(relay: &Relay, p: &JvmParams, slot: &mut Option<Client>, idle_first: bool) -> Result<JvmRun> {
+fn measure(relay: &Relay, jvm_pid: u32, p: &JvmParams, slot: &mut Option<Client>, idle_first: bool) -> Result<JvmRun> {
     let c = slot.insert(Client::connect(relay.addr(), Duration::from_secs(10)).context("connect")?);
     let ids = ops::id_sizes(c).context("IDSizes")?;
     let version = c.request(ops::VERSION.0, ops::VERSION.1, &[]).context("Version")?;
@@ -100,9 +106,14 @@ fn measure(relay: &Relay, p: &JvmParams, slot: &mut Option<Client>, idle_first: 
     r.cpu_rt_us = cpu.ns().map(|ns| ns as f64 / 1e3 / p.latency_n as f64);
 
     let cpu = relay.cpu();
+    let (client0, jvm_cpu, machine0) = (this_thread_ns(), CpuMeter::start(Some(jvm_pid)), MachineTicks::take());
     let elapsed = pipelined(c, p.pipelined_n, p.window, &version).context("pipelined")?;
+    let per_req = |ns: u64| ns as f64 / 1e3 / p.pipelined_n as f64;
     r.pipelined_rps = p.pipelined_n as f64 / elapsed.as_secs_f64();
-    r.cpu_req_us = cpu.ns().map(|ns| ns as f64 / 1e3 / p.pipelined_n as f64);
+    r.cpu_req_us = cpu.ns().map(per_req);
+    r.pipe_client_us = this_thread_ns().zip(client0).map(|(b, a)| per_req(b.saturating_sub(a)));
+    r.pipe_jvm_us = jvm_cpu.ns().map(per_req);
+    r.pipe_busy_share = MachineTicks::take().zip(machine0).and_then(|(b, a)| b.busy_share_since(&a));
     if shared && !idle_first {
         with_idle_debugger(relay, c, p, &version, &mut r)?;
     }

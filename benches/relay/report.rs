@@ -145,6 +145,24 @@ pub fn jvm_rows(t: &mut Table, reps: &[Rep<JvmRun>], n: usize, window: usize, cl
     t.push(row("CPU µs per pipelined request", reps, lower, |r| r.cpu_req_us));
     t.push(row("CPU ms per MB, AllClasses", reps, lower, |r| r.cpu_all_classes_ms_per_mb));
     t.push(row("CPU ms per MB, 4 MiB array", reps, lower, |r| r.cpu_array_ms_per_mb));
+    pipelined_budget_rows(t, reps);
+}
+
+/// Where the machine's CPU goes while requests are pipelined (`cpu_budget`): when the
+/// machine is nearly all busy, throughput follows the CPU every process spends per
+/// request, of which the relay's is one part.
+fn pipelined_budget_rows(t: &mut Table, reps: &[Rep<JvmRun>]) {
+    if reps.iter().all(|r| r.iter().flatten().all(|run| run.pipe_busy_share.is_none())) {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    t.section(&format!("pipelined run: CPU of every process per request, and how busy the machine ({cpus} CPUs) was"));
+    t.push(row("client thread CPU µs per pipelined request", reps, Judge::InfoVsSocat, |r| r.pipe_client_us));
+    t.push(row("JVM CPU µs per pipelined request", reps, Judge::InfoVsSocat, |r| r.pipe_jvm_us));
+    t.push(row("client + JVM + relay CPU µs per request", reps, Judge::InfoVsSocat, |r| {
+        Some(r.pipe_client_us? + r.pipe_jvm_us? + r.cpu_req_us.unwrap_or(0.0))
+    }));
+    t.push(Row::new("machine CPU busy % while pipelining", cells(reps, &|r: &JvmRun| r.pipe_busy_share.map(|s| s * 100.0))));
 }
 
 /// The same round trips from a client with other habits, as older JDI versions have: one
