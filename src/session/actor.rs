@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn, Instrument};
 
 use super::connect::{self, ConnectError, Connected};
+use super::ddm_types::{ThreadWatcher, Waiter};
 use super::debugger_io::{DebuggerEvent, DEBUGGER_HIGH_WATER};
 use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
@@ -151,8 +152,8 @@ pub(super) struct Session {
     pub debuggers: Debuggers,
     pub waiting: Vec<PendingAttach>,
     pub ddm_state: crate::ddm::ClientData,
-    pub ddm_waiters: Vec<super::ddm_commands::Waiter>,
-    pub thread_watchers: Vec<super::ddm_commands::ThreadWatcher>,
+    pub ddm_waiters: Vec<Waiter>,
+    pub thread_watchers: Vec<ThreadWatcher>,
     pub threads_on: bool,
     /// Summaries of recent packets, kept while a page watches the VM (see `observe`).
     pub recent: Option<std::sync::Arc<super::recent::RecentPackets>>,

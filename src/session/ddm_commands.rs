@@ -20,133 +20,20 @@
 //!
 //! HELO and DBGD are the identification and clean-up requests (`proxy_requests`).
 
-use std::collections::HashSet;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::actor::Session;
+use super::ddm_types::{Completion, DdmAnswer, DdmCommandError, DdmRequest, Outcome, Refusal, ThreadUpdate, ThreadWatcher, Waiter};
 use super::dialect::{Ask, AskFor};
 use super::proxy_requests::{Purpose, PROXY_REQUEST_TIMEOUT};
 use super::thst_plan::{ThstForm, ThstStep, THST_INTERVAL};
-use crate::ddm::{decode_chunk, split_chunks, Chunk, ChunkType, ClientData, Dir};
+use crate::ddm::{decode_chunk, split_chunks, Chunk, ChunkType, Dir};
 use crate::jdwp::packet::{DDM_CMD, DDM_CMD_SET};
 use crate::jdwp::Packet;
-
-/// Snapshots queued for a thread viewer; a slow viewer misses some, the VM never waits.
-pub const THREAD_VIEW_CHANNEL: usize = 4;
-
-/// What a thread viewer receives: a snapshot, or why there will be none.
-pub type ThreadUpdate = Result<ClientData, DdmCommandError>;
-
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum DdmCommandError {
-    #[error("{0} does not speak DDM (only Android VMs do; HotSpot does not)")]
-    NotDdm(String),
-    #[error("{0} is not connected right now")]
-    NotReady(String),
-    #[error("no answer from the VM within {0:?}")]
-    Timeout(Duration),
-    #[error("the VM session ended")]
-    Gone,
-    #[error("the VM refused {chunk}: {refusal}")]
-    Refused { chunk: ChunkType, refusal: Refusal },
-}
-
-/// How a VM refused a DDM request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// A FAIL chunk: the VM's error code and message.
-    Fail { code: u32, message: String },
-    /// A JDWP error in the reply header (a VM whose JDWP layer rejected the packet).
-    Jdwp(u16),
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::Fail { code, message } if message.is_empty() => write!(f, "FAIL error {code}"),
-            Refusal::Fail { code, message } => write!(f, "FAIL error {code}: {message}"),
-            Refusal::Jdwp(code) => write!(f, "JDWP error {code} ({})", crate::jdwp::names::display_error(*code)),
-        }
-    }
-}
-
-/// When the answer to a request is complete.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Completion {
-    /// Once every awaited chunk type came, in a reply or pushed.
-    Chunks,
-    /// As `Chunks`, or once the VM answered every packet without them: a VM that does not
-    /// know a request answers it empty (the document: "Unrecognized types cause an empty
-    /// response").
-    ChunksOrEmptyReplies,
-    /// A request the VM may answer by going away (EXIT): complete on its reply, when the
-    /// connection drops, or at the deadline. Only a refusal is an error.
-    ReplyOrGone,
-}
-
-/// How a request ended well.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Every awaited chunk came.
-    Complete,
-    /// The VM answered without the awaited chunks.
-    AnsweredEmpty,
-    /// The VM replied (`ReplyOrGone`).
-    Acknowledged,
-    /// The VM connection dropped (`ReplyOrGone`).
-    VmLeft,
-    /// Nothing came before the deadline (`ReplyOrGone`).
-    NoAnswer,
-}
-
-/// A DDM request and which chunk types complete its answer (from a reply or a push).
-#[derive(Debug)]
-pub struct DdmRequest {
-    pub chunks: Vec<Chunk>,
-    pub wait_for: Vec<ChunkType>,
-    pub completion: Completion,
-    pub timeout: Duration,
-    pub reply: oneshot::Sender<Result<DdmAnswer, DdmCommandError>>,
-}
-
-#[derive(Debug, Clone)]
-pub struct DdmAnswer {
-    pub chunks: Vec<Chunk>,
-    /// The VM's client state once the answer was complete.
-    pub state: ClientData,
-    pub outcome: Outcome,
-}
-
-pub(super) struct Waiter {
-    id: u64,
-    wanted: HashSet<ChunkType>,
-    got: Vec<Chunk>,
-    /// Packets of this request the VM has not replied to yet.
-    unanswered: usize,
-    completion: Completion,
-    deadline: Instant,
-    timeout: Duration,
-    reply: oneshot::Sender<Result<DdmAnswer, DdmCommandError>>,
-}
-
-pub(super) struct ThreadWatcher {
-    tx: mpsc::Sender<ThreadUpdate>,
-    interval: Duration,
-    /// Polled form: when to ask again for this viewer. Interval form: when it is next due
-    /// a snapshot from the VM's pushes.
-    next: Instant,
-}
-
-impl ThreadWatcher {
-    /// After a reconnect the VM must be asked again.
-    pub(super) fn restart(&mut self) {
-        self.next = Instant::now();
-    }
-}
 
 /// The first FAIL chunk in a reply payload.
 fn fail_in(payload: &[u8]) -> Option<Refusal> {
@@ -439,16 +326,5 @@ mod tests {
         for (payload, want) in cases {
             assert_eq!(fail_in(&payload), want, "{payload:?}");
         }
-    }
-
-    #[test]
-    fn refusals_read_well() {
-        let e = DdmCommandError::Refused {
-            chunk: ChunkType::HPIF,
-            refusal: Refusal::Fail { code: 1, message: "Unsupported HPIF what".into() },
-        };
-        assert_eq!(e.to_string(), "the VM refused HPIF: FAIL error 1: Unsupported HPIF what");
-        let e = DdmCommandError::Refused { chunk: ChunkType::FEAT, refusal: Refusal::Jdwp(99) };
-        assert_eq!(e.to_string(), "the VM refused FEAT: JDWP error 99 (NOT_IMPLEMENTED)");
     }
 }

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::ddm_types::{Completion, DdmAnswer, DdmCommandError, DdmRequest, ThreadUpdate, THREAD_VIEW_CHANNEL};
+
 /// Capacity of a session's control channel (attach requests, queries).
 pub const CONTROL_CHANNEL: usize = 32;
 
@@ -53,10 +55,10 @@ fn busy_text(attached: SocketAddr, max: usize) -> String {
 #[derive(Debug)]
 pub enum SessionMsg {
     Attach { link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>> },
-    Ddm(super::ddm_commands::DdmRequest),
+    Ddm(DdmRequest),
     /// Thread updates while the sender is open; a snapshot after every THST, or why none
     /// will come.
-    WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<super::ddm_commands::ThreadUpdate> },
+    WatchThreads { interval: std::time::Duration, tx: mpsc::Sender<ThreadUpdate> },
     /// The VM's ring of recent packet summaries, filled while the answer is held.
     WatchPackets { reply: oneshot::Sender<std::sync::Arc<super::recent::RecentPackets>> },
     /// How full the session's tables are (diagnostics; tests check nothing leaks).
@@ -209,10 +211,9 @@ impl VmHandle {
         &self,
         chunks: Vec<crate::ddm::Chunk>,
         wait_for: Vec<crate::ddm::ChunkType>,
-        completion: super::ddm_commands::Completion,
+        completion: Completion,
         timeout: std::time::Duration,
-    ) -> Result<super::ddm_commands::DdmAnswer, super::ddm_commands::DdmCommandError> {
-        use super::ddm_commands::{DdmCommandError, DdmRequest};
+    ) -> Result<DdmAnswer, DdmCommandError> {
         let (reply, rx) = oneshot::channel();
         let req = DdmRequest { chunks, wait_for, completion, timeout, reply };
         self.tx.send(SessionMsg::Ddm(req)).await.map_err(|_| DdmCommandError::Gone)?;
@@ -220,8 +221,8 @@ impl VmHandle {
     }
 
     /// Starts thread updates; they stop when the receiver is dropped.
-    pub async fn watch_threads(&self, interval: std::time::Duration) -> Option<mpsc::Receiver<super::ddm_commands::ThreadUpdate>> {
-        let (tx, rx) = mpsc::channel(super::ddm_commands::THREAD_VIEW_CHANNEL);
+    pub async fn watch_threads(&self, interval: std::time::Duration) -> Option<mpsc::Receiver<ThreadUpdate>> {
+        let (tx, rx) = mpsc::channel(THREAD_VIEW_CHANNEL);
         self.tx.send(SessionMsg::WatchThreads { interval, tx }).await.ok()?;
         Some(rx)
     }
