@@ -27,7 +27,7 @@ use super::debugger_io::{DebuggerEvent, DEBUGGER_HIGH_WATER};
 use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
 use super::ids::IdTable;
-use super::proxy_requests::{LateSizes, Purpose};
+use super::purpose::{LateSizes, Purpose};
 use super::sharing::Sharing;
 use super::wake_gate::WakeGate;
 use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};

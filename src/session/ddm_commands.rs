@@ -29,7 +29,7 @@ use tracing::{debug, info, warn};
 use super::actor::Session;
 use super::ddm_types::{Completion, DdmAnswer, DdmCommandError, DdmRequest, Outcome, Refusal, ThreadUpdate, ThreadWatcher, Waiter};
 use super::dialect::{Ask, AskFor};
-use super::proxy_requests::{Purpose, PROXY_REQUEST_TIMEOUT};
+use super::purpose::{Purpose, PROXY_REQUEST_TIMEOUT};
 use super::thst_plan::{ThstForm, ThstStep, THST_INTERVAL};
 use crate::ddm::{decode_chunk, split_chunks, Chunk, ChunkType, Dir};
 use crate::jdwp::packet::{DDM_CMD, DDM_CMD_SET};

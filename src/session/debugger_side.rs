@@ -231,7 +231,7 @@ impl Session {
 
     /// Periodic work: expired proxy requests, attach deadlines, clean-up deadline.
     pub(super) async fn on_tick(&mut self) {
-        let old = Instant::now().into_std() - super::proxy_requests::PROXY_REQUEST_TIMEOUT;
+        let old = Instant::now().into_std() - super::purpose::PROXY_REQUEST_TIMEOUT;
         for (id, _) in self.ids.expire(old) {
             if let Some(purpose) = self.purposes.remove(&id) {
                 self.on_proxy_timeout(purpose);

@@ -24,6 +24,7 @@ mod packet_log;
 mod observe;
 mod out_queue;
 mod proxy_requests;
+mod purpose;
 pub mod recent;
 mod shared_cmds;
 pub mod sharing;

@@ -10,6 +10,7 @@ use tracing::{debug, info, warn};
 use super::actor::Session;
 use super::handle::VmState;
 use super::ids::{Entry, Requester};
+use super::purpose::{CleanupStep, LateSizes, Purpose};
 use super::sharing::VmCmd;
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::packet::{DDM_CMD, DDM_CMD_SET};
@@ -18,50 +19,8 @@ use crate::jdwp::version::VmVersion;
 use crate::jdwp::Packet;
 use crate::settings::DdmMode;
 
-/// Proxy requests unanswered after this long are given up (DBGD is often never answered).
-/// Generous: a thousand VMs starting at once on a small machine answer slowly, and giving
-/// up on HELO too early would mark a DDM-aware VM as not DDM-aware for good.
-pub const PROXY_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// A new debugger waits at most this long for the previous one's clean-up to finish.
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// What a proxy request was for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
-    Version,
-    IdSizes,
-    Helo,
-    Dbgd,
-    /// A DDM request for a control command; its answer is read from the decoded chunks.
-    Control,
-    /// Part of the clean-up after the last debugger left.
-    Cleanup(CleanupStep),
-    /// Done on a debugger's behalf while others stay: a translated resume, a Clear or an
-    /// EnableCollection of a departed debugger.
-    Share,
-    /// IDSizes asked when a debugger first set an event request and the sizes were unknown:
-    /// events cannot be split between debuggers without them.
-    LateIdSizes,
-}
-
-/// Where the proxy's late IDSizes request stands on this connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LateSizes {
-    NotAsked,
-    /// Asked and not answered: events wait for the answer, as they wait for Set replies.
-    Pending,
-    /// Answered (or never will be): asked once per connection.
-    Settled,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CleanupStep {
-    IdSizes,
-    ClearEvent,
-    AllThreads,
-    SuspendCount(u64),
-    Resume,
-}
 
 impl Session {
     /// Queues a command of the proxy's own for the VM.

@@ -6,7 +6,7 @@ use tracing::debug;
 
 use super::actor::Session;
 use super::ids::{Entry, Note};
-use super::proxy_requests::Purpose;
+use super::purpose::Purpose;
 use super::sharing::owners::BREAKPOINT;
 use super::sharing::VmCmd;
 use crate::jdwp::events::IdSizes;

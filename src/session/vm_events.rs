@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use tracing::{debug, warn};
 
 use super::actor::{Session, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
-use super::proxy_requests::LateSizes;
+use super::purpose::LateSizes;
 use super::sharing::Suspended;
 use crate::jdwp::events::{encode_composite, first_event, kind, parse_composite, suspend, Composite, Event};
 use crate::jdwp::packet::{EVENT_CMD_SET, EVENT_COMPOSITE};

@@ -88,7 +88,7 @@ impl Session {
     }
 
     /// A large packet the proxy read through a bounded prefix.
-    fn on_collected(&mut self, h: Header, prefix: Vec<u8>, purpose: Option<super::proxy_requests::Purpose>) {
+    fn on_collected(&mut self, h: Header, prefix: Vec<u8>, purpose: Option<super::purpose::Purpose>) {
         let total = h.body_len();
         if !h.is_reply() && h.cmd_set() == EVENT_CMD_SET {
             if prefix.len() >= total {
