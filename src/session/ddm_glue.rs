@@ -76,13 +76,3 @@ impl Session {
         }
     }
 }
-
-/// The HELO request the proxy sends: server protocol version 1.
-pub(super) fn helo_request() -> Vec<u8> {
-    Chunk::HeloRequest { version: 1 }.encode().unwrap_or_default()
-}
-
-/// DBGD: "the debugger has disconnected".
-pub(super) fn dbgd_request() -> Vec<u8> {
-    Chunk::Dbgd.encode().unwrap_or_default()
-}

@@ -42,4 +42,4 @@ pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUG
 pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus};
 pub use vm_events::MAX_DEFERRED_EVENTS;
 pub use vm_side::COLLECT_PREFIX;
-pub use proxy_requests::is_android_vm;
+pub use crate::jdwp::version::is_android_vm;

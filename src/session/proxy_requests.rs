@@ -12,10 +12,11 @@ use super::handle::VmState;
 use super::ids::{Entry, Requester};
 use super::purpose::{CleanupStep, LateSizes, Purpose};
 use super::sharing::VmCmd;
+use crate::ddm::Chunk;
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::packet::{DDM_CMD, DDM_CMD_SET};
 use crate::jdwp::reader::{put_id, Reader};
-use crate::jdwp::version::VmVersion;
+use crate::jdwp::version::{is_android_vm, VmVersion};
 use crate::jdwp::Packet;
 use crate::settings::DdmMode;
 
@@ -77,7 +78,7 @@ impl Session {
             self.become_ready();
             return;
         }
-        let chunk = super::ddm_glue::helo_request();
+        let chunk = helo_request();
         self.send_proxy(Purpose::Helo, DDM_CMD_SET, DDM_CMD, &chunk);
     }
 
@@ -263,7 +264,7 @@ impl Session {
     /// as it is still suspended (whatever the holds could not know of).
     pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>, release: Vec<VmCmd>, unpin: Vec<u64>) {
         self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
-        self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &super::ddm_glue::dbgd_request());
+        self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &dbgd_request());
         let requests = event_requests.len();
         for (kind, id) in event_requests {
             let mut data = vec![kind];
@@ -350,4 +351,12 @@ impl Session {
     }
 }
 
-pub use crate::jdwp::version::is_android_vm;
+/// The HELO request the proxy sends: server protocol version 1.
+fn helo_request() -> Vec<u8> {
+    Chunk::HeloRequest { version: 1 }.encode().unwrap_or_default()
+}
+
+/// DBGD: "the debugger has disconnected".
+fn dbgd_request() -> Vec<u8> {
+    Chunk::Dbgd.encode().unwrap_or_default()
+}
