@@ -21,6 +21,7 @@ use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn, Instrument};
 
+use super::config::SessionConfig;
 use super::connect::{self, ConnectError, Connected};
 use super::ddm_types::{ThreadWatcher, Waiter};
 use super::debugger_io::{DebuggerEvent, DEBUGGER_HIGH_WATER};
@@ -33,7 +34,6 @@ use super::wake_gate::WakeGate;
 use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::Packet;
-use crate::settings::{DdmMode, Timeouts};
 
 /// Bytes queued for the VM above which the session stops taking debugger packets.
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
@@ -45,36 +45,6 @@ const SHUTDOWN_CLEANUP: Duration = Duration::from_millis(1500);
 /// How often timers (request expiry, attach deadlines) are checked.
 /// With a thousand VMs every session's tick adds up, so it is not faster than it must be.
 const TICK: Duration = Duration::from_millis(500);
-
-/// Everything a session needs to know about its VM.
-#[derive(Clone)]
-pub struct SessionConfig {
-    /// How the VM is named in logs and `list` (its address).
-    pub name: String,
-    pub addr: SocketAddr,
-    pub ddm: DdmMode,
-    /// The VM is known to be Android (reached through adb): probe DDM without asking Version.
-    pub android: bool,
-    pub timeouts: Timeouts,
-    /// Longest wait between reconnect attempts (the scan interval for discovered VMs).
-    pub max_backoff: Duration,
-    /// Where packets are captured, if anywhere.
-    pub capture: Option<crate::capture::CaptureHandle>,
-    /// Reached through an adb server (`jdwp:PID` on a device) instead of TCP to `addr`.
-    pub adb: Option<AdbTarget>,
-    /// Most debuggers attached at once (`--max-debuggers`; 1: a second one is refused).
-    pub max_debuggers: usize,
-    /// Asked before each TCP connection whether `addr` is an adb forward to an Android VM.
-    pub forwards: Option<std::sync::Arc<crate::discovery::forwards::ForwardLookup>>,
-}
-
-/// A VM behind an adb server: `addr` in the config is then the adb server's address.
-#[derive(Clone, Debug)]
-pub struct AdbTarget {
-    pub server: crate::discovery::adb::AdbServer,
-    pub serial: String,
-    pub pid: u32,
-}
 
 /// Why a connected period ended.
 pub(super) enum Ended {

@@ -8,6 +8,7 @@
 mod actor;
 mod android_tcp;
 mod attach;
+mod config;
 pub mod connect;
 mod ddm_commands;
 mod ddm_glue;
@@ -35,7 +36,8 @@ mod vm_events;
 mod vm_side;
 mod wake_gate;
 
-pub use actor::{spawn, AdbTarget, SessionConfig, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+pub use actor::{spawn, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+pub use config::{AdbTarget, SessionConfig};
 pub use ddm_types::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
 pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
