@@ -1,37 +1,30 @@
 //! The VM session actor: one task per VM that owns the VM socket, the id table, the sharing
 //! tables and the state of every attached debugger. It connects (and reconnects with
 //! backoff), identifies the VM, probes DDM, then relays until the connection drops or the
-//! daemon stops.
+//! daemon stops. Each connected period is the relay loop in `relay_loop`; this file holds
+//! the actor's state (`Session`), its start, and its life across connections.
 //!
-//! The task also serves the attached debuggers' sockets (see `debuggers`). It reads and
-//! writes every socket in one `select!` loop using only cancel-safe calls (`read_buf`,
-//! `write_buf`, readiness polls, `recv`), so a packet costs one wake-up of one task and
-//! several queued packets leave in one write.
+//! The task also serves the attached debuggers' sockets (see `debuggers`).
 
 use std::collections::{HashMap, VecDeque};
-use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
-use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn, Instrument};
 
 use super::config::SessionConfig;
 use super::connect::{self, ConnectError, Connected};
 use super::ddm_types::{ThreadWatcher, Waiter};
-use super::debugger_io::{DebuggerEvent, DEBUGGER_HIGH_WATER};
 use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
 use super::ids::IdTable;
 use super::purpose::{LateSizes, Purpose};
 use super::sharing::Sharing;
-use super::wake_gate::WakeGate;
-use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
+use crate::jdwp::codec::JdwpCodec;
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::Packet;
 
@@ -40,11 +33,9 @@ pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
 /// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
 pub const MAX_HELD_EVENTS: usize = 32;
 pub const MAX_HELD_EVENT_BYTES: usize = 1024 * 1024;
-/// How long a stopping session may spend undoing what its debugger left on the VM.
-const SHUTDOWN_CLEANUP: Duration = Duration::from_millis(1500);
 /// How often timers (request expiry, attach deadlines) are checked.
 /// With a thousand VMs every session's tick adds up, so it is not faster than it must be.
-const TICK: Duration = Duration::from_millis(500);
+pub(super) const TICK: Duration = Duration::from_millis(500);
 
 /// Why a connected period ended.
 pub(super) enum Ended {
@@ -354,166 +345,8 @@ impl Session {
         }
     }
 
-    fn reset_connection_state(&mut self) {
-        self.tap = None;
-        self.ids = IdTable::default();
-        self.purposes.clear();
-        self.out.clear();
-        self.codec = JdwpCodec::new(MAX_PACKET_LEN, crate::jdwp::codec::DEFAULT_STREAM_OVER);
-        self.vm_stream = None;
-        self.ready = false;
-        self.ddm_aware = None;
-        self.identify_pending = 0;
-        self.android_by_version = false;
-        self.late_sizes = LateSizes::NotAsked;
-        self.held.clear();
-        self.held_bytes = 0;
-        self.reset_requested = false;
-        self.cleanup_pending = 0;
-        self.cleanup_deadline = None;
-        self.sharing = Sharing::default();
-        self.deferred_events.clear();
-        self.vm_upstream = None;
-        self.vm_deferred.clear();
-        self.ddm_state = Default::default();
-        self.threads_on = false;
-        for w in &mut self.thread_watchers {
-            w.restart();
-        }
-    }
-
-    async fn run_connected(&mut self, c: Connected) -> Ended {
-        self.reset_connection_state();
-        self.set_state(VmState::Identifying);
-        let Connected { mut stream, inbuf: mut input, early } = c;
-        self.look_up_local_process(&stream);
-        self.tap = self.cfg.capture.as_ref().map(|h| {
-            let local = stream.local_addr().unwrap_or(self.cfg.addr);
-            let id = crate::capture::tap::next_conn_id();
-            let mut t = crate::capture::tap::Tap::open(h, id, &self.cfg.name, crate::capture::Leg::Vm, local, self.cfg.addr);
-            t.handshakes();
-            t
-        });
-        for p in early {
-            self.on_vm_packet(p).await;
-        }
-        self.start_identify();
-        let vm_fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
-        let (mut rd, mut wr) = stream.split();
-        let mut tick = tokio::time::interval(TICK);
-        let mut shutdown_by: Option<Instant> = None;
-        let mut pacing = super::vm_reads::ReadPacing::default();
-        // Made once: a `cancelled()` future made anew in every turn of the loop registers
-        // with the token's lock and leaves it again each time.
-        let cancelled = self.cancel.clone().cancelled_owned();
-        tokio::pin!(cancelled);
-        // The VM socket, the control channel and the cancellation are polled only after
-        // their own wake-ups (debuggers' sockets likewise, in `DebuggerIo`).
-        let (vm_gate, control_gate, cancel_gate) = (WakeGate::default(), WakeGate::default(), WakeGate::default());
-        loop {
-            // Route everything already buffered before waiting again.
-            self.route_debugger_input().await;
-            loop {
-                match self.codec.decode(&mut input) {
-                    Ok(Some(frame)) => {
-                        if self.tap.is_some() || self.recent.is_some() || super::packet_log::wanted() {
-                            self.record_from_vm(&frame);
-                        }
-                        self.on_vm_frame(frame).await
-                    }
-                    Ok(None) => break,
-                    Err(e) => return self.lost(format!("bad packet from the VM: {e}")).await,
-                }
-            }
-            for a in self.debuggers.iter_mut() {
-                a.io.flush_now();
-            }
-            // Commands go to the VM in this turn too, not in one more turn of the `select!`
-            // (which polls every branch). A write error is left to the `select!` branch.
-            if !self.out.is_empty() {
-                if let Ok(n @ 1..) = wr.as_ref().try_write(&self.out) {
-                    bytes::Buf::advance(&mut self.out, n);
-                    crate::park::wrote_to(vm_fd);
-                }
-            }
-            if self.reset_requested && self.out.is_empty() {
-                self.fail_pending().await;
-                self.close_debuggers("the VM connection was reset");
-                if shutdown_by.is_some() {
-                    return Ended::Shutdown;
-                }
-                return Ended::Reset;
-            }
-            // Shutting down: stay until the departed debugger's clean-up is done and written.
-            if let Some(deadline) = shutdown_by {
-                if (!self.cleaning_up() && self.out.is_empty()) || Instant::now() >= deadline {
-                    return Ended::Shutdown;
-                }
-            }
-            input.reserve(pacing.size_for(self.codec.body_left()));
-            let offered = input.capacity() - input.len();
-            let taking_debugger = self.out.len() < OUT_HIGH_WATER;
-            // A debugger that reads slowly holds the VM back (bounded by its stall timeout).
-            let reading_vm = self.debuggers.max_queued() < DEBUGGER_HIGH_WATER;
-            // An idle VM has no timers to run: no tick, so a thousand of them cost nothing.
-            let timers = self.has_timers() || shutdown_by.is_some();
-            if !self.ids.is_empty() {
-                crate::park::in_flight(self.ids.len());
-            }
-            let rx = &mut self.rx;
-            let event = tokio::select! {
-                r = poll_fn(|cx| vm_gate.poll(cx, |cx| tokio_util::io::poll_read_buf(std::pin::Pin::new(&mut rd), cx, &mut input))), if reading_vm => Event::Read(r),
-                r = wr.write_buf(&mut self.out), if !self.out.is_empty() => Event::Wrote(r),
-                (conn, e) = self.debuggers.next_event(taking_debugger) => Event::Debugger(conn, e),
-                m = poll_fn(|cx| control_gate.poll(cx, |cx| rx.poll_recv(cx))) => Event::Control(m),
-                _ = tick.tick(), if timers => Event::Tick,
-                _ = poll_fn(|cx| cancel_gate.poll(cx, |cx| cancelled.as_mut().poll(cx))), if shutdown_by.is_none() => Event::Cancel,
-            };
-            match event {
-                Event::Read(Ok(0)) => {
-                    let why = match self.codec.decode_eof(&mut input) {
-                        Err(e) => format!("the VM closed the connection: {e}"),
-                        Ok(_) => "the VM closed the connection".to_string(),
-                    };
-                    return self.lost(why).await;
-                }
-                Event::Read(Ok(n)) => {
-                    if pacing.after_read(n, offered) {
-                        tokio::task::yield_now().await;
-                    }
-                }
-                Event::Read(Err(e)) => return self.lost(format!("read from the VM failed: {e}")).await,
-                Event::Wrote(Ok(_)) => crate::park::wrote_to(vm_fd),
-                Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
-                Event::Debugger(conn, e) => self.on_debugger_event(conn, e).await,
-                Event::Control(m) => self.on_control(m),
-                Event::Tick => self.on_tick().await,
-                Event::Cancel => {
-                    // Detach cleanly (DBGD and the clean-up on a DDM-aware VM), bounded so a
-                    // silent VM never holds the daemon's exit.
-                    self.detach_for_shutdown().await;
-                    shutdown_by = Some(Instant::now() + SHUTDOWN_CLEANUP);
-                }
-            }
-        }
-    }
-
-    async fn lost(&mut self, why: String) -> Ended {
-        self.dialect.vm_went_away();
-        // Whatever answers at the address next may be another process (a JVM restarted on
-        // the same port): its pid and app are looked up, or said by DDM, again.
-        self.status.send_modify(|s| {
-            s.pid = None;
-            s.app = None;
-        });
-        self.fail_pending().await;
-        self.expire_ddm_waiters(true);
-        self.close_debuggers("the VM connection was lost");
-        Ended::Lost(why)
-    }
-
     /// Closes every attached debugger's connection (the VM connection is gone or reset).
-    fn close_debuggers(&mut self, why: &str) {
+    pub(super) fn close_debuggers(&mut self, why: &str) {
         for a in self.debuggers.drain() {
             self.stats.debugger_left(a.conn);
             a.io.close(why, &self.tracker);
@@ -533,26 +366,4 @@ impl Session {
             held_dropped: self.held_dropped,
         }
     }
-
-    /// Whether anything waits on a deadline (requests, attaches, clean-up, viewers).
-    fn has_timers(&self) -> bool {
-        !self.purposes.is_empty()
-            || !self.waiting.is_empty()
-            || self.cleaning_up()
-            || !self.ddm_waiters.is_empty()
-            || !self.thread_watchers.is_empty()
-            || self.held_dropped > self.held_dropped_logged
-            || self.debuggers.max_queued() >= DEBUGGER_HIGH_WATER
-            || self.vm_upstream.is_some()
-    }
-
-}
-
-enum Event {
-    Read(std::io::Result<usize>),
-    Wrote(std::io::Result<usize>),
-    Debugger(u64, DebuggerEvent),
-    Control(Option<SessionMsg>),
-    Tick,
-    Cancel,
 }

@@ -25,6 +25,7 @@ mod packet_log;
 mod observe;
 mod out_queue;
 mod proxy_requests;
+mod relay_loop;
 mod purpose;
 pub mod recent;
 mod shared_cmds;
