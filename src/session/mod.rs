@@ -1,41 +1,93 @@
-//! VM sessions: one actor task per VM that owns the VM connection (see `actor`), with its
-//! request-id table (`ids`), the tables that let several debuggers share it (`sharing`),
-//! its debuggers (`attach`, `debugger_side`, `shared_cmds`, `leave`), its VM side
-//! (`vm_side`, `vm_events`) and its own requests; `wake_gate` keeps its loop from polling quiet
-//! sources; `recent` keeps packet summaries for a
-//! page that watches the VM.
+//! VM sessions: one actor task per VM that owns the VM connection and its debuggers'
+//! sockets, with the tables that let several debuggers share the VM.
+//!
+//! # Map
+//!
+//! Read from the top: a file imports only files of its own group and of the groups above
+//! it, no files import each other in a circle, and no file imports an extension of the actor.
+//!
+//! What the rest of the daemon uses: plain types and handles, importing nothing of the
+//! session but each other.
+//! - `handle`: `VmHandle`, the cheap-clone handle on a session; `SessionMsg`, what it sends;
+//!   `DebuggerLink`, a debugger handed over; `VmStatus` and `TableSizes`, what it reports.
+//! - `config`: `SessionConfig` and `AdbTarget`, what a session is told about its VM.
+//! - `ddm_types`: DDM requests and answers (`DdmRequest`, `DdmAnswer`, `Completion`, `Refusal`),
+//!   and the records of who waits for them.
+//! - `recent`: the ring of recent packet summaries a watching page reads.
+//! - `connect`: opening a VM connection: TCP connect and the JDWP handshake, under timeouts.
+//!
+//! The actor's parts: pure tables and the code for one socket; no `Session` in them.
+//! - `ids`: the request-id table: proxy ids to (requester, its own id).
+//! - `sharing`: the tables that let debuggers share a VM: owners, holds, pins, policy.
+//! - `purpose`: what each of the proxy's own requests is for, and how long it may wait.
+//! - `thst_plan`: which THST request form a VM takes.
+//! - `dialect`: how to talk to this VM: THST form, Android over TCP, DDM requests in flight.
+//! - `out_queue`: bytes queued for a socket, written with few copies and system calls.
+//! - `wake_gate`: polls a `select!` source only after its own wake-up.
+//! - `debugger_io`: one attached debugger's socket, served by the session task.
+//! - `debuggers`: the attached debuggers, in arrival order, and what the session knows of each.
+//! - `vm_reads`: how much to read from the VM at a time, and when to let others run.
+//! - `packet_log`: jdwpspy-style log lines, one per packet.
+//! - `local_process`: the pid and main class of a local JVM, from /proc.
+//!
+//! The actor.
+//! - `actor`: `Session`, the actor's state; `spawn`; its life across connections (connect,
+//!   back off, reconnect) and its control messages.
+//!
+//! Extensions of the actor: each adds an `impl Session` block, imports `actor` and the files
+//! above, and is imported by none (the actor calls its methods; only the re-exports below
+//! name it).
+//! - `relay_loop` (impl Session): one connected period, the `select!` over every socket.
+//! - `attach` (impl Session): letting debuggers in, up to `--max-debuggers`.
+//! - `debugger_side` (impl Session): debuggers' commands relayed with new ids; periodic checks.
+//! - `shared_cmds` (impl Session): commands made per debugger: suspensions, event requests,
+//!   pins, HoldEvents, Dispose.
+//! - `leave` (impl Session): a debugger leaving alone; the clean-up after the last one.
+//! - `vm_side` (impl Session): routing each packet from the VM.
+//! - `vm_events` (impl Session): events from the VM, split between the debuggers.
+//! - `proxy_requests` (impl Session): the proxy's own requests: identification, the DDM
+//!   probe, the clean-up.
+//! - `android_tcp` (impl Session): Android VMs over plain TCP, spoken to with DDM only.
+//! - `ddm_glue` (impl Session): every DDM chunk decoded and logged; the VM's client state.
+//! - `ddm_commands` (impl Session): the DDM requests of `threads`, `heap`, `exit`, `features`.
+//! - `observe` (impl Session): capture, packet log and recent summaries of the VM leg; who a
+//!   local VM is.
+//! - `stats_glue` (impl Session): where the traffic figures are counted.
+
+mod handle;
+mod config;
+mod ddm_types;
+pub mod recent;
+pub mod connect;
+
+pub mod ids;
+pub mod sharing;
+mod purpose;
+mod thst_plan;
+mod dialect;
+mod out_queue;
+mod wake_gate;
+mod debugger_io;
+mod debuggers;
+mod vm_reads;
+mod packet_log;
+pub mod local_process;
 
 mod actor;
-mod android_tcp;
-mod attach;
-mod config;
-pub mod connect;
-mod ddm_commands;
-mod ddm_glue;
-mod ddm_types;
-mod leave;
-mod debugger_io;
-mod debugger_side;
-mod debuggers;
-mod dialect;
-mod handle;
-pub mod ids;
-pub mod local_process;
-mod packet_log;
-mod observe;
-mod out_queue;
-mod proxy_requests;
+
 mod relay_loop;
-mod purpose;
-pub mod recent;
+mod attach;
+mod debugger_side;
 mod shared_cmds;
-pub mod sharing;
-mod stats_glue;
-mod thst_plan;
-mod vm_reads;
-mod vm_events;
+mod leave;
 mod vm_side;
-mod wake_gate;
+mod vm_events;
+mod proxy_requests;
+mod android_tcp;
+mod ddm_glue;
+mod ddm_commands;
+mod observe;
+mod stats_glue;
 
 pub use actor::{spawn, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
 pub use config::{AdbTarget, SessionConfig};
