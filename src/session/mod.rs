@@ -4,7 +4,8 @@
 //! # Map
 //!
 //! Read from the top: a file imports only files of its own group and of the groups above
-//! it, no files import each other in a circle, and no file imports an extension of the actor.
+//! it, no files import each other in a circle, and no file imports an extension of the actor
+//! (`layout_tests` checks this map against the files).
 //!
 //! What the rest of the daemon uses: plain types and handles, importing nothing of the
 //! session but each other.
@@ -53,6 +54,9 @@
 //! - `observe` (impl Session): capture, packet log and recent summaries of the VM leg; who a
 //!   local VM is.
 //! - `stats_glue` (impl Session): where the traffic figures are counted.
+//!
+//! Tests only.
+//! - `layout_tests`: the map above names every file, and the imports follow it.
 
 mod handle;
 mod config;
@@ -88,6 +92,9 @@ mod ddm_glue;
 mod ddm_commands;
 mod observe;
 mod stats_glue;
+
+#[cfg(test)]
+mod layout_tests;
 
 pub use actor::{spawn, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
 pub use config::{AdbTarget, SessionConfig};
