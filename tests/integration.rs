@@ -64,3 +64,5 @@ mod faults_daemon;
 mod spin;
 #[path = "integration/cpu_pin.rs"]
 mod cpu_pin;
+#[path = "integration/proc_scan.rs"]
+mod proc_scan;

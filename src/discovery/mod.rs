@@ -4,4 +4,5 @@
 
 pub mod adb;
 pub mod forwards;
+pub mod jvms;
 pub mod scan;

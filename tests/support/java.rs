@@ -89,6 +89,47 @@ pub async fn javac(dir: &Path, sources: &[(&str, &str)]) -> Result<()> {
     Ok(())
 }
 
+/// How to run a JVM: which `java`, under which command (`ip netns exec HOST`, say), with
+/// which agent option (None: none on the command line, e.g. one in `env`), environment,
+/// program and arguments.
+#[derive(Debug, Clone)]
+pub struct JvmSpec {
+    pub java: PathBuf,
+    pub prefix: Vec<String>,
+    pub jvm: Vec<String>,
+    pub agent: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub sources: Vec<(String, String)>,
+    pub class: String,
+    pub args: Vec<String>,
+}
+
+impl Default for JvmSpec {
+    fn default() -> Self {
+        JvmSpec {
+            java: PathBuf::from("java"),
+            prefix: Vec::new(),
+            jvm: Vec::new(),
+            agent: None,
+            env: Vec::new(),
+            sources: vec![("Main.java".into(), MAIN_JAVA.into())],
+            class: "Main".into(),
+            args: Vec::new(),
+        }
+    }
+}
+
+impl JvmSpec {
+    /// Main with `-agentlib:jdwp=transport=dt_socket,server=y,suspend=..,address=ADDRESS`.
+    pub fn main_at(java: &Path, suspend: bool, address: &str) -> JvmSpec {
+        JvmSpec {
+            java: java.to_path_buf(),
+            agent: Some(format!("-agentlib:jdwp=transport=dt_socket,server=y,suspend={},address={address}", if suspend { "y" } else { "n" })),
+            ..JvmSpec::default()
+        }
+    }
+}
+
 pub struct JavaApp {
     child: Child,
     log: Arc<OutputLog>,
@@ -140,21 +181,46 @@ impl JavaApp {
         suspend: bool,
         port: u16,
     ) -> Result<JavaApp> {
-        let dir = tempfile::tempdir().context("tempdir")?;
-        javac(dir.path(), sources).await?;
         let agent = format!(
             "-agentlib:jdwp=transport=dt_socket,server=y,suspend={},address=127.0.0.1:{port}",
             if suspend { "y" } else { "n" }
         );
+        let spec = JvmSpec {
+            java: java.to_path_buf(),
+            jvm: jvm.iter().map(|s| s.to_string()).collect(),
+            agent: Some(agent),
+            sources: sources.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect(),
+            class: class.to_string(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            ..JvmSpec::default()
+        };
+        Self::spawn(spec).await
+    }
+
+    /// Compiles and runs a JVM as `spec` says, and waits for its agent's first listen.
+    pub async fn spawn(spec: JvmSpec) -> Result<JavaApp> {
+        let dir = tempfile::tempdir().context("tempdir")?;
+        let sources: Vec<(&str, &str)> = spec.sources.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+        javac(dir.path(), &sources).await?;
         let dir_text = dir.path().display().to_string();
-        let mut child = Command::new(java)
-            .args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx64m"])
-            .args(jvm)
-            .arg(agent)
+        let mut cmd = match spec.prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(&spec.java);
+                c
+            }
+            None => Command::new(&spec.java),
+        };
+        cmd.args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx64m"]).args(&spec.jvm);
+        if let Some(agent) = &spec.agent {
+            cmd.arg(agent);
+        }
+        let mut child = cmd
             .arg("-cp")
             .arg(dir.path())
-            .arg(class)
-            .args(args.iter().map(|a| a.replace("{dir}", &dir_text)))
+            .arg(&spec.class)
+            .args(spec.args.iter().map(|a| a.replace("{dir}", &dir_text)))
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -1,0 +1,308 @@
+//! From what /proc showed to the JVMs a debugger can attach to: which process has a
+//! listening JDWP agent, what it runs, which port its agent really listens on, whether it
+//! waits for a debugger, and how to reach it from the host the scan ran on. Pure.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use super::agent::{self, Agent, Bind};
+use super::cmdline::{self, MainName};
+use super::net::{Socket, ESTABLISHED};
+use super::view::{HostView, ProcView};
+
+/// Where a JVM's agent options came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentFrom {
+    CommandLine,
+    JdkJavaOptions,
+    JavaToolOptions,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentOf {
+    pub agent: Agent,
+    pub from: AgentFrom,
+    pub from_command_line: bool,
+}
+
+/// How a JVM's agent is reached from the host that was scanned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// Connect to this address.
+    At(SocketAddr),
+    /// It cannot be reached; the text says why and what to do.
+    Unreachable(String),
+}
+
+/// A JVM with a listening JDWP agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundJvm {
+    pub pid: u32,
+    /// The owner's name, else `uid N`.
+    pub user: Option<String>,
+    pub main: Option<MainName>,
+    pub agent: Agent,
+    pub from: AgentFrom,
+    /// The port the agent listens on now, or the one it was given.
+    pub port: Option<u16>,
+    /// Its agent listens now (no debugger holds it).
+    pub listening: bool,
+    /// A connection to the agent's port is open (a debugger, or jdwpmux itself).
+    pub attached: bool,
+    /// `suspend=y` and `main` has not started: it waits for its first debugger. None when
+    /// that cannot be told.
+    pub waiting: Option<bool>,
+    /// It runs in another network namespace (a container) than the scan.
+    pub other_net: bool,
+    pub reach: Reach,
+}
+
+impl FoundJvm {
+    /// `com.example.Billing`, else `pid 4242`.
+    pub fn name(&self) -> String {
+        self.main.as_ref().map_or_else(|| format!("pid {}", self.pid), |m| m.to_string())
+    }
+}
+
+/// Threads a JVM starts once its VM is initialised: none of them exists while a
+/// `suspend=y` agent waits for its first debugger (seen on HotSpot 17 and 25; others, such as
+/// "VM Periodic Task Thread", already run then on 25).
+const STARTED_THREADS: &[&str] = &["Common-Cleaner", "Notification Th"];
+
+/// The process's listening JDWP agent: from its command line, else `JDK_JAVA_OPTIONS`, else
+/// `JAVA_TOOL_OPTIONS` (the JVM reads that one first, but the command line is what people
+/// look at).
+pub fn agent_of(p: &ProcView) -> Option<AgentOf> {
+    let argv = p.argv.as_ref()?;
+    let cmd = cmdline::parse(argv);
+    if let Some(agent) = cmd.agents.into_iter().flatten().find(Agent::listens) {
+        return Some(AgentOf { agent, from: AgentFrom::CommandLine, from_command_line: true });
+    }
+    for (var, from) in [("JDK_JAVA_OPTIONS=", AgentFrom::JdkJavaOptions), ("JAVA_TOOL_OPTIONS=", AgentFrom::JavaToolOptions)] {
+        let Some(value) = p.env.iter().find_map(|e| e.strip_prefix(var)) else { continue };
+        let found = agent::split_env_options(value).iter().filter_map(|o| agent::parse_arg(o)).flatten().find(Agent::listens);
+        if let Some(agent) = found {
+            return Some(AgentOf { agent, from, from_command_line: false });
+        }
+    }
+    None
+}
+
+/// Whether a `suspend=y` JVM still waits for its first debugger (None: not known yet).
+pub fn waiting(p: &ProcView) -> Option<bool> {
+    let a = agent_of(p)?;
+    if !a.agent.suspend {
+        return Some(false);
+    }
+    let threads = p.threads.as_ref()?;
+    Some(!threads.iter().any(|t| STARTED_THREADS.iter().any(|s| t.starts_with(s))))
+}
+
+/// Every process of `view` with a listening JDWP agent. One whose agent came from the
+/// environment counts only once its threads show the agent loaded.
+pub fn found(view: &HostView) -> Vec<FoundJvm> {
+    view.procs.iter().filter_map(|(&pid, p)| found_one(view, pid, p)).collect()
+}
+
+fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
+    let AgentOf { agent, from, from_command_line } = agent_of(p)?;
+    if !from_command_line && !p.threads.as_ref()?.iter().any(|t| t.starts_with("JDWP")) {
+        return None;
+    }
+    let argv = p.argv.as_deref().unwrap_or_default();
+    let other_net = view.in_other_net(p);
+    let table = view.table_of(p).unwrap_or_default();
+    let own: Vec<&Socket> = match &p.fd_sockets {
+        Some(fds) => table.iter().filter(|s| fds.contains(&s.inode)).collect(),
+        None => Vec::new(),
+    };
+    let listen = agent_socket(&agent, p.fd_sockets.is_some(), &own, table);
+    let port = listen.map(|s| s.local.port()).or((!agent.ephemeral()).then_some(agent.port));
+    let attached = port.is_some_and(|port| {
+        let conns = if p.fd_sockets.is_some() { own.clone() } else { table.iter().collect() };
+        conns.iter().any(|s| s.state == ESTABLISHED && s.local.port() == port)
+    });
+    let user = p.user.clone().filter(|u| !u.is_empty()).or_else(|| p.uid.map(|u| format!("uid {u}")));
+    let reach = reach(view, p, &agent, listen, port, other_net);
+    Some(FoundJvm {
+        pid,
+        user,
+        main: cmdline::parse(argv).main,
+        waiting: waiting(p),
+        agent,
+        from,
+        port,
+        listening: listen.is_some(),
+        attached,
+        other_net,
+        reach,
+    })
+}
+
+/// The agent's listening socket: among the process's own sockets when they can be read
+/// (for a picked port, the first one it opened: the agent listens before the program
+/// starts), else any socket on the agent's given port.
+fn agent_socket<'a>(agent: &Agent, fds_known: bool, own: &[&'a Socket], table: &'a [Socket]) -> Option<&'a Socket> {
+    let fits = |s: &&Socket| s.listening() && (agent.ephemeral() || s.local.port() == agent.port);
+    if fds_known {
+        own.iter().copied().filter(fits).min_by_key(|s| s.inode)
+    } else if agent.ephemeral() {
+        None
+    } else {
+        table.iter().filter(fits).min_by_key(|s| s.inode)
+    }
+}
+
+fn reach(view: &HostView, p: &ProcView, agent: &Agent, listen: Option<&Socket>, port: Option<u16>, other_net: bool) -> Reach {
+    let Some(port) = port else {
+        let why = if p.fd_sockets.is_none() && view.uid != Some(0) {
+            let owner = p.user.clone().or(p.uid.map(|u| format!("uid {u}"))).unwrap_or_else(|| "another user".into());
+            format!("its agent picked a port that only {owner} or root can see; run jdwpmux as that user, or give the agent a fixed address=PORT")
+        } else {
+            "its agent picked a port and does not listen now (a debugger is attached to it directly?)".to_string()
+        };
+        return Reach::Unreachable(why);
+    };
+    let bound: IpAddr = match (listen, &agent.bind) {
+        (Some(s), _) => s.local.ip(),
+        (None, Bind::Host(h)) => match h.parse() {
+            Ok(ip) => ip,
+            Err(_) if h == "localhost" => Ipv4Addr::LOCALHOST.into(),
+            Err(_) => return Reach::Unreachable(format!("its agent listens on {h}:{port}, a name jdwpmux does not resolve; use an address")),
+        },
+        (None, Bind::Any) => Ipv4Addr::UNSPECIFIED.into(),
+        (None, Bind::Default) => Ipv4Addr::LOCALHOST.into(),
+    };
+    if !other_net {
+        let ip = if bound.is_unspecified() { Ipv4Addr::LOCALHOST.into() } else { bound };
+        return Reach::At(SocketAddr::new(ip, port));
+    }
+    if bound.is_loopback() {
+        return Reach::Unreachable(format!(
+            "it runs in another network namespace (a container) and its agent listens on that namespace's loopback only; \
+             start it with address=*:{port} and publish the port (docker run -p 127.0.0.1:{port}:{port})"
+        ));
+    }
+    if !bound.is_unspecified() {
+        return Reach::At(SocketAddr::new(bound, port));
+    }
+    match p.net_addrs.first() {
+        Some(ip) => Reach::At(SocketAddr::new(*ip, port)),
+        None => Reach::Unreachable(format!(
+            "it runs in another network namespace (a container) with no address of its own that is reachable from here; publish the port (docker run -p 127.0.0.1:{port}:{port})"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::jvms::net::{LISTEN, ESTABLISHED};
+
+    fn sock(local: &str, state: u8, inode: u64) -> Socket {
+        Socket { local: local.parse().unwrap(), remote: "0.0.0.0:0".parse().unwrap(), state, inode }
+    }
+
+    fn proc_(args: &str, fds: Option<Vec<u64>>) -> ProcView {
+        ProcView {
+            net: Some(1),
+            uid: Some(1000),
+            user: Some("ann".into()),
+            argv: Some(args.split(' ').map(String::from).collect()),
+            fd_sockets: fds,
+            threads: Some(vec!["java".into(), "JDWP Event Help".into(), "Common-Cleaner".into()]),
+            ..Default::default()
+        }
+    }
+
+    fn view(procs: Vec<(u32, ProcView)>, sockets: Vec<Socket>) -> HostView {
+        HostView { uid: Some(1000), own_net: Some(1), sockets, procs: procs.into_iter().collect() }
+    }
+
+    #[test]
+    fn a_fixed_port_on_loopback() {
+        let v = view(
+            vec![(10, proc_("java -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=8000 -cp . com.example.Billing", Some(vec![5])))],
+            vec![sock("127.0.0.1:8000", LISTEN, 5)],
+        );
+        let f = found(&v);
+        assert_eq!(f.len(), 1);
+        let j = &f[0];
+        assert_eq!((j.pid, j.name(), j.port, j.listening, j.attached), (10, "com.example.Billing".to_string(), Some(8000), true, false));
+        assert_eq!(j.reach, Reach::At("127.0.0.1:8000".parse().unwrap()));
+        assert_eq!((j.waiting, j.from, j.user.as_deref()), (Some(false), AgentFrom::CommandLine, Some("ann")));
+    }
+
+    #[test]
+    fn a_picked_port_is_read_from_the_process_sockets() {
+        let args = "java -agentlib:jdwp=transport=dt_socket,server=y,address=127.0.0.1:0 -jar /srv/app.jar";
+        let v = view(
+            vec![(10, proc_(args, Some(vec![7, 9, 11])))],
+            vec![sock("0.0.0.0:8080", LISTEN, 9), sock("127.0.0.1:40411", LISTEN, 7), sock("127.0.0.1:40411", ESTABLISHED, 11)],
+        );
+        let j = &found(&v)[0];
+        assert_eq!((j.port, j.attached, j.name()), (Some(40411), true, "app.jar".to_string()));
+        assert_eq!(j.reach, Reach::At("127.0.0.1:40411".parse().unwrap()));
+        // Not readable (another user's process): the port is unknown, and the hint says why.
+        let mut v = v;
+        v.procs.get_mut(&10).unwrap().fd_sockets = None;
+        let j = &found(&v)[0];
+        assert!(matches!(&j.reach, Reach::Unreachable(why) if why.contains("only ann or root")), "{:?}", j.reach);
+    }
+
+    #[test]
+    fn a_fixed_port_of_another_user_is_found_in_the_table() {
+        let args = "java -agentlib:jdwp=transport=dt_socket,server=y,address=*:8001 Main";
+        let v = view(vec![(10, proc_(args, None))], vec![sock("[::]:8001", LISTEN, 3)]);
+        let j = &found(&v)[0];
+        assert_eq!((j.port, j.listening), (Some(8001), true));
+        assert_eq!(j.reach, Reach::At("127.0.0.1:8001".parse().unwrap()));
+        // Not listening now: still found, reached where it will listen again.
+        let v = view(vec![(10, proc_(args, None))], vec![]);
+        let j = &found(&v)[0];
+        assert_eq!((j.listening, j.reach.clone()), (false, Reach::At("127.0.0.1:8001".parse().unwrap())));
+    }
+
+    #[test]
+    fn environment_agents_count_once_their_threads_show_it() {
+        let mut p = proc_("java -cp . Main", Some(vec![5]));
+        p.env = vec!["JAVA_TOOL_OPTIONS=-Xmx1g -agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=8002".into()];
+        p.threads = Some(vec!["java".into(), "JDWP Transport ".into(), "JDWP Event Help".into()]);
+        let v = view(vec![(10, p.clone())], vec![sock("127.0.0.1:8002", LISTEN, 5)]);
+        let j = &found(&v)[0];
+        assert_eq!((j.from, j.waiting, j.port), (AgentFrom::JavaToolOptions, Some(true), Some(8002)));
+        // The same variable in a shell's environment: no agent threads, no JVM.
+        p.threads = Some(vec!["bash".into()]);
+        assert!(found(&view(vec![(10, p.clone())], vec![])).is_empty());
+        p.threads = None;
+        assert!(found(&view(vec![(10, p)], vec![])).is_empty());
+    }
+
+    #[test]
+    fn containers_are_reached_at_their_own_address_or_explained() {
+        let mut p = proc_("java -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=*:8000 Main", Some(vec![5]));
+        p.net = Some(2);
+        p.net_sockets = Some(vec![sock("0.0.0.0:8000", LISTEN, 5)]);
+        p.net_addrs = vec![IpAddr::from([172, 17, 0, 2])];
+        let j = &found(&view(vec![(10, p.clone())], vec![]))[0];
+        assert!(j.other_net);
+        assert_eq!(j.reach, Reach::At("172.17.0.2:8000".parse().unwrap()));
+        p.net_addrs.clear();
+        assert!(matches!(&found(&view(vec![(10, p.clone())], vec![]))[0].reach, Reach::Unreachable(w) if w.contains("publish the port")));
+        p.net_sockets = Some(vec![sock("127.0.0.1:8000", LISTEN, 5)]);
+        p.net_addrs = vec![IpAddr::from([172, 17, 0, 2])];
+        assert!(matches!(&found(&view(vec![(10, p)], vec![]))[0].reach, Reach::Unreachable(w) if w.contains("address=*:8000")));
+    }
+
+    #[test]
+    fn not_jvms_with_agents() {
+        let v = view(
+            vec![
+                (1, proc_("java -agentlib:jdwp=transport=dt_socket,server=n,address=host:8000 Main", None)),
+                (2, proc_("grep -l -e jdw[p] /proc/1/cmdline", None)),
+                (3, proc_("java Main -agentlib:jdwp=transport=dt_socket,server=y,address=8000", None)),
+            ],
+            vec![],
+        );
+        assert!(found(&v).is_empty());
+    }
+}

@@ -1,0 +1,122 @@
+//! The same records `scan.sh` prints, read from this machine's /proc directly: the local scan
+//! costs no process, and goes through the same parsing as a remote host's output.
+
+use std::fs;
+use std::path::Path;
+
+use super::view::Request;
+use super::wire::write_record;
+
+/// Processes looked at in one round at most.
+const MAX_PROCS: usize = 100_000;
+
+/// A round's first step: the scanner's uid, its TCP table, and the network namespace of every
+/// process whose command line mentions a JDWP agent or whose environment holds
+/// `JAVA_TOOL_OPTIONS` / `JDK_JAVA_OPTIONS`.
+pub fn scan(nonce: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let uid = rustix::process::geteuid().as_raw();
+    write_record(&mut out, "id", "-", uid.to_string().as_bytes(), nonce);
+    write_record(&mut out, "tcp", "-", &tcp_tables(Path::new("/proc/net")), nonce);
+    let mut ns = link_line("/proc/self/ns/net");
+    if let Ok(dir) = fs::read_dir("/proc") {
+        for entry in dir.take(MAX_PROCS).flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else { continue };
+            let base = entry.path();
+            let cmdline = fs::read(base.join("cmdline")).unwrap_or_default();
+            let candidate = contains(&cmdline, b"jdwp") || {
+                let env = fs::read(base.join("environ")).unwrap_or_default();
+                contains(&env, b"JAVA_TOOL_OPTIONS") || contains(&env, b"JDK_JAVA_OPTIONS")
+            };
+            if candidate {
+                ns.push_str(&link_line(&format!("/proc/{pid}/ns/net")));
+            }
+        }
+    }
+    write_record(&mut out, "ns", "-", ns.as_bytes(), nonce);
+    out
+}
+
+/// The records one request asks for.
+pub fn request(r: &Request, nonce: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for pid in &r.pids {
+        let base = format!("/proc/{pid}");
+        if !Path::new(&base).is_dir() {
+            continue;
+        }
+        let arg = pid.to_string();
+        match r.command {
+            "jdwpmux_proc" => {
+                let uid = fs::read_to_string(format!("{base}/status"))
+                    .ok()
+                    .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Uid:").and_then(|v| v.split_whitespace().next().map(str::to_string))))
+                    .unwrap_or_default();
+                let user = user_name(&uid).unwrap_or_default();
+                write_record(&mut out, "proc", &arg, format!("{uid} {user}").as_bytes(), nonce);
+                write_record(&mut out, "cmdline", &arg, &fs::read(format!("{base}/cmdline")).unwrap_or_default(), nonce);
+                let env = fs::read(format!("{base}/environ")).unwrap_or_default();
+                let kept: Vec<&[u8]> = env
+                    .split(|b| *b == 0)
+                    .filter(|e| e.starts_with(b"JAVA_TOOL_OPTIONS=") || e.starts_with(b"JDK_JAVA_OPTIONS="))
+                    .collect();
+                write_record(&mut out, "environ", &arg, &kept.join(&b'\n'), nonce);
+            }
+            "jdwpmux_fd" => {
+                let mut text = String::new();
+                if let Ok(dir) = fs::read_dir(format!("{base}/fd")) {
+                    for fd in dir.flatten() {
+                        if let Ok(target) = fs::read_link(fd.path()) {
+                            text.push_str(&format!("{} -> {}\n", fd.file_name().to_string_lossy(), target.to_string_lossy()));
+                        }
+                    }
+                }
+                write_record(&mut out, "fd", &arg, text.as_bytes(), nonce);
+            }
+            "jdwpmux_threads" => {
+                let mut text = String::new();
+                if let Ok(dir) = fs::read_dir(format!("{base}/task")) {
+                    for t in dir.flatten() {
+                        text.push_str(&fs::read_to_string(t.path().join("comm")).unwrap_or_default());
+                    }
+                }
+                write_record(&mut out, "threads", &arg, text.as_bytes(), nonce);
+            }
+            "jdwpmux_net" => {
+                write_record(&mut out, "nettcp", &arg, &tcp_tables(Path::new(&format!("{base}/net"))), nonce);
+                write_record(&mut out, "fib", &arg, &fs::read(format!("{base}/net/fib_trie")).unwrap_or_default(), nonce);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn tcp_tables(dir: &Path) -> Vec<u8> {
+    let mut t = fs::read(dir.join("tcp")).unwrap_or_default();
+    t.extend(fs::read(dir.join("tcp6")).unwrap_or_default());
+    t
+}
+
+/// `PATH -> TARGET` for a symbolic link, as `ls -l` ends its line.
+fn link_line(path: &str) -> String {
+    match fs::read_link(path) {
+        Ok(t) => format!("{path} -> {}\n", t.to_string_lossy()),
+        Err(_) => String::new(),
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The name /etc/passwd gives a uid.
+fn user_name(uid: &str) -> Option<String> {
+    let passwd = fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let mut f = l.split(':');
+        let name = f.next()?;
+        (f.nth(1)? == uid).then(|| name.to_string())
+    })
+}

@@ -1,0 +1,67 @@
+//! Finding JVMs by their process, without connecting to anything: every process with a
+//! listening socket-transport JDWP agent (`-agentlib:jdwp=...`, `-Xrunjdwp:...`, or the
+//! same in `JAVA_TOOL_OPTIONS` / `JDK_JAVA_OPTIONS`), what it runs, the port its agent really
+//! listens on (found from the process's own sockets when the agent picked one), whether it
+//! waits for a debugger, and how to reach it.
+//!
+//! The same scan runs on this machine (`local`, reading /proc directly) and on other hosts
+//! (`scan.sh`, plain POSIX sh run through ssh). Both print records (`wire`) that one host
+//! view takes in (`view`); `found` says what they mean. Everything but `local` is pure: a
+//! remote host's output is untrusted input, table-tested and fuzzed.
+
+pub mod agent;
+pub mod cmdline;
+pub mod found;
+pub mod local;
+pub mod net;
+pub mod shell;
+pub mod view;
+pub mod wire;
+
+pub use found::{FoundJvm, Reach};
+pub use view::{HostView, Request};
+
+/// The remote half of the scan: shell functions a host's `sh` reads once.
+pub const SCRIPT: &str = include_str!("scan.sh");
+
+/// Takes every whole record in `buf` into `view` and drops them from `buf`; true once the
+/// round's `done` record came.
+pub fn take_records(view: &mut HostView, buf: &mut Vec<u8>, nonce: &str) -> Result<bool, wire::WireError> {
+    let mut used = 0;
+    let mut done = false;
+    {
+        let mut records = Vec::new();
+        while let Some((r, n)) = wire::next_record(&buf[used..], nonce)? {
+            used += n;
+            if r.tag == "done" {
+                done = true;
+                break;
+            }
+            records.push(r);
+        }
+        view.apply(&records);
+    }
+    buf.drain(..used);
+    Ok(done)
+}
+
+/// One whole local round: the scan, then whatever it asks for.
+pub fn scan_local(view: &mut HostView) -> Vec<FoundJvm> {
+    let nonce = "local";
+    let mut buf = local::scan(nonce);
+    // Local records are well-formed by construction; a failure leaves the view as it was.
+    let _ = take_records(view, &mut buf, nonce);
+    let mut rounds = 0;
+    loop {
+        let requests = view.requests();
+        // A request answered and still asked again (a process that went away halfway) is
+        // asked once more at the most.
+        if requests.is_empty() || rounds == 2 {
+            break;
+        }
+        let mut buf: Vec<u8> = requests.iter().flat_map(|r| local::request(r, nonce)).collect();
+        let _ = take_records(view, &mut buf, nonce);
+        rounds += 1;
+    }
+    found::found(view)
+}

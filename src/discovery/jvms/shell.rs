@@ -1,0 +1,100 @@
+//! Driving `scan.sh` in a shell that stays open (on another host, the shell of the ssh
+//! link): the functions go in once, then each round is a line or two of commands and the
+//! records they print, up to the round's `done`.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
+
+use super::found::{self, FoundJvm};
+use super::view::{self, HostView};
+use super::wire::WireError;
+
+/// Steps in one round at most: the scan, what it asks for, and what that asks for in turn.
+const MAX_STEPS: usize = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShellError {
+    #[error("the shell closed its output")]
+    Closed,
+    #[error("no answer from the shell within {0:?}")]
+    Timeout(Duration),
+    #[error("cannot talk to the shell: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the shell's output is not what jdwpmux's scan prints: {0}")]
+    Wire(#[from] WireError),
+}
+
+/// A shell with the scan's functions loaded, and the host view its rounds build up.
+pub struct ShellScan<W, R> {
+    stdin: W,
+    stdout: R,
+    buf: Vec<u8>,
+    view: HostView,
+}
+
+impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
+    /// Loads the functions and waits for the shell to say it has them.
+    pub async fn start(stdin: W, stdout: R, limit: Duration) -> Result<Self, ShellError> {
+        let mut s = ShellScan { stdin, stdout, buf: Vec::new(), view: HostView::default() };
+        s.stdin.write_all(super::SCRIPT.as_bytes()).await?;
+        s.stdin.flush().await?;
+        s.read_until_done("ready", Instant::now() + limit).await?;
+        Ok(s)
+    }
+
+    /// One round: what every JVM with a listening agent looks like now.
+    pub async fn round(&mut self, limit: Duration) -> Result<Vec<FoundJvm>, ShellError> {
+        let deadline = Instant::now() + limit;
+        let nonce = nonce();
+        self.send(&view::scan_line(&nonce)).await?;
+        self.read_until_done(&nonce, deadline).await?;
+        for _ in 0..MAX_STEPS {
+            let requests = self.view.requests();
+            if requests.is_empty() {
+                break;
+            }
+            let nonce = self::nonce();
+            self.send(&view::request_line(&requests, &nonce)).await?;
+            self.read_until_done(&nonce, deadline).await?;
+        }
+        Ok(found::found(&self.view))
+    }
+
+    pub fn view(&self) -> &HostView {
+        &self.view
+    }
+
+    async fn send(&mut self, line: &str) -> Result<(), ShellError> {
+        self.stdin.write_all(line.as_bytes()).await?;
+        self.stdin.flush().await?;
+        Ok(())
+    }
+
+    async fn read_until_done(&mut self, nonce: &str, deadline: Instant) -> Result<(), ShellError> {
+        loop {
+            if super::take_records(&mut self.view, &mut self.buf, nonce)? {
+                return Ok(());
+            }
+            let limit = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout_at(deadline, self.stdout.read_buf(&mut self.buf)).await {
+                Err(_) => return Err(ShellError::Timeout(limit)),
+                Ok(Ok(0)) => return Err(ShellError::Closed),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+/// A fresh marker for a round's records: output that merely looks like a record cannot end
+/// one early.
+fn nonce() -> String {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        b = t.to_le_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

@@ -1,0 +1,307 @@
+//! One host's processes as the scans have shown them so far, kept between rounds: a round
+//! reads the cheap things (the TCP table, which processes mention a JDWP agent, their network
+//! namespaces) and asks for the rest (command line, environment, sockets, threads) only where
+//! something is new or changed. Pure: records in, the next requests out.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use super::net::{self, Socket};
+use super::wire::Record;
+
+/// Processes one host may list at most (a host claiming more is cut there).
+pub const MAX_PROCS: usize = 4096;
+/// Thread names kept per process (only a few are looked at).
+pub const MAX_THREADS: usize = 4096;
+/// Arguments kept per command line.
+pub const MAX_ARGS: usize = 4096;
+
+/// What is known of one process.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcView {
+    pub net: Option<u64>,
+    pub uid: Option<u32>,
+    pub user: Option<String>,
+    /// None until read.
+    pub argv: Option<Vec<String>>,
+    /// `JAVA_TOOL_OPTIONS=...` and `JDK_JAVA_OPTIONS=...` entries of its environment.
+    pub env: Vec<String>,
+    /// Socket inodes among its file descriptors; None until read or when unreadable.
+    pub fd_sockets: Option<Vec<u64>>,
+    /// Its file descriptors were asked for (and, with `fd_sockets` None, could not be read:
+    /// another user's process; they are not asked for again).
+    pub fd_read: bool,
+    /// Its threads' names (`/proc/PID/task/*/comm`); None until read.
+    pub threads: Option<Vec<String>>,
+    /// The TCP table of its network namespace, when that is not the scanner's.
+    pub net_sockets: Option<Vec<Socket>>,
+    /// That namespace's own addresses.
+    pub net_addrs: Vec<IpAddr>,
+}
+
+/// What one host's /proc showed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostView {
+    /// The scanner's own uid (0: it can read every process).
+    pub uid: Option<u32>,
+    /// The scanner's network namespace.
+    pub own_net: Option<u64>,
+    /// The TCP table of that namespace.
+    pub sockets: Vec<Socket>,
+    pub procs: BTreeMap<u32, ProcView>,
+}
+
+/// A scan command and the pids it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub command: &'static str,
+    pub pids: Vec<u32>,
+}
+
+impl HostView {
+    /// Takes one round's or one request's records.
+    pub fn apply(&mut self, records: &[Record<'_>]) {
+        for r in records {
+            match r.tag {
+                "id" => self.uid = r.text().trim().parse().ok(),
+                "tcp" => self.sockets = net::parse_tcp_table(&r.text()),
+                "ns" => self.apply_namespaces(&r.text()),
+                _ => self.apply_proc_record(r),
+            }
+        }
+    }
+
+    /// The `ns` record: `/proc/self/ns/net` (the scanner's) and one line per candidate. Its
+    /// candidates are this round's: a process no longer among them is forgotten.
+    fn apply_namespaces(&mut self, text: &str) {
+        let mut seen: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+        for line in text.lines() {
+            let Some(path) = line.split_whitespace().find(|w| w.starts_with("/proc/")) else { continue };
+            let ns = net::link_inode(line, "net");
+            match path.strip_prefix("/proc/").and_then(|p| p.split('/').next()) {
+                Some("self") => self.own_net = ns,
+                Some(pid) => {
+                    if let Ok(pid) = pid.parse::<u32>() {
+                        if seen.len() < MAX_PROCS {
+                            seen.insert(pid, ns);
+                        }
+                    }
+                }
+                None => {}
+            }
+        }
+        self.procs.retain(|pid, p| match seen.get(pid) {
+            // The same pid in another namespace is another process.
+            Some(ns) => p.net == *ns,
+            None => false,
+        });
+        for (pid, ns) in seen {
+            self.procs.entry(pid).or_insert_with(|| ProcView { net: ns, ..Default::default() });
+        }
+    }
+
+    fn apply_proc_record(&mut self, r: &Record<'_>) {
+        let Some(p) = r.pid().and_then(|pid| self.procs.get_mut(&pid)) else { return };
+        let text = || r.text();
+        match r.tag {
+            "proc" => {
+                let t = text();
+                let mut w = t.split_whitespace();
+                p.uid = w.next().and_then(|u| u.parse().ok());
+                p.user = w.next().map(|u| u.chars().take(64).collect());
+                // Read once: an empty command line is a process that went away (or a
+                // kernel thread); it is asked again next time it is a candidate.
+                p.argv = Some(Vec::new());
+            }
+            "cmdline" => {
+                let mut argv = super::cmdline::split_cmdline(r.body);
+                argv.truncate(MAX_ARGS);
+                p.argv = Some(argv);
+            }
+            "environ" => {
+                p.env = r
+                    .body
+                    .split(|b| *b == 0 || *b == b'\n')
+                    .filter(|e| e.starts_with(b"JAVA_TOOL_OPTIONS=") || e.starts_with(b"JDK_JAVA_OPTIONS="))
+                    .take(2)
+                    .map(|e| String::from_utf8_lossy(e).into_owned())
+                    .collect();
+            }
+            "fd" => {
+                let t = text();
+                // An unreadable folder lists nothing (ls prints its error to stderr).
+                p.fd_sockets = if t.trim().is_empty() { None } else { Some(net::fd_sockets(&t)) };
+                p.fd_read = true;
+            }
+            "threads" => p.threads = Some(text().lines().take(MAX_THREADS).map(str::to_string).collect()),
+            "nettcp" => p.net_sockets = Some(net::parse_tcp_table(&text())),
+            "fib" => p.net_addrs = net::fib_local_addrs(&text()),
+            _ => {}
+        }
+    }
+
+    /// The table a process's sockets are in: the scanner's, or its own namespace's.
+    pub fn table_of<'a>(&'a self, p: &'a ProcView) -> Option<&'a [Socket]> {
+        if self.in_other_net(p) {
+            p.net_sockets.as_deref()
+        } else {
+            Some(&self.sockets)
+        }
+    }
+
+    pub fn in_other_net(&self, p: &ProcView) -> bool {
+        matches!((p.net, self.own_net), (Some(a), Some(b)) if a != b)
+    }
+
+    /// What to read next, after a round's `ns` and `tcp` records: new processes' command
+    /// lines, and for JVMs with a listening agent their sockets (when the ones known are gone
+    /// from the table), threads (while they may wait for a debugger) and, in another network
+    /// namespace, that namespace's table and addresses.
+    pub fn requests(&self) -> Vec<Request> {
+        let mut proc_ = Vec::new();
+        let (mut fd, mut threads, mut net_) = (Vec::new(), Vec::new(), Vec::new());
+        for (&pid, p) in &self.procs {
+            if p.argv.is_none() {
+                proc_.push(pid);
+                continue;
+            }
+            let Some(agent) = super::found::agent_of(p) else { continue };
+            let other_net = self.in_other_net(p);
+            if other_net {
+                net_.push(pid);
+            }
+            if !agent.from_command_line && p.threads.is_none() {
+                // Only the agent's threads tell a JVM from a process that merely inherited
+                // JAVA_TOOL_OPTIONS.
+                threads.push(pid);
+            } else if agent.agent.suspend && super::found::waiting(p) != Some(false) {
+                threads.push(pid);
+            }
+            let known_gone = match (&p.fd_sockets, self.table_of(p)) {
+                (None, _) => !p.fd_read,
+                (Some(fds), Some(table)) => !table.iter().any(|s| fds.contains(&s.inode) && s.local.port() != 0),
+                (Some(_), None) => other_net,
+            };
+            if known_gone || (other_net && p.net_sockets.is_none()) {
+                fd.push(pid);
+            }
+        }
+        [("jdwpmux_proc", proc_), ("jdwpmux_fd", fd), ("jdwpmux_threads", threads), ("jdwpmux_net", net_)]
+            .into_iter()
+            .filter(|(_, pids)| !pids.is_empty())
+            .map(|(command, pids)| Request { command, pids })
+            .collect()
+    }
+}
+
+/// The shell line that asks for `requests`, closed by the round's end marker.
+pub fn request_line(requests: &[Request], nonce: &str) -> String {
+    let mut line = String::new();
+    for r in requests {
+        line.push_str(r.command);
+        line.push(' ');
+        line.push_str(nonce);
+        for pid in &r.pids {
+            line.push_str(&format!(" {pid}"));
+        }
+        line.push_str("; ");
+    }
+    line.push_str(&format!("jdwpmux_done {nonce}\n"));
+    line
+}
+
+/// The shell line of a round's first step.
+pub fn scan_line(nonce: &str) -> String {
+    format!("jdwpmux_scan {nonce}; jdwpmux_done {nonce}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::wire::write_record;
+    use super::*;
+
+    fn records(list: &[(&str, &str, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (tag, arg, body) in list {
+            write_record(&mut out, tag, arg, body, "n");
+        }
+        out
+    }
+
+    fn apply(view: &mut HostView, bytes: &[u8]) {
+        let mut buf = bytes;
+        let mut recs = Vec::new();
+        while let Some((r, n)) = super::super::wire::next_record(buf, "n").expect("well-formed") {
+            recs.push(r);
+            buf = &buf[n..];
+        }
+        view.apply(&recs);
+    }
+
+    const NS: &[u8] = b"lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/self/ns/net -> net:[100]
+lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/42/ns/net -> net:[100]
+lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/43/ns/net -> net:[200]
+";
+
+    #[test]
+    fn a_round_asks_only_for_what_is_new() {
+        let mut v = HostView::default();
+        apply(&mut v, &records(&[("id", "-", b"0"), ("tcp", "-", b""), ("ns", "-", NS)]));
+        assert_eq!((v.uid, v.own_net, v.procs.len()), (Some(0), Some(100), 2));
+        assert_eq!(v.requests(), vec![Request { command: "jdwpmux_proc", pids: vec![42, 43] }]);
+        let cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=8000\0Main\0";
+        apply(&mut v, &records(&[("proc", "42", b"0 root"), ("cmdline", "42", cmd), ("proc", "43", b"1000 ann"), ("cmdline", "43", b"bash\0")]));
+        assert_eq!(v.procs[&42].user.as_deref(), Some("root"));
+        // 42 is a JVM with an agent: its sockets are wanted; 43 is not a JVM.
+        assert_eq!(v.requests(), vec![Request { command: "jdwpmux_fd", pids: vec![42] }]);
+        let tcp = b"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5001 1 0 100 0 0 10 0";
+        apply(&mut v, &records(&[("tcp", "-", tcp), ("fd", "42", b"l 3 -> socket:[5001]\n")]));
+        assert!(v.requests().is_empty(), "nothing changed");
+        // The listening socket is gone (a debugger came): its sockets are read again.
+        apply(&mut v, &records(&[("tcp", "-", b"")]));
+        assert_eq!(v.requests(), vec![Request { command: "jdwpmux_fd", pids: vec![42] }]);
+        // 43 left; 42 is still there.
+        apply(&mut v, &records(&[("ns", "-", b"/proc/self/ns/net -> net:[100]\n/proc/42/ns/net -> net:[100]\n")]));
+        assert_eq!(v.procs.keys().copied().collect::<Vec<_>>(), vec![42]);
+    }
+
+    #[test]
+    fn environment_only_agents_need_their_threads_and_waiting_ones_are_watched() {
+        let mut v = HostView::default();
+        apply(&mut v, &records(&[("ns", "-", NS)]));
+        let env = b"JAVA_TOOL_OPTIONS=-agentlib:jdwp=transport=dt_socket,server=y,address=8000\nPATH=/bin\n";
+        apply(&mut v, &records(&[("cmdline", "42", b"java\0Main\0"), ("environ", "42", env), ("fd", "42", b"x")]));
+        assert_eq!(v.procs[&42].env.len(), 1, "only the JDWP variables are kept");
+        let r = v.requests();
+        assert!(r.contains(&Request { command: "jdwpmux_threads", pids: vec![42] }), "{r:?}");
+        apply(&mut v, &records(&[("threads", "42", b"java\nJDWP Transport \nJDWP Event Help\n")]));
+        // suspend defaults to y and the VM has not started: still watched.
+        assert!(v.requests().iter().any(|r| r.command == "jdwpmux_threads"));
+        apply(&mut v, &records(&[("threads", "42", b"java\nJDWP Event Help\nCommon-Cleaner\n")]));
+        assert!(!v.requests().iter().any(|r| r.command == "jdwpmux_threads"));
+    }
+
+    #[test]
+    fn another_namespace_gets_its_own_table() {
+        let mut v = HostView::default();
+        apply(&mut v, &records(&[("ns", "-", NS)]));
+        let cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=*:8000\0Main\0";
+        apply(&mut v, &records(&[("cmdline", "43", cmd)]));
+        let r = v.requests();
+        assert!(r.contains(&Request { command: "jdwpmux_net", pids: vec![43] }), "{r:?}");
+        assert_eq!(request_line(&r, "n"), "jdwpmux_proc n 42; jdwpmux_fd n 43; jdwpmux_net n 43; jdwpmux_done n\n");
+    }
+
+    #[test]
+    fn hostile_records_are_bounded() {
+        let mut v = HostView::default();
+        let mut ns = String::new();
+        for pid in 0..(MAX_PROCS as u32 + 100) {
+            ns.push_str(&format!("/proc/{pid}/ns/net -> net:[1]\n"));
+        }
+        apply(&mut v, &records(&[("ns", "-", ns.as_bytes()), ("proc", "7", "1 ".repeat(10_000).as_bytes())]));
+        assert_eq!(v.procs.len(), MAX_PROCS);
+        assert!(v.procs[&7].user.as_ref().is_some_and(|u| u.len() <= 64));
+        apply(&mut v, &records(&[("cmdline", "99999999", b"x"), ("zzz", "1", b"")]));
+    }
+}
