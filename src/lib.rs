@@ -42,9 +42,11 @@ pub mod logwriter;
 pub mod manpage;
 pub mod park;
 pub mod registry;
+pub mod remote;
 pub mod session;
 pub mod settings;
 pub mod stats;
+pub mod transport;
 pub mod views;
 pub mod web;
 

@@ -16,14 +16,22 @@ use crate::session::{VmHandle, VmStatus};
 pub type VmId = u32;
 
 /// How a VM was found: VMs named on the command line stay listed while unreachable;
-/// discovered ones leave the list when they go away (but keep their port for their return).
+/// discovered ones leave the list when they go away (but keep their port for their return),
+/// except those a discovery holds listed (`VmEntry::held`: a process it still sees).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Cli,
     Scan,
     Adb,
+    /// Found by its process (/proc) on this machine.
+    Proc,
+    /// Found on another host through ssh.
+    Ssh,
 }
+
+/// The `host` of VMs on this machine.
+pub const LOCAL_HOST: &str = "local";
 
 #[derive(Debug, Clone)]
 pub struct VmEntry {
@@ -39,12 +47,24 @@ pub struct VmEntry {
     /// The bound debugger port (None while it could not be bound).
     pub port: Option<u16>,
     pub handle: VmHandle,
+    /// The ssh host it runs on; None: this machine.
+    pub host: Option<String>,
+    /// Listed even while unreachable: its discovery still sees it (a process found in /proc,
+    /// a JVM on a host whose link is down).
+    pub held: bool,
+    /// What people should know about it (why it cannot be reached, what to do).
+    pub note: Option<String>,
 }
 
 impl VmEntry {
     /// Whether `list` shows it now.
     pub fn present(&self) -> bool {
-        self.source == Source::Cli || self.handle.status().state != crate::session::VmState::Unreachable
+        self.source == Source::Cli || self.held || self.handle.status().state != crate::session::VmState::Unreachable
+    }
+
+    /// The host's name as `list` shows it.
+    pub fn host_name(&self) -> &str {
+        self.host.as_deref().unwrap_or(LOCAL_HOST)
     }
 }
 
@@ -52,12 +72,23 @@ impl VmEntry {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VmInfo {
     pub id: VmId,
+    /// The host it runs on: `local`, or the ssh host's name.
+    #[serde(default = "local_host")]
+    pub host: String,
+    /// Its address (on its host).
     pub addr: String,
     pub source: Source,
     pub debugger_port: Option<u16>,
     pub current: bool,
+    /// Why it cannot be reached and what to do, when that is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     #[serde(flatten)]
     pub status: VmStatus,
+}
+
+fn local_host() -> String {
+    LOCAL_HOST.to_string()
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -84,7 +115,7 @@ impl Registry {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let wanted_port = if base_port == 0 { 0 } else { self.free_port(base_port) };
         self.by_key.insert(key.clone(), id);
-        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle });
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle, host: None, held: false, note: None });
         (id, wanted_port)
     }
 
@@ -105,6 +136,28 @@ impl Registry {
     fn free_port(&self, base: u16) -> u16 {
         let used: std::collections::HashSet<u16> = self.vms.iter().map(|e| e.wanted_port).collect();
         (base..=u16::MAX).find(|p| !used.contains(p)).unwrap_or(0)
+    }
+
+    /// Says which ssh host a VM runs on.
+    pub fn set_host(&self, id: VmId, host: Option<String>) {
+        if let Some(mut e) = self.vms.get_mut(&id) {
+            e.host = host;
+        }
+    }
+
+    /// Keeps a VM listed while unreachable (or lets it go), with a note for people.
+    pub fn set_held(&self, id: VmId, held: bool, note: Option<String>) {
+        if let Some(mut e) = self.vms.get_mut(&id) {
+            e.held = held;
+            e.note = note;
+        }
+    }
+
+    /// Renames a VM (its address on its host changed).
+    pub fn rename(&self, id: VmId, name: String) {
+        if let Some(mut e) = self.vms.get_mut(&id) {
+            e.name = name;
+        }
     }
 
     pub fn set_port(&self, id: VmId, port: u16) {
@@ -155,20 +208,41 @@ impl Registry {
             .into_iter()
             .map(|e| VmInfo {
                 id: e.id,
-                addr: e.name.clone(),
+                host: e.host_name().to_string(),
+                addr: e.host.as_ref().and_then(|h| e.name.strip_prefix(h.as_str())).and_then(|a| a.strip_prefix(':')).unwrap_or(&e.name).to_string(),
                 source: e.source,
                 debugger_port: e.port,
                 current: Some(e.id) == current,
+                note: e.note.clone(),
                 status: e.handle.status(),
             })
             .collect()
     }
 
     /// Finds the one VM a selector names: `:PORT` (debugger port), `HOST:PORT` (VM address),
-    /// a pid (else a bare debugger port), or an app name (exact, then unique prefix).
+    /// a pid (else a bare debugger port), or an app name (exact, then unique prefix); any of
+    /// them after `HOST:` (an ssh host, or `local`) looks at that host's VMs only.
     pub fn resolve(&self, selector: &str) -> Result<VmId, SelectError> {
         let entries = self.entries();
         let rows: Vec<(VmEntry, VmStatus)> = entries.into_iter().map(|e| { let s = e.handle.status(); (e, s) }).collect();
+        if let Some((host, rest)) = selector.split_once(':') {
+            let on_host: Vec<(VmEntry, VmStatus)> = rows.iter().filter(|(e, _)| e.host_name() == host).cloned().collect();
+            let is_host = host == LOCAL_HOST || rows.iter().any(|(e, _)| e.host.as_deref() == Some(host));
+            if is_host && !rest.is_empty() && selector.parse::<SocketAddr>().is_err() {
+                return match Self::resolve_in(&on_host, rest) {
+                    Ok(id) => Ok(id),
+                    // `HOST:NAME` where NAME is a VM's full name (`HOST:ADDRESS`).
+                    Err(e) => Self::resolve_in(&rows, selector).map_err(|_| match e {
+                        SelectError::Unknown { candidates, .. } => SelectError::Unknown { selector: selector.to_string(), candidates },
+                        SelectError::Ambiguous { candidates, .. } => SelectError::Ambiguous { selector: selector.to_string(), candidates },
+                    }),
+                };
+            }
+        }
+        Self::resolve_in(&rows, selector)
+    }
+
+    fn resolve_in(rows: &[(VmEntry, VmStatus)], selector: &str) -> Result<VmId, SelectError> {
         let pick = |matches: Vec<&(VmEntry, VmStatus)>| -> Option<Result<VmId, SelectError>> {
             match matches.len() {
                 0 => None,
@@ -184,7 +258,7 @@ impl Registry {
                 return r;
             }
         } else if let Ok(addr) = selector.parse::<SocketAddr>() {
-            if let Some(r) = pick(rows.iter().filter(|(e, _)| e.addr == addr).collect()) {
+            if let Some(r) = pick(rows.iter().filter(|(e, _)| e.addr == addr && e.host.is_none()).collect()) {
                 return r;
             }
         } else if let Some(r) = pick(rows.iter().filter(|(e, _)| e.name == selector).collect()) {
@@ -217,7 +291,10 @@ impl Registry {
 }
 
 fn describe(e: &VmEntry, s: &VmStatus) -> String {
-    let mut d = e.name.clone();
+    let mut d = match &e.host {
+        Some(h) if !e.name.starts_with(&format!("{h}:")) => format!("{h}:{}", e.name),
+        _ => e.name.clone(),
+    };
     if let Some(p) = e.port {
         d.push_str(&format!(" (:{p})"));
     }

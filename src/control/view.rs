@@ -5,8 +5,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::registry::VmInfo;
 use crate::session::DebuggerInfo;
 
-/// One line per VM under a header; `*` marks the current VM. Each debugger attached to a VM
-/// gets a line of its own under the VM's.
+/// One line per VM under a header; `*` marks the current VM. A VM's note (why it cannot be
+/// reached) and each debugger attached to it get a line of their own under the VM's.
 pub fn table(vms: &[VmInfo]) -> String {
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     table_at(vms, now_ms)
@@ -16,6 +16,7 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
     let mut rows = vec![[
         "".to_string(),
         "PORT".to_string(),
+        "HOST".to_string(),
         "PID".to_string(),
         "APP".to_string(),
         "VM".to_string(),
@@ -33,6 +34,7 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
         rows.push([
             if v.current { "*".into() } else { " ".into() },
             v.debugger_port.map_or("-".into(), |p| p.to_string()),
+            v.host.clone(),
             s.pid.map_or("-".into(), |p| p.to_string()),
             app,
             s.vm_ident.clone().unwrap_or_else(|| "-".into()),
@@ -53,6 +55,9 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
         if let Some(vm) = i.checked_sub(1).and_then(|k| vms.get(k)) {
+            if let Some(note) = &vm.note {
+                out.push_str(&format!("    ! {note}\n"));
+            }
             for d in &vm.status.debuggers {
                 out.push_str(&debugger_line(d, now_ms));
             }
@@ -106,6 +111,8 @@ mod tests {
         };
         let vm = |debuggers: Vec<DebuggerInfo>| VmInfo {
             id: 0,
+            host: "local".into(),
+            note: None,
             addr: "127.0.0.1:8000".into(),
             source: Source::Cli,
             debugger_port: Some(8600),
@@ -120,6 +127,13 @@ mod tests {
         assert_eq!(lines[2], "    debugger 127.0.0.1:5005 for 2m05s, ddm, 3 requests, 1 suspension, 512 commands");
         assert_eq!(lines[3], "    debugger 127.0.0.1:5006 for 3s, 3 requests, 1 suspension, 512 commands");
         assert!(lines[4].contains(" -  "), "{text}");
+        assert!(lines[0].starts_with("   PORT  HOST   PID"), "{text}");
+        let mut far = vm(vec![]);
+        far.host = "staging-2".into();
+        far.note = Some("the ssh link to staging-2 is down: no route to host".into());
+        let text = table_at(&[far], now);
+        assert!(text.lines().nth(1).is_some_and(|l| l.contains("8600  staging-2")), "{text}");
+        assert_eq!(text.lines().nth(2), Some("    ! the ssh link to staging-2 is down: no route to host"), "{text}");
         assert_eq!(duration(3 * 3600 + 7 * 60 + 5), "3h07m");
     }
 }

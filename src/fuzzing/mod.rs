@@ -19,6 +19,7 @@ pub mod ddm;
 pub mod handshake;
 pub mod heapmap;
 mod pieces;
+pub mod procscan;
 
 #[cfg(test)]
 mod replay;
@@ -42,6 +43,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "control", check: control::check },
     Target { name: "adb", check: adb::check },
     Target { name: "config", check: config::check },
+    Target { name: "procscan", check: procscan::check },
 ];
 
 /// The target called `name`.

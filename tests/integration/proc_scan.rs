@@ -82,7 +82,7 @@ fn check(apps: &[JavaApp], found: &BTreeMap<u32, Seen>, who: &str) {
     }
 }
 
-async fn script_under(shell: &[&str]) -> Option<BTreeMap<u32, Seen>> {
+async fn script_under(shell: &[&str], ours: &[u32]) -> Option<BTreeMap<u32, Seen>> {
     let mut child = tokio::process::Command::new(shell[0])
         .args(&shell[1..])
         .stdin(Stdio::piped())
@@ -94,11 +94,15 @@ async fn script_under(shell: &[&str]) -> Option<BTreeMap<u32, Seen>> {
     let (stdin, stdout) = (child.stdin.take()?, child.stdout.take()?);
     let mut scan = ShellScan::start(stdin, stdout, Duration::from_secs(20)).await.expect("the script loads");
     let found = scan.round(Duration::from_secs(30)).await.expect("a round");
-    // A second round asks for nothing new and finds the same.
+    // A second round finds the same (other tests' JVMs may come and go meanwhile).
     let again = scan.round(Duration::from_secs(30)).await.expect("a second round");
-    assert_eq!(seen(&found), seen(&again), "{shell:?}");
+    assert_eq!(only(seen(&found), ours), only(seen(&again), ours), "{shell:?}");
     let _ = child.kill().await;
     Some(seen(&found))
+}
+
+fn only(m: BTreeMap<u32, Seen>, pids: &[u32]) -> BTreeMap<u32, Seen> {
+    m.into_iter().filter(|(pid, _)| pids.contains(pid)).collect()
 }
 
 async fn local_and_scripted(java: PathBuf) {
@@ -107,15 +111,14 @@ async fn local_and_scripted(java: PathBuf) {
     let local = seen(&jvms::scan_local(&mut view));
     check(&apps, &local, "local /proc");
     let ours: Vec<u32> = apps.iter().filter_map(|a| a.pid()).collect();
-    let only_ours = |m: BTreeMap<u32, Seen>| m.into_iter().filter(|(pid, _)| ours.contains(pid)).collect::<BTreeMap<_, _>>();
     let mut shells = 0;
     for shell in [&["dash"][..], &["busybox", "sh"], &["bash", "--norc"], &["sh"]] {
-        let Some(found) = script_under(shell).await else {
+        let Some(found) = script_under(shell, &ours).await else {
             eprintln!("{shell:?} is not installed here; the script is checked under the others");
             continue;
         };
         check(&apps, &found, &format!("{shell:?}"));
-        assert_eq!(only_ours(found), only_ours(local.clone()), "{shell:?} and /proc agree");
+        assert_eq!(only(found, &ours), only(local.clone(), &ours), "{shell:?} and /proc agree");
         shells += 1;
     }
     assert!(shells >= 2, "the script ran under {shells} shells");

@@ -27,6 +27,6 @@ pub mod wire;
 pub use client::RawClient;
 pub use fake_vm::{DbgdReply, EventRequestRecord, FakeThread, FakeVm, FakeVmConfig, HeapRequest};
 pub use ports::PortHold;
-pub use java::{java_available, jdb_available, JavaApp};
+pub use java::{java_available, jdb_available, JavaApp, JvmSpec};
 pub use jdb::Jdb;
 pub use wire::{Chunk, Kind, Packet, Reader, WireError};

@@ -31,13 +31,16 @@ pub struct ShellScan<W, R> {
     stdin: W,
     stdout: R,
     buf: Vec<u8>,
+    /// Bytes of `buf` known to hold no record end: a record is only whole once its end
+    /// arrives, so the records are parsed once per end, not once per read.
+    searched: usize,
     view: HostView,
 }
 
 impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
     /// Loads the functions and waits for the shell to say it has them.
     pub async fn start(stdin: W, stdout: R, limit: Duration) -> Result<Self, ShellError> {
-        let mut s = ShellScan { stdin, stdout, buf: Vec::new(), view: HostView::default() };
+        let mut s = ShellScan { stdin, stdout, buf: Vec::new(), searched: 0, view: HostView::default() };
         s.stdin.write_all(super::SCRIPT.as_bytes()).await?;
         s.stdin.flush().await?;
         s.read_until_done("ready", Instant::now() + limit).await?;
@@ -73,10 +76,19 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
     }
 
     async fn read_until_done(&mut self, nonce: &str, deadline: Instant) -> Result<(), ShellError> {
+        let end = format!("\n@@{nonce}\n");
         loop {
-            if super::take_records(&mut self.view, &mut self.buf, nonce)? {
-                return Ok(());
+            let from = self.searched.saturating_sub(end.len());
+            let ended = self.buf[from..].windows(end.len()).any(|w| w == end.as_bytes());
+            if ended || self.buf.len() > super::wire::MAX_RECORD + super::wire::MAX_HEADER * 2 {
+                let done = super::take_records(&mut self.view, &mut self.buf, nonce)?;
+                if done {
+                    self.searched = 0;
+                    return Ok(());
+                }
             }
+            // Every whole record is taken: what is left waits for more bytes.
+            self.searched = self.buf.len();
             let limit = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout_at(deadline, self.stdout.read_buf(&mut self.buf)).await {
                 Err(_) => return Err(ShellError::Timeout(limit)),

@@ -1,0 +1,241 @@
+//! One remote host: its ssh link (made again with back-off when lost), a scan of its JVMs
+//! every interval, and a forward per JVM from a local socket to where its agent listens.
+//! What it knows is published on a watch channel; the daemon turns it into VM sessions.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use super::destination::Destination;
+use super::link::Link;
+use super::naming::Names;
+use super::ssh_cmd::SshOptions;
+use crate::discovery::jvms::{FoundJvm, Reach};
+
+/// First wait after a lost or failed link; it doubles up to `MAX_BACKOFF`.
+pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Wait after a refused login or host key: trying again soon cannot help.
+pub const REFUSED_RETRY: Duration = Duration::from_secs(300);
+/// The adb server's port, looked for on each host's loopback.
+pub const ADB_PORT: u16 = 5037;
+
+/// How one host is reached and scanned.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    pub dest: Destination,
+    /// The name `list` shows.
+    pub label: String,
+    /// The daemon's private folder: the master's control socket and the forwards' sockets.
+    pub dir: PathBuf,
+    /// Prefix of this host's files in `dir` (`h0`, `h1`...): Unix socket paths must be short.
+    pub prefix: String,
+    pub ssh: SshOptions,
+    /// Time between scans.
+    pub interval: Duration,
+}
+
+impl HostConfig {
+    fn control(&self) -> PathBuf {
+        self.dir.join(format!("{}.ctl", self.prefix))
+    }
+
+    /// The local socket forwarded to the host's adb server.
+    pub fn adb_socket(&self) -> PathBuf {
+        self.dir.join(format!("{}.adb.sock", self.prefix))
+    }
+
+    /// The longest a scan round may take before the link counts as lost: a silent link is
+    /// noticed by then even if ssh's keep-alives have not given up yet.
+    fn round_timeout(&self) -> Duration {
+        (self.ssh.keepalive * super::ssh_cmd::KEEPALIVE_COUNT).max(Duration::from_secs(4))
+    }
+}
+
+/// The state of a host's link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkState {
+    Connecting,
+    Up,
+    /// Down, with why, and whether it is retried soon.
+    Down { reason: String, refused: bool },
+}
+
+/// A JVM found on a host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteVm {
+    /// Keeps its debugger port across reconnects and restarts.
+    pub key: String,
+    /// The local socket its forward listens on.
+    pub socket: PathBuf,
+    pub found: FoundJvm,
+    /// Its forward is in place (it is reachable while the link is up).
+    pub forwarded: bool,
+}
+
+/// What a host's task knows now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostReport {
+    pub link: LinkState,
+    /// The JVMs of the last scan (kept while the link is down).
+    pub vms: Vec<RemoteVm>,
+    /// The local socket forwarded to an adb server on the host's loopback, when one listens.
+    pub adb: Option<PathBuf>,
+}
+
+impl Default for HostReport {
+    fn default() -> Self {
+        HostReport { link: LinkState::Connecting, vms: Vec::new(), adb: None }
+    }
+}
+
+/// Runs one host until `cancel`.
+pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, cancel: CancellationToken) {
+    let mut backoff = FIRST_BACKOFF;
+    let mut names = Names::default();
+    let mut last_failure: Option<String> = None;
+    loop {
+        report.send_modify(|r| r.link = LinkState::Connecting);
+        let limit = cfg.ssh.connect_timeout + Duration::from_secs(20);
+        let control = cfg.control();
+        let opened = tokio::select! {
+            l = Link::open(&cfg.ssh, &cfg.dest, &control, limit) => l,
+            _ = cancel.cancelled() => return,
+        };
+        let wait = match opened {
+            Ok(link) => {
+                info!(host = %cfg.label, dest = %cfg.dest, "the ssh link is up");
+                backoff = FIRST_BACKOFF;
+                last_failure = None;
+                report.send_modify(|r| r.link = LinkState::Up);
+                let why = serve(&cfg, link, &mut names, &report, &cancel).await;
+                let Some(why) = why else { return };
+                let vms = report.borrow().vms.len();
+                warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}: its {vms} VMs are unreachable and their debuggers are closed; reconnecting", cfg.label);
+                report.send_modify(|r| {
+                    r.link = LinkState::Down { reason: why, refused: false };
+                    r.adb = None;
+                    for vm in &mut r.vms {
+                        vm.forwarded = false;
+                    }
+                });
+                FIRST_BACKOFF
+            }
+            Err(failure) => {
+                let text = failure.to_string();
+                let refused = !failure.transient();
+                let wait = if refused { REFUSED_RETRY } else { backoff };
+                if last_failure.as_deref() != Some(text.as_str()) {
+                    warn!(host = %cfg.label, "{text}; trying again in {wait:?}");
+                } else {
+                    debug!(host = %cfg.label, "{text}; trying again in {wait:?}");
+                }
+                last_failure = Some(text.clone());
+                report.send_modify(|r| r.link = LinkState::Down { reason: text, refused });
+                if !refused {
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                wait
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = cancel.cancelled() => return,
+        }
+    }
+}
+
+/// Scans and forwards while the link lasts. None when the daemon stops, else why it ended.
+async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &watch::Sender<HostReport>, cancel: &CancellationToken) -> Option<String> {
+    // Forwards in place on this link: local socket -> target on the host.
+    let mut forwards: HashMap<PathBuf, SocketAddr> = HashMap::new();
+    let why = loop {
+        let found = tokio::select! {
+            r = link.scan.round(cfg.round_timeout()) => r,
+            _ = cancel.cancelled() => {
+                link.close().await;
+                return None;
+            }
+        };
+        let found = match found {
+            Ok(f) => f,
+            Err(e) => break link.last_words().filter(|_| !link.alive()).unwrap_or_else(|| e.to_string()),
+        };
+        let vms = update_forwards(cfg, &link, names, &mut forwards, found).await;
+        let adb = adb_forward(cfg, &link, &mut forwards).await;
+        report.send_if_modified(|r| {
+            let new = HostReport { link: LinkState::Up, vms, adb };
+            let changed = *r != new;
+            *r = new;
+            changed
+        });
+        tokio::select! {
+            _ = tokio::time::sleep(cfg.interval) => {}
+            _ = link.ended() => break link.last_words().unwrap_or_else(|| "ssh exited".into()),
+            _ = cancel.cancelled() => {
+                link.close().await;
+                return None;
+            }
+        }
+    };
+    link.close().await;
+    Some(why)
+}
+
+/// Names the JVMs found and puts each reachable one's forward in place (moving it when its
+/// agent moved to another port).
+async fn update_forwards(cfg: &HostConfig, link: &Link, names: &mut Names, forwards: &mut HashMap<PathBuf, SocketAddr>, found: Vec<FoundJvm>) -> Vec<RemoteVm> {
+    let named = names.name(&cfg.label, &cfg.dir, &cfg.prefix, &found);
+    let mut vms = Vec::new();
+    for (f, n) in found.into_iter().zip(named) {
+        let Some(n) = n else { continue };
+        let forwarded = match &f.reach {
+            Reach::At(target) => ensure_forward(cfg, link, forwards, &n.socket, *target).await,
+            Reach::Unreachable(_) => false,
+        };
+        vms.push(RemoteVm { key: n.key, socket: n.socket, found: f, forwarded });
+    }
+    // Forwards of JVMs that went away are left in place: a JVM restarting keeps its socket and
+    // its forward is moved when it is found again.
+    vms
+}
+
+async fn ensure_forward(cfg: &HostConfig, link: &Link, forwards: &mut HashMap<PathBuf, SocketAddr>, socket: &PathBuf, target: SocketAddr) -> bool {
+    match forwards.get(socket) {
+        Some(t) if *t == target => return true,
+        Some(old) => {
+            if let Err(e) = link.forward(socket, *old, true).await {
+                debug!(host = %cfg.label, socket = %socket.display(), error = %e, "cancelling a forward");
+            }
+            forwards.remove(socket);
+        }
+        None => {}
+    }
+    match link.forward(socket, target, false).await {
+        Ok(()) => {
+            debug!(host = %cfg.label, socket = %socket.display(), %target, "forwarding");
+            forwards.insert(socket.clone(), target);
+            true
+        }
+        Err(e) => {
+            warn!(host = %cfg.label, %target, error = %e, "cannot forward to a JVM on {}", cfg.label);
+            false
+        }
+    }
+}
+
+/// A forward to the host's adb server, while one listens on its loopback.
+async fn adb_forward(cfg: &HostConfig, link: &Link, forwards: &mut HashMap<PathBuf, SocketAddr>) -> Option<PathBuf> {
+    let listens = link.scan.view().sockets.iter().any(|s| s.listening() && s.local.port() == ADB_PORT && (s.local.ip().is_loopback() || s.local.ip().is_unspecified()));
+    if !listens {
+        return None;
+    }
+    let socket = cfg.adb_socket();
+    let target = SocketAddr::from(([127, 0, 0, 1], ADB_PORT));
+    ensure_forward(cfg, link, forwards, &socket, target).await.then_some(socket)
+}

@@ -1,0 +1,44 @@
+//! VMs on other hosts, reached through the user's own OpenSSH client: one master connection
+//! a host (`link`), whose own session runs the JVM scan in a plain shell, and whose forwards
+//! carry each VM's connection from a Unix socket in the daemon's private folder to where the
+//! VM's agent listens on that host (`host`). Nothing is installed on a host and no TCP port is
+//! opened: the sockets are in a folder only the daemon's user can enter.
+//!
+//! Pure parts: `destination` (what may be given to ssh), `ssh_cmd` (the command lines),
+//! `ssh_errors` (what ssh's failures mean), `naming` (stable keys and sockets per JVM).
+
+pub mod destination;
+pub mod host;
+pub mod link;
+pub mod naming;
+pub mod ssh_cmd;
+pub mod ssh_errors;
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+pub use destination::Destination;
+pub use host::{HostConfig, HostReport, LinkState, RemoteVm};
+pub use ssh_cmd::SshOptions;
+
+/// Longest folder path for the ssh sockets: a Unix socket path has 108 bytes, and the
+/// longest file name in it is about 24.
+const MAX_DIR_LEN: usize = 80;
+
+/// Makes the daemon's private folder for ssh's sockets: `ssh-PID` beside the control socket
+/// (whose folder is the user's own, mode 0700), or in the default one when that path is too
+/// long for socket names.
+pub fn private_dir(control: Option<&Path>) -> std::io::Result<PathBuf> {
+    let default = crate::control::default_path();
+    let base = control.and_then(Path::parent).filter(|d| d.as_os_str().len() <= MAX_DIR_LEN).unwrap_or_else(|| default.parent().unwrap_or(Path::new("/tmp")));
+    if base == default.parent().unwrap_or(Path::new("/tmp")) {
+        crate::control::path_check::prepare_folder(base).map_err(|e| std::io::Error::other(e.to_string()))?;
+    }
+    let dir = base.join(format!("ssh-{}", std::process::id()));
+    if dir.exists() {
+        // Left by an earlier daemon with this pid.
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}

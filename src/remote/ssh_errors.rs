@@ -1,0 +1,105 @@
+//! What ssh said when a link could not be made, as one line for the log: a login that needs
+//! a password or a passphrase (a daemon never prompts), a host key that is unknown or changed
+//! (in ssh's own words; such a host is refused, not trusted), or anything else. Pure.
+
+/// Why a link failed, and so how soon it is tried again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkFailure {
+    /// Authentication failed: retried rarely.
+    Auth(String),
+    /// Host key verification failed: retried rarely.
+    HostKey(String),
+    /// Anything else (no route, refused, reset, timed out): retried with back-off.
+    Other(String),
+}
+
+impl LinkFailure {
+    /// Whether trying again soon could help.
+    pub fn transient(&self) -> bool {
+        matches!(self, LinkFailure::Other(_))
+    }
+}
+
+impl std::fmt::Display for LinkFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkFailure::Auth(s) | LinkFailure::HostKey(s) | LinkFailure::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Lines ssh prints while a link works that say nothing about the link itself.
+pub fn is_channel_noise(line: &str) -> bool {
+    line.starts_with("channel ") || line.contains("open failed: connect failed")
+}
+
+/// Classifies what ssh printed on stderr before it exited.
+pub fn classify(dest: &str, stderr: &str) -> LinkFailure {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("@@@") && !is_channel_noise(l))
+        .collect();
+    let has = |s: &str| lines.iter().any(|l| l.contains(s));
+    if has("Host key verification failed") || has("IDENTIFICATION HAS CHANGED") || has("host key is known") {
+        let words: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| {
+                l.contains("IDENTIFICATION HAS CHANGED")
+                    || l.contains("has changed and you have requested strict checking")
+                    || l.contains("host key is known")
+                    || l.contains("Host key verification failed")
+                    || l.starts_with("Offending")
+            })
+            .collect();
+        return LinkFailure::HostKey(format!("ssh refused {dest}: {} (jdwpmux checks host keys as your ssh config says; fix known_hosts to go on)", words.join(" ")));
+    }
+    if has("Permission denied") || has("Too many authentication failures") {
+        let line = lines.iter().find(|l| l.contains("Permission denied") || l.contains("Too many")).copied().unwrap_or_default();
+        return LinkFailure::Auth(format!(
+            "ssh could not log in to {dest} ({line}); jdwpmux never asks for a password or passphrase: load the key into ssh-agent (ssh-add) or use a key without one"
+        ));
+    }
+    let last = lines.last().copied().unwrap_or("ssh exited without saying why");
+    LinkFailure::Other(format!("ssh to {dest}: {last}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_host_key_in_ssh_own_words() {
+        let err = "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
+@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @
+@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
+IT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!
+Someone could be eavesdropping on you right now (man-in-the-middle attack)!
+Offending ED25519 key in /tmp/t/known_hosts:1
+Host key for 10.9.0.2 has changed and you have requested strict checking.
+Host key verification failed.
+";
+        let f = classify("box", err);
+        assert!(!f.transient());
+        let text = f.to_string();
+        assert!(text.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && text.contains("Host key verification failed."), "{text}");
+        assert!(!text.contains('\n'), "one line");
+        let unknown = "No ED25519 host key is known for 10.9.0.3 and you have requested strict checking.\nHost key verification failed.\n";
+        assert!(matches!(classify("b", unknown), LinkFailure::HostKey(t) if t.contains("No ED25519 host key is known")));
+    }
+
+    #[test]
+    fn a_password_is_never_asked() {
+        let f = classify("deploy@staging-2", "deploy@10.9.0.2: Permission denied (publickey,password).\n");
+        assert!(matches!(&f, LinkFailure::Auth(t) if t.contains("ssh-agent") && t.contains("Permission denied (publickey,password)")), "{f}");
+    }
+
+    #[test]
+    fn the_rest_is_transient() {
+        let f = classify("box", "channel 3: open failed: connect failed: Connection refused\nssh: connect to host 10.9.0.2 port 22: Connection refused\n");
+        assert_eq!(f, LinkFailure::Other("ssh to box: ssh: connect to host 10.9.0.2 port 22: Connection refused".into()));
+        assert!(f.transient());
+        assert!(matches!(classify("box", ""), LinkFailure::Other(t) if t.contains("without saying why")));
+    }
+}

@@ -1,0 +1,307 @@
+//! Other machines for tests: network namespaces made by the test (`ip netns`, a veth pair),
+//! each with its own address and Debian's sshd run in the foreground with a test config, a
+//! host key and a client key made by the test, and a known_hosts and ssh config for the
+//! client. Everything is removed on drop, also when the test fails.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+static NEXT: AtomicU32 = AtomicU32::new(1);
+
+/// Why test hosts cannot be made here (not root, no `ip`, no sshd), or None when they can.
+pub fn unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("test hosts need root (ip netns add)".into());
+    }
+    for tool in ["ip", "/usr/sbin/sshd", "ssh", "ssh-keygen", "nsenter", "unshare"] {
+        let ok = Command::new(tool).arg("-V").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+        if !ok {
+            return Some(format!("{tool} is not installed (.ci/run installs iproute2, openssh-server, util-linux)"));
+        }
+    }
+    let probe = format!("jmprobe{}", std::process::id());
+    let made = run(&["ip", "netns", "add", &probe]);
+    let _ = run(&["ip", "netns", "del", &probe]);
+    made.err().map(|e| format!("cannot make a network namespace: {e:#}"))
+}
+
+/// Skips the calling test (returns from it) with a line naming why, when test hosts cannot
+/// be made on this machine.
+#[macro_export]
+macro_rules! need_test_hosts {
+    () => {
+        if let Some(why) = $crate::support::testhost::unavailable() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+fn run(args: &[&str]) -> Result<String> {
+    let out = Command::new(args[0]).args(&args[1..]).stdin(Stdio::null()).output().with_context(|| format!("run {args:?}"))?;
+    if !out.status.success() {
+        bail!("{args:?}: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A /30 for host `n` of this test process: 10.A.B.0, with the host side .1 and the test
+/// host .2; A and B come from the pid so that two test processes never share addresses.
+fn subnet(n: u32) -> [u8; 3] {
+    let pid = std::process::id();
+    let block = (pid % 4000) * 16 + (n % 16);
+    [10, 100 + (block >> 8) as u8 % 100, (block & 0xFF) as u8]
+}
+
+/// A network namespace joined to this one by a veth pair.
+pub struct Netns {
+    pub name: String,
+    /// The veth end in this namespace (set it down to cut the link).
+    pub host_dev: String,
+    pub addr: Ipv4Addr,
+    pub here: Ipv4Addr,
+}
+
+impl Netns {
+    /// A namespace with loopback up and a veth to this namespace, addressed 10.x.y.2/30.
+    pub fn new() -> Result<Netns> {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let name = format!("jm{pid}h{n}");
+        let (host_dev, peer_dev) = (format!("jm{}h{n}", pid % 100_000), format!("jm{}p{n}", pid % 100_000));
+        let [a, b, c] = subnet(n);
+        let net = Netns { name: name.clone(), host_dev: host_dev.clone(), addr: Ipv4Addr::new(a, b, c, 2), here: Ipv4Addr::new(a, b, c, 1) };
+        run(&["ip", "netns", "add", &name])?;
+        run(&["ip", "link", "add", &host_dev, "type", "veth", "peer", "name", &peer_dev])?;
+        run(&["ip", "link", "set", &peer_dev, "netns", &name])?;
+        run(&["ip", "addr", "add", &format!("{}/30", net.here), "dev", &host_dev])?;
+        run(&["ip", "link", "set", &host_dev, "up"])?;
+        net.exec(&["ip", "addr", "add", &format!("{}/30", net.addr), "dev", &peer_dev])?;
+        net.exec(&["ip", "link", "set", &peer_dev, "up"])?;
+        net.exec(&["ip", "link", "set", "lo", "up"])?;
+        Ok(net)
+    }
+
+    /// Runs a command in the namespace and waits for it.
+    pub fn exec(&self, args: &[&str]) -> Result<String> {
+        let mut all = vec!["ip", "netns", "exec", &self.name];
+        all.extend_from_slice(args);
+        run(&all)
+    }
+
+    /// The prefix that runs a command in the namespace.
+    pub fn prefix(&self) -> Vec<String> {
+        vec!["ip".into(), "netns".into(), "exec".into(), self.name.clone()]
+    }
+
+    /// Cuts (false) or restores (true) the link to this namespace.
+    pub fn set_link(&self, up: bool) -> Result<()> {
+        run(&["ip", "link", "set", &self.host_dev, if up { "up" } else { "down" }]).map(|_| ())
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = run(&["ip", "link", "del", &self.host_dev]);
+        let _ = run(&["ip", "netns", "del", &self.name]);
+    }
+}
+
+/// Keys and files an ssh client and server need, in one folder.
+pub struct Keys {
+    pub dir: tempfile::TempDir,
+}
+
+impl Keys {
+    pub fn new() -> Result<Keys> {
+        let dir = tempfile::tempdir()?;
+        let k = Keys { dir };
+        for name in ["host_key", "id_ed25519"] {
+            let path = k.path(name);
+            run(&["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", path.to_str().context("path")?])?;
+        }
+        std::fs::copy(k.path("id_ed25519.pub"), k.path("authorized_keys"))?;
+        std::fs::write(k.path("known_hosts"), "")?;
+        std::fs::write(k.path("ssh_config"), "")?;
+        Ok(k)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Trusts `key_file` (a host's public key) for `addr` in the client's known_hosts.
+    pub fn trust(&self, addr: Ipv4Addr, key_file: &Path) -> Result<()> {
+        let key = std::fs::read_to_string(key_file)?;
+        let mut parts = key.split_whitespace();
+        let line = format!("{addr} {} {}\n", parts.next().context("key type")?, parts.next().context("key")?);
+        let mut text = std::fs::read_to_string(self.path("known_hosts"))?;
+        text.push_str(&line);
+        std::fs::write(self.path("known_hosts"), text)?;
+        Ok(())
+    }
+
+    /// Adds a `Host` block to the client's ssh config.
+    pub fn add_host(&self, alias: &str, addr: Ipv4Addr, extra: &str) -> Result<()> {
+        let mut text = std::fs::read_to_string(self.path("ssh_config"))?;
+        text.push_str(&format!(
+            "Host {alias}\n  HostName {addr}\n  User root\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n{extra}",
+            self.path("id_ed25519").display(),
+            self.path("known_hosts").display()
+        ));
+        std::fs::write(self.path("ssh_config"), text)?;
+        Ok(())
+    }
+
+    pub fn ssh_config(&self) -> PathBuf {
+        self.path("ssh_config")
+    }
+}
+
+/// A test host: a namespace running sshd, optionally with its own process list.
+pub struct TestHost {
+    pub alias: String,
+    /// Keys made for this host (its host key lives here).
+    host_dir: tempfile::TempDir,
+    sshd: Option<std::process::Child>,
+    own_pids: bool,
+    pub net: Netns,
+}
+
+impl TestHost {
+    /// A host named `alias` in `keys`' ssh config, trusted in its known_hosts.
+    pub fn start(keys: &Keys, alias: &str) -> Result<TestHost> {
+        Self::start_with(keys, alias, false)
+    }
+
+    /// With `own_pids`, sshd (and so everything started through it or `run_inside`) runs in a
+    /// pid namespace of its own, with its own /proc.
+    pub fn start_with(keys: &Keys, alias: &str, own_pids: bool) -> Result<TestHost> {
+        let net = Netns::new()?;
+        let host_dir = tempfile::tempdir()?;
+        let host_key = host_dir.path().join("host_key");
+        run(&["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", alias, "-f", host_key.to_str().context("path")?])?;
+        keys.trust(net.addr, &host_dir.path().join("host_key.pub"))?;
+        keys.add_host(alias, net.addr, "")?;
+        let mut h = TestHost { alias: alias.to_string(), host_dir, sshd: None, own_pids, net };
+        h.start_sshd(keys)?;
+        Ok(h)
+    }
+
+    fn start_sshd(&mut self, keys: &Keys) -> Result<()> {
+        std::fs::create_dir_all("/run/sshd")?;
+        let cfg = self.host_dir.path().join("sshd_config");
+        std::fs::write(
+            &cfg,
+            format!(
+                "ListenAddress {}:22\nHostKey {}\nAuthorizedKeysFile {}\nPidFile {}\nPermitRootLogin prohibit-password\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n\
+                 AllowTcpForwarding yes\nAllowStreamLocalForwarding yes\nLogLevel VERBOSE\n",
+                self.net.addr,
+                self.host_dir.path().join("host_key").display(),
+                keys.path("authorized_keys").display(),
+                self.host_dir.path().join("sshd.pid").display(),
+            ),
+        )?;
+        let log = std::fs::File::create(self.host_dir.path().join("sshd.log"))?;
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.net.name]);
+        if self.own_pids {
+            cmd.args(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]);
+        }
+        cmd.args(["/usr/sbin/sshd", "-D", "-e", "-f"]).arg(&cfg);
+        let child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().context("spawn sshd")?;
+        self.sshd = Some(child);
+        self.wait_listening(Duration::from_secs(20))
+    }
+
+    fn wait_listening(&self, within: Duration) -> Result<()> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if std::net::TcpStream::connect_timeout(&(self.net.addr, 22).into(), Duration::from_millis(500)).is_ok() {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("sshd on {} did not listen within {within:?}: {}", self.net.addr, self.sshd_log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn sshd_log(&self) -> String {
+        std::fs::read_to_string(self.host_dir.path().join("sshd.log")).unwrap_or_default()
+    }
+
+    /// Stops the listening sshd (its sessions live on, as on a real host).
+    pub fn kill_sshd(&mut self) {
+        if let Some(mut c) = self.sshd.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if !self.own_pids {
+            // The listener only: sshd's per-connection children carry on.
+            if let Ok(pid) = std::fs::read_to_string(self.host_dir.path().join("sshd.pid")) {
+                if let Ok(pid) = pid.trim().parse::<i32>() {
+                    // SAFETY: plain kill(2) on a pid this test started.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+
+    /// Starts sshd again, with the same host key.
+    pub fn restart_sshd(&mut self, keys: &Keys) -> Result<()> {
+        self.kill_sshd();
+        self.start_sshd(keys)
+    }
+
+    /// Gives the host a new host key (as a reinstalled machine has) and restarts sshd.
+    pub fn new_host_key(&mut self, keys: &Keys) -> Result<()> {
+        let key = self.host_dir.path().join("host_key");
+        let _ = std::fs::remove_file(&key);
+        let _ = std::fs::remove_file(self.host_dir.path().join("host_key.pub"));
+        run(&["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "new", "-f", key.to_str().context("path")?])?;
+        self.restart_sshd(keys)
+    }
+
+    /// The prefix that runs a command on this host (its network, and its own process list
+    /// when it has one).
+    pub fn prefix(&self) -> Vec<String> {
+        let mut p = self.net.prefix();
+        if self.own_pids {
+            if let Some(pid) = self.sshd.as_ref().and_then(|c| sshd_in_pidns(c.id())) {
+                p = vec!["nsenter".into(), "--target".into(), pid.to_string(), "--pid".into(), "--mount".into(), "--net".into(), "--".into()];
+            }
+        }
+        p
+    }
+}
+
+/// The pid (in this namespace) of the process that `unshare --fork` started under `parent`:
+/// the new pid namespace's first process.
+fn sshd_in_pidns(parent: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
+impl Drop for TestHost {
+    fn drop(&mut self) {
+        // Every process of the namespace: sshd, its sessions, and what they started.
+        if let Ok(pids) = run(&["ip", "netns", "pids", &self.net.name]) {
+            for pid in pids.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                // SAFETY: plain kill(2) on processes in the test's own namespace.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        if let Some(mut c) = self.sshd.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
