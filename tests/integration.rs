@@ -66,3 +66,5 @@ mod spin;
 mod cpu_pin;
 #[path = "integration/proc_scan.rs"]
 mod proc_scan;
+#[path = "integration/remote_link.rs"]
+mod remote_link;

@@ -21,6 +21,7 @@ pub mod ports;
 pub mod process;
 pub mod reader;
 pub mod tap;
+pub mod testhost;
 pub mod trace_check;
 pub mod wire;
 

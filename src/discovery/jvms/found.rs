@@ -100,7 +100,7 @@ pub fn waiting(p: &ProcView) -> Option<bool> {
 /// Every process of `view` with a listening JDWP agent. One whose agent came from the
 /// environment counts only once its threads show the agent loaded.
 pub fn found(view: &HostView) -> Vec<FoundJvm> {
-    view.procs.iter().filter_map(|(&pid, p)| found_one(view, pid, p)).collect()
+    view.procs.iter().filter(|(_, p)| !view.elsewhere(p)).filter_map(|(&pid, p)| found_one(view, pid, p)).collect()
 }
 
 fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
@@ -205,6 +205,7 @@ mod tests {
     fn proc_(args: &str, fds: Option<Vec<u64>>) -> ProcView {
         ProcView {
             net: Some(1),
+            pids: Some(7),
             uid: Some(1000),
             user: Some("ann".into()),
             argv: Some(args.split(' ').map(String::from).collect()),
@@ -215,7 +216,7 @@ mod tests {
     }
 
     fn view(procs: Vec<(u32, ProcView)>, sockets: Vec<Socket>) -> HostView {
-        HostView { uid: Some(1000), own_net: Some(1), sockets, procs: procs.into_iter().collect() }
+        HostView { uid: Some(1000), own_net: Some(1), own_pids: Some(7), sockets, procs: procs.into_iter().collect() }
     }
 
     #[test]
@@ -281,6 +282,7 @@ mod tests {
     fn containers_are_reached_at_their_own_address_or_explained() {
         let mut p = proc_("java -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=*:8000 Main", Some(vec![5]));
         p.net = Some(2);
+        p.pids = Some(8);
         p.net_sockets = Some(vec![sock("0.0.0.0:8000", LISTEN, 5)]);
         p.net_addrs = vec![IpAddr::from([172, 17, 0, 2])];
         let j = &found(&view(vec![(10, p.clone())], vec![]))[0];
@@ -290,7 +292,10 @@ mod tests {
         assert!(matches!(&found(&view(vec![(10, p.clone())], vec![]))[0].reach, Reach::Unreachable(w) if w.contains("publish the port")));
         p.net_sockets = Some(vec![sock("127.0.0.1:8000", LISTEN, 5)]);
         p.net_addrs = vec![IpAddr::from([172, 17, 0, 2])];
-        assert!(matches!(&found(&view(vec![(10, p)], vec![]))[0].reach, Reach::Unreachable(w) if w.contains("address=*:8000")));
+        assert!(matches!(&found(&view(vec![(10, p.clone())], vec![]))[0].reach, Reach::Unreachable(w) if w.contains("address=*:8000")));
+        // Another network namespace sharing our process list is another host: left out.
+        p.pids = Some(7);
+        assert!(found(&view(vec![(10, p)], vec![])).is_empty());
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub fn scan(nonce: &str) -> Vec<u8> {
     let uid = rustix::process::geteuid().as_raw();
     write_record(&mut out, "id", "-", uid.to_string().as_bytes(), nonce);
     write_record(&mut out, "tcp", "-", &tcp_tables(Path::new("/proc/net")), nonce);
-    let mut ns = link_line("/proc/self/ns/net");
+    let mut ns = link_line("/proc/self/ns/net") + &link_line("/proc/self/ns/pid");
     if let Ok(dir) = fs::read_dir("/proc") {
         for entry in dir.take(MAX_PROCS).flatten() {
             let name = entry.file_name();
@@ -31,6 +31,7 @@ pub fn scan(nonce: &str) -> Vec<u8> {
             };
             if candidate {
                 ns.push_str(&link_line(&format!("/proc/{pid}/ns/net")));
+                ns.push_str(&link_line(&format!("/proc/{pid}/ns/pid")));
             }
         }
     }

@@ -22,9 +22,9 @@ jdwpmux_scan() {
   set --
   for f in $jdwpmux_f; do
     p=${f#/proc/}; p=${p%%/*}
-    case " $* " in *" /proc/$p/ns/net "*) ;; *) set -- "$@" "/proc/$p/ns/net" ;; esac
+    case " $* " in *" /proc/$p/ns/net "*) ;; *) set -- "$@" "/proc/$p/ns/net" "/proc/$p/ns/pid" ;; esac
   done
-  jdwpmux_rec ns -; ls -l /proc/self/ns/net "$@"; jdwpmux_end
+  jdwpmux_rec ns -; ls -l /proc/self/ns/net /proc/self/ns/pid "$@"; jdwpmux_end
 }
 jdwpmux_proc() {
   jdwpmux_nonce=$1; shift

@@ -20,6 +20,8 @@ pub const MAX_ARGS: usize = 4096;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcView {
     pub net: Option<u64>,
+    /// Its pid namespace.
+    pub pids: Option<u64>,
     pub uid: Option<u32>,
     pub user: Option<String>,
     /// None until read.
@@ -46,6 +48,8 @@ pub struct HostView {
     pub uid: Option<u32>,
     /// The scanner's network namespace.
     pub own_net: Option<u64>,
+    /// The scanner's pid namespace.
+    pub own_pids: Option<u64>,
     /// The TCP table of that namespace.
     pub sockets: Vec<Socket>,
     pub procs: BTreeMap<u32, ProcView>,
@@ -71,32 +75,37 @@ impl HostView {
         }
     }
 
-    /// The `ns` record: `/proc/self/ns/net` (the scanner's) and one line per candidate. Its
-    /// candidates are this round's: a process no longer among them is forgotten.
+    /// The `ns` record: the scanner's network and pid namespaces (`/proc/self/ns/...`) and
+    /// each candidate's. Its candidates are this round's: a process no longer among them is
+    /// forgotten.
     fn apply_namespaces(&mut self, text: &str) {
-        let mut seen: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+        let mut seen: BTreeMap<u32, (Option<u64>, Option<u64>)> = BTreeMap::new();
         for line in text.lines() {
             let Some(path) = line.split_whitespace().find(|w| w.starts_with("/proc/")) else { continue };
-            let ns = net::link_inode(line, "net");
-            match path.strip_prefix("/proc/").and_then(|p| p.split('/').next()) {
-                Some("self") => self.own_net = ns,
-                Some(pid) => {
-                    if let Ok(pid) = pid.parse::<u32>() {
-                        if seen.len() < MAX_PROCS {
-                            seen.insert(pid, ns);
-                        }
-                    }
+            let mut parts = path.trim_start_matches("/proc/").split('/');
+            let (Some(who), Some("ns"), Some(kind)) = (parts.next(), parts.next(), parts.next()) else { continue };
+            if kind != "net" && kind != "pid" {
+                continue;
+            }
+            let ns = net::link_inode(line, kind);
+            let slot = |pair: &mut (Option<u64>, Option<u64>)| if kind == "net" { pair.0 = ns } else { pair.1 = ns };
+            if who == "self" {
+                let mut own = (self.own_net, self.own_pids);
+                slot(&mut own);
+                (self.own_net, self.own_pids) = own;
+            } else if let Ok(pid) = who.parse::<u32>() {
+                if seen.len() < MAX_PROCS || seen.contains_key(&pid) {
+                    slot(seen.entry(pid).or_default());
                 }
-                None => {}
             }
         }
         self.procs.retain(|pid, p| match seen.get(pid) {
             // The same pid in another namespace is another process.
-            Some(ns) => p.net == *ns,
+            Some((net, pids)) => p.net == *net && p.pids == *pids,
             None => false,
         });
-        for (pid, ns) in seen {
-            self.procs.entry(pid).or_insert_with(|| ProcView { net: ns, ..Default::default() });
+        for (pid, (net, pids)) in seen {
+            self.procs.entry(pid).or_insert_with(|| ProcView { net, pids, ..Default::default() });
         }
     }
 
@@ -153,6 +162,13 @@ impl HostView {
         matches!((p.net, self.own_net), (Some(a), Some(b)) if a != b)
     }
 
+    /// A process of another network namespace that shares the scanner's process list: it
+    /// belongs to another host made of a network namespace alone (`ip netns exec`), not to
+    /// a container of this one (a container has its own pid namespace as well). Left out.
+    pub fn elsewhere(&self, p: &ProcView) -> bool {
+        self.in_other_net(p) && matches!((p.pids, self.own_pids), (Some(a), Some(b)) if a == b)
+    }
+
     /// What to read next, after a round's `ns` and `tcp` records: new processes' command
     /// lines, and for JVMs with a listening agent their sockets (when the ones known are gone
     /// from the table), threads (while they may wait for a debugger) and, in another network
@@ -160,7 +176,7 @@ impl HostView {
     pub fn requests(&self) -> Vec<Request> {
         let mut proc_ = Vec::new();
         let (mut fd, mut threads, mut net_) = (Vec::new(), Vec::new(), Vec::new());
-        for (&pid, p) in &self.procs {
+        for (&pid, p) in self.procs.iter().filter(|(_, p)| !self.elsewhere(p)) {
             if p.argv.is_none() {
                 proc_.push(pid);
                 continue;
@@ -239,15 +255,22 @@ mod tests {
     }
 
     const NS: &[u8] = b"lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/self/ns/net -> net:[100]
+lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/self/ns/pid -> pid:[300]
 lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/42/ns/net -> net:[100]
+lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/42/ns/pid -> pid:[300]
 lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/43/ns/net -> net:[200]
+lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/43/ns/pid -> pid:[400]
+lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/net -> net:[500]
+lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
 ";
 
     #[test]
     fn a_round_asks_only_for_what_is_new() {
         let mut v = HostView::default();
         apply(&mut v, &records(&[("id", "-", b"0"), ("tcp", "-", b""), ("ns", "-", NS)]));
-        assert_eq!((v.uid, v.own_net, v.procs.len()), (Some(0), Some(100), 2));
+        assert_eq!((v.uid, v.own_net, v.own_pids, v.procs.len()), (Some(0), Some(100), Some(300), 3));
+        // 44 is in another network namespace that shares our process list: another host's.
+        assert!(v.elsewhere(&v.procs[&44]) && !v.elsewhere(&v.procs[&43]));
         assert_eq!(v.requests(), vec![Request { command: "jdwpmux_proc", pids: vec![42, 43] }]);
         let cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=8000\0Main\0";
         apply(&mut v, &records(&[("proc", "42", b"0 root"), ("cmdline", "42", cmd), ("proc", "43", b"1000 ann"), ("cmdline", "43", b"bash\0")]));
@@ -261,7 +284,7 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/43/ns/net -> net:[200]
         apply(&mut v, &records(&[("tcp", "-", b"")]));
         assert_eq!(v.requests(), vec![Request { command: "jdwpmux_fd", pids: vec![42] }]);
         // 43 left; 42 is still there.
-        apply(&mut v, &records(&[("ns", "-", b"/proc/self/ns/net -> net:[100]\n/proc/42/ns/net -> net:[100]\n")]));
+        apply(&mut v, &records(&[("ns", "-", b"/proc/self/ns/net -> net:[100]\n/proc/42/ns/net -> net:[100]\n/proc/42/ns/pid -> pid:[300]\n")]));
         assert_eq!(v.procs.keys().copied().collect::<Vec<_>>(), vec![42]);
     }
 
