@@ -115,8 +115,8 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         Some(fds) => table.iter().filter(|s| fds.contains(&s.inode)).collect(),
         None => Vec::new(),
     };
-    let listen = agent_socket(&agent, p.fd_sockets.is_some(), &own, table);
-    let port = listen.map(|s| s.local.port()).or((!agent.ephemeral()).then_some(agent.port));
+    let listen = agent_socket_of(view, p);
+    let port = listen.map(|s| s.local.port()).or((!agent.ephemeral()).then_some(agent.port)).or(p.last_port);
     let attached = port.is_some_and(|port| {
         let conns = if p.fd_sockets.is_some() { own.clone() } else { table.iter().collect() };
         conns.iter().any(|s| s.state == ESTABLISHED && s.local.port() == port)
@@ -138,18 +138,27 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
     })
 }
 
-/// The agent's listening socket: among the process's own sockets when they can be read
-/// (for a picked port, the first one it opened: the agent listens before the program
-/// starts), else any socket on the agent's given port.
-fn agent_socket<'a>(agent: &Agent, fds_known: bool, own: &[&'a Socket], table: &'a [Socket]) -> Option<&'a Socket> {
-    let fits = |s: &&Socket| s.listening() && (agent.ephemeral() || s.local.port() == agent.port);
-    if fds_known {
-        own.iter().copied().filter(fits).min_by_key(|s| s.inode)
-    } else if agent.ephemeral() {
-        None
-    } else {
-        table.iter().filter(fits).min_by_key(|s| s.inode)
+/// The agent's listening socket now, if it can be told: for a given port, the process's
+/// socket on it (any socket on it when the process's own cannot be read); for a port the
+/// agent picked, the one it was seen on, else a listening socket of the process that is not
+/// one of the program's own servers (the first one opened, at first sight: the agent listens
+/// before the program starts).
+pub fn agent_socket_of<'a>(view: &'a HostView, p: &'a ProcView) -> Option<&'a Socket> {
+    let a = agent_of(p)?;
+    let table = view.table_of(p)?;
+    let own = |s: &&Socket| p.fd_sockets.as_ref().is_some_and(|fds| fds.contains(&s.inode));
+    if !a.agent.ephemeral() {
+        let on_port = |s: &&Socket| s.listening() && s.local.port() == a.agent.port;
+        return match p.fd_sockets {
+            Some(_) => table.iter().filter(own).filter(on_port).min_by_key(|s| s.inode),
+            None => table.iter().filter(on_port).min_by_key(|s| s.inode),
+        };
     }
+    let listening: Vec<&Socket> = table.iter().filter(own).filter(|s| s.listening()).collect();
+    if let Some(s) = p.agent_inode.and_then(|i| listening.iter().copied().find(|s| s.inode == i)) {
+        return Some(s);
+    }
+    listening.into_iter().filter(|s| !p.other_listeners.contains(&s.inode)).min_by_key(|s| s.inode)
 }
 
 fn reach(view: &HostView, p: &ProcView, agent: &Agent, listen: Option<&Socket>, port: Option<u16>, other_net: bool) -> Reach {
@@ -236,16 +245,28 @@ mod tests {
     #[test]
     fn a_picked_port_is_read_from_the_process_sockets() {
         let args = "java -agentlib:jdwp=transport=dt_socket,server=y,address=127.0.0.1:0 -jar /srv/app.jar";
-        let v = view(
+        let mut v = view(
             vec![(10, proc_(args, Some(vec![7, 9, 11])))],
             vec![sock("0.0.0.0:8080", LISTEN, 9), sock("127.0.0.1:40411", LISTEN, 7), sock("127.0.0.1:40411", ESTABLISHED, 11)],
         );
+        v.remember_agent_sockets();
         let j = &found(&v)[0];
         assert_eq!((j.port, j.attached, j.name()), (Some(40411), true, "app.jar".to_string()));
         assert_eq!(j.reach, Reach::At("127.0.0.1:40411".parse().unwrap()));
-        // Not readable (another user's process): the port is unknown, and the hint says why.
-        let mut v = v;
-        v.procs.get_mut(&10).unwrap().fd_sockets = None;
+        // While a debugger is attached it does not listen: the port it last listened on, not
+        // the program's own server.
+        let mut later = v.clone();
+        later.sockets.retain(|s| s.state != LISTEN || s.local.port() == 8080);
+        let j = &found(&later)[0];
+        assert_eq!((j.port, j.listening, j.reach.clone()), (Some(40411), false, Reach::At("127.0.0.1:40411".parse().unwrap())));
+        // After the debugger, the agent listens on a new port: that one.
+        later.sockets.push(sock("127.0.0.1:45000", LISTEN, 20));
+        later.procs.get_mut(&10).unwrap().fd_sockets = Some(vec![9, 20]);
+        later.remember_agent_sockets();
+        assert_eq!(found(&later)[0].port, Some(45000));
+        // Never readable (another user's process): the port is unknown, and the hint says why.
+        let mut v = view(vec![(10, proc_(args, None))], v.sockets.clone());
+        v.remember_agent_sockets();
         let j = &found(&v)[0];
         assert!(matches!(&j.reach, Reach::Unreachable(why) if why.contains("only ann or root")), "{:?}", j.reach);
     }

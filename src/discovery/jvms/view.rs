@@ -39,6 +39,14 @@ pub struct ProcView {
     pub net_sockets: Option<Vec<Socket>>,
     /// That namespace's own addresses.
     pub net_addrs: Vec<IpAddr>,
+    /// The port its agent was last seen listening on: an agent that picked its port does
+    /// not listen while a debugger (jdwpmux, say) is attached.
+    pub last_port: Option<u16>,
+    /// The agent's listening socket when it picked its port, and the process's other
+    /// listening sockets seen meanwhile (the program's own servers): when the agent listens
+    /// again on a new port, it is the listening socket that is neither.
+    pub agent_inode: Option<u64>,
+    pub other_listeners: Vec<u64>,
 }
 
 /// What one host's /proc showed.
@@ -71,6 +79,32 @@ impl HostView {
                 "tcp" => self.sockets = net::parse_tcp_table(&r.text()),
                 "ns" => self.apply_namespaces(&r.text()),
                 _ => self.apply_proc_record(r),
+            }
+        }
+        self.remember_agent_sockets();
+    }
+
+    /// Notes each agent's listening socket, and for an agent that picked its port, which
+    /// other sockets of the process listen (see `ProcView::agent_inode`).
+    pub fn remember_agent_sockets(&mut self) {
+        let mut seen = Vec::new();
+        for (&pid, p) in &self.procs {
+            let Some(s) = super::found::agent_socket_of(self, p) else { continue };
+            let others: Vec<u64> = match (&p.fd_sockets, self.table_of(p)) {
+                (Some(fds), Some(t)) => t.iter().filter(|o| o.listening() && fds.contains(&o.inode) && o.inode != s.inode).map(|o| o.inode).collect(),
+                _ => Vec::new(),
+            };
+            seen.push((pid, s.local.port(), s.inode, others));
+        }
+        for (pid, port, inode, others) in seen {
+            if let Some(p) = self.procs.get_mut(&pid) {
+                p.last_port = Some(port);
+                p.agent_inode = Some(inode);
+                for o in others {
+                    if !p.other_listeners.contains(&o) && p.other_listeners.len() < 64 {
+                        p.other_listeners.push(o);
+                    }
+                }
             }
         }
     }
