@@ -57,7 +57,7 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state.
     List(ListArgs),
-    /// Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, or :PORT or PORT of a debugger port).
+    /// Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, :PORT or PORT of a debugger port; HOST:PID or HOST:APP for an ssh host's VM).
     Select(SelectArgs),
     /// Print a capture file as text (one line per packet, DDM chunks decoded), as traffic
     /// figures (--stats), or as a trace for Perfetto (--trace).
@@ -89,7 +89,7 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct SelectArgs {
-    /// pid, app name (exact or unique prefix), VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too).
+    /// pid, app name (exact or unique prefix), VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too); HOST:PID or HOST:APP picks among an ssh host's VMs (HOST `local`: this machine's).
     pub selector: String,
 }
 
@@ -105,9 +105,36 @@ pub struct ServeArgs {
     /// --scan is given: 127.0.0.1:8000-8040].
     #[arg(long = "scan", value_name = "HOST:FIRST-LAST")]
     pub scans: Vec<crate::discovery::scan::ScanRange>,
-    /// Do not scan the default range.
+    /// Do not look for VMs on this machine by themselves: neither the default port range nor
+    /// /proc.
     #[arg(long, conflicts_with = "scans")]
     pub no_scan: bool,
+    /// Do not look for JVMs in /proc [on by default when no --vm, --scan or --adb is given:
+    /// every local JVM with a listening JDWP agent, on any port, found by its process].
+    #[arg(long)]
+    pub no_proc: bool,
+    /// Find local JVMs in /proc even when --vm, --scan or --adb is given.
+    #[arg(long, conflicts_with_all = ["no_proc", "no_scan"])]
+    pub proc: bool,
+    /// Only JVMs found in /proc whose command line contains TEXT (repeatable: any of them).
+    #[arg(long, value_name = "TEXT")]
+    pub proc_match: Vec<String>,
+    /// Find and serve the JVMs of another host through ssh, as `ssh DEST` would reach it (a
+    /// name from ~/.ssh/config, or USER@HOST; repeatable). Keys, ssh-agent and known_hosts
+    /// work as for any ssh; jdwpmux never prompts. Nothing is installed on the host and no
+    /// JDWP port is opened on a network address.
+    #[arg(long = "ssh", value_name = "DEST")]
+    pub ssh: Vec<crate::remote::Destination>,
+    /// The ssh config file for --ssh hosts (ssh -F) [default: ssh's own, ~/.ssh/config].
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// Seconds between scans of each ssh host.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::settings::DEFAULT_SSH_INTERVAL.as_secs_f64())]
+    pub ssh_interval: f64,
+    /// Seconds of silence on an ssh link before ssh checks it (ServerAliveInterval; the link
+    /// counts as lost after three unanswered checks).
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::settings::DEFAULT_SSH_KEEPALIVE.as_secs())]
+    pub ssh_keepalive: u64,
     /// Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when
     /// no --vm or --scan is given].
     #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = "127.0.0.1:5037")]

@@ -66,6 +66,15 @@ pub struct ConfigFile {
     pub vm: Option<Vec<String>>,
     pub scan: Option<Vec<Parsed<ScanRange>>>,
     pub no_scan: Option<bool>,
+    pub no_proc: Option<bool>,
+    pub proc: Option<bool>,
+    #[serde(default, deserialize_with = "non_empty_list")]
+    pub proc_match: Option<Vec<String>>,
+    pub ssh: Option<Vec<Parsed<crate::remote::Destination>>>,
+    #[serde(default, deserialize_with = "non_empty")]
+    pub ssh_config: Option<PathBuf>,
+    pub ssh_interval: Option<f64>,
+    pub ssh_keepalive: Option<u64>,
     pub scan_interval: Option<f64>,
     pub adb: Option<Parsed<SocketAddr>>,
     pub no_adb: Option<bool>,
@@ -126,6 +135,13 @@ impl ConfigFile {
             let c = many("vms", self.vm.clone(), c);
             let c = many("scans", self.scan.as_ref().map(|v| v.iter().map(|r| r.0.to_string()).collect()), c);
             let c = one("no_scan", self.no_scan.map(|b| b.to_string()), c);
+            let c = one("no_proc", self.no_proc.map(|b| b.to_string()), c);
+            let c = one("proc", self.proc.map(|b| b.to_string()), c);
+            let c = many("proc_match", self.proc_match.clone(), c);
+            let c = many("ssh", self.ssh.as_ref().map(|v| v.iter().map(|d| d.0.to_string()).collect()), c);
+            let c = one("ssh_config", self.ssh_config.as_ref().map(|p| p.display().to_string()), c);
+            let c = one("ssh_interval", self.ssh_interval.map(|f| f.to_string()), c);
+            let c = one("ssh_keepalive", self.ssh_keepalive.map(|n| n.to_string()), c);
             let c = one("scan_interval", self.scan_interval.map(|f| f.to_string()), c);
             let c = one("adb", self.adb.as_ref().map(|a| a.0.to_string()), c);
             let c = one("no_adb", self.no_adb.map(|b| b.to_string()), c);

@@ -205,7 +205,8 @@ async fn select(args: SelectArgs, control: &std::path::Path) -> anyhow::Result<(
         Response::Selected { vm } => {
             let port = vm.debugger_port.map_or("-".into(), |p| p.to_string());
             let app = vm.status.app.as_deref().unwrap_or("-");
-            println!("current VM: {} (port {port}, app {app})", vm.addr);
+            let at = if vm.host == jdwpmux::registry::LOCAL_HOST { vm.addr.clone() } else { format!("{}:{}", vm.host, vm.addr) };
+            println!("current VM: {at} (port {port}, app {app})");
             Ok(())
         }
         other => Err(response_error(other)),
@@ -266,6 +267,17 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     if !(0.05..=3600.0).contains(&args.scan_interval) {
         return Err(SettingsError::BadScan(format!("--scan-interval {}: expected 0.05 to 3600 seconds", args.scan_interval)));
     }
+    let ssh_interval = Duration::try_from_secs_f64(args.ssh_interval)
+        .ok()
+        .filter(|d| settings::SSH_INTERVAL_RANGE.contains(d))
+        .ok_or_else(|| SettingsError::BadSshInterval(args.ssh_interval.to_string()))?;
+    let ssh_options = jdwpmux::remote::SshOptions {
+        config: args.ssh_config,
+        keepalive: Duration::from_secs(args.ssh_keepalive),
+        ..Default::default()
+    };
+    // Local JVMs by their process: by default when no source is named, like the port scan.
+    let proc_scan = args.proc || (nothing_named && !args.no_scan && !args.no_proc);
     let capture = args.capture.map(|path| settings::CaptureSettings {
         path,
         format: args.capture_format,
@@ -285,6 +297,11 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         vms,
         android_vms,
         scans,
+        proc_scan,
+        proc_match: args.proc_match,
+        ssh: args.ssh,
+        ssh_options,
+        ssh_interval,
         scan_interval: Duration::from_secs_f64(args.scan_interval),
         listen: args.listen,
         allow_remote: args.allow_remote,

@@ -119,6 +119,14 @@ impl Registry {
         (id, wanted_port)
     }
 
+    /// Lists a VM that has no debugger port (found, but it cannot be reached).
+    pub fn add_unbound(&self, key: String, name: String, addr: SocketAddr, source: Source, handle: VmHandle) -> VmId {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.by_key.insert(key.clone(), id);
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port: 0, port: None, handle, host: None, held: false, note: None });
+        id
+    }
+
     /// The VM registered under `key`, present or away.
     pub fn by_key(&self, key: &str) -> Option<VmEntry> {
         let id = *self.by_key.get(key)?;
@@ -134,7 +142,7 @@ impl Registry {
     }
 
     fn free_port(&self, base: u16) -> u16 {
-        let used: std::collections::HashSet<u16> = self.vms.iter().map(|e| e.wanted_port).collect();
+        let used: std::collections::HashSet<u16> = self.vms.iter().map(|e| e.wanted_port).filter(|p| *p != 0).collect();
         (base..=u16::MAX).find(|p| !used.contains(p)).unwrap_or(0)
     }
 

@@ -19,6 +19,15 @@ pub const DEFAULT_SCAN: &str = "127.0.0.1:8000-8040";
 pub const DEFAULT_MAX_DEBUGGERS: usize = 8;
 /// Most debuggers one VM may be given: past a few, nobody is debugging anything.
 pub const MAX_MAX_DEBUGGERS: usize = 64;
+/// How often each ssh host is scanned for JVMs.
+pub const DEFAULT_SSH_INTERVAL: Duration = Duration::from_secs(2);
+/// Silence on an ssh link before ssh checks it (ServerAliveInterval).
+pub const DEFAULT_SSH_KEEPALIVE: Duration = Duration::from_secs(2);
+/// Bounds of `--ssh-interval`.
+pub const SSH_INTERVAL_RANGE: std::ops::RangeInclusive<Duration> = Duration::from_millis(200)..=Duration::from_secs(3600);
+/// Bounds of `--ssh-keepalive`.
+pub const SSH_KEEPALIVE_RANGE: std::ops::RangeInclusive<Duration> = Duration::from_secs(1)..=Duration::from_secs(300);
+
 /// Where `--web` without an address serves the monitor page.
 pub const DEFAULT_WEB: &str = "127.0.0.1:8699";
 /// How long a debugger has to send its handshake.
@@ -100,6 +109,15 @@ pub struct Settings {
     pub allow: Vec<crate::listen::allow::Cidr>,
     /// Port ranges scanned for VMs.
     pub scans: Vec<crate::discovery::scan::ScanRange>,
+    /// Local JVMs are found in /proc.
+    pub proc_scan: bool,
+    /// Only /proc-found JVMs whose command line contains one of these (empty: all).
+    pub proc_match: Vec<String>,
+    /// Hosts whose JVMs are found and served through ssh.
+    pub ssh: Vec<crate::remote::Destination>,
+    /// How ssh is run for them, and how often they are scanned.
+    pub ssh_options: crate::remote::SshOptions,
+    pub ssh_interval: Duration,
     pub scan_interval: Duration,
     /// Capture every packet to a file.
     pub capture: Option<CaptureSettings>,
@@ -130,6 +148,11 @@ impl Default for Settings {
             adb: None,
             allow: Vec::new(),
             scans: Vec::new(),
+            proc_scan: false,
+            proc_match: Vec::new(),
+            ssh: Vec::new(),
+            ssh_options: crate::remote::SshOptions::default(),
+            ssh_interval: DEFAULT_SSH_INTERVAL,
             scan_interval: DEFAULT_SCAN_INTERVAL,
             web: None,
         }
@@ -162,6 +185,12 @@ pub enum SettingsError {
     BadStallTimeout(String),
     #[error("--spin-us {0}: expected 0 to {MAX_SPIN_US}")]
     BadSpin(u128),
+    #[error("--ssh-interval {0}: expected 0.2 to 3600 seconds")]
+    BadSshInterval(String),
+    #[error("--ssh-keepalive {0}: expected 1 to 300 seconds")]
+    BadSshKeepalive(u64),
+    #[error("--ssh {0} is given twice")]
+    SshTwice(String),
 }
 
 impl Settings {
@@ -180,6 +209,15 @@ impl Settings {
         }
         if self.spin > Duration::from_micros(MAX_SPIN_US) {
             return Err(SettingsError::BadSpin(self.spin.as_micros()));
+        }
+        if !SSH_INTERVAL_RANGE.contains(&self.ssh_interval) {
+            return Err(SettingsError::BadSshInterval(self.ssh_interval.as_secs_f64().to_string()));
+        }
+        if !SSH_KEEPALIVE_RANGE.contains(&self.ssh_options.keepalive) {
+            return Err(SettingsError::BadSshKeepalive(self.ssh_options.keepalive.as_secs()));
+        }
+        if let Some(d) = self.ssh.iter().enumerate().find(|(i, d)| self.ssh[..*i].contains(d)).map(|(_, d)| d) {
+            return Err(SettingsError::SshTwice(d.to_string()));
         }
         Ok(())
     }

@@ -19,13 +19,25 @@ use crate::session::{AdbTarget, VmHandle, VmState};
 const NAMING_WAIT: Duration = Duration::from_secs(5);
 const EVENTS: usize = 256;
 
+/// An adb server on an ssh host: its VMs are listed under that host.
+#[derive(Clone, Debug)]
+pub(super) struct OnHost {
+    pub label: String,
+}
+
 pub(super) async fn run(spawner: Spawner, addr: SocketAddr, cancel: CancellationToken) {
     let server = AdbServer::new(addr);
     // The design document: make sure an adb server runs, and carry on without one otherwise.
-    let probe = server;
+    let probe = server.clone();
     let _ = tokio::task::spawn_blocking(move || adb::try_start_server(&probe)).await;
+    run_server(spawner, server, None, cancel).await
+}
+
+/// Follows one adb server's devices until `cancel`.
+pub(super) async fn run_server(spawner: Spawner, server: AdbServer, host: Option<OnHost>, cancel: CancellationToken) {
+    let addr = server.addr;
     let (tx, mut rx) = mpsc::channel(EVENTS);
-    spawner.tracker.spawn(adb::watch(server, tx, cancel.clone()));
+    spawner.tracker.spawn(adb::watch(server.clone(), tx, cancel.clone()));
     let mut live: HashMap<(String, u32), CancellationToken> = HashMap::new();
     loop {
         let event = tokio::select! {
@@ -35,11 +47,14 @@ pub(super) async fn run(spawner: Spawner, addr: SocketAddr, cancel: Cancellation
         match event {
             None => break,
             Some(AdbEvent::VmAdded { serial, pid }) => {
-                let name = format!("{serial}:{pid}");
-                let target = AdbTarget { server, serial: serial.clone(), pid };
+                let name = match &host {
+                    Some(h) => format!("{}:{serial}:{pid}", h.label),
+                    None => format!("{serial}:{pid}"),
+                };
+                let target = AdbTarget { server: server.clone(), serial: serial.clone(), pid };
                 let (handle, token) = spawner.start_session(name.clone(), addr, Source::Adb, true, None, Some(target));
                 live.insert((serial.clone(), pid), token.clone());
-                spawner.tracker.spawn(list_when_named(spawner.clone(), serial, name, (addr, Source::Adb), handle, token));
+                spawner.tracker.spawn(list_when_named(spawner.clone(), serial, name, (addr, Source::Adb, host.clone()), handle, token));
             }
             Some(AdbEvent::VmRemoved { serial, pid }) => {
                 if let Some(token) = live.remove(&(serial, pid)) {
@@ -56,13 +71,13 @@ pub(super) async fn run(spawner: Spawner, addr: SocketAddr, cancel: Cancellation
 }
 
 /// Waits for the VM to say its app name, then lists it (or gives it back its old port).
-/// `addr` is what the entry is reached through (the adb server, or an adb forward) and
-/// `source` how it was found.
+/// `addr` is what the entry is reached through (the adb server, or an adb forward),
+/// `source` how it was found, and `host` the ssh host of a remote adb server.
 pub(super) async fn list_when_named(
     spawner: Spawner,
     serial: String,
     name: String,
-    (addr, source): (SocketAddr, Source),
+    (addr, source, host): (SocketAddr, Source, Option<OnHost>),
     handle: VmHandle,
     token: CancellationToken,
 ) {
@@ -90,14 +105,21 @@ pub(super) async fn list_when_named(
         Some(app) => format!("adb:{serial}/{app}"),
         None => format!("adb:{name}"),
     };
+    // Serials repeat across hosts (every host's first emulator is emulator-5554).
+    let key = match &host {
+        Some(h) => format!("ssh:{}/{key}", h.label),
+        None => key,
+    };
     let reg = &spawner.registry;
-    match reg.by_key(&key) {
+    let id = match reg.by_key(&key) {
         Some(old) => {
             info!(vm = %name, key = %key, port = ?old.port, "app came back; it keeps its debugger port");
             reg.replace_handle(old.id, name, handle);
+            old.id
         }
-        None => {
-            spawner.register(key, name, addr, source, (handle, token));
-        }
+        None => spawner.register(key, name, addr, source, (handle, token)),
+    };
+    if let Some(h) = host {
+        reg.set_host(id, Some(h.label));
     }
 }

@@ -18,6 +18,9 @@ use crate::session::{self, connect::Connected, SessionConfig, VmHandle};
 use crate::settings::{self, Settings};
 
 mod adb_vms;
+mod followed;
+mod proc_vms;
+mod remote_vms;
 mod scanned;
 
 /// How often a debugger port that could not be bound is tried again.
@@ -35,6 +38,8 @@ pub enum RunError {
     Web(#[from] crate::web::WebError),
     #[error("cannot capture to {path}: {error}")]
     Capture { path: std::path::PathBuf, error: crate::capture::CaptureError },
+    #[error("cannot make the private folder for ssh's sockets: {0}")]
+    SshFolder(std::io::Error),
 }
 
 /// A running daemon: its registry, and the addresses it listens on.
@@ -46,6 +51,8 @@ pub struct Daemon {
     capture: Option<CaptureHandle>,
     cancel: CancellationToken,
     tracker: TaskTracker,
+    /// The private folder of the ssh links' sockets, removed at the end.
+    ssh_dir: Option<std::path::PathBuf>,
 }
 
 impl Daemon {
@@ -55,6 +62,9 @@ impl Daemon {
         self.tracker.close();
         if tokio::time::timeout(grace, self.tracker.wait()).await.is_err() {
             warn!("some tasks did not stop within {grace:?}");
+        }
+        if let Some(dir) = &self.ssh_dir {
+            let _ = std::fs::remove_dir_all(dir);
         }
         if let Some(c) = self.capture {
             match c.close().await {
@@ -79,6 +89,8 @@ pub(crate) struct Spawner {
     pub tracker: TaskTracker,
     /// Tells adb forwards to Android VMs apart before a VM is identified.
     pub forwards: Option<Arc<ForwardLookup>>,
+    /// Addresses of local JVMs found by their process, which the port scan leaves alone.
+    pub claimed: proc_vms::Claimed,
 }
 
 impl Spawner {
@@ -106,8 +118,18 @@ impl Spawner {
         initial: Option<Connected>,
         adb: Option<session::AdbTarget>,
     ) -> (VmHandle, CancellationToken) {
+        let cfg = self.session_config(name, addr, source, android, adb);
+        self.spawn_session(cfg, initial)
+    }
+
+    fn spawn_session(&self, cfg: SessionConfig, initial: Option<Connected>) -> (VmHandle, CancellationToken) {
+        let token = self.cancel.child_token();
+        (session::spawn(cfg, initial, token.clone(), &self.tracker), token)
+    }
+
+    fn session_config(&self, name: String, addr: SocketAddr, source: Source, android: bool, adb: Option<session::AdbTarget>) -> SessionConfig {
         let s = &self.settings;
-        let cfg = SessionConfig {
+        SessionConfig {
             name,
             addr,
             ddm: s.ddm,
@@ -116,12 +138,11 @@ impl Spawner {
             max_debuggers: s.max_debuggers,
             max_backoff: if source == Source::Cli { Duration::from_secs(5) } else { s.scan_interval },
             capture: self.capture.clone(),
-            // A VM behind adb or said to be Android needs no lookup.
-            forwards: self.forwards.clone().filter(|_| adb.is_none() && !android),
+            // A VM behind adb, said to be Android, or found by its process needs no lookup.
+            forwards: self.forwards.clone().filter(|_| adb.is_none() && !android && matches!(source, Source::Cli | Source::Scan)),
             adb,
-        };
-        let token = self.cancel.child_token();
-        (session::spawn(cfg, initial, token.clone(), &self.tracker), token)
+            located: None,
+        }
     }
 
     /// Lists a VM under `key` with the lowest free port, and binds that port (retrying).
@@ -224,19 +245,48 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         cancel: cancel.clone(),
         tracker: tracker.clone(),
         forwards,
+        claimed: Arc::default(),
     };
     listen::spawn_accept(current, listen::Target::Current(registry.clone()), spawner.listen_options(), cancel.clone(), &tracker);
     for vm in &settings.vms {
         spawner.add(vm.to_string(), *vm, Source::Cli, settings.android_vms.contains(vm), None);
     }
+    // The processes first: a JVM they show is never probed by the port scan.
+    if settings.proc_scan {
+        proc_vms::start(spawner.clone(), spawner.claimed.clone()).await;
+    }
     if !settings.scans.is_empty() {
         scanned::start(&spawner);
     }
+    let ssh_dir = if settings.ssh.is_empty() { None } else { Some(start_ssh(&spawner)?) };
     if let Some(addr) = settings.adb {
         tracker.spawn(adb_vms::run(spawner.clone(), addr, cancel.clone()));
     }
-    if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() {
-        info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST or --adb");
+    if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() && !settings.proc_scan && settings.ssh.is_empty() {
+        info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST, --adb, --proc or --ssh HOST");
     }
-    Ok(Daemon { registry, current_addr, web, capture, cancel, tracker })
+    Ok(Daemon { registry, current_addr, web, capture, cancel, tracker, ssh_dir })
+}
+
+/// Starts following every --ssh host; their sockets go in a private folder of their own.
+fn start_ssh(spawner: &Spawner) -> Result<std::path::PathBuf, RunError> {
+    let s = &spawner.settings;
+    let dir = crate::remote::private_dir(s.control.as_deref()).map_err(RunError::SshFolder)?;
+    let labels = crate::remote::destination::labels(&s.ssh);
+    let hosts = s
+        .ssh
+        .iter()
+        .zip(labels)
+        .enumerate()
+        .map(|(i, (dest, label))| crate::remote::HostConfig {
+            dest: dest.clone(),
+            label,
+            dir: dir.clone(),
+            prefix: format!("h{i}"),
+            ssh: s.ssh_options.clone(),
+            interval: s.ssh_interval,
+        })
+        .collect();
+    remote_vms::start(spawner, hosts);
+    Ok(dir)
 }

@@ -16,9 +16,12 @@ pub(super) fn start(spawner: &Spawner) {
     // Forwarded ports are listed under their device and app, not their address: remember
     // them here so the scan leaves them to their session.
     let forwarded: Arc<Mutex<HashSet<SocketAddr>>> = Arc::default();
-    let (reg, claimed) = (spawner.registry.clone(), forwarded.clone());
+    let (reg, claimed, by_proc) = (spawner.registry.clone(), forwarded.clone(), spawner.claimed.clone());
+    // JVMs found by their process are never probed: their sessions connect to them.
     let known = move |addr: SocketAddr| {
-        reg.by_key(&addr.to_string()).is_some() || claimed.lock().is_ok_and(|set| set.contains(&addr))
+        reg.by_key(&addr.to_string()).is_some()
+            || claimed.lock().is_ok_and(|set| set.contains(&addr))
+            || by_proc.lock().is_ok_and(|set| set.contains(&addr))
     };
     let sp = spawner.clone();
     let found = move |addr: SocketAddr, f: Found| {
@@ -36,7 +39,7 @@ pub(super) fn start(spawner: &Spawner) {
                 }
                 let name = fwd.name();
                 let (handle, token) = sp.start_session(name.clone(), addr, Source::Scan, true, conn, None);
-                let listing = super::adb_vms::list_when_named(sp.clone(), fwd.serial, name, (addr, Source::Scan), handle, token);
+                let listing = super::adb_vms::list_when_named(sp.clone(), fwd.serial, name, (addr, Source::Scan, None), handle, token);
                 sp.tracker.spawn(listing);
             }
         }

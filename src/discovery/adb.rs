@@ -19,10 +19,14 @@ mod start;
 mod watch;
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::transport::Stream;
 
 pub use framing::{decode_message, encode_request, parse_hex4, MessageReader, MAX_MESSAGE_LEN, MAX_REQUEST_LEN};
 pub use parse::{diff_pids, parse_devices, parse_pids, DeviceEntry, PidDiff, ONLINE_STATE};
@@ -40,9 +44,9 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 pub enum AdbError {
     #[error("cannot connect to the adb server at {addr}: {source}")]
-    Connect { addr: SocketAddr, source: std::io::Error },
+    Connect { addr: AdbServer, source: std::io::Error },
     #[error("adb server at {addr}: no answer to {what} within {after_ms} ms")]
-    Timeout { addr: SocketAddr, what: &'static str, after_ms: u128 },
+    Timeout { addr: AdbServer, what: &'static str, after_ms: u128 },
     #[error("adb refused the request: {0}")]
     Failed(String),
     #[error("i/o error talking to the adb server: {0}")]
@@ -69,27 +73,49 @@ pub enum AdbError {
     BadVersion(String),
 }
 
-/// Where the adb server listens. Cheap to copy; every call opens its own connection, as the
+/// Where the adb server listens. Cheap to clone; every call opens its own connection, as the
 /// adb server expects (one service per connection).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdbServer {
     pub addr: SocketAddr,
+    /// The server is on another host and reached through this Unix socket (its ssh link's
+    /// forward); `addr` is then where it listens on that host.
+    pub via: Option<Arc<(String, PathBuf)>>,
 }
 
 impl Default for AdbServer {
     fn default() -> Self {
-        AdbServer { addr: SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_ADB_PORT)) }
+        AdbServer::new(SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_ADB_PORT)))
+    }
+}
+
+impl std::fmt::Display for AdbServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.via {
+            Some(via) => write!(f, "{}:{}", via.0, self.addr),
+            None => write!(f, "{}", self.addr),
+        }
     }
 }
 
 impl AdbServer {
     pub fn new(addr: SocketAddr) -> Self {
-        AdbServer { addr }
+        AdbServer { addr, via: None }
+    }
+
+    /// The adb server listening at `addr` on ssh host `host`, reached through `socket`.
+    pub fn on_host(host: &str, addr: SocketAddr, socket: PathBuf) -> Self {
+        AdbServer { addr, via: Some(Arc::new((host.to_string(), socket))) }
+    }
+
+    /// Whether the server runs on this machine (and so may be started here).
+    pub fn is_local(&self) -> bool {
+        self.via.is_none() && self.addr.ip().is_loopback()
     }
 
     /// Connects, sends `service`, and returns the stream positioned just after OKAY.
     /// FAIL becomes `AdbError::Failed(reason)`.
-    pub async fn request(&self, service: &str) -> Result<TcpStream, AdbError> {
+    pub async fn request(&self, service: &str) -> Result<Stream, AdbError> {
         let mut stream = self.connect().await?;
         self.exchange(&mut stream, service).await?;
         Ok(stream)
@@ -97,7 +123,7 @@ impl AdbServer {
 
     /// Switches a new connection to device `serial` (`host:transport:SERIAL`), then asks that
     /// device for `service`; returns the stream just after the second OKAY.
-    pub async fn open_transport(&self, serial: &str, service: &str) -> Result<TcpStream, AdbError> {
+    pub async fn open_transport(&self, serial: &str, service: &str) -> Result<Stream, AdbError> {
         let mut stream = self.request(&format!("host:transport:{serial}")).await?;
         self.exchange(&mut stream, service).await?;
         Ok(stream)
@@ -105,7 +131,7 @@ impl AdbServer {
 
     /// Opens the JDWP connection of VM `pid` on device `serial`. The returned stream is the
     /// raw JDWP byte stream; the caller does the `JDWP-Handshake` exchange next.
-    pub async fn open_jdwp(&self, serial: &str, pid: u32) -> Result<TcpStream, AdbError> {
+    pub async fn open_jdwp(&self, serial: &str, pid: u32) -> Result<Stream, AdbError> {
         self.open_transport(serial, &format!("jdwp:{pid}")).await
     }
 
@@ -139,20 +165,27 @@ impl AdbServer {
         }
     }
 
-    async fn connect(&self) -> Result<TcpStream, AdbError> {
-        let connect = TcpStream::connect(self.addr);
-        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(source)) => return Err(AdbError::Connect { addr: self.addr, source }),
-            Err(_) => return Err(self.timeout_error("connecting", CONNECT_TIMEOUT)),
+    async fn connect(&self) -> Result<Stream, AdbError> {
+        let connect = async {
+            match &self.via {
+                Some(via) => Ok(Stream::Unix(tokio::net::UnixStream::connect(&via.1).await?)),
+                None => {
+                    let s = TcpStream::connect(self.addr).await?;
+                    // JDWP replies are small and latency-bound; do not let Nagle hold them back.
+                    s.set_nodelay(true)?;
+                    Ok(Stream::Tcp(s))
+                }
+            }
         };
-        // JDWP replies are small and latency-bound; do not let Nagle hold them back.
-        stream.set_nodelay(true)?;
-        Ok(stream)
+        match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
+            Ok(Ok(s)) => Ok(s),
+            Ok(Err(source)) => Err(AdbError::Connect { addr: self.clone(), source }),
+            Err(_) => Err(self.timeout_error("connecting", CONNECT_TIMEOUT)),
+        }
     }
 
     /// Sends one request on `stream` and reads its status, both under `REPLY_TIMEOUT`.
-    async fn exchange(&self, stream: &mut TcpStream, service: &str) -> Result<(), AdbError> {
+    async fn exchange(&self, stream: &mut Stream, service: &str) -> Result<(), AdbError> {
         let bytes = encode_request(service)?;
         self.timed("sending the request", async { Ok(stream.write_all(&bytes).await?) }).await?;
         self.timed("reading OKAY/FAIL", read_status(stream)).await
@@ -170,7 +203,7 @@ impl AdbServer {
     }
 
     fn timeout_error(&self, what: &'static str, after: Duration) -> AdbError {
-        AdbError::Timeout { addr: self.addr, what, after_ms: after.as_millis() }
+        AdbError::Timeout { addr: self.clone(), what, after_ms: after.as_millis() }
     }
 }
 
@@ -180,7 +213,7 @@ fn bad_version(text: &[u8]) -> AdbError {
 
 /// Reads OKAY, or FAIL + reason. Reads exactly what the status takes and nothing more: after
 /// OKAY the connection may already be a raw JDWP stream whose bytes belong to the caller.
-async fn read_status(stream: &mut TcpStream) -> Result<(), AdbError> {
+async fn read_status(stream: &mut Stream) -> Result<(), AdbError> {
     let status = read4(stream, "sending OKAY/FAIL").await?;
     match &status {
         b"OKAY" => Ok(()),
@@ -197,13 +230,13 @@ async fn read_status(stream: &mut TcpStream) -> Result<(), AdbError> {
     }
 }
 
-async fn read4(stream: &mut TcpStream, during: &'static str) -> Result<[u8; 4], AdbError> {
+async fn read4(stream: &mut Stream, during: &'static str) -> Result<[u8; 4], AdbError> {
     let mut buf = [0u8; 4];
     read_exact(stream, &mut buf, during).await?;
     Ok(buf)
 }
 
-async fn read_exact(stream: &mut TcpStream, buf: &mut [u8], during: &'static str) -> Result<(), AdbError> {
+async fn read_exact(stream: &mut Stream, buf: &mut [u8], during: &'static str) -> Result<(), AdbError> {
     match stream.read_exact(buf).await {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(AdbError::Closed(during)),

@@ -76,6 +76,7 @@ mod tests {
             waiting: Some(false),
             other_net: false,
             reach: Reach::At(([127, 0, 0, 1], port).into()),
+            command: String::new(),
         }
     }
 

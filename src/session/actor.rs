@@ -18,6 +18,7 @@ use tracing::{debug, info, warn, Instrument};
 
 use super::config::SessionConfig;
 use super::connect::{self, ConnectError, Connected};
+use crate::transport::{Endpoint, Stream};
 use super::ddm_types::{ThreadWatcher, Waiter};
 use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
@@ -272,23 +273,28 @@ impl Session {
     /// Connects and handshakes, answering control messages meanwhile.
     async fn open(&mut self) -> Result<Connected, ConnectError> {
         let t = self.cfg.timeouts;
-        let addr = self.cfg.addr;
+        let endpoint = match &self.cfg.located {
+            Some(l) => l.borrow().endpoint.clone(),
+            None => Endpoint::Tcp(self.cfg.addr),
+        };
         let adb = self.cfg.adb.clone();
         let lookup = self.forward_lookup();
         let fut = async move {
-            let forward = match &lookup {
-                Some(l) => l.find(addr).await,
-                None => None,
+            let forward = match (&lookup, &endpoint) {
+                (Some(l), Endpoint::Tcp(addr)) => l.find(*addr).await,
+                _ => None,
             };
-            let s = match adb {
-                None => connect::connect_tcp(addr, t.connect).await?,
-                Some(a) => {
-                    let s = a.server.open_jdwp(&a.serial, a.pid).await.map_err(|e| ConnectError::Adb(e.to_string()))?;
-                    let _ = s.set_nodelay(true);
-                    s
-                }
+            let s: Stream = match (adb, &endpoint) {
+                (Some(a), _) => a.server.open_jdwp(&a.serial, a.pid).await.map_err(|e| ConnectError::Adb(e.to_string()))?,
+                (None, Endpoint::Tcp(addr)) => connect::connect_tcp(*addr, t.connect).await?.into(),
+                (None, Endpoint::Unix(path)) => connect::connect_unix(path, t.connect).await?,
             };
-            let c = connect::handshake(s, t.handshake).await?;
+            let unix = matches!(s, Stream::Unix(_));
+            let c = match connect::handshake(s, t.handshake).await {
+                // Through an ssh link, nothing listening at the far end closes the connection.
+                Err(ConnectError::Closed) if unix => return Err(ConnectError::Refused),
+                r => r?,
+            };
             Ok((c, lookup.map(|_| forward)))
         };
         tokio::pin!(fut);

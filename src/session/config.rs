@@ -27,6 +27,19 @@ pub struct SessionConfig {
     pub max_debuggers: usize,
     /// Asked before each TCP connection whether `addr` is an adb forward to an Android VM.
     pub forwards: Option<std::sync::Arc<crate::discovery::forwards::ForwardLookup>>,
+    /// Where its discovery says the VM is now, read at every connection: a VM found by its
+    /// process (its agent may move to another port), or behind an ssh link. None: TCP to
+    /// `addr`.
+    pub located: Option<tokio::sync::watch::Receiver<Located>>,
+}
+
+/// Where a VM is, and who it is, as the discovery that found it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    pub endpoint: crate::transport::Endpoint,
+    pub pid: Option<u32>,
+    /// Its main class, jar or module (or app name).
+    pub app: Option<String>,
 }
 
 /// A VM behind an adb server: `addr` in the config is then the adb server's address.

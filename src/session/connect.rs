@@ -14,6 +14,7 @@ use tokio::time::{timeout, Instant};
 use crate::jdwp::codec::{Frame, JdwpCodec};
 use crate::jdwp::handshake::{scan_vm, Scan, HANDSHAKE};
 use crate::jdwp::Packet;
+use crate::transport::Stream;
 use tokio_util::codec::Decoder;
 
 /// Largest packet accepted before the handshake echo (an APNM is a few hundred bytes).
@@ -44,7 +45,7 @@ pub enum ConnectError {
 }
 
 pub struct Connected {
-    pub stream: TcpStream,
+    pub stream: Stream,
     /// Bytes received after the handshake echo.
     pub inbuf: BytesMut,
     /// Whole packets received before the echo.
@@ -71,8 +72,21 @@ fn is_self_connected(s: &TcpStream) -> bool {
     matches!((s.local_addr(), s.peer_addr()), (Ok(l), Ok(p)) if l == p)
 }
 
+/// Connects to a Unix socket (an ssh link's forward to a VM on another host). The link
+/// accepts at once and closes the connection when nothing listens at the far end, so a VM
+/// that is not there shows as a connection closed before the handshake.
+pub async fn connect_unix(path: &std::path::Path, connect_timeout: Duration) -> Result<Stream, ConnectError> {
+    match timeout(connect_timeout, tokio::net::UnixStream::connect(path)).await {
+        Err(_) => Err(ConnectError::ConnectTimeout(connect_timeout)),
+        Ok(Err(e)) if matches!(e.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound) => Err(ConnectError::Refused),
+        Ok(Err(e)) => Err(ConnectError::Io(e)),
+        Ok(Ok(s)) => Ok(Stream::Unix(s)),
+    }
+}
+
 /// Performs the VM side of the handshake on a fresh stream.
-pub async fn handshake(mut stream: TcpStream, limit: Duration) -> Result<Connected, ConnectError> {
+pub async fn handshake(stream: impl Into<Stream>, limit: Duration) -> Result<Connected, ConnectError> {
+    let mut stream: Stream = stream.into();
     stream.write_all(HANDSHAKE).await.map_err(ConnectError::Io)?;
     let deadline = Instant::now() + limit;
     let mut buf = BytesMut::with_capacity(4096);
@@ -214,7 +228,7 @@ mod tests {
         assert!(is_self_connected(&s));
         // It echoes the handshake as a VM would: this is what the check keeps out.
         let c = handshake(s, Duration::from_secs(5)).await.unwrap();
-        assert!(is_self_connected(&c.stream));
+        assert!(c.stream.as_tcp().is_some_and(is_self_connected));
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (other, _) = tokio::join!(TcpStream::connect(l.local_addr().unwrap()), l.accept());
         assert!(!is_self_connected(&other.unwrap()));

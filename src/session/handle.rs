@@ -199,6 +199,14 @@ pub struct VmHandle {
 }
 
 impl VmHandle {
+    /// A handle with no session behind it, for a VM that was found but cannot be reached
+    /// (its status is `status`, with state unreachable; attaching says the session ended).
+    pub fn unreachable(status: VmStatus) -> VmHandle {
+        let (tx, _) = mpsc::channel(1);
+        let (_, rx) = watch::channel(VmStatus { state: VmState::Unreachable, ..status });
+        VmHandle { tx, status: rx }
+    }
+
     /// Attaches a debugger; waits while the session (re)connects, up to its own deadline.
     pub async fn attach(&self, link: DebuggerLink) -> Result<(), AttachError> {
         let (reply, rx) = oneshot::channel();

@@ -97,7 +97,7 @@ mod stats_glue;
 mod layout_tests;
 
 pub use actor::{spawn, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
-pub use config::{AdbTarget, SessionConfig};
+pub use config::{AdbTarget, Located, SessionConfig};
 pub use ddm_types::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
 pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};

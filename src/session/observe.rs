@@ -12,8 +12,24 @@ use super::recent::{Party, RecentPackets};
 
 impl Session {
     /// For a VM on this machine, finds its pid and main class in the background.
-    pub(super) fn look_up_local_process(&self, stream: &tokio::net::TcpStream) {
-        let (Ok(vm), Ok(me)) = (stream.peer_addr(), stream.local_addr()) else { return };
+    /// Who the VM is: what its discovery says (a JVM found by its process, here or on
+    /// another host), else, for a VM on this machine's loopback, its pid and main class
+    /// looked up from /proc.
+    pub(super) fn look_up_process(&self, stream: &crate::transport::Stream) {
+        if let Some(located) = &self.cfg.located {
+            let (pid, app) = {
+                let l = located.borrow();
+                (l.pid, l.app.clone())
+            };
+            if pid.is_some() || app.is_some() {
+                self.status.send_modify(|s| {
+                    s.pid = s.pid.or(pid);
+                    s.app = s.app.take().or(app);
+                });
+                return;
+            }
+        }
+        let (Some(vm), Some(me)) = (stream.peer_addr(), stream.local_addr()) else { return };
         // Behind an adb forward, the local process is the adb server.
         if !vm.ip().is_loopback() || self.known_android().is_some() {
             return;

@@ -61,10 +61,12 @@ impl Session {
         self.reset_connection_state();
         self.set_state(VmState::Identifying);
         let Connected { mut stream, inbuf: mut input, early } = c;
-        self.look_up_local_process(&stream);
+        self.look_up_process(&stream);
         self.tap = self.cfg.capture.as_ref().map(|h| {
-            let local = stream.local_addr().unwrap_or(self.cfg.addr);
             let id = crate::capture::tap::next_conn_id();
+            // A Unix socket (an ssh link's forward) has no address: the capture shows a
+            // loopback one of its own, a port per connection.
+            let local = stream.local_addr().unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 1024 + (id % 60_000) as u16)));
             let mut t = crate::capture::tap::Tap::open(h, id, &self.cfg.name, crate::capture::Leg::Vm, local, self.cfg.addr);
             t.handshakes();
             t
@@ -106,7 +108,7 @@ impl Session {
             // Commands go to the VM in this turn too, not in one more turn of the `select!`
             // (which polls every branch). A write error is left to the `select!` branch.
             if !self.out.is_empty() {
-                if let Ok(n @ 1..) = wr.as_ref().try_write(&self.out) {
+                if let Ok(n @ 1..) = wr.try_write(&self.out) {
                     bytes::Buf::advance(&mut self.out, n);
                     crate::park::wrote_to(vm_fd);
                 }

@@ -119,7 +119,7 @@ async fn nothing_listening_is_a_connect_error() {
     let addr = l.local_addr().expect("local addr");
     drop(l);
     let got = AdbServer::new(addr).version().await;
-    assert!(matches!(&got, Err(AdbError::Connect { addr: a, .. }) if *a == addr), "{got:?}");
+    assert!(matches!(&got, Err(AdbError::Connect { addr: a, .. }) if a.addr == addr), "{got:?}");
 }
 
 #[test]

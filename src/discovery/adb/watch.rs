@@ -46,12 +46,12 @@ pub async fn watch(server: AdbServer, tx: mpsc::Sender<AdbEvent>, cancel: Cancel
     let mut backoff = Backoff::default();
     let mut link: Option<bool> = None; // None until the first attempt tells us.
     loop {
-        let reason = match run_session(server, &tx, &cancel, &mut link, &mut backoff).await {
+        let reason = match run_session(server.clone(), &tx, &cancel, &mut link, &mut backoff).await {
             SessionEnd::Stop => return,
             SessionEnd::Dropped(reason) => reason,
         };
         if link != Some(false) {
-            warn!(addr = %server.addr, "adb server unavailable: {reason}; retrying every {:?}..{:?}", BACKOFF_MIN, BACKOFF_MAX);
+            warn!(addr = %server, "adb server unavailable: {reason}; retrying every {:?}..{:?}", BACKOFF_MIN, BACKOFF_MAX);
             link = Some(false);
             if !emit(&tx, &cancel, AdbEvent::ServerDown(reason)).await {
                 return;
@@ -110,13 +110,13 @@ async fn run_session(
         },
     };
     if *link != Some(true) {
-        info!(addr = %server.addr, "adb server is up; tracking devices");
+        info!(addr = %server, "adb server is up; tracking devices");
         *link = Some(true);
     }
     if !emit(tx, cancel, AdbEvent::ServerUp).await {
         return SessionEnd::Stop;
     }
-    let (mut s, mut update_rx) = Session::new(server, tx, cancel);
+    let (mut s, mut update_rx) = Session::new(server.clone(), tx, cancel);
     // Device tasks end with the session however it ends, including this future being dropped.
     let _stop_devices = s.token.clone().drop_guard();
     let mut reader = MessageReader::new(stream);
@@ -133,7 +133,7 @@ async fn run_session(
                         }
                     }
                     // One odd list is not worth dropping every VM; the next list supersedes it.
-                    Err(e) => warn!(addr = %server.addr, "ignoring device list: {e}"),
+                    Err(e) => warn!(addr = %server, "ignoring device list: {e}"),
                 },
                 Ok(None) => break "the adb server closed the device tracking connection".to_owned(),
                 Err(e) => break e.to_string(),
@@ -221,7 +221,7 @@ impl<'a> Session<'a> {
                 let generation = self.next_generation;
                 let token = self.token.child_token();
                 slot.tracker = Some((generation, token.clone()));
-                let task = track_device(self.server, serial, generation, self.updates.clone(), token);
+                let task = track_device(self.server.clone(), serial, generation, self.updates.clone(), token);
                 tokio::spawn(task);
             }
         }

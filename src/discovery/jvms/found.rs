@@ -54,7 +54,13 @@ pub struct FoundJvm {
     /// It runs in another network namespace (a container) than the scan.
     pub other_net: bool,
     pub reach: Reach,
+    /// Its command line, arguments joined by spaces (cut at `MAX_COMMAND`): for filters,
+    /// never shown (it may hold secrets).
+    pub command: String,
 }
+
+/// Bytes of a command line kept in `FoundJvm::command`.
+pub const MAX_COMMAND: usize = 4096;
 
 impl FoundJvm {
     /// `com.example.Billing`, else `pid 4242`.
@@ -135,6 +141,17 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         attached,
         other_net,
         reach,
+        command: {
+            let mut c = argv.join(" ");
+            if c.len() > MAX_COMMAND {
+                let mut end = MAX_COMMAND;
+                while !c.is_char_boundary(end) {
+                    end -= 1;
+                }
+                c.truncate(end);
+            }
+            c
+        },
     })
 }
 

@@ -1,0 +1,157 @@
+//! VMs on ssh hosts: a task per host keeps its link and scans it (`remote::host`); this
+//! follows what it reports. Every JVM found becomes a session reached through its forward's
+//! socket, listed under its host and keyed by host and main class, so it keeps its debugger
+//! port across reconnects and restarts; while the link is down they stay listed, unreachable,
+//! with a note naming the host. An adb server on a host's loopback brings its devices' VMs.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use super::followed::{Followed, Sighting};
+use super::Spawner;
+use crate::discovery::adb::AdbServer;
+use crate::registry::{Source, VmId};
+use crate::remote::{self, host::ADB_PORT, HostConfig, HostReport, LinkState, RemoteVm};
+use crate::session::Located;
+use crate::transport::Endpoint;
+
+/// Starts a task per host, and one following each.
+pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>) {
+    for cfg in hosts {
+        let (tx, rx) = watch::channel(HostReport::default());
+        spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.cancel.clone()));
+        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), live: HashMap::new(), adb: None };
+        spawner.tracker.spawn(follower.run(rx));
+    }
+}
+
+enum Live {
+    Session(Followed),
+    Unreachable(VmId),
+}
+
+struct HostFollower {
+    spawner: Spawner,
+    label: String,
+    /// By key: what this host's discovery lists.
+    live: HashMap<String, Live>,
+    /// The task following the host's adb server, while one listens.
+    adb: Option<(PathBuf, CancellationToken)>,
+}
+
+impl HostFollower {
+    async fn run(mut self, mut rx: watch::Receiver<HostReport>) {
+        let cancel = self.spawner.cancel.clone();
+        loop {
+            let report = rx.borrow_and_update().clone();
+            self.apply(report);
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { break },
+                _ = cancel.cancelled() => break,
+            }
+        }
+        if let Some((_, token)) = self.adb.take() {
+            token.cancel();
+        }
+    }
+
+    fn apply(&mut self, report: HostReport) {
+        match &report.link {
+            LinkState::Up => self.follow_vms(&report.vms),
+            LinkState::Down { reason, .. } => {
+                let note = format!("the ssh link to {} is down: {reason}", self.label);
+                for live in self.live.values() {
+                    let id = match live {
+                        Live::Session(f) => f.id,
+                        Live::Unreachable(id) => *id,
+                    };
+                    self.spawner.registry.set_held(id, true, Some(note.clone()));
+                }
+            }
+            LinkState::Connecting => {}
+        }
+        self.follow_adb(report.adb);
+    }
+
+    fn follow_vms(&mut self, vms: &[RemoteVm]) {
+        let gone: Vec<String> = self.live.keys().filter(|k| !vms.iter().any(|v| &v.key == *k)).cloned().collect();
+        for key in gone {
+            match self.live.remove(&key) {
+                Some(Live::Session(f)) => {
+                    info!(host = %self.label, vm = %f.name, "a JVM on {} is gone", self.label);
+                    f.drop_from(&self.spawner)
+                }
+                Some(Live::Unreachable(id)) => self.spawner.registry.set_held(id, false, None),
+                None => {}
+            }
+        }
+        for vm in vms {
+            let f = &vm.found;
+            let target = match &f.reach {
+                crate::discovery::jvms::Reach::At(addr) => Some(*addr),
+                _ => None,
+            };
+            let name = match target {
+                Some(addr) => format!("{}:{addr}", self.label),
+                None => format!("{}:pid {}", self.label, f.pid),
+            };
+            let located = Located { endpoint: Endpoint::Unix(vm.socket.clone()), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()) };
+            let note = match (&f.reach, vm.forwarded) {
+                (crate::discovery::jvms::Reach::Unreachable(why), _) => Some(why.clone()),
+                (_, false) => Some(format!("the ssh link to {} could not forward to it (see the log)", self.label)),
+                (_, true) => None,
+            };
+            let key_unreachable = format!("{}!{}", vm.key, f.pid);
+            match (self.live.get_mut(&vm.key), target) {
+                (Some(Live::Session(followed)), _) => {
+                    followed.moved(&self.spawner, name, located);
+                    self.spawner.registry.set_held(followed.id, true, note);
+                }
+                (Some(Live::Unreachable(_)), _) => {}
+                (None, Some(addr)) => {
+                    info!(host = %self.label, pid = f.pid, app = %f.name(), %addr, "found a JVM on {}", self.label);
+                    let s = Sighting { key: vm.key.clone(), name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
+                    let followed = self.spawner.follow(s);
+                    self.spawner.registry.set_held(followed.id, true, note);
+                    self.live.insert(vm.key.clone(), Live::Session(followed));
+                }
+                (None, None) => {
+                    let addr = SocketAddr::from(([0, 0, 0, 0], f.port.unwrap_or(0)));
+                    let s = Sighting { key: key_unreachable, name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
+                    let why = note.unwrap_or_default();
+                    info!(host = %self.label, pid = f.pid, app = %f.name(), "found a JVM on {} that cannot be reached: {why}", self.label);
+                    let id = self.spawner.list_unreachable(s, why);
+                    self.live.insert(vm.key.clone(), Live::Unreachable(id));
+                }
+            }
+        }
+    }
+
+    /// Follows the host's adb server while one listens on its loopback (and its link is up).
+    fn follow_adb(&mut self, socket: Option<PathBuf>) {
+        match (&self.adb, socket) {
+            (Some((s, _)), Some(new)) if *s == new => {}
+            (None, None) => {}
+            (_, socket) => {
+                if let Some((_, token)) = self.adb.take() {
+                    token.cancel();
+                }
+                if let Some(socket) = socket {
+                    let token = self.spawner.cancel.child_token();
+                    let server = AdbServer::on_host(&self.label, SocketAddr::from(([127, 0, 0, 1], ADB_PORT)), socket.clone());
+                    info!(host = %self.label, "an adb server listens on {}; following its devices", self.label);
+                    let on_host = super::adb_vms::OnHost { label: self.label.clone() };
+                    self.spawner.tracker.spawn(super::adb_vms::run_server(self.spawner.clone(), server, Some(on_host), token.clone()));
+                    self.adb = Some((socket, token));
+                } else {
+                    info!(host = %self.label, "the adb server on {} is gone (or its link is down)", self.label);
+                }
+            }
+        }
+    }
+}
