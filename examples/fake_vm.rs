@@ -5,7 +5,9 @@
 //! status pushed; no FEAT or HPGC) instead of what later Dalvik and ART take. With COUNT, it
 //! starts that many VMs (APP_NAME.1, APP_NAME.2, ... with pids PID, PID+1, ...), on
 //! consecutive ports from FIRST_PORT when one is given, so `jdwpmux serve --scan` finds them
-//! all.
+//! all. Given a JVM's agent option first (`-agentlib:jdwp=transport=dt_socket,server=y,
+//! address=PORT`), it listens on that port, and `jdwpmux serve` finds it by its process as it
+//! finds a JVM (with APP_NAME as its main class).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -13,12 +15,13 @@ mod support;
 use support::fake_vm::DdmLayout;
 use support::{FakeVm, FakeVmConfig};
 
-const USAGE: &str = "usage: fake_vm [--document] [APP_NAME] [PID] [COUNT] [FIRST_PORT]
+const USAGE: &str = "usage: fake_vm [--document] [-agentlib:jdwp=...,address=PORT] [APP_NAME] [PID] [COUNT] [FIRST_PORT]
   APP_NAME    the app name the VM reports (com.example.fake); with COUNT > 1, APP_NAME.1, APP_NAME.2, ...
   PID         its pid (4242); the next VMs take PID+1, PID+2, ...
   COUNT       how many VMs to start (1)
   FIRST_PORT  the first VM's port, the next ones on the ports after it (0: ephemeral ports)
-  --document  speak the design document's DDM chunk layouts instead of today's";
+  --document  speak the design document's DDM chunk layouts instead of today's
+  -agentlib:jdwp=...,address=PORT  listen on PORT, with a command line like a JVM's";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -27,11 +30,15 @@ async fn main() {
         return println!("{USAGE}");
     }
     let document = args.iter().position(|a| a == "--document").map(|i| args.remove(i)).is_some();
+    let agent_port = args.iter().position(|a| a.starts_with("-agentlib:jdwp=")).map(|i| args.remove(i)).and_then(|a| {
+        let address = a.split(',').find_map(|kv| kv.strip_prefix("address="))?.to_string();
+        address.rsplit(':').next()?.parse::<u16>().ok()
+    });
     let mut args = args.into_iter();
     let app = args.next().unwrap_or_else(|| "com.example.fake".into());
     let pid = args.next().and_then(|p| p.parse().ok()).unwrap_or(4242);
     let count: u32 = args.next().and_then(|c| c.parse().ok()).unwrap_or(1);
-    let first_port: u16 = args.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let first_port: u16 = args.next().and_then(|p| p.parse().ok()).or(agent_port).unwrap_or(0);
     let layout = if document { DdmLayout::Document } else { DdmLayout::Modern };
     let which = if document { "the design document's" } else { "today's" };
     let mut vms = Vec::new();

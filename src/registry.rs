@@ -54,6 +54,8 @@ pub struct VmEntry {
     pub held: bool,
     /// What people should know about it (why it cannot be reached, what to do).
     pub note: Option<String>,
+    /// Its discovery sees it wait for its first debugger (`suspend=y`, `main` not started).
+    pub waiting: bool,
 }
 
 impl VmEntry {
@@ -115,7 +117,7 @@ impl Registry {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let wanted_port = if base_port == 0 { 0 } else { self.free_port(base_port) };
         self.by_key.insert(key.clone(), id);
-        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle, host: None, held: false, note: None });
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle, host: None, held: false, note: None, waiting: false });
         (id, wanted_port)
     }
 
@@ -123,7 +125,7 @@ impl Registry {
     pub fn add_unbound(&self, key: String, name: String, addr: SocketAddr, source: Source, handle: VmHandle) -> VmId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.by_key.insert(key.clone(), id);
-        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port: 0, port: None, handle, host: None, held: false, note: None });
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port: 0, port: None, handle, host: None, held: false, note: None, waiting: false });
         id
     }
 
@@ -158,6 +160,13 @@ impl Registry {
         if let Some(mut e) = self.vms.get_mut(&id) {
             e.held = held;
             e.note = note;
+        }
+    }
+
+    /// Says whether its discovery sees the VM wait for its first debugger.
+    pub fn set_waiting(&self, id: VmId, waiting: bool) {
+        if let Some(mut e) = self.vms.get_mut(&id) {
+            e.waiting = waiting;
         }
     }
 
@@ -222,7 +231,11 @@ impl Registry {
                 debugger_port: e.port,
                 current: Some(e.id) == current,
                 note: e.note.clone(),
-                status: e.handle.status(),
+                status: {
+                    let mut s = e.handle.status();
+                    s.waiting_for_debugger |= e.waiting;
+                    s
+                },
             })
             .collect()
     }

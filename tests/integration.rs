@@ -68,3 +68,5 @@ mod cpu_pin;
 mod proc_scan;
 #[path = "integration/remote_link.rs"]
 mod remote_link;
+#[path = "integration/remote.rs"]
+mod remote;

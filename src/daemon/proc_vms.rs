@@ -129,6 +129,7 @@ impl ProcFollower {
                     followed.moved(&self.spawner, d.name.clone(), located);
                     let note = note(&self.spawner, followed.id, f, &d);
                     self.spawner.registry.set_held(followed.id, true, note);
+                    self.spawner.registry.set_waiting(followed.id, f.waiting == Some(true));
                 }
                 Some(Live::Unreachable(_)) => {}
                 None => {
@@ -143,6 +144,7 @@ impl ProcFollower {
                             let followed = self.spawner.follow(s);
                             let note = note(&self.spawner, followed.id, f, &d);
                             self.spawner.registry.set_held(followed.id, true, note);
+                            self.spawner.registry.set_waiting(followed.id, f.waiting == Some(true));
                             Live::Session(followed)
                         }
                         Some(why) => {

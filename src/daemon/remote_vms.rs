@@ -111,6 +111,7 @@ impl HostFollower {
                 (Some(Live::Session(followed)), _) => {
                     followed.moved(&self.spawner, name, located);
                     self.spawner.registry.set_held(followed.id, true, note);
+                    self.spawner.registry.set_waiting(followed.id, f.waiting == Some(true));
                 }
                 (Some(Live::Unreachable(_)), _) => {}
                 (None, Some(addr)) => {
@@ -118,6 +119,7 @@ impl HostFollower {
                     let s = Sighting { key: vm.key.clone(), name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
                     let followed = self.spawner.follow(s);
                     self.spawner.registry.set_held(followed.id, true, note);
+                    self.spawner.registry.set_waiting(followed.id, f.waiting == Some(true));
                     self.live.insert(vm.key.clone(), Live::Session(followed));
                 }
                 (None, None) => {

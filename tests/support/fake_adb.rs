@@ -82,6 +82,17 @@ pub struct FakeAdb {
 impl FakeAdb {
     pub async fn start() -> Result<FakeAdb> {
         let listener = TcpListener::bind("127.0.0.1:0").await.context("binding the fake adb server")?;
+        Self::serve_on(listener)
+    }
+
+    /// A fake adb server listening on 127.0.0.1:5037 of network namespace `netns` (a test
+    /// host); the VMs it leads to may be anywhere.
+    pub async fn start_in_netns(netns: &str) -> Result<FakeAdb> {
+        let listener = super::testhost::bind_in_netns(netns, "127.0.0.1:5037".parse()?)?;
+        Self::serve_on(TcpListener::from_std(listener)?)
+    }
+
+    fn serve_on(listener: TcpListener) -> Result<FakeAdb> {
         let addr = listener.local_addr()?;
         let state = State { version: FAKE_ADB_VERSION, next_transport_id: 1, ..State::default() };
         let shared = Arc::new(Shared { state: Mutex::new(state), changed: watch::channel(0).0 });

@@ -113,6 +113,27 @@ impl Drop for Netns {
     }
 }
 
+/// A TCP listener bound inside network namespace `netns`: a thread of its own enters the
+/// namespace, binds, and ends; the socket stays in the namespace it was made in.
+pub fn bind_in_netns(netns: &str, addr: std::net::SocketAddr) -> Result<std::net::TcpListener> {
+    let path = format!("/run/netns/{netns}");
+    std::thread::scope(|s| {
+        s.spawn(|| -> Result<std::net::TcpListener> {
+            let ns = std::fs::File::open(&path).with_context(|| format!("open {path}"))?;
+            // SAFETY: setns(2) on this short-lived thread only; the fd is valid while `ns` lives.
+            let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET) };
+            if rc != 0 {
+                bail!("setns {path}: {}", std::io::Error::last_os_error());
+            }
+            let l = std::net::TcpListener::bind(addr).with_context(|| format!("bind {addr} in {netns}"))?;
+            l.set_nonblocking(true)?;
+            Ok(l)
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("the binding thread panicked"))?
+    })
+}
+
 /// Keys and files an ssh client and server need, in one folder.
 pub struct Keys {
     pub dir: tempfile::TempDir,

