@@ -70,3 +70,5 @@ mod proc_scan;
 mod remote_link;
 #[path = "integration/remote.rs"]
 mod remote;
+#[path = "integration/remote_faults.rs"]
+mod remote_faults;

