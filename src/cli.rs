@@ -113,8 +113,8 @@ pub struct ServeArgs {
     /// every local JVM with a listening JDWP agent, on any port, found by its process].
     #[arg(long)]
     pub no_proc: bool,
-    /// Find local JVMs in /proc even when --vm, --scan or --adb is given.
-    #[arg(long, conflicts_with_all = ["no_proc", "no_scan"])]
+    /// Find local JVMs in /proc even when --vm, --scan, --adb or --no-scan is given.
+    #[arg(long, conflicts_with = "no_proc")]
     pub proc: bool,
     /// Only JVMs found in /proc whose command line contains TEXT (repeatable: any of them).
     #[arg(long, value_name = "TEXT")]

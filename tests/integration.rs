@@ -72,3 +72,7 @@ mod remote_link;
 mod remote;
 #[path = "integration/remote_faults.rs"]
 mod remote_faults;
+#[path = "integration/remote_ddm.rs"]
+mod remote_ddm;
+#[path = "integration/proc_serve.rs"]
+mod proc_serve;

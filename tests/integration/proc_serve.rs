@@ -1,0 +1,67 @@
+//! `serve` finding this machine's JVMs by their process: one on a port no scan would try,
+//! one in a container (another network and pid namespace) whose agent listens on all of the
+//! container's addresses, reached at the container's own address, and one whose agent
+//! listens on the container's loopback, listed as unreachable with what to do. Only JVMs
+//! with this test's marker on their command line are looked at (--proc-match), so other
+//! tests' JVMs are never touched.
+
+use crate::cli::Served;
+use crate::remote::{agent, break_step_quit, jdb, program, row, SLOW};
+use crate::support::testhost::Netns;
+use crate::support::{JavaApp, JvmSpec};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_jvms_are_found_by_their_process_containers_too() {
+    crate::need_test_hosts!();
+    let marker = format!("jdwpmux.test=proc-{}", std::process::id());
+    let spec = |class: &str, prefix: Vec<String>, address: String| JvmSpec {
+        prefix,
+        jvm: vec![format!("-D{marker}")],
+        agent: agent(false, &address),
+        sources: program(class),
+        class: class.into(),
+        ..JvmSpec::default()
+    };
+    let here_port = free_port();
+    let here = JavaApp::spawn(spec("Billing", vec![], format!("127.0.0.1:{here_port}"))).await.unwrap();
+    // A container: a network namespace on a link to this one, and a pid namespace of its own.
+    let box_net = Netns::new().unwrap();
+    let mut in_box = box_net.prefix();
+    in_box.extend(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"].map(String::from));
+    let open = JavaApp::spawn(spec("Shipping", in_box.clone(), "*:8100".into())).await.unwrap();
+    let closed = JavaApp::spawn(spec("Hidden", in_box, "127.0.0.1:8101".into())).await.unwrap();
+
+    let served = Served::start(&["--proc", "--proc-match", &marker, "--no-scan", "--no-adb", "--scan-interval", "0.5"]);
+    let rows = served
+        .list_until("three JVMs", |r| {
+            ["Billing", "Shipping"].iter().all(|a| row(r, "local", a).is_some_and(|v| v["state"] == "ready")) && row(r, "local", "Hidden").is_some()
+        })
+        .await;
+    assert_eq!(rows.len(), 3, "only this test's JVMs: {rows:?}");
+    let billing = row(&rows, "local", "Billing").unwrap();
+    assert_eq!((&billing["addr"], &billing["pid"], &billing["source"]), (&format!("127.0.0.1:{here_port}").into(), &here.pid().unwrap().into(), &"proc".into()));
+    let shipping = row(&rows, "local", "Shipping").unwrap();
+    assert_eq!(shipping["addr"], format!("{}:8100", box_net.addr), "{rows:?}");
+    assert!(shipping["note"].as_str().is_some_and(|n| n.contains("container")), "{rows:?}");
+    let hidden = row(&rows, "local", "Hidden").unwrap();
+    assert_eq!((&hidden["state"], &hidden["debugger_port"]), (&"unreachable".into(), &serde_json::Value::Null), "{rows:?}");
+    assert!(hidden["note"].as_str().is_some_and(|n| n.contains("publish the port") && n.contains("address=*:8101")), "{rows:?}");
+    let (_, text, _) = served.run(&["list"]);
+    assert!(text.contains("publish the port"), "the note is shown: {text}");
+
+    for (class, app) in [("Billing", &here), ("Shipping", &open)] {
+        let rows = served.list_until("ready", |r| row(r, "local", class).is_some_and(|v| v["state"] == "ready")).await;
+        let port = row(&rows, "local", class).unwrap()["debugger_port"].as_u64().unwrap() as u16;
+        let mut j = jdb(port).await;
+        j.expect("> ", SLOW).await.unwrap();
+        break_step_quit(&mut j, class, app).await;
+    }
+    // A JVM that ends leaves the list.
+    drop(closed);
+    served.list_until("Hidden gone", |r| row(r, "local", "Hidden").is_none()).await;
+    drop(served);
+}
