@@ -255,11 +255,8 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     if nothing_named && !args.no_scan {
         scans.push(settings::DEFAULT_SCAN.parse().map_err(SettingsError::BadScan)?);
     }
-    let adb = match args.adb {
-        Some(a) => Some(a),
-        None if nothing_named && !args.no_adb => Some(settings::default_adb_server()),
-        None => None,
-    };
+    let adb_by_default = nothing_named && !args.no_adb;
+    let adb = if adb_by_default { Some(settings::default_adb_server()) } else { args.adb };
     // Whether a VM reached over TCP is an adb forward: asked of the adb server in use, or
     // of the usual one, unless adb is off.
     let adb_forwards = if args.no_adb { None } else { Some(adb.unwrap_or_else(settings::default_adb_server)) };
@@ -280,6 +277,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     let s = Settings {
         allow: args.allow,
         adb,
+        adb_by_default,
         adb_forwards,
         capture,
         vms,

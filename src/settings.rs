@@ -96,6 +96,10 @@ pub struct Settings {
     pub timeouts: Timeouts,
     /// The adb server whose devices' debuggable processes are VMs.
     pub adb: Option<SocketAddr>,
+    /// `adb` is only the usual server, looked for because no VM source was named (no `--adb`,
+    /// `--vm` or `--scan`): finding none there is normal and said in one line. A server that
+    /// was asked for (`--adb`, or `adb` in the config) and fails is a warning.
+    pub adb_by_default: bool,
     /// Peers allowed on debugger ports; empty: anyone who can reach them.
     pub allow: Vec<crate::listen::allow::Cidr>,
     /// Port ranges scanned for VMs.
@@ -128,6 +132,7 @@ impl Default for Settings {
             control: None,
             capture: None,
             adb: None,
+            adb_by_default: false,
             allow: Vec::new(),
             scans: Vec::new(),
             scan_interval: DEFAULT_SCAN_INTERVAL,
