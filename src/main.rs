@@ -249,6 +249,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     let specs = args.vms.iter().map(|v| parse_vm_spec(v)).collect::<Result<Vec<_>, _>>()?;
     let vms: Vec<_> = specs.iter().map(|(addr, _)| *addr).collect();
     let android_vms = specs.iter().filter(|(_, android)| *android).map(|(addr, _)| *addr).collect();
+    let cpu_pin = args.pins_cpu();
     let mut scans = args.scans;
     // No source named: scan the workstation and the device side, like the DDM design.
     let nothing_named = vms.is_empty() && scans.is_empty() && args.adb.is_none();
@@ -292,7 +293,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         ddm: args.ddm,
         max_debuggers: args.max_debuggers,
         spin: Duration::from_micros(args.spin_us),
-        cpu_pin: !args.no_cpu_pin,
+        cpu_pin,
         timeouts: settings::Timeouts { debugger_stall, ..Default::default() },
         web: if args.no_web { None } else { args.web },
         ..Settings::default()

@@ -90,8 +90,8 @@ pub struct Settings {
     /// How long the daemon polls for an answer after a write before it sleeps
     /// (`--spin-us`; zero: it sleeps at once). See `park`.
     pub spin: Duration,
-    /// Keep the runtime's thread on one CPU while that CPU is not contended
-    /// (`--no-cpu-pin` turns it off). See `park::pin`.
+    /// Keep the runtime's thread on one CPU while that CPU is not contended (`--cpu-pin`;
+    /// off by default). See `park::pin`.
     pub cpu_pin: bool,
     pub timeouts: Timeouts,
     /// The adb server whose devices' debuggable processes are VMs.
@@ -127,7 +127,7 @@ impl Default for Settings {
             ddm: DdmMode::Auto,
             max_debuggers: DEFAULT_MAX_DEBUGGERS,
             spin: Duration::ZERO,
-            cpu_pin: true,
+            cpu_pin: false,
             timeouts: Timeouts::default(),
             control: None,
             capture: None,
