@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::Spawner;
-use crate::discovery::adb::{self, AdbEvent, AdbServer};
+use crate::discovery::adb::{self, AdbEvent, AdbServer, Wanted};
 use crate::registry::Source;
 use crate::session::{AdbTarget, VmHandle, VmState};
 
@@ -19,14 +19,17 @@ use crate::session::{AdbTarget, VmHandle, VmState};
 const NAMING_WAIT: Duration = Duration::from_secs(5);
 const EVENTS: usize = 256;
 
-pub(super) async fn run(spawner: Spawner, addr: SocketAddr, cancel: CancellationToken) {
+pub(super) async fn run(spawner: Spawner, addr: SocketAddr, wanted: Wanted, cancel: CancellationToken) {
     let server = AdbServer::new(addr);
     // The design document: make sure an adb server runs, and carry on without one otherwise.
     let probe = server;
-    let _ = tokio::task::spawn_blocking(move || adb::try_start_server(&probe)).await;
+    let _ = tokio::task::spawn_blocking(move || adb::try_start_server(&probe, wanted)).await;
     let (tx, mut rx) = mpsc::channel(EVENTS);
-    spawner.tracker.spawn(adb::watch(server, tx, cancel.clone()));
+    spawner.tracker.spawn(adb::watch(server, wanted, tx, cancel.clone()));
     let mut live: HashMap<(String, u32), CancellationToken> = HashMap::new();
+    // Whether the server ever answered: until then a ServerDown unlists nothing, and
+    // `watch` has said why already.
+    let mut was_up = false;
     loop {
         let event = tokio::select! {
             e = rx.recv() => e,
@@ -46,8 +49,18 @@ pub(super) async fn run(spawner: Spawner, addr: SocketAddr, cancel: Cancellation
                     token.cancel();
                 }
             }
-            Some(AdbEvent::ServerDown(why)) => warn!(reason = %why, "the adb server is gone; device VMs are unlisted"),
-            Some(AdbEvent::ServerUp) => info!(%addr, "the adb server answers"),
+            Some(AdbEvent::ServerDown(why)) if was_up => {
+                was_up = false;
+                match wanted {
+                    Wanted::Named => warn!(reason = %why, "the adb server is gone; device VMs are unlisted"),
+                    Wanted::ByDefault => info!(reason = %why, "the adb server is gone; device VMs are unlisted"),
+                }
+            }
+            Some(AdbEvent::ServerDown(_)) => {}
+            Some(AdbEvent::ServerUp) => {
+                was_up = true;
+                info!(%addr, "the adb server answers");
+            }
         }
     }
     for token in live.into_values() {
