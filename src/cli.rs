@@ -183,11 +183,15 @@ pub struct ServeArgs {
     /// times the daemon's CPU per round trip. Spins only while packets flow.
     #[arg(long, value_name = "US", default_value_t = 0)]
     pub spin_us: u64,
-    /// Let the daemon's thread move freely between CPUs. By default, while it relays requests
-    /// one at a time, it stays on the CPU it runs on unless something else keeps that CPU
-    /// busy (then it moves, and tries again after a back-off): on a 2-CPU virtual machine
-    /// that cut the daemon's CPU per HotSpot round trip by about a fifth, and its latency too.
-    #[arg(long)]
+    /// Keep the daemon's thread on the CPU it runs on while it relays requests one at a time,
+    /// unless something else keeps that CPU busy (then it moves, and tries again after a
+    /// back-off). On a 2-CPU virtual machine that cut the daemon's CPU per HotSpot round trip
+    /// by about a fifth, and its latency too. Off by default: a background process that sets
+    /// its own CPU affinity is a surprise on a machine shared with other work.
+    #[arg(long, overrides_with = "no_cpu_pin")]
+    pub cpu_pin: bool,
+    /// No CPU pinning: the default now, kept so that command lines that said it still run.
+    #[arg(long, hide = true, overrides_with = "cpu_pin")]
     pub no_cpu_pin: bool,
     /// Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API
     /// on ADDR [default without ADDR: 127.0.0.1:8699]. The log prints the address to open,
@@ -210,6 +214,14 @@ pub struct ServeArgs {
     /// Bytes kept of each packet in the capture; the rest is counted, not stored.
     #[arg(long, value_name = "BYTES", default_value_t = crate::capture::DEFAULT_SNAPLEN)]
     pub capture_snaplen: usize,
+}
+
+impl ServeArgs {
+    /// Whether the daemon pins its thread: `--cpu-pin` (or the config's `cpu-pin`), unless
+    /// `--no-cpu-pin`; of the two flags on one command line the last one counts.
+    pub fn pins_cpu(&self) -> bool {
+        self.cpu_pin && !self.no_cpu_pin
+    }
 }
 
 #[derive(Debug, Args)]

@@ -89,6 +89,9 @@ pub struct ConfigFile {
     pub max_debuggers: Option<usize>,
     pub stall_timeout: Option<f64>,
     pub spin_us: Option<u64>,
+    pub cpu_pin: Option<bool>,
+    /// From when pinning was on by default: `true` still turns `cpu-pin` off, `false` says
+    /// nothing. Accepted so that files that have it still load; not in the example.
     pub no_cpu_pin: Option<bool>,
     #[serde(default, deserialize_with = "non_empty")]
     pub capture: Option<PathBuf>,
@@ -113,6 +116,11 @@ impl ConfigFile {
             let line = e.span().map_or(1, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
             ConfigError::Invalid { path: path.into(), line, message: e.message().trim().replace('\n', " ") }
         })
+    }
+
+    /// What the file says of `--cpu-pin`: `cpu-pin`, unless `no-cpu-pin = true` vetoes it.
+    pub fn cpu_pin_value(&self) -> Option<bool> {
+        self.cpu_pin.map(|on| on && self.no_cpu_pin != Some(true))
     }
 
     /// Makes the file's values the defaults of the `serve` flags (and of `--control`).
@@ -155,7 +163,7 @@ impl ConfigFile {
             let c = one("max_debuggers", self.max_debuggers.map(|n| n.to_string()), c);
             let c = one("stall_timeout", self.stall_timeout.map(|f| f.to_string()), c);
             let c = one("spin_us", self.spin_us.map(|n| n.to_string()), c);
-            let c = one("no_cpu_pin", self.no_cpu_pin.map(|b| b.to_string()), c);
+            let c = one("cpu_pin", self.cpu_pin_value().map(|b| b.to_string()), c);
             let c = one("capture", self.capture.as_ref().map(|p| p.display().to_string()), c);
             let c = one("capture_format", self.capture_format.as_ref().map(|f| f.0.to_string()), c);
             let c = one("capture_max_bytes", self.capture_max_bytes.map(|b| b.to_string()), c);
@@ -236,8 +244,37 @@ mod tests {
         assert!(all.vm.is_some() && all.scan.is_some() && all.capture.is_some() && all.allow.is_some());
         assert!(all.no_scan.is_some() && all.adb.is_some() && all.control.is_some());
         assert!(all.web.is_some() && all.no_web.is_some());
-        assert!(all.spin_us.is_some() && all.no_cpu_pin.is_some());
+        assert!(all.spin_us.is_some() && all.cpu_pin.is_some());
         drop(c);
+    }
+
+    #[test]
+    fn cpu_pinning_is_off_unless_asked_and_the_command_line_wins() {
+        use clap::{CommandFactory, FromArgMatches};
+        let pins = |file: &str, args: &[&str]| {
+            let cmd = parse(file).unwrap().apply(crate::cli::Cli::command());
+            let matches = cmd.try_get_matches_from(["jdwpmux", "serve"].iter().chain(args)).unwrap();
+            match crate::cli::Cli::from_arg_matches(&matches).unwrap().command {
+                crate::cli::Command::Serve(a) => a.pins_cpu(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let cases: [(&str, &[&str], bool); 10] = [
+            ("", &[], false),
+            ("", &["--cpu-pin"], true),
+            ("cpu-pin = true", &[], true),
+            ("cpu-pin = true", &["--no-cpu-pin"], false),
+            ("cpu-pin = false", &["--cpu-pin"], true),
+            // The key from when pinning was the default: true still vetoes, false says nothing.
+            ("no-cpu-pin = true", &["--cpu-pin"], true),
+            ("cpu-pin = true\nno-cpu-pin = true", &[], false),
+            ("no-cpu-pin = false", &[], false),
+            ("", &["--no-cpu-pin", "--cpu-pin"], true),
+            ("", &["--cpu-pin", "--no-cpu-pin"], false),
+        ];
+        for (file, args, want) in cases {
+            assert_eq!(pins(file, args), want, "{file:?} {args:?}");
+        }
     }
 
     #[test]

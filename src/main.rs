@@ -250,17 +250,15 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     let specs = args.vms.iter().map(|v| parse_vm_spec(v)).collect::<Result<Vec<_>, _>>()?;
     let vms: Vec<_> = specs.iter().map(|(addr, _)| *addr).collect();
     let android_vms = specs.iter().filter(|(_, android)| *android).map(|(addr, _)| *addr).collect();
+    let cpu_pin = args.pins_cpu();
     let mut scans = args.scans;
     // No source named: scan the workstation and the device side, like the DDM design.
     let nothing_named = vms.is_empty() && scans.is_empty() && args.adb.is_none();
     if nothing_named && !args.no_scan {
         scans.push(settings::DEFAULT_SCAN.parse().map_err(SettingsError::BadScan)?);
     }
-    let adb = match args.adb {
-        Some(a) => Some(a),
-        None if nothing_named && !args.no_adb => Some(settings::default_adb_server()),
-        None => None,
-    };
+    let adb_by_default = nothing_named && !args.no_adb;
+    let adb = if adb_by_default { Some(settings::default_adb_server()) } else { args.adb };
     // Whether a VM reached over TCP is an adb forward: asked of the adb server in use, or
     // of the usual one, unless adb is off.
     let adb_forwards = if args.no_adb { None } else { Some(adb.unwrap_or_else(settings::default_adb_server)) };
@@ -292,6 +290,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
     let s = Settings {
         allow: args.allow,
         adb,
+        adb_by_default,
         adb_forwards,
         capture,
         vms,
@@ -311,7 +310,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         ddm: args.ddm,
         max_debuggers: args.max_debuggers,
         spin: Duration::from_micros(args.spin_us),
-        cpu_pin: !args.no_cpu_pin,
+        cpu_pin,
         timeouts: settings::Timeouts { debugger_stall, ..Default::default() },
         web: if args.no_web { None } else { args.web },
         ..Settings::default()

@@ -99,12 +99,16 @@ pub struct Settings {
     /// How long the daemon polls for an answer after a write before it sleeps
     /// (`--spin-us`; zero: it sleeps at once). See `park`.
     pub spin: Duration,
-    /// Keep the runtime's thread on one CPU while that CPU is not contended
-    /// (`--no-cpu-pin` turns it off). See `park::pin`.
+    /// Keep the runtime's thread on one CPU while that CPU is not contended (`--cpu-pin`;
+    /// off by default). See `park::pin`.
     pub cpu_pin: bool,
     pub timeouts: Timeouts,
     /// The adb server whose devices' debuggable processes are VMs.
     pub adb: Option<SocketAddr>,
+    /// `adb` is only the usual server, looked for because no VM source was named (no `--adb`,
+    /// `--vm` or `--scan`): finding none there is normal and said in one line. A server that
+    /// was asked for (`--adb`, or `adb` in the config) and fails is a warning.
+    pub adb_by_default: bool,
     /// Peers allowed on debugger ports; empty: anyone who can reach them.
     pub allow: Vec<crate::listen::allow::Cidr>,
     /// Port ranges scanned for VMs.
@@ -141,11 +145,12 @@ impl Default for Settings {
             ddm: DdmMode::Auto,
             max_debuggers: DEFAULT_MAX_DEBUGGERS,
             spin: Duration::ZERO,
-            cpu_pin: true,
+            cpu_pin: false,
             timeouts: Timeouts::default(),
             control: None,
             capture: None,
             adb: None,
+            adb_by_default: false,
             allow: Vec::new(),
             scans: Vec::new(),
             proc_scan: false,

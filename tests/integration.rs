@@ -42,6 +42,8 @@ mod android_tcp;
 mod scan;
 #[path = "integration/newcomer.rs"]
 mod newcomer;
+#[path = "integration/no_adb.rs"]
+mod no_adb;
 #[path = "integration/recent.rs"]
 mod recent;
 #[path = "integration/capture.rs"]

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::Spawner;
-use crate::discovery::adb::{self, AdbEvent, AdbServer};
+use crate::discovery::adb::{self, AdbEvent, AdbServer, Wanted};
 use crate::registry::Source;
 use crate::session::{AdbTarget, VmHandle, VmState};
 
@@ -25,20 +25,23 @@ pub(super) struct OnHost {
     pub label: String,
 }
 
-pub(super) async fn run(spawner: Spawner, addr: SocketAddr, cancel: CancellationToken) {
+pub(super) async fn run(spawner: Spawner, addr: SocketAddr, wanted: Wanted, cancel: CancellationToken) {
     let server = AdbServer::new(addr);
     // The design document: make sure an adb server runs, and carry on without one otherwise.
     let probe = server.clone();
-    let _ = tokio::task::spawn_blocking(move || adb::try_start_server(&probe)).await;
-    run_server(spawner, server, None, cancel).await
+    let _ = tokio::task::spawn_blocking(move || adb::try_start_server(&probe, wanted)).await;
+    run_server(spawner, server, wanted, None, cancel).await
 }
 
 /// Follows one adb server's devices until `cancel`.
-pub(super) async fn run_server(spawner: Spawner, server: AdbServer, host: Option<OnHost>, cancel: CancellationToken) {
+pub(super) async fn run_server(spawner: Spawner, server: AdbServer, wanted: Wanted, host: Option<OnHost>, cancel: CancellationToken) {
     let addr = server.addr;
     let (tx, mut rx) = mpsc::channel(EVENTS);
-    spawner.tracker.spawn(adb::watch(server.clone(), tx, cancel.clone()));
+    spawner.tracker.spawn(adb::watch(server.clone(), wanted, tx, cancel.clone()));
     let mut live: HashMap<(String, u32), CancellationToken> = HashMap::new();
+    // Whether the server ever answered: until then a ServerDown unlists nothing, and
+    // `watch` has said why already.
+    let mut was_up = false;
     loop {
         let event = tokio::select! {
             e = rx.recv() => e,
@@ -61,8 +64,18 @@ pub(super) async fn run_server(spawner: Spawner, server: AdbServer, host: Option
                     token.cancel();
                 }
             }
-            Some(AdbEvent::ServerDown(why)) => warn!(reason = %why, "the adb server is gone; device VMs are unlisted"),
-            Some(AdbEvent::ServerUp) => info!(%addr, "the adb server answers"),
+            Some(AdbEvent::ServerDown(why)) if was_up => {
+                was_up = false;
+                match wanted {
+                    Wanted::Named => warn!(reason = %why, "the adb server is gone; device VMs are unlisted"),
+                    Wanted::ByDefault => info!(reason = %why, "the adb server is gone; device VMs are unlisted"),
+                }
+            }
+            Some(AdbEvent::ServerDown(_)) => {}
+            Some(AdbEvent::ServerUp) => {
+                was_up = true;
+                info!(%addr, "the adb server answers");
+            }
         }
     }
     for token in live.into_values() {

@@ -11,6 +11,7 @@ use tracing::{info, warn};
 
 use crate::capture::CaptureHandle;
 use crate::control;
+use crate::discovery::adb::Wanted;
 use crate::discovery::forwards::ForwardLookup;
 use crate::listen;
 use crate::registry::{Registry, Source, VmId};
@@ -260,7 +261,8 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     }
     let ssh_dir = if settings.ssh.is_empty() { None } else { Some(start_ssh(&spawner)?) };
     if let Some(addr) = settings.adb {
-        tracker.spawn(adb_vms::run(spawner.clone(), addr, cancel.clone()));
+        let wanted = if settings.adb_by_default { Wanted::ByDefault } else { Wanted::Named };
+        tracker.spawn(adb_vms::run(spawner.clone(), addr, wanted, cancel.clone()));
     }
     if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() && !settings.proc_scan && settings.ssh.is_empty() {
         info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST, --adb, --proc or --ssh HOST");

@@ -148,7 +148,7 @@ impl HostFollower {
                     let server = AdbServer::on_host(&self.label, SocketAddr::from(([127, 0, 0, 1], ADB_PORT)), socket.clone());
                     info!(host = %self.label, "an adb server listens on {}; following its devices", self.label);
                     let on_host = super::adb_vms::OnHost { label: self.label.clone() };
-                    self.spawner.tracker.spawn(super::adb_vms::run_server(self.spawner.clone(), server, Some(on_host), token.clone()));
+                    self.spawner.tracker.spawn(super::adb_vms::run_server(self.spawner.clone(), server, crate::discovery::adb::Wanted::ByDefault, Some(on_host), token.clone()));
                     self.adb = Some((socket, token));
                 } else {
                     info!(host = %self.label, "the adb server on {} is gone (or its link is down)", self.label);

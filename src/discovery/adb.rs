@@ -33,6 +33,16 @@ pub use parse::{diff_pids, parse_devices, parse_pids, DeviceEntry, PidDiff, ONLI
 pub use start::{server_answers, try_start_server, StartOutcome, PROBE_TIMEOUT, START_TIMEOUT};
 pub use watch::{watch, AdbEvent, BACKOFF_MAX, BACKOFF_MIN, MAX_DEVICES, MAX_PIDS_PER_DEVICE};
 
+/// How loudly an adb server's absence is reported. A server the user named (`--adb`, or `adb`
+/// in the config) that fails is a warning; the usual server, looked for by default because no
+/// VM source was named, is often simply not there (no Android tools on the machine): that
+/// is said once, at INFO, and its retries are logged at DEBUG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    Named,
+    ByDefault,
+}
+
 /// The port adb servers listen on unless told otherwise (`adb -P`, `ANDROID_ADB_SERVER_PORT`).
 pub const DEFAULT_ADB_PORT: u16 = 5037;
 /// Bound on establishing the TCP connection to the server (it is normally on localhost).

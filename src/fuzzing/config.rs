@@ -51,7 +51,7 @@ fn arrives(f: &ConfigFile, a: &ServeArgs) {
     same("vm", f.vm.clone(), a.vms.clone());
     same("scan", f.scan.as_ref().map(|v| v.iter().map(|r| r.0.to_string()).collect()), a.scans.iter().map(|r| r.to_string()).collect::<Vec<_>>());
     same("no-scan", f.no_scan, a.no_scan);
-    same("no-cpu-pin", f.no_cpu_pin, a.no_cpu_pin);
+    same("cpu-pin", f.cpu_pin_value(), a.cpu_pin);
     if let Some(s) = f.scan_interval {
         assert!(s == a.scan_interval || (s.is_nan() && a.scan_interval.is_nan()), "scan-interval {s} became {}", a.scan_interval);
     }

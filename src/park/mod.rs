@@ -35,8 +35,8 @@
 //! default: the CPU is spent on every packet, and a person stepping in an IDE does not see
 //! 40 µs. It spins only after a write, so an idle daemon sleeps.
 //!
-//! When it wakes, the thread now and then checks whether it should stay on its CPU
-//! (`pin`, `pin_policy`): kept on one quiet CPU it does not wake on the other one with cold
+//! With `--cpu-pin`, when it wakes, the thread now and then checks whether it should stay on
+//! its CPU (`pin`, `pin_policy`): kept on one quiet CPU it does not wake on the other one with cold
 //! caches, which on a 2-CPU virtual machine was most of the difference between a relay's
 //! round trip and the same round trip with everything on one CPU.
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::pin_policy::{PinPolicy, PinStep, Sample, WINDOW};
 
-/// Set by `serve` unless `--no-cpu-pin`.
+/// Set by `serve --cpu-pin`.
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// The CPUs the process may use, as it started.

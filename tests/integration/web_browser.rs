@@ -1,6 +1,7 @@
 //! The monitor page in a real browser (headless Chromium through chromedriver): the VM list
 //! with its filter and sorting, a thread table that follows the VM, the heap map after
-//! "GC and refresh", the traffic panel, and "make current". Saves a screenshot.
+//! "GC and refresh", the traffic panel, and "make current"; on a 1280-pixel-wide window every
+//! column of the VM list is in view. Saves a screenshot of each size.
 
 use std::time::Duration;
 
@@ -12,9 +13,34 @@ use crate::support::consts::*;
 use crate::support::{FakeThread, FakeVm, FakeVmConfig, RawClient};
 use crate::web_api::monitor_sharing;
 
-/// Where the screenshot goes (a test artifact; docs/web-monitor.png is a copy of one).
-fn screenshot_path() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-monitor.png")
+/// Where a screenshot goes (a test artifact; docs/web-monitor.png is a copy of one).
+fn screenshot_path(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// A common laptop screen: the VM list must show every column on it.
+const LAPTOP: (u32, u32) = (1280, 900);
+
+/// Where the VM list's column headers end, against the window and the list's own box.
+const VM_COLUMNS_FIT: &str = "
+    const list = document.querySelector('#vms').parentElement;
+    const ths = Array.from(document.querySelectorAll('#vms thead th'));
+    const right = Math.min(list.getBoundingClientRect().right, window.innerWidth) + 0.5;
+    return {
+        page_width: document.scrollingElement.scrollWidth,
+        list_overflow: list.scrollWidth - list.clientWidth,
+        columns: ths.length,
+        cut: ths.filter(th => th.getBoundingClientRect().right > right || th.getBoundingClientRect().width < 1).map(th => th.textContent),
+    };";
+
+/// Every column of the VM list is in view in a window `width` pixels wide, and neither the
+/// list nor the page scrolls sideways.
+async fn vm_columns_fit(browser: &Browser, width: u32) {
+    let fit = browser.run(VM_COLUMNS_FIT, json!([])).await.unwrap();
+    assert!(fit["columns"].as_u64().unwrap() >= 9, "{fit}");
+    assert_eq!(fit["cut"], json!([]), "VM list columns out of view at {width} pixels: {fit}");
+    assert!(fit["list_overflow"].as_f64().unwrap() <= 0.0, "the VM list scrolls sideways at {width} pixels: {fit}");
+    assert!(fit["page_width"].as_u64().unwrap() <= u64::from(width), "the page scrolls sideways at {width} pixels: {fit}");
 }
 
 /// An app with the threads an Android app has.
@@ -171,10 +197,20 @@ async fn the_page_in_a_real_browser() {
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let png_bytes = browser.screenshot().await.unwrap();
     let info = png::Decoder::new(std::io::Cursor::new(&png_bytes)).read_info().unwrap().info().clone();
-    std::fs::write(screenshot_path(), &png_bytes).unwrap();
+    std::fs::write(screenshot_path("web-monitor.png"), &png_bytes).unwrap();
     // The window less what the browser keeps for itself.
     assert!(info.width == WINDOW.0 && info.height > WINDOW.1 / 2, "{}x{}", info.width, info.height);
-    eprintln!("screenshot: {}", screenshot_path().display());
+    eprintln!("screenshot: {}", screenshot_path("web-monitor.png").display());
+
+    vm_columns_fit(&browser, WINDOW.0).await;
+
+    // A laptop's window: the list goes above the VM shown, every column in view.
+    browser.resize(LAPTOP.0, LAPTOP.1).await.unwrap();
+    let width = format!("return window.innerWidth === {}", LAPTOP.0);
+    browser.wait_for("the narrower window", &width, SOON).await.unwrap();
+    std::fs::write(screenshot_path("web-monitor-1280.png"), browser.screenshot().await.unwrap()).unwrap();
+    eprintln!("screenshot: {}", screenshot_path("web-monitor-1280.png").display());
+    vm_columns_fit(&browser, LAPTOP.0).await;
     drop(browser);
     drop((dbg, other));
     proxy.stop().await;

@@ -145,6 +145,11 @@ impl Browser {
         }
     }
 
+    /// Sets the window's size, as a person dragging its corner would.
+    pub async fn resize(&self, width: u32, height: u32) -> Result<()> {
+        self.call("POST", &self.path("/window/rect"), Some(json!({ "width": width, "height": height }))).await.map(drop)
+    }
+
     /// A PNG of the window.
     pub async fn screenshot(&self) -> Result<Vec<u8>> {
         let v = self.call("GET", &self.path("/screenshot"), None).await?;

@@ -1,6 +1,7 @@
 //! Making sure an adb server runs, as the design asks at start-up: if nothing answers on the
 //! server address, run `adb -P PORT start-server` once when `adb` is on PATH. Every outcome is
-//! reported, none is fatal: device scanning still works if a server appears later.
+//! reported in one line, none is fatal: device scanning still works if a server appears
+//! later. No server and no `adb` is a warning only for a server the user named.
 //!
 //! Blocking (std::net, std::process): call it before the runtime starts or through
 //! `tokio::task::spawn_blocking`.
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
-use super::AdbServer;
+use super::{AdbServer, Wanted};
 
 /// Bound on the liveness probe (connect, send `host:version`, read the status).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -38,15 +39,21 @@ pub enum StartOutcome {
 }
 
 /// Checks the server and starts it if needed; logs one line with the outcome.
-pub fn try_start_server(server: &AdbServer) -> StartOutcome {
+pub fn try_start_server(server: &AdbServer, wanted: Wanted) -> StartOutcome {
     let outcome = start_with(server.addr, find_on_path("adb").as_deref());
     match &outcome {
         StartOutcome::AlreadyRunning => info!(addr = %server.addr, "adb server already running"),
         StartOutcome::Started => info!(addr = %server.addr, "started the adb server"),
         StartOutcome::NotLocal => info!(addr = %server.addr, "adb server address is not local; not starting one"),
-        StartOutcome::NoAdbOnPath => {
-            warn!(addr = %server.addr, "no adb server answers and adb is not on PATH; device scanning waits for a server")
-        }
+        StartOutcome::NoAdbOnPath => match wanted {
+            Wanted::Named => {
+                warn!(addr = %server.addr, "no adb server answers and adb is not on PATH; device scanning waits for a server")
+            }
+            Wanted::ByDefault => {
+                info!(addr = %server.addr, "no adb server and no adb on PATH: Android devices are looked for once a server runs")
+            }
+        },
+        // An `adb` that is there but cannot start its server is broken, whoever asked.
         StartOutcome::Failed(why) => warn!(addr = %server.addr, "could not start the adb server: {why}"),
     }
     outcome

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
-use super::{diff_pids, parse_devices, parse_pids, AdbServer, MessageReader};
+use super::{diff_pids, parse_devices, parse_pids, AdbServer, MessageReader, Wanted};
 
 /// First delay before reconnecting (server or one device's `track-jdwp`).
 pub const BACKOFF_MIN: Duration = Duration::from_millis(500);
@@ -41,8 +41,10 @@ pub enum AdbEvent {
 }
 
 /// Runs until `cancel` fires or the receiver of `tx` is dropped. Never returns an error:
-/// failures become `ServerDown` and retries.
-pub async fn watch(server: AdbServer, tx: mpsc::Sender<AdbEvent>, cancel: CancellationToken) {
+/// failures become `ServerDown` and retries. A server that is lost is logged once per loss:
+/// as a warning when it was named (`wanted`), else at INFO when it had answered before and
+/// at DEBUG when it never did (the usual server of a machine without adb).
+pub async fn watch(server: AdbServer, wanted: Wanted, tx: mpsc::Sender<AdbEvent>, cancel: CancellationToken) {
     let mut backoff = Backoff::default();
     let mut link: Option<bool> = None; // None until the first attempt tells us.
     loop {
@@ -51,7 +53,12 @@ pub async fn watch(server: AdbServer, tx: mpsc::Sender<AdbEvent>, cancel: Cancel
             SessionEnd::Dropped(reason) => reason,
         };
         if link != Some(false) {
-            warn!(addr = %server, "adb server unavailable: {reason}; retrying every {:?}..{:?}", BACKOFF_MIN, BACKOFF_MAX);
+            let (addr, min, max) = (&server, BACKOFF_MIN, BACKOFF_MAX);
+            match (wanted, link) {
+                (Wanted::Named, _) => warn!(%addr, "adb server unavailable: {reason}; retrying every {min:?}..{max:?}"),
+                (Wanted::ByDefault, Some(true)) => info!(%addr, "adb server unavailable: {reason}; retrying every {min:?}..{max:?}"),
+                (Wanted::ByDefault, _) => debug!(%addr, "adb server unavailable: {reason}; retrying every {min:?}..{max:?}"),
+            }
             link = Some(false);
             if !emit(&tx, &cancel, AdbEvent::ServerDown(reason)).await {
                 return;

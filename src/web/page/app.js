@@ -15,7 +15,7 @@ const ui = {
   seen: new Map(),    // "vmId/conn" -> {commands, at}
   sort: { key: "port", dir: 1 },
   filter: "",
-  shown: null,        // id of the VM shown on the right
+  shown: null,        // id of the VM shown beside (or below) the list
   stream: null,       // its EventSource
   packets: [],        // its last packets, oldest first
   rows: { vms: new Map(), threads: new Map(), debuggers: new Map(), traffic: new Map(), heaps: new Map() },
