@@ -523,7 +523,7 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__serve)
-            opts="-v -q -h -V --vm --scan --no-scan --adb --no-adb --scan-interval --listen --allow-remote --allow --base-port --current-port --select --ddm --max-debuggers --stall-timeout --spin-us --cpu-pin --no-cpu-pin --web --no-web --capture --capture-format --capture-max-bytes --capture-snaplen --verbose --quiet --log-format --control --config --help --version"
+            opts="-v -q -h -V --vm --scan --no-scan --no-proc --proc --proc-match --ssh --ssh-config --ssh-interval --ssh-keepalive --adb --no-adb --scan-interval --listen --allow-remote --allow --base-port --current-port --select --ddm --max-debuggers --stall-timeout --spin-us --cpu-pin --no-cpu-pin --web --no-web --capture --capture-format --capture-max-bytes --capture-snaplen --verbose --quiet --log-format --control --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -534,6 +534,26 @@ _jdwpmux() {
                     return 0
                     ;;
                 --scan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proc-match)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-keepalive)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -34,7 +34,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s h -l help -d 'Print hel
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
-complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, or :PORT or PORT of a debugger port)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, :PORT or PORT of a debugger port; HOST:PID or HOST:APP for an ssh host\'s VM)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
@@ -46,6 +46,11 @@ complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "man" -d 'Print the 
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l vm -d 'A VM\'s JDWP address, HOST:PORT (repeatable), e.g. one started with -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000. android:HOST:PORT says it is an Android VM (an `adb forward tcp:PORT jdwp:PID`): it gets DDM only, never a JDWP packet of the proxy\'s own, until a debugger attaches' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan -d 'Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or --scan is given: 127.0.0.1:8000-8040]' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l proc-match -d 'Only JVMs found in /proc whose command line contains TEXT (repeatable: any of them)' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh -d 'Find and serve the JVMs of another host through ssh, as `ssh DEST` would reach it (a name from ~/.ssh/config, or USER@HOST; repeatable). Keys, ssh-agent and known_hosts work as for any ssh; jdwpmux never prompts. Nothing is installed on the host and no JDWP port is opened on a network address' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-config -d 'The ssh config file for --ssh hosts (ssh -F) [default: ssh\'s own, ~/.ssh/config]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-interval -d 'Seconds between scans of each ssh host' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-keepalive -d 'Seconds of silence on an ssh link before ssh checks it (ServerAliveInterval; the link counts as lost after three unanswered checks)' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l adb -d 'Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when no --vm or --scan is given]' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan-interval -d 'Seconds between scans' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l listen -d 'Address the debugger ports listen on' -r
@@ -68,7 +73,9 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l log-format -d 
 json\t''"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-scan -d 'Do not scan the default range'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-scan -d 'Do not look for VMs on this machine by themselves: neither the default port range nor /proc'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-proc -d 'Do not look for JVMs in /proc [on by default when no --vm, --scan or --adb is given: every local JVM with a listening JDWP agent, on any port, found by its process]'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l proc -d 'Find local JVMs in /proc even when --vm, --scan, --adb or --no-scan is given'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-adb -d 'Do not use an adb server'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow-remote -d 'Allow a non-loopback --listen address (an open JDWP port is remote code execution)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l cpu-pin -d 'Keep the daemon\'s thread on the CPU it runs on while it relays requests one at a time, unless something else keeps that CPU busy (then it moves, and tries again after a back-off). On a 2-CPU virtual machine that cut the daemon\'s CPU per HotSpot round trip by about a fifth, and its latency too. Off by default: a background process that sets its own CPU affinity is a surprise on a machine shared with other work'
@@ -172,7 +179,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s h -l help -d 'Pr
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, or :PORT or PORT of a debugger port)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, :PORT or PORT of a debugger port; HOST:PID or HOST:APP for an ssh host\'s VM)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man help" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'

@@ -245,7 +245,20 @@ mod tests {
         assert!(all.no_scan.is_some() && all.adb.is_some() && all.control.is_some());
         assert!(all.web.is_some() && all.no_web.is_some());
         assert!(all.spin_us.is_some() && all.cpu_pin.is_some());
+        assert!(all.proc.is_some() && all.no_proc.is_some() && all.proc_match.is_some());
+        assert!(all.ssh.is_some() && all.ssh_config.is_some() && all.ssh_interval.is_some() && all.ssh_keepalive.is_some());
         drop(c);
+    }
+
+    #[test]
+    fn ssh_hosts_are_destinations_and_nothing_ssh_would_read_as_an_option() {
+        let c = parse("ssh = [\"build-box\", \"deploy@staging-2\"]\nssh-interval = 0.5").unwrap();
+        let hosts: Vec<String> = c.ssh.unwrap().into_iter().map(|d| d.0.host).collect();
+        assert_eq!(hosts, ["build-box", "staging-2"]);
+        let err = parse("listen = \"127.0.0.1\"\nssh = [\"-oProxyCommand=sh\"]").unwrap_err();
+        assert!(matches!(&err, ConfigError::Invalid { line: 2, message, .. } if message.contains("expected HOST or USER@HOST")), "{err}");
+        use clap::CommandFactory;
+        assert!(crate::cli::Cli::command().try_get_matches_from(["jdwpmux", "serve", "--ssh", "-oProxyCommand=sh"]).is_err());
     }
 
     #[test]
