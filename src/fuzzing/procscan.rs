@@ -6,14 +6,15 @@
 //! the marker `fz` (`@TAG ARG\nBODY\n@@fz\n` records). What must hold:
 //! - the view built from the stream in pieces equals the one built from it whole, and the
 //!   same records come out either way (or the same error, at the same place);
-//! - every bound holds: processes within `MAX_PROCS`, threads within `MAX_THREADS`;
+//! - every bound holds: processes within `MAX_PROCS`, each one's sockets and environment
+//!   within theirs;
 //! - requests name only processes the view has, each in one request of each kind;
 //! - a JVM reached at an address is reached on the port it reports, and every found JVM is a
 //!   process of the view with a listening agent;
 //! - a record written back reads back the same.
 
 use super::pieces;
-use crate::discovery::jvms::view::{HostView, MAX_PROCS, MAX_THREADS};
+use crate::discovery::jvms::view::{HostView, MAX_ENV_VALUE, MAX_FD_SOCKETS, MAX_NET_SOCKETS, MAX_PROCS};
 use crate::discovery::jvms::wire::{self, WireError};
 use crate::discovery::jvms::{found, take_records, Reach};
 
@@ -28,7 +29,9 @@ pub fn check(data: &[u8]) {
     let view = whole.0;
     assert!(view.procs.len() <= MAX_PROCS);
     for p in view.procs.values() {
-        assert!(p.threads.as_ref().is_none_or(|t| t.len() <= MAX_THREADS));
+        assert!(p.fd_sockets.as_ref().is_none_or(|f| f.len() <= MAX_FD_SOCKETS));
+        assert!(p.net_sockets.as_ref().is_none_or(|t| t.len() <= MAX_NET_SOCKETS));
+        assert!(p.env.len() <= 2 && p.env.iter().all(|e| e.len() <= MAX_ENV_VALUE));
     }
     let requests = view.requests();
     for r in &requests {

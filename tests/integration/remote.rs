@@ -232,3 +232,35 @@ async fn a_changed_host_key_and_a_passphrase_are_refused_in_one_line_each() {
     assert_eq!(log.matches("could not log in to locked").count(), 1, "tried again too soon:\n{log}");
     drop(served);
 }
+
+/// What users rely on for local VMs works for a remote one: a capture of its legs decodes,
+/// `stats` counts its debugger's commands, and the monitor page's API names its host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captures_stats_and_the_monitor_for_a_remote_vm() {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "obs").unwrap();
+    let app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("remote.jsonl");
+    let served = serve(&keys, &["obs"], &["--capture", cap.to_str().unwrap(), "--web", "127.0.0.1:0"]);
+    let rows = served.list_until("ready", |r| ready(r, "obs", "Billing")).await;
+    let mut j = jdb(port(&rows, "obs", "Billing")).await;
+    j.expect("> ", SLOW).await.unwrap();
+    break_step_quit(&mut j, "Billing", &app).await;
+
+    let (code, stats, err) = served.run(&["stats"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stats.contains("obs:127.0.0.1:8000") && stats.contains("EventRequest.Set"), "{stats}");
+    let decoded = crate::capture::util::decode(&cap, false).await;
+    assert!(decoded.contains("obs:127.0.0.1:8000") && decoded.contains("VirtualMachine.Version"), "{}", &decoded[..decoded.len().min(2000)]);
+
+    let line = served.wait_log("monitor at http://").await;
+    let url = line.split("monitor at ").nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+    let (addr, query) = url.strip_prefix("http://").unwrap().split_once('/').unwrap();
+    let token = query.strip_prefix("?token=").unwrap();
+    let r = crate::support::http::get(addr.parse().unwrap(), "/api/vms", &[("X-Jdwpmux-Token", token)]).await.unwrap();
+    let vms = r.json();
+    assert_eq!((&vms[0]["host"], &vms[0]["app"], &vms[0]["addr"]), (&"obs".into(), &"Billing".into(), &"127.0.0.1:8000".into()), "{vms}");
+    drop(served);
+}

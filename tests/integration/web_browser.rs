@@ -109,14 +109,15 @@ async fn the_page_in_a_real_browser() {
     let rows = "return document.querySelectorAll('#vms tbody tr').length";
     browser.wait_for("every VM listed", &format!("{rows} === {}", addrs.len()), SOON).await.unwrap();
     let listed = browser.run(&text_of("#vms tbody"), json!([])).await.unwrap();
-    for app in ["com.example.shop", "com.example.maps", "OpenJDK"] {
+    for app in ["com.example.shop", "com.example.maps", "OpenJDK", "local"] {
         assert!(listed.as_str().unwrap().contains(app), "{app} not listed: {listed}");
     }
     let filter = "const f = document.getElementById('filter'); f.value = arguments[0]; f.dispatchEvent(new Event('input'));";
     browser.run(filter, json!(["maps"])).await.unwrap();
     assert_eq!(browser.run(rows, json!([])).await.unwrap(), json!(1));
     browser.run(filter, json!([""])).await.unwrap();
-    let pids = "return Array.from(document.querySelectorAll('#vms tbody td:nth-child(3)')).map(td => Number(td.textContent))";
+    let pids = "const i = Array.from(document.querySelectorAll('#vms th')).findIndex(th => th.dataset.key === 'pid') + 1; \
+                return Array.from(document.querySelectorAll('#vms tbody td:nth-child(' + i + ')')).map(td => Number(td.textContent))";
     let pids_now = || async { serde_json::from_value::<Vec<u64>>(browser.run(pids, json!([])).await.unwrap()).unwrap() };
     browser.click("#vms th[data-key=pid]").await.unwrap();
     let up = pids_now().await;

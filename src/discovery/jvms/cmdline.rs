@@ -61,7 +61,7 @@ pub fn parse(argv: &[String]) -> JavaCommand {
     while let Some(a) = it.next() {
         match a.as_str() {
             "-jar" => {
-                cmd.main = it.next().map(|j| MainName::Jar(file_name(j).to_string()));
+                cmd.main = it.next().map(|j| MainName::Jar(file_name(j)));
                 break;
             }
             "-m" | "--module" => {
@@ -81,7 +81,7 @@ pub fn parse(argv: &[String]) -> JavaCommand {
                 }
             }
             main => {
-                cmd.main = Some(MainName::Class(file_name(main).to_string()));
+                cmd.main = Some(MainName::Class(file_name(main)));
                 break;
             }
         }
@@ -89,13 +89,22 @@ pub fn parse(argv: &[String]) -> JavaCommand {
     cmd
 }
 
-fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
+/// Longest name kept for what a JVM runs.
+pub const MAX_MAIN_NAME: usize = 200;
+
+fn file_name(path: &str) -> String {
+    printable(path.rsplit('/').next().unwrap_or(path))
 }
 
 /// `app/com.example.Main` -> `com.example.Main`; `app` alone -> `app`.
 fn module_main(m: &str) -> String {
-    m.rsplit_once('/').map_or(m, |(_, c)| c).to_string()
+    printable(m.rsplit_once('/').map_or(m, |(_, c)| c))
+}
+
+/// A name shown to people as it is, so it may carry no control characters (a terminal
+/// would obey them) and is cut at `MAX_MAIN_NAME` characters.
+pub fn printable(s: &str) -> String {
+    s.chars().take(MAX_MAIN_NAME).map(|c| if c.is_control() { '?' } else { c }).collect()
 }
 
 #[cfg(test)]
@@ -128,6 +137,13 @@ mod tests {
         assert_eq!(c.agents[0].as_ref().map(|a| a.port), Ok(8000));
         let c = parsed("java -cp -agentlib:jdwp=transport=dt_socket,server=y Main");
         assert!(c.agents.is_empty(), "the class path's value is not an option");
+    }
+
+    #[test]
+    fn names_are_printable_and_short() {
+        assert_eq!(parsed("java \u{1b}[31mEvil\u{7}").main, Some(MainName::Class("?[31mEvil?".into())));
+        let long = format!("java {}", "x".repeat(10_000));
+        assert_eq!(parsed(&long).main.unwrap().as_str().len(), MAX_MAIN_NAME);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use super::agent::{self, Agent, Bind};
-use super::cmdline::{self, MainName};
+use super::cmdline::MainName;
 use super::net::{Socket, ESTABLISHED};
 use super::view::{HostView, ProcView};
 
@@ -72,15 +72,14 @@ impl FoundJvm {
 /// Threads a JVM starts once its VM is initialised: none of them exists while a
 /// `suspend=y` agent waits for its first debugger (seen on HotSpot 17 and 25; others, such as
 /// "VM Periodic Task Thread", already run then on 25).
-const STARTED_THREADS: &[&str] = &["Common-Cleaner", "Notification Th"];
+pub const STARTED_THREADS: &[&str] = &["Common-Cleaner", "Notification Th"];
 
 /// The process's listening JDWP agent: from its command line, else `JDK_JAVA_OPTIONS`, else
 /// `JAVA_TOOL_OPTIONS` (the JVM reads that one first, but the command line is what people
 /// look at).
 pub fn agent_of(p: &ProcView) -> Option<AgentOf> {
-    let argv = p.argv.as_ref()?;
-    let cmd = cmdline::parse(argv);
-    if let Some(agent) = cmd.agents.into_iter().flatten().find(Agent::listens) {
+    let cmd = &p.command.as_ref()?.java;
+    if let Some(agent) = cmd.agents.iter().flatten().find(|a| a.listens()).cloned() {
         return Some(AgentOf { agent, from: AgentFrom::CommandLine, from_command_line: true });
     }
     for (var, from) in [("JDK_JAVA_OPTIONS=", AgentFrom::JdkJavaOptions), ("JAVA_TOOL_OPTIONS=", AgentFrom::JavaToolOptions)] {
@@ -99,8 +98,7 @@ pub fn waiting(p: &ProcView) -> Option<bool> {
     if !a.agent.suspend {
         return Some(false);
     }
-    let threads = p.threads.as_ref()?;
-    Some(!threads.iter().any(|t| STARTED_THREADS.iter().any(|s| t.starts_with(s))))
+    Some(!p.threads?.started)
 }
 
 /// Every process of `view` with a listening JDWP agent. One whose agent came from the
@@ -111,10 +109,10 @@ pub fn found(view: &HostView) -> Vec<FoundJvm> {
 
 fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
     let AgentOf { agent, from, from_command_line } = agent_of(p)?;
-    if !from_command_line && !p.threads.as_ref()?.iter().any(|t| t.starts_with("JDWP")) {
+    if !from_command_line && !p.threads?.jdwp {
         return None;
     }
-    let argv = p.argv.as_deref().unwrap_or_default();
+    let command = p.command.clone().unwrap_or_default();
     let other_net = view.in_other_net(p);
     let table = view.table_of(p).unwrap_or_default();
     let own: Vec<&Socket> = match &p.fd_sockets {
@@ -132,7 +130,7 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
     Some(FoundJvm {
         pid,
         user,
-        main: cmdline::parse(argv).main,
+        main: command.java.main,
         waiting: waiting(p),
         agent,
         from,
@@ -141,17 +139,7 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         attached,
         other_net,
         reach,
-        command: {
-            let mut c = argv.join(" ");
-            if c.len() > MAX_COMMAND {
-                let mut end = MAX_COMMAND;
-                while !c.is_char_boundary(end) {
-                    end -= 1;
-                }
-                c.truncate(end);
-            }
-            c
-        },
+        command: command.text,
     })
 }
 
@@ -223,6 +211,11 @@ fn reach(view: &HostView, p: &ProcView, agent: &Agent, listen: Option<&Socket>, 
 mod tests {
     use super::*;
     use crate::discovery::jvms::net::{LISTEN, ESTABLISHED};
+    use crate::discovery::jvms::view::{CommandLine, ThreadMarks};
+
+    fn marks(names: &[&str]) -> ThreadMarks {
+        ThreadMarks::from_names(names.iter().copied())
+    }
 
     fn sock(local: &str, state: u8, inode: u64) -> Socket {
         Socket { local: local.parse().unwrap(), remote: "0.0.0.0:0".parse().unwrap(), state, inode }
@@ -234,9 +227,9 @@ mod tests {
             pids: Some(7),
             uid: Some(1000),
             user: Some("ann".into()),
-            argv: Some(args.split(' ').map(String::from).collect()),
+            command: Some(CommandLine::from_args(&args.split(' ').map(String::from).collect::<Vec<_>>())),
             fd_sockets: fds,
-            threads: Some(vec!["java".into(), "JDWP Event Help".into(), "Common-Cleaner".into()]),
+            threads: Some(marks(&["java", "JDWP Event Help", "Common-Cleaner"])),
             ..Default::default()
         }
     }
@@ -305,12 +298,12 @@ mod tests {
     fn environment_agents_count_once_their_threads_show_it() {
         let mut p = proc_("java -cp . Main", Some(vec![5]));
         p.env = vec!["JAVA_TOOL_OPTIONS=-Xmx1g -agentlib:jdwp=transport=dt_socket,server=y,suspend=y,address=8002".into()];
-        p.threads = Some(vec!["java".into(), "JDWP Transport ".into(), "JDWP Event Help".into()]);
+        p.threads = Some(marks(&["java", "JDWP Transport ", "JDWP Event Help"]));
         let v = view(vec![(10, p.clone())], vec![sock("127.0.0.1:8002", LISTEN, 5)]);
         let j = &found(&v)[0];
         assert_eq!((j.from, j.waiting, j.port), (AgentFrom::JavaToolOptions, Some(true), Some(8002)));
         // The same variable in a shell's environment: no agent threads, no JVM.
-        p.threads = Some(vec!["bash".into()]);
+        p.threads = Some(marks(&["bash"]));
         assert!(found(&view(vec![(10, p.clone())], vec![])).is_empty());
         p.threads = None;
         assert!(found(&view(vec![(10, p)], vec![])).is_empty());

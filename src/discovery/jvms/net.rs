@@ -9,7 +9,7 @@ pub const LISTEN: u8 = 0x0A;
 /// TCP state ESTABLISHED.
 pub const ESTABLISHED: u8 = 0x01;
 /// Rows read from one table at most (a host with more sockets is cut there).
-pub const MAX_SOCKETS: usize = 200_000;
+pub const MAX_SOCKETS: usize = 65_536;
 
 /// One row of /proc/net/tcp or tcp6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

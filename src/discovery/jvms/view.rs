@@ -9,12 +9,15 @@ use std::net::IpAddr;
 use super::net::{self, Socket};
 use super::wire::Record;
 
-/// Processes one host may list at most (a host claiming more is cut there).
-pub const MAX_PROCS: usize = 4096;
-/// Thread names kept per process (only a few are looked at).
-pub const MAX_THREADS: usize = 4096;
-/// Arguments kept per command line.
-pub const MAX_ARGS: usize = 4096;
+/// Processes one host may list at most (a host claiming more is cut there). With the bounds
+/// below, what one host's view holds stays under about 100 MB, whatever the host says.
+pub const MAX_PROCS: usize = 1024;
+/// Socket inodes kept per process (the agent's socket is among its first descriptors).
+pub const MAX_FD_SOCKETS: usize = 4096;
+/// Rows kept of a process's own network namespace's TCP table.
+pub const MAX_NET_SOCKETS: usize = 4096;
+/// Bytes kept of each JDWP environment variable.
+pub const MAX_ENV_VALUE: usize = 16 * 1024;
 
 /// What is known of one process.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,8 +27,8 @@ pub struct ProcView {
     pub pids: Option<u64>,
     pub uid: Option<u32>,
     pub user: Option<String>,
-    /// None until read.
-    pub argv: Option<Vec<String>>,
+    /// What its command line says; None until read.
+    pub command: Option<CommandLine>,
     /// `JAVA_TOOL_OPTIONS=...` and `JDK_JAVA_OPTIONS=...` entries of its environment.
     pub env: Vec<String>,
     /// Socket inodes among its file descriptors; None until read or when unreadable.
@@ -33,8 +36,8 @@ pub struct ProcView {
     /// Its file descriptors were asked for (and, with `fd_sockets` None, could not be read:
     /// another user's process; they are not asked for again).
     pub fd_read: bool,
-    /// Its threads' names (`/proc/PID/task/*/comm`); None until read.
-    pub threads: Option<Vec<String>>,
+    /// What its threads' names (`/proc/PID/task/*/comm`) say; None until read.
+    pub threads: Option<ThreadMarks>,
     /// The TCP table of its network namespace, when that is not the scanner's.
     pub net_sockets: Option<Vec<Socket>>,
     /// That namespace's own addresses.
@@ -47,6 +50,62 @@ pub struct ProcView {
     /// again on a new port, it is the listening socket that is neither.
     pub agent_inode: Option<u64>,
     pub other_listeners: Vec<u64>,
+}
+
+/// A command line, read once: only what it says is kept (class paths make them long).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandLine {
+    pub java: super::cmdline::JavaCommand,
+    /// The arguments joined by spaces, cut at `found::MAX_COMMAND` bytes (for filters).
+    pub text: String,
+}
+
+impl CommandLine {
+    pub fn from_args(argv: &[String]) -> CommandLine {
+        let mut text = String::new();
+        for a in argv {
+            if text.len() >= super::found::MAX_COMMAND {
+                break;
+            }
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(a);
+        }
+        CommandLine { java: super::cmdline::parse(argv), text: cut(text, super::found::MAX_COMMAND) }
+    }
+}
+
+/// What a JVM's thread names tell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadMarks {
+    /// A JDWP agent thread ("JDWP Transport Listener", "JDWP Event Helper Thread").
+    pub jdwp: bool,
+    /// A thread the JVM starts once it is initialised (see `found::STARTED_THREADS`).
+    pub started: bool,
+}
+
+impl ThreadMarks {
+    pub fn from_names<'a>(names: impl Iterator<Item = &'a str>) -> ThreadMarks {
+        let mut m = ThreadMarks::default();
+        for n in names {
+            m.jdwp |= n.starts_with("JDWP");
+            m.started |= super::found::STARTED_THREADS.iter().any(|s| n.starts_with(s));
+        }
+        m
+    }
+}
+
+/// `s` cut at `max` bytes, on a character boundary.
+fn cut(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
 }
 
 /// What one host's /proc showed.
@@ -151,33 +210,29 @@ impl HostView {
                 let t = text();
                 let mut w = t.split_whitespace();
                 p.uid = w.next().and_then(|u| u.parse().ok());
-                p.user = w.next().map(|u| u.chars().take(64).collect());
+                p.user = w.next().map(|u| super::cmdline::printable(&u.chars().take(64).collect::<String>()));
                 // Read once: an empty command line is a process that went away (or a
-                // kernel thread); it is asked again next time it is a candidate.
-                p.argv = Some(Vec::new());
+                // kernel thread).
+                p.command = Some(CommandLine::default());
             }
-            "cmdline" => {
-                let mut argv = super::cmdline::split_cmdline(r.body);
-                argv.truncate(MAX_ARGS);
-                p.argv = Some(argv);
-            }
+            "cmdline" => p.command = Some(CommandLine::from_args(&super::cmdline::split_cmdline(r.body))),
             "environ" => {
                 p.env = r
                     .body
                     .split(|b| *b == 0 || *b == b'\n')
                     .filter(|e| e.starts_with(b"JAVA_TOOL_OPTIONS=") || e.starts_with(b"JDK_JAVA_OPTIONS="))
                     .take(2)
-                    .map(|e| String::from_utf8_lossy(e).into_owned())
+                    .map(|e| cut(String::from_utf8_lossy(&e[..e.len().min(MAX_ENV_VALUE + 32)]).into_owned(), MAX_ENV_VALUE))
                     .collect();
             }
             "fd" => {
                 let t = text();
                 // An unreadable folder lists nothing (ls prints its error to stderr).
-                p.fd_sockets = if t.trim().is_empty() { None } else { Some(net::fd_sockets(&t)) };
+                p.fd_sockets = if t.trim().is_empty() { None } else { Some(net::fd_sockets(&t).into_iter().take(MAX_FD_SOCKETS).collect()) };
                 p.fd_read = true;
             }
-            "threads" => p.threads = Some(text().lines().take(MAX_THREADS).map(str::to_string).collect()),
-            "nettcp" => p.net_sockets = Some(net::parse_tcp_table(&text())),
+            "threads" => p.threads = Some(ThreadMarks::from_names(text().lines())),
+            "nettcp" => p.net_sockets = Some(net::parse_tcp_table(&text()).into_iter().take(MAX_NET_SOCKETS).collect()),
             "fib" => p.net_addrs = net::fib_local_addrs(&text()),
             _ => {}
         }
@@ -211,7 +266,7 @@ impl HostView {
         let mut proc_ = Vec::new();
         let (mut fd, mut threads, mut net_) = (Vec::new(), Vec::new(), Vec::new());
         for (&pid, p) in self.procs.iter().filter(|(_, p)| !self.elsewhere(p)) {
-            if p.argv.is_none() {
+            if p.command.is_none() {
                 proc_.push(pid);
                 continue;
             }
@@ -359,6 +414,13 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
         apply(&mut v, &records(&[("ns", "-", ns.as_bytes()), ("proc", "7", "1 ".repeat(10_000).as_bytes())]));
         assert_eq!(v.procs.len(), MAX_PROCS);
         assert!(v.procs[&7].user.as_ref().is_some_and(|u| u.len() <= 64));
+        let huge = format!("java\0-cp\0{}\0Main\0", "a:".repeat(1 << 20));
+        let env = format!("JAVA_TOOL_OPTIONS={}", "x".repeat(1 << 20));
+        apply(&mut v, &records(&[("cmdline", "7", huge.as_bytes()), ("environ", "7", env.as_bytes())]));
+        let p = &v.procs[&7];
+        let c = p.command.as_ref().unwrap();
+        assert_eq!(c.java.main.as_ref().map(|m| m.to_string()).as_deref(), Some("Main"), "read whole, kept short");
+        assert!(c.text.len() <= super::super::found::MAX_COMMAND && p.env[0].len() <= MAX_ENV_VALUE);
         apply(&mut v, &records(&[("cmdline", "99999999", b"x"), ("zzz", "1", b"")]));
     }
 }

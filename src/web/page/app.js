@@ -167,6 +167,7 @@ function vmRate(vm) {
 const SORT_VALUE = {
   current: (v) => (v.current ? 0 : 1),
   port: (v) => v.debugger_port,
+  host: (v) => v.host,
   pid: (v) => v.pid,
   app: (v) => v.app,
   vm: (v) => v.vm_ident,
@@ -190,7 +191,7 @@ function compare(a, b) {
 function matches(vm) {
   if (!ui.filter) return true;
   const peers = vm.debuggers.map((d) => d.peer);
-  const hay = [vm.debugger_port, vm.pid, vm.app, vm.vm_ident, vm.addr, vm.state, vm.ddm ? "ddm" : "", ...peers].join(" ").toLowerCase();
+  const hay = [vm.debugger_port, vm.host, vm.pid, vm.app, vm.vm_ident, vm.addr, vm.state, vm.ddm ? "ddm" : "", vm.note || "", ...peers].join(" ").toLowerCase();
   return ui.filter.split(/\s+/).every((w) => hay.includes(w));
 }
 
@@ -220,13 +221,14 @@ function renderVms() {
   sync($("vms").tBodies[0], ui.rows.vms, shown, (v) => v.id, (v) => [
     [v.current ? "★" : "", "current"],
     [v.debugger_port, "num"],
+    [v.host, "host", v.host],
     [v.pid, "num"],
     [(v.app || "-") + (v.waiting_for_debugger ? " (waiting)" : ""), "app", (v.app ? v.app + " at " : "") + v.addr],
     [v.vm_ident || "-", "ident", v.vm_ident || ""],
     [v.ddm === true ? "yes" : v.ddm === false ? "no" : "?"],
     [v.debuggers.length || "-", "num", debuggersTip(v)],
     [rate(vmRate(v)), "num"],
-    [v.state, "state vm-" + v.state],
+    [v.state, "state vm-" + v.state, v.note || ""],
   ]);
   for (const tr of ui.rows.vms.values()) {
     tr.dataset.id = tr.dataset.key;
@@ -298,14 +300,14 @@ function renderShown() {
   $("pick").hidden = !!vm;
   $("vm").hidden = !vm;
   if (!vm) return;
-  $("vm-title").textContent = (vm.app || vm.addr) + (vm.pid ? " (pid " + vm.pid + ")" : "");
+  $("vm-title").textContent = (vm.app || vm.addr) + (vm.pid ? " (pid " + vm.pid + ")" : "") + (vm.host !== "local" ? " on " + vm.host : "");
   $("vm-facts").textContent = [
     vm.vm_ident || "VM not identified yet",
     "state " + vm.state,
     vm.ddm === true ? "DDM-aware" : vm.ddm === false ? "no DDM" : "DDM unknown",
     "debugger port " + (vm.debugger_port ?? "-"),
-    "address " + vm.addr,
-  ].join(" · ");
+    "address " + vm.addr + (vm.host !== "local" ? " on " + vm.host : ""),
+  ].join(" · ") + (vm.note ? " · " + vm.note : "");
   $("make-current").hidden = vm.current;
   $("current-mark").hidden = !vm.current;
   $("threads-panel").hidden = vm.ddm !== true;
