@@ -264,3 +264,46 @@ async fn captures_stats_and_the_monitor_for_a_remote_vm() {
     assert_eq!((&vms[0]["host"], &vms[0]["app"], &vms[0]["addr"]), (&"obs".into(), &"Billing".into(), &"127.0.0.1:8000".into()), "{vms}");
     drop(served);
 }
+
+/// A host that answers the scan with what no real host prints (escape sequences, 6,000
+/// processes, 100 KB command lines, a record that never ends, silence): the daemon stays up
+/// with bounded memory, prints nothing a terminal would obey, keeps making the link again,
+/// and serves a good host beside it all along.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_host_cannot_hurt_the_daemon_or_other_hosts() {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let state = keys.path("hostile.state");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/integration/remote_hostile.py");
+    let _evil = TestHost::start_forced(&keys, "evil", &format!("python3 {script} {}", state.display())).unwrap();
+    let good = TestHost::start(&keys, "good").unwrap();
+    let app = JavaApp::spawn(jvm_on(&good, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
+    let served = serve(&keys, &["evil", "good"], &[]);
+    let rows = served.list_until("the good host served", |r| ready(r, "good", "Billing")).await;
+    let good_port = port(&rows, "good", "Billing");
+    // Several sessions of the hostile host: floods, a record without end, silence.
+    let deadline = tokio::time::Instant::now() + SLOW;
+    while std::fs::read_to_string(&state).map(|s| s.trim().parse::<u32>().unwrap_or(0)).unwrap_or(0) < 3 {
+        assert!(tokio::time::Instant::now() < deadline, "the link to the hostile host was not made again:\n{}", served.log_text());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rss_kb: u64 = std::fs::read_to_string(format!("/proc/{}/status", served.pid()))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:").and_then(|v| v.split_whitespace().next()?.parse().ok()))
+        .unwrap();
+    assert!(rss_kb < 200 * 1024, "the daemon holds {rss_kb} KiB");
+    let (code, text, err) = served.run(&["list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "control characters reached the terminal: {text:?}");
+    let log = served.log_text();
+    assert!(!log.contains('\u{1b}'), "control characters in the log");
+    assert!(log.contains("lost the ssh link to evil"), "{log}");
+    let rows = served.list_until("still served", |r| ready(r, "good", "Billing")).await;
+    assert_eq!(port(&rows, "good", "Billing"), good_port);
+    let mut j = jdb(good_port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    break_step_quit(&mut j, "Billing", &app).await;
+    println!("hostile host: daemon RSS {rss_kb} KiB after 3 sessions of it");
+    drop(served);
+}

@@ -222,6 +222,8 @@ impl Keys {
 /// A test host: a namespace running sshd, optionally with its own process list.
 pub struct TestHost {
     pub alias: String,
+    /// `ForceCommand` of its sshd: what every session runs instead of what it asked for.
+    force: Option<String>,
     /// Keys made for this host (its host key lives here).
     host_dir: tempfile::TempDir,
     sshd: Option<std::process::Child>,
@@ -239,6 +241,15 @@ impl TestHost {
     /// a pid namespace of its own, with its own /proc.
     pub fn start_with(keys: &Keys, alias: &str, own_pids: bool) -> Result<TestHost> {
         Self::make(keys, alias, own_pids, Netns::new()?, "id_ed25519", "")
+    }
+
+    /// A host whose sshd runs `command` for every session, whatever the client asked for (a
+    /// host that answers jdwpmux's scan with what `command` prints).
+    pub fn start_forced(keys: &Keys, alias: &str, command: &str) -> Result<TestHost> {
+        let mut h = Self::make(keys, alias, false, Netns::new()?, "id_ed25519", "")?;
+        h.force = Some(command.to_string());
+        h.restart_sshd(keys)?;
+        Ok(h)
     }
 
     /// A host that `keys`' config logs in to with `identity`.
@@ -259,7 +270,7 @@ impl TestHost {
         run(&["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", alias, "-f", host_key.to_str().context("path")?])?;
         keys.trust(net.addr, &host_dir.path().join("host_key.pub"))?;
         keys.add_host(alias, net.addr, identity, extra)?;
-        let mut h = TestHost { alias: alias.to_string(), host_dir, sshd: None, own_pids, net };
+        let mut h = TestHost { alias: alias.to_string(), force: None, host_dir, sshd: None, own_pids, net };
         h.start_sshd(keys)?;
         Ok(h)
     }
@@ -286,11 +297,12 @@ impl TestHost {
             format!(
                 "ListenAddress {}:22\nHostKey {}\nAuthorizedKeysFile {}\nPidFile {}\nPermitRootLogin prohibit-password\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n\
-                 AllowTcpForwarding yes\nAllowStreamLocalForwarding yes\nLogLevel VERBOSE\n",
+                 AllowTcpForwarding yes\nAllowStreamLocalForwarding yes\nLogLevel VERBOSE\n{}",
                 self.net.addr,
                 self.host_dir.path().join("host_key").display(),
                 keys.path("authorized_keys").display(),
                 self.host_dir.path().join("sshd.pid").display(),
+                self.force.as_ref().map(|c| format!("ForceCommand {c}\n")).unwrap_or_default(),
             ),
         )?;
         let log = std::fs::File::create(self.host_dir.path().join("sshd.log"))?;
