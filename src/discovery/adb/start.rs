@@ -74,11 +74,13 @@ pub fn server_answers(addr: SocketAddr, timeout: Duration) -> bool {
 }
 
 fn start_with(addr: SocketAddr, adb: Option<&Path>) -> StartOutcome {
-    if server_answers(addr, PROBE_TIMEOUT) {
-        return StartOutcome::AlreadyRunning;
-    }
+    // Another machine's server is not ours to start: whether it answers is for the watch to
+    // find out, not for a probe here.
     if !addr.ip().is_loopback() {
         return StartOutcome::NotLocal;
+    }
+    if server_answers(addr, PROBE_TIMEOUT) {
+        return StartOutcome::AlreadyRunning;
     }
     let Some(adb) = adb else { return StartOutcome::NoAdbOnPath };
     // No pipes: the server that `start-server` forks inherits them and would keep them open
@@ -191,8 +193,8 @@ mod tests {
 
     #[test]
     fn remote_addresses_are_not_started() {
-        // TEST-NET-1 (RFC 5737): nothing answers (within PROBE_TIMEOUT), and it is not ours
-        // to start, even with an adb at hand.
+        // TEST-NET-1 (RFC 5737): not ours to start, even with an adb at hand, and not even
+        // probed (no packet leaves this machine).
         let addr: SocketAddr = "192.0.2.1:5037".parse().expect("literal address");
         assert_eq!(start_with(addr, Some(Path::new("/bin/true"))), StartOutcome::NotLocal);
     }
