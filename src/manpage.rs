@@ -140,4 +140,63 @@ mod tests {
             assert!(page.contains(section), "{section}");
         }
     }
+
+    /// The README's shell lines that run jdwpmux parse as its command line, its TOML blocks
+    /// as a config file, and the files it links to exist: what it shows works.
+    #[test]
+    fn the_readme_shows_only_what_works() {
+        use clap::CommandFactory;
+        let readme = include_str!("../README.md");
+        let mut checked = 0;
+        let mut block: Option<&str> = None;
+        for line in readme.lines() {
+            if let Some(lang) = line.strip_prefix("```") {
+                block = if block.is_some() { None } else { Some(lang) };
+                continue;
+            }
+            match block {
+                Some("sh") => {
+                    // Commands joined by && or ending in &, comments cut.
+                    let code = line.split(" #").next().unwrap_or_default();
+                    for cmd in code.split("&&").map(|c| c.trim().trim_end_matches('&').trim()) {
+                        let words: Vec<&str> = cmd.split_whitespace().collect();
+                        let args: Vec<&str> = match words.as_slice() {
+                            ["jdwpmux", rest @ ..] => rest.to_vec(),
+                            ["cargo", "run", "--release", "--", rest @ ..] => rest.to_vec(),
+                            _ => continue,
+                        };
+                        let argv = std::iter::once("jdwpmux").chain(args.iter().copied());
+                        if let Err(e) = Cli::command().try_get_matches_from(argv) {
+                            panic!("README: `{cmd}` does not parse: {e}");
+                        }
+                        checked += 1;
+                    }
+                }
+                Some("toml") => {}
+                _ => {}
+            }
+        }
+        assert!(checked >= 20, "only {checked} jdwpmux lines checked");
+        let mut toml = String::new();
+        let mut in_toml = false;
+        for line in readme.lines() {
+            match (line.starts_with("```toml"), line.starts_with("```"), in_toml) {
+                (true, _, _) => in_toml = true,
+                (_, true, true) => in_toml = false,
+                (_, _, true) => toml.push_str(&format!("{line}\n")),
+                _ => {}
+            }
+        }
+        crate::config::ConfigFile::parse(&toml, std::path::Path::new("README.md")).expect("the README's config parses");
+        // Links to files of the repository.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for part in readme.split("](").skip(1) {
+            let target = part.split(')').next().unwrap_or_default().split('#').next().unwrap_or_default();
+            if target.is_empty() || target.starts_with("http") {
+                continue;
+            }
+            assert!(root.join(target).exists(), "README links to {target}, which is not there");
+        }
+        assert!(readme.lines().count() <= 350, "the README is for users: 350 lines at most");
+    }
 }

@@ -1,6 +1,6 @@
 //! What happens to each command whose effect reaches beyond the debugger that sends it.
 //!
-//! One table, read by the session for every command and printed in the README (a test keeps
+//! One table, read by the session for every command and printed in docs/sharing.md (a test keeps
 //! the two in step). Commands not in it go to the VM as they are, with their ids rewritten;
 //! their replies go back to the sender alone.
 
@@ -92,7 +92,7 @@ pub fn policy(set: u8, cmd: u8) -> Policy {
     TABLE.iter().find(|r| r.set == set && r.cmd == cmd).map_or(Forward, |r| r.policy)
 }
 
-/// The table as README markdown rows.
+/// The table as markdown rows, as docs/sharing.md shows them.
 pub fn markdown() -> String {
     let mut out = String::from("| command | policy | what the other debuggers see |\n| --- | --- | --- |\n");
     for r in TABLE {
@@ -122,8 +122,8 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_shows_this_table() {
-        let readme = include_str!("../../../README.md");
-        assert!(readme.contains(&markdown()), "README.md must contain, as it is:\n{}", markdown());
+    fn the_docs_show_this_table() {
+        let doc = include_str!("../../../docs/sharing.md");
+        assert!(doc.contains(&markdown()), "docs/sharing.md must contain, as it is:\n{}", markdown());
     }
 }
