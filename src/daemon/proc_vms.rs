@@ -12,6 +12,7 @@ use tracing::{debug, info};
 
 use super::followed::{Followed, Sighting};
 use super::Spawner;
+use crate::discovery::jvms::keys::KeyBook;
 use crate::discovery::jvms::{self, FoundJvm, HostView, Reach};
 use crate::registry::{Source, VmId};
 use crate::session::{Located, VmState};
@@ -34,20 +35,18 @@ pub(super) struct Decision {
 
 /// Keys and names for a round's JVMs. A JVM whose agent has a port of its own is keyed by
 /// its address (as the port scan and `--vm` key it, so that nothing is listed twice); one
-/// whose agent picked its port, by what it runs (told apart by pid when several run the same).
-pub(super) fn decide(found: &[FoundJvm]) -> Vec<Decision> {
+/// whose agent picked its port, by what it runs (`jvms::keys`: it keeps its key while it
+/// runs, and a restarted one takes it again).
+pub(super) fn decide(found: &[FoundJvm], book: &mut KeyBook) -> Vec<Decision> {
+    let picked: Vec<FoundJvm> = found.iter().filter(|f| f.agent.ephemeral() && matches!(f.reach, Reach::At(_))).cloned().collect();
+    let mut picked_keys = book.keys("proc:", &picked).into_iter();
     found
         .iter()
         .map(|f| {
             let name = f.name();
-            let shared = found.iter().filter(|o| o.name() == name).count() > 1;
             match &f.reach {
                 Reach::At(addr) => {
-                    let key = match (f.agent.ephemeral(), shared) {
-                        (false, _) => addr.to_string(),
-                        (true, false) => format!("proc:{name}"),
-                        (true, true) => format!("proc:{name}#{}", f.pid),
-                    };
+                    let key = if f.agent.ephemeral() { picked_keys.next().unwrap_or_default() } else { addr.to_string() };
                     let note = f.other_net.then(|| format!("runs in another network namespace (a container); reached at {addr}"));
                     Decision { key, name: addr.to_string(), addr: *addr, unreachable: None, note }
                 }
@@ -65,7 +64,7 @@ pub(super) fn decide(found: &[FoundJvm]) -> Vec<Decision> {
 
 /// Runs one /proc scan now (the first, before the port scan starts), then every interval.
 pub(super) async fn start(spawner: Spawner, claimed: Claimed) {
-    let mut follower = ProcFollower { spawner: spawner.clone(), claimed, view: Some(HostView::default()), live: HashMap::new() };
+    let mut follower = ProcFollower { spawner: spawner.clone(), claimed, view: Some(HostView::default()), keys: KeyBook::default(), live: HashMap::new() };
     follower.round().await;
     let cancel: CancellationToken = spawner.cancel.clone();
     let interval = spawner.settings.scan_interval;
@@ -89,6 +88,7 @@ struct ProcFollower {
     spawner: Spawner,
     claimed: Claimed,
     view: Option<HostView>,
+    keys: KeyBook,
     /// By pid: what this discovery lists.
     live: HashMap<(u32, String), Live>,
 }
@@ -105,7 +105,7 @@ impl ProcFollower {
         self.view = Some(view);
         let only = &self.spawner.settings.proc_match;
         let found: Vec<FoundJvm> = found.into_iter().filter(|f| only.is_empty() || only.iter().any(|t| f.command.contains(t.as_str()))).collect();
-        let decisions = decide(&found);
+        let decisions = decide(&found, &mut self.keys);
         if let Ok(mut c) = self.claimed.lock() {
             c.clear();
             c.extend(decisions.iter().filter(|d| d.unreachable.is_none()).map(|d| d.addr));
@@ -173,39 +173,28 @@ fn note(spawner: &Spawner, id: VmId, f: &FoundJvm, d: &Decision) -> Option<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::jvms::agent::{Agent, Bind};
-    use crate::discovery::jvms::cmdline::MainName;
-    use crate::discovery::jvms::found::AgentFrom;
 
     fn jvm(pid: u32, main: &str, port: u16, reach: Reach) -> FoundJvm {
-        FoundJvm {
-            pid,
-            user: None,
-            main: Some(MainName::Class(main.into())),
-            agent: Agent { transport: "dt_socket".into(), server: true, suspend: false, bind: Bind::Default, port },
-            from: AgentFrom::CommandLine,
-            port: Some(4000 + pid as u16),
-            listening: true,
-            attached: false,
-            waiting: Some(false),
-            other_net: false,
-            reach,
-            command: String::new(),
-        }
+        FoundJvm::sample(pid, main, port, 4000 + pid as u16, reach)
     }
 
     #[test]
     fn keys_agree_with_the_port_scan_and_follow_picked_ports() {
         let at = |p: u16| Reach::At(([127, 0, 0, 1], p).into());
-        let d = decide(&[
+        let found = [
             jvm(1, "Billing", 8000, at(8000)),
             jvm(2, "Worker", 0, at(40001)),
             jvm(3, "Tool", 0, at(40002)),
             jvm(4, "Tool", 0, at(40003)),
             jvm(5, "Box", 8001, Reach::Unreachable("listens on its container's loopback".into())),
-        ]);
+        ];
+        let mut book = KeyBook::default();
+        let d = decide(&found, &mut book);
         let keys: Vec<&str> = d.iter().map(|d| d.key.as_str()).collect();
-        assert_eq!(keys, ["127.0.0.1:8000", "proc:Worker", "proc:Tool#3", "proc:Tool#4", "proc:Box#5!"]);
+        assert_eq!(keys, ["127.0.0.1:8000", "proc:Worker", "proc:Tool", "proc:Tool#4", "proc:Box#5!"]);
+        // The first Tool ends: the second keeps its key; a Tool started again takes the first's.
+        let again = decide(&[found[3].clone(), jvm(6, "Tool", 0, at(40004))], &mut book);
+        assert_eq!(again.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(), ["proc:Tool#4", "proc:Tool"]);
         assert_eq!(d[1].name, "127.0.0.1:40001");
         assert!(d[4].unreachable.is_some() && d[4].name == "pid 5");
     }

@@ -22,6 +22,9 @@ pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Wait after a refused login or host key: trying again soon cannot help.
 pub const REFUSED_RETRY: Duration = Duration::from_secs(300);
+/// How long the forward of a JVM that went away is kept, for its return (a restart keeps its
+/// socket); after that it is cancelled, so JVMs that come and go leave nothing behind.
+pub const GONE_FORWARD: Duration = Duration::from_secs(60);
 /// The adb server's port, looked for on each host's loopback.
 pub const ADB_PORT: u16 = 5037;
 
@@ -154,6 +157,8 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, cancel: Can
 async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &watch::Sender<HostReport>, cancel: &CancellationToken) -> Option<String> {
     // Forwards in place on this link: local socket -> target on the host.
     let mut forwards: HashMap<PathBuf, SocketAddr> = HashMap::new();
+    // When each forward's JVM was last found.
+    let mut seen: HashMap<PathBuf, tokio::time::Instant> = HashMap::new();
     let why = loop {
         let found = tokio::select! {
             r = link.scan.round(cfg.round_timeout()) => r,
@@ -168,6 +173,22 @@ async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &wat
         };
         let vms = update_forwards(cfg, &link, names, &mut forwards, found).await;
         let adb = adb_forward(cfg, &link, &mut forwards).await;
+        let now = tokio::time::Instant::now();
+        for vm in &vms {
+            seen.insert(vm.socket.clone(), now);
+        }
+        if let Some(a) = &adb {
+            seen.insert(a.clone(), now);
+        }
+        let stale: Vec<PathBuf> = forwards.keys().filter(|s| seen.get(*s).is_none_or(|t| now.duration_since(*t) > GONE_FORWARD)).cloned().collect();
+        for socket in stale {
+            if let Some(target) = forwards.remove(&socket) {
+                debug!(host = %cfg.label, socket = %socket.display(), "cancelling the forward of a JVM gone for {GONE_FORWARD:?}");
+                let _ = link.forward(&socket, target, true).await;
+                let _ = std::fs::remove_file(&socket);
+            }
+            seen.remove(&socket);
+        }
         report.send_if_modified(|r| {
             let new = HostReport { link: LinkState::Up, vms, adb };
             let changed = *r != new;
@@ -200,8 +221,8 @@ async fn update_forwards(cfg: &HostConfig, link: &Link, names: &mut Names, forwa
         };
         vms.push(RemoteVm { key: n.key, socket: n.socket, found: f, forwarded });
     }
-    // Forwards of JVMs that went away are left in place: a JVM restarting keeps its socket and
-    // its forward is moved when it is found again.
+    // Forwards of JVMs that went away stay for `GONE_FORWARD`: a JVM restarting keeps its
+    // socket, and its forward is moved when it is found again.
     vms
 }
 

@@ -8,6 +8,9 @@ use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::discovery::jvms::cmdline;
+use crate::discovery::jvms::net::hex_addr;
+
 /// Upper bound on processes examined, so a huge process table cannot stall a lookup.
 const MAX_PROCS: usize = 100_000;
 /// Least time between two scans of /proc: a thousand VMs found at once share scans
@@ -95,24 +98,12 @@ fn scan_sockets() -> HashMap<u64, u32> {
 /// Finds the inode of the socket `local` <-> `remote` in a /proc/net/tcp table.
 fn socket_inode(table: &Path, local: SocketAddr, remote: SocketAddr) -> Option<u64> {
     let text = std::fs::read_to_string(table).ok()?;
-    let (want_local, want_remote) = (proc_addr(local), proc_addr(remote));
+    let (want_local, want_remote) = (hex_addr(local), hex_addr(remote));
     text.lines().skip(1).find_map(|line| {
         let f: Vec<&str> = line.split_whitespace().collect();
         let (l, r, inode) = (f.get(1)?, f.get(2)?, f.get(9)?);
         (l.eq_ignore_ascii_case(&want_local) && r.eq_ignore_ascii_case(&want_remote)).then(|| inode.parse().ok())?
     })
-}
-
-/// The kernel's rendering of an address in /proc/net/tcp: little-endian hex words.
-fn proc_addr(a: SocketAddr) -> String {
-    match a {
-        SocketAddr::V4(v4) => format!("{:08X}:{:04X}", u32::from_le_bytes(v4.ip().octets()), a.port()),
-        SocketAddr::V6(v6) => {
-            let o = v6.ip().octets();
-            let words: String = o.chunks(4).map(|w| format!("{:08X}", u32::from_le_bytes([w[0], w[1], w[2], w[3]]))).collect();
-            format!("{words}:{:04X}", a.port())
-        }
-    }
 }
 
 /// A readable app name from a JVM's command line: the main class, the jar, or the module's
@@ -124,23 +115,7 @@ pub fn java_app_name(pid: u32) -> Option<String> {
 }
 
 fn main_of(args: &[String]) -> Option<String> {
-    const WITH_VALUE: &[&str] = &[
-        "-cp", "-classpath", "--class-path", "-p", "--module-path", "--add-modules", "--add-opens",
-        "--add-exports", "--add-reads", "--limit-modules", "--upgrade-module-path", "--patch-module",
-    ];
-    let mut it = args.iter().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-jar" => return it.next().map(|j| j.rsplit('/').next().unwrap_or(j).to_string()),
-            "-m" | "--module" => return it.next().map(|m| m.rsplit('/').next().unwrap_or(m).to_string()),
-            o if WITH_VALUE.contains(&o) => {
-                it.next();
-            }
-            o if o.starts_with('-') => {}
-            main => return Some(main.to_string()),
-        }
-    }
-    None
+    cmdline::parse(args).main.map(|m| m.to_string())
 }
 
 #[cfg(test)]
@@ -157,11 +132,6 @@ mod tests {
         assert_eq!(main_of(&args("java -Xmx1g -jar /opt/app/server.jar --port 1")).as_deref(), Some("server.jar"));
         assert_eq!(main_of(&args("java --module-path m -m app/com.example.Main")).as_deref(), Some("com.example.Main"));
         assert_eq!(main_of(&args("java -version")), None);
-    }
-
-    #[test]
-    fn proc_address_format() {
-        assert_eq!(proc_addr("127.0.0.1:8000".parse().unwrap()), "0100007F:1F40");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! tests' JVMs are never touched.
 
 use crate::cli::Served;
-use crate::remote::{agent, break_step_quit, jdb, program, row, SLOW};
+use crate::remote::{agent, debug_once, program, row};
 use crate::support::testhost::Netns;
 use crate::support::{JavaApp, JvmSpec};
 
@@ -56,9 +56,7 @@ async fn local_jvms_are_found_by_their_process_containers_too() {
     for (class, app) in [("Billing", &here), ("Shipping", &open)] {
         let rows = served.list_until("ready", |r| row(r, "local", class).is_some_and(|v| v["state"] == "ready")).await;
         let port = row(&rows, "local", class).unwrap()["debugger_port"].as_u64().unwrap() as u16;
-        let mut j = jdb(port).await;
-        j.expect("> ", SLOW).await.unwrap();
-        break_step_quit(&mut j, class, app).await;
+        debug_once(port, class, app).await;
     }
     // A JVM that ends leaves the list.
     drop(closed);

@@ -40,8 +40,12 @@ pub fn serve(keys: &Keys, hosts: &[&str], extra: &[&str]) -> Served {
     Served::start(&args)
 }
 
+/// The row of `app` on `host` that is not at another address than the host's loopback (the
+/// tests' JVMs listen there; a host sharing this machine's process list also lists other
+/// tests' hosts' JVMs, as containers at their own addresses).
 pub fn row<'a>(rows: &'a [Value], host: &str, app: &str) -> Option<&'a Value> {
-    rows.iter().find(|r| r["host"] == host && r["app"] == app)
+    let elsewhere = |r: &Value| r["addr"].as_str().and_then(|a| a.parse::<std::net::SocketAddr>().ok()).is_some_and(|a| !a.ip().is_loopback());
+    rows.iter().find(|r| r["host"] == host && r["app"] == app && !elsewhere(r))
 }
 
 pub fn ready(rows: &[Value], host: &str, app: &str) -> bool {
@@ -57,6 +61,38 @@ pub async fn jdb(port: u16) -> Jdb {
     let mut jdb = Jdb::attach(&format!("127.0.0.1:{port}")).await.unwrap();
     jdb.expect("Initializing jdb", SLOW).await.unwrap();
     jdb
+}
+
+/// jdb attached to `port` stops in `class.tick`, steps, clears and quits; the app runs on.
+pub async fn debug_once(port: u16, class: &str, app: &JavaApp) {
+    let mut j = jdb(port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    break_step_quit(&mut j, class, app).await;
+}
+
+/// A test host `alias` running Billing (JDK 17, agent on its loopback's port 8000), served
+/// with `extra` arguments, and Billing's local debugger port once it is ready.
+pub struct OneVm {
+    pub keys: Keys,
+    pub host: TestHost,
+    pub app: JavaApp,
+    pub served: Served,
+    pub port: u16,
+}
+
+pub async fn one_vm(alias: &str, extra: &[&str]) -> OneVm {
+    one_vm_on(alias, true, extra).await
+}
+
+/// `one_vm`, the host with a process list of its own or not (`own_pids`).
+pub async fn one_vm_on(alias: &str, own_pids: bool, extra: &[&str]) -> OneVm {
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start_with(&keys, alias, own_pids).unwrap();
+    let app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
+    let served = serve(&keys, &[alias], extra);
+    let rows = served.list_until("Billing ready", |r| ready(r, alias, "Billing")).await;
+    let port = port(&rows, alias, "Billing");
+    OneVm { keys, host, app, served, port }
 }
 
 /// Stops in `class.tick`, steps, clears, continues and quits; the app runs on.
@@ -111,9 +147,7 @@ async fn three_kinds_of_remote_jvm(java: PathBuf) {
     // follows it, twice.
     for _ in 0..2 {
         let rows = served.list_until("Worker ready", |r| ready(r, "box", "Worker")).await;
-        let mut j = jdb(port(&rows, "box", "Worker")).await;
-        j.expect("> ", SLOW).await.unwrap();
-        break_step_quit(&mut j, "Worker", &picked).await;
+        debug_once(port(&rows, "box", "Worker"), "Worker", &picked).await;
     }
     assert!(picked.listen_ports().len() >= 2, "the agent moved: {:?}", picked.listen_ports());
 
@@ -122,9 +156,7 @@ async fn three_kinds_of_remote_jvm(java: PathBuf) {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("box:127.0.0.1:8002"), "{out}");
     let current = crate::cli::port_of(&served.wait_log("for the current VM").await);
-    let mut j = jdb(current).await;
-    j.expect("> ", SLOW).await.unwrap();
-    break_step_quit(&mut j, "Report", &env_app).await;
+    debug_once(current, "Report", &env_app).await;
     drop(served);
     drop((waiting, picked, env_app));
     drop(host);
@@ -146,12 +178,7 @@ async fn three_kinds_of_remote_jvm_on_jdk25() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_debuggers_share_a_remote_vm() {
     crate::need_test_hosts!();
-    let keys = Keys::new().unwrap();
-    let host = TestHost::start(&keys, "shared").unwrap();
-    let app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
-    let served = serve(&keys, &["shared"], &[]);
-    let rows = served.list_until("Billing ready", |r| ready(r, "shared", "Billing")).await;
-    let vm_port = port(&rows, "shared", "Billing");
+    let OneVm { keys: _keys, host: _host, app, served, port: vm_port } = one_vm("shared", &[]).await;
     let mut a = jdb(vm_port).await;
     a.expect("> ", SLOW).await.unwrap();
     a.send("stop in Billing.tick").await.unwrap();
@@ -194,9 +221,7 @@ async fn two_hosts_one_behind_a_jump_host() {
     let rows = served.list_until("both hosts", |r| ready(r, "gate", "Gateway") && ready(r, "inner", "Ledger")).await;
     assert_eq!(rows.len(), 2, "{rows:?}");
     for (host, class, app) in [("inner", "Ledger", &deep), ("gate", "Gateway", &outside)] {
-        let mut j = jdb(port(&rows, host, class)).await;
-        j.expect("> ", SLOW).await.unwrap();
-        break_step_quit(&mut j, class, app).await;
+        debug_once(port(&rows, host, class), class, app).await;
     }
     let (code, out, err) = served.run(&["select", "inner:Ledger"]);
     assert_eq!(code, 0, "{err}");
@@ -224,9 +249,7 @@ async fn a_changed_host_key_and_a_passphrase_are_refused_in_one_line_each() {
     assert!(login_line.contains("ssh-agent") && login_line.contains("Permission denied"), "{login_line}");
     let rows = served.list_until("the good host served", |r| ready(r, "good", "Billing")).await;
     assert_eq!(rows.len(), 1, "{rows:?}");
-    let mut j = jdb(port(&rows, "good", "Billing")).await;
-    j.expect("> ", SLOW).await.unwrap();
-    break_step_quit(&mut j, "Billing", &app).await;
+    debug_once(port(&rows, "good", "Billing"), "Billing", &app).await;
     let log = served.log_text();
     assert_eq!(log.matches("ssh refused moved").count(), 1, "tried again too soon:\n{log}");
     assert_eq!(log.matches("could not log in to locked").count(), 1, "tried again too soon:\n{log}");
@@ -238,16 +261,10 @@ async fn a_changed_host_key_and_a_passphrase_are_refused_in_one_line_each() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn captures_stats_and_the_monitor_for_a_remote_vm() {
     crate::need_test_hosts!();
-    let keys = Keys::new().unwrap();
-    let host = TestHost::start(&keys, "obs").unwrap();
-    let app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("remote.jsonl");
-    let served = serve(&keys, &["obs"], &["--capture", cap.to_str().unwrap(), "--web", "127.0.0.1:0"]);
-    let rows = served.list_until("ready", |r| ready(r, "obs", "Billing")).await;
-    let mut j = jdb(port(&rows, "obs", "Billing")).await;
-    j.expect("> ", SLOW).await.unwrap();
-    break_step_quit(&mut j, "Billing", &app).await;
+    let OneVm { keys: _keys, host: _host, app, served, port } = one_vm("obs", &["--capture", cap.to_str().unwrap(), "--web", "127.0.0.1:0"]).await;
+    debug_once(port, "Billing", &app).await;
 
     let (code, stats, err) = served.run(&["stats"]);
     assert_eq!(code, 0, "{err}");
@@ -301,9 +318,7 @@ async fn a_hostile_host_cannot_hurt_the_daemon_or_other_hosts() {
     assert!(log.contains("lost the ssh link to evil"), "{log}");
     let rows = served.list_until("still served", |r| ready(r, "good", "Billing")).await;
     assert_eq!(port(&rows, "good", "Billing"), good_port);
-    let mut j = jdb(good_port).await;
-    j.expect("> ", SLOW).await.unwrap();
-    break_step_quit(&mut j, "Billing", &app).await;
+    debug_once(good_port, "Billing", &app).await;
     println!("hostile host: daemon RSS {rss_kb} KiB after 3 sessions of it");
     drop(served);
 }

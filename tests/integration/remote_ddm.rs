@@ -24,8 +24,9 @@ async fn a_ddm_vm_and_an_adb_server_on_a_remote_host() {
     crate::need_test_hosts!();
     let keys = Keys::new().unwrap();
     let host = TestHost::start(&keys, "droid").unwrap();
-    let mut vm_proc = tokio::process::Command::new("ip")
-        .args(["netns", "exec", &host.net.name])
+    let prefix = host.prefix();
+    let mut vm_proc = tokio::process::Command::new(&prefix[0])
+        .args(&prefix[1..])
         .arg(fake_vm_example())
         .args(["-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=8000", "com.example.remote", "4242"])
         .stdin(Stdio::null())

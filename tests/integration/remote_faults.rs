@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::remote::{agent, break_step_quit, jdb, jvm_on, port, ready, row, serve, SLOW};
-use crate::support::testhost::{Keys, TestHost};
+use crate::remote::{agent, debug_once, jdb, jvm_on, one_vm, one_vm_on, port, ready, row, OneVm, SLOW};
 use crate::support::JavaApp;
 
 fn down_with_note(rows: &[Value], host: &str, app: &str) -> bool {
@@ -18,12 +17,7 @@ fn down_with_note(rows: &[Value], host: &str, app: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_link_cut_for_ten_seconds_comes_back_on_the_same_port() {
     crate::need_test_hosts!();
-    let keys = Keys::new().unwrap();
-    let host = TestHost::start(&keys, "far").unwrap();
-    let app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
-    let served = serve(&keys, &["far"], &[]);
-    let rows = served.list_until("ready", |r| ready(r, "far", "Billing")).await;
-    let vm_port = port(&rows, "far", "Billing");
+    let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm("far", &[]).await;
     let mut attached = jdb(vm_port).await;
     attached.expect("> ", SLOW).await.unwrap();
 
@@ -42,28 +36,22 @@ async fn a_link_cut_for_ten_seconds_comes_back_on_the_same_port() {
     assert_eq!(port(&rows, "far", "Billing"), vm_port, "the same local port");
     assert!(row(&rows, "far", "Billing").unwrap()["note"].is_null(), "{rows:?}");
     println!("link cut: seen down after {seen_down_after:?}, back {:?} after the link was restored", cut_at.elapsed() - Duration::from_secs(10));
-    let mut j = jdb(vm_port).await;
-    j.expect("> ", SLOW).await.unwrap();
-    break_step_quit(&mut j, "Billing", &app).await;
+    debug_once(vm_port, "Billing", &app).await;
     drop(served);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sshd_restarted_and_the_jvm_restarted_keep_the_port() {
     crate::need_test_hosts!();
-    let keys = Keys::new().unwrap();
-    let mut host = TestHost::start(&keys, "svc").unwrap();
-    let mut app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
-    let served = serve(&keys, &["svc"], &[]);
+    // sshd's listener must be able to go alone: a host sharing this machine's process list
+    // (with its own, killing sshd would end every process of the host).
+    let OneVm { keys, mut host, mut app, served, port: vm_port } = one_vm_on("svc", false, &[]).await;
     let rows = served.list_until("ready", |r| ready(r, "svc", "Billing")).await;
-    let vm_port = port(&rows, "svc", "Billing");
     let first_pid = row(&rows, "svc", "Billing").unwrap()["pid"].clone();
 
     // The listening sshd alone goes: the link's own connection lives on, as on a real host.
     host.kill_sshd();
-    let mut j = jdb(vm_port).await;
-    j.expect("> ", SLOW).await.unwrap();
-    break_step_quit(&mut j, "Billing", &app).await;
+    debug_once(vm_port, "Billing", &app).await;
 
     // Every sshd goes (the service restarted and dropped its connections): unreachable
     // until sshd is back, then the same port.
@@ -79,8 +67,6 @@ async fn sshd_restarted_and_the_jvm_restarted_keep_the_port() {
     let app2 = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
     let rows = served.list_until("the new JVM", |r| ready(r, "svc", "Billing") && row(r, "svc", "Billing").is_some_and(|v| v["pid"] != first_pid)).await;
     assert_eq!(port(&rows, "svc", "Billing"), vm_port, "a restarted JVM keeps its port");
-    let mut j = jdb(vm_port).await;
-    j.expect("> ", SLOW).await.unwrap();
-    break_step_quit(&mut j, "Billing", &app2).await;
+    debug_once(vm_port, "Billing", &app2).await;
     drop(served);
 }

@@ -1,7 +1,7 @@
 //! The ssh link on its own, against a test host (a network namespace running sshd): the
-//! master comes up through the user's config and keys, the scan finds the host's JVM, its
-//! forward carries a JDWP handshake from a local socket, and a host key that changed is
-//! refused with ssh's own words.
+//! master comes up through the user's config and keys, the scan finds the host's JVM, and its
+//! forward carries a JDWP handshake from a local socket. (Refusals are tested through
+//! `serve`, in `remote.rs`.)
 
 use std::time::Duration;
 
@@ -55,7 +55,8 @@ async fn a_link_finds_the_hosts_jvm_and_forwards_to_it() {
     let vm = r.vms.iter().find(|v| v.forwarded).unwrap();
     assert_eq!(vm.key, "ssh:box/Main");
     assert_eq!(vm.found.port, Some(8000));
-    assert_eq!(Some(vm.found.pid), app.pid());
+    assert_eq!(vm.found.main.as_ref().map(|m| m.to_string()).as_deref(), Some("Main"));
+    drop(app);
     let mut s = tokio::net::UnixStream::connect(&vm.socket).await.unwrap();
     s.write_all(b"JDWP-Handshake").await.unwrap();
     let mut echo = [0u8; 14];
@@ -66,22 +67,4 @@ async fn a_link_finds_the_hosts_jvm_and_forwards_to_it() {
     tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap();
     assert!(!dir.path().join("h0.ctl").exists(), "the master's control socket is gone");
     drop(host);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_changed_host_key_is_refused_in_ssh_words() {
-    crate::need_test_hosts!();
-    let keys = Keys::new().unwrap();
-    let mut host = TestHost::start(&keys, "moved").unwrap();
-    host.new_host_key(&keys).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let (tx, mut rx) = watch::channel(HostReport::default());
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(remote::host::run(host_config(&keys, "moved", dir.path()), tx, cancel.clone()));
-    let r = wait_report(&mut rx, "refused", |r| matches!(r.link, LinkState::Down { .. })).await;
-    let LinkState::Down { reason, refused } = r.link else { unreachable!() };
-    assert!(refused, "{reason}");
-    assert!(reason.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && reason.contains("Host key verification failed"), "{reason}");
-    cancel.cancel();
-    tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap();
 }

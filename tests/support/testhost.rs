@@ -71,17 +71,33 @@ pub struct Netns {
 impl Netns {
     /// A namespace with loopback up and a veth to this namespace, addressed 10.x.y.2/30.
     pub fn new() -> Result<Netns> {
+        Self::joined_to(None)
+    }
+
+    /// A namespace joined only to `front` (not to this one): a host behind another.
+    pub fn behind(front: &Netns) -> Result<Netns> {
+        Self::joined_to(Some(front))
+    }
+
+    /// A namespace on a veth pair whose other end is in `front`'s namespace, or in this one.
+    /// `host_dev` is that other end: setting it down cuts only this namespace's link.
+    fn joined_to(front: Option<&Netns>) -> Result<Netns> {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
         let name = format!("jm{pid}h{n}");
-        let (host_dev, peer_dev) = (format!("jm{}h{n}", pid % 100_000), format!("jm{}p{n}", pid % 100_000));
+        let side = if front.is_some() { 'f' } else { 'h' };
+        let (host_dev, peer_dev) = (format!("jm{}{side}{n}", pid % 100_000), format!("jm{}p{n}", pid % 100_000));
         let [a, b, c] = subnet(n);
         let net = Netns { name: name.clone(), host_dev: host_dev.clone(), addr: Ipv4Addr::new(a, b, c, 2), here: Ipv4Addr::new(a, b, c, 1) };
         run(&["ip", "netns", "add", &name])?;
-        run(&["ip", "link", "add", &host_dev, "type", "veth", "peer", "name", &peer_dev])?;
-        run(&["ip", "link", "set", &peer_dev, "netns", &name])?;
-        run(&["ip", "addr", "add", &format!("{}/30", net.here), "dev", &host_dev])?;
-        run(&["ip", "link", "set", &host_dev, "up"])?;
+        let here = |args: &[&str]| match front {
+            Some(f) => f.exec(args),
+            None => run(args),
+        };
+        here(&["ip", "link", "add", &host_dev, "type", "veth", "peer", "name", &peer_dev])?;
+        here(&["ip", "link", "set", &peer_dev, "netns", &name])?;
+        here(&["ip", "addr", "add", &format!("{}/30", net.here), "dev", &host_dev])?;
+        here(&["ip", "link", "set", &host_dev, "up"])?;
         net.exec(&["ip", "addr", "add", &format!("{}/30", net.addr), "dev", &peer_dev])?;
         net.exec(&["ip", "link", "set", &peer_dev, "up"])?;
         net.exec(&["ip", "link", "set", "lo", "up"])?;
@@ -103,28 +119,6 @@ impl Netns {
     /// Cuts (false) or restores (true) the link to this namespace.
     pub fn set_link(&self, up: bool) -> Result<()> {
         run(&["ip", "link", "set", &self.host_dev, if up { "up" } else { "down" }]).map(|_| ())
-    }
-}
-
-impl Netns {
-    /// A namespace joined only to `front` (not to this one): a host behind another.
-    pub fn behind(front: &Netns) -> Result<Netns> {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let pid = std::process::id();
-        let name = format!("jm{pid}h{n}");
-        let (front_dev, peer_dev) = (format!("jm{}f{n}", pid % 100_000), format!("jm{}p{n}", pid % 100_000));
-        let [a, b, c] = subnet(n);
-        // `host_dev` is the end in `front`'s namespace: cutting it cuts only this host.
-        let net = Netns { name: name.clone(), host_dev: front_dev.clone(), addr: Ipv4Addr::new(a, b, c, 2), here: Ipv4Addr::new(a, b, c, 1) };
-        run(&["ip", "netns", "add", &name])?;
-        front.exec(&["ip", "link", "add", &front_dev, "type", "veth", "peer", "name", &peer_dev])?;
-        front.exec(&["ip", "link", "set", &peer_dev, "netns", &name])?;
-        front.exec(&["ip", "addr", "add", &format!("{}/30", net.here), "dev", &front_dev])?;
-        front.exec(&["ip", "link", "set", &front_dev, "up"])?;
-        net.exec(&["ip", "addr", "add", &format!("{}/30", net.addr), "dev", &peer_dev])?;
-        net.exec(&["ip", "link", "set", &peer_dev, "up"])?;
-        net.exec(&["ip", "link", "set", "lo", "up"])?;
-        Ok(net)
     }
 }
 
@@ -232,9 +226,11 @@ pub struct TestHost {
 }
 
 impl TestHost {
-    /// A host named `alias` in `keys`' ssh config, trusted in its known_hosts.
+    /// A host named `alias` in `keys`' ssh config, trusted in its known_hosts, with a process
+    /// list of its own: it sees only its own processes, as another machine would (a host
+    /// sharing this machine's process list would see other tests' hosts as containers).
     pub fn start(keys: &Keys, alias: &str) -> Result<TestHost> {
-        Self::start_with(keys, alias, false)
+        Self::start_with(keys, alias, true)
     }
 
     /// With `own_pids`, sshd (and so everything started through it or with `prefix`) runs in
@@ -246,7 +242,7 @@ impl TestHost {
     /// A host whose sshd runs `command` for every session, whatever the client asked for (a
     /// host that answers jdwpmux's scan with what `command` prints).
     pub fn start_forced(keys: &Keys, alias: &str, command: &str) -> Result<TestHost> {
-        let mut h = Self::make(keys, alias, false, Netns::new()?, "id_ed25519", "")?;
+        let mut h = Self::make(keys, alias, true, Netns::new()?, "id_ed25519", "")?;
         h.force = Some(command.to_string());
         h.restart_sshd(keys)?;
         Ok(h)
@@ -254,14 +250,14 @@ impl TestHost {
 
     /// A host that `keys`' config logs in to with `identity`.
     pub fn start_as(keys: &Keys, alias: &str, identity: &str) -> Result<TestHost> {
-        Self::make(keys, alias, false, Netns::new()?, identity, "")
+        Self::make(keys, alias, true, Netns::new()?, identity, "")
     }
 
     /// A host reachable only from `jump` (a link between their namespaces), reached with
     /// `ProxyJump`.
     pub fn start_behind(keys: &Keys, alias: &str, jump: &TestHost) -> Result<TestHost> {
         let net = Netns::behind(&jump.net)?;
-        Self::make(keys, alias, false, net, "id_ed25519", &format!("  ProxyJump {}\n", jump.alias))
+        Self::make(keys, alias, true, net, "id_ed25519", &format!("  ProxyJump {}\n", jump.alias))
     }
 
     fn make(keys: &Keys, alias: &str, own_pids: bool, net: Netns, identity: &str, extra: &str) -> Result<TestHost> {

@@ -63,6 +63,26 @@ pub struct FoundJvm {
 pub const MAX_COMMAND: usize = 4096;
 
 impl FoundJvm {
+    /// A JVM running `main` whose agent was given `agent_port` (0: it picked one), listening
+    /// on `port`, reached as `reach` (for tests of what is built on found JVMs).
+    #[cfg(test)]
+    pub(crate) fn sample(pid: u32, main: &str, agent_port: u16, port: u16, reach: Reach) -> FoundJvm {
+        FoundJvm {
+            pid,
+            user: None,
+            main: Some(MainName::Class(main.into())),
+            agent: Agent { transport: "dt_socket".into(), server: true, suspend: false, bind: Bind::Default, port: agent_port },
+            from: AgentFrom::CommandLine,
+            port: Some(port),
+            listening: true,
+            attached: false,
+            waiting: Some(false),
+            other_net: false,
+            reach,
+            command: String::new(),
+        }
+    }
+
     /// `com.example.Billing`, else `pid 4242`.
     pub fn name(&self) -> String {
         self.main.as_ref().map_or_else(|| format!("pid {}", self.pid), |m| m.to_string())

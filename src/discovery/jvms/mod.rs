@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod cmdline;
 pub mod found;
+pub mod keys;
 pub mod local;
 pub mod net;
 pub mod shell;

@@ -1,0 +1,60 @@
+//! Keys that stay with their JVM: what keeps a VM's debugger port across reconnects and
+//! restarts. A JVM is keyed by what it runs (`PREFIX` + main class or jar); when several run
+//! the same, the first one keeps the plain key and the others are told apart by the port
+//! their agent was given, else by pid. A JVM keeps its key for as long as its process runs,
+//! whoever comes after it; a key whose process ended goes to the next JVM that runs the
+//! same thing (the same program restarted). Pure.
+
+use std::collections::HashMap;
+
+use super::FoundJvm;
+
+/// The keys given out, by the process holding each.
+#[derive(Debug, Default)]
+pub struct KeyBook {
+    owners: HashMap<String, u32>,
+}
+
+impl KeyBook {
+    /// A key for every JVM of `found` (same order).
+    pub fn keys(&mut self, prefix: &str, found: &[FoundJvm]) -> Vec<String> {
+        self.owners.retain(|_, pid| found.iter().any(|f| f.pid == *pid));
+        let by_pid: HashMap<u32, String> = self.owners.iter().map(|(k, p)| (*p, k.clone())).collect();
+        let mut out: Vec<Option<String>> = found.iter().map(|f| by_pid.get(&f.pid).cloned()).collect();
+        for (slot, f) in out.iter_mut().zip(found) {
+            if slot.is_some() {
+                continue;
+            }
+            let base = format!("{prefix}{}", f.name());
+            let candidates = [Some(base.clone()), (!f.agent.ephemeral()).then(|| format!("{base}@{}", f.agent.port)), Some(format!("{base}#{}", f.pid))];
+            let key = candidates.into_iter().flatten().find(|k| !self.owners.contains_key(k)).unwrap_or_else(|| format!("{base}#{}", f.pid));
+            self.owners.insert(key.clone(), f.pid);
+            *slot = Some(key);
+        }
+        out.into_iter().map(Option::unwrap_or_default).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::jvms::Reach;
+
+    fn jvm(pid: u32, main: &str, agent_port: u16) -> FoundJvm {
+        FoundJvm::sample(pid, main, agent_port, 40000, Reach::At(([127, 0, 0, 1], 40000).into()))
+    }
+
+    #[test]
+    fn a_key_stays_with_its_jvm_when_others_come() {
+        let mut book = KeyBook::default();
+        assert_eq!(book.keys("h/", &[jvm(10, "Billing", 8000)]), ["h/Billing"]);
+        // Another Billing appears (a container's, say): the first keeps its key.
+        assert_eq!(book.keys("h/", &[jvm(11, "Billing", 8000), jvm(10, "Billing", 8000)]), ["h/Billing@8000", "h/Billing"]);
+        assert_eq!(book.keys("h/", &[jvm(12, "Billing", 0), jvm(10, "Billing", 8000), jvm(11, "Billing", 8000)]), ["h/Billing#12", "h/Billing", "h/Billing@8000"]);
+        // The first one ends and its program starts again: the new process takes its key.
+        assert_eq!(book.keys("h/", &[jvm(11, "Billing", 8000), jvm(13, "Billing", 8000)]), ["h/Billing@8000", "h/Billing"]);
+        // Nothing is kept for processes that are gone.
+        assert_eq!(book.keys("h/", &[]), Vec::<String>::new());
+        assert!(book.owners.is_empty());
+    }
+}
