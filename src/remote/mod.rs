@@ -34,6 +34,7 @@ pub fn private_dir(control: Option<&Path>) -> std::io::Result<PathBuf> {
     if base == default.parent().unwrap_or(Path::new("/tmp")) {
         crate::control::path_check::prepare_folder(base).map_err(|e| std::io::Error::other(e.to_string()))?;
     }
+    remove_stale(base);
     let dir = base.join(format!("ssh-{}", std::process::id()));
     if dir.exists() {
         // Left by an earlier daemon with this pid.
@@ -41,4 +42,37 @@ pub fn private_dir(control: Option<&Path>) -> std::io::Result<PathBuf> {
     }
     std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
     Ok(dir)
+}
+
+/// Removes the `ssh-PID` folders of daemons that are gone (killed before they could).
+fn remove_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("ssh-")).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_folder_per_daemon_and_none_left_of_gone_ones() {
+        let base = tempfile::tempdir().unwrap();
+        let control = base.path().join("control.sock");
+        // A daemon that was killed (no such pid) left its folder; a live one's stays.
+        let gone = base.path().join(format!("ssh-{}", u32::MAX - 1));
+        let live = base.path().join("ssh-1");
+        std::fs::create_dir(&gone).unwrap();
+        std::fs::create_dir(&live).unwrap();
+        let dir = private_dir(Some(&control)).unwrap();
+        assert_eq!(dir, base.path().join(format!("ssh-{}", std::process::id())));
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        assert!(!gone.exists() && live.exists());
+    }
 }
