@@ -95,6 +95,19 @@ impl GroupTicks {
         self.0.iter().map(|(pid, t)| t.saturating_sub(earlier.0.get(pid).copied().unwrap_or(0))).sum()
     }
 
+    /// As [`GroupTicks::since`], summed per command name (`comms`: the names of the pids
+    /// now), largest first.
+    pub fn since_by_name(&self, earlier: &GroupTicks, comms: &[Stat]) -> Vec<(String, u64)> {
+        let mut by: HashMap<String, u64> = HashMap::new();
+        for (pid, t) in &self.0 {
+            let name = comms.iter().find(|s| s.pid == *pid).map_or("?", |s| s.comm.as_str());
+            *by.entry(name.to_string()).or_default() += t.saturating_sub(earlier.0.get(pid).copied().unwrap_or(0));
+        }
+        let mut v: Vec<(String, u64)> = by.into_iter().filter(|(_, t)| *t > 0).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }
@@ -132,6 +145,8 @@ mod tests {
         let after = GroupTicks::of(&[st(10, 104, 8), st(12, 42, 0), st(13, 6, 0)]);
         assert_eq!(after.since(&before), 12 + 2 + 6);
         assert_eq!(after.len(), 3);
+        let names = [Stat { comm: "sh".into(), ..st(10, 0, 0) }, Stat { comm: "sshd".into(), ..st(12, 0, 0) }, Stat { comm: "sshd".into(), ..st(13, 0, 0) }];
+        assert_eq!(after.since_by_name(&before, &names), [("sh".to_string(), 12), ("sshd".to_string(), 8)]);
         assert_eq!(before.since(&before), 0);
     }
 

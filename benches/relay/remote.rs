@@ -314,6 +314,9 @@ pub struct IdleCost {
     pub ssh_rss_kib: u64,
     /// Most processes of the host (not the JVMs) seen at once.
     pub host_procs: usize,
+    /// The host's share by command name (sshd, sh: the scans' commands are the shell's
+    /// reaped children), largest first.
+    pub host_by_name: Vec<(String, f64)>,
 }
 
 /// Measures `window`: `local()` lists the local processes (with `daemon`, whose own process
@@ -344,6 +347,7 @@ fn idle_cost(local: &dyn Fn() -> Vec<Stat>, daemon: Option<u32>, ns: &str, jvms:
     let tick = proc_tree::ticks_per_s() as f64;
     c.local = lt1.since(&lt0) as f64 / tick / wall;
     c.host = ht1.since(&ht0) as f64 / tick / wall;
+    c.host_by_name = ht1.since_by_name(&ht0, &h1).into_iter().map(|(n, t)| (n, t as f64 / tick / wall)).collect();
     c.ssh_rss_kib = l1.iter().filter(|s| s.comm == "ssh").filter_map(|s| status_kib(s.pid, "VmRSS")).sum();
     c
 }
@@ -423,7 +427,11 @@ fn idle_part(bin: &ProxyBin, keys: &crate::testhost::Keys, host: &mut BenchHost,
     let cells = |f: &dyn Fn(&IdleCost) -> String| [String::new(), w.as_ref().map_or("-".into(), f), String::new(), j.as_ref().map_or("-".into(), f)];
     let pct = |v: f64| fmt(v * 100.0);
     t.push(Row::new("idle: local CPU % of one core (daemon + its ssh; master + ssh -W)", cells(&|c| pct(c.local))));
-    t.push(Row::new("idle: host-side CPU % (sshd, session, shell and scans; not the JVMs)", cells(&|c| pct(c.host))));
+    let by_name = |c: &IdleCost| {
+        let parts: Vec<String> = c.host_by_name.iter().map(|(n, v)| format!("{n} {}", pct(*v))).collect();
+        if parts.is_empty() { pct(c.host) } else { format!("{} ({})", pct(c.host), parts.join(", ")) }
+    };
+    t.push(Row::new("idle: host-side CPU % (sshd, session, shell and scans; not the JVMs)", cells(&by_name)));
     let total = j.as_ref().map(|c| (c.local + c.host) * 100.0);
     t.push(Row::new("idle: local + host-side CPU % of one core", cells(&|c| pct(c.local + c.host))).judged(
         String::new(),
