@@ -1,9 +1,10 @@
 //! The `remote` section: JVMs on other hosts through ssh (`jdwpmux serve --ssh HOST`), on
 //! test hosts made for the run (network namespaces with sshd, `test_hosts`). Three parts:
 //!
-//! 1. one JVM on one host, reached through `ssh -L`, `ssh -W` and jdwpmux (`remote_paths`):
-//!    latency, pipelined requests and the 4 MiB array, paired runs alternating within each
-//!    repetition, jdwpmux judged against the plain `ssh -L` forward;
+//! 1. one JVM on one host, reached through `ssh -L`, `ssh -W`, socat on a master's forward
+//!    and jdwpmux (`remote_paths`): latency, pipelined requests and the 4 MiB array, paired
+//!    runs alternating within each repetition, jdwpmux judged against the plain `ssh -L`
+//!    forward;
 //! 2. small JVMs on several hosts, all running before `serve --ssh` starts: how long until
 //!    `jdwpmux list --json` lists them all, and until all are ready;
 //! 3. one idle host with its JVMs: the CPU of the daemon and its ssh processes, and of the
@@ -104,7 +105,7 @@ pub fn run(bin: &ProxyBin, p: &RemoteParams, reps: usize, warmup: usize, t: &mut
     }
 }
 
-const COLUMNS: [&str; 4] = ["ssh -L", "ssh -W", "", "jdwpmux --ssh"];
+const COLUMNS: [&str; 4] = ["ssh -L", "ssh -W", "socat + fwd", "jdwpmux --ssh"];
 
 #[allow(clippy::too_many_arguments)]
 fn paths_part(bin: &ProxyBin, keys: &crate::testhost::Keys, prog: &Arc<Debuggee>, p: &RemoteParams, reps: usize, warmup: usize, t: &mut Table, fail: Fail) {
@@ -133,12 +134,12 @@ fn paths_part(bin: &ProxyBin, keys: &crate::testhost::Keys, prog: &Arc<Debuggee>
         }
         let lat = rp::REMOTE_PATHS.map(|k| row[k.column()].as_ref().map_or("-".into(), |r| fmt(r.latency_us)));
         let tag = if rep < warmup { " (warm-up, discarded)" } else { "" };
-        eprintln!("remote repetition {rep}{tag}: latency µs ssh -L / ssh -W / jdwpmux = {}", lat.join(" / "));
+        eprintln!("remote repetition {rep}{tag}: latency µs ssh -L / ssh -W / socat + fwd / jdwpmux = {}", lat.join(" / "));
         if rep >= warmup {
             all.push(row);
         }
     }
-    path_rows(t, &all, &p.path);
+    path_rows(t, &all, &p.path, &bin.extra);
 }
 
 /// Per repetition, one figure of the path in `column`.
@@ -158,7 +159,7 @@ enum Judge {
 /// Medians per path, and jdwpmux / `ssh -L` paired per repetition.
 fn row(metric: &str, reps: &[Rep<RemoteRun>], judge: Judge, f: &dyn Fn(&RemoteRun) -> Option<f64>) -> Row {
     let med = |c: usize| median(&col(reps, c, f).into_iter().flatten().collect::<Vec<_>>());
-    let cells = [fmt_opt(med(0)), fmt_opt(med(1)), String::new(), fmt_opt(med(3))];
+    let cells = [fmt_opt(med(0)), fmt_opt(med(1)), fmt_opt(med(2)), fmt_opt(med(3))];
     let ratios = paired(&col(reps, 3, f), &col(reps, 0, f));
     let r = Row::new(metric, cells);
     if ratios.is_empty() {
@@ -173,21 +174,39 @@ fn row(metric: &str, reps: &[Rep<RemoteRun>], judge: Judge, f: &dyn Fn(&RemoteRu
     }
 }
 
-fn path_rows(t: &mut Table, reps: &[Rep<RemoteRun>], p: &PathParams) {
+/// jdwpmux against socat on the same transport: what jdwpmux does in its hop, apart from the
+/// hop itself.
+fn vs_socat_row(metric: &str, reps: &[Rep<RemoteRun>], f: &dyn Fn(&RemoteRun) -> Option<f64>) -> Row {
+    let ratios = paired(&col(reps, 3, f), &col(reps, 2, f));
+    let r = Row::new(metric, [String::new(), String::new(), String::new(), String::new()]);
+    if ratios.is_empty() {
+        return r;
+    }
+    r.judged(format!("{} x socat + fwd", ratio_text(&ratios)), "", None)
+}
+
+fn path_rows(t: &mut Table, reps: &[Rep<RemoteRun>], p: &PathParams, extra: &[String]) {
     if reps.iter().all(|r| r.iter().all(Option::is_none)) {
         return;
     }
+    let args = if extra.is_empty() { "its defaults".to_string() } else { format!("JDWPMUX_ARGS {}", extra.join(" ")) };
     t.section(&format!(
-        "a JVM on an ssh test host (network namespace, veth, sshd), {} repetitions, medians; ratio = jdwpmux / ssh -L, median of per-repetition ratios (range)",
+        "a JVM on an ssh test host (network namespace, veth, sshd), jdwpmux at {args}, {} repetitions, medians; ratio = jdwpmux / ssh -L, median of per-repetition ratios (range)",
         reps.len()
     ));
     t.columns(COLUMNS);
-    t.push(row(&format!("latency µs per round trip ({} Version)", p.latency_n), reps, Judge::Lower(LATENCY_VS_FORWARD), &|r| Some(r.latency_us)));
+    let latency = |r: &RemoteRun| Some(r.latency_us);
+    let rate = |r: &RemoteRun| Some(r.pipelined_rps);
+    let array = |r: &RemoteRun| Some(r.array_mbps);
+    t.push(row(&format!("latency µs per round trip ({} Version)", p.latency_n), reps, Judge::Lower(LATENCY_VS_FORWARD), &latency));
+    t.push(vs_socat_row("latency: jdwpmux / socat on the same forward", reps, &latency));
     t.push(row("latency p99 µs", reps, Judge::Info, &|r| Some(r.latency_p99_us)));
-    t.push(row(&format!("pipelined requests/s (window {})", p.window), reps, Judge::Higher(RATE_VS_FORWARD), &|r| Some(r.pipelined_rps)));
-    t.push(row(&format!("4 MiB byte[] GetValues MB/s ({} replies)", p.array_n), reps, Judge::Higher(RATE_VS_FORWARD), &|r| Some(r.array_mbps)));
+    t.push(row(&format!("pipelined requests/s (window {})", p.window), reps, Judge::Higher(RATE_VS_FORWARD), &rate));
+    t.push(vs_socat_row("pipelined: jdwpmux / socat on the same forward", reps, &rate));
+    t.push(row(&format!("4 MiB byte[] GetValues MB/s ({} replies)", p.array_n), reps, Judge::Higher(RATE_VS_FORWARD), &array));
+    t.push(vs_socat_row("4 MiB array: jdwpmux / socat on the same forward", reps, &array));
     t.push(row("connect + handshake ms", reps, Judge::Info, &|r| Some(r.connect_ms)));
-    t.push(row("local CPU µs per round trip (ssh; master + ssh -W; daemon + master)", reps, Judge::Info, &|r| r.cpu_rt_us));
+    t.push(row("local CPU µs per round trip (ssh; master + ssh -W; master + socat; daemon + master)", reps, Judge::Info, &|r| r.cpu_rt_us));
     t.push(row("local CPU µs per pipelined request", reps, Judge::Info, &|r| r.cpu_req_us));
     t.push(row("local CPU ms per MB, 4 MiB array", reps, Judge::Info, &|r| r.cpu_array_ms_per_mb));
     let daemon = |f: &dyn Fn(&RemoteRun) -> Option<f64>| fmt_opt(median(&col(reps, 3, f).into_iter().flatten().collect::<Vec<_>>()));
@@ -282,7 +301,7 @@ fn listing_part(bin: &ProxyBin, keys: &crate::testhost::Keys, hosts: &mut [Bench
         return;
     }
     t.section(&format!(
-        "{total} JVMs on {} ssh test hosts, all running before `serve --ssh` x{} starts (its defaults: a scan every 2 s); `list --json` every {} ms; {} repetitions",
+        "{total} JVMs on {} ssh test hosts, all running before `serve --ssh` x{} starts (a scan every 2 s); `list --json` every {} ms; {} repetitions",
         hosts.len(),
         hosts.len(),
         LIST_POLL.as_millis(),
@@ -420,8 +439,9 @@ fn idle_part(bin: &ProxyBin, keys: &crate::testhost::Keys, host: &mut BenchHost,
         }
     }
     t.section(&format!(
-        "an idle ssh host: {n} JVMs, all ready, then a {} s window; CPU = utime+stime+cutime+cstime of /proc/PID/stat over wall time; jdwpmux at its defaults (a scan every 2 s); ssh -W: a master and an idle `ssh -W` per VM, no scans",
-        p.idle_window.as_secs_f64()
+        "an idle ssh host: {n} JVMs, all ready, then a {} s window; CPU = utime+stime+cutime+cstime of /proc/PID/stat over wall time; jdwpmux at {} (a scan every 2 s); ssh -W: a master and an idle `ssh -W` per VM, no scans",
+        p.idle_window.as_secs_f64(),
+        if bin.extra.is_empty() { "its defaults".to_string() } else { format!("JDWPMUX_ARGS {}", bin.extra.join(" ")) }
     ));
     t.columns(COLUMNS);
     let cells = |f: &dyn Fn(&IdleCost) -> String| [String::new(), w.as_ref().map_or("-".into(), f), String::new(), j.as_ref().map_or("-".into(), f)];
@@ -459,9 +479,11 @@ mod tests {
     fn rows_pair_jdwpmux_with_the_plain_forward() {
         let r = |lat: f64| Some(RemoteRun { latency_us: lat, pipelined_rps: 1e6 / lat, ..RemoteRun::default() });
         // jdwpmux is 1.04 and 1.10 x the forward in two repetitions, 1.06 x in a third.
-        let reps: Vec<Rep<RemoteRun>> = vec![[r(100.0), r(90.0), None, r(104.0)], [r(200.0), r(150.0), None, r(220.0)], [r(50.0), None, None, r(53.0)]];
+        let reps: Vec<Rep<RemoteRun>> = vec![[r(100.0), r(90.0), r(104.0), r(104.0)], [r(200.0), r(150.0), r(200.0), r(220.0)], [r(50.0), None, None, r(53.0)]];
         let lat = row("lat", &reps, Judge::Lower(1.05), &|x| Some(x.latency_us));
-        assert_eq!(lat.cells, ["100".to_string(), "120".into(), String::new(), "104".into()]);
+        assert_eq!(lat.cells, ["100".to_string(), "120".into(), "152".into(), "104".into()]);
+        let own = vs_socat_row("own", &reps, &|x| Some(x.latency_us));
+        assert!(own.ratio.starts_with("1.05 (1.00-1.10) x socat"), "{}", own.ratio);
         assert!(lat.ratio.starts_with("1.06 (1.04-1.10)"), "{}", lat.ratio);
         assert_eq!(lat.verdict, crate::table::Verdict::Fail);
         let rate = row("rate", &reps, Judge::Higher(0.9), &|x| Some(x.pipelined_rps));

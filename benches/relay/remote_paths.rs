@@ -7,6 +7,11 @@
 //!   127.0.0.1:PORT HOST` whose standard input and output are the far end of the debugger's
 //!   TCP connection. The `-W` process hands them to the master, which relays them itself,
 //!   and then waits for as long as the connection lasts: a process per connection;
+//! - socat on the forward: a master with a forward from a Unix socket added as jdwpmux adds
+//!   it (`ssh -S CTL -O forward -L DIR/f.sock:127.0.0.1:PORT HOST`), and `socat
+//!   TCP-LISTEN:P,bind=127.0.0.1,reuseaddr,nodelay UNIX-CONNECT:DIR/f.sock` in front:
+//!   jdwpmux's transport and hop count with a plain byte relay in jdwpmux's place (a
+//!   control: what the hop itself costs, apart from what jdwpmux does in it);
 //! - jdwpmux: `jdwpmux serve --ssh HOST`: debugger -> the VM's debugger port -> the daemon ->
 //!   its master's forward from a Unix socket -> sshd -> JVM.
 //!
@@ -34,31 +39,29 @@ use crate::wire::{Client, WireError};
 pub enum RemoteKind {
     Forward,
     Stdio,
+    SocatForward,
     Jdwpmux,
 }
 
-pub const REMOTE_PATHS: [RemoteKind; 3] = [RemoteKind::Forward, RemoteKind::Stdio, RemoteKind::Jdwpmux];
+pub const REMOTE_PATHS: [RemoteKind; 4] = [RemoteKind::Forward, RemoteKind::Stdio, RemoteKind::SocatForward, RemoteKind::Jdwpmux];
 
 impl RemoteKind {
     pub fn label(self) -> &'static str {
         match self {
             RemoteKind::Forward => "ssh -L",
             RemoteKind::Stdio => "ssh -W",
+            RemoteKind::SocatForward => "socat + master's forward",
             RemoteKind::Jdwpmux => "jdwpmux",
         }
     }
 
-    /// The table column: `ssh -L` first, `ssh -W` second, jdwpmux last (the third is empty).
+    /// The table column, in the order of `REMOTE_PATHS`.
     pub fn column(self) -> usize {
-        match self {
-            RemoteKind::Forward => 0,
-            RemoteKind::Stdio => 1,
-            RemoteKind::Jdwpmux => 3,
-        }
+        self as usize
     }
 
     /// Forward in even repetitions, backward in odd ones.
-    pub fn order(rep: usize) -> [RemoteKind; 3] {
+    pub fn order(rep: usize) -> [RemoteKind; 4] {
         let mut p = REMOTE_PATHS;
         if rep % 2 == 1 {
             p.reverse();
@@ -147,6 +150,29 @@ impl Master {
         Ok((c, proc))
     }
 
+    /// Adds a forward from the Unix socket `socket` to the JVM of `t`, as jdwpmux does
+    /// (`ssh -S CTL -O forward -L SOCKET:127.0.0.1:PORT HOST`).
+    pub fn forward(&self, t: &Target, socket: &std::path::Path) -> Result<()> {
+        let mut spec = std::ffi::OsString::from(socket);
+        spec.push(format!(":{}", t.remote()));
+        let out = Command::new("ssh")
+            .arg("-F")
+            .arg(&t.config)
+            .arg("-S")
+            .arg(&self.control)
+            .args(["-o", "BatchMode=yes", "-O", "forward", "-L"])
+            .arg(spec)
+            .arg("--")
+            .arg(&t.host)
+            .stdin(Stdio::null())
+            .output()
+            .context("run ssh -O forward")?;
+        if !out.status.success() {
+            bail!("ssh -O forward: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(())
+    }
+
     pub fn pid(&self) -> u32 {
         self.proc.pid()
     }
@@ -164,6 +190,7 @@ impl Master {
 pub enum RemoteRelay {
     Forward { ssh: Proc, port: u16, dir: tempfile::TempDir },
     Stdio { master: Master, client: Option<Proc> },
+    SocatForward { master: Master, socat: Proc, port: u16 },
     Jdwpmux { proxy: Proxy, port: u16, _dir: tempfile::TempDir },
 }
 
@@ -199,6 +226,18 @@ impl RemoteRelay {
                 RemoteRelay::Forward { ssh, port, dir }
             }
             RemoteKind::Stdio => RemoteRelay::Stdio { master: Master::start(t)?, client: None },
+            RemoteKind::SocatForward => {
+                let master = Master::start(t)?;
+                let socket = master.dir.path().join("f.sock");
+                master.forward(t, &socket)?;
+                let port = free_port()?;
+                let mut cmd = crate::procs::command("socat");
+                cmd.arg(format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,nodelay")).arg(format!("UNIX-CONNECT:{}", socket.display()));
+                cmd.stdin(Stdio::null()).stdout(Stdio::null());
+                let socat = Proc::spawn("socat", &mut cmd).context("is socat installed? (apt-get install -y socat)")?;
+                wait_listening(port, Duration::from_secs(10))?;
+                RemoteRelay::SocatForward { master, socat, port }
+            }
             RemoteKind::Jdwpmux => {
                 let dir = tempfile::tempdir()?;
                 let args = bin.serve_ssh_args(&[&t.host], &t.config, dir.path());
@@ -222,8 +261,7 @@ impl RemoteRelay {
     pub fn connect(&mut self, t: &Target) -> Result<Client> {
         let local = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
         match self {
-            RemoteRelay::Forward { port, .. } => Ok(Client::connect(local(*port), Duration::from_secs(10))?),
-            RemoteRelay::Jdwpmux { port, .. } => Ok(Client::connect(local(*port), Duration::from_secs(10))?),
+            RemoteRelay::Forward { port, .. } | RemoteRelay::Jdwpmux { port, .. } | RemoteRelay::SocatForward { port, .. } => Ok(Client::connect(local(*port), Duration::from_secs(10))?),
             RemoteRelay::Stdio { master, client } => {
                 let (c, p) = master.connect(t)?;
                 *client = Some(p);
@@ -233,11 +271,12 @@ impl RemoteRelay {
     }
 
     /// The path's processes on this machine: ssh; the master and the `-W` process; the
-    /// daemon and its children (its master).
+    /// master and socat; the daemon and its children (its master).
     pub fn local_pids(&self) -> Vec<u32> {
         match self {
             RemoteRelay::Forward { ssh, .. } => vec![ssh.pid()],
             RemoteRelay::Stdio { master, client } => std::iter::once(master.pid()).chain(client.as_ref().map(Proc::pid)).collect(),
+            RemoteRelay::SocatForward { master, socat, .. } => vec![master.pid(), socat.pid()],
             RemoteRelay::Jdwpmux { proxy, .. } => crate::proc_tree::with_children(proxy.pid()).iter().map(|s| s.pid).collect(),
         }
     }
@@ -255,6 +294,13 @@ impl RemoteRelay {
                 }
                 master.stop();
             }
+            RemoteRelay::SocatForward { master, socat, .. } => {
+                // socat exits by itself once its client closes.
+                if !socat.wait_exit(Duration::from_secs(2)) {
+                    socat.kill();
+                }
+                master.stop();
+            }
             RemoteRelay::Jdwpmux { proxy, .. } => proxy.stop(),
         }
     }
@@ -262,7 +308,7 @@ impl RemoteRelay {
     pub fn log_tail(&self) -> String {
         match self {
             RemoteRelay::Forward { dir, .. } => std::fs::read_to_string(dir.path().join("ssh.log")).unwrap_or_default(),
-            RemoteRelay::Stdio { master, .. } => master.log(),
+            RemoteRelay::Stdio { master, .. } | RemoteRelay::SocatForward { master, .. } => master.log(),
             RemoteRelay::Jdwpmux { proxy, .. } => proxy.log_tail(4000),
         }
     }
@@ -383,9 +429,9 @@ mod tests {
     #[test]
     fn paths_alternate_and_keep_their_columns() {
         assert_eq!(RemoteKind::order(0), REMOTE_PATHS);
-        assert_eq!(RemoteKind::order(1), [RemoteKind::Jdwpmux, RemoteKind::Stdio, RemoteKind::Forward]);
+        assert_eq!(RemoteKind::order(1), [RemoteKind::Jdwpmux, RemoteKind::SocatForward, RemoteKind::Stdio, RemoteKind::Forward]);
         let cols: Vec<usize> = REMOTE_PATHS.iter().map(|k| k.column()).collect();
-        assert_eq!(cols, [0, 1, 3]);
+        assert_eq!(cols, [0, 1, 2, 3], "jdwpmux in the last column, as in the other sections");
     }
 
     #[test]
