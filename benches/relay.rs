@@ -33,8 +33,14 @@ mod params;
 mod paths;
 #[path = "relay/procs.rs"]
 mod procs;
+#[path = "relay/proc_tree.rs"]
+mod proc_tree;
 #[path = "relay/proxy.rs"]
 mod proxy;
+#[path = "relay/remote.rs"]
+mod remote;
+#[path = "relay/remote_paths.rs"]
+mod remote_paths;
 #[path = "relay/report.rs"]
 mod report;
 #[path = "relay/scale.rs"]
@@ -53,6 +59,12 @@ mod stats;
 mod stats_cost;
 #[path = "relay/table.rs"]
 mod table;
+#[path = "relay/test_hosts.rs"]
+mod test_hosts;
+// The integration tests' test hosts (network namespaces with sshd), used as they are.
+#[allow(dead_code)]
+#[path = "../tests/support/testhost.rs"]
+mod testhost;
 #[path = "relay/where_time.rs"]
 mod where_time;
 #[path = "relay/instructions.rs"]
@@ -121,7 +133,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 9] = [
+    let sections: [(Section, SectionFn); 10] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -131,6 +143,7 @@ fn main() -> ExitCode {
         (Section::Decode, decode_section),
         (Section::Stats, stats_section),
         (Section::Soak, soak_section),
+        (Section::Remote, remote_section),
     ];
     for (s, run) in sections {
         if !opts.wants(s) {
@@ -519,4 +532,8 @@ fn soak_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     for why in &r.failures {
         f.add("soak", why);
     }
+}
+
+fn remote_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    remote::run(bin, &p.remote, p.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
 }

@@ -31,8 +31,14 @@ mod params;
 mod paths;
 #[path = "../benches/relay/procs.rs"]
 mod procs;
+#[path = "../benches/relay/proc_tree.rs"]
+mod proc_tree;
 #[path = "../benches/relay/proxy.rs"]
 mod proxy;
+#[path = "../benches/relay/remote.rs"]
+mod remote;
+#[path = "../benches/relay/remote_paths.rs"]
+mod remote_paths;
 #[path = "../benches/relay/report.rs"]
 mod report;
 #[path = "../benches/relay/scale.rs"]
@@ -51,6 +57,10 @@ mod stats;
 mod stats_cost;
 #[path = "../benches/relay/table.rs"]
 mod table;
+#[path = "../benches/relay/test_hosts.rs"]
+mod test_hosts;
+#[path = "support/testhost.rs"]
+mod testhost;
 #[path = "../benches/relay/where_time.rs"]
 mod where_time;
 #[path = "../benches/relay/instructions.rs"]

@@ -1,7 +1,9 @@
 //! The real HotSpot debuggee: `Main` loads N generated tiny classes (for AllClasses) and
 //! keeps a 4 MiB byte[] in the static field `Big.data` (for ArrayReference.GetValues),
 //! compiled with javac into a tempdir and run with the JDWP agent on an explicit free port
-//! (with address=127.0.0.1:0 HotSpot would pick a new port after every detach). A
+//! (with address=127.0.0.1:0 HotSpot would pick a new port after every detach). The classes
+//! are compiled once and any number of JVMs can run them, also inside a test host's network
+//! namespace on a port of that namespace, and with a small heap (the `remote` section). A
 //! "stepper" thread loops in `Work.spin` while `Work.go` is set (by the IDE workload) and
 //! sleeps otherwise.
 //!
@@ -84,19 +86,15 @@ fn classes_java(n: usize) -> String {
     s
 }
 
-pub struct Jvm {
-    proc: Proc,
-    pub port: u16,
-    listens: Arc<AtomicUsize>,
-    ready: Arc<AtomicBool>,
-    /// Debugger sessions that ended (each makes the agent listen once more).
-    sessions: usize,
-    _dir: tempfile::TempDir,
+/// The debuggee's classes, compiled once; any number of JVMs can run them.
+pub struct Debuggee {
+    dir: tempfile::TempDir,
+    classes: usize,
 }
 
-impl Jvm {
-    /// Compiles and starts the debuggee; returns when it has loaded its classes and listens.
-    pub fn start(classes: usize) -> Result<Jvm> {
+impl Debuggee {
+    /// Compiles `Main`, `Big`, `Work` and `classes` generated classes with javac.
+    pub fn compile(classes: usize) -> Result<Arc<Debuggee>> {
         let dir = tempfile::tempdir().context("tempdir")?;
         let src = dir.path();
         std::fs::write(src.join("Main.java"), MAIN_JAVA)?;
@@ -113,14 +111,61 @@ impl Jvm {
         if !out.status.success() {
             bail!("javac failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
         }
-        let port = free_port()?;
-        let mut cmd = crate::procs::command("java");
-        cmd.args(["-XX:+UseSerialGC", "-Xmx256m", "-Xss512k"])
-            .arg(format!("-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:{port}"))
+        Ok(Arc::new(Debuggee { dir, classes }))
+    }
+}
+
+/// How a JVM is run.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// Runs java under this command (e.g. `ip netns exec NS`: on a test host); the pid
+    /// stays java's as long as the prefix execs it.
+    pub prefix: Vec<String>,
+    /// The agent's port on 127.0.0.1 (of the JVM's network namespace); 0: a free port here.
+    pub port: u16,
+    /// A small heap and the client compiler only: many idle JVMs on one machine.
+    pub small: bool,
+}
+
+pub struct Jvm {
+    proc: Proc,
+    pub port: u16,
+    listens: Arc<AtomicUsize>,
+    ready: Arc<AtomicBool>,
+    /// Debugger sessions that ended (each makes the agent listen once more).
+    sessions: usize,
+    _prog: Arc<Debuggee>,
+}
+
+impl Jvm {
+    /// Compiles and starts the debuggee; returns when it has loaded its classes and listens.
+    pub fn start(classes: usize) -> Result<Jvm> {
+        let mut jvm = Jvm::launch(&Debuggee::compile(classes)?, &Launch::default())?;
+        jvm.wait_ready(Duration::from_secs(120))?;
+        Ok(jvm)
+    }
+
+    /// Starts a JVM of `prog`; returns when it has loaded its classes and listens.
+    pub fn launch(prog: &Arc<Debuggee>, how: &Launch) -> Result<Jvm> {
+        let port = if how.port == 0 { free_port()? } else { how.port };
+        let mut cmd = match how.prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = crate::procs::command(first);
+                c.args(rest).arg("java");
+                c
+            }
+            None => crate::procs::command("java"),
+        };
+        if how.small {
+            cmd.args(["-XX:+UseSerialGC", "-Xmx32m", "-Xss512k", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]);
+        } else {
+            cmd.args(["-XX:+UseSerialGC", "-Xmx256m", "-Xss512k"]);
+        }
+        cmd.arg(format!("-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:{port}"))
             .arg("-cp")
-            .arg(src.join("out"))
+            .arg(prog.dir.path().join("out"))
             .arg("Main")
-            .arg(classes.to_string())
+            .arg(prog.classes.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -139,18 +184,23 @@ impl Jvm {
                 }
             }
         });
-        let mut jvm = Jvm { proc, port, listens, ready, sessions: 0, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !(jvm.ready.load(Ordering::SeqCst) && jvm.listens.load(Ordering::SeqCst) >= 1) {
-            if let Some(st) = jvm.proc.exited() {
-                bail!("java exited at start: {st} (port {port} taken?)");
+        Ok(Jvm { proc, port, listens, ready, sessions: 0, _prog: prog.clone() })
+    }
+
+    /// Waits until the JVM has loaded its classes and its agent listens (JVMs started one
+    /// after another with [`Jvm::launch`] come up side by side).
+    pub fn wait_ready(&mut self, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        while !(self.ready.load(Ordering::SeqCst) && self.listens.load(Ordering::SeqCst) >= 1) {
+            if let Some(st) = self.proc.exited() {
+                bail!("java exited at start: {st} (port {} taken?)", self.port);
             }
             if Instant::now() > deadline {
-                bail!("the debuggee did not get ready within 120 s");
+                bail!("the debuggee did not get ready within {limit:?}");
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(jvm)
+        Ok(())
     }
 
     pub fn addr(&self) -> SocketAddr {

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,where,soak] [--soak-minutes N]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,where,soak,remote] [--soak-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -18,6 +18,8 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             trip under strace, not part of the default run; soak: load and churn for
             minutes, part of the default run only in smoke mode, a few seconds)
   --soak-minutes N  how long the soak section runs (default 10; 0.1 in smoke mode)
+            remote: JVMs on ssh test hosts (network namespaces with sshd; needs root,
+            iproute2, openssh-server; skipped with a line saying why otherwise)
 env: JDWPMUX_BIN (proxy binary), JDWPMUX_ARGS (extra serve arguments)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +35,8 @@ pub enum Section {
     Stats,
     /// Load and churn for minutes (in the default run only in smoke mode).
     Soak,
+    /// JVMs on other hosts through ssh (test hosts: network namespaces with sshd).
+    Remote,
 }
 
 impl Section {
@@ -47,11 +51,12 @@ impl Section {
             Section::Decode => "decode",
             Section::Stats => "stats",
             Section::Soak => "soak",
+            Section::Remote => "remote",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Where, Section::Soak]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Where, Section::Soak, Section::Remote]
             .into_iter()
             .find(|x| x.name() == s)
     }
@@ -146,6 +151,7 @@ pub struct Params {
     /// Round trips per run of the counting-cost measurement.
     pub stats_round_trips: usize,
     pub soak: crate::soak::SoakParams,
+    pub remote: crate::remote::RemoteParams,
 }
 
 impl Params {
@@ -180,6 +186,7 @@ impl Params {
                 decode_runs: 1,
                 stats_round_trips: 300,
                 soak: crate::soak::SoakParams::new(true, o.soak_minutes),
+                remote: crate::remote::RemoteParams::new(true),
             };
         }
         Params {
@@ -210,6 +217,7 @@ impl Params {
             decode_runs: 3,
             stats_round_trips: 20_000,
             soak: crate::soak::SoakParams::new(false, o.soak_minutes),
+            remote: crate::remote::RemoteParams::new(false),
         }
     }
 }
@@ -273,6 +281,9 @@ mod tests {
         assert!(parse(&["--smoke"]).unwrap().wants(Section::Soak), "but in the smoke run");
         assert!(parse(&["--soak-minutes", "0"]).is_err());
         assert!(parse(&["--only", "jvm,nope"]).is_err());
+        let remote = parse(&["--bench", "--only", "remote"]).unwrap();
+        assert!(remote.wants(Section::Remote) && !remote.wants(Section::Jvm));
+        assert!(parse(&["--bench"]).unwrap().wants(Section::Remote) && parse(&["--smoke"]).unwrap().wants(Section::Remote), "in both default runs");
     }
 
     #[test]

@@ -44,9 +44,41 @@ pub fn kill_children_on_signal() {
         for pid in pids {
             let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
         }
+        for name in NETNS.lock().map(|l| l.clone()).unwrap_or_default() {
+            remove_netns(&name);
+        }
         eprintln!("relay bench: interrupted; stopped {} child processes", LIVE.lock().map(|l| l.len()).unwrap_or(0));
         std::process::exit(130);
     });
+}
+
+/// Network namespaces (test hosts) alive now, removed by the signal watcher with every
+/// process in them; on a normal end or a panic their owners' Drop does that.
+static NETNS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Records a network namespace the benchmark made (see [`netns_removed`]).
+pub fn netns_made(name: &str) {
+    if let Ok(mut l) = NETNS.lock() {
+        l.push(name.to_string());
+    }
+}
+
+/// The namespace is gone (its owner removed it).
+pub fn netns_removed(name: &str) {
+    if let Ok(mut l) = NETNS.lock() {
+        l.retain(|n| n != name);
+    }
+}
+
+/// Kills every process of network namespace `name` and removes it (its veth pair goes with
+/// it).
+fn remove_netns(name: &str) {
+    if let Ok(out) = Command::new("ip").args(["netns", "pids", name]).output() {
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            let _ = Command::new("kill").arg("-KILL").arg(pid).status();
+        }
+    }
+    let _ = Command::new("ip").args(["netns", "del", name]).status();
 }
 
 /// A child that is killed and reaped when dropped.

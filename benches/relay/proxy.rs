@@ -61,6 +61,24 @@ impl ProxyBin {
     }
 }
 
+impl ProxyBin {
+    /// `--control DIR/control.sock serve --no-scan --no-adb --ssh-config CONFIG --ssh HOST...
+    /// --base-port 0 --current-port 0`: VMs of ssh hosts only, with the daemon's defaults
+    /// otherwise (scan interval, keep-alives), plus JDWPMUX_ARGS.
+    pub fn serve_ssh_args(&self, hosts: &[&str], config: &Path, dir: &Path) -> Vec<String> {
+        let mut a = vec!["--control".to_string(), dir.join("control.sock").display().to_string(), "serve".into()];
+        a.extend(["--no-scan", "--no-adb", "--ssh-config"].map(String::from));
+        a.push(config.display().to_string());
+        for h in hosts {
+            a.push("--ssh".into());
+            a.push(h.to_string());
+        }
+        a.extend(["--base-port", "0", "--current-port", "0"].map(String::from));
+        a.extend(self.extra.iter().cloned());
+        a
+    }
+}
+
 /// Which port a "listening on 127.0.0.1:PORT for ..." line announces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Listen {
@@ -180,6 +198,21 @@ impl Proxy {
 
     pub fn pid(&self) -> u32 {
         self.proc.pid()
+    }
+
+    /// The rows of `jdwpmux list --json`, asked through this proxy's control socket.
+    pub fn list_json(&self, bin: &ProxyBin) -> Result<Vec<serde_json::Value>> {
+        let out = Command::new(&bin.path)
+            .args(["list", "--json", "--control"])
+            .arg(&self.control)
+            .stdin(Stdio::null())
+            .output()
+            .context("run jdwpmux list --json")?;
+        if !out.status.success() {
+            bail!("jdwpmux list --json: {} {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).context("jdwpmux list --json printed no JSON")?;
+        v.as_array().cloned().context("jdwpmux list --json printed no array")
     }
 
     pub fn stop(&mut self) {
@@ -315,5 +348,8 @@ mod tests {
         let a = bin.serve_args(&vms, Path::new("/d"));
         assert_eq!(a, ["--control", "/d/control.sock", "serve", "--vm", "127.0.0.1:5", "--base-port", "0", "--current-port", "0", "-q"]);
         assert!(nofile_for(1000) >= 3000);
+        let a = bin.serve_ssh_args(&["h1", "h2"], Path::new("/k/ssh_config"), Path::new("/d"));
+        let want = "--control /d/control.sock serve --no-scan --no-adb --ssh-config /k/ssh_config --ssh h1 --ssh h2 --base-port 0 --current-port 0 -q";
+        assert_eq!(a.join(" "), want);
     }
 }

@@ -63,11 +63,20 @@ pub struct Table {
     pub rows: Vec<Row>,
     /// Section titles, inserted before the row with the given index.
     pub sections: Vec<(usize, String)>,
+    /// Other paths in the four columns, from the row with the given index on (a section
+    /// that compares other things than the relays of `COLUMNS`, such as ssh transports);
+    /// the next section without its own returns to `COLUMNS`.
+    pub columns: Vec<(usize, [String; 4])>,
 }
 
 impl Table {
     pub fn section(&mut self, title: &str) {
         self.sections.push((self.rows.len(), title.into()));
+    }
+
+    /// Names the four columns of the section just begun (after [`Table::section`]).
+    pub fn columns(&mut self, names: [&str; 4]) {
+        self.columns.push((self.rows.len(), names.map(String::from)));
     }
 
     pub fn push(&mut self, row: Row) {
@@ -93,6 +102,11 @@ impl Table {
             ]
         };
         let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
+        for (_, names) in &self.columns {
+            for (i, n) in names.iter().enumerate() {
+                w[i + 1] = w[i + 1].max(n.chars().count());
+            }
+        }
         for r in &self.rows {
             for (i, c) in cells(r).iter().enumerate() {
                 w[i] = w[i].max(c.chars().count());
@@ -119,9 +133,21 @@ impl Table {
         let total: usize = w.iter().sum::<usize>() + 3 * (w.len() - 1);
         out.push_str(&"-".repeat(total));
         out.push('\n');
+        let default = COLUMNS.map(String::from);
+        let mut shown = &default;
         for (i, r) in self.rows.iter().enumerate() {
             for (_, t) in self.sections.iter().filter(|(at, _)| *at == i) {
                 out.push_str(&format!("[{t}]\n"));
+            }
+            if self.sections.iter().any(|(at, _)| *at == i) {
+                let names = self.columns.iter().rev().find(|(at, _)| *at == i).map_or(&default, |(_, n)| n);
+                if names != shown {
+                    let mut c = vec!["(columns)".to_string()];
+                    c.extend(names.iter().cloned());
+                    c.extend([String::new(), String::new(), String::new()]);
+                    line(&mut out, &c);
+                    shown = names;
+                }
             }
             line(&mut out, &cells(r));
         }
@@ -156,5 +182,29 @@ mod tests {
         // Columns line up: every '|' of the two judged rows sits at the same place.
         let bars = |l: &str| l.char_indices().filter(|(_, c)| *c == '|').map(|(i, _)| l[..i].chars().count()).collect::<Vec<_>>();
         assert_eq!(bars(lines[3]), bars(lines[4]));
+    }
+
+    #[test]
+    fn a_section_can_name_its_own_columns() {
+        let mut t = Table::default();
+        t.section("relays");
+        t.push(Row::new("a", ["1".into(), "2".into(), "3".into(), "4".into()]));
+        t.section("ssh");
+        t.columns(["ssh -L (plain forward)", "ssh -W", "", "jdwpmux --ssh"]);
+        t.push(Row::new("b", ["5".into(), "6".into(), String::new(), "7".into()]));
+        t.section("ssh, more");
+        t.columns(["ssh -L (plain forward)", "ssh -W", "", "jdwpmux --ssh"]);
+        t.push(Row::proxy_only("c", "8".into()));
+        t.section("relays again");
+        t.push(Row::proxy_only("d", "9".into()));
+        let s = t.render();
+        let lines: Vec<&str> = s.lines().collect();
+        let named: Vec<usize> = (0..lines.len()).filter(|i| lines[*i].starts_with("(columns)")).collect();
+        assert_eq!(named.len(), 2, "once for ssh (same names after), once back to the relays:\n{s}");
+        assert_eq!(lines[named[0] - 1], "[ssh]");
+        assert!(lines[named[0]].contains("ssh -L (plain forward)") && lines[named[0]].contains("jdwpmux --ssh"));
+        assert_eq!(lines[named[1] - 1], "[relays again]");
+        assert!(lines[named[1]].contains("socat -b65536"));
+        assert!(!s.contains("[relays]\n(columns)"), "the first section keeps the header's names");
     }
 }

@@ -120,6 +120,12 @@ impl Client {
                 Err(e) => return Err(e.into()),
             }
         };
+        Client::over(stream)
+    }
+
+    /// The handshake on a stream that is already connected (e.g. one end of a pair whose
+    /// other end is a relay process's standard input and output).
+    pub fn over(stream: TcpStream) -> Result<Client> {
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(IO_TIMEOUT))?;
         stream.set_write_timeout(Some(IO_TIMEOUT))?;

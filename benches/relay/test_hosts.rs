@@ -1,0 +1,80 @@
+//! Other machines for the `remote` section: the integration tests' test hosts
+//! (tests/support/testhost.rs: a network namespace joined by a veth pair, Debian's sshd in it
+//! with a test config, keys, known_hosts and an ssh config file made for the run), with the
+//! benchmark's HotSpot debuggee started inside on the host's own loopback. Every JVM, sshd
+//! and namespace goes on drop, also during a panic; the signal watcher removes the namespaces
+//! on Ctrl-C (see `procs::netns_made`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::jvm::{Debuggee, Jvm, Launch};
+use crate::testhost::{Keys, TestHost};
+
+/// Why test hosts cannot be made here (not root, no `ip netns`, no sshd), or None.
+pub fn unavailable() -> Option<String> {
+    crate::testhost::unavailable()
+}
+
+/// A test host and the JVMs the benchmark runs on it.
+pub struct BenchHost {
+    /// First field: the JVMs go before their namespace.
+    pub jvms: Vec<Jvm>,
+    host: Option<TestHost>,
+    ns: String,
+}
+
+impl BenchHost {
+    /// A host named `alias` in `keys`' ssh config.
+    pub fn start(keys: &Keys, alias: &str) -> Result<BenchHost> {
+        let host = TestHost::start(keys, alias).with_context(|| format!("test host {alias}"))?;
+        let ns = host.net.name.clone();
+        crate::procs::netns_made(&ns);
+        Ok(BenchHost { jvms: Vec::new(), host: Some(host), ns })
+    }
+
+    /// The network namespace's name.
+    pub fn ns(&self) -> &str {
+        &self.ns
+    }
+
+    pub fn alias(&self) -> &str {
+        self.host.as_ref().map_or("", |h| h.alias.as_str())
+    }
+
+    /// Starts a JVM of `prog` on the host, its agent on the host's 127.0.0.1:`port`; it is
+    /// not waited for (see [`BenchHost::wait_ready`]), so several come up side by side.
+    pub fn launch(&mut self, prog: &Arc<Debuggee>, port: u16, small: bool) -> Result<()> {
+        let prefix = self.host.as_ref().map(TestHost::prefix).unwrap_or_default();
+        let jvm = Jvm::launch(prog, &Launch { prefix, port, small })?;
+        self.jvms.push(jvm);
+        Ok(())
+    }
+
+    pub fn wait_ready(&mut self, limit: Duration) -> Result<()> {
+        for j in &mut self.jvms {
+            j.wait_ready(limit).with_context(|| format!("a JVM on {} (port {})", self.ns, j.port))?;
+        }
+        Ok(())
+    }
+
+    pub fn jvm_pids(&self) -> Vec<u32> {
+        self.jvms.iter().map(Jvm::pid).collect()
+    }
+}
+
+impl Drop for BenchHost {
+    fn drop(&mut self) {
+        self.jvms.clear();
+        // Kills what runs in the namespace, then removes it and its veth pair.
+        drop(self.host.take());
+        crate::procs::netns_removed(&self.ns);
+    }
+}
+
+/// The keys, known_hosts and ssh config every host of a run shares.
+pub fn keys() -> Result<Keys> {
+    Keys::new().context("ssh keys for the test hosts (ssh-keygen)")
+}
