@@ -29,7 +29,9 @@ pub struct BenchHost {
 impl BenchHost {
     /// A host named `alias` in `keys`' ssh config.
     pub fn start(keys: &Keys, alias: &str) -> Result<BenchHost> {
-        let host = TestHost::start(keys, alias).with_context(|| format!("test host {alias}"))?;
+        // Sharing this machine's process list, as the measurements were designed: the JVMs' pids are
+        // this namespace's, and the scan looks at as many processes as a server runs.
+        let host = TestHost::start_with(keys, alias, false).with_context(|| format!("test host {alias}"))?;
         let ns = host.net.name.clone();
         crate::procs::netns_made(&ns);
         Ok(BenchHost { jvms: Vec::new(), host: Some(host), ns })
