@@ -118,8 +118,11 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, cancel: Can
                 report.send_modify(|r| r.link = LinkState::Up);
                 let why = serve(&cfg, link, &mut names, &report, &cancel).await;
                 let Some(why) = why else { return };
-                let vms = report.borrow().vms.len();
-                warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}: its {vms} VMs are unreachable and their debuggers are closed; reconnecting", cfg.label);
+                let vms = match report.borrow().vms.len() {
+                    1 => "its VM is unreachable and its debuggers are closed".to_string(),
+                    n => format!("its {n} VMs are unreachable and their debuggers are closed"),
+                };
+                warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}: {vms}; reconnecting", cfg.label);
                 report.send_modify(|r| {
                     r.link = LinkState::Down { reason: why, refused: false };
                     r.adb = None;

@@ -22,12 +22,14 @@ pub struct SshOptions {
     pub config: Option<PathBuf>,
     /// Seconds of silence before a keep-alive (`ServerAliveInterval`).
     pub keepalive: Duration,
+    /// How long one attempt to connect may take (`ConnectTimeout`): a link made again
+    /// after an outage should not wait long on an attempt made while it was down.
     pub connect_timeout: Duration,
 }
 
 impl Default for SshOptions {
     fn default() -> Self {
-        SshOptions { program: PathBuf::from("ssh"), config: None, keepalive: Duration::from_secs(2), connect_timeout: Duration::from_secs(10) }
+        SshOptions { program: PathBuf::from("ssh"), config: None, keepalive: Duration::from_secs(2), connect_timeout: Duration::from_secs(6) }
     }
 }
 

@@ -35,12 +35,14 @@ pub struct ShellScan<W, R> {
     /// arrives, so the records are parsed once per end, not once per read.
     searched: usize,
     view: HostView,
+    /// The bound of the step under way (for the error that says it passed).
+    limit: Duration,
 }
 
 impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
     /// Loads the functions and waits for the shell to say it has them.
     pub async fn start(stdin: W, stdout: R, limit: Duration) -> Result<Self, ShellError> {
-        let mut s = ShellScan { stdin, stdout, buf: Vec::new(), searched: 0, view: HostView::default() };
+        let mut s = ShellScan { stdin, stdout, buf: Vec::new(), searched: 0, view: HostView::default(), limit };
         s.stdin.write_all(super::SCRIPT.as_bytes()).await?;
         s.stdin.flush().await?;
         s.read_until_done("ready", Instant::now() + limit).await?;
@@ -50,6 +52,7 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
     /// One round: what every JVM with a listening agent looks like now.
     pub async fn round(&mut self, limit: Duration) -> Result<Vec<FoundJvm>, ShellError> {
         let deadline = Instant::now() + limit;
+        self.limit = limit;
         let nonce = nonce();
         self.send(&view::scan_line(&nonce)).await?;
         self.read_until_done(&nonce, deadline).await?;
@@ -89,9 +92,8 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
             }
             // Every whole record is taken: what is left waits for more bytes.
             self.searched = self.buf.len();
-            let limit = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout_at(deadline, self.stdout.read_buf(&mut self.buf)).await {
-                Err(_) => return Err(ShellError::Timeout(limit)),
+                Err(_) => return Err(ShellError::Timeout(self.limit)),
                 Ok(Ok(0)) => return Err(ShellError::Closed),
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => return Err(e.into()),
