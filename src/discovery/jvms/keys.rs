@@ -1,7 +1,8 @@
 //! Keys that stay with their JVM: what keeps a VM's debugger port across reconnects and
-//! restarts. A JVM is keyed by what it runs (`PREFIX` + main class or jar); when several run
-//! the same, the first one keeps the plain key and the others are told apart by the port
-//! their agent was given, else by pid. A JVM keeps its key for as long as its process runs,
+//! restarts. A JVM is keyed by what it runs (`PREFIX` + main class or jar), a container's by
+//! that and the container's address (so a container never takes over a key of the host's);
+//! when several run the same, the first one keeps the plain key and the others are told
+//! apart by the port their agent was given, else by pid. A JVM keeps its key for as long as its process runs,
 //! whoever comes after it; a key whose process ended goes to the next JVM that runs the
 //! same thing (the same program restarted). Pure.
 
@@ -25,7 +26,11 @@ impl KeyBook {
             if slot.is_some() {
                 continue;
             }
-            let base = format!("{prefix}{}", f.name());
+            let base = match (&f.reach, f.other_net) {
+                (super::Reach::At(addr), true) => format!("{prefix}{}@{}", f.name(), addr.ip()),
+                (super::Reach::Unreachable(_), true) => format!("{prefix}{}@container#{}", f.name(), f.pid),
+                (_, false) => format!("{prefix}{}", f.name()),
+            };
             let candidates = [Some(base.clone()), (!f.agent.ephemeral()).then(|| format!("{base}@{}", f.agent.port)), Some(format!("{base}#{}", f.pid))];
             let key = candidates.into_iter().flatten().find(|k| !self.owners.contains_key(k)).unwrap_or_else(|| format!("{base}#{}", f.pid));
             self.owners.insert(key.clone(), f.pid);
@@ -53,6 +58,14 @@ mod tests {
         assert_eq!(book.keys("h/", &[jvm(12, "Billing", 0), jvm(10, "Billing", 8000), jvm(11, "Billing", 8000)]), ["h/Billing#12", "h/Billing", "h/Billing@8000"]);
         // The first one ends and its program starts again: the new process takes its key.
         assert_eq!(book.keys("h/", &[jvm(11, "Billing", 8000), jvm(13, "Billing", 8000)]), ["h/Billing@8000", "h/Billing"]);
+        // A container's JVM running the same never takes the host's key.
+        let mut boxed = jvm(20, "Billing", 8000);
+        (boxed.other_net, boxed.reach) = (true, Reach::At(([172, 17, 0, 2], 8000).into()));
+        assert_eq!(book.keys("h/", &[boxed.clone(), jvm(11, "Billing", 8000)]), ["h/Billing@172.17.0.2", "h/Billing@8000"]);
+        assert_eq!(book.keys("h/", &[boxed, jvm(11, "Billing", 8000), jvm(14, "Billing", 8000)]), ["h/Billing@172.17.0.2", "h/Billing@8000", "h/Billing"]);
+        let mut closed = jvm(21, "Billing", 8000);
+        (closed.other_net, closed.reach) = (true, Reach::Unreachable("its container's loopback".into()));
+        assert_eq!(book.keys("h/", &[closed]), ["h/Billing@container#21"]);
         // Nothing is kept for processes that are gone.
         assert_eq!(book.keys("h/", &[]), Vec::<String>::new());
         assert!(book.owners.is_empty());
