@@ -58,8 +58,14 @@ fn feed<'a>(pieces: impl Iterator<Item = &'a [u8]>) -> (HostView, Result<usize, 
     let mut view = HostView::default();
     let mut buf = Vec::new();
     let mut rounds = 0;
+    let end = format!("\n@@{NONCE}\n");
     for piece in pieces {
+        let from = buf.len().saturating_sub(end.len());
         buf.extend_from_slice(piece);
+        // As the shell scan does: records are parsed when one may have ended, not per read.
+        if !buf[from..].windows(end.len()).any(|w| w == end.as_bytes()) {
+            continue;
+        }
         loop {
             match take_records(&mut view, &mut buf, NONCE) {
                 Ok(true) => rounds += 1,

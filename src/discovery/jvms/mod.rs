@@ -26,7 +26,7 @@ pub use view::{HostView, Request};
 pub const SCRIPT: &str = include_str!("scan.sh");
 
 /// Takes every whole record in `buf` into `view` and drops them from `buf`; true once the
-/// round's `done` record came.
+/// round's `done` record came (and then the view remembers the round's agent sockets).
 pub fn take_records(view: &mut HostView, buf: &mut Vec<u8>, nonce: &str) -> Result<bool, wire::WireError> {
     let mut used = 0;
     let mut done = false;
@@ -43,6 +43,9 @@ pub fn take_records(view: &mut HostView, buf: &mut Vec<u8>, nonce: &str) -> Resu
         view.apply(&records);
     }
     buf.drain(..used);
+    if done {
+        view.remember_agent_sockets();
+    }
     Ok(done)
 }
 
@@ -64,5 +67,6 @@ pub fn scan_local(view: &mut HostView) -> Vec<FoundJvm> {
         let _ = take_records(view, &mut buf, nonce);
         rounds += 1;
     }
+    view.remember_agent_sockets();
     found::found(view)
 }

@@ -140,11 +140,12 @@ impl HostView {
                 _ => self.apply_proc_record(r),
             }
         }
-        self.remember_agent_sockets();
     }
 
     /// Notes each agent's listening socket, and for an agent that picked its port, which
-    /// other sockets of the process listen (see `ProcView::agent_inode`).
+    /// other sockets of the process listen (see `ProcView::agent_inode`). Done once a round's
+    /// records are all in: what a round shows is then one moment's, however its records were
+    /// read.
     pub fn remember_agent_sockets(&mut self) {
         let mut seen = Vec::new();
         for (&pid, p) in &self.procs {
@@ -402,6 +403,30 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
         let r = v.requests();
         assert!(r.contains(&Request { command: "jdwpmux_net", pids: vec![43] }), "{r:?}");
         assert_eq!(request_line(&r, "n"), "jdwpmux_proc n 42; jdwpmux_fd n 43; jdwpmux_net n 43; jdwpmux_done n\n");
+    }
+
+    #[test]
+    fn a_round_read_in_any_batches_leaves_the_same_view() {
+        // A JVM whose agent picked its port, and a server socket of its own: which socket is
+        // the agent's is decided when the round is whole, not on whatever part came first.
+        let cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=0\0Main\0";
+        let tcp = b"   0: 0100007F:9C40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 7 1 0\n   1: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 9 1 0";
+        let round = records(&[("ns", "-", NS), ("cmdline", "42", cmd), ("fd", "42", b"l 3 -> socket:[9]\nl 4 -> socket:[7]\n"), ("tcp", "-", tcp), ("done", "-", b"")]);
+        let whole = {
+            let mut v = HostView::default();
+            let mut buf = round.clone();
+            assert_eq!(crate::discovery::jvms::take_records(&mut v, &mut buf, "n"), Ok(true));
+            v
+        };
+        for cut in 1..round.len() {
+            let mut v = HostView::default();
+            let mut buf = round[..cut].to_vec();
+            let _ = crate::discovery::jvms::take_records(&mut v, &mut buf, "n");
+            buf.extend_from_slice(&round[cut..]);
+            let _ = crate::discovery::jvms::take_records(&mut v, &mut buf, "n");
+            assert_eq!(v, whole, "cut at {cut}");
+        }
+        assert_eq!(whole.procs[&42].agent_inode, Some(7), "the first socket it opened");
     }
 
     #[test]
