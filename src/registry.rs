@@ -54,8 +54,24 @@ pub struct VmEntry {
     pub held: bool,
     /// What people should know about it (why it cannot be reached, what to do).
     pub note: Option<String>,
-    /// Its discovery sees it wait for its first debugger (`suspend=y`, `main` not started).
+    /// What its discovery read of its process (a JVM found in /proc, here or on a host).
+    pub process: Option<ProcessInfo>,
+}
+
+/// What a discovery read of a VM's process.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    /// Its owner's name, else `uid N`.
+    pub user: Option<String>,
+    /// The agent's `address=` as given: `8000`, `*:8000`, `HOST:8000`, `0` (it picks one).
+    pub agent: String,
+    /// Where the agent's options were: `command line`, `JDK_JAVA_OPTIONS`, `JAVA_TOOL_OPTIONS`.
+    pub agent_from: String,
+    pub suspend: bool,
+    /// `suspend=y` and `main` has not started yet.
     pub waiting: bool,
+    /// Its agent listens now (no debugger holds it).
+    pub listening: bool,
 }
 
 impl VmEntry {
@@ -85,6 +101,9 @@ pub struct VmInfo {
     /// Why it cannot be reached and what to do, when that is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What its discovery read of its process (VMs found by their process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProcessInfo>,
     #[serde(flatten)]
     pub status: VmStatus,
 }
@@ -117,7 +136,7 @@ impl Registry {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let wanted_port = if base_port == 0 { 0 } else { self.free_port(base_port) };
         self.by_key.insert(key.clone(), id);
-        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle, host: None, held: false, note: None, waiting: false });
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle, host: None, held: false, note: None, process: None });
         (id, wanted_port)
     }
 
@@ -125,7 +144,7 @@ impl Registry {
     pub fn add_unbound(&self, key: String, name: String, addr: SocketAddr, source: Source, handle: VmHandle) -> VmId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.by_key.insert(key.clone(), id);
-        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port: 0, port: None, handle, host: None, held: false, note: None, waiting: false });
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port: 0, port: None, handle, host: None, held: false, note: None, process: None });
         id
     }
 
@@ -163,10 +182,10 @@ impl Registry {
         }
     }
 
-    /// Says whether its discovery sees the VM wait for its first debugger.
-    pub fn set_waiting(&self, id: VmId, waiting: bool) {
+    /// What its discovery read of the VM's process now.
+    pub fn set_process(&self, id: VmId, process: ProcessInfo) {
         if let Some(mut e) = self.vms.get_mut(&id) {
-            e.waiting = waiting;
+            e.process = Some(process);
         }
     }
 
@@ -231,9 +250,10 @@ impl Registry {
                 debugger_port: e.port,
                 current: Some(e.id) == current,
                 note: e.note.clone(),
+                process: e.process.clone(),
                 status: {
                     let mut s = e.handle.status();
-                    s.waiting_for_debugger |= e.waiting;
+                    s.waiting_for_debugger |= e.process.as_ref().is_some_and(|p| p.waiting);
                     s
                 },
             })

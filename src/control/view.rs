@@ -113,6 +113,7 @@ mod tests {
             id: 0,
             host: "local".into(),
             note: None,
+            process: None,
             addr: "127.0.0.1:8000".into(),
             source: Source::Cli,
             debugger_port: Some(8600),

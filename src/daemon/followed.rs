@@ -10,7 +10,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use super::Spawner;
-use crate::registry::{Source, VmId};
+use crate::discovery::jvms::found::AgentFrom;
+use crate::discovery::jvms::FoundJvm;
+use crate::registry::{ProcessInfo, Source, VmId};
 use crate::session::{Located, VmHandle, VmStatus};
 
 /// A VM with a session that its discovery follows.
@@ -89,5 +91,22 @@ impl Followed {
     pub fn drop_from(self, spawner: &Spawner) {
         self.token.cancel();
         spawner.registry.set_held(self.id, false, None);
+    }
+}
+
+/// What `list` shows of a found JVM's process.
+pub(super) fn process_info(f: &FoundJvm) -> ProcessInfo {
+    ProcessInfo {
+        user: f.user.clone(),
+        agent: f.agent.address_text(),
+        agent_from: match f.from {
+            AgentFrom::CommandLine => "command line",
+            AgentFrom::JdkJavaOptions => "JDK_JAVA_OPTIONS",
+            AgentFrom::JavaToolOptions => "JAVA_TOOL_OPTIONS",
+        }
+        .to_string(),
+        suspend: f.agent.suspend,
+        waiting: f.waiting == Some(true),
+        listening: f.listening,
     }
 }

@@ -129,7 +129,7 @@ impl ProcFollower {
                     followed.moved(&self.spawner, d.name.clone(), located);
                     let note = note(&self.spawner, followed.id, f, &d);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_waiting(followed.id, f.waiting == Some(true));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
                 }
                 Some(Live::Unreachable(_)) => {}
                 None => {
@@ -144,12 +144,14 @@ impl ProcFollower {
                             let followed = self.spawner.follow(s);
                             let note = note(&self.spawner, followed.id, f, &d);
                             self.spawner.registry.set_held(followed.id, true, note);
-                            self.spawner.registry.set_waiting(followed.id, f.waiting == Some(true));
+                            self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
                             Live::Session(followed)
                         }
                         Some(why) => {
                             info!(pid = f.pid, app = %f.name(), "found a JVM that cannot be reached: {why}");
-                            Live::Unreachable(self.spawner.list_unreachable(s, why.clone()))
+                            let id = self.spawner.list_unreachable(s, why.clone());
+                            self.spawner.registry.set_process(id, super::followed::process_info(f));
+                            Live::Unreachable(id)
                         }
                     };
                     self.live.insert(slot, live);

@@ -111,7 +111,7 @@ impl HostFollower {
                 (Some(Live::Session(followed)), _) => {
                     followed.moved(&self.spawner, name, located);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_waiting(followed.id, f.waiting == Some(true));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
                 }
                 (Some(Live::Unreachable(_)), _) => {}
                 (None, Some(addr)) => {
@@ -119,7 +119,7 @@ impl HostFollower {
                     let s = Sighting { key: vm.key.clone(), name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
                     let followed = self.spawner.follow(s);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_waiting(followed.id, f.waiting == Some(true));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
                     self.live.insert(vm.key.clone(), Live::Session(followed));
                 }
                 (None, None) => {
@@ -128,6 +128,7 @@ impl HostFollower {
                     let why = note.unwrap_or_default();
                     info!(host = %self.label, pid = f.pid, app = %f.name(), "found a JVM on {} that cannot be reached: {why}", self.label);
                     let id = self.spawner.list_unreachable(s, why);
+                    self.spawner.registry.set_process(id, super::followed::process_info(f));
                     self.live.insert(vm.key.clone(), Live::Unreachable(id));
                 }
             }

@@ -129,6 +129,11 @@ async fn three_kinds_of_remote_jvm(java: PathBuf) {
     assert_eq!(row(&rows, "box", "Worker").unwrap()["addr"], format!("127.0.0.1:{}", picked.port()));
     assert_eq!(row(&rows, "box", "Report").unwrap()["addr"], "127.0.0.1:8002");
     assert_eq!(row(&rows, "box", "Billing").unwrap()["waiting_for_debugger"], true, "{rows:?}");
+    let p = &row(&rows, "box", "Billing").unwrap()["process"];
+    assert_eq!((&p["agent"], &p["suspend"], &p["agent_from"], &p["user"]), (&"8000".into(), &true.into(), &"command line".into(), &"root".into()), "{rows:?}");
+    let p = &row(&rows, "box", "Worker").unwrap()["process"];
+    assert_eq!((&p["agent"], &p["suspend"]), (&"127.0.0.1:0".into(), &false.into()), "{rows:?}");
+    assert_eq!(row(&rows, "box", "Report").unwrap()["process"]["agent_from"], "JAVA_TOOL_OPTIONS", "{rows:?}");
     assert!(rows.iter().all(|r| r["source"] == "ssh" && r["pid"].is_u64()), "{rows:?}");
     let (_, text, _) = served.run(&["list"]);
     assert!(text.lines().next().is_some_and(|h| h.contains("HOST")) && text.contains(" box "), "{text}");

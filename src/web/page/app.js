@@ -307,7 +307,10 @@ function renderShown() {
     vm.ddm === true ? "DDM-aware" : vm.ddm === false ? "no DDM" : "DDM unknown",
     "debugger port " + (vm.debugger_port ?? "-"),
     "address " + vm.addr + (vm.host !== "local" ? " on " + vm.host : ""),
-  ].join(" · ") + (vm.note ? " · " + vm.note : "");
+  ].concat(vm.process ? [
+    "agent address=" + vm.process.agent + (vm.process.suspend ? ", suspend=y" : "") + " (" + vm.process.agent_from + ")",
+    "user " + (vm.process.user || "?"),
+  ] : []).join(" · ") + (vm.note ? " · " + vm.note : "");
   $("make-current").hidden = vm.current;
   $("current-mark").hidden = !vm.current;
   $("threads-panel").hidden = vm.ddm !== true;
