@@ -26,23 +26,38 @@ pub use view::{HostView, Request};
 pub const SCRIPT: &str = include_str!("scan.sh");
 
 /// Takes every whole record in `buf` into `view` and drops them from `buf`; true once the
-/// round's `done` record came (and then the view remembers the round's agent sockets).
+/// round's `done` record came (and then the view remembers the round's agent sockets). On
+/// bad output the records before it are still taken, so a round read in any pieces leaves the
+/// same view.
 pub fn take_records(view: &mut HostView, buf: &mut Vec<u8>, nonce: &str) -> Result<bool, wire::WireError> {
     let mut used = 0;
     let mut done = false;
+    let mut failed = None;
     {
         let mut records = Vec::new();
-        while let Some((r, n)) = wire::next_record(&buf[used..], nonce)? {
-            used += n;
-            if r.tag == "done" {
-                done = true;
-                break;
+        loop {
+            match wire::next_record(&buf[used..], nonce) {
+                Ok(Some((r, n))) => {
+                    used += n;
+                    if r.tag == "done" {
+                        done = true;
+                        break;
+                    }
+                    records.push(r);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
             }
-            records.push(r);
         }
         view.apply(&records);
     }
     buf.drain(..used);
+    if let Some(e) = failed {
+        return Err(e);
+    }
     if done {
         view.remember_agent_sockets();
     }

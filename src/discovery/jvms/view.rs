@@ -430,6 +430,17 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
     }
 
     #[test]
+    fn records_before_bad_output_are_taken() {
+        let mut round = records(&[("id", "-", b"1000")]);
+        round.extend_from_slice("junk\n".repeat(super::super::wire::MAX_JUNK_LINES + 1).as_bytes());
+        round.extend_from_slice(&records(&[("done", "-", b"")]));
+        let mut v = HostView::default();
+        let mut buf = round.clone();
+        assert!(crate::discovery::jvms::take_records(&mut v, &mut buf, "n").is_err());
+        assert_eq!(v.uid, Some(1000), "what came before the bad output is kept");
+    }
+
+    #[test]
     fn hostile_records_are_bounded() {
         let mut v = HostView::default();
         let mut ns = String::new();
