@@ -63,18 +63,23 @@ fn feed<'a>(pieces: impl Iterator<Item = &'a [u8]>) -> (HostView, Result<usize, 
         let from = buf.len().saturating_sub(end.len());
         buf.extend_from_slice(piece);
         // As the shell scan does: records are parsed when one may have ended, not per read.
-        if !buf[from..].windows(end.len()).any(|w| w == end.as_bytes()) {
-            continue;
-        }
-        loop {
-            match take_records(&mut view, &mut buf, NONCE) {
-                Ok(true) => rounds += 1,
-                Ok(false) => break,
-                Err(e) => return (view, Err(e)),
+        if buf[from..].windows(end.len()).any(|w| w == end.as_bytes()) {
+            if let Err(e) = take_all(&mut view, &mut buf, &mut rounds) {
+                return (view, Err(e));
             }
         }
     }
-    (view, Ok(rounds))
+    // And as it does when the output stops short of a round's end: what is left is taken
+    // once more.
+    let last = take_all(&mut view, &mut buf, &mut rounds);
+    (view, last.map(|()| rounds))
+}
+
+fn take_all(view: &mut HostView, buf: &mut Vec<u8>, rounds: &mut usize) -> Result<(), WireError> {
+    while take_records(view, buf, NONCE)? {
+        *rounds += 1;
+    }
+    Ok(())
 }
 
 fn round_trip(bytes: &[u8]) {

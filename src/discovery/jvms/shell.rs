@@ -93,12 +93,19 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
             // Every whole record is taken: what is left waits for more bytes.
             self.searched = self.buf.len();
             match tokio::time::timeout_at(deadline, self.stdout.read_buf(&mut self.buf)).await {
-                Err(_) => return Err(ShellError::Timeout(self.limit)),
-                Ok(Ok(0)) => return Err(ShellError::Closed),
+                Err(_) => return Err(self.left_over(nonce).unwrap_or(ShellError::Timeout(self.limit))),
+                Ok(Ok(0)) => return Err(self.left_over(nonce).unwrap_or(ShellError::Closed)),
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => return Err(e.into()),
             }
         }
+    }
+
+    /// When the output stops without ending its round: what is left is taken once more, so
+    /// that a host that printed only lines that are no record says so, rather than merely
+    /// that it went quiet. The same outcome however the output was cut into reads.
+    fn left_over(&mut self, nonce: &str) -> Option<ShellError> {
+        super::take_records(&mut self.view, &mut self.buf, nonce).err().map(Into::into)
     }
 }
 
@@ -111,4 +118,31 @@ fn nonce() -> String {
         b = t.to_le_bytes();
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A shell that prints only a login script's chatter: the error says so, whether the
+    /// output then closes or merely stops.
+    #[tokio::test]
+    async fn output_that_stops_short_says_what_it_was() {
+        for close in [true, false] {
+            let (stdin, _shell_in) = tokio::io::duplex(1 << 20);
+            let (mut shell_out, stdout) = tokio::io::duplex(1 << 20);
+            let chatter = "Welcome!\n".repeat(super::super::wire::MAX_JUNK_LINES + 1);
+            shell_out.write_all(chatter.as_bytes()).await.expect("written");
+            let _keep = if close { drop(shell_out); None } else { Some(shell_out) };
+            let e = ShellScan::start(stdin, stdout, Duration::from_millis(300)).await.err().expect("no scan");
+            assert!(matches!(e, ShellError::Wire(WireError::Junk(ref l)) if l == "Welcome!"), "{close}: {e}");
+        }
+        // A shell that says nothing still times out or closes as before.
+        let (stdin, _shell_in) = tokio::io::duplex(1 << 20);
+        let (shell_out, stdout) = tokio::io::duplex(64);
+        drop(shell_out);
+        let e = ShellScan::start(stdin, stdout, Duration::from_millis(300)).await.err().expect("no scan");
+        assert!(matches!(e, ShellError::Closed), "{e}");
+    }
 }
