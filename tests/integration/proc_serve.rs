@@ -6,9 +6,15 @@
 //! tests' JVMs are never touched.
 
 use crate::cli::Served;
-use crate::remote::{agent, debug_once, program, row};
+use crate::remote::{agent, debug_once, program};
 use crate::support::testhost::Netns;
 use crate::support::{JavaApp, JvmSpec};
+
+/// This test's row of `app`, wherever it is reached (`remote::row` leaves out rows reached at
+/// another namespace's address; here one is meant to be).
+fn row<'a>(rows: &'a [serde_json::Value], host: &str, app: &str) -> Option<&'a serde_json::Value> {
+    rows.iter().find(|r| r["host"] == host && r["app"] == app)
+}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
