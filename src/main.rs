@@ -205,8 +205,7 @@ async fn select(args: SelectArgs, control: &std::path::Path) -> anyhow::Result<(
         Response::Selected { vm } => {
             let port = vm.debugger_port.map_or("-".into(), |p| p.to_string());
             let app = vm.status.app.as_deref().unwrap_or("-");
-            let at = if vm.host == jdwpmux::registry::LOCAL_HOST { vm.addr.clone() } else { format!("{}:{}", vm.host, vm.addr) };
-            println!("current VM: {at} (port {port}, app {app})");
+            println!("current VM: {} (port {port}, app {app})", vm.place());
             Ok(())
         }
         other => Err(response_error(other)),

@@ -108,6 +108,14 @@ pub struct VmInfo {
     pub status: VmStatus,
 }
 
+impl VmInfo {
+    /// Where it is, as lines and messages name it: its address, after its host's name when
+    /// that is not this machine (`build-box:127.0.0.1:8000`).
+    pub fn place(&self) -> String {
+        if self.host == LOCAL_HOST { self.addr.clone() } else { format!("{}:{}", self.host, self.addr) }
+    }
+}
+
 fn local_host() -> String {
     LOCAL_HOST.to_string()
 }

@@ -142,7 +142,7 @@ fn handle(req: Request, registry: &Registry) -> Response {
                 let vm = registry.list().into_iter().find(|v| v.id == id);
                 match vm {
                     Some(vm) => {
-                        info!(selector = %selector, vm = %vm.addr, "current VM selected");
+                        info!(selector = %selector, vm = %vm.place(), "current VM selected");
                         Response::Selected { vm }
                     }
                     None => Response::Error { kind: ErrorKind::Vm, message: "the VM left meanwhile".into() },

@@ -160,6 +160,7 @@ async fn three_kinds_of_remote_jvm(java: PathBuf) {
     let (code, out, err) = served.run(&["select", "box:Report"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("box:127.0.0.1:8002"), "{out}");
+    served.wait_log("current VM selected selector=box:Report vm=box:127.0.0.1:8002").await;
     let current = crate::cli::port_of(&served.wait_log("for the current VM").await);
     debug_once(current, "Report", &env_app).await;
     drop(served);
