@@ -20,6 +20,7 @@ pub(super) struct Followed {
     pub id: VmId,
     token: CancellationToken,
     located: watch::Sender<Located>,
+    handle: VmHandle,
     pub name: String,
 }
 
@@ -43,6 +44,7 @@ impl Spawner {
         let mut cfg = self.session_config(s.name.clone(), s.addr, s.source, false, None);
         cfg.located = Some(rx);
         let (handle, token) = self.spawn_session(cfg, None);
+        let session = handle.clone();
         let id = match self.registry.by_key(&s.key) {
             Some(old) => {
                 info!(vm = %s.name, key = %s.key, port = ?old.port, "a VM came back; it keeps its debugger port");
@@ -53,7 +55,7 @@ impl Spawner {
         };
         self.registry.set_host(id, s.host);
         self.registry.set_held(id, true, None);
-        Followed { id, token, located: tx, name: s.name }
+        Followed { id, token, located: tx, handle: session, name: s.name }
     }
 
     /// Lists a VM that was found but cannot be reached, with a note that says why.
@@ -73,13 +75,17 @@ impl Spawner {
 }
 
 impl Followed {
-    /// Tells the session where the VM is now (read at its next connection).
+    /// Tells the session where the VM is now: read at its next connection, and who the
+    /// process is shown at once.
     pub fn moved(&mut self, spawner: &Spawner, name: String, located: Located) {
-        self.located.send_if_modified(|l| {
+        let changed = self.located.send_if_modified(|l| {
             let changed = *l != located;
             *l = located;
             changed
         });
+        if changed {
+            self.handle.relocated();
+        }
         if name != self.name {
             spawner.registry.rename(self.id, name.clone());
             self.name = name;

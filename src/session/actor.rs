@@ -346,6 +346,7 @@ impl Session {
                 let _ = reply.send(self.table_sizes());
             }
             Some(SessionMsg::Stats { reply }) => drop(reply.send(self.stats_report())),
+            Some(SessionMsg::Relocated) => self.on_relocated(),
             // Every handle is gone: nothing can attach any more; the token still ends us.
             None => {}
         }

@@ -65,6 +65,8 @@ pub enum SessionMsg {
     Tables(oneshot::Sender<TableSizes>),
     /// The traffic figures since the session started.
     Stats { reply: oneshot::Sender<crate::stats::VmReport> },
+    /// Its discovery says something new of where or who the VM is (`SessionConfig::located`).
+    Relocated,
 }
 
 /// Entries in a session's tables: what is outstanding and who owns what.
@@ -258,6 +260,12 @@ impl VmHandle {
     }
 
     /// What is known of the VM now, with its debuggers' live counts.
+    /// Tells the session that its discovery's `Located` changed. Never waits: a session too
+    /// busy to take it now reads the change at its next connection.
+    pub fn relocated(&self) {
+        let _ = self.tx.try_send(SessionMsg::Relocated);
+    }
+
     pub fn status(&self) -> VmStatus {
         self.status.borrow().clone().with_live_counts()
     }

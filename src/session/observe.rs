@@ -11,6 +11,29 @@ use super::actor::Session;
 use super::recent::{Party, RecentPackets};
 
 impl Session {
+    /// Its discovery says who is behind the VM's address now. A JVM restarted on the same
+    /// port may have been reached before the discovery saw the new process: the status
+    /// names the process the discovery sees. A DDM-aware VM says who it is at every
+    /// connection (HELO), and that stands.
+    pub(super) fn on_relocated(&mut self) {
+        let Some(located) = &self.cfg.located else { return };
+        let (pid, app) = {
+            let l = located.borrow();
+            (l.pid, l.app.clone())
+        };
+        if pid.is_none() && app.is_none() {
+            return;
+        }
+        self.status.send_if_modified(|s| {
+            if s.ddm == Some(true) || (s.pid, &s.app) == (pid, &app) {
+                return false;
+            }
+            s.pid = pid;
+            s.app = app;
+            true
+        });
+    }
+
     /// For a VM on this machine, finds its pid and main class in the background.
     /// Who the VM is: what its discovery says (a JVM found by its process, here or on
     /// another host), else, for a VM on this machine's loopback, its pid and main class

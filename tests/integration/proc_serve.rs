@@ -69,3 +69,30 @@ async fn local_jvms_are_found_by_their_process_containers_too() {
     served.list_until("Hidden gone", |r| row(r, "local", "Hidden").is_none()).await;
     drop(served);
 }
+
+/// A JVM restarted on its port is a new process: `list` names it, on the same debugger port,
+/// and jdb reaches it there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jvm_restarted_on_its_port_is_listed_with_its_new_pid() {
+    let marker = format!("jdwpmux.test=restart-{}", std::process::id());
+    let vm_port = free_port();
+    let spec = || JvmSpec {
+        jvm: vec![format!("-D{marker}")],
+        agent: agent(false, &format!("127.0.0.1:{vm_port}")),
+        sources: program("Billing"),
+        class: "Billing".into(),
+        ..JvmSpec::default()
+    };
+    let mut first = JavaApp::spawn(spec()).await.unwrap();
+    let served = Served::start(&["--proc", "--proc-match", &marker, "--no-scan", "--no-adb", "--scan-interval", "0.5"]);
+    let ready_with = |pid: u32| move |r: &[serde_json::Value]| row(r, "local", "Billing").is_some_and(|v| v["state"] == "ready" && v["pid"] == pid);
+    let rows = served.list_until("the first JVM", ready_with(first.pid().unwrap())).await;
+    let port = row(&rows, "local", "Billing").unwrap()["debugger_port"].as_u64().unwrap();
+
+    first.kill().await.unwrap();
+    let second = JavaApp::spawn(spec()).await.unwrap();
+    let rows = served.list_until("the new pid", ready_with(second.pid().unwrap())).await;
+    assert_eq!(row(&rows, "local", "Billing").unwrap()["debugger_port"].as_u64(), Some(port), "{rows:?}");
+    debug_once(port as u16, "Billing", &second).await;
+    drop(served);
+}

@@ -29,10 +29,14 @@ pub fn agent(suspend: bool, address: &str) -> Option<String> {
     Some(format!("-agentlib:jdwp=transport=dt_socket,server=y,suspend={},address={address}", if suspend { "y" } else { "n" }))
 }
 
-/// `serve --ssh HOST...` with the test's ssh config, nothing local, quick scans.
+/// `serve --ssh HOST...` with the test's ssh config, nothing local, quick scans (unless
+/// `extra` says how often).
 pub fn serve(keys: &Keys, hosts: &[&str], extra: &[&str]) -> Served {
     let cfg = keys.ssh_config().display().to_string();
-    let mut args: Vec<&str> = vec!["--no-scan", "--no-adb", "--ssh-interval", "0.5", "--ssh-config", &cfg];
+    let mut args: Vec<&str> = vec!["--no-scan", "--no-adb", "--ssh-config", &cfg];
+    if !extra.contains(&"--ssh-interval") {
+        args.extend(["--ssh-interval", "0.5"]);
+    }
     for h in hosts {
         args.extend(["--ssh", h]);
     }

@@ -45,7 +45,9 @@ async fn sshd_restarted_and_the_jvm_restarted_keep_the_port() {
     crate::need_test_hosts!();
     // sshd's listener must be able to go alone: a host sharing this machine's process list
     // (with its own, killing sshd would end every process of the host).
-    let OneVm { keys, mut host, mut app, served, port: vm_port } = one_vm_on("svc", false, &[]).await;
+    // Scans 3 s apart: the restarted JVM is mostly reached again before a scan sees it go,
+    // and must still be listed as the new process once one sees it.
+    let OneVm { keys, mut host, mut app, served, port: vm_port } = one_vm_on("svc", false, &["--ssh-interval", "3"]).await;
     let rows = served.list_until("ready", |r| ready(r, "svc", "Billing")).await;
     let first_pid = row(&rows, "svc", "Billing").unwrap()["pid"].clone();
 
