@@ -234,11 +234,14 @@ impl Session {
                     }
                 }
                 Err(e) => {
-                    let text = match &e {
-                        ConnectError::Refused => format!(
+                    let text = match (&e, self.ssh_host()) {
+                        (ConnectError::Refused, None) => format!(
                             "{e}: is the VM running, with -agentlib:jdwp=transport=dt_socket,server=y,address={}?",
                             self.cfg.addr
                         ),
+                        (ConnectError::Refused, Some(host)) => {
+                            format!("{e} through the ssh link to {host}: is the link up, and the VM running with address={}?", self.cfg.addr)
+                        }
                         _ => e.to_string(),
                     };
                     if quiet_until.is_some_and(|t| Instant::now() < t) {

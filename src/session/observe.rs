@@ -11,6 +11,13 @@ use super::actor::Session;
 use super::recent::{Party, RecentPackets};
 
 impl Session {
+    /// The ssh host a VM is reached through (its forward's socket), by the name `list` shows.
+    pub(super) fn ssh_host(&self) -> Option<&str> {
+        let located = self.cfg.located.as_ref()?;
+        let through_ssh = matches!(located.borrow().endpoint, crate::transport::Endpoint::Unix(_));
+        through_ssh.then(|| self.cfg.name.split(':').next().unwrap_or("its host"))
+    }
+
     /// Its discovery says who is behind the VM's address now. A JVM restarted on the same
     /// port may have been reached before the discovery saw the new process: the status
     /// names the process the discovery sees. A DDM-aware VM says who it is at every

@@ -193,11 +193,8 @@ impl Session {
         });
         self.fail_pending().await;
         self.expire_ddm_waiters(true);
-        let closing = match &self.cfg.located {
-            Some(l) => match &l.borrow().endpoint {
-                crate::transport::Endpoint::Unix(_) => format!("the VM connection through the ssh link to {} was lost", self.cfg.name.split(':').next().unwrap_or("its host")),
-                crate::transport::Endpoint::Tcp(_) => "the VM connection was lost".to_string(),
-            },
+        let closing = match self.ssh_host() {
+            Some(host) => format!("the VM connection through the ssh link to {host} was lost"),
             None => "the VM connection was lost".to_string(),
         };
         self.close_debuggers(&closing);
