@@ -123,8 +123,17 @@ pub fn waiting(p: &ProcView) -> Option<bool> {
 
 /// Every process of `view` with a listening JDWP agent. One whose agent came from the
 /// environment counts only once its threads show the agent loaded.
+///
+/// A JVM restarted on its port is often seen while the old process is still exiting: the
+/// old one's agent no longer listens and no debugger holds it, while the new one's agent
+/// listens on that port in the same network namespace. Only the new one is left, so that it
+/// takes the old one's key (and debugger port) rather than one of its own.
 pub fn found(view: &HostView) -> Vec<FoundJvm> {
-    view.procs.iter().filter(|(_, p)| !view.elsewhere(p)).filter_map(|(&pid, p)| found_one(view, pid, p)).collect()
+    let all: Vec<(Option<u64>, FoundJvm)> =
+        view.procs.iter().filter(|(_, p)| !view.elsewhere(p)).filter_map(|(&pid, p)| Some((p.net, found_one(view, pid, p)?))).collect();
+    let listened: Vec<(Option<u64>, u16)> = all.iter().filter(|(_, f)| f.listening).filter_map(|(net, f)| Some((*net, f.port?))).collect();
+    let superseded = |net: Option<u64>, f: &FoundJvm| !f.listening && !f.attached && f.port.is_some_and(|port| listened.contains(&(net, port)));
+    all.into_iter().filter(|(net, f)| !superseded(*net, f)).map(|(_, f)| f).collect()
 }
 
 fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
@@ -312,6 +321,30 @@ mod tests {
         let v = view(vec![(10, proc_(args, None))], vec![]);
         let j = &found(&v)[0];
         assert_eq!((j.listening, j.reach.clone()), (false, Reach::At("127.0.0.1:8001".parse().unwrap())));
+    }
+
+    #[test]
+    fn a_jvm_restarted_on_its_port_leaves_its_exiting_predecessor_out() {
+        let args = "java -agentlib:jdwp=transport=dt_socket,server=y,address=8000 Billing";
+        let old = proc_(args, Some(vec![]));
+        let new = proc_(args, Some(vec![6]));
+        let v = view(vec![(10, old.clone()), (11, new.clone())], vec![sock("127.0.0.1:8000", LISTEN, 6)]);
+        let f = found(&v);
+        assert_eq!(f.iter().map(|j| (j.pid, j.listening)).collect::<Vec<_>>(), [(11, true)]);
+        // One that a debugger holds directly is another JVM, and stays.
+        let attached = proc_(args, Some(vec![8]));
+        let v = view(vec![(10, attached), (11, new.clone())], vec![sock("127.0.0.1:8000", LISTEN, 6), sock("127.0.0.1:8000", ESTABLISHED, 8)]);
+        assert_eq!(found(&v).len(), 2);
+        // Nobody listens on the port: the old one is still found, reached where it will listen.
+        let v = view(vec![(10, old.clone())], vec![]);
+        assert_eq!(found(&v).iter().map(|j| (j.pid, j.listening)).collect::<Vec<_>>(), [(10, false)]);
+        // The same port in another network namespace is another JVM's.
+        let mut boxed = old;
+        boxed.net = Some(2);
+        boxed.pids = Some(8);
+        boxed.net_sockets = Some(vec![]);
+        let v = view(vec![(10, boxed), (11, new)], vec![sock("127.0.0.1:8000", LISTEN, 6)]);
+        assert_eq!(found(&v).len(), 2);
     }
 
     #[test]
