@@ -24,6 +24,7 @@
 //! - [`web`]: the live monitor page (`serve --web`) and its JSON API.
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
 //! - [`fuzzing`]: the fuzz targets' checks, shared by the fuzzers in `fuzz/` and `cargo test`.
+//! - [`safe_text`]: text from VMs, hosts and processes made inert for terminals and logs.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
 
 mod accept;
@@ -43,6 +44,7 @@ pub mod manpage;
 pub mod park;
 pub mod registry;
 pub mod remote;
+pub mod safe_text;
 pub mod session;
 pub mod settings;
 pub mod stats;

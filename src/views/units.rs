@@ -56,9 +56,9 @@ pub fn plural(n: u64, word: &str) -> String {
 }
 
 /// Text from the VM (thread or app names) made safe for a terminal: control characters
-/// (escape sequences, newlines, tabs) become `?`.
+/// (escape sequences, newlines, tabs) and bidi controls become `?` ([`crate::safe_text`]).
 pub fn printable(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+    crate::safe_text::shown(s).into_owned()
 }
 
 /// At most `width` characters of `s`, ending in `…` when shortened.

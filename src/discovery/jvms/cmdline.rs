@@ -102,9 +102,10 @@ fn module_main(m: &str) -> String {
 }
 
 /// A name shown to people as it is, so it may carry no control characters (a terminal
-/// would obey them) and is cut at `MAX_MAIN_NAME` characters.
+/// would obey them, [`crate::safe_text`]) and is cut at `MAX_MAIN_NAME` characters.
 pub fn printable(s: &str) -> String {
-    s.chars().take(MAX_MAIN_NAME).map(|c| if c.is_control() { '?' } else { c }).collect()
+    let cut: String = s.chars().take(MAX_MAIN_NAME).collect();
+    crate::safe_text::shown(&cut).into_owned()
 }
 
 #[cfg(test)]
