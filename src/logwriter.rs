@@ -10,6 +10,10 @@
 //! writer is woken only when it sleeps, and after a wake-up it lingers a moment so that one
 //! write carries a flood's worth of lines. The buffer is bounded: when the writer falls that
 //! far behind (stderr blocked), logging waits, as a direct write would; no line is dropped.
+//!
+//! For the JSON format the queue also escapes what serde_json writes as it is (DEL, C1 and
+//! bidi controls, `safe_text::escape_json_line`), so a JSON log is as inert on a terminal as
+//! the text one and still decodes to the exact strings.
 
 pub mod text;
 
@@ -99,6 +103,14 @@ impl Shared {
 #[derive(Clone)]
 pub struct StderrQueue {
     shared: Arc<Shared>,
+    json: bool,
+}
+
+impl StderrQueue {
+    /// The queue for lines of JSON: hostile characters inside strings become `\uXXXX`.
+    pub fn for_json(self) -> Self {
+        StderrQueue { json: true, ..self }
+    }
 }
 
 /// Flushes the buffer when dropped (at the end of `main`), so no line is lost at exit.
@@ -139,7 +151,7 @@ pub fn start_with(sink: Sink) -> (StderrQueue, FlushGuard) {
     if spawned.is_err() {
         shared.state().no_writer = true;
     }
-    (StderrQueue { shared: shared.clone() }, FlushGuard { shared })
+    (StderrQueue { shared: shared.clone(), json: false }, FlushGuard { shared })
 }
 
 fn run(shared: std::sync::Weak<Shared>) {
@@ -169,11 +181,17 @@ fn run(shared: std::sync::Weak<Shared>) {
 /// different threads never mix.
 pub struct Line<'a> {
     shared: &'a Shared,
+    json: bool,
 }
 
 impl Write for Line<'_> {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.shared.append(b);
+        if self.json {
+            // A whole line per call (above), so no character is split between calls.
+            self.shared.append(&crate::safe_text::escape_json_line(b));
+        } else {
+            self.shared.append(b);
+        }
         Ok(b.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -184,7 +202,7 @@ impl Write for Line<'_> {
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for StderrQueue {
     type Writer = Line<'a>;
     fn make_writer(&'a self) -> Line<'a> {
-        Line { shared: &self.shared }
+        Line { shared: &self.shared, json: self.json }
     }
 }
 
@@ -327,6 +345,22 @@ mod tests {
         assert_eq!(sink.out.lock().unwrap().len(), lines * line.len());
         let st = q.shared.state();
         assert!(st.buf.is_empty() && st.buf.capacity() <= KEEP, "capacity {}", st.buf.capacity());
+    }
+
+    #[test]
+    fn json_lines_escape_what_their_encoder_leaves_raw() {
+        let sink = open_sink();
+        let (q, guard) = start_with(Box::new(sink.clone()));
+        let name = "vm \u{9b}31m \u{202e}cba \x7f";
+        log(&q.clone().for_json(), &format!("{{\"vm_name\":{}}}\n", serde_json::to_string(name).unwrap()));
+        log(&q, "text \u{9b}\n");
+        guard.flush();
+        let text = sink.text();
+        let mut lines = text.lines();
+        let json = lines.next().unwrap();
+        assert_eq!(json, r#"{"vm_name":"vm \u009b31m \u202ecba \u007f"}"#);
+        assert_eq!(serde_json::from_str::<serde_json::Value>(json).unwrap()["vm_name"], name);
+        assert_eq!(lines.next(), Some("text \u{9b}"), "the queue leaves text lines to their format");
     }
 
     #[test]

@@ -221,6 +221,7 @@ fn init_logging(cli: &Cli) -> jdwpmux::logwriter::FlushGuard {
     };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (writer, guard) = jdwpmux::logwriter::start();
+    let writer = if cli.log_format == LogFormat::Json { writer.for_json() } else { writer };
     use jdwpmux::logwriter::text::{PlainFields, PlainText};
     // The same lines either way; the format's builder types differ, hence the macro.
     macro_rules! install {
@@ -229,7 +230,9 @@ fn init_logging(cli: &Cli) -> jdwpmux::logwriter::FlushGuard {
             match cli.log_format {
                 // Colours for a person at a terminal; for a file or a pipe the same line
                 // without them, written far faster (a THST flood logs every chunk).
-                LogFormat::Text if ansi => builder.init(),
+                // Either way every field is escaped (PlainFields): text from VMs and hosts
+                // must not steer the terminal or forge a line.
+                LogFormat::Text if ansi => builder.fmt_fields(PlainFields).init(),
                 LogFormat::Text => builder.fmt_fields(PlainFields).event_format(PlainText::default()).init(),
                 LogFormat::Json => builder.json().init(),
             }

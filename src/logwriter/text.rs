@@ -8,8 +8,11 @@
 //! at a time. Here the date is reused within the second, nothing is styled, and text is
 //! copied in runs, escaped only where it holds a character a terminal would obey.
 //!
+//! The fields format is also used with colours (a terminal), since the stock one writes
+//! `%display` fields as they are: a VM's name with a newline in it forged a log line.
+//!
 //! Events bridged from the `log` crate (their metadata needs normalising) are handed to the
-//! stock formatter; colour output (a terminal) keeps the stock formatter altogether.
+//! stock formatter; colour output (a terminal) keeps the stock event format.
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
@@ -83,8 +86,7 @@ fn level_str(l: &Level) -> &'static str {
 
 impl<'w> FormatFields<'w> for PlainFields {
     fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
-        let sanitize = writer.sanitizes_ansi_escapes();
-        let mut v = FieldWriter { w: writer, sanitize, first: true, result: Ok(()) };
+        let mut v = FieldWriter { w: writer, first: true, result: Ok(()) };
         fields.record(&mut v);
         v.result
     }
@@ -92,7 +94,6 @@ impl<'w> FormatFields<'w> for PlainFields {
 
 struct FieldWriter<'w> {
     w: Writer<'w>,
-    sanitize: bool,
     first: bool,
     result: fmt::Result,
 }
@@ -124,7 +125,7 @@ impl Visit for FieldWriter<'_> {
             return;
         }
         self.result = if field.name() == "message" {
-            Escaping { w: &mut self.w, on: self.sanitize }.write_str(value)
+            Escaping { w: &mut self.w }.write_str(value)
         } else if value.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') {
             // Debug quoting of plain printable ASCII is just the quotes.
             self.name(field)
@@ -137,7 +138,6 @@ impl Visit for FieldWriter<'_> {
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        let sanitize = self.sanitize;
         if !self.start(field) {
             return;
         }
@@ -148,11 +148,11 @@ impl Visit for FieldWriter<'_> {
                 w.write_str(name.strip_prefix("r#").unwrap_or(name))?;
                 w.write_char('=')?;
             }
-            write!(Escaping { w: &mut *w, on: sanitize }, "{value}")?;
+            write!(Escaping { w: &mut *w }, "{value}")?;
             let Some(mut source) = value.source() else { return Ok(()) };
             write!(w, " {}.sources=[", field.name())?;
             loop {
-                write!(Escaping { w: &mut *w, on: sanitize }, "{source}")?;
+                write!(Escaping { w: &mut *w }, "{source}")?;
                 match source.source() {
                     Some(next) => {
                         w.write_str(", ")?;
@@ -168,44 +168,36 @@ impl Visit for FieldWriter<'_> {
         if !self.start(field) {
             return;
         }
+        // A `%display` field reaches here as a Debug that writes its Display: the text as
+        // it is, so it is escaped like the message. Debug output of strings is already
+        // escaped and passes unchanged.
         self.result = if field.name() == "message" {
-            write!(Escaping { w: &mut self.w, on: self.sanitize }, "{value:?}")
+            write!(Escaping { w: &mut self.w }, "{value:?}")
         } else {
-            self.name(field).and_then(|_| write!(self.w, "{value:?}"))
+            self.name(field).and_then(|_| write!(Escaping { w: &mut self.w }, "{value:?}"))
         };
     }
 }
 
-/// Writes text, escaping what a terminal would take as a command (ESC, BEL, BS, FF, DEL
-/// and the C1 controls U+0080..U+009F) as the stock formatter does. Runs without any of
-/// them are copied whole.
+/// Writes text with every character a terminal would obey, or that would end the line
+/// (`safe_text::is_hostile`: C0 with CR and LF, DEL, C1, bidi controls), escaped as
+/// `\x1b`, `\n`, `\u{9b}`. The stock formatter escapes only ESC, BEL, BS, FF, DEL and C1,
+/// and only in the message, so a `vm_name=` with a newline could forge a line; here every
+/// field is escaped. Runs without any of them are copied whole.
 struct Escaping<'a, W: fmt::Write> {
     w: &'a mut W,
-    on: bool,
 }
 
 impl<W: fmt::Write> fmt::Write for Escaping<'_, W> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         // Every character to escape lies outside printable ASCII (0x20..=0x7E). One compare
         // per byte with no early exit lets the compiler check many bytes at a time; text with
-        // anything else (a tab, an accent) takes the exact path below.
+        // anything else (a tab, an accent) takes the exact path.
         let unusual = s.bytes().fold(false, |any, b| any | (b.wrapping_sub(0x20) > 0x5e));
-        if !self.on || !unusual {
+        if !unusual {
             return self.w.write_str(s);
         }
-        let mut run = 0;
-        for (i, ch) in s.char_indices() {
-            let escaped = matches!(ch, '\x07' | '\x08' | '\x0c' | '\x1b' | '\x7f' | '\u{80}'..='\u{9f}');
-            if escaped {
-                self.w.write_str(&s[run..i])?;
-                match ch {
-                    '\u{80}'..='\u{9f}' => write!(self.w, "\\u{{{:x}}}", u32::from(ch))?,
-                    _ => write!(self.w, "\\x{:02x}", u32::from(ch))?,
-                }
-                run = i + ch.len_utf8();
-            }
-        }
-        self.w.write_str(&s[run..])
+        crate::safe_text::write_escaped(self.w, s)
     }
 }
 

@@ -102,6 +102,8 @@ fn lines_equal_the_stock_format() {
     assert_eq!(ours.len(), stock.len(), "{ours:#?}");
     for (s, o) in stock.iter().zip(&ours) {
         check_stamp(o);
+        // The stock format writes a `%display` field as it is; ours escapes it.
+        let s = s.replace("s=shown \x1b as is", "s=shown \\x1b as is");
         assert_eq!(&o[STAMP..], &s[STAMP..]);
     }
     // A few lines spelled out, so that a change in the stock format shows here too.
@@ -161,18 +163,41 @@ fn micros_are_six_digits() {
 fn escaping_touches_only_what_a_terminal_obeys() {
     let cases = [
         ("plain text, 40 bytes or so: THST 8 threads", "plain text, 40 bytes or so: THST 8 threads"),
-        ("tab\tnewline\n cr\r nul\0", "tab\tnewline\n cr\r nul\0"),
+        ("tab\tnewline\n cr\r nul\0", "tab\\tnewline\\n cr\\r nul\\x00"),
         ("é ü 日本 \u{a0} \u{7e}", "é ü 日本 \u{a0} ~"),
         ("\x1b[2J\x07\x08\x0c\x7f", "\\x1b[2J\\x07\\x08\\x0c\\x7f"),
         ("c1: \u{80} \u{85} \u{9f} end", "c1: \\u{80} \\u{85} \\u{9f} end"),
+        ("bidi \u{202e}olleh\u{2066}", "bidi \\u{202e}olleh\\u{2066}"),
         ("", ""),
     ];
     for (text, want) in cases {
         let mut out = String::new();
-        Escaping { w: &mut out, on: true }.write_str(text).unwrap();
+        Escaping { w: &mut out }.write_str(text).unwrap();
         assert_eq!(out, want, "{text:?}");
-        let mut raw = String::new();
-        Escaping { w: &mut raw, on: false }.write_str(text).unwrap();
-        assert_eq!(raw, text);
     }
+}
+
+/// Text from a VM or a host in any kind of field, in events and spans: each line stays one
+/// line and holds no character a terminal obeys.
+#[test]
+fn hostile_text_in_any_field_stays_on_its_line() {
+    let name = "Evil\n2026-01-01T00:00:00.000000Z  INFO forged: \x1b]0;title\x07\r\u{9b}2J\u{202e}\0";
+    let cap = Capture::default();
+    let b = tracing_subscriber::fmt().with_ansi(false).with_writer(cap.clone()).with_max_level(Level::TRACE);
+    let sub = b.fmt_fields(PlainFields).event_format(PlainText::default()).finish();
+    tracing::subscriber::with_default(sub, || {
+        let span = tracing::info_span!("vm", vm_name = %name, raw = name);
+        let _s = span.enter();
+        tracing::info!(vm_name = %name, dbg = ?name, s = name, "connected to {name}");
+        tracing::warn!(error = &Failed(None, "refused: \n\x1b[31m") as &(dyn std::error::Error + 'static), "{}", name);
+    });
+    let lines = cap.lines();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    for l in &lines {
+        assert!(!l.chars().any(crate::safe_text::is_hostile), "{l:?}");
+    }
+    let escaped = r"Evil\n2026-01-01T00:00:00.000000Z  INFO forged: \x1b]0;title\x07\r\u{9b}2J\u{202e}\x00";
+    assert!(lines[0][STAMP..].starts_with(&format!(" INFO vm{{vm_name={escaped} raw=")), "{}", lines[0]);
+    assert!(lines[0].contains(&format!("connected to {escaped} vm_name={escaped} dbg=")), "{}", lines[0]);
+    assert!(lines[1].ends_with(r"error=refused: \n\x1b[31m"), "{}", lines[1]);
 }
