@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use jdwpmux::safe_text::{shown_lines, Shown};
 use jdwpmux::cli::{Cli, Command, DecodeArgs, HeapArgs, ListArgs, LogFormat, SelectArgs, ServeArgs, StatsArgs, ThreadsArgs};
 use jdwpmux::control::{self, client, protocol::{ErrorKind, Request, Response}};
 use jdwpmux::settings::{self, parse_vm_spec, Settings, SettingsError};
@@ -60,8 +61,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // Every error type here puts its cause in its own message: print it once.
-            eprintln!("jdwpmux: {e}");
+            // Every error type here puts its cause in its own message: print it once. It may
+            // quote a VM's or a host's words (a selector's candidates, ssh's refusal).
+            eprintln!("jdwpmux: {}", Shown(&e.to_string()));
             ExitCode::from(exit_code(&e))
         }
     }
@@ -123,7 +125,7 @@ fn response_error(r: Response) -> anyhow::Error {
 async fn print_text(req: Request, control: &std::path::Path) -> anyhow::Result<()> {
     match client::request(control, &req).await? {
         Response::Text { text } => {
-            print!("{text}");
+            print!("{}", shown_lines(&text));
             Ok(())
         }
         other => Err(response_error(other)),
@@ -141,6 +143,9 @@ async fn threads(args: ThreadsArgs, control: &std::path::Path) -> anyhow::Result
                 Some(Response::Text { text }) => {
                     let mut out = std::io::stdout().lock();
                     // Like `top`: redraw in place on a terminal, one block after another in a pipe.
+                    // The table's fields were made printable by the daemon; this keeps any
+                    // daemon's text from steering the terminal as well.
+                    let text = shown_lines(&text);
                     let _ = if tty { write!(out, "\x1b[H\x1b[2J{text}") } else { writeln!(out, "{text}") };
                     let _ = out.flush();
                     if args.once {
@@ -167,7 +172,7 @@ async fn heap(args: HeapArgs, control: &std::path::Path) -> anyhow::Result<()> {
     let timeout = std::time::Duration::from_secs(args.timeout + 20);
     match client::request_within(control, &req, timeout).await? {
         Response::Heap { text, png_hex, png_size } => {
-            print!("{text}");
+            print!("{}", shown_lines(&text));
             if let (Some(path), Some(hex)) = (&args.png, png_hex) {
                 let bytes = control::protocol::from_hex(&hex).ok_or_else(|| anyhow::anyhow!("the daemon sent a damaged picture"))?;
                 std::fs::write(path, &bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
@@ -185,7 +190,7 @@ async fn heap(args: HeapArgs, control: &std::path::Path) -> anyhow::Result<()> {
 async fn stats(args: StatsArgs, control: &std::path::Path) -> anyhow::Result<()> {
     match client::request(control, &Request::Stats { selector: args.selector }).await? {
         Response::Stats { report } if args.json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Response::Stats { report } => print!("{}", report.to_text()),
+        Response::Stats { report } => print!("{}", shown_lines(&report.to_text())),
         other => return Err(response_error(other)),
     }
     Ok(())
@@ -205,7 +210,7 @@ async fn select(args: SelectArgs, control: &std::path::Path) -> anyhow::Result<(
         Response::Selected { vm } => {
             let port = vm.debugger_port.map_or("-".into(), |p| p.to_string());
             let app = vm.status.app.as_deref().unwrap_or("-");
-            println!("current VM: {} (port {port}, app {app})", vm.place());
+            println!("current VM: {} (port {port}, app {})", Shown(&vm.place()), Shown(app));
             Ok(())
         }
         other => Err(response_error(other)),

@@ -14,6 +14,7 @@ use super::time::format_rfc3339_micros;
 use super::{format_line, Direction};
 use crate::ddm::{decode_payload, Dir};
 use crate::jdwp::names;
+use crate::safe_text::{shown, Shown};
 
 /// Why `decode` stopped.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +84,7 @@ pub fn run(path: &Path, opts: &DecodeOptions, out: &mut dyn Write, notes: &mut d
     }
     let mut note = String::new();
     for w in &warnings {
-        note.push_str(&format!("# warning: {w}\n"));
+        note.push_str(&format!("# warning: {}\n", Shown(w)));
     }
     if let (Some(c), Some(t)) = (written, &opts.trace) {
         note.push_str(&format!(
@@ -131,12 +132,14 @@ fn render_from(
             line.push_str(&to_json(&r).to_string());
             line.push('\n');
         } else {
-            line.push_str(&format_line(&r));
+            // A capture may come from anywhere: the VM's name in it, like the VM's own
+            // words in its chunks, is shown as text.
+            line.push_str(&shown(&format_line(&r)));
             line.push('\n');
             if let DecodedEvent::Packet(p) = &r.event {
                 for chunk in ddm_lines(p) {
                     line.push_str("    ");
-                    line.push_str(&chunk);
+                    line.push_str(&shown(&chunk));
                     line.push('\n');
                 }
             }
@@ -151,7 +154,7 @@ fn render_from(
     })?;
     let mut tail = String::new();
     for w in &warnings {
-        tail.push_str(&format!("# warning: {w}\n"));
+        tail.push_str(&format!("# warning: {}\n", Shown(w)));
     }
     let result = match failed {
         Some(e) => Err(e),

@@ -1,8 +1,11 @@
-//! How `jdwpmux list` prints VMs for people.
+//! How `jdwpmux list` prints VMs for people. Every text a VM, a host or a process chose
+//! (its name, main class, address, a note quoting ssh) is [`shown`]: one row per VM, and
+//! nothing the terminal would obey.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::registry::VmInfo;
+use crate::safe_text::{shown, Shown};
 use crate::session::DebuggerInfo;
 
 /// One line per VM under a header; `*` marks the current VM. A VM's note (why it cannot be
@@ -27,17 +30,17 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
     ]];
     for v in vms {
         let s = &v.status;
-        let mut app = s.app.clone().unwrap_or_else(|| "-".into());
+        let mut app = s.app.as_deref().map_or_else(|| "-".into(), |a| shown(a).into_owned());
         if s.waiting_for_debugger {
             app.push_str(" (waiting)");
         }
         rows.push([
             if v.current { "*".into() } else { " ".into() },
             v.debugger_port.map_or("-".into(), |p| p.to_string()),
-            v.host.clone(),
+            shown(&v.host).into_owned(),
             s.pid.map_or("-".into(), |p| p.to_string()),
             app,
-            s.vm_ident.clone().unwrap_or_else(|| "-".into()),
+            s.vm_ident.as_deref().map_or_else(|| "-".into(), |n| shown(n).into_owned()),
             match s.ddm {
                 Some(true) => "yes".into(),
                 Some(false) => "no".into(),
@@ -45,7 +48,7 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
             },
             if s.debuggers.is_empty() { "-".into() } else { s.debuggers.len().to_string() },
             s.state.to_string(),
-            v.addr.clone(),
+            shown(&v.addr).into_owned(),
         ]);
     }
     let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
@@ -56,7 +59,7 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
         out.push('\n');
         if let Some(vm) = i.checked_sub(1).and_then(|k| vms.get(k)) {
             if let Some(note) = &vm.note {
-                out.push_str(&format!("    ! {note}\n"));
+                out.push_str(&format!("    ! {}\n", Shown(note)));
             }
             for d in &vm.status.debuggers {
                 out.push_str(&debugger_line(d, now_ms));
@@ -136,5 +139,27 @@ mod tests {
         assert!(text.lines().nth(1).is_some_and(|l| l.contains("8600  staging-2")), "{text}");
         assert_eq!(text.lines().nth(2), Some("    ! the ssh link to staging-2 is down: no route to host"), "{text}");
         assert_eq!(duration(3 * 3600 + 7 * 60 + 5), "3h07m");
+    }
+
+    #[test]
+    fn text_from_vms_and_hosts_keeps_one_row_per_vm() {
+        let evil = "Evil\x1b]0;pwned\x07\r\n\u{9b}2J\u{202e}\0";
+        let vm = VmInfo {
+            id: 0,
+            host: format!("h{evil}"),
+            note: Some(format!("ssh said: {evil}")),
+            process: None,
+            addr: format!("127.0.0.1:{evil}"),
+            source: Source::Cli,
+            debugger_port: Some(8600),
+            current: false,
+            status: VmStatus { app: Some(evil.into()), vm_ident: Some(evil.into()), ..VmStatus::default() },
+        };
+        let text = table_at(&[vm.clone(), vm], 0);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "a header, then a row and a note per VM: {text:?}");
+        assert!(!text.chars().any(|c| c != '\n' && crate::safe_text::is_hostile(c)), "{text:?}");
+        assert!(lines[1].contains("Evil?]0;pwned????2J??"), "{text:?}");
+        assert_eq!(lines[2], "    ! ssh said: Evil?]0;pwned????2J??");
     }
 }
