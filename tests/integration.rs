@@ -24,6 +24,8 @@ mod bad_input;
 mod limits;
 #[path = "integration/hostile.rs"]
 mod hostile;
+#[path = "integration/hostile_text.rs"]
+mod hostile_text;
 #[path = "integration/hostile_control.rs"]
 mod hostile_control;
 #[path = "integration/hotspot.rs"]

@@ -63,7 +63,8 @@ fn handle_jdwp(shared: &Shared, pkt: &Packet, set: u8, cmd: u8) -> Vec<Action> {
     match (set, cmd) {
         (SET_VM, VM_VERSION) => {
             let mut d = Vec::new();
-            put_jdwp_string(&mut d, &format!("Fake VM for jdwpmux tests ({})", cfg.vm_name));
+            let description = cfg.version_description.clone();
+            put_jdwp_string(&mut d, &description.unwrap_or_else(|| format!("Fake VM for jdwpmux tests ({})", cfg.vm_name)));
             d.put_u32(1);
             d.put_u32(8);
             put_jdwp_string(&mut d, "0.0-fake");

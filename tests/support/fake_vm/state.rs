@@ -54,6 +54,8 @@ pub struct FakeVmConfig {
     pub app_name: String,
     /// VirtualMachine.Version vmName.
     pub vm_name: String,
+    /// VirtualMachine.Version description (None: one naming the fake and `vm_name`).
+    pub version_description: Option<String>,
     /// HELO vm ident.
     pub vm_ident: String,
     /// false: every 0xC7 command gets error 99 (a HotSpot that survives it).
@@ -88,6 +90,7 @@ impl Default for FakeVmConfig {
             pid: 4242,
             app_name: "com.example.fake".into(),
             vm_name: "Dalvik".into(),
+            version_description: None,
             vm_ident: "Dalvik v2.1.0 (fake)".into(),
             ddm_aware: true,
             threads: vec![
