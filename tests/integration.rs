@@ -70,6 +70,8 @@ mod spin;
 mod cpu_pin;
 #[path = "integration/proc_scan.rs"]
 mod proc_scan;
+#[path = "integration/remote_paths.rs"]
+mod remote_paths;
 #[path = "integration/remote_link.rs"]
 mod remote_link;
 #[path = "integration/remote.rs"]

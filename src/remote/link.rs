@@ -42,8 +42,9 @@ impl Link {
     pub async fn open(ssh: &SshOptions, dest: &Destination, control: &Path, limit: Duration) -> Result<Link, LinkFailure> {
         // A control socket left by a master that was killed would make ssh refuse to start.
         let _ = std::fs::remove_file(control);
+        let args = ssh.master(control, dest).map_err(|e| LinkFailure::Other(format!("cannot give ssh the control socket: {e}")))?;
         let mut child = Command::new(&ssh.program)
-            .args(ssh.master(control, dest))
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -78,7 +79,7 @@ impl Link {
         if !cancel {
             let _ = std::fs::remove_file(socket);
         }
-        let args = self.ssh.forward(&self.control, &self.dest, socket, target, cancel);
+        let args = self.ssh.forward(&self.control, &self.dest, socket, target, cancel).map_err(|e| e.to_string())?;
         let out = Command::new(&self.ssh.program).args(args).stdin(Stdio::null()).kill_on_drop(true).output();
         match tokio::time::timeout(CONTROL_TIMEOUT, out).await {
             Err(_) => Err(format!("ssh -O did not answer within {CONTROL_TIMEOUT:?}")),
@@ -106,9 +107,11 @@ impl Link {
 
     /// Ends the master (and every forward with it).
     pub async fn close(mut self) {
-        let args = self.ssh.exit(&self.control, &self.dest);
-        let exit = Command::new(&self.ssh.program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).kill_on_drop(true).status();
-        let _ = tokio::time::timeout(EXIT_GRACE, exit).await;
+        // The same control path was given to the master, so it can be given here.
+        if let Ok(args) = self.ssh.exit(&self.control, &self.dest) {
+            let exit = Command::new(&self.ssh.program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).kill_on_drop(true).status();
+            let _ = tokio::time::timeout(EXIT_GRACE, exit).await;
+        }
         if tokio::time::timeout(EXIT_GRACE, self.child.wait()).await.is_err() {
             let _ = self.child.kill().await;
         }

@@ -5,7 +5,8 @@
 //! opened: the sockets are in a folder only the daemon's user can enter.
 //!
 //! Pure parts: `destination` (what may be given to ssh), `ssh_cmd` (the command lines),
-//! `ssh_errors` (what ssh's failures mean), `naming` (stable keys and sockets per JVM).
+//! `ssh_errors` (what ssh's failures mean), `ssh_path` (paths escaped for ssh's tokens),
+//! `naming` (stable keys and sockets per JVM).
 
 pub mod destination;
 pub mod host;
@@ -13,6 +14,7 @@ pub mod link;
 pub mod naming;
 pub mod ssh_cmd;
 pub mod ssh_errors;
+pub mod ssh_path;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -27,15 +29,17 @@ const MAX_DIR_LEN: usize = 80;
 
 /// Makes the daemon's private folder for ssh's sockets: `ssh-PID` beside the control socket
 /// (whose folder is the user's own, mode 0700), or in the default one when that path is too
-/// long for socket names.
+/// long for socket names. A folder whose path ssh cannot be given (`ssh_path`) is an error.
 pub fn private_dir(control: Option<&Path>) -> std::io::Result<PathBuf> {
     let default = crate::control::default_path();
     let base = control.and_then(Path::parent).filter(|d| d.as_os_str().len() <= MAX_DIR_LEN).unwrap_or_else(|| default.parent().unwrap_or(Path::new("/tmp")));
     if base == default.parent().unwrap_or(Path::new("/tmp")) {
         crate::control::path_check::prepare_folder(base).map_err(|e| std::io::Error::other(e.to_string()))?;
     }
-    remove_stale(base);
     let dir = base.join(format!("ssh-{}", std::process::id()));
+    // Refused before anything is made: ssh would take the path for another.
+    ssh_path::check_folder(&dir).map_err(std::io::Error::other)?;
+    remove_stale(base);
     if dir.exists() {
         // Left by an earlier daemon with this pid.
         std::fs::remove_dir_all(&dir)?;
@@ -74,5 +78,15 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
         assert!(!gone.exists() && live.exists());
+    }
+
+    #[test]
+    fn a_folder_ssh_cannot_be_given_is_refused_and_nothing_made() {
+        let base = tempfile::tempdir().unwrap();
+        let odd = base.path().join("${HOME}");
+        std::fs::create_dir(&odd).unwrap();
+        let e = private_dir(Some(&odd.join("control.sock"))).unwrap_err();
+        assert!(e.to_string().contains("environment variable"), "{e}");
+        assert_eq!(std::fs::read_dir(&odd).unwrap().count(), 0);
     }
 }
