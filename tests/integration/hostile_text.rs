@@ -1,6 +1,6 @@
-//! Text a VM chooses, through the real binary: a VM whose Version reply (name and
+//! Text a VM or a host chooses, through the real binary: a VM whose Version reply (name and
 //! description), app name, HELO ident and thread names carry ESC, BEL, CR, LF, NUL, a C1
-//! control and a bidi override.
+//! control and a bidi override; a host whose sshd answers with such text on ssh's stderr.
 //!
 //! Expected outcomes:
 //! - `list` shows each of them with `?` in place of every such character, one row per VM
@@ -8,12 +8,18 @@
 //! - `threads` shows the thread names the same way, one row per thread;
 //! - in the text log every line is a log line (a forged one never starts a line) and the
 //!   fields are escaped (`vm_name=HotSpot Evil\x1b]0;...`); in the JSON log every line is
-//!   JSON whose fields decode to the exact strings, and no such character is left raw.
+//!   JSON whose fields decode to the exact strings, and no such character is left raw;
+//! - a host's words on ssh's stderr (ESC, BEL, CR, C1, bidi) become the note of its VM:
+//!   `list` shows them with `?` on the note's one line, the log escaped, `list --json` exact.
 
 use jdwpmux::safe_text::is_hostile;
 
+use std::path::Path;
+
 use crate::cli::Served;
-use crate::support::{FakeThread, FakeVm, FakeVmConfig};
+use crate::remote::{agent, jvm_on, ready, serve};
+use crate::support::testhost::{Keys, TestHost};
+use crate::support::{FakeThread, FakeVm, FakeVmConfig, JavaApp};
 
 /// A terminal title, a bell, a line of its own that looks like a log line, NUL, a C1 CSI
 /// that clears the screen and a right-to-left override.
@@ -115,4 +121,45 @@ async fn hostile_vm_text_is_exact_and_inert_in_the_json_log() {
     let identified = events.iter().find(|e| e["fields"]["message"] == "VM identified").unwrap();
     assert_eq!(identified["fields"]["vm_name"], format!("HotSpot {EVIL}"), "{identified}");
     assert_eq!(identified["fields"]["description"], format!("described {EVIL}").lines().next().unwrap(), "{identified}");
+}
+
+/// What the host's sshd prints on stderr for every session once it turns: a title, a bell,
+/// a carriage return over the line, a C1 CSI and a right-to-left override.
+const SSH_SAYS: &str = "refused: \x1b]0;pwned\x07 back\rover \u{9b}2J \u{202e}gnp";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_ssh_stderr_is_shown_as_text_in_notes_and_the_log() {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let mut host = TestHost::start(&keys, "wry").unwrap();
+    let app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
+    let served = serve(&keys, &["wry"], &[]);
+    served.list_until("Billing ready", |r| ready(r, "wry", "Billing")).await;
+
+    // The host turns: every session now prints SSH_SAYS on stderr and ends. Its sessions
+    // (and Billing with them) are ended, so the link is made again and fails with those words.
+    let script = keys.path("says.sh");
+    let printf = SSH_SAYS.replace('\x1b', "\\033").replace('\x07', "\\007").replace('\r', "\\r").replace('\u{9b}', "\\302\\233").replace('\u{202e}', "\\342\\200\\256");
+    std::fs::write(&script, format!("printf '{printf}\\n' >&2\nexit 1\n")).unwrap();
+    host.force(&keys, &format!("sh {}", script.display())).unwrap();
+    drop(app);
+    let rows = served
+        .list_until("the note with the host's words", |r| r.iter().any(|v| v["note"].as_str().is_some_and(|n| n.contains("refused: "))))
+        .await;
+    let note = rows.iter().find_map(|v| v["note"].as_str()).unwrap();
+    assert!(note.ends_with(&format!("ssh to wry: {SSH_SAYS}")), "exact in JSON: {note:?}");
+
+    let (code, out, err) = served.run(&["list"]);
+    assert_eq!(code, 0, "{err}");
+    assert_inert("list", &out);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "a header, the VM, its note: {out}");
+    assert!(lines[2].ends_with("ssh to wry: refused: ?]0;pwned? back?over ?2J ?gnp"), "{out}");
+
+    let log = served.log_text();
+    assert_inert("the log", &log);
+    assert!(log.lines().all(is_log_line), "{log}");
+    assert!(log.contains(r"ssh to wry: refused: \x1b]0;pwned\x07 back\rover \u{9b}2J \u{202e}gnp; trying again"), "{log}");
+    drop(served);
+    drop(host);
 }

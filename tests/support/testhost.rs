@@ -248,6 +248,14 @@ impl TestHost {
         Ok(h)
     }
 
+    /// From now on every session runs `command` (as `start_forced`); the sessions open now,
+    /// the processes started in the host's own process list with them, are ended.
+    pub fn force(&mut self, keys: &Keys, command: &str) -> Result<()> {
+        self.force = Some(command.to_string());
+        self.kill_all_sshd();
+        self.start_sshd(keys)
+    }
+
     /// A host that `keys`' config logs in to with `identity`.
     pub fn start_as(keys: &Keys, alias: &str, identity: &str) -> Result<TestHost> {
         Self::make(keys, alias, true, Netns::new()?, identity, "")
