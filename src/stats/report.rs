@@ -161,7 +161,8 @@ fn table(out: &mut String, indent: &str, head: &[&str], rows: &[Vec<String>]) {
 }
 
 fn vm_text(out: &mut String, vm: &VmReport) {
-    let _ = write!(out, "VM {}", vm.vm);
+    // The VM's name may come from a capture file made anywhere: shown as text.
+    let _ = write!(out, "VM {}", crate::safe_text::Shown(&vm.vm));
     if let Some(since) = &vm.since {
         let _ = write!(out, ": {:.1} s from {since}", vm.seconds);
     }
