@@ -81,10 +81,13 @@ fn text(a: &std::ffi::OsStr) -> String {
 mod tests {
     use super::*;
 
+    /// What a path becomes, or `Err(())` where it is refused.
+    type Given = Result<&'static str, ()>;
+
     #[test]
     fn paths_are_escaped_for_ssh_or_refused() {
         // (path, for -S, for -L)
-        let cases: &[(&str, Result<&str, ()>, Result<&str, ()>)] = &[
+        let cases: &[(&str, Given, Given)] = &[
             ("/run/user/1000/jdwpmux/ssh-7/h0.ctl", Ok("/run/user/1000/jdwpmux/ssh-7/h0.ctl"), Ok("/run/user/1000/jdwpmux/ssh-7/h0.ctl")),
             ("/tmp/100%/h0.1.sock", Ok("/tmp/100%%/h0.1.sock"), Ok("/tmp/100%%/h0.1.sock")),
             ("/tmp/%h%C%%/s", Ok("/tmp/%%h%%C%%%%/s"), Ok("/tmp/%%h%%C%%%%/s")),
