@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::followed::{Followed, Sighting};
 use super::Spawner;
@@ -103,6 +103,14 @@ impl ProcFollower {
         .await;
         let Ok((view, found)) = scanned else { return };
         self.view = Some(view);
+        let found = match found {
+            Ok(found) => found,
+            Err(e) => {
+                // What is listed stays as it was until a round can be read safely.
+                warn!("the /proc scan is skipped this round: no random marker for its records: {e}");
+                return;
+            }
+        };
         let only = &self.spawner.settings.proc_match;
         let found: Vec<FoundJvm> = found.into_iter().filter(|f| only.is_empty() || only.iter().any(|t| f.command.contains(t.as_str()))).collect();
         let decisions = decide(&found, &mut self.keys);
