@@ -100,10 +100,11 @@ impl Followed {
     }
 }
 
-/// What `list` shows of a found JVM's process.
-pub(super) fn process_info(f: &FoundJvm) -> ProcessInfo {
+/// What `list` shows of a found JVM's process; `scanner` is the uid its discovery ran as.
+pub(super) fn process_info(f: &FoundJvm, scanner: Option<u32>) -> ProcessInfo {
     ProcessInfo {
         user: f.user.clone(),
+        other_user: !f.runs_as(scanner),
         agent: f.agent.address_text(),
         agent_from: match f.from {
             AgentFrom::CommandLine => "command line",

@@ -100,7 +100,7 @@ impl HostFollower {
                 Some(addr) => format!("{}:{addr}", self.label),
                 None => format!("{}:pid {}", self.label, f.pid),
             };
-            let located = Located { endpoint: Endpoint::Unix(vm.socket.clone()), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()) };
+            let located = Located { endpoint: Endpoint::Unix(vm.socket.clone()), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()), busy: None };
             let note = match (&f.reach, vm.forwarded) {
                 (crate::discovery::jvms::Reach::Unreachable(why), _) => Some(why.clone()),
                 (_, false) => Some(format!("the ssh link to {} could not forward to it (see the log)", self.label)),
@@ -111,7 +111,7 @@ impl HostFollower {
                 (Some(Live::Session(followed)), _) => {
                     followed.moved(&self.spawner, name, located);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, vm.login));
                 }
                 (Some(Live::Unreachable(_)), _) => {}
                 (None, Some(addr)) => {
@@ -119,7 +119,7 @@ impl HostFollower {
                     let s = Sighting { key: vm.key.clone(), name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
                     let followed = self.spawner.follow(s);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, vm.login));
                     self.live.insert(vm.key.clone(), Live::Session(followed));
                 }
                 (None, None) => {
@@ -128,7 +128,7 @@ impl HostFollower {
                     let why = note.unwrap_or_default();
                     info!(host = %self.label, pid = f.pid, app = %f.name(), "found a JVM on {} that cannot be reached: {why}", self.label);
                     let id = self.spawner.list_unreachable(s, why);
-                    self.spawner.registry.set_process(id, super::followed::process_info(f));
+                    self.spawner.registry.set_process(id, super::followed::process_info(f, vm.login));
                     self.live.insert(vm.key.clone(), Live::Unreachable(id));
                 }
             }

@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod cmdline;
 pub mod found;
+pub mod holder;
 pub mod keys;
 pub mod local;
 pub mod net;
