@@ -80,3 +80,5 @@ mod remote_ddm;
 mod proc_serve;
 #[path = "integration/proc_users.rs"]
 mod proc_users;
+#[path = "integration/remote_users.rs"]
+mod remote_users;
