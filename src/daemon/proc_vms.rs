@@ -15,7 +15,7 @@ use super::Spawner;
 use crate::discovery::jvms::keys::KeyBook;
 use crate::discovery::jvms::{self, FoundJvm, HostView, Reach};
 use crate::registry::{Source, VmId};
-use crate::session::{Located, VmState};
+use crate::session::Located;
 use crate::transport::Endpoint;
 
 /// Addresses of JVMs found by their process: the port scan leaves them alone.
@@ -222,15 +222,14 @@ impl ProcFollower {
 /// Whether jdwpmux's own session is connected to the JVM (then its connection is the one
 /// the agent holds, whatever /proc could tell of it).
 fn connected(spawner: &Spawner, live: Option<&Live>) -> bool {
-    let Some(Live::Session(f)) = live else { return false };
-    spawner.registry.get(f.id).is_some_and(|e| e.handle.status().state == VmState::Ready)
+    matches!(live, Some(Live::Session(f)) if super::followed::connected(spawner, f.id))
 }
 
 /// A note for a reachable JVM: who holds it while another debugger does, else where a
 /// container's is reached.
 fn note(busy: Option<&str>, d: &Decision) -> Option<String> {
     match busy {
-        Some(who) => Some(format!("busy: another debugger holds it ({who}); jdwpmux connects when it leaves")),
+        Some(who) => Some(super::followed::busy_note(who)),
         None => d.note.clone(),
     }
 }

@@ -1,18 +1,19 @@
 //! A remote host shared by several users: real accounts made by the test (`useradd`),
 //! their JVMs run as them (`setpriv`) on a test host (a network and pid namespace with
 //! Debian's sshd), reached as root through ssh. Only the ssh login's JVMs are taken by
-//! default; with --other-users every user's JVM keeps a debugger port of its own, also when
-//! one of them ends and starts again.
+//! default, and the login's JVM held by another user's jdb on the host is listed as busy
+//! with that socket's uid; with --other-users every user's JVM keeps a debugger port of its
+//! own, also when one of them ends and starts again.
 
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::cli::Served;
-use crate::remote::{agent, debug_once, jvm_on};
+use crate::remote::{agent, debug_once, jvm_on, SLOW};
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::users::TestUser;
-use crate::support::{JavaApp, JvmSpec};
+use crate::support::{JavaApp, Jdb, JvmSpec};
 
 /// Billing on `host` with its agent on the host's loopback port `port`, as `user` (None: as
 /// root, the ssh login).
@@ -63,13 +64,26 @@ async fn users_of_a_host_each_keep_their_own_port() {
     let mut ann_app = JavaApp::spawn(billing(&host, Some(&ann), 8001)).await.expect("java starts as ann");
     let bob_app = JavaApp::spawn(billing(&host, Some(&bob), 8002)).await.expect("java starts as bob");
 
+    // Ann's jdb, on the host, holds the login's Billing when the daemon starts.
+    let mut on_host_as_ann = host.prefix();
+    on_host_as_ann.extend(ann.prefix());
+    let mut jdb = Jdb::attach_as(&on_host_as_ann, "127.0.0.1:8000").await.expect("jdb starts");
+    jdb.expect("Initializing jdb", SLOW).await.expect("ann's jdb attaches");
+    jdb.expect("> ", SLOW).await.expect("a prompt");
+
     // By default the login's Billing alone; the others are said once at debug level.
     let served = serve(&keys, &[]);
     for user in [&ann.name, &bob.name] {
         let line = served.wait_log(&format!("user=\"{user}\"")).await;
         assert!(line.contains("leaving a JVM of another user than the ssh login alone"), "{line}");
     }
-    let rows = served.list_until("root's Billing", |r| of(r, "root").is_some()).await;
+    // Held by ann's jdb: busy, with the holder's uid, until it leaves.
+    let busy = |r: &[Value]| r.iter().any(|v| v["state"] == "busy" && v["note"].as_str().is_some_and(|n| n.contains(&format!("(uid {})", ann.uid))));
+    served.list_until("root's Billing busy", busy).await;
+    jdb.quit().await.expect("jdb quits");
+    let rows = served.list_until("root's Billing", |r| of(r, "root").is_some_and(|v| v["note"].is_null())).await;
+    let log = served.log_text();
+    assert!(!log.contains("the VM running"), "a busy VM is no fault: {log}");
     assert_eq!(rows.len(), 1, "only the ssh login's JVM: {rows:?}");
     assert!(rows[0]["user"].is_null(), "the login's own JVM names no user: {rows:?}");
     drop(served);
