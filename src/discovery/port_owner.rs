@@ -108,6 +108,46 @@ mod tests {
         assert_eq!(at("[fd00::9]:8002"), None);
     }
 
+    /// A small world of addresses, so that tables and asked addresses meet often.
+    fn ip(i: u8) -> IpAddr {
+        ["127.0.0.1", "0.0.0.0", "::", "::1", "192.168.1.5", "10.0.0.9", "::ffff:127.0.0.1"][usize::from(i) % 7].parse().unwrap()
+    }
+
+    proptest::proptest! {
+        /// Whatever the table, an owner is the uid of a listener on that very port that a
+        /// connection to the address reaches (its own address, or every address), one bound
+        /// to the address itself wins, and another machine's address has none.
+        #[test]
+        fn an_owner_is_a_listener_a_connection_reaches(
+            rows in proptest::collection::vec((0u8..7, 1u16..4, proptest::bool::ANY, 0u32..4), 0..12),
+            asked in (0u8..7, 1u16..4),
+        ) {
+            let table: Vec<Socket> = rows.iter().map(|(i, port, listens, uid)| Socket {
+                local: SocketAddr::new(ip(*i), *port),
+                remote: "0.0.0.0:0".parse().unwrap(),
+                state: if *listens { LISTEN } else { ESTABLISHED },
+                uid: *uid,
+                inode: 1,
+            }).collect();
+            let own = [ip(4)];
+            let addr = SocketAddr::new(ip(asked.0), asked.1);
+            let got = owner(&table, &own, addr);
+            let reaches = |s: &Socket| s.listening() && s.local.port() == addr.port() && (s.local.ip().to_canonical() == addr.ip().to_canonical() || s.local.ip().is_unspecified());
+            match got {
+                Some(uid) => proptest::prop_assert!(table.iter().any(|s| reaches(s) && s.uid == uid)),
+                None => proptest::prop_assert!(addr.ip() == ip(5) || !table.iter().any(|s| reaches(s) && (s.local.is_ipv6() || addr.is_ipv4()))),
+            }
+            if let Some(exact) = table.iter().find(|s| s.listening() && s.local.port() == addr.port() && s.local.ip().to_canonical() == addr.ip().to_canonical()) {
+                if addr.ip() != ip(5) {
+                    proptest::prop_assert_eq!(got, Some(exact.uid));
+                }
+            }
+            if addr.ip() == ip(5) {
+                proptest::prop_assert_eq!(got, None);
+            }
+        }
+    }
+
     #[test]
     fn ipv6_addresses_of_this_machine() {
         let text = "00000000000000000000000000000001 01 80 10 80       lo\nfe800000000000000000000000000001 02 40 20 80 eth0\nbad\n";

@@ -322,6 +322,9 @@ mod tests {
         later.sockets.retain(|s| s.state != LISTEN || s.local.port() == 8080);
         let j = &found(&later)[0];
         assert_eq!((j.port, j.listening, j.reach.clone()), (Some(40411), false, Reach::At("127.0.0.1:40411".parse().unwrap())));
+        // A debugger holds it: busy, and the other end of its connection is named.
+        assert!(j.busy() && j.held_by.is_some_and(|h| h.socket.is_none()), "{j:?}");
+        assert!(j.runs_as(Some(1000)) && !j.runs_as(Some(0)) && !j.runs_as(None));
         // After the debugger, the agent listens on a new port: that one.
         later.sockets.push(sock("127.0.0.1:45000", LISTEN, 20));
         later.procs.get_mut(&10).unwrap().fd_sockets = Some(vec![9, 20]);
