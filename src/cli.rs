@@ -119,6 +119,13 @@ pub struct ServeArgs {
     /// Only JVMs found in /proc whose command line contains TEXT (repeatable: any of them).
     #[arg(long, value_name = "TEXT")]
     pub proc_match: Vec<String>,
+    /// Also take other users' JVMs: those /proc shows running as another user than jdwpmux
+    /// (its effective uid), ports of this machine a scan finds listening as another user,
+    /// and on --ssh hosts JVMs of other users than the ssh login. By default they are left
+    /// alone, by a root daemon too, so that their owners' own debuggers can attach (a
+    /// HotSpot agent takes one debugger at a time). A --vm address is always connected to.
+    #[arg(long)]
+    pub other_users: bool,
     /// Find and serve the JVMs of another host through ssh, as `ssh DEST` would reach it (a
     /// name from ~/.ssh/config, or USER@HOST; repeatable). Keys, ssh-agent and known_hosts
     /// work as for any ssh; jdwpmux never prompts. Nothing is installed on the host and no

@@ -70,6 +70,7 @@ pub struct ConfigFile {
     pub proc: Option<bool>,
     #[serde(default, deserialize_with = "non_empty_list")]
     pub proc_match: Option<Vec<String>>,
+    pub other_users: Option<bool>,
     pub ssh: Option<Vec<Parsed<crate::remote::Destination>>>,
     #[serde(default, deserialize_with = "non_empty")]
     pub ssh_config: Option<PathBuf>,
@@ -146,6 +147,7 @@ impl ConfigFile {
             let c = one("no_proc", self.no_proc.map(|b| b.to_string()), c);
             let c = one("proc", self.proc.map(|b| b.to_string()), c);
             let c = many("proc_match", self.proc_match.clone(), c);
+            let c = one("other_users", self.other_users.map(|b| b.to_string()), c);
             let c = many("ssh", self.ssh.as_ref().map(|v| v.iter().map(|d| d.0.to_string()).collect()), c);
             let c = one("ssh_config", self.ssh_config.as_ref().map(|p| p.display().to_string()), c);
             let c = one("ssh_interval", self.ssh_interval.map(|f| f.to_string()), c);
@@ -245,7 +247,7 @@ mod tests {
         assert!(all.no_scan.is_some() && all.adb.is_some() && all.control.is_some());
         assert!(all.web.is_some() && all.no_web.is_some());
         assert!(all.spin_us.is_some() && all.cpu_pin.is_some());
-        assert!(all.proc.is_some() && all.no_proc.is_some() && all.proc_match.is_some());
+        assert!(all.proc.is_some() && all.no_proc.is_some() && all.proc_match.is_some() && all.other_users.is_some());
         assert!(all.ssh.is_some() && all.ssh_config.is_some() && all.ssh_interval.is_some() && all.ssh_keepalive.is_some());
         drop(c);
     }

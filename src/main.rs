@@ -305,6 +305,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         scans,
         proc_scan,
         proc_match: args.proc_match,
+        other_users: args.other_users,
         ssh: args.ssh,
         ssh_options,
         ssh_interval,

@@ -63,6 +63,10 @@ pub struct VmEntry {
 pub struct ProcessInfo {
     /// Its owner's name, else `uid N`.
     pub user: Option<String>,
+    /// It runs as another user than the one that found it (jdwpmux's own user; on an ssh
+    /// host, the ssh login): taken because `--other-users` asked for it.
+    #[serde(default)]
+    pub other_user: bool,
     /// The agent's `address=` as given: `8000`, `*:8000`, `HOST:8000`, `0` (it picks one).
     pub agent: String,
     /// Where the agent's options were: `command line`, `JDK_JAVA_OPTIONS`, `JAVA_TOOL_OPTIONS`.
@@ -104,6 +108,10 @@ pub struct VmInfo {
     /// What its discovery read of its process (VMs found by their process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<ProcessInfo>,
+    /// The user it runs as, where that is not jdwpmux's own (on an ssh host: not the ssh
+    /// login's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     #[serde(flatten)]
     pub status: VmStatus,
 }
@@ -259,6 +267,7 @@ impl Registry {
                 current: Some(e.id) == current,
                 note: e.note.clone(),
                 process: e.process.clone(),
+                user: e.process.as_ref().filter(|p| p.other_user).map(|p| p.user.clone().unwrap_or_else(|| "another user".into())),
                 status: {
                     let mut s = e.handle.status();
                     s.waiting_for_debugger |= e.process.as_ref().is_some_and(|p| p.waiting);

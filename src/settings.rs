@@ -117,6 +117,9 @@ pub struct Settings {
     pub proc_scan: bool,
     /// Only /proc-found JVMs whose command line contains one of these (empty: all).
     pub proc_match: Vec<String>,
+    /// Other users' JVMs and listening ports are taken too (`--other-users`); by default
+    /// only those of jdwpmux's own user (on an ssh host: of the ssh login).
+    pub other_users: bool,
     /// Hosts whose JVMs are found and served through ssh.
     pub ssh: Vec<crate::remote::Destination>,
     /// How ssh is run for them, and how often they are scanned.
@@ -155,6 +158,7 @@ impl Default for Settings {
             scans: Vec::new(),
             proc_scan: false,
             proc_match: Vec::new(),
+            other_users: false,
             ssh: Vec::new(),
             ssh_options: crate::remote::SshOptions::default(),
             ssh_interval: DEFAULT_SSH_INTERVAL,

@@ -82,3 +82,7 @@ mod remote_faults;
 mod remote_ddm;
 #[path = "integration/proc_serve.rs"]
 mod proc_serve;
+#[path = "integration/proc_users.rs"]
+mod proc_users;
+#[path = "integration/remote_users.rs"]
+mod remote_users;

@@ -27,7 +27,7 @@ pub enum Request {
 #[serde(tag = "result", rename_all = "lowercase")]
 pub enum Response {
     Vms { vms: Vec<VmInfo> },
-    Selected { vm: VmInfo },
+    Selected { vm: Box<VmInfo> },
     /// Text to print as it is (a thread table screen, a heap summary, a feature list).
     Text { text: String },
     /// A heap summary and, when asked for, the heap map as a hex-encoded PNG.

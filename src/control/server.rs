@@ -143,7 +143,7 @@ fn handle(req: Request, registry: &Registry) -> Response {
                 match vm {
                     Some(vm) => {
                         info!(selector = %selector, vm = %vm.place(), "current VM selected");
-                        Response::Selected { vm }
+                        Response::Selected { vm: Box::new(vm) }
                     }
                     None => Response::Error { kind: ErrorKind::Vm, message: "the VM left meanwhile".into() },
                 }

@@ -34,6 +34,9 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
         if s.waiting_for_debugger {
             app.push_str(" (waiting)");
         }
+        if let Some(user) = &v.user {
+            app.push_str(&format!(" (user {user})"));
+        }
         rows.push([
             if v.current { "*".into() } else { " ".into() },
             v.debugger_port.map_or("-".into(), |p| p.to_string()),
@@ -117,6 +120,7 @@ mod tests {
             host: "local".into(),
             note: None,
             process: None,
+            user: None,
             addr: "127.0.0.1:8000".into(),
             source: Source::Cli,
             debugger_port: Some(8600),
@@ -138,6 +142,12 @@ mod tests {
         let text = table_at(&[far], now);
         assert!(text.lines().nth(1).is_some_and(|l| l.contains("8600  staging-2")), "{text}");
         assert_eq!(text.lines().nth(2), Some("    ! the ssh link to staging-2 is down: no route to host"), "{text}");
+        // Another user's JVM, taken with --other-users, says whose it is.
+        let mut theirs = vm(vec![]);
+        theirs.status.app = Some("Billing".into());
+        theirs.user = Some("ann".into());
+        let text = table_at(&[theirs], now);
+        assert!(text.lines().nth(1).is_some_and(|l| l.contains("Billing (user ann)")), "{text}");
         assert_eq!(duration(3 * 3600 + 7 * 60 + 5), "3h07m");
     }
 

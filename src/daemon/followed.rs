@@ -100,10 +100,22 @@ impl Followed {
     }
 }
 
-/// What `list` shows of a found JVM's process.
-pub(super) fn process_info(f: &FoundJvm) -> ProcessInfo {
+/// The note of a JVM whose agent another debugger holds (`who`, as its discovery tells).
+pub(super) fn busy_note(who: &str) -> String {
+    format!("busy: another debugger holds it ({who}); jdwpmux connects when it leaves")
+}
+
+/// Whether the session of a followed VM is connected to it (then the connection its agent
+/// holds is jdwpmux's own).
+pub(super) fn connected(spawner: &Spawner, id: VmId) -> bool {
+    spawner.registry.get(id).is_some_and(|e| e.handle.status().state == crate::session::VmState::Ready)
+}
+
+/// What `list` shows of a found JVM's process; `scanner` is the uid its discovery ran as.
+pub(super) fn process_info(f: &FoundJvm, scanner: Option<u32>) -> ProcessInfo {
     ProcessInfo {
         user: f.user.clone(),
+        other_user: !f.runs_as(scanner),
         agent: f.agent.address_text(),
         agent_from: match f.from {
             AgentFrom::CommandLine => "command line",

@@ -287,6 +287,7 @@ fn start_ssh(spawner: &Spawner) -> Result<std::path::PathBuf, RunError> {
             prefix: format!("h{i}"),
             ssh: s.ssh_options.clone(),
             interval: s.ssh_interval,
+            other_users: s.other_users,
         })
         .collect();
     remote_vms::start(spawner, hosts);

@@ -8,14 +8,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::followed::{Followed, Sighting};
 use super::Spawner;
 use crate::discovery::jvms::keys::KeyBook;
 use crate::discovery::jvms::{self, FoundJvm, HostView, Reach};
 use crate::registry::{Source, VmId};
-use crate::session::{Located, VmState};
+use crate::session::Located;
 use crate::transport::Endpoint;
 
 /// Addresses of JVMs found by their process: the port scan leaves them alone.
@@ -37,9 +37,9 @@ pub(super) struct Decision {
 /// its address (as the port scan and `--vm` key it, so that nothing is listed twice); one
 /// whose agent picked its port, by what it runs (`jvms::keys`: it keeps its key while it
 /// runs, and a restarted one takes it again).
-pub(super) fn decide(found: &[FoundJvm], book: &mut KeyBook) -> Vec<Decision> {
+pub(super) fn decide(found: &[FoundJvm], scanner: Option<u32>, book: &mut KeyBook) -> Vec<Decision> {
     let picked: Vec<FoundJvm> = found.iter().filter(|f| f.agent.ephemeral() && matches!(f.reach, Reach::At(_))).cloned().collect();
-    let mut picked_keys = book.keys("proc:", &picked).into_iter();
+    let mut picked_keys = book.keys("proc:", scanner, &picked).into_iter();
     found
         .iter()
         .map(|f| {
@@ -64,7 +64,15 @@ pub(super) fn decide(found: &[FoundJvm], book: &mut KeyBook) -> Vec<Decision> {
 
 /// Runs one /proc scan now (the first, before the port scan starts), then every interval.
 pub(super) async fn start(spawner: Spawner, claimed: Claimed) {
-    let mut follower = ProcFollower { spawner: spawner.clone(), claimed, view: Some(HostView::default()), keys: KeyBook::default(), live: HashMap::new() };
+    let mut follower = ProcFollower {
+        spawner: spawner.clone(),
+        claimed,
+        view: Some(HostView::default()),
+        keys: KeyBook::default(),
+        live: HashMap::new(),
+        left_alone: HashSet::new(),
+        holders: HashMap::new(),
+    };
     follower.round().await;
     let cancel: CancellationToken = spawner.cancel.clone();
     let interval = spawner.settings.scan_interval;
@@ -91,21 +99,71 @@ struct ProcFollower {
     keys: KeyBook,
     /// By pid: what this discovery lists.
     live: HashMap<(u32, String), Live>,
+    /// Other users' JVMs seen and left alone (each said once in the log).
+    left_alone: HashSet<u32>,
+    /// Who holds a busy JVM's agent, by the holder's socket inode (read once per connection:
+    /// finding it means reading every process's fds).
+    holders: HashMap<u64, Option<String>>,
+}
+
+/// A round's JVMs, with who holds each busy one (None: not busy, or jdwpmux itself holds it).
+type Round = (HostView, HashMap<u64, Option<String>>, Result<Vec<(FoundJvm, Option<String>)>, getrandom::Error>);
+
+/// One /proc round, off the runtime (it reads files): the JVMs and who holds the busy ones.
+fn scan_round(mut view: HostView, mut holders: HashMap<u64, Option<String>>) -> Round {
+    let found = jvms::scan_local(&mut view).map(|found| {
+        let mut seen = HashSet::new();
+        let out: Vec<(FoundJvm, Option<String>)> = found
+            .into_iter()
+            .map(|f| {
+                let busy = match (f.busy(), f.held_by) {
+                    (true, Some(h)) => match h.socket {
+                        Some((_, inode)) => {
+                            seen.insert(inode);
+                            holders.entry(inode).or_insert_with(|| jvms::local::describe_holder(&h)).clone()
+                        }
+                        None => jvms::local::describe_holder(&h),
+                    },
+                    (true, None) => Some("a debugger".to_string()),
+                    (false, _) => None,
+                };
+                (f, busy)
+            })
+            .collect();
+        holders.retain(|inode, _| seen.contains(inode));
+        out
+    });
+    (view, holders, found)
 }
 
 impl ProcFollower {
     async fn round(&mut self) {
-        let Some(mut view) = self.view.take() else { return };
-        let scanned = tokio::task::spawn_blocking(move || {
-            let found = jvms::scan_local(&mut view);
-            (view, found)
-        })
-        .await;
-        let Ok((view, found)) = scanned else { return };
+        let Some(view) = self.view.take() else { return };
+        let holders = std::mem::take(&mut self.holders);
+        let scanned = tokio::task::spawn_blocking(move || scan_round(view, holders)).await;
+        let Ok((view, holders, found)) = scanned else { return };
+        let scanner = view.uid;
         self.view = Some(view);
+        self.holders = holders;
+        let found = match found {
+            Ok(found) => found,
+            Err(e) => {
+                // What is listed stays as it was until a round can be read safely.
+                warn!("the /proc scan is skipped this round: no random marker for its records: {e}");
+                return;
+            }
+        };
         let only = &self.spawner.settings.proc_match;
-        let found: Vec<FoundJvm> = found.into_iter().filter(|f| only.is_empty() || only.iter().any(|t| f.command.contains(t.as_str()))).collect();
-        let decisions = decide(&found, &mut self.keys);
+        let matching = found.into_iter().filter(|(f, _)| only.is_empty() || only.iter().any(|t| f.command.contains(t.as_str())));
+        let (found, theirs): (Vec<_>, Vec<_>) = matching.partition(|(f, _)| self.spawner.settings.other_users || f.runs_as(scanner));
+        self.left_alone.retain(|pid| theirs.iter().any(|(f, _)| f.pid == *pid));
+        for (f, _) in &theirs {
+            if self.left_alone.insert(f.pid) {
+                debug!(pid = f.pid, user = f.user.as_deref().unwrap_or("unknown"), app = %f.name(), "leaving another user's JVM alone (--other-users takes it)");
+            }
+        }
+        let (found, busy): (Vec<FoundJvm>, Vec<Option<String>>) = found.into_iter().unzip();
+        let decisions = decide(&found, scanner, &mut self.keys);
         if let Ok(mut c) = self.claimed.lock() {
             c.clear();
             c.extend(decisions.iter().filter(|d| d.unreachable.is_none()).map(|d| d.addr));
@@ -122,14 +180,14 @@ impl ProcFollower {
                 None => {}
             }
         }
-        for ((f, d), slot) in found.iter().zip(decisions).zip(slots) {
-            let located = Located { endpoint: Endpoint::Tcp(d.addr), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()) };
+        for (((f, d), slot), busy) in found.iter().zip(decisions).zip(slots).zip(busy) {
+            let busy = busy.filter(|_| !connected(&self.spawner, self.live.get(&slot)));
+            let located = Located { endpoint: Endpoint::Tcp(d.addr), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()), busy: busy.clone() };
             match self.live.get_mut(&slot) {
                 Some(Live::Session(followed)) => {
                     followed.moved(&self.spawner, d.name.clone(), located);
-                    let note = note(&self.spawner, followed.id, f, &d);
-                    self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
+                    self.spawner.registry.set_held(followed.id, true, note(busy.as_deref(), &d));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, scanner));
                 }
                 Some(Live::Unreachable(_)) => {}
                 None => {
@@ -142,15 +200,14 @@ impl ProcFollower {
                         None => {
                             info!(pid = f.pid, app = %f.name(), addr = %d.addr, "found a JVM by its process");
                             let followed = self.spawner.follow(s);
-                            let note = note(&self.spawner, followed.id, f, &d);
-                            self.spawner.registry.set_held(followed.id, true, note);
-                            self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
+                            self.spawner.registry.set_held(followed.id, true, note(busy.as_deref(), &d));
+                            self.spawner.registry.set_process(followed.id, super::followed::process_info(f, scanner));
                             Live::Session(followed)
                         }
                         Some(why) => {
                             info!(pid = f.pid, app = %f.name(), "found a JVM that cannot be reached: {why}");
                             let id = self.spawner.list_unreachable(s, why.clone());
-                            self.spawner.registry.set_process(id, super::followed::process_info(f));
+                            self.spawner.registry.set_process(id, super::followed::process_info(f, scanner));
                             Live::Unreachable(id)
                         }
                     };
@@ -162,14 +219,19 @@ impl ProcFollower {
 
 }
 
-/// A note for a reachable JVM: where a container's is reached, or that another debugger
-/// holds it while jdwpmux cannot connect.
-fn note(spawner: &Spawner, id: VmId, f: &FoundJvm, d: &Decision) -> Option<String> {
-    let connected = spawner.registry.get(id).is_some_and(|e| e.handle.status().state == VmState::Ready);
-    if !connected && f.attached && !f.listening {
-        return Some("another debugger is attached to it directly; jdwpmux connects when it leaves".into());
+/// Whether jdwpmux's own session is connected to the JVM (then its connection is the one
+/// the agent holds, whatever /proc could tell of it).
+fn connected(spawner: &Spawner, live: Option<&Live>) -> bool {
+    matches!(live, Some(Live::Session(f)) if super::followed::connected(spawner, f.id))
+}
+
+/// A note for a reachable JVM: who holds it while another debugger does, else where a
+/// container's is reached.
+fn note(busy: Option<&str>, d: &Decision) -> Option<String> {
+    match busy {
+        Some(who) => Some(super::followed::busy_note(who)),
+        None => d.note.clone(),
     }
-    d.note.clone()
 }
 
 #[cfg(test)]
@@ -191,11 +253,11 @@ mod tests {
             jvm(5, "Box", 8001, Reach::Unreachable("listens on its container's loopback".into())),
         ];
         let mut book = KeyBook::default();
-        let d = decide(&found, &mut book);
+        let d = decide(&found, Some(1000), &mut book);
         let keys: Vec<&str> = d.iter().map(|d| d.key.as_str()).collect();
         assert_eq!(keys, ["127.0.0.1:8000", "proc:Worker", "proc:Tool", "proc:Tool#4", "proc:Box#5!"]);
         // The first Tool ends: the second keeps its key; a Tool started again takes the first's.
-        let again = decide(&[found[3].clone(), jvm(6, "Tool", 0, at(40004))], &mut book);
+        let again = decide(&[found[3].clone(), jvm(6, "Tool", 0, at(40004))], Some(1000), &mut book);
         assert_eq!(again.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(), ["proc:Tool#4", "proc:Tool"]);
         assert_eq!(d[1].name, "127.0.0.1:40001");
         assert!(d[4].unreachable.is_some() && d[4].name == "pid 5");

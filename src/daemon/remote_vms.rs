@@ -100,18 +100,21 @@ impl HostFollower {
                 Some(addr) => format!("{}:{addr}", self.label),
                 None => format!("{}:pid {}", self.label, f.pid),
             };
-            let located = Located { endpoint: Endpoint::Unix(vm.socket.clone()), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()) };
-            let note = match (&f.reach, vm.forwarded) {
-                (crate::discovery::jvms::Reach::Unreachable(why), _) => Some(why.clone()),
-                (_, false) => Some(format!("the ssh link to {} could not forward to it (see the log)", self.label)),
-                (_, true) => None,
+            let ours = matches!(self.live.get(&vm.key), Some(Live::Session(s)) if super::followed::connected(&self.spawner, s.id));
+            let busy = (f.busy() && !ours).then(|| holder_on_host(f));
+            let located = Located { endpoint: Endpoint::Unix(vm.socket.clone()), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()), busy: busy.clone() };
+            let note = match (&f.reach, vm.forwarded, &busy) {
+                (crate::discovery::jvms::Reach::Unreachable(why), _, _) => Some(why.clone()),
+                (_, false, _) => Some(format!("the ssh link to {} could not forward to it (see the log)", self.label)),
+                (_, true, Some(who)) => Some(super::followed::busy_note(who)),
+                (_, true, None) => None,
             };
             let key_unreachable = format!("{}!{}", vm.key, f.pid);
             match (self.live.get_mut(&vm.key), target) {
                 (Some(Live::Session(followed)), _) => {
                     followed.moved(&self.spawner, name, located);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, vm.login));
                 }
                 (Some(Live::Unreachable(_)), _) => {}
                 (None, Some(addr)) => {
@@ -119,7 +122,7 @@ impl HostFollower {
                     let s = Sighting { key: vm.key.clone(), name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
                     let followed = self.spawner.follow(s);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, vm.login));
                     self.live.insert(vm.key.clone(), Live::Session(followed));
                 }
                 (None, None) => {
@@ -128,7 +131,7 @@ impl HostFollower {
                     let why = note.unwrap_or_default();
                     info!(host = %self.label, pid = f.pid, app = %f.name(), "found a JVM on {} that cannot be reached: {why}", self.label);
                     let id = self.spawner.list_unreachable(s, why);
-                    self.spawner.registry.set_process(id, super::followed::process_info(f));
+                    self.spawner.registry.set_process(id, super::followed::process_info(f, vm.login));
                     self.live.insert(vm.key.clone(), Live::Unreachable(id));
                 }
             }
@@ -156,5 +159,17 @@ impl HostFollower {
                 }
             }
         }
+    }
+}
+
+/// Who holds a JVM's agent on its host, as the host's scan tells: the debugger's address on
+/// the host and the uid of its socket (the host's processes' fds are not read for it).
+fn holder_on_host(f: &crate::discovery::jvms::FoundJvm) -> String {
+    match f.held_by {
+        Some(h) => match h.socket {
+            Some((uid, _)) => format!("a debugger at {} (uid {uid})", h.addr),
+            None => format!("a debugger at {}", h.addr),
+        },
+        None => "a debugger".into(),
     }
 }

@@ -45,6 +45,7 @@ pub(super) fn start(spawner: &Spawner) {
         }
     };
     let s = &spawner.settings;
-    let task = scan::run(s.scans.clone(), s.scan_interval, spawner.forwards.clone(), known, found, spawner.cancel.clone());
+    let owners = if s.other_users { scan::Owners::Anyone } else { scan::Owners::Only(rustix::process::geteuid().as_raw()) };
+    let task = scan::run(s.scans.clone(), s.scan_interval, spawner.forwards.clone(), owners, known, found, spawner.cancel.clone());
     spawner.tracker.spawn(task);
 }

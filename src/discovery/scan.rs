@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::forwards::{ForwardLookup, JdwpForward};
+use super::port_owner::LocalPorts;
 use crate::jdwp::codec::{Frame, JdwpCodec};
 use crate::jdwp::version::VmVersion;
 use crate::jdwp::Packet;
@@ -174,13 +175,25 @@ pub async fn probe(addr: SocketAddr, forwards: Option<&ForwardLookup>) -> Probe 
     }
 }
 
+/// Whose ports a scan probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owners {
+    /// Every port (`--other-users`).
+    Anyone,
+    /// Ports of this machine only where they listen as this uid (jdwpmux's effective uid);
+    /// another machine's ports are probed as before.
+    Only(u32),
+}
+
 /// Scans `ranges` every `interval` until cancelled. `known(addr)` says whether a session
 /// already owns a VM address; `found` takes a new VM and its connection. `forwards` tells
-/// adb forwards to Android VMs apart before anything is sent.
+/// adb forwards to Android VMs apart before anything is sent; `owners` says whose ports of
+/// this machine are probed.
 pub async fn run<K, F>(
     ranges: Vec<ScanRange>,
     interval: Duration,
     forwards: Option<Arc<ForwardLookup>>,
+    owners: Owners,
     known: K,
     found: F,
     cancel: CancellationToken,
@@ -190,6 +203,8 @@ pub async fn run<K, F>(
 {
     let mut not_jdwp: HashMap<SocketAddr, Instant> = HashMap::new();
     let mut left_to_adb: HashSet<SocketAddr> = HashSet::new();
+    // Other users' ports seen and left alone (each said once in the log).
+    let mut left_alone: HashSet<SocketAddr> = HashSet::new();
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     info!(ranges = %ranges.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" "), ?interval, "scanning for VMs");
@@ -199,12 +214,30 @@ pub async fn run<K, F>(
             _ = cancel.cancelled() => return,
         }
         let now = Instant::now();
+        let ports = match owners {
+            Owners::Anyone => None,
+            Owners::Only(uid) => tokio::task::spawn_blocking(LocalPorts::read).await.ok().map(|p| (uid, p)),
+        };
         let mut probes = JoinSet::new();
         for r in &ranges {
             for port in r.first..=r.last {
                 let addr = SocketAddr::new(r.host, port);
                 if known(addr) || not_jdwp.get(&addr).is_some_and(|t| *t > now) {
                     continue;
+                }
+                // A port nobody listens on now (its agent held by a debugger) is still theirs
+                // for the log: said again only once another user's listener follows ours.
+                match ports.as_ref().and_then(|(me, p)| p.owner(addr).map(|o| (o, *me))) {
+                    Some((theirs, me)) if theirs != me => {
+                        if left_alone.insert(addr) {
+                            debug!(%addr, uid = theirs, "leaving a port of another user alone (--other-users takes it)");
+                        }
+                        continue;
+                    }
+                    Some(_) => {
+                        left_alone.remove(&addr);
+                    }
+                    None => {}
                 }
                 let forwards = forwards.clone();
                 probes.spawn(async move { (addr, probe(addr, forwards.as_deref()).await) });

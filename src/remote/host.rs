@@ -2,7 +2,7 @@
 //! every interval, and a forward per JVM from a local socket to where its agent listens.
 //! What it knows is published on a watch channel; the daemon turns it into VM sessions.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -41,6 +41,8 @@ pub struct HostConfig {
     pub ssh: SshOptions,
     /// Time between scans.
     pub interval: Duration,
+    /// Take the JVMs of other users than the ssh login too (`--other-users`).
+    pub other_users: bool,
 }
 
 impl HostConfig {
@@ -77,6 +79,8 @@ pub struct RemoteVm {
     /// The local socket its forward listens on.
     pub socket: PathBuf,
     pub found: FoundJvm,
+    /// The uid the host's scan ran as (the ssh login's).
+    pub login: Option<u32>,
     /// Its forward is in place (it is reachable while the link is up).
     pub forwarded: bool,
 }
@@ -162,6 +166,8 @@ async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &wat
     let mut forwards: HashMap<PathBuf, SocketAddr> = HashMap::new();
     // When each forward's JVM was last found.
     let mut seen: HashMap<PathBuf, tokio::time::Instant> = HashMap::new();
+    // Other users' JVMs seen and left alone, by pid (each said once in the log).
+    let mut left_alone: HashSet<u32> = HashSet::new();
     let why = loop {
         let found = tokio::select! {
             r = link.scan.round(cfg.round_timeout()) => r,
@@ -174,7 +180,16 @@ async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &wat
             Ok(f) => f,
             Err(e) => break link.last_words().filter(|_| !link.alive()).unwrap_or_else(|| e.to_string()),
         };
-        let vms = update_forwards(cfg, &link, names, &mut forwards, found).await;
+        let login = link.scan.view().uid;
+        let (found, theirs): (Vec<FoundJvm>, Vec<FoundJvm>) = found.into_iter().partition(|f| cfg.other_users || f.runs_as(login));
+        left_alone.retain(|pid| theirs.iter().any(|f| f.pid == *pid));
+        for f in &theirs {
+            if left_alone.insert(f.pid) {
+                let user = f.user.as_deref().unwrap_or("unknown");
+                debug!(host = %cfg.label, pid = f.pid, user, app = %f.name(), "leaving a JVM of another user than the ssh login alone (--other-users takes it)");
+            }
+        }
+        let vms = update_forwards(cfg, &link, names, &mut forwards, login, found).await;
         let adb = adb_forward(cfg, &link, &mut forwards).await;
         let now = tokio::time::Instant::now();
         for vm in &vms {
@@ -213,8 +228,15 @@ async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &wat
 
 /// Names the JVMs found and puts each reachable one's forward in place (moving it when its
 /// agent moved to another port).
-async fn update_forwards(cfg: &HostConfig, link: &Link, names: &mut Names, forwards: &mut HashMap<PathBuf, SocketAddr>, found: Vec<FoundJvm>) -> Vec<RemoteVm> {
-    let named = names.name(&cfg.label, &cfg.dir, &cfg.prefix, &found);
+async fn update_forwards(
+    cfg: &HostConfig,
+    link: &Link,
+    names: &mut Names,
+    forwards: &mut HashMap<PathBuf, SocketAddr>,
+    login: Option<u32>,
+    found: Vec<FoundJvm>,
+) -> Vec<RemoteVm> {
+    let named = names.name(&cfg.label, &cfg.dir, &cfg.prefix, login, &found);
     let mut vms = Vec::new();
     for (f, n) in found.into_iter().zip(named) {
         let Some(n) = n else { continue };
@@ -222,7 +244,7 @@ async fn update_forwards(cfg: &HostConfig, link: &Link, names: &mut Names, forwa
             Reach::At(target) => ensure_forward(cfg, link, forwards, &n.socket, *target).await,
             Reach::Unreachable(_) => false,
         };
-        vms.push(RemoteVm { key: n.key, socket: n.socket, found: f, forwarded });
+        vms.push(RemoteVm { key: n.key, socket: n.socket, found: f, login, forwarded });
     }
     // Forwards of JVMs that went away stay for `GONE_FORWARD`: a JVM restarting keeps its
     // socket, and its forward is moved when it is found again.

@@ -29,8 +29,9 @@ pub struct Named {
 impl Names {
     /// Names every JVM of `found` (same order): `ssh:HOST/MAIN`, told apart as `jvms::keys`
     /// says when several run the same.
-    pub fn name(&mut self, host: &str, dir: &Path, prefix: &str, found: &[FoundJvm]) -> Vec<Option<Named>> {
-        let keys = self.keys.keys(&format!("ssh:{host}/"), found);
+    /// `login` is the uid of the ssh login the scan ran as: other users' JVMs are keyed apart.
+    pub fn name(&mut self, host: &str, dir: &Path, prefix: &str, login: Option<u32>, found: &[FoundJvm]) -> Vec<Option<Named>> {
+        let keys = self.keys.keys(&format!("ssh:{host}/"), login, found);
         keys.into_iter()
             .map(|key| {
                 let n = match self.numbers.get(&key) {
@@ -62,12 +63,12 @@ mod tests {
     fn keys_follow_main_classes_and_sockets_stay() {
         let mut n = Names::default();
         let dir = Path::new("/run/j");
-        let first = n.name("box", dir, "h0", &[jvm(10, "Billing", 8000), jvm(11, "Worker", 8001), jvm(12, "Worker", 0)]);
+        let first = n.name("box", dir, "h0", Some(1000), &[jvm(10, "Billing", 8000), jvm(11, "Worker", 8001), jvm(12, "Worker", 0)]);
         let keys: Vec<String> = first.iter().map(|x| x.clone().unwrap().key).collect();
         assert_eq!(keys, ["ssh:box/Billing", "ssh:box/Worker", "ssh:box/Worker#12"]);
         assert_eq!(first[0].as_ref().unwrap().socket, Path::new("/run/j/h0.0.sock"));
         // Billing restarted with a new pid and port: same key, same socket.
-        let again = n.name("box", dir, "h0", &[jvm(99, "Billing", 8005)]);
+        let again = n.name("box", dir, "h0", Some(1000), &[jvm(99, "Billing", 8005)]);
         assert_eq!(again[0], first[0]);
     }
 }

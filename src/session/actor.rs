@@ -233,6 +233,16 @@ impl Session {
                         }
                     }
                 }
+                Err(e) if self.busy_with().is_some() => {
+                    let who = self.busy_with().unwrap_or_default();
+                    if last_error.as_deref() != Some(who.as_str()) {
+                        debug!(error = %e, held_by = %who, "another debugger holds the VM's agent; connecting when it leaves");
+                        last_error = Some(who);
+                    }
+                    self.set_state(VmState::Busy);
+                    // Never connected yet: who it is comes from its discovery alone.
+                    self.on_relocated();
+                }
                 Err(e) => {
                     let text = match (&e, self.ssh_host()) {
                         (ConnectError::Refused, None) => format!(
@@ -271,6 +281,11 @@ impl Session {
             let _ = p.reply.send(Err(AttachError::Gone));
         }
         debug!("session ended");
+    }
+
+    /// Who holds the VM's agent, when its discovery says another debugger does.
+    fn busy_with(&self) -> Option<String> {
+        self.cfg.located.as_ref().and_then(|l| l.borrow().busy.clone())
     }
 
     /// Connects and handshakes, answering control messages meanwhile.

@@ -40,6 +40,9 @@ pub struct Located {
     pub pid: Option<u32>,
     /// Its main class, jar or module (or app name).
     pub app: Option<String>,
+    /// Another debugger holds its agent (who, as far as its discovery can tell): until it
+    /// leaves, a refused connection is what is expected, not a fault.
+    pub busy: Option<String>,
 }
 
 /// A VM behind an adb server: `addr` in the config is then the adb server's address.

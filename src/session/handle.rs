@@ -95,6 +95,8 @@ pub enum VmState {
     Ready,
     Reconnecting,
     Unreachable,
+    /// Another debugger holds its agent (which takes one): jdwpmux connects when it leaves.
+    Busy,
 }
 
 impl std::fmt::Display for VmState {
@@ -105,6 +107,7 @@ impl std::fmt::Display for VmState {
             VmState::Ready => "ready",
             VmState::Reconnecting => "reconnecting",
             VmState::Unreachable => "unreachable",
+            VmState::Busy => "busy",
         };
         f.write_str(s)
     }

@@ -108,7 +108,7 @@ fn only(m: BTreeMap<u32, Seen>, pids: &[u32]) -> BTreeMap<u32, Seen> {
 async fn local_and_scripted(java: PathBuf) {
     let apps = three_jvms(java).await;
     let mut view = HostView::default();
-    let local = seen(&jvms::scan_local(&mut view));
+    let local = seen(&jvms::scan_local(&mut view).expect("the system's random source"));
     check(&apps, &local, "local /proc");
     let ours: Vec<u32> = apps.iter().filter_map(|a| a.pid()).collect();
     let mut shells = 0;

@@ -200,6 +200,8 @@ impl JavaApp {
     /// Compiles and runs a JVM as `spec` says, and waits for its agent's first listen.
     pub async fn spawn(spec: JvmSpec) -> Result<JavaApp> {
         let dir = tempfile::tempdir().context("tempdir")?;
+        // Readable by all: `prefix` may run the JVM as another user (setpriv).
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).context("chmod")?;
         let sources: Vec<(&str, &str)> = spec.sources.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
         javac(dir.path(), &sources).await?;
         let dir_text = dir.path().display().to_string();

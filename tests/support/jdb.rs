@@ -16,8 +16,15 @@ impl Jdb {
     /// Spawns `jdb -attach HOST:PORT` (stdout and stderr merged into one buffer). Does not
     /// wait: follow with e.g. `expect("Initializing jdb", ..)` or `expect("VM Started", ..)`.
     pub async fn attach(host_port: &str) -> Result<Jdb> {
-        let mut cmd = Command::new("jdb");
-        cmd.args(["-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-attach", host_port]);
+        Self::attach_as(&[], host_port).await
+    }
+
+    /// `attach`, run under `prefix` (`setpriv ... --`: as another user).
+    pub async fn attach_as(prefix: &[String], host_port: &str) -> Result<Jdb> {
+        let args = ["jdb", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-attach", host_port];
+        let mut words = prefix.iter().map(String::as_str).chain(args);
+        let mut cmd = Command::new(words.next().unwrap_or("jdb"));
+        cmd.args(words);
         Ok(Jdb(Console::spawn(cmd, "jdb")?))
     }
 

@@ -5,6 +5,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use super::agent::{self, Agent, Bind};
+use super::holder::{holder, Holder};
 use super::cmdline::MainName;
 use super::net::{Socket, ESTABLISHED};
 use super::view::{HostView, ProcView};
@@ -37,6 +38,8 @@ pub enum Reach {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoundJvm {
     pub pid: u32,
+    /// The owner's uid (None: its process could not be read).
+    pub uid: Option<u32>,
     /// The owner's name, else `uid N`.
     pub user: Option<String>,
     pub main: Option<MainName>,
@@ -48,6 +51,8 @@ pub struct FoundJvm {
     pub listening: bool,
     /// A connection to the agent's port is open (a debugger, or jdwpmux itself).
     pub attached: bool,
+    /// Who is on the other end of that connection, when it can be told.
+    pub held_by: Option<Holder>,
     /// `suspend=y` and `main` has not started: it waits for its first debugger. None when
     /// that cannot be told.
     pub waiting: Option<bool>,
@@ -69,6 +74,7 @@ impl FoundJvm {
     pub(crate) fn sample(pid: u32, main: &str, agent_port: u16, port: u16, reach: Reach) -> FoundJvm {
         FoundJvm {
             pid,
+            uid: Some(1000),
             user: None,
             main: Some(MainName::Class(main.into())),
             agent: Agent { transport: "dt_socket".into(), server: true, suspend: false, bind: Bind::Default, port: agent_port },
@@ -76,11 +82,23 @@ impl FoundJvm {
             port: Some(port),
             listening: true,
             attached: false,
+            held_by: None,
             waiting: Some(false),
             other_net: false,
             reach,
             command: String::new(),
         }
+    }
+
+    /// Its agent does not listen because a debugger holds it (jdwpmux itself, or another).
+    pub fn busy(&self) -> bool {
+        self.attached && !self.listening
+    }
+
+    /// Whether it runs as the scanning user (`scanner`: the scan's own uid). A process whose
+    /// owner cannot be told counts as another user's.
+    pub fn runs_as(&self, scanner: Option<u32>) -> bool {
+        self.uid.is_some() && self.uid == scanner
     }
 
     /// `com.example.Billing`, else `pid 4242`.
@@ -154,10 +172,15 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         let conns = if p.fd_sockets.is_some() { own.clone() } else { table.iter().collect() };
         conns.iter().any(|s| s.state == ESTABLISHED && s.local.port() == port)
     });
+    let held_by = match (listen, port) {
+        (None, Some(port)) => holder(table, p.fd_sockets.as_deref(), port),
+        _ => None,
+    };
     let user = p.user.clone().filter(|u| !u.is_empty()).or_else(|| p.uid.map(|u| format!("uid {u}")));
     let reach = reach(view, p, &agent, listen, port, other_net);
     Some(FoundJvm {
         pid,
+        uid: p.uid,
         user,
         main: command.java.main,
         waiting: waiting(p),
@@ -166,6 +189,7 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         port,
         listening: listen.is_some(),
         attached,
+        held_by,
         other_net,
         reach,
         command: command.text,
@@ -247,7 +271,7 @@ mod tests {
     }
 
     fn sock(local: &str, state: u8, inode: u64) -> Socket {
-        Socket { local: local.parse().unwrap(), remote: "0.0.0.0:0".parse().unwrap(), state, inode }
+        Socket { local: local.parse().unwrap(), remote: "0.0.0.0:0".parse().unwrap(), state, uid: 0, inode }
     }
 
     fn proc_(args: &str, fds: Option<Vec<u64>>) -> ProcView {
@@ -298,6 +322,9 @@ mod tests {
         later.sockets.retain(|s| s.state != LISTEN || s.local.port() == 8080);
         let j = &found(&later)[0];
         assert_eq!((j.port, j.listening, j.reach.clone()), (Some(40411), false, Reach::At("127.0.0.1:40411".parse().unwrap())));
+        // A debugger holds it: busy, and the other end of its connection is named.
+        assert!(j.busy() && j.held_by.is_some_and(|h| h.socket.is_none()), "{j:?}");
+        assert!(j.runs_as(Some(1000)) && !j.runs_as(Some(0)) && !j.runs_as(None));
         // After the debugger, the agent listens on a new port: that one.
         later.sockets.push(sock("127.0.0.1:45000", LISTEN, 20));
         later.procs.get_mut(&10).unwrap().fd_sockets = Some(vec![9, 20]);

@@ -4,7 +4,9 @@
 //! when several run the same, the first one keeps the plain key and the others are told
 //! apart by the port their agent was given, else by pid. A JVM keeps its key for as long as its process runs,
 //! whoever comes after it; a key whose process ended goes to the next JVM that runs the
-//! same thing (the same program restarted). Pure.
+//! same thing (the same program restarted). Another user's JVM (than the scan's, `scanner`)
+//! has its owner's uid in its key: on a host shared by several users, one user's program
+//! never takes the key, and so the debugger port, of another's that ended. Pure.
 
 use std::collections::HashMap;
 
@@ -17,8 +19,8 @@ pub struct KeyBook {
 }
 
 impl KeyBook {
-    /// A key for every JVM of `found` (same order).
-    pub fn keys(&mut self, prefix: &str, found: &[FoundJvm]) -> Vec<String> {
+    /// A key for every JVM of `found` (same order); `scanner` is the uid the scan ran as.
+    pub fn keys(&mut self, prefix: &str, scanner: Option<u32>, found: &[FoundJvm]) -> Vec<String> {
         self.owners.retain(|_, pid| found.iter().any(|f| f.pid == *pid));
         let by_pid: HashMap<u32, String> = self.owners.iter().map(|(k, p)| (*p, k.clone())).collect();
         let mut out: Vec<Option<String>> = found.iter().map(|f| by_pid.get(&f.pid).cloned()).collect();
@@ -26,10 +28,15 @@ impl KeyBook {
             if slot.is_some() {
                 continue;
             }
+            let name = match f.uid {
+                _ if f.runs_as(scanner) => f.name(),
+                Some(uid) => format!("{}~uid{uid}", f.name()),
+                None => format!("{}~unknown#{}", f.name(), f.pid),
+            };
             let base = match (&f.reach, f.other_net) {
-                (super::Reach::At(addr), true) => format!("{prefix}{}@{}", f.name(), addr.ip()),
-                (super::Reach::Unreachable(_), true) => format!("{prefix}{}@container#{}", f.name(), f.pid),
-                (_, false) => format!("{prefix}{}", f.name()),
+                (super::Reach::At(addr), true) => format!("{prefix}{name}@{}", addr.ip()),
+                (super::Reach::Unreachable(_), true) => format!("{prefix}{name}@container#{}", f.pid),
+                (_, false) => format!("{prefix}{name}"),
             };
             let candidates = [Some(base.clone()), (!f.agent.ephemeral()).then(|| format!("{base}@{}", f.agent.port)), Some(format!("{base}#{}", f.pid))];
             let key = candidates.into_iter().flatten().find(|k| !self.owners.contains_key(k)).unwrap_or_else(|| format!("{base}#{}", f.pid));
@@ -52,22 +59,35 @@ mod tests {
     #[test]
     fn a_key_stays_with_its_jvm_when_others_come() {
         let mut book = KeyBook::default();
-        assert_eq!(book.keys("h/", &[jvm(10, "Billing", 8000)]), ["h/Billing"]);
+        assert_eq!(book.keys("h/", Some(1000), &[jvm(10, "Billing", 8000)]), ["h/Billing"]);
         // Another Billing appears (a container's, say): the first keeps its key.
-        assert_eq!(book.keys("h/", &[jvm(11, "Billing", 8000), jvm(10, "Billing", 8000)]), ["h/Billing@8000", "h/Billing"]);
-        assert_eq!(book.keys("h/", &[jvm(12, "Billing", 0), jvm(10, "Billing", 8000), jvm(11, "Billing", 8000)]), ["h/Billing#12", "h/Billing", "h/Billing@8000"]);
+        assert_eq!(book.keys("h/", Some(1000), &[jvm(11, "Billing", 8000), jvm(10, "Billing", 8000)]), ["h/Billing@8000", "h/Billing"]);
+        assert_eq!(book.keys("h/", Some(1000), &[jvm(12, "Billing", 0), jvm(10, "Billing", 8000), jvm(11, "Billing", 8000)]), ["h/Billing#12", "h/Billing", "h/Billing@8000"]);
         // The first one ends and its program starts again: the new process takes its key.
-        assert_eq!(book.keys("h/", &[jvm(11, "Billing", 8000), jvm(13, "Billing", 8000)]), ["h/Billing@8000", "h/Billing"]);
+        assert_eq!(book.keys("h/", Some(1000), &[jvm(11, "Billing", 8000), jvm(13, "Billing", 8000)]), ["h/Billing@8000", "h/Billing"]);
         // A container's JVM running the same never takes the host's key.
         let mut boxed = jvm(20, "Billing", 8000);
         (boxed.other_net, boxed.reach) = (true, Reach::At(([172, 17, 0, 2], 8000).into()));
-        assert_eq!(book.keys("h/", &[boxed.clone(), jvm(11, "Billing", 8000)]), ["h/Billing@172.17.0.2", "h/Billing@8000"]);
-        assert_eq!(book.keys("h/", &[boxed, jvm(11, "Billing", 8000), jvm(14, "Billing", 8000)]), ["h/Billing@172.17.0.2", "h/Billing@8000", "h/Billing"]);
+        assert_eq!(book.keys("h/", Some(1000), &[boxed.clone(), jvm(11, "Billing", 8000)]), ["h/Billing@172.17.0.2", "h/Billing@8000"]);
+        assert_eq!(book.keys("h/", Some(1000), &[boxed, jvm(11, "Billing", 8000), jvm(14, "Billing", 8000)]), ["h/Billing@172.17.0.2", "h/Billing@8000", "h/Billing"]);
         let mut closed = jvm(21, "Billing", 8000);
         (closed.other_net, closed.reach) = (true, Reach::Unreachable("its container's loopback".into()));
-        assert_eq!(book.keys("h/", &[closed]), ["h/Billing@container#21"]);
+        assert_eq!(book.keys("h/", Some(1000), &[closed]), ["h/Billing@container#21"]);
         // Nothing is kept for processes that are gone.
-        assert_eq!(book.keys("h/", &[]), Vec::<String>::new());
+        assert_eq!(book.keys("h/", Some(1000), &[]), Vec::<String>::new());
         assert!(book.owners.is_empty());
+    }
+
+    #[test]
+    fn another_users_jvm_never_takes_a_key() {
+        let mut book = KeyBook::default();
+        let theirs = |pid: u32, uid: Option<u32>| FoundJvm { uid, ..jvm(pid, "Billing", 8000) };
+        assert_eq!(book.keys("h/", Some(1000), &[jvm(10, "Billing", 8000), theirs(20, Some(1001))]), ["h/Billing", "h/Billing~uid1001"]);
+        // Ours ends: theirs keeps its own key, and ours restarted takes its old one back.
+        assert_eq!(book.keys("h/", Some(1000), &[theirs(20, Some(1001))]), ["h/Billing~uid1001"]);
+        assert_eq!(book.keys("h/", Some(1000), &[theirs(20, Some(1001)), jvm(11, "Billing", 8000)]), ["h/Billing~uid1001", "h/Billing"]);
+        // A third user's, and one whose owner cannot be read: keys of their own.
+        let keys = book.keys("h/", Some(1000), &[theirs(20, Some(1001)), jvm(11, "Billing", 8000), theirs(30, Some(1002)), theirs(31, None)]);
+        assert_eq!(keys, ["h/Billing~uid1001", "h/Billing", "h/Billing~uid1002", "h/Billing~unknown#31"]);
     }
 }

@@ -4,6 +4,7 @@
 use std::fs;
 use std::path::Path;
 
+use super::holder::Holder;
 use super::view::Request;
 use super::wire::write_record;
 
@@ -92,6 +93,35 @@ pub fn request(r: &Request, nonce: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Who holds a JVM's agent, as this machine's /proc tells: None when it is this process
+/// (jdwpmux's own connection); else, for a debugger on this machine, its process name, pid
+/// and user (the process where its fds can be read: every process for root, the daemon
+/// user's own otherwise), and its address.
+pub fn describe_holder(h: &Holder) -> Option<String> {
+    let Some((uid, inode)) = h.socket else {
+        return Some(format!("a debugger at {}", h.addr));
+    };
+    let link = format!("socket:[{inode}]");
+    let holds = |pid: &str| {
+        fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|d| d.flatten().any(|fd| fs::read_link(fd.path()).is_ok_and(|t| t.as_os_str() == link.as_str())))
+    };
+    if holds("self") {
+        return None;
+    }
+    let user = user_name(&uid.to_string()).unwrap_or_else(|| format!("uid {uid}"));
+    let pids = fs::read_dir("/proc").into_iter().flatten().flatten().take(MAX_PROCS).filter_map(|e| e.file_name().into_string().ok());
+    let process = pids.filter(|p| p.bytes().all(|b| b.is_ascii_digit())).find(|p| holds(p));
+    Some(match process {
+        Some(pid) => {
+            let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            // Any user names their processes: shown as text, never as terminal controls.
+            let comm = super::cmdline::printable(comm.trim_end_matches('\n'));
+            format!("{comm} (pid {pid}, user {user}) at {}", h.addr)
+        }
+        None => format!("a process of user {user} at {}", h.addr),
+    })
 }
 
 fn tcp_tables(dir: &Path) -> Vec<u8> {

@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod cmdline;
 pub mod found;
+pub mod holder;
 pub mod keys;
 pub mod local;
 pub mod net;
@@ -64,9 +65,11 @@ pub fn take_records(view: &mut HostView, buf: &mut Vec<u8>, nonce: &str) -> Resu
     Ok(done)
 }
 
-/// One whole local round: the scan, then whatever it asks for.
-pub fn scan_local(view: &mut HostView) -> Vec<FoundJvm> {
-    let nonce = "local";
+/// One whole local round: the scan, then whatever it asks for. The records go through the
+/// same framing as a remote host's, so their end marker is fresh every round: a command line
+/// holding the marker of the round before cannot end a record or make one up.
+pub fn scan_local(view: &mut HostView) -> Result<Vec<FoundJvm>, getrandom::Error> {
+    let nonce = &wire::fresh_nonce()?;
     let mut buf = local::scan(nonce);
     // Local records are well-formed by construction; a failure leaves the view as it was.
     let _ = take_records(view, &mut buf, nonce);
@@ -83,5 +86,5 @@ pub fn scan_local(view: &mut HostView) -> Vec<FoundJvm> {
         rounds += 1;
     }
     view.remember_agent_sockets();
-    found::found(view)
+    Ok(found::found(view))
 }

@@ -17,6 +17,9 @@ pub struct Socket {
     pub local: SocketAddr,
     pub remote: SocketAddr,
     pub state: u8,
+    /// The uid of the process that opened it (readable by every user: who owns a port is
+    /// no secret).
+    pub uid: u32,
     pub inode: u64,
 }
 
@@ -38,8 +41,9 @@ fn parse_tcp_row(line: &str) -> Option<Socket> {
     let remote = parse_hex_addr(f.next()?)?;
     let state = u8::from_str_radix(f.next()?, 16).ok()?;
     // tx:rx queue, timer, retransmits, uid, timeout, then the inode.
-    let inode = f.nth(5)?.parse().ok()?;
-    Some(Socket { local, remote, state, inode })
+    let uid = f.nth(3)?.parse().ok()?;
+    let inode = f.nth(1)?.parse().ok()?;
+    Some(Socket { local, remote, state, uid, inode })
 }
 
 /// `0100007F:1F40` -> 127.0.0.1:8000; IPv6 as four little-endian 32-bit words.
@@ -130,8 +134,9 @@ garbage line
         assert_eq!(s.len(), 3);
         assert_eq!(s[0].local, "127.0.0.1:39555".parse().unwrap());
         assert!(s[0].listening());
-        assert_eq!(s[0].inode, 11750);
+        assert_eq!((s[0].inode, s[0].uid), (11750, 0));
         assert_eq!(s[1].local, "0.0.0.0:2024".parse().unwrap());
+        assert_eq!((s[1].inode, s[1].uid), (624, 1000));
         assert_eq!(s[2].remote, "203.0.113.80:443".parse().unwrap());
         assert_eq!(s[2].state, ESTABLISHED);
         let s6 = parse_tcp_table(TCP6);

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::found::{self, FoundJvm};
 use super::view::{self, HostView};
-use super::wire::WireError;
+use super::wire::{fresh_nonce, WireError};
 
 /// Steps in one round at most: the scan, what it asks for, and what that asks for in turn.
 const MAX_STEPS: usize = 3;
@@ -24,6 +24,8 @@ pub enum ShellError {
     Io(#[from] std::io::Error),
     #[error("the shell's output is not what jdwpmux's scan prints: {0}")]
     Wire(#[from] WireError),
+    #[error("no random marker for the scan's records: {0}")]
+    Random(#[from] getrandom::Error),
 }
 
 /// A shell with the scan's functions loaded, and the host view its rounds build up.
@@ -53,7 +55,7 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
     pub async fn round(&mut self, limit: Duration) -> Result<Vec<FoundJvm>, ShellError> {
         let deadline = Instant::now() + limit;
         self.limit = limit;
-        let nonce = nonce();
+        let nonce = fresh_nonce()?;
         self.send(&view::scan_line(&nonce)).await?;
         self.read_until_done(&nonce, deadline).await?;
         for _ in 0..MAX_STEPS {
@@ -61,7 +63,7 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
             if requests.is_empty() {
                 break;
             }
-            let nonce = self::nonce();
+            let nonce = fresh_nonce()?;
             self.send(&view::request_line(&requests, &nonce)).await?;
             self.read_until_done(&nonce, deadline).await?;
         }
@@ -109,16 +111,6 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
     }
 }
 
-/// A fresh marker for a round's records: output that merely looks like a record cannot end
-/// one early.
-fn nonce() -> String {
-    let mut b = [0u8; 8];
-    if getrandom::fill(&mut b).is_err() {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-        b = t.to_le_bytes();
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 #[cfg(test)]
 mod tests {

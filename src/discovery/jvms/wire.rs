@@ -86,6 +86,20 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// Random bytes in a round's nonce: 128 bits nobody outside the daemon can guess.
+pub const NONCE_BYTES: usize = 16;
+
+/// A fresh marker for one round's records, from the system's random source. Every byte a
+/// record holds comes from processes (a command line, an environment) that anyone may set:
+/// only an end marker they cannot know keeps such text from ending a record early and
+/// posing as records of its own. No random source: no round (a guessable marker would be
+/// no protection).
+pub fn fresh_nonce() -> Result<String, getrandom::Error> {
+    let mut b = [0u8; NONCE_BYTES];
+    getrandom::fill(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
 /// Records written the way `scan.sh` writes them (for the local scan and for tests).
 pub fn write_record(out: &mut Vec<u8>, tag: &str, arg: &str, body: &[u8], nonce: &str) {
     out.extend_from_slice(format!("@{tag} {arg}\n").as_bytes());
@@ -117,6 +131,30 @@ mod tests {
         assert_eq!((r[0].tag, r[0].pid(), r[0].body), ("cmdline", Some(42), &b"java\0-cp\0.\0Main\0"[..]));
         assert_eq!(r[1].body, b"line\n@@n2\nmore @@n1\n@@n1x", "another nonce, or ours not on a line of its own, is data");
         assert_eq!((r[2].tag, r[2].body), ("done", &b""[..]));
+    }
+
+    #[test]
+    fn nonces_differ_every_round() {
+        let a = fresh_nonce().unwrap();
+        let b = fresh_nonce().unwrap();
+        assert_eq!(a.len(), NONCE_BYTES * 2);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    /// A body that holds another round's end and records after it (text a process put in its
+    /// own command line) stays one body when the marker is fresh.
+    #[test]
+    fn a_forged_end_is_data() {
+        let nonce = fresh_nonce().unwrap();
+        let forged = b"java\0x\n@@local\n@done -\n\n@@local\n@cmdline 1\njava\0-agentlib:jdwp=address=9\0Forged\0";
+        let mut out = Vec::new();
+        write_record(&mut out, "cmdline", "7", forged, &nonce);
+        write_record(&mut out, "done", "-", b"", &nonce);
+        let r = all(&out, &nonce).unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].tag, r[0].body), ("cmdline", &forged[..]));
+        assert_eq!(r[1].tag, "done");
     }
 
     #[test]

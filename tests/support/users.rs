@@ -1,0 +1,67 @@
+//! Other users of this machine for tests: a real account made with `useradd` (a name of the
+//! test's own, no home, no login shell), and the prefix that runs a command as it
+//! (`setpriv`). The account is removed on drop, also when the test fails. Needs root, as CI
+//! runs.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use anyhow::{bail, Context, Result};
+
+static NEXT: AtomicU32 = AtomicU32::new(1);
+
+/// An account made for one test.
+pub struct TestUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl TestUser {
+    /// A new account named after `tag`, this test process and a counter.
+    pub fn create(tag: &str) -> Result<TestUser> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            bail!("making test users needs root (useradd); CI runs as root");
+        }
+        let tag: String = tag.chars().filter(char::is_ascii_lowercase).take(8).collect();
+        let name = format!("jm{tag}{}x{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        run(&["useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", &name])?;
+        // From here on the account exists: drop removes it whatever comes next.
+        let mut user = TestUser { name, uid: 0, gid: 0 };
+        let id = |flag: &str| -> Result<u32> { run(&["id", flag, &user.name])?.trim().parse().context("id prints a number") };
+        (user.uid, user.gid) = (id("-u")?, id("-g")?);
+        Ok(user)
+    }
+
+    /// The words that run a command as this user (its uid, its group, no others, the
+    /// environment of a fresh login for it).
+    pub fn prefix(&self) -> Vec<String> {
+        vec![
+            "setpriv".into(),
+            format!("--reuid={}", self.uid),
+            format!("--regid={}", self.gid),
+            "--clear-groups".into(),
+            "--reset-env".into(),
+            "--".into(),
+        ]
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        // Tests hold their user longer than the processes they run as it (declared first);
+        // --force removes the account even if one of them is still exiting.
+        if let Err(e) = run(&["userdel", "--force", &self.name]) {
+            eprintln!("could not remove test user {}: {e:#}", self.name);
+        }
+    }
+}
+
+fn run(args: &[&str]) -> Result<String> {
+    let out = Command::new(args[0]).args(&args[1..]).stdin(Stdio::null()).output().with_context(|| format!("run {args:?}"))?;
+    if !out.status.success() {
+        bail!("{args:?}: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
