@@ -35,7 +35,7 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
             app.push_str(" (waiting)");
         }
         if let Some(user) = &v.user {
-            app.push_str(&format!(" (user {user})"));
+            app.push_str(&format!(" (user {})", Shown(user)));
         }
         rows.push([
             if v.current { "*".into() } else { " ".into() },
@@ -159,6 +159,7 @@ mod tests {
             host: format!("h{evil}"),
             note: Some(format!("ssh said: {evil}")),
             process: None,
+            user: Some(format!("ann{evil}")),
             addr: format!("127.0.0.1:{evil}"),
             source: Source::Cli,
             debugger_port: Some(8600),
