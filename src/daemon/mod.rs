@@ -23,6 +23,7 @@ mod followed;
 mod proc_vms;
 mod remote_vms;
 mod scanned;
+mod started;
 
 /// How often a debugger port that could not be bound is tried again.
 pub const BIND_RETRY: Duration = Duration::from_secs(5);
@@ -267,6 +268,7 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() && !settings.proc_scan && settings.ssh.is_empty() {
         info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST, --adb, --proc or --ssh HOST");
     }
+    registry.announce_current();
     Ok(Daemon { registry, current_addr, web, capture, cancel, tracker, ssh_dir })
 }
 

@@ -133,9 +133,13 @@ impl ProcFollower {
                 }
                 Some(Live::Unreachable(_)) => {}
                 None => {
-                    // A VM named with --vm or found by the port scan is theirs already.
-                    if d.unreachable.is_none() && self.spawner.registry.by_key(&d.key).is_some_and(|e| e.source != Source::Proc) {
-                        continue;
+                    // A VM named with --vm or found by the port scan is theirs already; the
+                    // process says when it started.
+                    if d.unreachable.is_none() {
+                        if let Some(e) = self.spawner.registry.by_key(&d.key).filter(|e| e.source != Source::Proc) {
+                            self.spawner.registry.set_started(e.id, super::started::of_pid(f.pid));
+                            continue;
+                        }
                     }
                     let s = Sighting { key: d.key.clone(), name: d.name.clone(), addr: d.addr, source: Source::Proc, host: None, located };
                     let live = match &d.unreachable {
@@ -154,10 +158,15 @@ impl ProcFollower {
                             Live::Unreachable(id)
                         }
                     };
+                    // One that cannot be reached is never the newest: 8700 would lead nowhere.
+                    if let Live::Session(followed) = &live {
+                        self.spawner.registry.set_started(followed.id, super::started::of_pid(f.pid));
+                    }
                     self.live.insert(slot, live);
                 }
             }
         }
+        self.spawner.registry.announce_current();
     }
 
 }

@@ -133,6 +133,7 @@ impl HostFollower {
                 }
             }
         }
+        self.spawner.registry.announce_current();
     }
 
     /// Follows the host's adb server while one listens on its loopback (and its link is up).

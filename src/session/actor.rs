@@ -140,7 +140,13 @@ pub fn spawn(
     tracker: &tokio_util::task::TaskTracker,
 ) -> VmHandle {
     let (tx, rx) = mpsc::channel(CONTROL_CHANNEL);
-    let (status, status_rx) = watch::channel(VmStatus::default());
+    // Who the VM is, as its discovery saw it, is shown from the start (not only once it is
+    // connected): the log line naming the current VM and `list` name the app at once.
+    let known = cfg.located.as_ref().map(|l| {
+        let l = l.borrow();
+        VmStatus { pid: l.pid, app: l.app.clone(), ..VmStatus::default() }
+    });
+    let (status, status_rx) = watch::channel(known.unwrap_or_default());
     let span = tracing::info_span!("vm", vm = %cfg.name);
     let session = Session {
         cfg,
