@@ -80,3 +80,5 @@ mod remote_ddm;
 mod proc_serve;
 #[path = "integration/newest.rs"]
 mod newest;
+#[path = "integration/quiet.rs"]
+mod quiet;

@@ -158,7 +158,7 @@ impl Spawner {
             let addr = SocketAddr::new(listen_ip, port);
             let mut warned = false;
             loop {
-                match listen::bind(addr, &format!("vm {name}")).await {
+                match listen::bind(addr, &format!("vm {name}{}", found_as(&registry, id))).await {
                     Ok(l) => {
                         if let Ok(local) = l.local_addr() {
                             registry.set_port(id, local.port());
@@ -182,6 +182,24 @@ impl Spawner {
         });
         id
     }
+}
+
+/// What the one line saying a VM's debugger port adds to its name: who it is, when that is
+/// known, and how it was found (` (Billing pid 4242, found by its process)`).
+fn found_as(registry: &Registry, id: VmId) -> String {
+    let Some(e) = registry.get(id) else { return String::new() };
+    let status = e.handle.status();
+    let how = match (e.source, &e.host) {
+        (Source::Cli, _) => "named with --vm".to_string(),
+        (Source::Scan, _) => "found by the port scan".to_string(),
+        (Source::Adb, None) => "found through adb".to_string(),
+        (Source::Adb, Some(h)) => format!("found through adb on {h}"),
+        (Source::Proc, _) => "found by its process".to_string(),
+        (Source::Ssh, Some(h)) => format!("found on {h}"),
+        (Source::Ssh, None) => "found through ssh".to_string(),
+    };
+    let who: Vec<String> = status.app.into_iter().chain(status.pid.map(|p| format!("pid {p}"))).collect();
+    if who.is_empty() { format!(" ({how})") } else { format!(" ({}, {how})", who.join(" ")) }
 }
 
 /// Starts the daemon: VM sessions, their debugger ports, the current-VM port, discovery.

@@ -144,7 +144,8 @@ impl ProcFollower {
                     let s = Sighting { key: d.key.clone(), name: d.name.clone(), addr: d.addr, source: Source::Proc, host: None, located };
                     let live = match &d.unreachable {
                         None => {
-                            info!(pid = f.pid, app = %f.name(), addr = %d.addr, "found a JVM by its process");
+                            // Said at INFO by the line naming its debugger port.
+                            debug!(pid = f.pid, app = %f.name(), addr = %d.addr, "found a JVM by its process");
                             let followed = self.spawner.follow(s);
                             let note = note(&self.spawner, followed.id, f, &d);
                             self.spawner.registry.set_held(followed.id, true, note);

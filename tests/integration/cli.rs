@@ -133,6 +133,11 @@ impl Served {
         }
     }
 
+    /// Waits until every VM `list` shows (one at least) is ready.
+    pub async fn wait_ready(&self) -> Vec<serde_json::Value> {
+        self.list_until("the VMs ready", |r| !r.is_empty() && r.iter().all(|v| v["state"] == "ready")).await
+    }
+
     /// Runs `jdwpmux ARGS --control SOCKET`; returns (exit code, stdout, stderr).
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = Command::new(BIN).args(args).arg("--control").arg(&self.control).output().unwrap();
@@ -233,7 +238,7 @@ async fn list_shows_every_debugger_and_max_debuggers_refuses_with_a_log_line() {
     let vm = FakeVm::start(FakeVmConfig::default()).await;
     let served = Served::start(&["--vm", &vm.addr().to_string(), "--max-debuggers", "2"]);
     let current = port_of(&served.wait_log("for the current VM").await);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
     let mut a = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
     let mut b = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
     a.ok(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_NONE, 0, 0, 0, 0]).await.unwrap();

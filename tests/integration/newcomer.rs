@@ -136,7 +136,7 @@ async fn allow_refuses_peers_outside_the_block() {
     let vm = FakeVm::start(FakeVmConfig::default()).await;
     let served = Served::start(&["--vm", &vm.addr().to_string(), "--allow", "127.0.0.1/32"]);
     let current = port_of(&served.wait_log("for the current VM").await);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
     // From 127.0.0.2: refused before any handshake.
     let sock = tokio::net::TcpSocket::new_v4().unwrap();
     sock.bind("127.0.0.2:0".parse().unwrap()).unwrap();
@@ -159,7 +159,7 @@ async fn sigterm_detaches_cleanly_flushes_the_capture_and_exits_0() {
     let cap = dir.path().join("session.jsonl");
     let mut served = Served::start(&["--vm", &vm.addr().to_string(), "--capture", cap.to_str().unwrap()]);
     let current = port_of(&served.wait_log("for the current VM").await);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
     let mut dbg = RawClient::connect(("127.0.0.1", current)).await.unwrap();
     dbg.request(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_ALL, 0, 0, 0, 0], Duration::from_secs(20)).await.unwrap();
     dbg.request(2, SET_VM, VM_SUSPEND, &[], Duration::from_secs(20)).await.unwrap();
