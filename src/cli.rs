@@ -89,7 +89,7 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct SelectArgs {
-    /// pid, app name (exact or unique prefix), VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too); HOST:PID or HOST:APP picks among an ssh host's VMs (HOST `local`: this machine's).
+    /// pid, app name (exact, its class name without the package such as Billing, or a unique prefix), VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too); HOST:PID or HOST:APP picks among an ssh host's VMs (HOST `local`: this machine's).
     pub selector: String,
 }
 

@@ -301,7 +301,8 @@ impl Registry {
     }
 
     /// Finds the one VM a selector names: `:PORT` (debugger port), `HOST:PORT` (VM address),
-    /// a pid (else a bare debugger port), or an app name (exact, then unique prefix); any of
+    /// a pid (else a bare debugger port), or an app name (exact, then the class name without
+    /// its package, then unique prefix); any of
     /// them after `HOST:` (an ssh host, or `local`) looks at that host's VMs only.
     pub fn resolve(&self, selector: &str) -> Result<VmId, SelectError> {
         let entries = self.entries();
@@ -358,6 +359,11 @@ impl Registry {
             if let Some(r) = pick(exact) {
                 return r;
             }
+            // `Billing` for `com.example.Billing`: the class name people say.
+            let simple: Vec<_> = rows.iter().filter(|(_, s)| s.app.as_deref().is_some_and(|a| simple_name(a) == selector)).collect();
+            if let Some(r) = pick(simple) {
+                return r;
+            }
             let prefix: Vec<_> =
                 rows.iter().filter(|(_, s)| s.app.as_deref().is_some_and(|a| a.starts_with(selector))).collect();
             if let Some(r) = pick(prefix) {
@@ -369,6 +375,12 @@ impl Registry {
             candidates: rows.iter().map(|(e, s)| describe(e, s)).collect(),
         })
     }
+}
+
+/// A main class's name without its package (`Billing` of `com.example.Billing`); an app
+/// name of an Android process (`com.example.app`) gives its last part too.
+fn simple_name(app: &str) -> &str {
+    app.rsplit('.').next().unwrap_or(app)
 }
 
 /// The VM the current-VM port leads to when nothing was selected: the one whose process

@@ -48,3 +48,24 @@ fn a_selection_pins_the_current_vm_over_the_newest() {
     reg.set_started(id, Some(1000));
     assert_eq!(current_app(&reg).as_deref(), Some("Billing"));
 }
+
+#[test]
+fn a_class_name_without_its_package_selects_its_vm() {
+    let reg = registry(&[("com.example.Billing", 10, None), ("com.example.BillingWorker", 11, None), ("org.other.Shipping", 12, None)]);
+    let billing = reg.resolve("Billing").unwrap();
+    assert_eq!(reg.get(billing).and_then(|e| e.handle.status().app).as_deref(), Some("com.example.Billing"));
+    let shipping = reg.resolve("Shipping").unwrap();
+    assert_eq!(reg.get(shipping).and_then(|e| e.handle.status().pid), Some(12));
+    // The full name and a unique prefix still work; an exact app name wins over a class name.
+    assert_eq!(reg.resolve("com.example.Billing"), Ok(billing));
+    assert_eq!(reg.resolve("org."), Ok(shipping));
+    // Two classes of that name in different packages: both are named as candidates.
+    let reg = registry(&[("com.example.Billing", 10, None), ("org.other.Billing", 11, None)]);
+    match reg.resolve("Billing") {
+        Err(SelectError::Ambiguous { candidates, .. }) => {
+            assert!(candidates.len() == 2 && candidates.iter().any(|c| c.contains("org.other.Billing")), "{candidates:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(reg.resolve("Billin"), Err(SelectError::Unknown { .. })));
+}

@@ -192,8 +192,9 @@ async fn list_and_select_through_the_binary() {
     assert!(out.contains("com.example.alpha") && out.contains("2222"), "{out}");
 
     let beta_port = rows[1]["debugger_port"].as_u64().unwrap().to_string();
-    // A bare number is a pid, else the debugger port as the PORT column shows it.
-    for sel in ["com.example.beta", "2222", &b.addr().to_string(), &format!(":{beta_port}"), &beta_port, "com.example.b"] {
+    // A bare number is a pid, else the debugger port as the PORT column shows it; an app's
+    // last name (`beta`, as `Billing` of `com.example.Billing`) names it too.
+    for sel in ["com.example.beta", "2222", &b.addr().to_string(), &format!(":{beta_port}"), &beta_port, "com.example.b", "beta"] {
         let (code, out, err) = served.run(&["select", sel]);
         assert_eq!(code, 0, "select {sel}: {err}");
         assert!(out.contains(&b.addr().to_string()), "{out}");
