@@ -34,6 +34,8 @@ pub enum RunError {
     Settings(#[from] settings::SettingsError),
     #[error("cannot listen on {addr}: {error} (is another jdwpmux or a VM using the port? pick another with --current-port / --base-port)")]
     Bind { addr: SocketAddr, error: std::io::Error },
+    #[error("another jdwpmux serve runs with these settings: it holds {addr} and answers on {} (use it: jdwpmux list; or stop it first)", control.display())]
+    AlreadyRunning { addr: SocketAddr, control: std::path::PathBuf },
     #[error(transparent)]
     Control(#[from] control::server::ControlError),
     #[error(transparent)]
@@ -242,9 +244,19 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     };
     // Bound after the capture opened: never announce a port that will not be served.
     let current_addr = SocketAddr::new(settings.listen, settings.current_port);
-    let current = listen::bind(current_addr, "the current VM")
-        .await
-        .map_err(|error| RunError::Bind { addr: current_addr, error })?;
+    let current = match listen::bind(current_addr, "the current VM").await {
+        Ok(l) => l,
+        // Started twice the same way: the port is taken by the daemon already running, which
+        // is what to say (not to pick other ports).
+        Err(error) => {
+            return Err(match &settings.control {
+                Some(control) if error.kind() == std::io::ErrorKind::AddrInUse && daemon_answers(control).await => {
+                    RunError::AlreadyRunning { addr: current_addr, control: control.clone() }
+                }
+                _ => RunError::Bind { addr: current_addr, error },
+            })
+        }
+    };
     let current_addr = current.local_addr().unwrap_or(current_addr);
     if let Some(path) = &settings.control {
         control::server::start(path, registry.clone(), cancel.clone(), &tracker).await?;
@@ -288,6 +300,11 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     }
     registry.announce_current();
     Ok(Daemon { registry, current_addr, web, capture, cancel, tracker, ssh_dir })
+}
+
+/// Whether a daemon answers on the control socket at `path` (only its owner can connect).
+async fn daemon_answers(path: &std::path::Path) -> bool {
+    matches!(tokio::time::timeout(Duration::from_secs(2), tokio::net::UnixStream::connect(path)).await, Ok(Ok(_)))
 }
 
 /// Starts following every --ssh host; their sockets go in a private folder of their own.
