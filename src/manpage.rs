@@ -9,12 +9,22 @@ use crate::cli::Cli;
 
 /// Escapes text for roff: backslashes and leading dots/quotes, and '-' as a real hyphen.
 fn esc(s: &str) -> String {
-    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    let s = breakable(&s.replace('\\', "\\e").replace('-', "\\-"));
     if s.starts_with('.') || s.starts_with('\'') {
         format!("\\&{s}")
     } else {
         s
     }
+}
+
+/// Words longer than this get places where troff may break them.
+const LONG_WORD: usize = 30;
+
+/// Lets troff break a long word (an -agentlib option, a path) after its commas and slashes:
+/// a word wider than a line cannot be broken, and man warns ("can't break line") on narrow
+/// terminals. `\:` is an invisible place to break.
+fn breakable(s: &str) -> String {
+    s.split(' ').map(|w| if w.len() > LONG_WORD { w.replace(',', ",\\:").replace('/', "/\\:") } else { w.to_string() }).collect::<Vec<_>>().join(" ")
 }
 
 /// One `.TP` entry per option of `cmd`.
@@ -69,6 +79,10 @@ pub fn render() -> String {
     let mut out = String::new();
     let version = cmd.get_version().unwrap_or("");
     let _ = writeln!(out, ".TH JDWPMUX 1 \"\" \"jdwpmux {version}\" \"User Commands\"");
+    // Ragged right, no hyphenation: a line holding only part of a long word (an -agentlib
+    // option, a path) has no space to stretch, and justifying it made man warn ("cannot
+    // adjust line") at some widths; words break at the places `breakable` marks instead.
+    let _ = writeln!(out, ".ad l\n.nh");
     let _ = writeln!(out, ".SH NAME\njdwpmux \\- {}", esc(&cmd.get_about().map(|a| a.to_string()).unwrap_or_default()));
     let _ = writeln!(out, ".SH SYNOPSIS\n\\fBjdwpmux\\fR [\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]");
     let long = cmd.get_long_about().map(|a| a.to_string()).unwrap_or_default();
@@ -82,7 +96,7 @@ pub fn render() -> String {
         options(&mut out, sub);
     }
     for (title, body) in EXTRA {
-        let body = body.replace(" .br\n", "\n.br\n");
+        let body = breakable(&body.replace(" .br\n", "\n.br\n"));
         let _ = writeln!(out, ".SH \"{title}\"\n{body}");
     }
     out
@@ -143,6 +157,31 @@ mod tests {
 
     /// The README's shell lines that run jdwpmux parse as its command line, its TOML blocks
     /// as a config file, and the files it links to exist: what it shows works.
+    /// What `MANWIDTH=90 man jdwpmux` warned of: a justified line holding only part of a
+    /// long word ("cannot adjust line"), or a word wider than a narrow terminal ("can't break
+    /// line"). The page is ragged right, and no word runs longer than `MAX_RUN` columns
+    /// without a place to break (.ci/package also runs man at several widths).
+    #[test]
+    fn the_page_is_ragged_right_and_long_words_can_break() {
+        const MAX_RUN: usize = 40;
+        let page = render();
+        assert!(page.lines().nth(1) == Some(".ad l") && page.lines().nth(2) == Some(".nh"), "{}", &page[..200]);
+        let mut fill = true;
+        for line in page.lines() {
+            match line {
+                ".nf" => fill = false,
+                ".fi" => fill = true,
+                l if l.starts_with('.') || !fill => {}
+                l => {
+                    let text = l.replace("\\fB", "").replace("\\fR", "").replace("\\fI", "").replace("\\-", "-").replace("\\&", "");
+                    for run in text.split_whitespace().flat_map(|w| w.split("\\:")) {
+                        assert!(run.chars().count() <= MAX_RUN, "{run:?} cannot break, in: {l}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_readme_shows_only_what_works() {
         use clap::CommandFactory;
