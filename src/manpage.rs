@@ -27,37 +27,60 @@ fn breakable(s: &str) -> String {
     s.split(' ').map(|w| if w.len() > LONG_WORD { w.replace(',', ",\\:").replace('/', "/\\:") } else { w.to_string() }).collect::<Vec<_>>().join(" ")
 }
 
-/// One `.TP` entry per option of `cmd`.
+/// One `.TP` entry per option of `cmd`, in the groups `--help` shows them in (their
+/// headings in the order of `cli::HEADINGS`; options of no group first).
 fn options(out: &mut String, cmd: &clap::Command) {
-    for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
-        let name = match (a.get_short(), a.get_long()) {
-            (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR, \\fB\\-\\-{}\\fR", esc(l)),
-            (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", esc(l)),
-            (Some(s), None) => format!("\\fB\\-{s}\\fR"),
-            (None, None) => format!("\\fI{}\\fR", esc(a.get_id().as_str()).to_uppercase()),
-        };
-        let value = match a.get_value_names() {
-            Some(v) if a.get_long().is_some() && a.get_action().takes_values() => {
-                format!(" \\fI{}\\fR", v.iter().map(|n| esc(n)).collect::<Vec<_>>().join(" "))
-            }
-            _ => String::new(),
-        };
-        let help = a.get_long_help().or(a.get_help()).map(|h| h.to_string()).unwrap_or_default();
-        let mut extra = Vec::new();
-        let defaults: Vec<String> = a.get_default_values().iter().map(|d| d.to_string_lossy().into_owned()).collect();
-        if !defaults.is_empty() && a.get_action().takes_values() {
-            extra.push(format!("default: {}", defaults.join(", ")));
+    let args: Vec<&clap::Arg> = cmd.get_arguments().filter(|a| !a.is_hide_set()).collect();
+    let mut headings: Vec<Option<&str>> = vec![None];
+    headings.extend(crate::cli::HEADINGS.iter().map(|h| Some(*h)));
+    for a in &args {
+        if !headings.contains(&a.get_help_heading()) {
+            headings.push(a.get_help_heading());
         }
-        if let Some(env) = a.get_env() {
-            extra.push(format!("env: {}", env.to_string_lossy()));
-        }
-        let values: Vec<String> = a.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| v.get_name().to_string()).collect();
-        if !values.is_empty() && values.len() < 8 && a.get_action().takes_values() {
-            extra.push(format!("one of: {}", values.join(", ")));
-        }
-        let extra = if extra.is_empty() { String::new() } else { format!(" [{}]", extra.join("; ")) };
-        let _ = writeln!(out, ".TP\n{name}{value}\n{}{}", esc(&help.replace('\n', " ")), esc(&extra));
     }
+    for heading in headings {
+        let group: Vec<&&clap::Arg> = args.iter().filter(|a| a.get_help_heading() == heading).collect();
+        if group.is_empty() {
+            continue;
+        }
+        if let Some(h) = heading {
+            let _ = writeln!(out, ".PP\n\\fB{}:\\fR", esc(h));
+        }
+        for a in group {
+            entry(out, a);
+        }
+    }
+}
+
+/// One option: its flags and value, its help, its default, environment variable and values.
+fn entry(out: &mut String, a: &clap::Arg) {
+    let name = match (a.get_short(), a.get_long()) {
+        (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR, \\fB\\-\\-{}\\fR", esc(l)),
+        (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", esc(l)),
+        (Some(s), None) => format!("\\fB\\-{s}\\fR"),
+        (None, None) => format!("\\fI{}\\fR", esc(a.get_id().as_str()).to_uppercase()),
+    };
+    let value = match a.get_value_names() {
+        Some(v) if a.get_long().is_some() && a.get_action().takes_values() => {
+            format!(" \\fI{}\\fR", v.iter().map(|n| esc(n)).collect::<Vec<_>>().join(" "))
+        }
+        _ => String::new(),
+    };
+    let help = a.get_long_help().or(a.get_help()).map(|h| h.to_string()).unwrap_or_default();
+    let mut extra = Vec::new();
+    let defaults: Vec<String> = a.get_default_values().iter().map(|d| d.to_string_lossy().into_owned()).collect();
+    if !defaults.is_empty() && a.get_action().takes_values() {
+        extra.push(format!("default: {}", defaults.join(", ")));
+    }
+    if let Some(env) = a.get_env() {
+        extra.push(format!("env: {}", env.to_string_lossy()));
+    }
+    let values: Vec<String> = a.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| v.get_name().to_string()).collect();
+    if !values.is_empty() && values.len() < 8 && a.get_action().takes_values() {
+        extra.push(format!("one of: {}", values.join(", ")));
+    }
+    let extra = if extra.is_empty() { String::new() } else { format!(" [{}]", extra.join("; ")) };
+    let _ = writeln!(out, ".TP\n{name}{value}\n{}{}", esc(&help.replace('\n', " ")), esc(&extra));
 }
 
 const EXTRA: &[(&str, &str)] = &[
@@ -157,6 +180,31 @@ mod tests {
 
     /// The README's shell lines that run jdwpmux parse as its command line, its TOML blocks
     /// as a config file, and the files it links to exist: what it shows works.
+    #[test]
+    fn serve_options_are_in_the_groups_of_serve_help() {
+        let page = render();
+        let serve = &page[page.find(".SS \"jdwpmux serve\"").expect("serve's section")..];
+        let serve = &serve[..serve[4..].find(".SS ").map_or(serve.len(), |i| i + 4)];
+        // The groups in the order --help shows them, each label once.
+        let labels: Vec<usize> = crate::cli::HEADINGS[..crate::cli::HEADINGS.len() - 1]
+            .iter()
+            .map(|h| {
+                let label = format!("\\fB{}:\\fR", esc(h));
+                assert_eq!(serve.matches(&label).count(), 1, "{label} in {serve}");
+                serve.find(&label).unwrap_or_default()
+            })
+            .collect();
+        assert!(labels.windows(2).all(|w| w[0] < w[1]), "{labels:?}");
+        let cmd = Cli::command();
+        let sub = cmd.find_subcommand("serve").expect("serve");
+        for a in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+            let (Some(long), Some(heading)) = (a.get_long(), a.get_help_heading()) else { panic!("{:?} has no group", a.get_id()) };
+            let at = serve.find(&format!(".TP\n\\fB\\-\\-{}\\fR", esc(long))).unwrap_or_else(|| panic!("--{long}"));
+            let group = crate::cli::HEADINGS.iter().position(|h| *h == heading).expect("a known group");
+            assert!(at > labels[group] && labels.get(group + 1).is_none_or(|next| at < *next), "--{long} under {heading}");
+        }
+    }
+
     /// What `MANWIDTH=90 man jdwpmux` warned of: a justified line holding only part of a
     /// long word ("cannot adjust line"), or a word wider than a narrow terminal ("can't break
     /// line"). The page is ragged right, and no word runs longer than `MAX_RUN` columns
