@@ -137,6 +137,22 @@ async fn the_page_in_a_real_browser() {
     let star = format!("return document.querySelector(\"#vms tbody tr[data-id='{}'] td.current\").textContent === '★'", ids[1]);
     browser.wait_for("the star on maps", &star, SOON).await.unwrap();
 
+    // An empty packet table says why: the maps app's packets are the proxy's own (its DDM
+    // thread updates), so only debuggers' shows none; the plain VM has had none at all.
+    let hint = "const h = document.getElementById('no-packets'); return h.hidden ? '' : h.textContent";
+    browser.wait_for("the proxy's packets to maps", "return document.querySelectorAll('#packets tbody tr').length > 0", SOON).await.unwrap();
+    assert_eq!(browser.run(hint, json!([])).await.unwrap(), json!(""));
+    browser.click("#only-debuggers").await.unwrap();
+    let filtered = browser.run(hint, json!([])).await.unwrap();
+    assert!(filtered.as_str().is_some_and(|t| t.contains("None of the last packets is a debugger's")), "{filtered}");
+    browser.click("#only-debuggers").await.unwrap();
+    browser.click(&format!("#vms tbody tr[data-id='{}']", ids[2])).await.unwrap();
+    let plain_shown = format!("return document.getElementById('vm-facts').textContent.includes('address {}')", plain.addr());
+    browser.wait_for("the plain VM shown", &plain_shown, SOON).await.unwrap();
+    let none = browser.run(hint, json!([])).await.unwrap();
+    assert!(none.as_str().is_some_and(|t| t.starts_with("No packets since this page opened")), "{none}");
+    assert_eq!(browser.run("return document.querySelectorAll('#packets tbody tr').length", json!([])).await.unwrap(), json!(0));
+
     // The shop app: its threads, coloured, and following the VM.
     browser.click(&format!("#vms tbody tr[data-id='{}']", ids[0])).await.unwrap();
     browser.wait_for("twelve threads", "return document.querySelectorAll('#threads tbody tr').length === 12", SOON).await.unwrap();

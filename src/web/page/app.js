@@ -271,7 +271,7 @@ function show(id) {
     ui.rows[t].clear();
     $(t).tBodies[0].replaceChildren();
   }
-  $("packets").tBodies[0].replaceChildren();
+  renderPackets();
   $("heap-figure").hidden = true;
   $("threads-info").textContent = "";
   $("heap-status").textContent = "";
@@ -394,6 +394,11 @@ function renderPackets() {
     ]);
   });
   $("packets").tBodies[0].replaceChildren(...rows);
+  // An empty table says why it is empty.
+  $("no-packets").hidden = rows.length > 0;
+  $("no-packets").textContent = ui.packets.length === 0
+    ? "No packets since this page opened: they show here as the VM and its debuggers talk."
+    : "None of the last packets is a debugger's (untick the box to see the proxy's own).";
 }
 
 async function loadHeap(pending, what) {
