@@ -171,6 +171,7 @@ async fn the_page_in_a_real_browser() {
     // Traffic: both debuggers, each with its commands and reply latency percentiles, and
     // the last packets with their names.
     dbg.request(2, SET_VM, 7, &[], SOON).await.unwrap(); // IDSizes
+    dbg.request(3, 2, 12, &[0, 0, 0, 0, 0, 0, 0, 1], SOON).await.unwrap(); // SourceDebugExtension: ABSENT_INFORMATION
     browser.wait_for("both debuggers listed", "return document.querySelectorAll('#debuggers tbody tr').length === 2", SOON).await.unwrap();
     let peers = [dbg.local_addr().unwrap().to_string(), other.local_addr().unwrap().to_string()];
     let listed = browser.run(&text_of("#debuggers tbody"), json!([])).await.unwrap();
@@ -190,6 +191,11 @@ async fn the_page_in_a_real_browser() {
     // count, out, in, total, p50, p90, p99, max, errors: latencies in µs, ms or s.
     assert!(version[4..9].iter().all(|t| t.ends_with('s')), "{version:?}");
     assert_eq!(id_sizes[1], "1", "{id_sizes:?}");
+    // A routine "there is none" is said as such, not in red.
+    let smap = "const tr = Array.from(document.querySelectorAll('#traffic tbody tr')).find(tr => tr.cells[0].textContent === 'ReferenceType.SourceDebugExtension'); \
+                return tr ? [tr.cells[9].textContent, tr.cells[9].className] : null";
+    let cell = browser.wait_for("the SourceDebugExtension row", smap, SOON).await.unwrap();
+    assert_eq!(cell, json!(["1 routine", "num"]), "{cell}");
     browser.wait_for("IDSizes in the packets", "return document.getElementById('packets').textContent.includes('VirtualMachine.IDSizes')", SOON).await.unwrap();
 
     // Heap: the summary at once, the map after "GC and refresh".

@@ -328,6 +328,18 @@ function renderShown() {
 }
 
 /**
+ * A command's error replies: red when any is trouble; routine answers ("there is none",
+ * such as ABSENT_INFORMATION to SourceDebugExtension, which jdb asks of every class) are
+ * said as such and not red.
+ */
+function errorsCell(c) {
+  const routine = c.routine || 0;
+  if (!c.errors) return [0, "num"];
+  if (routine === c.errors) return [c.errors + " routine", "num"];
+  return [c.errors + (routine ? " (" + routine + " routine)" : ""), "num error"];
+}
+
+/**
  * The traffic figures (`stats` events, the same as `jdwpmux stats`): a row per debugger
  * (and the proxy's own requests) with its totals, then a row per command it sent with the
  * reply latency percentiles.
@@ -345,7 +357,7 @@ function renderTraffic(report) {
       const lat = (us) => [c.replies ? duration(us) : "-", "num"];
       rows.push({ key: key(s) + "/" + c.cmd_set + "." + c.cmd, cells: [[c.command, "command-name"], [c.count, "num"],
         [bytes(c.bytes_out), "num"], [bytes(c.bytes_in), "num"], lat(c.total_us), lat(c.p50_us), lat(c.p90_us), lat(c.p99_us),
-        lat(c.max_us), [c.errors, c.errors ? "num error" : "num"]] });
+        lat(c.max_us), errorsCell(c)] });
     }
   }
   sync($("traffic").tBodies[0], ui.rows.traffic, rows, (r) => r.key, (r) => r.cells);
