@@ -196,6 +196,15 @@ async fn the_page_in_a_real_browser() {
                 return tr ? [tr.cells[9].textContent, tr.cells[9].className] : null";
     let cell = browser.wait_for("the SourceDebugExtension row", smap, SOON).await.unwrap();
     assert_eq!(cell, json!(["1 routine", "num"]), "{cell}");
+
+    // Held suspended by a debugger (as at a breakpoint): "stopped", not "ready", until resumed.
+    let shop_state = format!("return document.querySelector(\"#vms tbody tr[data-id='{}'] td.state\").textContent", ids[0]);
+    dbg.request(4, SET_VM, VM_SUSPEND, &[], SOON).await.unwrap();
+    browser.wait_for("the shop app stopped", &format!("{shop_state} === 'stopped'"), SOON).await.unwrap();
+    let facts = browser.run(&text_of("#vm-facts"), json!([])).await.unwrap();
+    assert!(facts.as_str().is_some_and(|f| f.contains("state stopped")), "{facts}");
+    dbg.request(5, SET_VM, VM_RESUME, &[], SOON).await.unwrap();
+    browser.wait_for("the shop app ready again", &format!("{shop_state} === 'ready'"), SOON).await.unwrap();
     browser.wait_for("IDSizes in the packets", "return document.getElementById('packets').textContent.includes('VirtualMachine.IDSizes')", SOON).await.unwrap();
 
     // Heap: the summary at once, the map after "GC and refresh".

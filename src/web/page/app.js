@@ -174,9 +174,17 @@ const SORT_VALUE = {
   ddm: (v) => (v.ddm === true ? 0 : v.ddm === false ? 1 : 2),
   debuggers: (v) => v.debuggers.length,
   rate: (v) => vmRate(v),
-  state: (v) => v.state,
+  state: (v) => vmState(v),
   addr: (v) => v.addr,
 };
+
+/**
+ * A VM's state as people mean it: "stopped" while a debugger holds it suspended (at a
+ * breakpoint, after a step, or by Suspend), which the session reports as ready.
+ */
+function vmState(v) {
+  return v.state === "ready" && v.debuggers.some((d) => d.suspensions > 0) ? "stopped" : v.state;
+}
 
 function compare(a, b) {
   const f = SORT_VALUE[ui.sort.key];
@@ -191,7 +199,7 @@ function compare(a, b) {
 function matches(vm) {
   if (!ui.filter) return true;
   const peers = vm.debuggers.map((d) => d.peer);
-  const hay = [vm.debugger_port, vm.host, vm.pid, vm.app, vm.vm_ident, vm.addr, vm.state, vm.ddm ? "ddm" : "", vm.note || "", ...peers].join(" ").toLowerCase();
+  const hay = [vm.debugger_port, vm.host, vm.pid, vm.app, vm.vm_ident, vm.addr, vmState(vm), vm.ddm ? "ddm" : "", vm.note || "", ...peers].join(" ").toLowerCase();
   return ui.filter.split(/\s+/).every((w) => hay.includes(w));
 }
 
@@ -228,7 +236,7 @@ function renderVms() {
     [v.ddm === true ? "yes" : v.ddm === false ? "no" : "?"],
     [v.debuggers.length || "-", "num", debuggersTip(v)],
     [rate(vmRate(v)), "num"],
-    [v.state, "state vm-" + v.state, v.note || ""],
+    [vmState(v), "state vm-" + vmState(v), v.note || (vmState(v) === "stopped" ? "a debugger holds it suspended (a breakpoint, a step or Suspend)" : "")],
   ]);
   for (const tr of ui.rows.vms.values()) {
     tr.dataset.id = tr.dataset.key;
@@ -303,7 +311,7 @@ function renderShown() {
   $("vm-title").textContent = (vm.app || vm.addr) + (vm.pid ? " (pid " + vm.pid + ")" : "") + (vm.host !== "local" ? " on " + vm.host : "");
   $("vm-facts").textContent = [
     vm.vm_ident || "VM not identified yet",
-    "state " + vm.state,
+    "state " + vmState(vm),
     vm.ddm === true ? "DDM-aware" : vm.ddm === false ? "no DDM" : "DDM unknown",
     "debugger port " + (vm.debugger_port ?? "-"),
     "address " + vm.addr + (vm.host !== "local" ? " on " + vm.host : ""),
