@@ -241,6 +241,13 @@ async fn the_page_in_a_real_browser() {
     let width = format!("return window.innerWidth === {}", LAPTOP.0);
     browser.wait_for("the narrower window", &width, SOON).await.unwrap();
     std::fs::write(screenshot_path("web-monitor-1280.png"), browser.screenshot().await.unwrap()).unwrap();
+    // With the list across the window, no app or VM name is cut, and the star column is
+    // no wider than its header.
+    let cut = "return Array.from(document.querySelectorAll('#vms td.app, #vms td.ident')).filter(td => td.scrollWidth > td.clientWidth).map(td => td.textContent)";
+    assert_eq!(browser.run(cut, json!([])).await.unwrap(), json!([]));
+    let star = "const th = document.querySelector('#vms th[data-key=current]'); return th.getBoundingClientRect().width";
+    let star_width = browser.run(star, json!([])).await.unwrap().as_f64().unwrap_or(f64::MAX);
+    assert!(star_width < 50.0, "the star column is {star_width} px wide");
     eprintln!("screenshot: {}", screenshot_path("web-monitor-1280.png").display());
     vm_columns_fit(&browser, LAPTOP.0).await;
     drop(browser);
