@@ -523,7 +523,7 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__serve)
-            opts="-v -q -h -V --vm --scan --no-scan --no-proc --proc --proc-match --other-users --ssh --ssh-config --ssh-interval --ssh-keepalive --adb --no-adb --scan-interval --listen --allow-remote --allow --base-port --current-port --select --ddm --max-debuggers --stall-timeout --spin-us --cpu-pin --no-cpu-pin --web --no-web --capture --capture-format --capture-max-bytes --capture-snaplen --verbose --quiet --log-format --control --config --help --version"
+            opts="-v -q -h -V --vm --scan --scan-interval --no-scan --no-proc --proc --proc-match --other-users --adb --no-adb --ddm --ssh --ssh-config --ssh-interval --ssh-keepalive --listen --allow-remote --allow --base-port --current-port --select --max-debuggers --stall-timeout --capture --capture-format --capture-max-bytes --capture-snaplen --web --no-web --spin-us --cpu-pin --no-cpu-pin --verbose --quiet --log-format --control --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -537,8 +537,20 @@ _jdwpmux() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --scan-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --proc-match)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --adb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ddm)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 --ssh)
@@ -554,14 +566,6 @@ _jdwpmux() {
                     return 0
                     ;;
                 --ssh-keepalive)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --adb)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --scan-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -585,23 +589,11 @@ _jdwpmux() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --ddm)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
                 --max-debuggers)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --stall-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --spin-us)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --web)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -618,6 +610,14 @@ _jdwpmux() {
                     return 0
                     ;;
                 --capture-snaplen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --web)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spin-us)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -46,29 +46,29 @@ complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "man" -d 'Print the 
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l vm -d 'A VM\'s JDWP address, HOST:PORT (repeatable), e.g. one started with -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000. android:HOST:PORT says it is an Android VM (an `adb forward tcp:PORT jdwp:PID`): it gets DDM only, never a JDWP packet of the proxy\'s own, until a debugger attaches' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan -d 'Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or --scan is given: 127.0.0.1:8000-8040]' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan-interval -d 'Seconds between scans' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l proc-match -d 'Only JVMs found in /proc whose command line contains TEXT (repeatable: any of them)' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l adb -d 'Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when no --vm or --scan is given]' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ddm -d 'When to probe VMs with DDM: auto (Android VMs only), always, never' -r -f -a "auto\t'Only VMs that say they are Android (Dalvik/ART) or were reached through adb'
+always\t'Every VM. HotSpot may crash on a DDM packet: use with care'
+never\t'No DDM at all: a plain debugger proxy'"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh -d 'Find and serve the JVMs of another host through ssh, as `ssh DEST` would reach it (a name from ~/.ssh/config, or USER@HOST; repeatable). Keys, ssh-agent and known_hosts work as for any ssh; jdwpmux never prompts. Nothing is installed on the host and no JDWP port is opened on a network address' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-config -d 'The ssh config file for --ssh hosts (ssh -F) [default: ssh\'s own, ~/.ssh/config]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-interval -d 'Seconds between scans of each ssh host' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-keepalive -d 'Seconds of silence on an ssh link before ssh checks it (ServerAliveInterval; the link counts as lost after three unanswered checks)' -r
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l adb -d 'Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when no --vm or --scan is given]' -r
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan-interval -d 'Seconds between scans' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l listen -d 'Address the debugger ports listen on' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow -d 'Only peers in CIDR may connect to debugger ports (repeatable), like the JDWP agent\'s allow= option. Refused peers get one log line each' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l base-port -d 'First per-VM debugger port: VM k listens on BASE + k (0: ephemeral ports)' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l current-port -d 'Port that leads to the current VM (0: an ephemeral port)' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l select -d 'The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too)' -r
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ddm -d 'When to probe VMs with DDM: auto (Android VMs only), always, never' -r -f -a "auto\t'Only VMs that say they are Android (Dalvik/ART) or were reached through adb'
-always\t'Every VM. HotSpot may crash on a DDM packet: use with care'
-never\t'No DDM at all: a plain debugger proxy'"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l max-debuggers -d 'Debuggers that may attach to one VM at once (an IDE, jdb and a script, say); each sees its own events and suspensions. 1 refuses a second debugger, as a JDWP agent does. Past the limit a debugger is refused with a log line' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l stall-timeout -d 'Seconds a debugger may leave the VM\'s packets unread (or stop halfway through a large command) before it is cut off with a log line; meanwhile it holds up its VM\'s other debuggers. 1 to 600' -r
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l spin-us -d 'Microseconds the daemon keeps polling for an answer after it wrote to a VM or a debugger, before it sleeps (0 to 1000; 0: sleep at once). Measured on a 2-CPU virtual machine, 50 brings a HotSpot round trip near a direct connection\'s, at about 1.4 times the daemon\'s CPU per round trip. Spins only while packets flow' -r
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l web -d 'Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API on ADDR [default without ADDR: 127.0.0.1:8699]. The log prints the address to open, with a token; a non-loopback ADDR needs --allow-remote' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture -d 'Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture-format -d 'Capture format, when the file name does not say: pcapng or jsonl' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture-max-bytes -d 'Stop capturing (with one log line) before the file would exceed this many bytes' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l capture-snaplen -d 'Bytes kept of each packet in the capture; the rest is counted, not stored' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l web -d 'Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API on ADDR [default without ADDR: 127.0.0.1:8699]. The log prints the address to open, with a token; a non-loopback ADDR needs --allow-remote' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l spin-us -d 'Microseconds the daemon keeps polling for an answer after it wrote to a VM or a debugger, before it sleeps (0 to 1000; 0: sleep at once). Measured on a 2-CPU virtual machine, 50 brings a HotSpot round trip near a direct connection\'s, at about 1.4 times the daemon\'s CPU per round trip. Spins only while packets flow' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
@@ -79,9 +79,9 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l proc -d 'Find 
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l other-users -d 'Also take other users\' JVMs: those /proc shows running as another user than jdwpmux (its effective uid), ports of this machine a scan finds listening as another user, and on --ssh hosts JVMs of other users than the ssh login. By default they are left alone, by a root daemon too, so that their owners\' own debuggers can attach (a HotSpot agent takes one debugger at a time). A --vm address is always connected to'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-adb -d 'Do not use an adb server'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow-remote -d 'Allow a non-loopback --listen address (an open JDWP port is remote code execution)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-web -d 'Do not serve the monitor page (when the config file turns it on)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l cpu-pin -d 'Keep the daemon\'s thread on the CPU it runs on while it relays requests one at a time, unless something else keeps that CPU busy (then it moves, and tries again after a back-off). On a 2-CPU virtual machine that cut the daemon\'s CPU per HotSpot round trip by about a fifth, and its latency too. Off by default: a background process that sets its own CPU affinity is a surprise on a machine shared with other work'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-cpu-pin -d 'No CPU pinning: the default now, kept so that command lines that said it still run'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-web -d 'Do not serve the monitor page (when the config file turns it on)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s q -l quiet -d 'Only warnings and errors'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'

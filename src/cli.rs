@@ -17,23 +17,39 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
     /// More log output (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(help_heading = LOGGING)]
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// Only warnings and errors.
+    #[arg(help_heading = LOGGING)]
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
     /// Log line format.
+    #[arg(help_heading = LOGGING)]
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
     /// The daemon's control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock,
     /// else /tmp/jdwpmux-UID/control.sock].
+    #[arg(help_heading = LOGGING)]
     #[arg(long, value_name = "PATH", env = "JDWPMUX_CONTROL", global = true)]
     pub control: Option<PathBuf>,
     /// A TOML config file with `serve` settings, keys named like the long flags [default:
     /// $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present].
+    #[arg(help_heading = LOGGING)]
     #[arg(long, value_name = "FILE", env = "JDWPMUX_CONFIG", global = true)]
     pub config: Option<PathBuf>,
 }
+
+/// The groups of options in `--help` and in the man page, in the order they are shown.
+pub const FINDING_VMS: &str = "Finding VMs";
+pub const OTHER_MACHINES: &str = "VMs on other machines";
+pub const PORTS: &str = "Ports";
+pub const SHARING: &str = "Several debuggers on one VM";
+pub const CAPTURES: &str = "Captures";
+pub const PAGE: &str = "Monitor page";
+pub const RELAYING: &str = "Relaying";
+pub const LOGGING: &str = "Logging, control socket, config file";
+pub const HEADINGS: &[&str] = &[FINDING_VMS, OTHER_MACHINES, PORTS, SHARING, CAPTURES, PAGE, RELAYING, LOGGING];
 
 /// Shown after `--help`, and the source of the man page's extra sections.
 pub const AFTER_HELP: &str = "\
@@ -89,7 +105,7 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct SelectArgs {
-    /// pid, app name (exact or unique prefix), VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too); HOST:PID or HOST:APP picks among an ssh host's VMs (HOST `local`: this machine's).
+    /// pid, app name (exact, its class name without the package such as Billing, or a unique prefix), VM HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too); HOST:PID or HOST:APP picks among an ssh host's VMs (HOST `local`: this machine's).
     pub selector: String,
 }
 
@@ -99,24 +115,34 @@ pub struct ServeArgs {
     /// -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000.
     /// android:HOST:PORT says it is an Android VM (an `adb forward tcp:PORT jdwp:PID`):
     /// it gets DDM only, never a JDWP packet of the proxy's own, until a debugger attaches.
+    #[arg(help_heading = FINDING_VMS)]
     #[arg(long = "vm", value_name = "[android:]HOST:PORT")]
     pub vms: Vec<String>,
     /// Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or
     /// --scan is given: 127.0.0.1:8000-8040].
+    #[arg(help_heading = FINDING_VMS)]
     #[arg(long = "scan", value_name = "HOST:FIRST-LAST")]
     pub scans: Vec<crate::discovery::scan::ScanRange>,
+    /// Seconds between scans.
+    #[arg(help_heading = FINDING_VMS)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub scan_interval: f64,
     /// Do not look for VMs on this machine by themselves: neither the default port range nor
     /// /proc.
+    #[arg(help_heading = FINDING_VMS)]
     #[arg(long, conflicts_with = "scans")]
     pub no_scan: bool,
     /// Do not look for JVMs in /proc [on by default when no --vm, --scan or --adb is given:
     /// every local JVM with a listening JDWP agent, on any port, found by its process].
+    #[arg(help_heading = FINDING_VMS)]
     #[arg(long)]
     pub no_proc: bool,
     /// Find local JVMs in /proc even when --vm, --scan, --adb or --no-scan is given.
+    #[arg(help_heading = FINDING_VMS)]
     #[arg(long, conflicts_with = "no_proc")]
     pub proc: bool,
     /// Only JVMs found in /proc whose command line contains TEXT (repeatable: any of them).
+    #[arg(help_heading = FINDING_VMS)]
     #[arg(long, value_name = "TEXT")]
     pub proc_match: Vec<String>,
     /// Also take other users' JVMs: those /proc shows running as another user than jdwpmux
@@ -124,70 +150,111 @@ pub struct ServeArgs {
     /// and on --ssh hosts JVMs of other users than the ssh login. By default they are left
     /// alone, by a root daemon too, so that their owners' own debuggers can attach (a
     /// HotSpot agent takes one debugger at a time). A --vm address is always connected to.
+    #[arg(help_heading = FINDING_VMS)]
     #[arg(long)]
     pub other_users: bool,
+    /// Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when
+    /// no --vm or --scan is given].
+    #[arg(help_heading = FINDING_VMS)]
+    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = "127.0.0.1:5037")]
+    pub adb: Option<std::net::SocketAddr>,
+    /// Do not use an adb server.
+    #[arg(help_heading = FINDING_VMS)]
+    #[arg(long, conflicts_with = "adb")]
+    pub no_adb: bool,
+    /// When to probe VMs with DDM: auto (Android VMs only), always, never.
+    #[arg(help_heading = FINDING_VMS)]
+    #[arg(long, value_enum, default_value_t = DdmMode::Auto)]
+    pub ddm: DdmMode,
     /// Find and serve the JVMs of another host through ssh, as `ssh DEST` would reach it (a
     /// name from ~/.ssh/config, or USER@HOST; repeatable). Keys, ssh-agent and known_hosts
     /// work as for any ssh; jdwpmux never prompts. Nothing is installed on the host and no
     /// JDWP port is opened on a network address.
+    #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long = "ssh", value_name = "DEST")]
     pub ssh: Vec<crate::remote::Destination>,
     /// The ssh config file for --ssh hosts (ssh -F) [default: ssh's own, ~/.ssh/config].
+    #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long, value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
     /// Seconds between scans of each ssh host.
+    #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long, value_name = "SECONDS", default_value_t = crate::settings::DEFAULT_SSH_INTERVAL.as_secs_f64())]
     pub ssh_interval: f64,
     /// Seconds of silence on an ssh link before ssh checks it (ServerAliveInterval; the link
     /// counts as lost after three unanswered checks).
+    #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long, value_name = "SECONDS", default_value_t = crate::settings::DEFAULT_SSH_KEEPALIVE.as_secs())]
     pub ssh_keepalive: u64,
-    /// Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when
-    /// no --vm or --scan is given].
-    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = "127.0.0.1:5037")]
-    pub adb: Option<std::net::SocketAddr>,
-    /// Do not use an adb server.
-    #[arg(long, conflicts_with = "adb")]
-    pub no_adb: bool,
-    /// Seconds between scans.
-    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
-    pub scan_interval: f64,
     /// Address the debugger ports listen on.
+    #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", env = "JDWPMUX_LISTEN")]
     pub listen: IpAddr,
     /// Allow a non-loopback --listen address (an open JDWP port is remote code execution).
+    #[arg(help_heading = PORTS)]
     #[arg(long, env = "JDWPMUX_ALLOW_REMOTE")]
     pub allow_remote: bool,
     /// Only peers in CIDR may connect to debugger ports (repeatable), like the JDWP
     /// agent's allow= option. Refused peers get one log line each.
+    #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "CIDR")]
     pub allow: Vec<crate::listen::allow::Cidr>,
     /// First per-VM debugger port: VM k listens on BASE + k (0: ephemeral ports).
+    #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "PORT", default_value_t = DEFAULT_BASE_PORT, env = "JDWPMUX_BASE_PORT")]
     pub base_port: u16,
     /// Port that leads to the current VM (0: an ephemeral port).
+    #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "PORT", default_value_t = DEFAULT_CURRENT_PORT, env = "JDWPMUX_CURRENT_PORT")]
     pub current_port: u16,
     /// The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too).
+    #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "SELECTOR", env = "JDWPMUX_SELECT")]
     pub select: Option<String>,
-    /// When to probe VMs with DDM: auto (Android VMs only), always, never.
-    #[arg(long, value_enum, default_value_t = DdmMode::Auto)]
-    pub ddm: DdmMode,
     /// Debuggers that may attach to one VM at once (an IDE, jdb and a script, say); each
     /// sees its own events and suspensions. 1 refuses a second debugger, as a JDWP agent
     /// does. Past the limit a debugger is refused with a log line.
+    #[arg(help_heading = SHARING)]
     #[arg(long, value_name = "N", default_value_t = crate::settings::DEFAULT_MAX_DEBUGGERS)]
     pub max_debuggers: usize,
     /// Seconds a debugger may leave the VM's packets unread (or stop halfway through a large
     /// command) before it is cut off with a log line; meanwhile it holds up its VM's other
     /// debuggers. 1 to 600.
+    #[arg(help_heading = SHARING)]
     #[arg(long, value_name = "SECONDS", default_value_t = crate::settings::DEFAULT_DEBUGGER_STALL_TIMEOUT.as_secs_f64())]
     pub stall_timeout: f64,
+    /// Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON
+    /// lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)
+    #[arg(help_heading = CAPTURES)]
+    #[arg(long, value_name = "FILE", env = "JDWPMUX_CAPTURE")]
+    pub capture: Option<PathBuf>,
+    /// Capture format, when the file name does not say: pcapng or jsonl.
+    #[arg(help_heading = CAPTURES)]
+    #[arg(long, value_name = "FORMAT")]
+    pub capture_format: Option<crate::capture::Format>,
+    /// Stop capturing (with one log line) before the file would exceed this many bytes.
+    #[arg(help_heading = CAPTURES)]
+    #[arg(long, value_name = "BYTES")]
+    pub capture_max_bytes: Option<u64>,
+    /// Bytes kept of each packet in the capture; the rest is counted, not stored.
+    #[arg(help_heading = CAPTURES)]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::capture::DEFAULT_SNAPLEN)]
+    pub capture_snaplen: usize,
+    /// Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API
+    /// on ADDR [default without ADDR: 127.0.0.1:8699]. The log prints the address to open,
+    /// with a token; a non-loopback ADDR needs --allow-remote.
+    #[arg(help_heading = PAGE)]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_WEB)]
+    pub web: Option<std::net::SocketAddr>,
+    /// Do not serve the monitor page (when the config file turns it on).
+    #[arg(help_heading = PAGE)]
+    #[arg(long, conflicts_with = "web")]
+    pub no_web: bool,
     /// Microseconds the daemon keeps polling for an answer after it wrote to a VM or a
     /// debugger, before it sleeps (0 to 1000; 0: sleep at once). Measured on a 2-CPU virtual
     /// machine, 50 brings a HotSpot round trip near a direct connection's, at about 1.4
     /// times the daemon's CPU per round trip. Spins only while packets flow.
+    #[arg(help_heading = RELAYING)]
     #[arg(long, value_name = "US", default_value_t = 0)]
     pub spin_us: u64,
     /// Keep the daemon's thread on the CPU it runs on while it relays requests one at a time,
@@ -195,32 +262,13 @@ pub struct ServeArgs {
     /// back-off). On a 2-CPU virtual machine that cut the daemon's CPU per HotSpot round trip
     /// by about a fifth, and its latency too. Off by default: a background process that sets
     /// its own CPU affinity is a surprise on a machine shared with other work.
+    #[arg(help_heading = RELAYING)]
     #[arg(long, overrides_with = "no_cpu_pin")]
     pub cpu_pin: bool,
     /// No CPU pinning: the default now, kept so that command lines that said it still run.
+    #[arg(help_heading = RELAYING)]
     #[arg(long, hide = true, overrides_with = "cpu_pin")]
     pub no_cpu_pin: bool,
-    /// Serve the live monitor page (VMs, debuggers, threads, heap, traffic) and its JSON API
-    /// on ADDR [default without ADDR: 127.0.0.1:8699]. The log prints the address to open,
-    /// with a token; a non-loopback ADDR needs --allow-remote.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_WEB)]
-    pub web: Option<std::net::SocketAddr>,
-    /// Do not serve the monitor page (when the config file turns it on).
-    #[arg(long, conflicts_with = "web")]
-    pub no_web: bool,
-    /// Capture every packet on every leg to FILE (.pcapng for Wireshark, .jsonl for JSON
-    /// lines). Read it with: tshark -r FILE -d tcp.port==8700,jdwp  (or jdwpmux decode FILE)
-    #[arg(long, value_name = "FILE", env = "JDWPMUX_CAPTURE")]
-    pub capture: Option<PathBuf>,
-    /// Capture format, when the file name does not say: pcapng or jsonl.
-    #[arg(long, value_name = "FORMAT")]
-    pub capture_format: Option<crate::capture::Format>,
-    /// Stop capturing (with one log line) before the file would exceed this many bytes.
-    #[arg(long, value_name = "BYTES")]
-    pub capture_max_bytes: Option<u64>,
-    /// Bytes kept of each packet in the capture; the rest is counted, not stored.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::capture::DEFAULT_SNAPLEN)]
-    pub capture_snaplen: usize,
 }
 
 impl ServeArgs {
@@ -311,3 +359,7 @@ pub struct DecodeArgs {
     #[arg(long, value_name = "OUT.json")]
     pub trace: Option<PathBuf>,
 }
+
+#[cfg(test)]
+#[path = "cli_tests.rs"]
+mod tests;

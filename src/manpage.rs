@@ -9,7 +9,7 @@ use crate::cli::Cli;
 
 /// Escapes text for roff: backslashes and leading dots/quotes, and '-' as a real hyphen.
 fn esc(s: &str) -> String {
-    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    let s = breakable(&s.replace('\\', "\\e").replace('-', "\\-"));
     if s.starts_with('.') || s.starts_with('\'') {
         format!("\\&{s}")
     } else {
@@ -17,41 +17,74 @@ fn esc(s: &str) -> String {
     }
 }
 
-/// One `.TP` entry per option of `cmd`.
+/// Words longer than this get places where troff may break them.
+const LONG_WORD: usize = 30;
+
+/// Lets troff break a long word (an -agentlib option, a path) after its commas and slashes:
+/// a word wider than a line cannot be broken, and man warns ("can't break line") on narrow
+/// terminals. `\:` is an invisible place to break.
+fn breakable(s: &str) -> String {
+    s.split(' ').map(|w| if w.len() > LONG_WORD { w.replace(',', ",\\:").replace('/', "/\\:") } else { w.to_string() }).collect::<Vec<_>>().join(" ")
+}
+
+/// One `.TP` entry per option of `cmd`, in the groups `--help` shows them in (their
+/// headings in the order of `cli::HEADINGS`; options of no group first).
 fn options(out: &mut String, cmd: &clap::Command) {
-    for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
-        let name = match (a.get_short(), a.get_long()) {
-            (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR, \\fB\\-\\-{}\\fR", esc(l)),
-            (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", esc(l)),
-            (Some(s), None) => format!("\\fB\\-{s}\\fR"),
-            (None, None) => format!("\\fI{}\\fR", esc(a.get_id().as_str()).to_uppercase()),
-        };
-        let value = match a.get_value_names() {
-            Some(v) if a.get_long().is_some() && a.get_action().takes_values() => {
-                format!(" \\fI{}\\fR", v.iter().map(|n| esc(n)).collect::<Vec<_>>().join(" "))
-            }
-            _ => String::new(),
-        };
-        let help = a.get_long_help().or(a.get_help()).map(|h| h.to_string()).unwrap_or_default();
-        let mut extra = Vec::new();
-        let defaults: Vec<String> = a.get_default_values().iter().map(|d| d.to_string_lossy().into_owned()).collect();
-        if !defaults.is_empty() && a.get_action().takes_values() {
-            extra.push(format!("default: {}", defaults.join(", ")));
+    let args: Vec<&clap::Arg> = cmd.get_arguments().filter(|a| !a.is_hide_set()).collect();
+    let mut headings: Vec<Option<&str>> = vec![None];
+    headings.extend(crate::cli::HEADINGS.iter().map(|h| Some(*h)));
+    for a in &args {
+        if !headings.contains(&a.get_help_heading()) {
+            headings.push(a.get_help_heading());
         }
-        if let Some(env) = a.get_env() {
-            extra.push(format!("env: {}", env.to_string_lossy()));
+    }
+    for heading in headings {
+        let group: Vec<&&clap::Arg> = args.iter().filter(|a| a.get_help_heading() == heading).collect();
+        if group.is_empty() {
+            continue;
         }
-        let values: Vec<String> = a.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| v.get_name().to_string()).collect();
-        if !values.is_empty() && values.len() < 8 && a.get_action().takes_values() {
-            extra.push(format!("one of: {}", values.join(", ")));
+        if let Some(h) = heading {
+            let _ = writeln!(out, ".PP\n\\fB{}:\\fR", esc(h));
         }
-        let extra = if extra.is_empty() { String::new() } else { format!(" [{}]", extra.join("; ")) };
-        let _ = writeln!(out, ".TP\n{name}{value}\n{}{}", esc(&help.replace('\n', " ")), esc(&extra));
+        for a in group {
+            entry(out, a);
+        }
     }
 }
 
+/// One option: its flags and value, its help, its default, environment variable and values.
+fn entry(out: &mut String, a: &clap::Arg) {
+    let name = match (a.get_short(), a.get_long()) {
+        (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR, \\fB\\-\\-{}\\fR", esc(l)),
+        (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", esc(l)),
+        (Some(s), None) => format!("\\fB\\-{s}\\fR"),
+        (None, None) => format!("\\fI{}\\fR", esc(a.get_id().as_str()).to_uppercase()),
+    };
+    let value = match a.get_value_names() {
+        Some(v) if a.get_long().is_some() && a.get_action().takes_values() => {
+            format!(" \\fI{}\\fR", v.iter().map(|n| esc(n)).collect::<Vec<_>>().join(" "))
+        }
+        _ => String::new(),
+    };
+    let help = a.get_long_help().or(a.get_help()).map(|h| h.to_string()).unwrap_or_default();
+    let mut extra = Vec::new();
+    let defaults: Vec<String> = a.get_default_values().iter().map(|d| d.to_string_lossy().into_owned()).collect();
+    if !defaults.is_empty() && a.get_action().takes_values() {
+        extra.push(format!("default: {}", defaults.join(", ")));
+    }
+    if let Some(env) = a.get_env() {
+        extra.push(format!("env: {}", env.to_string_lossy()));
+    }
+    let values: Vec<String> = a.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| v.get_name().to_string()).collect();
+    if !values.is_empty() && values.len() < 8 && a.get_action().takes_values() {
+        extra.push(format!("one of: {}", values.join(", ")));
+    }
+    let extra = if extra.is_empty() { String::new() } else { format!(" [{}]", extra.join("; ")) };
+    let _ = writeln!(out, ".TP\n{name}{value}\n{}{}", esc(&help.replace('\n', " ")), esc(&extra));
+}
+
 const EXTRA: &[(&str, &str)] = &[
-    ("PORTS", "Port 8700 (\\-\\-current\\-port) leads to the current VM: the one chosen with \\-\\-select at start or jdwpmux select later, else the first VM. VM k, in order of appearance, has its own port 8600+k (\\-\\-base\\-port), stable for the daemon's lifetime; a discovered VM keeps its port while it is away. Port 0 asks for ephemeral ports; each bound port is logged as one line: listening on ADDR for ..."),
+    ("PORTS", "Port 8700 (\\-\\-current\\-port) leads to the current VM: the one chosen with \\-\\-select at start or jdwpmux select later, else the most recently started JVM on this machine (by its process's start; VMs whose start is not known, behind adb or on other hosts, come after, the first found first), so that a debugger attached right after starting an app reaches that app; the log says in one line which VM it is whenever that changes. VM k, in order of appearance, has its own port 8600+k (\\-\\-base\\-port), stable for the daemon's lifetime; a discovered VM keeps its port while it is away. Port 0 asks for ephemeral ports; each bound port is logged as one line: listening on ADDR for ..."),
     ("SEVERAL DEBUGGERS", "Up to \\-\\-max\\-debuggers (8) debuggers may attach to one VM at once, through its own port or the current port. Each keeps its own request ids and gets only the events of its own requests (VM_START and VM_DEATH go to all); its Resume releases only the suspensions it holds, so one debugger never releases another's breakpoint stop. A debugger that leaves (quits, crashes, or sends VirtualMachine.Dispose) leaves alone: its requests, suspensions and pins are undone and the others carry on. ThreadReference.Status and SuspendCount report the VM's truth, other debuggers' suspensions included. jdwpmux list shows every debugger of a VM."),
     ("FINDING VMS", "With no \\-\\-vm, \\-\\-scan or \\-\\-adb, serve finds this machine's VMs by itself: every JVM whose command line (or JAVA_TOOL_OPTIONS / JDK_JAVA_OPTIONS) has a listening JDWP agent, on any port, read from /proc without connecting to anything (\\-\\-proc turns this on beside other sources, \\-\\-no\\-proc off, \\-\\-proc\\-match TEXT keeps only JVMs whose command line holds TEXT); the ports 127.0.0.1:8000\\-8040, probed politely, for what /proc cannot show (another user's JVM when not root); and an adb server's devices. \\-\\-no\\-scan turns off both local searches. A JVM whose agent picked its own port (address=0) is followed to its new port after each debugger. A JVM in a container (another network namespace) whose agent listens on all addresses is reached at the container's own address; one that listens on the container's loopback is listed as unreachable, with what to do."),
     ("VMS ON OTHER MACHINES", "serve \\-\\-ssh DEST (repeatable; DEST as for ssh: a name from ~/.ssh/config or USER@HOST) serves the JVMs of other hosts exactly like local ones: jdwpmux list shows them under their HOST, each with a local debugger port of its own that it keeps across reconnects and restarts (keyed by host and main class), and jdwpmux select HOST:PID or HOST:APP makes one current. The system's OpenSSH client is used, so keys, ssh\\-agent, hardware keys, ~/.ssh/config (Host, User, Port, IdentityFile, ProxyJump) and known_hosts work as for git; \\-\\-ssh\\-config FILE names another config. One master connection per host (ssh \\-M, its control socket in a private folder beside the control socket) runs a plain POSIX sh that reads /proc every \\-\\-ssh\\-interval seconds; each VM is reached through a forward of that master from a Unix socket in the same folder to where its agent listens on the host: nothing is installed on the host, no process runs per VM, and no TCP port is opened. ssh runs with BatchMode=yes (it never prompts: a key with a passphrase needs ssh\\-agent) and checks host keys as the user's config says (a changed key is refused, in ssh's words). A lost link (\\-\\-ssh\\-keepalive) shows the host's VMs as unreachable with a note, closes their debuggers, and is made again after 1 s, doubling to 30 s; a refused login or host key is tried again every 5 minutes. An adb server on a host's loopback brings its devices' VMs."),
@@ -69,6 +102,10 @@ pub fn render() -> String {
     let mut out = String::new();
     let version = cmd.get_version().unwrap_or("");
     let _ = writeln!(out, ".TH JDWPMUX 1 \"\" \"jdwpmux {version}\" \"User Commands\"");
+    // Ragged right, no hyphenation: a line holding only part of a long word (an -agentlib
+    // option, a path) has no space to stretch, and justifying it made man warn ("cannot
+    // adjust line") at some widths; words break at the places `breakable` marks instead.
+    let _ = writeln!(out, ".ad l\n.nh");
     let _ = writeln!(out, ".SH NAME\njdwpmux \\- {}", esc(&cmd.get_about().map(|a| a.to_string()).unwrap_or_default()));
     let _ = writeln!(out, ".SH SYNOPSIS\n\\fBjdwpmux\\fR [\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]");
     let long = cmd.get_long_about().map(|a| a.to_string()).unwrap_or_default();
@@ -82,7 +119,7 @@ pub fn render() -> String {
         options(&mut out, sub);
     }
     for (title, body) in EXTRA {
-        let body = body.replace(" .br\n", "\n.br\n");
+        let body = breakable(&body.replace(" .br\n", "\n.br\n"));
         let _ = writeln!(out, ".SH \"{title}\"\n{body}");
     }
     out
@@ -143,6 +180,56 @@ mod tests {
 
     /// The README's shell lines that run jdwpmux parse as its command line, its TOML blocks
     /// as a config file, and the files it links to exist: what it shows works.
+    #[test]
+    fn serve_options_are_in_the_groups_of_serve_help() {
+        let page = render();
+        let serve = &page[page.find(".SS \"jdwpmux serve\"").expect("serve's section")..];
+        let serve = &serve[..serve[4..].find(".SS ").map_or(serve.len(), |i| i + 4)];
+        // The groups in the order --help shows them, each label once.
+        let labels: Vec<usize> = crate::cli::HEADINGS[..crate::cli::HEADINGS.len() - 1]
+            .iter()
+            .map(|h| {
+                let label = format!("\\fB{}:\\fR", esc(h));
+                assert_eq!(serve.matches(&label).count(), 1, "{label} in {serve}");
+                serve.find(&label).unwrap_or_default()
+            })
+            .collect();
+        assert!(labels.windows(2).all(|w| w[0] < w[1]), "{labels:?}");
+        let cmd = Cli::command();
+        let sub = cmd.find_subcommand("serve").expect("serve");
+        for a in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+            let (Some(long), Some(heading)) = (a.get_long(), a.get_help_heading()) else { panic!("{:?} has no group", a.get_id()) };
+            let at = serve.find(&format!(".TP\n\\fB\\-\\-{}\\fR", esc(long))).unwrap_or_else(|| panic!("--{long}"));
+            let group = crate::cli::HEADINGS.iter().position(|h| *h == heading).expect("a known group");
+            assert!(at > labels[group] && labels.get(group + 1).is_none_or(|next| at < *next), "--{long} under {heading}");
+        }
+    }
+
+    /// What `MANWIDTH=90 man jdwpmux` warned of: a justified line holding only part of a
+    /// long word ("cannot adjust line"), or a word wider than a narrow terminal ("can't break
+    /// line"). The page is ragged right, and no word runs longer than `MAX_RUN` columns
+    /// without a place to break (.ci/package also runs man at several widths).
+    #[test]
+    fn the_page_is_ragged_right_and_long_words_can_break() {
+        const MAX_RUN: usize = 40;
+        let page = render();
+        assert!(page.lines().nth(1) == Some(".ad l") && page.lines().nth(2) == Some(".nh"), "{}", &page[..200]);
+        let mut fill = true;
+        for line in page.lines() {
+            match line {
+                ".nf" => fill = false,
+                ".fi" => fill = true,
+                l if l.starts_with('.') || !fill => {}
+                l => {
+                    let text = l.replace("\\fB", "").replace("\\fR", "").replace("\\fI", "").replace("\\-", "-").replace("\\&", "");
+                    for run in text.split_whitespace().flat_map(|w| w.split("\\:")) {
+                        assert!(run.chars().count() <= MAX_RUN, "{run:?} cannot break, in: {l}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_readme_shows_only_what_works() {
         use clap::CommandFactory;

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
+use tracing::info;
 
 use crate::session::{VmHandle, VmStatus};
 
@@ -56,6 +57,9 @@ pub struct VmEntry {
     pub note: Option<String>,
     /// What its discovery read of its process (a JVM found in /proc, here or on a host).
     pub process: Option<ProcessInfo>,
+    /// When its process started on this machine (clock ticks since boot, from
+    /// /proc/PID/stat), when that is known: the newest is the current VM by default.
+    pub started: Option<u64>,
 }
 
 /// What a discovery read of a VM's process.
@@ -141,8 +145,10 @@ pub struct Registry {
     vms: DashMap<VmId, VmEntry>,
     by_key: DashMap<String, VmId>,
     next_id: AtomicU32,
-    /// The user's selector; None means "the first VM".
+    /// The user's selector; None means "the newest VM" (`newest`).
     selection: Mutex<Option<String>>,
+    /// The current VM last announced in the log while nothing was selected.
+    announced: Mutex<Option<VmId>>,
 }
 
 impl Registry {
@@ -152,7 +158,7 @@ impl Registry {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let wanted_port = if base_port == 0 { 0 } else { self.free_port(base_port) };
         self.by_key.insert(key.clone(), id);
-        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle, host: None, held: false, note: None, process: None });
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle, host: None, held: false, note: None, process: None, started: None });
         (id, wanted_port)
     }
 
@@ -160,7 +166,7 @@ impl Registry {
     pub fn add_unbound(&self, key: String, name: String, addr: SocketAddr, source: Source, handle: VmHandle) -> VmId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.by_key.insert(key.clone(), id);
-        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port: 0, port: None, handle, host: None, held: false, note: None, process: None });
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port: 0, port: None, handle, host: None, held: false, note: None, process: None, started: None });
         id
     }
 
@@ -205,6 +211,13 @@ impl Registry {
         }
     }
 
+    /// When the VM's process started on this machine (`VmEntry::started`).
+    pub fn set_started(&self, id: VmId, started: Option<u64>) {
+        if let Some(mut e) = self.vms.get_mut(&id) {
+            e.started = started;
+        }
+    }
+
     /// Renames a VM (its address on its host changed).
     pub fn rename(&self, id: VmId, name: String) {
         if let Some(mut e) = self.vms.get_mut(&id) {
@@ -245,13 +258,32 @@ impl Registry {
         }
     }
 
-    /// The current VM: the selected one, or the first one when nothing was selected.
+    /// The current VM: the selected one, or the newest when nothing was selected.
     pub fn current(&self) -> Option<VmEntry> {
         let selector = self.selection.lock().ok().and_then(|s| s.clone());
         match selector {
             Some(sel) => self.resolve(&sel).ok().and_then(|id| self.get(id)),
-            None => self.entries().into_iter().next(),
+            None => newest(self.entries()),
         }
+    }
+
+    /// Says in one line which VM the current-VM port leads to, when nothing was selected and
+    /// that changed since it was last said: called once the discoveries have taken in what
+    /// they found, so that a round finding several JVMs says it once.
+    pub fn announce_current(&self) {
+        if self.selection.lock().map_or(true, |s| s.is_some()) {
+            return;
+        }
+        let current = self.current();
+        let Ok(mut announced) = self.announced.lock() else { return };
+        if current.as_ref().map(|e| e.id) == *announced {
+            return;
+        }
+        *announced = current.as_ref().map(|e| e.id);
+        drop(announced);
+        let Some(e) = current else { return };
+        let why = if e.started.is_some() { "the most recently started JVM" } else { "the first VM found" };
+        info!("the current VM is {}: {why} (`jdwpmux select` picks another)", describe(&e, &e.handle.status()));
     }
 
     pub fn list(&self) -> Vec<VmInfo> {
@@ -278,7 +310,8 @@ impl Registry {
     }
 
     /// Finds the one VM a selector names: `:PORT` (debugger port), `HOST:PORT` (VM address),
-    /// a pid (else a bare debugger port), or an app name (exact, then unique prefix); any of
+    /// a pid (else a bare debugger port), or an app name (exact, then the class name without
+    /// its package, then unique prefix); any of
     /// them after `HOST:` (an ssh host, or `local`) looks at that host's VMs only.
     pub fn resolve(&self, selector: &str) -> Result<VmId, SelectError> {
         let entries = self.entries();
@@ -335,6 +368,11 @@ impl Registry {
             if let Some(r) = pick(exact) {
                 return r;
             }
+            // `Billing` for `com.example.Billing`: the class name people say.
+            let simple: Vec<_> = rows.iter().filter(|(_, s)| s.app.as_deref().is_some_and(|a| simple_name(a) == selector)).collect();
+            if let Some(r) = pick(simple) {
+                return r;
+            }
             let prefix: Vec<_> =
                 rows.iter().filter(|(_, s)| s.app.as_deref().is_some_and(|a| a.starts_with(selector))).collect();
             if let Some(r) = pick(prefix) {
@@ -346,6 +384,23 @@ impl Registry {
             candidates: rows.iter().map(|(e, s)| describe(e, s)).collect(),
         })
     }
+}
+
+/// A main class's name without its package (`Billing` of `com.example.Billing`); an app
+/// name of an Android process (`com.example.app`) gives its last part too.
+fn simple_name(app: &str) -> &str {
+    app.rsplit('.').next().unwrap_or(app)
+}
+
+/// The VM the current-VM port leads to when nothing was selected: the one whose process
+/// started last, among those whose start is known (a JVM on this machine; of two started in
+/// the same clock tick, the one found later); when none is known (VMs behind adb, on other
+/// hosts), the first one found.
+fn newest(entries: Vec<VmEntry>) -> Option<VmEntry> {
+    entries.into_iter().max_by_key(|e| match e.started {
+        Some(t) => (true, t, e.id),
+        None => (false, 0, VmId::MAX - e.id),
+    })
 }
 
 fn describe(e: &VmEntry, s: &VmStatus) -> String {
@@ -364,3 +419,7 @@ fn describe(e: &VmEntry, s: &VmStatus) -> String {
     }
     d
 }
+
+#[cfg(test)]
+#[path = "registry_tests.rs"]
+mod tests;

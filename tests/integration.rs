@@ -86,3 +86,7 @@ mod proc_serve;
 mod proc_users;
 #[path = "integration/remote_users.rs"]
 mod remote_users;
+#[path = "integration/newest.rs"]
+mod newest;
+#[path = "integration/quiet.rs"]
+mod quiet;

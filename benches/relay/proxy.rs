@@ -311,6 +311,11 @@ mod tests {
                 Some(Listen::Vm { port: 33305, vm: "127.0.0.1:1".into() }),
             ),
             ("INFO listening on [::1]:7 for vm [::1]:8", Some(Listen::Vm { port: 7, vm: "[::1]:8".into() })),
+            // Who the VM is and how it was found follow its name.
+            (
+                "INFO jdwpmux::listen: listening on 127.0.0.1:33305 for vm 127.0.0.1:1 (Billing pid 42, named with --vm) port=33305",
+                Some(Listen::Vm { port: 33305, vm: "127.0.0.1:1".into() }),
+            ),
             ("WARN VM not reachable; retrying", None),
             ("listening on 127.0.0.1:x for the current VM", None),
         ];

@@ -135,4 +135,5 @@ pub(super) async fn list_when_named(
     if let Some(h) = host {
         reg.set_host(id, Some(h.label));
     }
+    reg.announce_current();
 }

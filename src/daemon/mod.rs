@@ -23,6 +23,7 @@ mod followed;
 mod proc_vms;
 mod remote_vms;
 mod scanned;
+mod started;
 
 /// How often a debugger port that could not be bound is tried again.
 pub const BIND_RETRY: Duration = Duration::from_secs(5);
@@ -33,6 +34,8 @@ pub enum RunError {
     Settings(#[from] settings::SettingsError),
     #[error("cannot listen on {addr}: {error} (is another jdwpmux or a VM using the port? pick another with --current-port / --base-port)")]
     Bind { addr: SocketAddr, error: std::io::Error },
+    #[error("another jdwpmux serve runs with these settings: it holds {addr} and answers on {} (use it: jdwpmux list; or stop it first)", control.display())]
+    AlreadyRunning { addr: SocketAddr, control: std::path::PathBuf },
     #[error(transparent)]
     Control(#[from] control::server::ControlError),
     #[error(transparent)]
@@ -157,7 +160,7 @@ impl Spawner {
             let addr = SocketAddr::new(listen_ip, port);
             let mut warned = false;
             loop {
-                match listen::bind(addr, &format!("vm {name}")).await {
+                match listen::bind(addr, &format!("vm {name}{}", found_as(&registry, id))).await {
                     Ok(l) => {
                         if let Ok(local) = l.local_addr() {
                             registry.set_port(id, local.port());
@@ -181,6 +184,24 @@ impl Spawner {
         });
         id
     }
+}
+
+/// What the one line saying a VM's debugger port adds to its name: who it is, when that is
+/// known, and how it was found (` (Billing pid 4242, found by its process)`).
+fn found_as(registry: &Registry, id: VmId) -> String {
+    let Some(e) = registry.get(id) else { return String::new() };
+    let status = e.handle.status();
+    let how = match (e.source, &e.host) {
+        (Source::Cli, _) => "named with --vm".to_string(),
+        (Source::Scan, _) => "found by the port scan".to_string(),
+        (Source::Adb, None) => "found through adb".to_string(),
+        (Source::Adb, Some(h)) => format!("found through adb on {h}"),
+        (Source::Proc, _) => "found by its process".to_string(),
+        (Source::Ssh, Some(h)) => format!("found on {h}"),
+        (Source::Ssh, None) => "found through ssh".to_string(),
+    };
+    let who: Vec<String> = status.app.into_iter().chain(status.pid.map(|p| format!("pid {p}"))).collect();
+    if who.is_empty() { format!(" ({how})") } else { format!(" ({}, {how})", who.join(" ")) }
 }
 
 /// Starts the daemon: VM sessions, their debugger ports, the current-VM port, discovery.
@@ -223,9 +244,19 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     };
     // Bound after the capture opened: never announce a port that will not be served.
     let current_addr = SocketAddr::new(settings.listen, settings.current_port);
-    let current = listen::bind(current_addr, "the current VM")
-        .await
-        .map_err(|error| RunError::Bind { addr: current_addr, error })?;
+    let current = match listen::bind(current_addr, "the current VM").await {
+        Ok(l) => l,
+        // Started twice the same way: the port is taken by the daemon already running, which
+        // is what to say (not to pick other ports).
+        Err(error) => {
+            return Err(match &settings.control {
+                Some(control) if error.kind() == std::io::ErrorKind::AddrInUse && daemon_answers(control).await => {
+                    RunError::AlreadyRunning { addr: current_addr, control: control.clone() }
+                }
+                _ => RunError::Bind { addr: current_addr, error },
+            })
+        }
+    };
     let current_addr = current.local_addr().unwrap_or(current_addr);
     if let Some(path) = &settings.control {
         control::server::start(path, registry.clone(), cancel.clone(), &tracker).await?;
@@ -267,7 +298,13 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() && !settings.proc_scan && settings.ssh.is_empty() {
         info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST, --adb, --proc or --ssh HOST");
     }
+    registry.announce_current();
     Ok(Daemon { registry, current_addr, web, capture, cancel, tracker, ssh_dir })
+}
+
+/// Whether a daemon answers on the control socket at `path` (only its owner can connect).
+async fn daemon_answers(path: &std::path::Path) -> bool {
+    matches!(tokio::time::timeout(Duration::from_secs(2), tokio::net::UnixStream::connect(path)).await, Ok(Ok(_)))
 }
 
 /// Starts following every --ssh host; their sockets go in a private folder of their own.

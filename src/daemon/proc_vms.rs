@@ -191,14 +191,19 @@ impl ProcFollower {
                 }
                 Some(Live::Unreachable(_)) => {}
                 None => {
-                    // A VM named with --vm or found by the port scan is theirs already.
-                    if d.unreachable.is_none() && self.spawner.registry.by_key(&d.key).is_some_and(|e| e.source != Source::Proc) {
-                        continue;
+                    // A VM named with --vm or found by the port scan is theirs already; the
+                    // process says when it started.
+                    if d.unreachable.is_none() {
+                        if let Some(e) = self.spawner.registry.by_key(&d.key).filter(|e| e.source != Source::Proc) {
+                            self.spawner.registry.set_started(e.id, super::started::of_pid(f.pid));
+                            continue;
+                        }
                     }
                     let s = Sighting { key: d.key.clone(), name: d.name.clone(), addr: d.addr, source: Source::Proc, host: None, located };
                     let live = match &d.unreachable {
                         None => {
-                            info!(pid = f.pid, app = %f.name(), addr = %d.addr, "found a JVM by its process");
+                            // Said at INFO by the line naming its debugger port.
+                            debug!(pid = f.pid, app = %f.name(), addr = %d.addr, "found a JVM by its process");
                             let followed = self.spawner.follow(s);
                             self.spawner.registry.set_held(followed.id, true, note(busy.as_deref(), &d));
                             self.spawner.registry.set_process(followed.id, super::followed::process_info(f, scanner));
@@ -211,10 +216,15 @@ impl ProcFollower {
                             Live::Unreachable(id)
                         }
                     };
+                    // One that cannot be reached is never the newest: 8700 would lead nowhere.
+                    if let Live::Session(followed) = &live {
+                        self.spawner.registry.set_started(followed.id, super::started::of_pid(f.pid));
+                    }
                     self.live.insert(slot, live);
                 }
             }
         }
+        self.spawner.registry.announce_current();
     }
 
 }

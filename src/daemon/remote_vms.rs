@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{debug, info};
 
 use super::followed::{Followed, Sighting};
 use super::Spawner;
@@ -118,7 +118,8 @@ impl HostFollower {
                 }
                 (Some(Live::Unreachable(_)), _) => {}
                 (None, Some(addr)) => {
-                    info!(host = %self.label, pid = f.pid, app = %f.name(), %addr, "found a JVM on {}", self.label);
+                    // Said at INFO by the line naming its debugger port.
+                    debug!(host = %self.label, pid = f.pid, app = %f.name(), %addr, "found a JVM on {}", self.label);
                     let s = Sighting { key: vm.key.clone(), name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
                     let followed = self.spawner.follow(s);
                     self.spawner.registry.set_held(followed.id, true, note);
@@ -136,6 +137,7 @@ impl HostFollower {
                 }
             }
         }
+        self.spawner.registry.announce_current();
     }
 
     /// Follows the host's adb server while one listens on its loopback (and its link is up).

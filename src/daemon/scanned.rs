@@ -29,9 +29,11 @@ pub(super) fn start(spawner: &Spawner) {
         match android {
             None => {
                 sp.add(addr.to_string(), addr, Source::Scan, false, conn);
+                sp.registry.announce_current();
             }
             Some(AndroidVia::Version(_)) => {
                 sp.add(addr.to_string(), addr, Source::Scan, true, conn);
+                sp.registry.announce_current();
             }
             Some(AndroidVia::Forward(fwd)) => {
                 if let Ok(mut set) = forwarded.lock() {

@@ -78,7 +78,7 @@ pub async fn serve(
         _ = cancel.cancelled() => return,
     };
     match attached {
-        Ok(()) => info!(vm = %vm_name, "debugger connected"),
+        Ok(()) => debug!(vm = %vm_name, "debugger connected"),
         Err(e) => info!(vm = %vm_name, reason = %e, "closing: cannot attach the debugger"),
     }
 }

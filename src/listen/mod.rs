@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{info, Instrument};
+use tracing::{debug, info, Instrument};
 
 pub use debugger::Target;
 
@@ -46,7 +46,7 @@ pub fn spawn_accept(listener: TcpListener, target: Target, opts: ListenOptions, 
                     return;
                 }
                 let conn = crate::capture::tap::next_conn_id();
-                info!(%peer, conn, "debugger connection");
+                debug!(%peer, conn, "debugger connection");
                 let span = tracing::info_span!("debugger", conn, %peer);
                 tasks.spawn(
                     debugger::serve(sock, peer, conn, target.clone(), opts.handshake_timeout, opts.capture.clone(), cancel.clone())

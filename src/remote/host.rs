@@ -122,11 +122,8 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, cancel: Can
                 report.send_modify(|r| r.link = LinkState::Up);
                 let why = serve(&cfg, link, &mut names, &report, &cancel).await;
                 let Some(why) = why else { return };
-                let vms = match report.borrow().vms.len() {
-                    1 => "its VM is unreachable and its debuggers are closed".to_string(),
-                    n => format!("its {n} VMs are unreachable and their debuggers are closed"),
-                };
-                warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}: {vms}; reconnecting", cfg.label);
+                let names: Vec<String> = report.borrow().vms.iter().map(|v| v.found.name()).collect();
+                warn!(host = %cfg.label, reason = %why, "{}", link_lost(&cfg.label, &names));
                 report.send_modify(|r| {
                     r.link = LinkState::Down { reason: why, refused: false };
                     r.adb = None;
@@ -284,4 +281,30 @@ async fn adb_forward(cfg: &HostConfig, link: &Link, forwards: &mut HashMap<PathB
     let socket = cfg.adb_socket();
     let target = SocketAddr::from(([127, 0, 0, 1], ADB_PORT));
     ensure_forward(cfg, link, forwards, &socket, target).await.then_some(socket)
+}
+
+/// The one line a lost link is said in: its VMs' sessions say nothing more of it (they
+/// retry quietly while the link is down).
+fn link_lost(label: &str, vms: &[String]) -> String {
+    let what = match vms {
+        [] => String::new(),
+        [one] => format!(": its VM ({one}) is unreachable and its debuggers are closed"),
+        many => format!(": its {} VMs ({}) are unreachable and their debuggers are closed", many.len(), many.join(", ")),
+    };
+    format!("lost the ssh link to {label}{what}; reconnecting")
+}
+
+#[cfg(test)]
+mod link_lost_tests {
+    use super::link_lost;
+
+    #[test]
+    fn a_lost_link_is_one_line_naming_its_vms() {
+        assert_eq!(link_lost("far", &[]), "lost the ssh link to far; reconnecting");
+        assert_eq!(link_lost("far", &["Billing".into()]), "lost the ssh link to far: its VM (Billing) is unreachable and its debuggers are closed; reconnecting");
+        assert_eq!(
+            link_lost("far", &["Billing".into(), "pid 7".into()]),
+            "lost the ssh link to far: its 2 VMs (Billing, pid 7) are unreachable and their debuggers are closed; reconnecting"
+        );
+    }
 }

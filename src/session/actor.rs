@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn, Instrument};
+use tracing::{debug, warn, Instrument};
 
 use super::config::SessionConfig;
 use super::connect::{self, ConnectError, Connected};
@@ -140,7 +140,13 @@ pub fn spawn(
     tracker: &tokio_util::task::TaskTracker,
 ) -> VmHandle {
     let (tx, rx) = mpsc::channel(CONTROL_CHANNEL);
-    let (status, status_rx) = watch::channel(VmStatus::default());
+    // Who the VM is, as its discovery saw it, is shown from the start (not only once it is
+    // connected): the log line naming the current VM and `list` name the app at once.
+    let known = cfg.located.as_ref().map(|l| {
+        let l = l.borrow();
+        VmStatus { pid: l.pid, app: l.app.clone(), ..VmStatus::default() }
+    });
+    let (status, status_rx) = watch::channel(known.unwrap_or_default());
     let span = tracing::info_span!("vm", vm = %cfg.name);
     let session = Session {
         cfg,
@@ -214,7 +220,7 @@ impl Session {
                 Ok(c) => {
                     attempt = 0;
                     last_error = None;
-                    info!(addr = %self.cfg.addr, "connected to the VM");
+                    debug!(addr = %self.cfg.addr, "connected to the VM");
                     match self.run_connected(c).await {
                         Ended::Shutdown => {
                             self.set_state(VmState::Unreachable);
@@ -225,6 +231,13 @@ impl Session {
                             self.set_state(VmState::Reconnecting);
                             quiet_until = Some(Instant::now() + Duration::from_secs(2));
                             continue;
+                        }
+                        Ended::Lost(why) if self.ssh_host().is_some() => {
+                            // Through ssh: the host's link line or its discovery says why
+                            // (the link is down, the JVM is gone), once for all its VMs.
+                            debug!(reason = %why, "lost the VM connection; reconnecting");
+                            self.set_state(VmState::Reconnecting);
+                            quiet_until = None;
                         }
                         Ended::Lost(why) => {
                             warn!(reason = %why, "lost the VM connection; reconnecting");
@@ -256,6 +269,10 @@ impl Session {
                     };
                     if quiet_until.is_some_and(|t| Instant::now() < t) {
                         debug!(error = %text, "VM not back yet");
+                    } else if self.ssh_host().is_some() {
+                        // Its host's link line (a WARN once for all its VMs) or its discovery
+                        // says why: a link down makes every VM of the host unreachable at once.
+                        debug!(error = %text, "VM not reachable; retrying");
                     } else if last_error.as_deref() != Some(text.as_str()) {
                         warn!(error = %text, "VM not reachable; retrying");
                         last_error = Some(text);

@@ -17,7 +17,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::codec::Decoder;
-use tracing::{info, warn};
+use tracing::{debug, warn};
 
 use crate::capture::tap::Tap;
 use crate::capture::Direction;
@@ -226,7 +226,7 @@ impl DebuggerIo {
         if reason.contains("failed") || reason.starts_with("bad") {
             warn!(peer = %self.peer, reason, "debugger connection closed");
         } else {
-            info!(peer = %self.peer, reason, "debugger connection closed");
+            debug!(peer = %self.peer, reason, "debugger connection closed");
         }
         // What the proxy queued behind an unfinished packet is dropped with it: the debugger
         // could not read past the missing bytes anyway.

@@ -3,7 +3,7 @@
 //! debuggers carry on. When the last one leaves, the VM forgets debuggers altogether: DBGD
 //! and a full clean-up on a DDM-aware VM, a dropped and remade connection on any other.
 
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::actor::Session;
 use super::ids::Requester;
@@ -41,7 +41,7 @@ impl Session {
                 self.reset_requested = true;
             }
         } else if !requests.is_empty() || !release.is_empty() || !unpin.is_empty() {
-            info!(requests = requests.len(), releases = release.len(), pins = unpin.len(), "undoing what the debugger left");
+            debug!(requests = requests.len(), releases = release.len(), pins = unpin.len(), "undoing what the debugger left");
             for (kind, id) in requests {
                 self.clear_request(kind, id);
             }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use super::actor::Session;
 use super::handle::VmState;
@@ -127,7 +127,7 @@ impl Session {
         if !self.ready {
             self.ready = true;
             self.set_state(VmState::Ready);
-            info!(ddm = ?self.ddm_aware, "VM ready");
+            debug!(ddm = ?self.ddm_aware, "VM ready");
         }
         self.serve_waiting();
     }
@@ -159,7 +159,7 @@ impl Session {
                     self.set_ddm(true);
                     self.on_ddm_payload(p.data(), true, true);
                 } else {
-                    info!(error = h.error_code(), "HELO refused: not a DDM-aware VM");
+                    debug!(error = h.error_code(), "HELO refused: not a DDM-aware VM");
                     self.set_ddm(false);
                 }
                 self.become_ready();
@@ -234,7 +234,7 @@ impl Session {
         match VmVersion::parse(data) {
             Ok(v) => {
                 let first_line = v.description.lines().next().unwrap_or("");
-                info!(vm_name = %v.vm_name, vm_version = %v.vm_version, jdwp = %format!("{}.{}", v.jdwp_major, v.jdwp_minor),
+                debug!(vm_name = %v.vm_name, vm_version = %v.vm_version, jdwp = %format!("{}.{}", v.jdwp_major, v.jdwp_minor),
                       description = %first_line, "VM identified");
                 let android = v.is_android();
                 self.status.send_modify(|s| s.vm_ident = Some(v.ident()));
@@ -285,7 +285,7 @@ impl Session {
         } else {
             self.send_proxy(Purpose::Cleanup(CleanupStep::IdSizes), 1, 7, &[]);
         }
-        info!(requests, releases, "cleaning up after the last debugger");
+        debug!(requests, releases, "cleaning up after the last debugger");
     }
 
     fn on_cleanup_reply(&mut self, step: CleanupStep, ok: bool, data: &[u8]) {

@@ -8,6 +8,7 @@
 
 pub mod histogram;
 pub mod report;
+pub mod routine;
 pub mod table;
 
 pub use histogram::LatencyHistogram;

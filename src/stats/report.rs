@@ -58,6 +58,9 @@ pub struct CommandRow {
     pub bytes_in: u64,
     /// Replies with a non-zero error code.
     pub errors: u64,
+    /// Of those, routine answers ("there is none": `stats::routine`), not trouble.
+    #[serde(default)]
+    pub routine: u64,
     pub total_us: u64,
     pub p50_us: u64,
     pub p90_us: u64,

@@ -56,6 +56,8 @@ pub struct CommandStats {
     pub bytes_in: u64,
     /// Replies with a non-zero error code.
     pub errors: u64,
+    /// Of those, the routine answers (`routine`: "there is none").
+    pub routine: u64,
     pub latency: LatencyHistogram,
 }
 
@@ -66,6 +68,7 @@ impl CommandStats {
         self.replies += o.replies;
         self.bytes_in += o.bytes_in;
         self.errors += o.errors;
+        self.routine += o.routine;
         self.latency.merge(&o.latency);
     }
 }
@@ -227,6 +230,7 @@ impl TrafficStats {
         row.latency.record(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
         if error != 0 {
             row.errors += 1;
+            row.routine += u64::from(super::routine::is_routine(set, cmd, error));
             let key = if self.errors.len() >= MAX_ERROR_CODES && !self.errors.contains_key(&error) {
                 OTHER_ERROR
             } else {
@@ -336,6 +340,7 @@ fn command_row(set: u8, cmd: u8, c: &CommandStats) -> CommandRow {
         replies: c.replies,
         bytes_in: c.bytes_in,
         errors: c.errors,
+        routine: c.routine,
         total_us: h.sum_us(),
         p50_us: h.percentile(0.50),
         p90_us: h.percentile(0.90),
@@ -379,6 +384,8 @@ mod tests {
         assert!(v.p50_us >= 1_000 && v.p50_us <= 1_125, "{v:?}");
         assert_eq!(v.p99_us, 2_000);
         assert_eq!(d.commands[2].errors, 1);
+        // A class without its source file name: an answer, counted apart as routine.
+        assert_eq!((d.commands[2].routine, v.routine), (1, 0));
         assert_eq!(r.sources[1].source, "proxy");
         assert_eq!(r.errors.len(), 1);
         assert_eq!((r.errors[0].code, r.errors[0].name.as_str(), r.errors[0].count), (101, "ABSENT_INFORMATION", 1));

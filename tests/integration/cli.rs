@@ -133,6 +133,11 @@ impl Served {
         }
     }
 
+    /// Waits until every VM `list` shows (one at least) is ready.
+    pub async fn wait_ready(&self) -> Vec<serde_json::Value> {
+        self.list_until("the VMs ready", |r| !r.is_empty() && r.iter().all(|v| v["state"] == "ready")).await
+    }
+
     /// Runs `jdwpmux ARGS --control SOCKET`; returns (exit code, stdout, stderr).
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = Command::new(BIN).args(args).arg("--control").arg(&self.control).output().unwrap();
@@ -187,8 +192,9 @@ async fn list_and_select_through_the_binary() {
     assert!(out.contains("com.example.alpha") && out.contains("2222"), "{out}");
 
     let beta_port = rows[1]["debugger_port"].as_u64().unwrap().to_string();
-    // A bare number is a pid, else the debugger port as the PORT column shows it.
-    for sel in ["com.example.beta", "2222", &b.addr().to_string(), &format!(":{beta_port}"), &beta_port, "com.example.b"] {
+    // A bare number is a pid, else the debugger port as the PORT column shows it; an app's
+    // last name (`beta`, as `Billing` of `com.example.Billing`) names it too.
+    for sel in ["com.example.beta", "2222", &b.addr().to_string(), &format!(":{beta_port}"), &beta_port, "com.example.b", "beta"] {
         let (code, out, err) = served.run(&["select", sel]);
         assert_eq!(code, 0, "select {sel}: {err}");
         assert!(out.contains(&b.addr().to_string()), "{out}");
@@ -233,7 +239,7 @@ async fn list_shows_every_debugger_and_max_debuggers_refuses_with_a_log_line() {
     let vm = FakeVm::start(FakeVmConfig::default()).await;
     let served = Served::start(&["--vm", &vm.addr().to_string(), "--max-debuggers", "2"]);
     let current = port_of(&served.wait_log("for the current VM").await);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
     let mut a = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
     let mut b = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
     a.ok(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_NONE, 0, 0, 0, 0]).await.unwrap();

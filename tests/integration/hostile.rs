@@ -96,7 +96,7 @@ async fn slow_handshakes_by_the_thousand_neither_starve_others_nor_stay() {
     let served = Served::start(&["--vm", &vm.addr().to_string(), "--no-scan", "--no-adb"]);
     let vm_port = port_of(&served.wait_log(&format!("for vm {}", vm.addr())).await);
     let current = port_of(&served.wait_log("for the current VM").await);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
     let vm_addr = SocketAddr::from(([127, 0, 0, 1], vm_port));
     let cur_addr = SocketAddr::from(([127, 0, 0, 1], current));
     let pid = served.pid();
@@ -163,7 +163,7 @@ async fn a_low_open_file_limit_is_raised_so_slow_handshakes_cannot_lock_debugger
     let vm = FakeVm::start(FakeVmConfig::hotspot_like()).await;
     let served = Served::start_wrapped(&["prlimit", "--nofile=128:4096"], &["--vm", &vm.addr().to_string(), "--no-scan", "--no-adb"]);
     let current = port_of(&served.wait_log("for the current VM").await);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
     let pid = served.pid();
     let cur_addr = SocketAddr::from(([127, 0, 0, 1], current));
     let connected = Arc::new(AtomicUsize::new(0));

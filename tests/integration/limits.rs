@@ -23,7 +23,7 @@ async fn hostile_sizes_are_refused_with_the_limit_named_in_the_log() {
     let vm = FakeVm::start(FakeVmConfig::default()).await;
     let served = Served::start(&["--vm", &vm.addr().to_string(), "--no-scan", "--no-adb"]);
     let port = port_of(&served.wait_log(&format!("for vm {}", vm.addr())).await);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
 
     // A ZLIB chunk that would inflate to 4 GiB, and one under the cap but more than its
     // 100 compressed bytes can hold: both refused before inflating.
@@ -193,7 +193,7 @@ async fn a_zlib_chunk_that_inflates_to_4_gib_stops_at_its_bound() {
 
     let vm = FakeVm::start(FakeVmConfig::default()).await;
     let served = Served::start(&["--vm", &vm.addr().to_string(), "--no-scan", "--no-adb"]);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
     vm.send_ddm(&[(*b"ZLIB", zlib_data(declared, &bomb))]).unwrap();
     let line = served.wait_log("chunk ZLIB declares").await;
     eprintln!("the 4 GiB bomb through the VM: {line}");

@@ -131,12 +131,40 @@ fn runtime_and_usage_errors_are_one_clear_line() {
     assert!(err.contains("PREFIX"), "{err}");
 }
 
+#[test]
+fn serve_started_twice_the_same_way_says_another_one_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("c.sock");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let args = ["serve", "--no-scan", "--no-adb", "--no-proc", "--base-port", "0", "--current-port", &port, "--control", sock.to_str().unwrap()];
+    let log = dir.path().join("first.log");
+    let mut first = Command::new(BIN).args(args).env_remove("JDWPMUX_CONFIG").stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("control socket at") {
+        assert!(std::time::Instant::now() < deadline && first.try_wait().unwrap().is_none(), "{}", std::fs::read_to_string(&log).unwrap_or_default());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The same settings again: the port is the running daemon's.
+    let (code, err) = run(&args);
+    // Another current port, the same control socket: that one says so already.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let (other_code, other_err) = run(&["serve", "--no-scan", "--no-adb", "--no-proc", "--current-port", &other, "--control", sock.to_str().unwrap()]);
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("another jdwpmux serve runs") && err.contains(&port) && err.contains("c.sock"), "{err}");
+    assert!(!err.contains("pick another"), "no blame on the port: {err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("jdwpmux:")).count(), 1, "{err}");
+    assert_eq!(other_code, 1, "{other_err}");
+    assert!(other_err.contains("another jdwpmux daemon already answers"), "{other_err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_refuses_peers_outside_the_block() {
     let vm = FakeVm::start(FakeVmConfig::default()).await;
     let served = Served::start(&["--vm", &vm.addr().to_string(), "--allow", "127.0.0.1/32"]);
     let current = port_of(&served.wait_log("for the current VM").await);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
     // From 127.0.0.2: refused before any handshake.
     let sock = tokio::net::TcpSocket::new_v4().unwrap();
     sock.bind("127.0.0.2:0".parse().unwrap()).unwrap();
@@ -159,7 +187,7 @@ async fn sigterm_detaches_cleanly_flushes_the_capture_and_exits_0() {
     let cap = dir.path().join("session.jsonl");
     let mut served = Served::start(&["--vm", &vm.addr().to_string(), "--capture", cap.to_str().unwrap()]);
     let current = port_of(&served.wait_log("for the current VM").await);
-    served.wait_log("VM ready").await;
+    served.wait_ready().await;
     let mut dbg = RawClient::connect(("127.0.0.1", current)).await.unwrap();
     dbg.request(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_ALL, 0, 0, 0, 0], Duration::from_secs(20)).await.unwrap();
     dbg.request(2, SET_VM, VM_SUSPEND, &[], Duration::from_secs(20)).await.unwrap();

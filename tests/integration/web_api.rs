@@ -362,6 +362,26 @@ async fn a_real_jvm_in_the_monitor() {
     }
     assert!(names.iter().any(|(n, r)| n == "VirtualMachine.Version" && !*r), "{names:?}");
     assert!(tap.sent_to_vm().iter().all(|p| !p.is_ddm()), "a DDM packet reached HotSpot");
+
+    // jdb asks every class it stops in for its SMAP; HotSpot's "there is none"
+    // (ABSENT_INFORMATION) is counted as an error, and as routine.
+    let mut q = 6u32.to_be_bytes().to_vec();
+    q.extend(b"LMain;");
+    let classes = dbg.request(7, SET_VM, 2, &q, SOON).await.unwrap(); // ClassesBySignature
+    assert!(classes.data.len() >= 17 && classes.data[..4] == 1u32.to_be_bytes(), "{classes:?}");
+    let smap = dbg.request(8, 2, 12, &classes.data[5..13], SOON).await.unwrap(); // SourceDebugExtension
+    assert_eq!(smap.error_code(), Some(101), "ABSENT_INFORMATION");
+    let deadline = tokio::time::Instant::now() + SOON;
+    let row = loop {
+        let s = stream.next_named("stats", SOON).await.unwrap().json();
+        let rows: Vec<serde_json::Value> =
+            s["sources"].as_array().into_iter().flatten().flat_map(|src| src["commands"].as_array().cloned().unwrap_or_default()).collect();
+        if let Some(r) = rows.into_iter().find(|c| c["command"] == "ReferenceType.SourceDebugExtension") {
+            break r;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no SourceDebugExtension row: {s}");
+    };
+    assert_eq!((row["errors"].as_u64(), row["routine"].as_u64()), (Some(1), Some(1)), "{row}");
     drop(stream);
     drop(dbg);
     proxy.stop().await;

@@ -137,6 +137,22 @@ async fn the_page_in_a_real_browser() {
     let star = format!("return document.querySelector(\"#vms tbody tr[data-id='{}'] td.current\").textContent === '★'", ids[1]);
     browser.wait_for("the star on maps", &star, SOON).await.unwrap();
 
+    // An empty packet table says why: the maps app's packets are the proxy's own (its DDM
+    // thread updates), so only debuggers' shows none; the plain VM has had none at all.
+    let hint = "const h = document.getElementById('no-packets'); return h.hidden ? '' : h.textContent";
+    browser.wait_for("the proxy's packets to maps", "return document.querySelectorAll('#packets tbody tr').length > 0", SOON).await.unwrap();
+    assert_eq!(browser.run(hint, json!([])).await.unwrap(), json!(""));
+    browser.click("#only-debuggers").await.unwrap();
+    let filtered = browser.run(hint, json!([])).await.unwrap();
+    assert!(filtered.as_str().is_some_and(|t| t.contains("None of the last packets is a debugger's")), "{filtered}");
+    browser.click("#only-debuggers").await.unwrap();
+    browser.click(&format!("#vms tbody tr[data-id='{}']", ids[2])).await.unwrap();
+    let plain_shown = format!("return document.getElementById('vm-facts').textContent.includes('address {}')", plain.addr());
+    browser.wait_for("the plain VM shown", &plain_shown, SOON).await.unwrap();
+    let none = browser.run(hint, json!([])).await.unwrap();
+    assert!(none.as_str().is_some_and(|t| t.starts_with("No packets since this page opened")), "{none}");
+    assert_eq!(browser.run("return document.querySelectorAll('#packets tbody tr').length", json!([])).await.unwrap(), json!(0));
+
     // The shop app: its threads, coloured, and following the VM.
     browser.click(&format!("#vms tbody tr[data-id='{}']", ids[0])).await.unwrap();
     browser.wait_for("twelve threads", "return document.querySelectorAll('#threads tbody tr').length === 12", SOON).await.unwrap();
@@ -155,6 +171,7 @@ async fn the_page_in_a_real_browser() {
     // Traffic: both debuggers, each with its commands and reply latency percentiles, and
     // the last packets with their names.
     dbg.request(2, SET_VM, 7, &[], SOON).await.unwrap(); // IDSizes
+    dbg.request(3, 2, 12, &[0, 0, 0, 0, 0, 0, 0, 1], SOON).await.unwrap(); // SourceDebugExtension: ABSENT_INFORMATION
     browser.wait_for("both debuggers listed", "return document.querySelectorAll('#debuggers tbody tr').length === 2", SOON).await.unwrap();
     let peers = [dbg.local_addr().unwrap().to_string(), other.local_addr().unwrap().to_string()];
     let listed = browser.run(&text_of("#debuggers tbody"), json!([])).await.unwrap();
@@ -174,6 +191,20 @@ async fn the_page_in_a_real_browser() {
     // count, out, in, total, p50, p90, p99, max, errors: latencies in µs, ms or s.
     assert!(version[4..9].iter().all(|t| t.ends_with('s')), "{version:?}");
     assert_eq!(id_sizes[1], "1", "{id_sizes:?}");
+    // A routine "there is none" is said as such, not in red.
+    let smap = "const tr = Array.from(document.querySelectorAll('#traffic tbody tr')).find(tr => tr.cells[0].textContent === 'ReferenceType.SourceDebugExtension'); \
+                return tr ? [tr.cells[9].textContent, tr.cells[9].className] : null";
+    let cell = browser.wait_for("the SourceDebugExtension row", smap, SOON).await.unwrap();
+    assert_eq!(cell, json!(["1 routine", "num"]), "{cell}");
+
+    // Held suspended by a debugger (as at a breakpoint): "stopped", not "ready", until resumed.
+    let shop_state = format!("return document.querySelector(\"#vms tbody tr[data-id='{}'] td.state\").textContent", ids[0]);
+    dbg.request(4, SET_VM, VM_SUSPEND, &[], SOON).await.unwrap();
+    browser.wait_for("the shop app stopped", &format!("{shop_state} === 'stopped'"), SOON).await.unwrap();
+    let facts = browser.run(&text_of("#vm-facts"), json!([])).await.unwrap();
+    assert!(facts.as_str().is_some_and(|f| f.contains("state stopped")), "{facts}");
+    dbg.request(5, SET_VM, VM_RESUME, &[], SOON).await.unwrap();
+    browser.wait_for("the shop app ready again", &format!("{shop_state} === 'ready'"), SOON).await.unwrap();
     browser.wait_for("IDSizes in the packets", "return document.getElementById('packets').textContent.includes('VirtualMachine.IDSizes')", SOON).await.unwrap();
 
     // Heap: the summary at once, the map after "GC and refresh".
@@ -210,6 +241,13 @@ async fn the_page_in_a_real_browser() {
     let width = format!("return window.innerWidth === {}", LAPTOP.0);
     browser.wait_for("the narrower window", &width, SOON).await.unwrap();
     std::fs::write(screenshot_path("web-monitor-1280.png"), browser.screenshot().await.unwrap()).unwrap();
+    // With the list across the window, no app or VM name is cut, and the star column is
+    // no wider than its header.
+    let cut = "return Array.from(document.querySelectorAll('#vms td.app, #vms td.ident')).filter(td => td.scrollWidth > td.clientWidth).map(td => td.textContent)";
+    assert_eq!(browser.run(cut, json!([])).await.unwrap(), json!([]));
+    let star = "const th = document.querySelector('#vms th[data-key=current]'); return th.getBoundingClientRect().width";
+    let star_width = browser.run(star, json!([])).await.unwrap().as_f64().unwrap_or(f64::MAX);
+    assert!(star_width < 50.0, "the star column is {star_width} px wide");
     eprintln!("screenshot: {}", screenshot_path("web-monitor-1280.png").display());
     vm_columns_fit(&browser, LAPTOP.0).await;
     drop(browser);

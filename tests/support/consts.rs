@@ -30,6 +30,7 @@ pub const ERR_NONE: u16 = 0;
 pub const ERR_INVALID_THREAD: u16 = 10;
 pub const ERR_INVALID_OBJECT: u16 = 20;
 pub const ERR_NOT_IMPLEMENTED: u16 = 99;
+pub const ERR_ABSENT_INFORMATION: u16 = 101;
 
 pub const KIND_SINGLE_STEP: u8 = 1;
 pub const KIND_BREAKPOINT: u8 = 2;

@@ -174,9 +174,17 @@ const SORT_VALUE = {
   ddm: (v) => (v.ddm === true ? 0 : v.ddm === false ? 1 : 2),
   debuggers: (v) => v.debuggers.length,
   rate: (v) => vmRate(v),
-  state: (v) => v.state,
+  state: (v) => vmState(v),
   addr: (v) => v.addr,
 };
+
+/**
+ * A VM's state as people mean it: "stopped" while a debugger holds it suspended (at a
+ * breakpoint, after a step, or by Suspend), which the session reports as ready.
+ */
+function vmState(v) {
+  return v.state === "ready" && v.debuggers.some((d) => d.suspensions > 0) ? "stopped" : v.state;
+}
 
 function compare(a, b) {
   const f = SORT_VALUE[ui.sort.key];
@@ -191,7 +199,7 @@ function compare(a, b) {
 function matches(vm) {
   if (!ui.filter) return true;
   const peers = vm.debuggers.map((d) => d.peer);
-  const hay = [vm.debugger_port, vm.host, vm.pid, vm.app, vm.vm_ident, vm.addr, vm.state, vm.ddm ? "ddm" : "", vm.note || "", ...peers].join(" ").toLowerCase();
+  const hay = [vm.debugger_port, vm.host, vm.pid, vm.app, vm.vm_ident, vm.addr, vmState(vm), vm.ddm ? "ddm" : "", vm.note || "", ...peers].join(" ").toLowerCase();
   return ui.filter.split(/\s+/).every((w) => hay.includes(w));
 }
 
@@ -228,7 +236,7 @@ function renderVms() {
     [v.ddm === true ? "yes" : v.ddm === false ? "no" : "?"],
     [v.debuggers.length || "-", "num", debuggersTip(v)],
     [rate(vmRate(v)), "num"],
-    [v.state, "state vm-" + v.state, v.note || ""],
+    [vmState(v), "state vm-" + vmState(v), v.note || (vmState(v) === "stopped" ? "a debugger holds it suspended (a breakpoint, a step or Suspend)" : "")],
   ]);
   for (const tr of ui.rows.vms.values()) {
     tr.dataset.id = tr.dataset.key;
@@ -271,7 +279,7 @@ function show(id) {
     ui.rows[t].clear();
     $(t).tBodies[0].replaceChildren();
   }
-  $("packets").tBodies[0].replaceChildren();
+  renderPackets();
   $("heap-figure").hidden = true;
   $("threads-info").textContent = "";
   $("heap-status").textContent = "";
@@ -303,7 +311,7 @@ function renderShown() {
   $("vm-title").textContent = (vm.app || vm.addr) + (vm.pid ? " (pid " + vm.pid + ")" : "") + (vm.host !== "local" ? " on " + vm.host : "");
   $("vm-facts").textContent = [
     vm.vm_ident || "VM not identified yet",
-    "state " + vm.state,
+    "state " + vmState(vm),
     vm.ddm === true ? "DDM-aware" : vm.ddm === false ? "no DDM" : "DDM unknown",
     "debugger port " + (vm.debugger_port ?? "-"),
     "address " + vm.addr + (vm.host !== "local" ? " on " + vm.host : ""),
@@ -328,6 +336,18 @@ function renderShown() {
 }
 
 /**
+ * A command's error replies: red when any is trouble; routine answers ("there is none",
+ * such as ABSENT_INFORMATION to SourceDebugExtension, which jdb asks of every class) are
+ * said as such and not red.
+ */
+function errorsCell(c) {
+  const routine = c.routine || 0;
+  if (!c.errors) return [0, "num"];
+  if (routine === c.errors) return [c.errors + " routine", "num"];
+  return [c.errors + (routine ? " (" + routine + " routine)" : ""), "num error"];
+}
+
+/**
  * The traffic figures (`stats` events, the same as `jdwpmux stats`): a row per debugger
  * (and the proxy's own requests) with its totals, then a row per command it sent with the
  * reply latency percentiles.
@@ -345,7 +365,7 @@ function renderTraffic(report) {
       const lat = (us) => [c.replies ? duration(us) : "-", "num"];
       rows.push({ key: key(s) + "/" + c.cmd_set + "." + c.cmd, cells: [[c.command, "command-name"], [c.count, "num"],
         [bytes(c.bytes_out), "num"], [bytes(c.bytes_in), "num"], lat(c.total_us), lat(c.p50_us), lat(c.p90_us), lat(c.p99_us),
-        lat(c.max_us), [c.errors, c.errors ? "num error" : "num"]] });
+        lat(c.max_us), errorsCell(c)] });
     }
   }
   sync($("traffic").tBodies[0], ui.rows.traffic, rows, (r) => r.key, (r) => r.cells);
@@ -394,6 +414,11 @@ function renderPackets() {
     ]);
   });
   $("packets").tBodies[0].replaceChildren(...rows);
+  // An empty table says why it is empty.
+  $("no-packets").hidden = rows.length > 0;
+  $("no-packets").textContent = ui.packets.length === 0
+    ? "No packets since this page opened: they show here as the VM and its debuggers talk."
+    : "None of the last packets is a debugger's (untick the box to see the proxy's own).";
 }
 
 async function loadHeap(pending, what) {

@@ -137,6 +137,8 @@ fn handle_jdwp(shared: &Shared, pkt: &Packet, set: u8, cmd: u8) -> Vec<Action> {
             shared.with(|s| s.event_requests.retain(|e| e.kind != KIND_BREAKPOINT));
             ok(id, vec![])
         }
+        // ReferenceType.SourceDebugExtension: as HotSpot answers for a class without an SMAP.
+        (2, 12) => err(id, ERR_ABSENT_INFORMATION),
         _ => err(id, ERR_NOT_IMPLEMENTED),
     }
 }

@@ -1,0 +1,65 @@
+//! `serve --help` in groups.
+
+use clap::CommandFactory;
+
+use super::*;
+
+/// `jdwpmux serve --help` as clap prints it: (heading, option lines) in order.
+fn serve_help_groups() -> Vec<(String, Vec<String>)> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let serve = cmd.find_subcommand_mut("serve").expect("serve");
+    let help = serve.render_long_help().to_string();
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for line in help.lines() {
+        if let Some(h) = line.strip_suffix(':').filter(|l| !l.starts_with(' ') && !l.is_empty()) {
+            groups.push((h.to_string(), Vec::new()));
+        } else if let (Some(g), Some(opt)) = (groups.last_mut(), line.trim_start().strip_prefix('-')) {
+            // An option's first line: `  -v, --verbose...` or `      --vm <...>`, not help text.
+            if line.starts_with("  ") && !line.starts_with("          ") {
+                g.1.push(format!("-{opt}"));
+            }
+        }
+    }
+    groups
+}
+
+#[test]
+fn serve_help_shows_every_option_in_a_named_group() {
+    let groups = serve_help_groups();
+    let names: Vec<&str> = groups.iter().map(|(h, _)| h.as_str()).collect();
+    // clap's own group holds only --help and --version; then ours, in their order.
+    assert_eq!(names[0], "Options", "{names:?}");
+    let ours: Vec<&str> = names[1..].to_vec();
+    assert_eq!(ours, HEADINGS, "{names:?}");
+    let (_, clap_own) = &groups[0];
+    assert!(clap_own.iter().all(|o| o.contains("--help") || o.contains("--version")), "{clap_own:?}");
+    // Every option is in one group, and every option of serve and the global ones is shown.
+    let shown: Vec<&String> = groups.iter().flat_map(|(_, o)| o).collect();
+    let mut cmd = Cli::command();
+    cmd.build();
+    let serve = cmd.find_subcommand("serve").expect("serve");
+    for a in serve.get_arguments().filter(|a| !a.is_hide_set()) {
+        let Some(long) = a.get_long() else { continue };
+        let lines: Vec<_> = shown.iter().filter(|l| l.split([',', ' ', '.', '[', '<']).any(|w| w == format!("--{long}"))).collect();
+        assert_eq!(lines.len(), 1, "--{long} once in {groups:#?}");
+        if !["help", "version"].contains(&long) {
+            assert!(a.get_help_heading().is_some_and(|h| HEADINGS.contains(&h)), "--{long} has no group");
+        }
+    }
+}
+
+#[test]
+fn options_that_belong_together_are_shown_together() {
+    let groups = serve_help_groups();
+    let group_of = |opt: &str| groups.iter().find(|(_, o)| o.iter().any(|l| l.contains(opt))).map(|(h, _)| h.as_str());
+    assert_eq!(group_of("--scan-interval"), group_of("--scan <"));
+    assert_eq!(group_of("--scan <"), Some(FINDING_VMS));
+    assert_eq!(group_of("--ssh-interval"), Some(OTHER_MACHINES));
+    assert_eq!(group_of("--current-port"), Some(PORTS));
+    assert_eq!(group_of("--max-debuggers"), Some(SHARING));
+    assert_eq!(group_of("--capture-snaplen"), Some(CAPTURES));
+    assert_eq!(group_of("--web"), Some(PAGE));
+    assert_eq!(group_of("--log-format"), Some(LOGGING));
+    assert_eq!(group_of("--verbose"), Some(LOGGING));
+}
