@@ -62,7 +62,10 @@ fn is_log_line(l: &str) -> bool {
 async fn hostile_vm_text_is_shown_as_text_in_list_threads_and_the_text_log() {
     let hs = FakeVm::start(hotspot()).await;
     let art = FakeVm::start(android()).await;
-    let served = Served::start(&["--vm", &hs.addr().to_string(), "--vm", &art.addr().to_string(), "--no-scan", "--no-adb"]);
+    // At debug: "VM identified", with the VM's name and description, is a debug line.
+    let served = Served::start_with(&["--vm", &hs.addr().to_string(), "--vm", &art.addr().to_string(), "--no-scan", "--no-adb"], &[], |c| {
+        c.env("RUST_LOG", "debug");
+    });
     let rows = served
         .list_until("both VMs ready, the app named", |v| {
             v.iter().filter(|e| e["state"] == "ready").count() == 2 && v.iter().any(|e| e["ddm"] == true)
@@ -111,7 +114,9 @@ async fn hostile_vm_text_is_shown_as_text_in_list_threads_and_the_text_log() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_vm_text_is_exact_and_inert_in_the_json_log() {
     let hs = FakeVm::start(hotspot()).await;
-    let served = Served::start(&["--vm", &hs.addr().to_string(), "--no-scan", "--no-adb", "--log-format", "json"]);
+    let served = Served::start_with(&["--vm", &hs.addr().to_string(), "--no-scan", "--no-adb", "--log-format", "json"], &[], |c| {
+        c.env("RUST_LOG", "debug");
+    });
     served.list_until("the VM ready", |v| v.iter().any(|e| e["state"] == "ready")).await;
     served.wait_log("VM identified").await;
     let log = served.log_text();
