@@ -328,8 +328,12 @@ impl TestHost {
             if self.sshd_log().contains("Server listening on") {
                 return Ok(());
             }
+            let log = self.sshd_log();
+            if log.contains("Cannot bind any address") {
+                bail!("sshd on {} could not listen: {log}", self.net.addr);
+            }
             if std::time::Instant::now() > deadline {
-                bail!("sshd on {} did not listen within {within:?}: {}", self.net.addr, self.sshd_log());
+                bail!("sshd on {} did not listen within {within:?}: {log}", self.net.addr);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -359,7 +363,18 @@ impl TestHost {
     /// Starts sshd again, with the same host key.
     pub fn restart_sshd(&mut self, keys: &Keys) -> Result<()> {
         self.kill_sshd();
-        self.start_sshd(keys)
+        // A killed listener in its own pid namespace is ended by `unshare --kill-child`
+        // after `unshare` itself: on a busy machine it may still hold port 22 for a moment.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            match self.start_sshd(keys) {
+                Err(e) if e.to_string().contains("Address already in use") && std::time::Instant::now() < deadline => {
+                    self.kill_sshd();
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Gives the host a new host key (as a reinstalled machine has) and restarts sshd.
