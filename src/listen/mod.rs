@@ -3,6 +3,9 @@
 
 pub mod allow;
 pub mod debugger;
+pub mod owner;
+pub mod sock_owner;
+pub mod users;
 
 use std::net::SocketAddr;
 use std::time::Duration;
