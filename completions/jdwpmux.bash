@@ -523,7 +523,7 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__serve)
-            opts="-v -q -h -V --vm --scan --no-scan --no-proc --proc --proc-match --ssh --ssh-config --ssh-interval --ssh-keepalive --adb --no-adb --scan-interval --listen --allow-remote --allow --base-port --current-port --select --ddm --max-debuggers --stall-timeout --spin-us --cpu-pin --no-cpu-pin --web --no-web --capture --capture-format --capture-max-bytes --capture-snaplen --verbose --quiet --log-format --control --config --help --version"
+            opts="-v -q -h -V --vm --scan --no-scan --no-proc --proc --proc-match --ssh --ssh-config --ssh-interval --ssh-keepalive --adb --no-adb --scan-interval --listen --allow-remote --allow --allow-user --base-port --current-port --select --ddm --max-debuggers --stall-timeout --spin-us --cpu-pin --no-cpu-pin --web --no-web --capture --capture-format --capture-max-bytes --capture-snaplen --verbose --quiet --log-format --control --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -570,6 +570,10 @@ _jdwpmux() {
                     return 0
                     ;;
                 --allow)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-user)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -100,6 +100,8 @@ impl Spawner {
             handshake_timeout: self.settings.timeouts.debugger_handshake,
             capture: self.capture.clone(),
             allow: Arc::new(self.settings.allow.clone()),
+            allow_users: Arc::new(self.settings.allow_users.clone()),
+            own_uid: rustix::process::geteuid().as_raw(),
         }
     }
 

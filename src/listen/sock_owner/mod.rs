@@ -26,6 +26,20 @@ pub fn lookup(peer: SocketAddr, local: SocketAddr) -> Owner {
     }
 }
 
+/// `lookup` for an accept loop: sock_diag never blocks and is asked in place; the /proc
+/// fallback reads a file as long as the machine has sockets, so it runs on a blocking thread.
+pub async fn lookup_async(peer: SocketAddr, local: SocketAddr) -> Owner {
+    let (peer, local) = (unmapped(peer), unmapped(local));
+    match diag::lookup(peer, local) {
+        Ok(owner) => owner,
+        Err(d) => match tokio::task::spawn_blocking(move || proc::lookup(peer, local)).await {
+            Ok(Ok(owner)) => owner,
+            Ok(Err(p)) => Owner::Unknown(format!("sock_diag: {d}; /proc/net: {p}")),
+            Err(e) => Owner::Unknown(format!("sock_diag: {d}; /proc/net: {e}")),
+        },
+    }
+}
+
 /// Only sock_diag (for the benchmark and tests).
 pub fn lookup_diag(peer: SocketAddr, local: SocketAddr) -> Result<Owner, DiagError> {
     diag::lookup(unmapped(peer), unmapped(local))
