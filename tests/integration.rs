@@ -78,3 +78,5 @@ mod remote_faults;
 mod remote_ddm;
 #[path = "integration/proc_serve.rs"]
 mod proc_serve;
+#[path = "integration/owner.rs"]
+mod owner;

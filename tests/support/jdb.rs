@@ -21,6 +21,16 @@ impl Jdb {
         Ok(Jdb(Console::spawn(cmd, "jdb")?))
     }
 
+    /// `attach`, run through `prefix` (`setpriv --reuid=...`, to attach as another user) from
+    /// `/`.
+    pub async fn attach_via(prefix: &[String], host_port: &str) -> Result<Jdb> {
+        let Some((first, rest)) = prefix.split_first() else { return Self::attach(host_port).await };
+        let mut cmd = Command::new(first);
+        cmd.args(rest).arg("jdb").args(["-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-J-XX:-UsePerfData", "-attach", host_port]);
+        cmd.current_dir("/");
+        Ok(Jdb(Console::spawn(cmd, "jdb")?))
+    }
+
     /// Sends `quit` and waits for jdb to exit (killing it if it does not).
     pub async fn quit(&mut self) -> Result<ExitStatus> {
         self.0.quit_with("quit").await

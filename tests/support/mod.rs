@@ -23,6 +23,7 @@ pub mod reader;
 pub mod tap;
 pub mod testhost;
 pub mod trace_check;
+pub mod users;
 pub mod wire;
 
 pub use client::RawClient;
