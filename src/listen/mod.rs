@@ -38,6 +38,8 @@ pub struct ListenOptions {
     pub allow_users: std::sync::Arc<owner::AllowedUsers>,
     /// The daemon's effective uid: the owner whose sockets are let in.
     pub own_uid: u32,
+    /// Refusals counted per owner, shared by every debugger port.
+    pub refusals: std::sync::Arc<owner::RefusalLog>,
 }
 
 pub fn spawn_accept(listener: TcpListener, target: Target, opts: ListenOptions, cancel: CancellationToken, tracker: &TaskTracker) {
@@ -61,7 +63,7 @@ pub fn spawn_accept(listener: TcpListener, target: Target, opts: ListenOptions, 
                         if !owner_admits(&sock, peer, &opts).await {
                             return;
                         }
-                        info!("debugger connection");
+                        info!(%peer, conn, "debugger connection");
                         debugger::serve(sock, peer, conn, target, opts.handshake_timeout, opts.capture, cancel).await
                     }
                     .instrument(span),
@@ -74,7 +76,8 @@ pub fn spawn_accept(listener: TcpListener, target: Target, opts: ListenOptions, 
 }
 
 /// Whether the user behind a connection may use the port (see `owner`): looks up the
-/// connecting socket's owner and logs one line for a refusal, or for another user let in.
+/// connecting socket's owner and logs one line for a refusal (the 1st, 2nd, 4th... of each
+/// owner, with the count), or for another user let in.
 async fn owner_admits(sock: &tokio::net::TcpStream, peer: SocketAddr, opts: &ListenOptions) -> bool {
     use owner::{Accepted, Verdict};
     let found = if owner::needs_lookup(&opts.allow_users) {
@@ -88,18 +91,19 @@ async fn owner_admits(sock: &tokio::net::TcpStream, peer: SocketAddr, opts: &Lis
     match owner::judge(peer.ip().is_loopback(), &found, opts.own_uid, &opts.allow_users) {
         Verdict::Accept(Accepted::AllowedUser(uid)) => {
             let user = users::name_of(uid).unwrap_or_default();
-            info!(uid, user, "a debugger of another user, let in by --allow-user");
+            info!(%peer, uid, user, "a debugger of another user, let in by --allow-user");
             true
         }
         Verdict::Accept(_) => true,
         Verdict::Refuse(r) => {
+            let Some(refusals) = opts.refusals.count(&r) else { return false };
             let line = r.describe(opts.own_uid, users::name_of);
             match r {
                 owner::Refused::OtherUser { uid } => {
                     let user = users::name_of(uid).unwrap_or_default();
-                    warn!(uid, user, "{line}");
+                    warn!(%peer, uid, user, refusals, "{line}");
                 }
-                _ => warn!("{line}"),
+                _ => warn!(%peer, refusals, "{line}"),
             }
             false
         }

@@ -164,6 +164,28 @@ impl Refused {
     }
 }
 
+/// Counts refusals per owner so that another user who connects in a loop cannot fill the
+/// log: the 1st, 2nd, 4th, 8th... refusal of each is logged, with the count so far.
+#[derive(Debug, Default)]
+pub struct RefusalLog {
+    /// Per refused uid (None: owner not told). Bounded by the machine's users.
+    counts: std::sync::Mutex<std::collections::HashMap<Option<u32>, u64>>,
+}
+
+impl RefusalLog {
+    /// Counts one refusal; returns the count when this one is to be logged.
+    pub fn count(&self, r: &Refused) -> Option<u64> {
+        let key = match r {
+            Refused::OtherUser { uid } => Some(*uid),
+            _ => None,
+        };
+        let mut counts = self.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = counts.entry(key).or_insert(0);
+        *n += 1;
+        n.is_power_of_two().then_some(*n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +257,18 @@ mod tests {
         assert_eq!(AllowedUsers::resolve(&vals, uid_of), Ok(users(false, &[1001, 7])));
         assert_eq!(AllowedUsers::resolve(&[AllowUser::Any], uid_of), Ok(users(true, &[])));
         assert_eq!(AllowedUsers::resolve(&[AllowUser::Name("mallory".into())], uid_of), Err("mallory".into()));
+    }
+
+    #[test]
+    fn refusals_are_logged_at_powers_of_two_per_owner() {
+        let log = RefusalLog::default();
+        let logged: Vec<u64> = (0..100).filter_map(|_| log.count(&Refused::OtherUser { uid: 1001 })).collect();
+        assert_eq!(logged, [1, 2, 4, 8, 16, 32, 64]);
+        // Each owner counts on its own; all unknown owners share one count.
+        assert_eq!(log.count(&Refused::OtherUser { uid: 1002 }), Some(1));
+        assert_eq!(log.count(&Refused::NotFound), Some(1));
+        assert_eq!(log.count(&Refused::Orphaned), Some(2));
+        assert_eq!(log.count(&Refused::Unknown("x".into())), None);
     }
 
     #[test]

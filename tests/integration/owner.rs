@@ -3,7 +3,8 @@
 //!
 //! Expected outcomes:
 //! - jdb as another user is refused on a VM's own port and on the current-VM port, closed
-//!   before the handshake, each with one WARN line naming its uid and name; the VM never
+//!   before the handshake, each with a WARN line naming its uid and name (the 1st, 2nd,
+//!   4th... refusal of a user is logged, with the count); the VM never
 //!   hears of it, and nothing is logged as a debugger connection;
 //! - the daemon's own user gets in on both ports (handshake, then a JDWP reply);
 //! - `--allow-user NAME` lets that user's jdb attach and work (one INFO line names it),
@@ -67,22 +68,29 @@ async fn jdb_refused(user: &TestUser, port: u16) {
 
 /// A JDWP handshake from `user` on `port` (Python's socket module): what came back.
 fn handshake_as(user: &TestUser, port: u16) -> String {
+    handshakes_as(user, port, 1)
+}
+
+/// `n` handshakes from `user` on `port`, one connection each: what the last one got.
+fn handshakes_as(user: &TestUser, port: u16, n: usize) -> String {
     // A refusal may come as an end of file or a reset, while sending or reading.
     const CLIENT: &str = "import socket, sys
-got = b''
-try:
-    s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=30)
-    s.sendall(b'JDWP-Handshake')
-    while len(got) < 14:
-        b = s.recv(14 - len(got))
-        if not b:
-            break
-        got += b
-except OSError:
-    pass
+for _ in range(int(sys.argv[2])):
+    got = b''
+    try:
+        s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=30)
+        s.sendall(b'JDWP-Handshake')
+        while len(got) < 14:
+            b = s.recv(14 - len(got))
+            if not b:
+                break
+            got += b
+        s.close()
+    except OSError:
+        pass
 print(got.decode('ascii', 'replace') or 'closed')
 ";
-    let out = user.command("/usr/bin/python3").args(["-c", CLIENT, &port.to_string()]).output().expect("run python3");
+    let out = user.command("/usr/bin/python3").args(["-c", CLIENT, &port.to_string(), &n.to_string()]).output().expect("run python3");
     assert!(out.status.success(), "python3 as {}: {}", user.name, String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
@@ -109,12 +117,18 @@ async fn owner_another_users_jdb_is_refused_on_the_vm_port_and_the_current_port(
         let line = &lines[i];
         let named = format!("its socket belongs to uid {} ({})", other.uid, other.name);
         assert!(line.contains("WARN") && line.contains(&named), "{line}");
-        assert!(line.contains(&format!("uid={}", other.uid)), "{line}");
+        assert!(line.contains(&format!("uid={}", other.uid)) && line.contains(&format!("refusals={}", i + 1)), "{line}");
         eprintln!("port {port}: {line}");
     }
     let log = served.log_text();
     assert_eq!(log.matches("refused a debugger").count(), 2, "one line per refusal:\n{log}");
     assert!(!log.contains("debugger connection") && !log.contains("debugger connected"), "refused before the handshake:\n{log}");
+
+    // Refused in a loop, the user cannot fill the log: 30 more refusals, 4 more lines.
+    assert_eq!(handshakes_as(&other, vm_port, 30), "closed");
+    served.wait_log("refusals=32").await;
+    let lines = wait_lines(&served, "refused a debugger", 6).await;
+    assert_eq!(lines.len(), 6, "the 1st, 2nd, 4th, 8th, 16th and 32nd:\n{}", lines.join("\n"));
 
     // The daemon's own user is let in, on both ports, and the VM serves it.
     owner_gets_in(vm_port).await;
