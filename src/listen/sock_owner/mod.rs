@@ -2,7 +2,10 @@
 //! is on this machine, in the same network namespace, and the kernel knows its uid. Asked
 //! by the address pair, first of sock_diag (one exact lookup in the kernel's socket hash,
 //! whatever the number of sockets), else read from /proc/net/tcp or tcp6 (a scan of every
-//! socket, for kernels without sock_diag).
+//! socket, for kernels without sock_diag). sock_diag answers ENOENT both for no such socket
+//! and when the kernel has no inet_diag handler (a module not loaded), so a socket it does
+//! not find is looked for in /proc too; that costs only peers that are not on this machine
+//! (a non-loopback listener's) or that are gone.
 
 mod diag;
 mod proc;
@@ -18,6 +21,7 @@ pub use diag::DiagError;
 pub fn lookup(peer: SocketAddr, local: SocketAddr) -> Owner {
     let (peer, local) = (unmapped(peer), unmapped(local));
     match diag::lookup(peer, local) {
+        Ok(Owner::NotFound) => proc::lookup(peer, local).unwrap_or(Owner::NotFound),
         Ok(owner) => owner,
         Err(d) => match proc::lookup(peer, local) {
             Ok(owner) => owner,
@@ -31,6 +35,10 @@ pub fn lookup(peer: SocketAddr, local: SocketAddr) -> Owner {
 pub async fn lookup_async(peer: SocketAddr, local: SocketAddr) -> Owner {
     let (peer, local) = (unmapped(peer), unmapped(local));
     match diag::lookup(peer, local) {
+        Ok(Owner::NotFound) => match tokio::task::spawn_blocking(move || proc::lookup(peer, local)).await {
+            Ok(Ok(owner)) => owner,
+            _ => Owner::NotFound,
+        },
         Ok(owner) => owner,
         Err(d) => match tokio::task::spawn_blocking(move || proc::lookup(peer, local)).await {
             Ok(Ok(owner)) => owner,
@@ -103,10 +111,18 @@ mod tests {
             let nobody = SocketAddr::new(peer.ip(), 1);
             assert_eq!(lookup_diag(nobody, local).unwrap(), Owner::NotFound);
             assert_eq!(lookup_proc(nobody, local).unwrap(), Owner::NotFound);
+            assert_eq!(lookup(nobody, local), Owner::NotFound);
             drop((c, s));
             done += 1;
         }
         assert!(done >= 1);
+    }
+
+    #[tokio::test]
+    async fn the_accept_loops_lookup_agrees() {
+        let (peer, local, _c, _s) = pair("127.0.0.1").unwrap();
+        assert_eq!(lookup_async(peer, local).await, Owner::Uid(me()));
+        assert_eq!(lookup_async(SocketAddr::new(peer.ip(), 1), local).await, Owner::NotFound);
     }
 
     #[test]
