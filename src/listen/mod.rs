@@ -90,22 +90,30 @@ async fn owner_admits(sock: &tokio::net::TcpStream, peer: SocketAddr, opts: &Lis
     };
     match owner::judge(peer.ip().is_loopback(), &found, opts.own_uid, &opts.allow_users) {
         Verdict::Accept(Accepted::AllowedUser(uid)) => {
-            let user = users::name_of(uid).unwrap_or_default();
+            let (user, _) = names_of(uid, opts.own_uid).await;
+            let user = user.unwrap_or_default();
             info!(%peer, uid, user, "a debugger of another user, let in by --allow-user");
             true
         }
         Verdict::Accept(_) => true,
         Verdict::Refuse(r) => {
             let Some(refusals) = opts.refusals.count(&r) else { return false };
-            let line = r.describe(opts.own_uid, users::name_of);
             match r {
                 owner::Refused::OtherUser { uid } => {
-                    let user = users::name_of(uid).unwrap_or_default();
+                    let (user, own) = names_of(uid, opts.own_uid).await;
+                    let line = r.describe(opts.own_uid, |u| if u == uid { user.clone() } else { own.clone() });
+                    let user = user.unwrap_or_default();
                     warn!(%peer, uid, user, refusals, "{line}");
                 }
-                _ => warn!(%peer, refusals, "{line}"),
+                _ => warn!(%peer, refusals, "{}", r.describe(opts.own_uid, |_| None)),
             }
             false
         }
     }
+}
+
+/// The user names of `uid` and `own`, on a blocking thread: the user database may be a
+/// directory server (NSS) that takes its time.
+async fn names_of(uid: u32, own: u32) -> (Option<String>, Option<String>) {
+    tokio::task::spawn_blocking(move || (users::name_of(uid), users::name_of(own))).await.unwrap_or_default()
 }

@@ -189,3 +189,35 @@ async fn owner_allow_user_any_lets_every_local_user_in() {
     assert_eq!(handshake_as(&other, vm_port), "closed");
     served.wait_log("refused a debugger").await;
 }
+
+#[test]
+fn owner_an_unknown_allow_user_is_a_usage_error() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(crate::cli::BIN)
+        .env_remove("JDWPMUX_CONFIG")
+        .args(["serve", "--no-scan", "--no-adb", "--base-port", "0", "--current-port", "0", "--control"])
+        .arg(dir.path().join("control.sock"))
+        .args(["--allow-user", "jmx-nobody-has-this-name"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + SLOW;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve with an unknown --allow-user kept running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("--allow-user jmx-nobody-has-this-name: no such user"), "{err}");
+}
