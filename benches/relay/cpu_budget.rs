@@ -88,9 +88,13 @@ mod tests {
     fn this_thread_and_the_machine_are_readable() {
         let t0 = this_thread_ns().unwrap();
         let m0 = MachineTicks::take().unwrap();
-        let spin = std::time::Instant::now();
-        while spin.elapsed() < Duration::from_millis(30) {}
-        assert!(this_thread_ns().unwrap() >= t0 + 20_000_000);
+        // Spin until the thread has had 20 ms of CPU: on a loaded machine 30 ms of wall time
+        // can hold much less, so a fixed spin made this fail under load. The deadline only
+        // bounds a counter that never moves.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while this_thread_ns().unwrap() < t0 + 20_000_000 {
+            assert!(std::time::Instant::now() < deadline, "the thread's CPU time does not advance");
+        }
         let m1 = MachineTicks::take().unwrap();
         assert!(m1.busy >= m0.busy && m1.all >= m0.all);
     }
