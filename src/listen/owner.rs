@@ -83,8 +83,9 @@ impl AllowedUsers {
 pub enum Owner {
     /// An open socket of this uid.
     Uid(u32),
-    /// Found, but no process holds it any more (closed after connecting, or in TIME_WAIT):
-    /// the kernel reports uid 0 for such sockets, which says nothing of who connected.
+    /// Found, but no process holds it any more (closed after connecting): nobody is there
+    /// to debug, and once such a socket turns into a TIME_WAIT entry the kernel reports
+    /// uid 0 for it, which says nothing of who connected.
     Orphaned,
     /// No socket on this machine (in this network namespace) has that address pair.
     NotFound,

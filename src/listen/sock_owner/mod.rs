@@ -67,7 +67,7 @@ fn unmapped(a: SocketAddr) -> SocketAddr {
 }
 
 /// What a found socket says: open in some process (it has an inode) with its uid, or held
-/// by none (closed, TIME_WAIT), whose uid the kernel reports as 0 whoever made it.
+/// by none (closed; as a TIME_WAIT entry the kernel reports uid 0, whoever made it).
 fn found(uid: u32, inode: u64) -> Owner {
     if inode == 0 {
         Owner::Orphaned
