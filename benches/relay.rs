@@ -27,6 +27,8 @@ mod jdwp_ops;
 mod jvm;
 #[path = "relay/jvm_suite.rs"]
 mod jvm_suite;
+#[path = "relay/owner_cost.rs"]
+mod owner_cost;
 #[path = "relay/params.rs"]
 mod params;
 #[path = "relay/paths.rs"]
@@ -133,7 +135,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 10] = [
+    let sections: [(Section, SectionFn); 11] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -142,6 +144,7 @@ fn main() -> ExitCode {
         (Section::Startup, startup_section),
         (Section::Decode, decode_section),
         (Section::Stats, stats_section),
+        (Section::Owner, owner_section),
         (Section::Soak, soak_section),
         (Section::Remote, remote_section),
     ];
@@ -497,6 +500,42 @@ fn stats_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     ));
     let share = m_on.map(|us| book / 1e3 / us * 100.0);
     t.push(Row::proxy_only("bookkeeping ns per round trip (in process)", format!("{} ({} % of the round trip's CPU)", fmt(book), fmt_opt(share))));
+}
+
+fn owner_section(_bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    if let Err(e) = jdwpmux::fd_limit::raise() {
+        eprintln!("owner: cannot raise the open-file limit: {e}");
+    }
+    let few = match owner_cost::measure(1, p.owner_diag_n, p.owner_proc_n) {
+        Ok(c) => c,
+        Err(e) => return f.add("owner check, few sockets", format!("{e:#}")),
+    };
+    let many = match owner_cost::measure(p.owner_pairs, p.owner_diag_n, p.owner_proc_n) {
+        Ok(c) => c,
+        Err(e) => return f.add(&format!("owner check, {} connections", p.owner_pairs), format!("{e:#}")),
+    };
+    t.section(&format!(
+        "owner check per accept: the connecting socket's uid by its address pair, {} sock_diag and {} /proc lookups, with {} and with {} TCP sockets in the namespace",
+        p.owner_diag_n, p.owner_proc_n, few.sockets, many.sockets
+    ));
+    eprintln!(
+        "owner check: sock_diag {} / {} µs, /proc/net/tcp {} / {} µs ({} / {} sockets)",
+        fmt(few.diag_us),
+        fmt(many.diag_us),
+        fmt(few.proc_us),
+        fmt(many.proc_us),
+        few.sockets,
+        many.sockets
+    );
+    t.push(Row::proxy_only("sock_diag µs per accept, few / many sockets", format!("{} / {}", fmt(few.diag_us), fmt(many.diag_us))).judged(
+        String::new(),
+        "<= 50 µs with many",
+        Some(many.diag_us <= 50.0),
+    ));
+    t.push(Row::proxy_only(
+        "/proc/net/tcp fallback µs per accept, few / many sockets",
+        format!("{} / {}", fmt(few.proc_us), fmt(many.proc_us)),
+    ));
 }
 
 fn soak_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {

@@ -58,6 +58,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-interval -
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-keepalive -d 'Seconds of silence on an ssh link before ssh checks it (ServerAliveInterval; the link counts as lost after three unanswered checks)' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l listen -d 'Address the debugger ports listen on' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow -d 'Only peers in CIDR may connect to debugger ports (repeatable), like the JDWP agent\'s allow= option. Refused peers get one log line each' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow-user -d 'Let debuggers of local user USER (a name or a uid) connect too (repeatable); `any` lets every local user in. Without it a debugger connecting from this machine must run as the daemon\'s own user (its socket\'s owner is asked of the kernel): JDWP lets whoever connects run code as the VM\'s user. Refused users get one log line each' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l base-port -d 'First per-VM debugger port: VM k listens on BASE + k (0: ephemeral ports)' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l current-port -d 'Port that leads to the current VM (0: an ephemeral port)' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l select -d 'The current VM at start: pid, app name, HOST:PORT, or :PORT of a debugger port (a bare number that is no pid is one too)' -r

@@ -199,6 +199,12 @@ pub struct ServeArgs {
     #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "CIDR")]
     pub allow: Vec<crate::listen::allow::Cidr>,
+    /// Let debuggers of local user USER (a name or a uid) connect too (repeatable); `any`
+    /// lets every local user in. Without it a debugger connecting from this machine must run
+    /// as the daemon's own user (its socket's owner is asked of the kernel): JDWP lets
+    /// whoever connects run code as the VM's user. Refused users get one log line each.
+    #[arg(long = "allow-user", value_name = "USER")]
+    pub allow_users: Vec<crate::listen::owner::AllowUser>,
     /// First per-VM debugger port: VM k listens on BASE + k (0: ephemeral ports).
     #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "PORT", default_value_t = DEFAULT_BASE_PORT, env = "JDWPMUX_BASE_PORT")]

@@ -82,6 +82,7 @@ pub struct ConfigFile {
     pub listen: Option<Parsed<IpAddr>>,
     pub allow_remote: Option<bool>,
     pub allow: Option<Vec<Parsed<crate::listen::allow::Cidr>>>,
+    pub allow_user: Option<Vec<Parsed<crate::listen::owner::AllowUser>>>,
     pub base_port: Option<u16>,
     pub current_port: Option<u16>,
     #[serde(default, deserialize_with = "non_empty")]
@@ -158,6 +159,7 @@ impl ConfigFile {
             let c = one("listen", self.listen.as_ref().map(|a| a.0.to_string()), c);
             let c = one("allow_remote", self.allow_remote.map(|b| b.to_string()), c);
             let c = many("allow", self.allow.as_ref().map(|v| v.iter().map(|r| r.0.to_string()).collect()), c);
+            let c = many("allow_users", self.allow_user.as_ref().map(|v| v.iter().map(|u| u.0.to_string()).collect()), c);
             let c = one("base_port", self.base_port.map(|p| p.to_string()), c);
             let c = one("current_port", self.current_port.map(|p| p.to_string()), c);
             let c = one("select", s(&self.select), c);
@@ -243,7 +245,7 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         let all = parse(&uncommented).unwrap();
-        assert!(all.vm.is_some() && all.scan.is_some() && all.capture.is_some() && all.allow.is_some());
+        assert!(all.vm.is_some() && all.scan.is_some() && all.capture.is_some() && all.allow.is_some() && all.allow_user.is_some());
         assert!(all.no_scan.is_some() && all.adb.is_some() && all.control.is_some());
         assert!(all.web.is_some() && all.no_web.is_some());
         assert!(all.spin_us.is_some() && all.cpu_pin.is_some());
@@ -290,6 +292,23 @@ mod tests {
         for (file, args, want) in cases {
             assert_eq!(pins(file, args), want, "{file:?} {args:?}");
         }
+    }
+
+    #[test]
+    fn allow_user_takes_names_uids_and_any_and_reaches_the_flag() {
+        use clap::{CommandFactory, FromArgMatches};
+        use crate::listen::owner::AllowUser;
+        let c = parse("allow-user = [\"alice\", \"1001\", \"any\"]").unwrap();
+        let cmd = c.apply(crate::cli::Cli::command());
+        let matches = cmd.try_get_matches_from(["jdwpmux", "serve"]).unwrap();
+        match crate::cli::Cli::from_arg_matches(&matches).unwrap().command {
+            crate::cli::Command::Serve(a) => {
+                assert_eq!(a.allow_users, [AllowUser::Name("alice".into()), AllowUser::Uid(1001), AllowUser::Any]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = parse("\nallow-user = [\"-oops\"]").unwrap_err();
+        assert!(matches!(&err, ConfigError::Invalid { line: 2, message, .. } if message.contains("expected a user name")), "{err}");
     }
 
     #[test]

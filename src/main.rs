@@ -294,8 +294,11 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         .ok()
         .filter(|d| settings::STALL_TIMEOUT_RANGE.contains(d))
         .ok_or_else(|| SettingsError::BadStallTimeout(args.stall_timeout.to_string()))?;
+    let allow_users = jdwpmux::listen::owner::AllowedUsers::resolve(&args.allow_users, jdwpmux::listen::users::uid_of)
+        .map_err(SettingsError::UnknownUser)?;
     let s = Settings {
         allow: args.allow,
+        allow_users,
         adb,
         adb_by_default,
         adb_forwards,

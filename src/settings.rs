@@ -111,6 +111,8 @@ pub struct Settings {
     pub adb_by_default: bool,
     /// Peers allowed on debugger ports; empty: anyone who can reach them.
     pub allow: Vec<crate::listen::allow::Cidr>,
+    /// Local users besides the daemon's own whose debuggers may connect (`--allow-user`).
+    pub allow_users: crate::listen::owner::AllowedUsers,
     /// Port ranges scanned for VMs.
     pub scans: Vec<crate::discovery::scan::ScanRange>,
     /// Local JVMs are found in /proc.
@@ -155,6 +157,7 @@ impl Default for Settings {
             adb: None,
             adb_by_default: false,
             allow: Vec::new(),
+            allow_users: crate::listen::owner::AllowedUsers::default(),
             scans: Vec::new(),
             proc_scan: false,
             proc_match: Vec::new(),
@@ -198,6 +201,8 @@ pub enum SettingsError {
     BadSshInterval(String),
     #[error("--ssh-keepalive {0}: expected 1 to 300 seconds")]
     BadSshKeepalive(u64),
+    #[error("--allow-user {0}: no such user")]
+    UnknownUser(String),
     #[error("--ssh {0} is given twice")]
     SshTwice(String),
 }

@@ -25,6 +25,8 @@ mod jvm;
 mod jvm_suite;
 #[path = "../benches/relay/one_cpu.rs"]
 mod one_cpu;
+#[path = "../benches/relay/owner_cost.rs"]
+mod owner_cost;
 #[path = "../benches/relay/params.rs"]
 mod params;
 #[path = "../benches/relay/paths.rs"]

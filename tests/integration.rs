@@ -90,3 +90,5 @@ mod remote_users;
 mod newest;
 #[path = "integration/quiet.rs"]
 mod quiet;
+#[path = "integration/owner.rs"]
+mod owner;

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,where,soak,remote] [--soak-minutes N]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote] [--soak-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -33,6 +33,8 @@ pub enum Section {
     Where,
     Decode,
     Stats,
+    /// What the debugger ports' owner check costs per accept.
+    Owner,
     /// Load and churn for minutes (in the default run only in smoke mode).
     Soak,
     /// JVMs on other hosts through ssh (test hosts: network namespaces with sshd).
@@ -50,13 +52,14 @@ impl Section {
             Section::Where => "where",
             Section::Decode => "decode",
             Section::Stats => "stats",
+            Section::Owner => "owner",
             Section::Soak => "soak",
             Section::Remote => "remote",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Where, Section::Soak, Section::Remote]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote]
             .into_iter()
             .find(|x| x.name() == s)
     }
@@ -150,6 +153,11 @@ pub struct Params {
     pub decode_runs: usize,
     /// Round trips per run of the counting-cost measurement.
     pub stats_round_trips: usize,
+    /// Established loopback connections held while the owner lookups are timed (two
+    /// sockets each), and the lookups timed with sock_diag and with /proc.
+    pub owner_pairs: usize,
+    pub owner_diag_n: usize,
+    pub owner_proc_n: usize,
     pub soak: crate::soak::SoakParams,
     pub remote: crate::remote::RemoteParams,
 }
@@ -185,6 +193,9 @@ impl Params {
                 decode_bytes: 8 << 20,
                 decode_runs: 1,
                 stats_round_trips: 300,
+                owner_pairs: 500,
+                owner_diag_n: 1_000,
+                owner_proc_n: 10,
                 soak: crate::soak::SoakParams::new(true, o.soak_minutes),
                 remote: crate::remote::RemoteParams::new(true),
             };
@@ -216,6 +227,9 @@ impl Params {
             decode_bytes: 1 << 30,
             decode_runs: 3,
             stats_round_trips: 20_000,
+            owner_pairs: 5_000,
+            owner_diag_n: 20_000,
+            owner_proc_n: 100,
             soak: crate::soak::SoakParams::new(false, o.soak_minutes),
             remote: crate::remote::RemoteParams::new(false),
         }

@@ -95,6 +95,8 @@ pub(crate) struct Spawner {
     pub forwards: Option<Arc<ForwardLookup>>,
     /// Addresses of local JVMs found by their process, which the port scan leaves alone.
     pub claimed: proc_vms::Claimed,
+    /// Debuggers refused for their owner, counted per owner across every port.
+    pub refusals: Arc<listen::owner::RefusalLog>,
 }
 
 impl Spawner {
@@ -103,6 +105,9 @@ impl Spawner {
             handshake_timeout: self.settings.timeouts.debugger_handshake,
             capture: self.capture.clone(),
             allow: Arc::new(self.settings.allow.clone()),
+            allow_users: Arc::new(self.settings.allow_users.clone()),
+            own_uid: rustix::process::geteuid().as_raw(),
+            refusals: self.refusals.clone(),
         }
     }
 
@@ -278,6 +283,7 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         tracker: tracker.clone(),
         forwards,
         claimed: Arc::default(),
+        refusals: Arc::default(),
     };
     listen::spawn_accept(current, listen::Target::Current(registry.clone()), spawner.listen_options(), cancel.clone(), &tracker);
     for vm in &settings.vms {

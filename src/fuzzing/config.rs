@@ -60,6 +60,7 @@ fn arrives(f: &ConfigFile, a: &ServeArgs) {
     same("listen", f.listen.as_ref().map(|p| p.0), a.listen);
     same("allow-remote", f.allow_remote, a.allow_remote);
     same("allow", f.allow.as_ref().map(|v| v.iter().map(|c| c.0.to_string()).collect()), a.allow.iter().map(|c| c.to_string()).collect::<Vec<_>>());
+    same("allow-user", f.allow_user.as_ref().map(|v| v.iter().map(|u| u.0.clone()).collect()), a.allow_users.clone());
     same("base-port", f.base_port, a.base_port);
     same("current-port", f.current_port, a.current_port);
     same("select", f.select.clone().map(Some), a.select.clone());

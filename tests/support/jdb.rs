@@ -19,12 +19,13 @@ impl Jdb {
         Self::attach_as(&[], host_port).await
     }
 
-    /// `attach`, run under `prefix` (`setpriv ... --`: as another user).
+    /// `attach`, run under `prefix` (`setpriv ... --`: as another user) from `/`, which every
+    /// user may enter (a test's own folder may be closed to others).
     pub async fn attach_as(prefix: &[String], host_port: &str) -> Result<Jdb> {
-        let args = ["jdb", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-attach", host_port];
+        let args = ["jdb", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-J-XX:-UsePerfData", "-attach", host_port];
         let mut words = prefix.iter().map(String::as_str).chain(args);
         let mut cmd = Command::new(words.next().unwrap_or("jdb"));
-        cmd.args(words);
+        cmd.args(words).current_dir("/");
         Ok(Jdb(Console::spawn(cmd, "jdb")?))
     }
 

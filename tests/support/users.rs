@@ -10,6 +10,11 @@ use anyhow::{bail, Context, Result};
 
 static NEXT: AtomicU32 = AtomicU32::new(1);
 
+/// Whether the tests run as root, the only user who can make users and act as them.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
 /// An account made for one test.
 pub struct TestUser {
     pub name: String,
@@ -20,8 +25,7 @@ pub struct TestUser {
 impl TestUser {
     /// A new account named after `tag`, this test process and a counter.
     pub fn create(tag: &str) -> Result<TestUser> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !is_root() {
             bail!("making test users needs root (useradd); CI runs as root");
         }
         let tag: String = tag.chars().filter(char::is_ascii_lowercase).take(8).collect();
@@ -32,6 +36,15 @@ impl TestUser {
         let id = |flag: &str| -> Result<u32> { run(&["id", flag, &user.name])?.trim().parse().context("id prints a number") };
         (user.uid, user.gid) = (id("-u")?, id("-g")?);
         Ok(user)
+    }
+
+    /// A command that runs `program` as this user, from `/` (a test's folder may be closed
+    /// to others).
+    pub fn command(&self, program: &str) -> Command {
+        let p = self.prefix();
+        let mut c = Command::new(&p[0]);
+        c.args(&p[1..]).arg(program).current_dir("/");
+        c
     }
 
     /// The words that run a command as this user (its uid, its group, no others, the
