@@ -203,6 +203,7 @@ pub struct ServeArgs {
     /// lets every local user in. Without it a debugger connecting from this machine must run
     /// as the daemon's own user (its socket's owner is asked of the kernel): JDWP lets
     /// whoever connects run code as the VM's user. Refused users get one log line each.
+    #[arg(help_heading = PORTS)]
     #[arg(long = "allow-user", value_name = "USER")]
     pub allow_users: Vec<crate::listen::owner::AllowUser>,
     /// First per-VM debugger port: VM k listens on BASE + k (0: ephemeral ports).
