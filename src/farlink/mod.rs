@@ -5,7 +5,10 @@
 //! - [`frame`]: frames, their kinds and the header rules (what is numbered, what belongs to a
 //!   channel, each kind's maximum length). Pure.
 //! - [`payload`]: each kind's payload to bytes and back, strict both ways. Pure.
-//! - [`codec`]: the sans-I/O `Decoder`/`Encoder` over them. Pure.
+//! - [`codec`]: the sans-I/O `Decoder`/`Encoder` over them. Pure, fuzzed
+//!   (`fuzzing::farlink`).
+//! - [`resume`]: what each side keeps so a cut loses nothing and repeats nothing: sent and
+//!   not yet acknowledged (bounded), received, what to replay after a reconnect. Pure.
 //!
 //! # Decisions the rest builds on
 //! - **A channel is one JDWP connection the far side holds to one VM**, opened by the near
@@ -40,6 +43,7 @@
 pub mod codec;
 pub mod frame;
 pub mod payload;
+pub mod resume;
 
 pub use codec::{CodecError, FarCodec};
 pub use frame::{Body, Frame, Kind};
