@@ -2,7 +2,8 @@
 //! pure table per direction, called from the task that owns the stream.
 //!
 //! - [`Outbound`]: numbered frames this side sent (1, 2, 3 ...), kept until the other side
-//!   acknowledges them, at most `limit` bytes of them: when that is reached the owner stops
+//!   acknowledges them, at most `limit` bytes of them (past it only what `push_beyond` takes:
+//!   a few answers to frames already taken, bounded by the channels): when that is reached the owner stops
 //!   reading from the VMs (the VM's agent then waits on its socket as it would for a slow
 //!   debugger), so a long cut costs bounded memory, never an unbounded queue.
 //! - [`Inbound`]: the last numbered frame received; only the next one is taken.
@@ -96,6 +97,17 @@ impl Outbound {
         if !self.has_room(cost) {
             return Err(ResumeError::Full { need: cost, held: self.bytes, limit: self.limit });
         }
+        self.sent += 1;
+        self.kept.push_back(Kept { seq: self.sent, channel, body, cost });
+        self.bytes += cost;
+        Ok(self.sent)
+    }
+
+    /// Like `push`, past the limit: for the few frames whose number something else bounds
+    /// (a channel's one open result), which must not wait for room because the frame that
+    /// asked for them has been taken already.
+    pub fn push_beyond(&mut self, channel: u32, body: Body) -> Result<u64, ResumeError> {
+        let cost = wire_len(&body)?;
         self.sent += 1;
         self.kept.push_back(Kept { seq: self.sent, channel, body, cost });
         self.bytes += cost;
@@ -204,6 +216,12 @@ impl Resume {
     /// Numbers `body` for `channel` and gives the frame to write now.
     pub fn send(&mut self, channel: u32, body: Body) -> Result<Frame, ResumeError> {
         let seq = self.out.push(channel, body.clone())?;
+        Ok(self.stamp(channel, seq, body))
+    }
+
+    /// Like `send`, past the limit (see `Outbound::push_beyond`).
+    pub fn send_beyond(&mut self, channel: u32, body: Body) -> Result<Frame, ResumeError> {
+        let seq = self.out.push_beyond(channel, body.clone())?;
         Ok(self.stamp(channel, seq, body))
     }
 

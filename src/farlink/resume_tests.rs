@@ -44,10 +44,16 @@ fn outbound_is_bounded_but_never_stuck() {
     // An empty table takes one frame larger than the whole limit.
     assert_eq!(out.push(1, data(4, 1000)).unwrap(), 3);
     assert!(!out.has_room(1));
+    // A frame that must go out whatever the room goes past the limit.
+    assert_eq!(out.push_beyond(1, data(5, 10)).unwrap(), 4);
+    assert_eq!(out.unacked_bytes(), 1062);
+    out.ack(4).unwrap();
     // A frame the encoder would refuse is never numbered.
     out.ack(3).unwrap();
     assert!(matches!(out.push(1, Body::Data(Bytes::new())), Err(ResumeError::Frame(_))));
-    assert_eq!(out.sent(), 3);
+    assert_eq!(out.sent(), 4);
+    assert!(matches!(out.push_beyond(1, Body::Data(Bytes::new())), Err(ResumeError::Frame(_))));
+    assert_eq!(out.sent(), 4);
 }
 
 #[test]
