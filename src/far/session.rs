@@ -489,3 +489,7 @@ async fn sleep_until(at: Option<Instant>) {
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
