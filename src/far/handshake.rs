@@ -80,7 +80,9 @@ mod tests {
     fn verdicts() {
         let ours = SessionKey { id: [7; 16], token: [8; 16] };
         let none = SessionKey::default();
-        let cases: Vec<(&str, Hello, Result<Verdict, (ByeReason, &str)>)> = vec![
+        // What each hello must get: a verdict, or a refusal's reason and a piece of its text.
+        type Want = Result<Verdict, (ByeReason, &'static str)>;
+        let cases: Vec<(&str, Hello, Want)> = vec![
             ("new session", hello(Role::Near, 1, 1, none), Ok(Verdict::New)),
             ("new session, a range of versions", hello(Role::Near, 1, 3, none), Ok(Verdict::New)),
             ("resume", hello(Role::Near, 1, 1, ours), Ok(Verdict::Resume)),

@@ -327,7 +327,7 @@ impl Session {
                         debug!(channel, "the near side closed a channel");
                         self.channels.remove(&channel);
                     }
-                    Body::Data(bytes) => self.to_vm(channel, bytes),
+                    Body::Data(bytes) => self.pass_to_vm(channel, bytes),
                     other => self.lose_connection("bad stream", Some((ByeReason::Protocol, format!("a near side does not send {:?} frames", other.kind())))),
                 }
             }
@@ -355,7 +355,7 @@ impl Session {
         }
     }
 
-    fn to_vm(&mut self, channel: u32, bytes: Bytes) {
+    fn pass_to_vm(&mut self, channel: u32, bytes: Bytes) {
         // A channel closed here already: its Close is on the way to the near side.
         let Some(c) = self.channels.get(&channel) else { return };
         match c.to_vm.try_send(bytes) {
