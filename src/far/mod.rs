@@ -9,14 +9,28 @@
 //!
 //! - [`dir`]: the private folder, its lock and pid file.
 //! - [`handshake`]: what a near side's Hello gets (new session, resumed, refused). Pure.
-//! - [`vms`]: the VM list and the numbers channels are opened by. Pure.
-//! - [`channel`]: one task per VM connection.
-//! - [`session`]: the task owning the near side's connection, the channels and the resume
+//! - `vms`: the VM list and the numbers channels are opened by. Pure.
+//! - `channel`: one task per VM connection.
+//! - `session`: the task owning the near side's connection, the channels and the resume
 //!   state.
 //!
 //! One far process serves one session: it starts with a fresh session key, a near side that
 //! asks for a new session closes the earlier one's channels, and the process ends with the
 //! session (after the hold, or when the near side says it is leaving for good).
+//!
+//! Decisions the near side builds on:
+//! - The far side is started over ssh as `jdwpmux far --detach`: it prints one line,
+//!   `jdwpmux far: listening on SOCKET (pid N, protocol P, jdwpmux V)` (or `already
+//!   running on SOCKET ...` when one runs), and goes on in a session of its own; the near
+//!   side forwards a Unix socket of its own to SOCKET through the ssh master.
+//! - The VM list comes whole each time it changes; a VM's number names one process, so a
+//!   restarted JVM is a new entry (the near side keeps its debugger port by what it runs,
+//!   as `serve` does for local JVMs).
+//! - A channel is a raw JDWP connection: the near side's session does the handshake and
+//!   multiplexes debuggers onto it exactly as onto a VM socket; when it closes the
+//!   channel, the far side closes the VM connection (the VM sees the debugger leave).
+//! - A near side that ends for good says Bye (`ShuttingDown`): the far side then closes its
+//!   VM connections and ends at once instead of holding them.
 //!
 //! Not wired into `serve --ssh` yet: the subcommand is hidden until the near side's end is.
 
@@ -85,6 +99,15 @@ pub fn ready_line(socket: &Path, pid: Option<u32>, already: bool) -> String {
     format!("jdwpmux far: {state} on {} ({pid}, protocol {}, jdwpmux {})", socket.display(), handshake::PROTOCOL, env!("CARGO_PKG_VERSION"))
 }
 
+/// Prints the ready line. Not `println!`: a starter that went away before reading it must not
+/// bring the far side down with a broken pipe.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
 /// Runs the far side in this process until its session ends.
 pub async fn serve(opts: Options) -> Result<(), FarError> {
     let dir = opts.dir.clone().unwrap_or_else(dir::default_dir);
@@ -92,7 +115,7 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     let socket = dir.join(dir::SOCKET);
     let _lock = match dir::lock(&dir)? {
         dir::Locked::Running(pid) => {
-            println!("{}", ready_line(&socket, pid, true));
+            say(&ready_line(&socket, pid, true));
             return Ok(());
         }
         dir::Locked::Mine(lock) => lock,
@@ -101,7 +124,7 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     let _ = std::fs::remove_file(&socket);
     let listener = UnixListener::bind(&socket).map_err(|source| FarError::Socket { path: socket.clone(), source })?;
     let key = handshake::new_session().map_err(FarError::Random)?;
-    println!("{}", ready_line(&socket, Some(std::process::id()), false));
+    say(&ready_line(&socket, Some(std::process::id()), false));
     info!(socket = %socket.display(), hold_s = opts.hold.as_secs(), "far side listening");
 
     let stop = CancellationToken::new();

@@ -36,6 +36,21 @@
 //!   its first Hello over the (ssh-authenticated, 0700-folder) stream; a near side that comes
 //!   back presents both and is recognised. A wrong token or an unknown session is a Bye, and
 //!   the near side then starts a new session (its channels are gone).
+//! - **Resume** (see [`resume`]): both sides keep what they sent until acknowledged, the
+//!   far side up to a byte limit past which it stops reading its VMs (so a long cut leaves
+//!   the VMs waiting on their sockets, as a slow debugger would, and costs bounded memory).
+//!   Each side acks within a few milliseconds, or at once after many frames. The near side
+//!   uses the same `Resume` table for what it sends (commands to the VMs).
+//! - **Liveness** is the near side's to judge: it sends Pings and reconnects when Pongs stop
+//!   (ssh's own keepalives end a dead session too). The far side drops a connection it has
+//!   heard nothing on for a minute, and otherwise waits for end of stream.
+//! - **For issue 36** (round trips hidden): the far side will read the JDWP stream of each
+//!   channel (it must, to see stop events), send its own commands to the VM in an id range
+//!   the near side's sessions never use, and send what it gathered as a numbered kind on
+//!   the channel of the VM it came from. Being numbered on that channel, a gathered answer
+//!   is ordered with the VM's own bytes: the near side knows exactly which events came
+//!   before it, which is what "nothing since could have changed it" is judged by. Such
+//!   frames must then begin and end at JDWP packet boundaries of the channel's stream.
 //! - **Strict decoding**: every payload is read to its last byte, texts are UTF-8 within
 //!   named maxima, reason and status codes a later version may add are kept as `Other(n)`.
 //!   A frame the decoder would refuse, the encoder refuses too and writes nothing.
