@@ -183,7 +183,7 @@ pub fn detach(opts: &Options) -> Result<(), FarError> {
     let line = child.stdout.take().and_then(|out| BufReader::new(out).lines().next()).and_then(Result::ok);
     match line {
         Some(line) => {
-            println!("{line}");
+            say(&line);
             Ok(())
         }
         None => Err(FarError::Silent(log_path)),

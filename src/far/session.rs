@@ -158,6 +158,7 @@ impl Session {
                 Wake::Read(Ok(0)) => self.lose_connection("the near side closed the stream", None),
                 Wake::Read(Ok(_)) => {}
                 Wake::Read(Err(e)) => self.lose_connection(&format!("reading the stream: {e}"), None),
+                Wake::Wrote(Ok(0)) => self.lose_connection("the stream takes no more bytes", None),
                 Wake::Wrote(Ok(_)) => {}
                 Wake::Wrote(Err(e)) => self.lose_connection(&format!("writing the stream: {e}"), None),
                 Wake::Unstalled(permit) => {
