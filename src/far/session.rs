@@ -44,8 +44,10 @@ pub const QUIET: Duration = Duration::from_secs(60);
 pub const ACK_DELAY: Duration = Duration::from_millis(20);
 /// Frames taken that make an Ack go out at once.
 pub const ACK_EVERY: u64 = 32;
-/// Channel events queued for the session.
-const EVENT_QUEUE: usize = 64;
+/// Channel events queued for the session. With the link cut, what the far side holds of
+/// the VMs' output is at most the resume table's limit, this many Data pieces, and one piece
+/// being read per channel (each piece at most `MAX_DATA`).
+const EVENT_QUEUE: usize = 8;
 
 #[derive(Debug, Clone)]
 pub struct Config {
