@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixStream};
 use tokio_util::codec::{Decoder, Encoder};
@@ -187,4 +187,43 @@ async fn wait_until_still(written: &AtomicUsize) -> usize {
 fn tcp_max(name: &str) -> usize {
     let text = std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}")).unwrap();
     text.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap()
+}
+
+#[tokio::test]
+async fn a_broken_near_side_is_told_why_and_the_session_goes_on() {
+    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into() };
+    let (accepted_tx, accepted_rx) = mpsc::channel(1);
+    let (_scans_tx, scans_rx) = mpsc::channel(1);
+    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, CancellationToken::new()));
+    let mut resume = Resume::new(Outbound::new(1 << 20));
+    let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
+    assert!(matches!(near.next(&mut resume).await.body, Body::VmList(v) if v.is_empty()));
+
+    // A frame out of order: a Bye that says so, then the end of the stream.
+    near.write(&Frame { channel: 1, seq: 5, ack: 0, body: Body::Data(Bytes::from_static(b"x")) }).await;
+    match near.frame().await.body {
+        Body::Bye { reason, text } => {
+            assert_eq!(reason, ByeReason::Protocol);
+            assert!(text.contains("frame 5 came after frame 0"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut rest = Vec::new();
+    near.stream.read_to_end(&mut rest).await.unwrap();
+    assert!(rest.is_empty());
+
+    // The session is still there: the near side resumes it, and an open of a VM that is not
+    // there gets its answer.
+    let (mut near, far) = Near::connect(&accepted_tx, hello.session, &mut resume).await;
+    assert!(far.resumed);
+    let open = resume.send(3, Body::Open { vm: 77 }).unwrap();
+    near.write(&open).await;
+    let f = near.next(&mut resume).await;
+    assert_eq!(f.channel, 3);
+    assert!(matches!(f.body, Body::Opened { status: OpenStatus::NoSuchVm, .. }), "{f:?}");
+
+    // A near side that leaves for good: the session ends now, not after the hold.
+    near.write(&resume.link(Body::Bye { reason: ByeReason::ShuttingDown, text: "serve stops".into() })).await;
+    let ended = tokio::time::timeout(WAIT, session).await.unwrap().unwrap();
+    assert_eq!(ended, Ended::NearLeft);
 }
