@@ -168,6 +168,8 @@ impl Session {
                         permit.send(bytes);
                     }
                     self.stalled = None;
+                    // Nothing was read while stalled: the silence was not the near side's.
+                    self.last_heard = Instant::now();
                 }
                 Wake::Event(e) => self.on_event(e),
                 Wake::Scan((found, decisions)) => self.list_due |= self.vms.update(&found, &decisions),
@@ -208,7 +210,8 @@ impl Session {
         let reading = self.stalled.is_none() && out_held < self.cfg.limit + MAX_DATA;
         let stall_tx = self.stalled.as_ref().and_then(|(c, _)| self.channels.get(c)).map(|c| c.to_vm.clone());
         let hold_at = self.lost_at.map(|t| t + self.hold);
-        let quiet_at = self.reader.as_ref().map(|_| self.last_heard + QUIET);
+        // Silence counts only while the stream is read: a stall is this side's own doing.
+        let quiet_at = self.reader.as_ref().filter(|_| reading).map(|_| self.last_heard + QUIET);
         let ack_at = self.ack_at;
         tokio::select! {
             Some(a) = accepted.recv() => Wake::Accepted(a),

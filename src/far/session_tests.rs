@@ -53,6 +53,15 @@ struct Near {
 impl Near {
     /// Connects through the session's accept channel, as `accept_loop` would.
     async fn connect(accepted: &mpsc::Sender<Accepted>, session: SessionKey, resume: &mut Resume) -> (Near, Hello) {
+        let (mut near, far, replay) = Near::connect_lazy(accepted, session, resume).await;
+        for f in &replay {
+            near.write(f).await;
+        }
+        (near, far)
+    }
+
+    /// Like `connect`, and returns the frames to send again instead of writing them.
+    async fn connect_lazy(accepted: &mpsc::Sender<Accepted>, session: SessionKey, resume: &mut Resume) -> (Near, Hello, Vec<Frame>) {
         let (mine, theirs) = UnixStream::pair().unwrap();
         let mut near = Near { stream: mine, buf: BytesMut::new() };
         let hello = Hello { role: Role::Near, proto_min: 1, proto_max: 1, binary: "test".into(), session, hold_secs: 0, resumed: false };
@@ -61,10 +70,8 @@ impl Near {
         accepted.send(a).await.unwrap();
         let first = near.frame().await;
         let Body::Hello(far) = first.body else { panic!("{first:?}") };
-        for f in resume.reconnect(first.ack).unwrap() {
-            near.write(&f).await;
-        }
-        (near, far)
+        let replay = resume.reconnect(first.ack).unwrap();
+        (near, far, replay)
     }
 
     async fn write(&mut self, f: &Frame) {
@@ -226,4 +233,131 @@ async fn a_broken_near_side_is_told_why_and_the_session_goes_on() {
     near.write(&resume.link(Body::Bye { reason: ByeReason::ShuttingDown, text: "serve stops".into() })).await;
     let ended = tokio::time::timeout(WAIT, session).await.unwrap().unwrap();
     assert_eq!(ended, Ended::NearLeft);
+}
+
+/// A VM that reads nothing until `go` is notified, then reads everything and counts it,
+/// checking the pattern as it goes.
+async fn reading_vm(go: Arc<tokio::sync::Notify>, read: Arc<AtomicUsize>) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        go.notified().await;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut at = 0;
+        while at < TOTAL {
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the far side closed the VM connection at {at}");
+            assert!(buf[..n] == pattern(at, n)[..], "bytes {at}..{} differ at the VM", at + n);
+            at += n;
+            read.store(at, Ordering::SeqCst);
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_that_does_not_read_stops_the_stream_and_nothing_is_lost() {
+    let go = Arc::new(tokio::sync::Notify::new());
+    let read = Arc::new(AtomicUsize::new(0));
+    let addr = reading_vm(go.clone(), read.clone()).await;
+    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into() };
+    let (accepted_tx, accepted_rx) = mpsc::channel(1);
+    let (scans_tx, scans_rx) = mpsc::channel(1);
+    let stop = CancellationToken::new();
+    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, stop.clone()));
+    let found = vec![FoundJvm::sample(4243, "Reader", addr.port(), addr.port(), Reach::At(addr))];
+    let decisions = decide(&found, &mut KeyBook::default());
+    scans_tx.send((found, decisions)).await.unwrap();
+
+    // The near side keeps all it sends (its table is larger than the whole stream), so the
+    // only thing that stops it is the far side no longer reading.
+    let mut resume = Resume::new(Outbound::new(2 * TOTAL));
+    let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
+    let vm = loop {
+        if let Body::VmList(vms) = near.next(&mut resume).await.body {
+            break vms[0].key;
+        }
+    };
+    let open = resume.send(1, Body::Open { vm }).unwrap();
+    near.write(&open).await;
+    assert!(matches!(near.next(&mut resume).await.body, Body::Opened { status: OpenStatus::Ok, .. }));
+    const PIECE: usize = 32 * 1024;
+    let frames: Vec<Frame> = (0..TOTAL / PIECE).map(|i| resume.send(1, Body::Data(Bytes::from(pattern(i * PIECE, PIECE)))).unwrap()).collect();
+    let last = frames.last().map(|f| f.seq).unwrap();
+
+    // Written by a task of its own, which blocks when the far side stops reading; acks read here.
+    let (near_read, near_write) = near.stream.into_split();
+    let mut near_read = Reading { half: near_read, buf: near.buf };
+    let writer = tokio::spawn(write_all_frames(near_write, frames));
+    let acked = near_read.acks_until_still(&mut resume).await;
+    assert_eq!(read.load(Ordering::SeqCst), 0);
+    assert!(acked < last, "the far side took the whole stream ({acked} frames) with the VM reading nothing");
+
+    // Cut while it stalls: the near side sends again what the far side has not taken.
+    writer.abort();
+    drop(near_read);
+    let (again, far, replay) = Near::connect_lazy(&accepted_tx, hello.session, &mut resume).await;
+    assert!(far.resumed);
+    assert!(!replay.is_empty() && replay.last().map(|f| f.seq) == Some(last), "{} frames to send again", replay.len());
+    let (near_read, near_write) = again.stream.into_split();
+    let mut near_read = Reading { half: near_read, buf: again.buf };
+    let writer = tokio::spawn(write_all_frames(near_write, replay));
+    // The replay meets the same stall; past a minute of it (the far side's QUIET), the far
+    // side must not take its own stall for a dead near side.
+    go.notify_one();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while read.load(Ordering::SeqCst) < TOTAL {
+        assert!(tokio::time::Instant::now() < deadline, "the VM got {} of {TOTAL} bytes", read.load(Ordering::SeqCst));
+        near_read.ack_or_wait(&mut resume).await;
+    }
+    let _still_open = writer.await.unwrap();
+    stop.cancel();
+    assert_eq!(session.await.unwrap(), Ended::Stopped);
+}
+
+/// Writes `frames`; returns the write half, so that its end (a shutdown) is the caller's.
+async fn write_all_frames(mut w: tokio::net::unix::OwnedWriteHalf, frames: Vec<Frame>) -> tokio::net::unix::OwnedWriteHalf {
+    for f in frames {
+        let mut out = BytesMut::new();
+        FarCodec.encode(&f, &mut out).unwrap();
+        w.write_all(&out).await.unwrap();
+    }
+    w
+}
+
+struct Reading {
+    half: tokio::net::unix::OwnedReadHalf,
+    buf: BytesMut,
+}
+
+impl Reading {
+    /// Takes what the far side sends for up to 50 ms.
+    async fn ack_or_wait(&mut self, resume: &mut Resume) {
+        self.buf.reserve(64 * 1024);
+        let got = tokio::time::timeout(Duration::from_millis(50), self.half.read_buf(&mut self.buf)).await;
+        while let Some(f) = FarCodec.decode(&mut self.buf).unwrap() {
+            assert!(!matches!(f.body, Body::Bye { .. }), "{f:?}");
+            resume.receive(&f).unwrap();
+        }
+        if let Ok(r) = got {
+            assert!(r.unwrap() > 0, "the far side closed the stream");
+        }
+    }
+
+    /// Takes acks until none has come for a second (the far side stopped taking the stream);
+    /// the last frame acknowledged.
+    async fn acks_until_still(&mut self, resume: &mut Resume) -> u64 {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut still = 0;
+        let mut last = resume.out.acked();
+        while still < 20 {
+            assert!(tokio::time::Instant::now() < deadline, "the far side never stopped taking the stream");
+            self.ack_or_wait(resume).await;
+            let now = resume.out.acked();
+            still = if now == last { still + 1 } else { 0 };
+            last = now;
+        }
+        last
+    }
 }
