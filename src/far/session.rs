@@ -9,8 +9,12 @@
 //!   Channels' events are taken only while the resume table has room for one more Data frame:
 //!   with the link cut, VMs keep writing until `limit` bytes wait unacknowledged, then they
 //!   wait on their own sockets.
+//!   The stream is one queue for every channel: a VM that stops reading (its agent busy in
+//!   an InvokeMethod while more than `TO_VM_QUEUE` pieces of commands wait) holds up the
+//!   other channels' input, and the acks in it, until it reads again. JDWP agents read
+//!   their commands as they come, so this is rare; per-channel credit would remove it.
 //! - The connection going (end of stream, an error, a protocol error, nothing heard for
-//!   `QUIET`) starts the hold: the channels stay, the VMs see nothing. A near side that comes
+//!   `QUIET` while reading) starts the hold: the channels stay, the VMs see nothing. A near side that comes
 //!   back within the hold resumes; after it, the session ends and every VM connection is
 //!   closed, as a debugger leaving closes it.
 
