@@ -25,6 +25,9 @@ _jdwpmux() {
             jdwpmux,exit)
                 cmd="jdwpmux__subcmd__exit"
                 ;;
+            jdwpmux,far)
+                cmd="jdwpmux__subcmd__far"
+                ;;
             jdwpmux,features)
                 cmd="jdwpmux__subcmd__features"
                 ;;
@@ -61,6 +64,9 @@ _jdwpmux() {
             jdwpmux__subcmd__help,exit)
                 cmd="jdwpmux__subcmd__help__subcmd__exit"
                 ;;
+            jdwpmux__subcmd__help,far)
+                cmd="jdwpmux__subcmd__help__subcmd__far"
+                ;;
             jdwpmux__subcmd__help,features)
                 cmd="jdwpmux__subcmd__help__subcmd__features"
                 ;;
@@ -95,7 +101,7 @@ _jdwpmux() {
 
     case "${cmd}" in
         jdwpmux)
-            opts="-v -q -h -V --verbose --quiet --log-format --control --config --help --version serve list select decode threads heap exit features stats completions man help"
+            opts="-v -q -h -V --verbose --quiet --log-format --control --config --help --version serve list select decode threads heap exit features stats completions man far help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -202,6 +208,44 @@ _jdwpmux() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        jdwpmux__subcmd__far)
+            opts="-v -q -h -V --dir --hold --scan-interval --detach --verbose --quiet --log-format --control --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hold)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scan-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --control)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         jdwpmux__subcmd__features)
             opts="-v -q -h -V --verbose --quiet --log-format --control --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -263,7 +307,7 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__help)
-            opts="serve list select decode threads heap exit features stats completions man help"
+            opts="serve list select decode threads heap exit features stats completions man far help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -305,6 +349,20 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__help__subcmd__exit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        jdwpmux__subcmd__help__subcmd__far)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

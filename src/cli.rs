@@ -94,6 +94,30 @@ pub enum Command {
     /// Print the man page (roff) to standard output.
     #[command(hide = true)]
     Man,
+    /// jdwpmux on a VM's host: find its JVMs, hold their connections and serve them to a
+    /// near side over a Unix socket in a private folder, through link cuts up to the hold
+    /// time. Started by the near side, not by hand: hidden until `serve --ssh` uses it.
+    #[command(hide = true)]
+    Far(FarArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FarArgs {
+    /// The private folder for the socket, the pid file and the log [default:
+    /// $XDG_RUNTIME_DIR/jdwpmux-far, else /tmp/jdwpmux-far-UID].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// Seconds the VM connections are held with no near side, when the near side asks for
+    /// no other hold.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub hold: u64,
+    /// Seconds between /proc scans.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub scan_interval: f64,
+    /// Start in the background (a session of its own, the log in the folder), print the
+    /// ready line and return.
+    #[arg(long)]
+    pub detach: bool,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,10 @@
 //! - [`listen`]: debugger accept loops; each new connection's handshake, then the hand-over
 //!   of its socket to the VM's session.
 //! - [`discovery`]: finding VMs: port-range scans and the adb server.
+//! - [`far`]: `jdwpmux far`, jdwpmux on a VM's host: holds its VM connections through link
+//!   cuts and serves them over the [`farlink`] stream.
+//! - [`farlink`]: the stream between jdwpmux near the IDE and jdwpmux on a VM's host: frames,
+//!   channels, acknowledgements and what to replay after a cut. Pure.
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
 //! - [`stats`]: traffic figures per debugger and command (latency histograms), live and
@@ -36,6 +40,8 @@ mod daemon;
 pub mod discovery;
 pub mod ddm;
 pub mod fd_limit;
+pub mod far;
+pub mod farlink;
 pub mod fuzzing;
 pub mod jdwp;
 pub mod listen;

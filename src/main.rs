@@ -55,6 +55,7 @@ fn main() -> ExitCode {
             print!("{}", jdwpmux::manpage::render());
             Ok(())
         }
+        Command::Far(a) => far(a, &rt),
     };
     // Every queued log line is out before the last word, or the exit.
     log_guard.flush();
@@ -86,6 +87,22 @@ fn parse_command_line() -> Result<Cli, ExitCode> {
     }
     let matches = cmd.get_matches_from(&args);
     Cli::from_arg_matches(&matches).map_err(|e| e.exit())
+}
+
+fn far(a: jdwpmux::cli::FarArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result<()> {
+    if !(a.scan_interval.is_finite() && a.scan_interval > 0.0) {
+        return Err(UsageError(format!("--scan-interval {}: must be a positive number of seconds", a.scan_interval)).into());
+    }
+    let opts = jdwpmux::far::Options {
+        dir: a.dir,
+        hold: Duration::from_secs(a.hold),
+        scan_interval: Duration::from_secs_f64(a.scan_interval),
+        limit: jdwpmux::far::DEFAULT_LIMIT,
+    };
+    if a.detach {
+        return Ok(jdwpmux::far::detach(&opts)?);
+    }
+    Ok(rt.block_on(jdwpmux::far::serve(opts))?)
 }
 
 /// A usage error (bad flags, config, selector) that the user must fix.

@@ -16,6 +16,8 @@ mod sharing;
 mod sharing_load;
 #[path = "integration/sharing_jvm.rs"]
 mod sharing_jvm;
+#[path = "integration/far.rs"]
+mod far;
 #[path = "integration/detach.rs"]
 mod detach;
 #[path = "integration/bad_input.rs"]

@@ -20,7 +20,7 @@ use crate::settings::{self, Settings};
 
 mod adb_vms;
 mod followed;
-mod proc_vms;
+pub(crate) mod proc_vms;
 mod remote_vms;
 mod scanned;
 mod started;

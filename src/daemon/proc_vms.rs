@@ -23,7 +23,7 @@ pub(super) type Claimed = Arc<Mutex<HashSet<SocketAddr>>>;
 
 /// What one round decided about one JVM.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Decision {
+pub(crate) struct Decision {
     pub key: String,
     pub name: String,
     pub addr: SocketAddr,
@@ -37,7 +37,7 @@ pub(super) struct Decision {
 /// its address (as the port scan and `--vm` key it, so that nothing is listed twice); one
 /// whose agent picked its port, by what it runs (`jvms::keys`: it keeps its key while it
 /// runs, and a restarted one takes it again).
-pub(super) fn decide(found: &[FoundJvm], scanner: Option<u32>, book: &mut KeyBook) -> Vec<Decision> {
+pub(crate) fn decide(found: &[FoundJvm], scanner: Option<u32>, book: &mut KeyBook) -> Vec<Decision> {
     let picked: Vec<FoundJvm> = found.iter().filter(|f| f.agent.ephemeral() && matches!(f.reach, Reach::At(_))).cloned().collect();
     let mut picked_keys = book.keys("proc:", scanner, &picked).into_iter();
     found

@@ -16,6 +16,7 @@ pub mod codec;
 pub mod config;
 pub mod control;
 pub mod ddm;
+pub mod farlink;
 pub mod handshake;
 pub mod heapmap;
 mod pieces;
@@ -44,6 +45,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "adb", check: adb::check },
     Target { name: "config", check: config::check },
     Target { name: "procscan", check: procscan::check },
+    Target { name: "farlink", check: farlink::check },
 ];
 
 /// The target called `name`.

@@ -1,0 +1,108 @@
+//! One channel: the far side's TCP connection to one VM's agent, owned by one task. It
+//! connects, then relays bytes both ways until either end closes: what the VM sends goes to
+//! the session as `Event::Data` pieces of at most `MAX_DATA` bytes, over a bounded channel
+//! the session stops taking from when its unacknowledged bytes reach their limit (so a VM's
+//! output waits in its own socket, not in memory here); what the near side sends comes in
+//! over a bounded channel of its own.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{debug, Instrument};
+
+use crate::farlink::frame::{CloseReason, OpenStatus, MAX_DATA};
+
+/// How long connecting to a VM's agent may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Pieces of the near side's data queued for one VM before the session stops reading the
+/// stream (each at most `MAX_DATA` bytes).
+pub const TO_VM_QUEUE: usize = 64;
+
+/// What a channel's task tells the session.
+#[derive(Debug)]
+pub enum Event {
+    Opened { channel: u32, result: Result<(), (OpenStatus, String)> },
+    Data { channel: u32, bytes: Bytes },
+    Closed { channel: u32, reason: CloseReason, text: String },
+}
+
+/// The session's end of a channel. Dropping it ends the task and closes the VM connection.
+#[derive(Debug)]
+pub struct Channel {
+    pub to_vm: mpsc::Sender<Bytes>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts channel `channel` to the VM at `addr`.
+pub fn open(channel: u32, addr: SocketAddr, events: mpsc::Sender<Event>) -> Channel {
+    let (to_vm, from_near) = mpsc::channel(TO_VM_QUEUE);
+    let span = tracing::info_span!("channel", channel, vm = %addr);
+    let task = tokio::spawn(run(channel, addr, events, from_near).instrument(span));
+    Channel { to_vm, task }
+}
+
+async fn run(channel: u32, addr: SocketAddr, events: mpsc::Sender<Event>, mut from_near: mpsc::Receiver<Bytes>) {
+    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            let _ = events.send(Event::Opened { channel, result: Err((OpenStatus::ConnectFailed, format!("{addr}: {e}"))) }).await;
+            return;
+        }
+        Err(_) => {
+            let text = format!("{addr}: no answer within {} s", CONNECT_TIMEOUT.as_secs());
+            let _ = events.send(Event::Opened { channel, result: Err((OpenStatus::ConnectFailed, text)) }).await;
+            return;
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    if events.send(Event::Opened { channel, result: Ok(()) }).await.is_err() {
+        return;
+    }
+    debug!("connected");
+    let (mut read, mut write) = stream.into_split();
+    let from_vm = async {
+        // One buffer, its filled part split off as each piece: small pieces share an
+        // allocation instead of each holding MAX_DATA bytes while they wait for an ack.
+        let mut buf = BytesMut::with_capacity(MAX_DATA);
+        loop {
+            buf.reserve(MAX_DATA);
+            match (&mut read).take(MAX_DATA as u64).read_buf(&mut buf).await {
+                Ok(0) => return (CloseReason::VmClosed, "the VM closed the connection".to_string()),
+                Ok(_) => {
+                    if events.send(Event::Data { channel, bytes: buf.split().freeze() }).await.is_err() {
+                        return (CloseReason::Done, String::new());
+                    }
+                }
+                Err(e) => return (CloseReason::Error, format!("reading from the VM: {e}")),
+            }
+        }
+    };
+    let to_vm = async {
+        while let Some(bytes) = from_near.recv().await {
+            if let Err(e) = write.write_all(&bytes).await {
+                return (CloseReason::Error, format!("writing to the VM: {e}"));
+            }
+        }
+        // The session dropped its end: the near side closed the channel.
+        (CloseReason::Done, String::new())
+    };
+    let (reason, text) = tokio::select! {
+        r = from_vm => r,
+        r = to_vm => r,
+    };
+    debug!(?reason, text, "closed");
+    if reason != CloseReason::Done {
+        let _ = events.send(Event::Closed { channel, reason, text }).await;
+    }
+}

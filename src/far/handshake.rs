@@ -1,0 +1,127 @@
+//! What the far side answers to a near side's Hello: a new session, the running one resumed,
+//! or a refusal with the line the near side shows. Pure, table-tested.
+
+use std::time::Duration;
+
+use crate::farlink::frame::{ByeReason, Hello, Role, SessionKey};
+
+/// The protocol this far side speaks.
+pub const PROTOCOL: u16 = 1;
+/// The longest hold a near side may ask for: a day.
+pub const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Start a new session: every channel of the one before is closed (its near side is
+    /// gone: a near side that restarts asks for a new one).
+    New,
+    /// The near side of the running session came back.
+    Resume,
+    Refuse(ByeReason, String),
+}
+
+/// Judges `hello` against the running session `ours`; `binary` is this jdwpmux's version.
+pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str) -> Verdict {
+    if hello.role != Role::Near {
+        return Verdict::Refuse(ByeReason::Protocol, "a far side's hello came to a far side".into());
+    }
+    if !(hello.proto_min..=hello.proto_max).contains(&PROTOCOL) {
+        let theirs = if hello.proto_min == hello.proto_max { format!("{}", hello.proto_min) } else { format!("{} to {}", hello.proto_min, hello.proto_max) };
+        return Verdict::Refuse(
+            ByeReason::Version,
+            format!(
+                "jdwpmux {binary} on this host speaks far-side protocol {PROTOCOL}, jdwpmux {} near the IDE speaks {theirs}: install the same version on both",
+                hello.binary
+            ),
+        );
+    }
+    if hello.session.is_none() {
+        return Verdict::New;
+    }
+    if hello.session.id != ours.id {
+        return Verdict::Refuse(ByeReason::UnknownSession, "that session ended here (the far side restarted, or its hold ran out)".into());
+    }
+    if !ours.matches(&hello.session) {
+        return Verdict::Refuse(ByeReason::BadToken, "wrong resume token for this session".into());
+    }
+    Verdict::Resume
+}
+
+/// The hold the far side grants: what the near side asked for (within `MAX_HOLD`), or its
+/// own when the near side asked for none.
+pub fn grant_hold(asked_secs: u32, own: Duration) -> Duration {
+    if asked_secs == 0 {
+        return own.min(MAX_HOLD);
+    }
+    Duration::from_secs(u64::from(asked_secs)).min(MAX_HOLD)
+}
+
+/// A new session's id and token, from the system's random source.
+pub fn new_session() -> Result<SessionKey, getrandom::Error> {
+    let mut key = SessionKey::default();
+    getrandom::fill(&mut key.id)?;
+    getrandom::fill(&mut key.token)?;
+    // An all-zero id means "no session" on the wire.
+    if key.is_none() {
+        key.id[0] = 1;
+    }
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(role: Role, min: u16, max: u16, session: SessionKey) -> Hello {
+        Hello { role, proto_min: min, proto_max: max, binary: "9.9.9".into(), session, hold_secs: 0, resumed: false }
+    }
+
+    #[test]
+    fn verdicts() {
+        let ours = SessionKey { id: [7; 16], token: [8; 16] };
+        let none = SessionKey::default();
+        // What each hello must get: a verdict, or a refusal's reason and a piece of its text.
+        type Want = Result<Verdict, (ByeReason, &'static str)>;
+        let cases: Vec<(&str, Hello, Want)> = vec![
+            ("new session", hello(Role::Near, 1, 1, none), Ok(Verdict::New)),
+            ("new session, a range of versions", hello(Role::Near, 1, 3, none), Ok(Verdict::New)),
+            ("resume", hello(Role::Near, 1, 1, ours), Ok(Verdict::Resume)),
+            (
+                "a newer near side",
+                hello(Role::Near, 2, 3, ours),
+                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 1, jdwpmux 9.9.9 near the IDE speaks 2 to 3")),
+            ),
+            ("an older near side", hello(Role::Near, 0, 0, none), Err((ByeReason::Version, "near the IDE speaks 0: install the same version"))),
+            ("a far side's hello", hello(Role::Far, 1, 1, none), Err((ByeReason::Protocol, "a far side's hello"))),
+            ("another session", hello(Role::Near, 1, 1, SessionKey { id: [9; 16], ..ours }), Err((ByeReason::UnknownSession, "that session ended here"))),
+            ("a wrong token", hello(Role::Near, 1, 1, SessionKey { token: [9; 16], ..ours }), Err((ByeReason::BadToken, "wrong resume token"))),
+        ];
+        for (name, h, want) in cases {
+            let got = judge(&h, &ours, "0.1.0");
+            match (got, want) {
+                (Verdict::Refuse(reason, text), Err((want_reason, want_text))) => {
+                    assert_eq!(reason, want_reason, "{name}");
+                    assert!(text.contains(want_text), "{name}: {text}");
+                }
+                (got, Ok(want)) => assert_eq!(got, want, "{name}"),
+                (got, Err(_)) => panic!("{name}: {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn holds() {
+        let own = Duration::from_secs(300);
+        assert_eq!(grant_hold(0, own), own);
+        assert_eq!(grant_hold(30, own), Duration::from_secs(30));
+        assert_eq!(grant_hold(u32::MAX, own), MAX_HOLD);
+        assert_eq!(grant_hold(0, Duration::from_secs(1 << 40)), MAX_HOLD);
+    }
+
+    #[test]
+    fn new_sessions_differ_and_are_never_the_empty_key() {
+        let a = new_session().unwrap();
+        let b = new_session().unwrap();
+        assert!(!a.is_none() && a != b);
+    }
+}

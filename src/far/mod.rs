@@ -1,0 +1,290 @@
+//! `jdwpmux far`: jdwpmux on the VM's host. It finds the host's JVMs from /proc (the same
+//! scan and keys as `serve`'s local discovery), holds the connections to their agents, and
+//! serves them to one near side at a time over the stream of [`crate::farlink`], on a Unix
+//! socket in a private folder (which `serve --ssh` will reach through the user's ssh). When
+//! the near side's stream is cut, the VM connections stay: the VMs see nothing, and a near
+//! side that comes back within the hold resumes where it was, nothing lost or repeated. When
+//! the hold runs out the far side closes them (each VM then sees its debugger leave) and
+//! ends.
+//!
+//! - [`dir`]: the private folder, its lock and pid file.
+//! - [`handshake`]: what a near side's Hello gets (new session, resumed, refused). Pure.
+//! - `vms`: the VM list and the numbers channels are opened by. Pure.
+//! - `channel`: one task per VM connection.
+//! - `session`: the task owning the near side's connection, the channels and the resume
+//!   state.
+//!
+//! One far process serves one session: it starts with a fresh session key, a near side that
+//! asks for a new session closes the earlier one's channels, and the process ends with the
+//! session (after the hold, or when the near side says it is leaving for good).
+//!
+//! Decisions the near side builds on:
+//! - The far side is started over ssh as `jdwpmux far --detach`: it prints one line,
+//!   `jdwpmux far: listening on SOCKET (pid N, protocol P, jdwpmux V)` (or `already
+//!   running on SOCKET ...` when one runs), and goes on in a session of its own; the near
+//!   side forwards a Unix socket of its own to SOCKET through the ssh master.
+//! - The VM list comes whole each time it changes; a VM's number names one process, so a
+//!   restarted JVM is a new entry (the near side keeps its debugger port by what it runs,
+//!   as `serve` does for local JVMs).
+//! - A channel is a raw JDWP connection: the near side's session does the handshake and
+//!   multiplexes debuggers onto it exactly as onto a VM socket; when it closes the
+//!   channel, the far side closes the VM connection (the VM sees the debugger leave).
+//! - A near side that ends for good says Bye (`ShuttingDown`): the far side then closes its
+//!   VM connections and ends at once instead of holding them.
+//!
+//! Not wired into `serve --ssh` yet: the subcommand is hidden until the near side's end is.
+
+pub(crate) mod channel;
+pub mod dir;
+pub mod handshake;
+pub(crate) mod session;
+pub(crate) mod vms;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::AsyncReadExt;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc;
+use tokio_util::codec::Decoder;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn, Instrument};
+
+use crate::discovery::jvms::keys::KeyBook;
+use crate::discovery::jvms::{self, HostView};
+use crate::farlink::frame::{Body, Header, Kind, HEADER_LEN};
+use crate::farlink::FarCodec;
+use session::{Accepted, Config, Ended, Scan, Session};
+
+/// How long a new connection may take to send its Hello.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Unacknowledged bytes the far side sends before it leaves the VMs waiting: 50 ms of a
+/// 160 MB/s link, and what a long cut costs in memory at most.
+pub const DEFAULT_LIMIT: usize = 8 * 1024 * 1024;
+/// Connections whose Hello is being read at once (more wait in the listen backlog).
+const MAX_GREETING: usize = 8;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The private folder (default: `dir::default_dir()`).
+    pub dir: Option<PathBuf>,
+    pub hold: Duration,
+    pub scan_interval: Duration,
+    pub limit: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FarError {
+    #[error(transparent)]
+    Dir(#[from] dir::DirError),
+    #[error("{path}: {source}")]
+    Socket { path: PathBuf, source: std::io::Error },
+    #[error("no random session key: {0}")]
+    Random(getrandom::Error),
+    #[error("starting the far side in the background: {0}")]
+    Detach(std::io::Error),
+    #[error("the far side started in the background said nothing (its log: {0})")]
+    Silent(PathBuf),
+}
+
+/// The line a far side prints when it is ready, and a second start prints about the first:
+/// the near side reads the socket's path from it.
+pub fn ready_line(socket: &Path, pid: Option<u32>, already: bool) -> String {
+    let pid = pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    let state = if already { "already running" } else { "listening" };
+    format!("jdwpmux far: {state} on {} ({pid}, protocol {}, jdwpmux {})", socket.display(), handshake::PROTOCOL, env!("CARGO_PKG_VERSION"))
+}
+
+/// Prints the ready line. Not `println!`: a starter that went away before reading it must not
+/// bring the far side down with a broken pipe.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Runs the far side in this process until its session ends.
+pub async fn serve(opts: Options) -> Result<(), FarError> {
+    let dir = opts.dir.clone().unwrap_or_else(dir::default_dir);
+    dir::prepare(&dir)?;
+    let socket = dir.join(dir::SOCKET);
+    let _lock = match dir::lock(&dir)? {
+        dir::Locked::Running(pid) => {
+            say(&ready_line(&socket, pid, true));
+            return Ok(());
+        }
+        dir::Locked::Mine(lock) => lock,
+    };
+    // The lock is ours: a socket file left there is a dead far side's.
+    let _ = std::fs::remove_file(&socket);
+    let listener = UnixListener::bind(&socket).map_err(|source| FarError::Socket { path: socket.clone(), source })?;
+    let key = handshake::new_session().map_err(FarError::Random)?;
+    say(&ready_line(&socket, Some(std::process::id()), false));
+    info!(socket = %socket.display(), hold_s = opts.hold.as_secs(), "far side listening");
+
+    let stop = CancellationToken::new();
+    let (accepted_tx, accepted_rx) = mpsc::channel(1);
+    let (scans_tx, scans_rx) = mpsc::channel(1);
+    let acceptor = tokio::spawn(accept_loop(listener, accepted_tx).instrument(tracing::info_span!("accept")));
+    let scanner = tokio::spawn(scan_loop(scans_tx, opts.scan_interval));
+    let signals = tokio::spawn(stop_on_signal(stop.clone()));
+    let cfg = Config { hold: opts.hold, limit: opts.limit, binary: env!("CARGO_PKG_VERSION").to_string() };
+    let ended = Session::new(cfg, key).run(accepted_rx, scans_rx, stop).instrument(tracing::info_span!("far")).await;
+    acceptor.abort();
+    scanner.abort();
+    signals.abort();
+    let _ = std::fs::remove_file(&socket);
+    let why = match ended {
+        Ended::HoldExpired => "no near side came back within the hold",
+        Ended::NearLeft => "the near side left",
+        Ended::Stopped => "stopped",
+    };
+    info!("far side ends: {why}");
+    Ok(())
+}
+
+/// Starts the far side as a process of its own (its own session, stdio off the caller's, its
+/// log in the folder), waits for its ready line and prints it: what `ssh HOST jdwpmux far
+/// --detach` runs, so the far side outlives the ssh session that started it.
+pub fn detach(opts: &Options) -> Result<(), FarError> {
+    let dir = opts.dir.clone().unwrap_or_else(dir::default_dir);
+    dir::prepare(&dir)?;
+    let log_path = dir.join(dir::LOG_FILE);
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&log_path)
+        .map_err(|source| FarError::Socket { path: log_path.clone(), source })?;
+    let exe = std::env::current_exe().map_err(FarError::Detach)?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("far")
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--hold")
+        .arg(opts.hold.as_secs().to_string())
+        .arg("--scan-interval")
+        .arg(opts.scan_interval.as_secs_f64().to_string()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
+    // SAFETY: setsid is async-signal-safe and touches no memory of this process.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(FarError::Detach)?;
+    let line = child.stdout.take().and_then(|out| BufReader::new(out).lines().next()).and_then(Result::ok);
+    match line {
+        Some(line) => {
+            say(&line);
+            Ok(())
+        }
+        None => Err(FarError::Silent(log_path)),
+    }
+}
+
+async fn accept_loop(listener: UnixListener, accepted: mpsc::Sender<Accepted>) {
+    let greeting = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_GREETING));
+    loop {
+        let Ok(permit) = greeting.clone().acquire_owned().await else { return };
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                debug!("accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let accepted = accepted.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            match tokio::time::timeout(HELLO_TIMEOUT, read_hello(stream)).await {
+                Ok(Ok(a)) => {
+                    let _ = accepted.send(a).await;
+                }
+                Ok(Err(why)) => info!("a connection without a hello: {why}"),
+                Err(_) => info!("a connection sent no hello within {} s", HELLO_TIMEOUT.as_secs()),
+            }
+        });
+    }
+}
+
+/// Reads a connection's first frame, which must be a Hello (refused on its header otherwise,
+/// before anything more is read).
+async fn read_hello(mut stream: UnixStream) -> Result<Accepted, String> {
+    let mut buf = BytesMut::with_capacity(1024);
+    loop {
+        if let Some(h) = Header::parse(&buf) {
+            match h {
+                Ok(h) if h.kind == Kind::Hello => {}
+                Ok(h) => return Err(format!("its first frame is {:?}", h.kind)),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        match FarCodec.decode(&mut buf) {
+            Ok(Some(frame)) => {
+                let Body::Hello(hello) = frame.body else { return Err("its first frame is no hello".into()) };
+                return Ok(Accepted { stream, hello, ack: frame.ack, rest: buf });
+            }
+            Ok(None) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        buf.reserve(HEADER_LEN + Kind::Hello.max_payload());
+        match stream.read_buf(&mut buf).await {
+            Ok(0) => return Err("it closed".into()),
+            Ok(_) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Scans /proc now and every `interval`, handing each round to the session.
+async fn scan_loop(scans: mpsc::Sender<Scan>, interval: Duration) {
+    let mut view = Some(HostView::default());
+    let mut book = KeyBook::default();
+    loop {
+        let Some(mut v) = view.take() else { return };
+        let Ok((v, found)) = tokio::task::spawn_blocking(move || {
+            let found = jvms::scan_local(&mut v);
+            (v, found)
+        })
+        .await
+        else {
+            return;
+        };
+        let scanner = v.uid;
+        view = Some(v);
+        let found = match found {
+            // Other users' JVMs are left alone here as by `serve`: their owners' own
+            // debuggers must still be able to attach.
+            Ok(found) => found.into_iter().filter(|f| f.runs_as(scanner)).collect::<Vec<_>>(),
+            Err(e) => {
+                warn!("the /proc scan is skipped this round: no random marker for its records: {e}");
+                tokio::time::sleep(interval).await;
+                continue;
+            }
+        };
+        let decisions = crate::daemon::proc_vms::decide(&found, scanner, &mut book);
+        if scans.send((found, decisions)).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+async fn stop_on_signal(stop: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else { return };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    stop.cancel();
+}

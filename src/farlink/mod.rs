@@ -1,0 +1,64 @@
+//! The stream between jdwpmux near the IDE and jdwpmux on the VM's host (the "far side"):
+//! one ordered byte stream (carried by the user's ssh) holding many JDWP connections, which
+//! survives the stream being cut and made again.
+//!
+//! - [`frame`]: frames, their kinds and the header rules (what is numbered, what belongs to a
+//!   channel, each kind's maximum length). Pure.
+//! - [`payload`]: each kind's payload to bytes and back, strict both ways. Pure.
+//! - [`codec`]: the sans-I/O `Decoder`/`Encoder` over them. Pure, fuzzed
+//!   (`fuzzing::farlink`).
+//! - [`resume`]: what each side keeps so a cut loses nothing and repeats nothing: sent and
+//!   not yet acknowledged (bounded), received, what to replay after a reconnect. Pure.
+//!
+//! # Decisions the rest builds on
+//! - **A channel is one JDWP connection the far side holds to one VM**, opened by the near
+//!   side by the VM's key from the far side's VM list. Its Data frames carry that
+//!   connection's bytes in order, the JDWP handshake included: in protocol 1 the far side
+//!   relays them verbatim, and the near side's session multiplexes debuggers onto the
+//!   channel as it does onto a VM socket today. Data is cut into frames of at most
+//!   [`frame::MAX_DATA`] bytes wherever the reads fell, not at packet boundaries, so a
+//!   200 MiB reply streams through with bounded memory.
+//! - **Numbered frames and link frames.** VM lists, Open/Opened/Close and Data are numbered
+//!   per direction (1, 2, 3 ...), kept by the sender until acknowledged, and replayed after
+//!   a cut: they are delivered exactly once, in order, across any number of connections.
+//!   Hello, Bye, Ack, Ping and Pong belong to one connection and are never replayed. The
+//!   kind's number says which it is (1..=15 link, 16..=127 numbered), so the rule holds for
+//!   kinds added later.
+//! - **Every header carries an ack**: the last numbered frame received from the other
+//!   direction. Acks ride on whatever goes the other way; an Ack frame is for when nothing
+//!   does. Hello's ack is where the other side's replay starts.
+//! - **Versions**: a Hello names the protocol versions its side speaks and the binary's
+//!   version; the far side picks one or says Bye (`Version`) with a line saying what it
+//!   speaks. A kind is only sent when the agreed version has it; an unknown kind is refused
+//!   before its payload is read. Issue 36's gathered answers come as new numbered kinds on
+//!   the channel of the event they answer, under protocol 2.
+//! - **Sessions**: the far side names a session with a random id and a secret token, given in
+//!   its first Hello over the (ssh-authenticated, 0700-folder) stream; a near side that comes
+//!   back presents both and is recognised. A wrong token or an unknown session is a Bye, and
+//!   the near side then starts a new session (its channels are gone).
+//! - **Resume** (see [`resume`]): both sides keep what they sent until acknowledged, the
+//!   far side up to a byte limit past which it stops reading its VMs (so a long cut leaves
+//!   the VMs waiting on their sockets, as a slow debugger would, and costs bounded memory).
+//!   Each side acks within a few milliseconds, or at once after many frames. The near side
+//!   uses the same `Resume` table for what it sends (commands to the VMs).
+//! - **Liveness** is the near side's to judge: it sends Pings and reconnects when Pongs stop
+//!   (ssh's own keepalives end a dead session too). The far side drops a connection it has
+//!   heard nothing on for a minute, and otherwise waits for end of stream.
+//! - **For issue 36** (round trips hidden): the far side will read the JDWP stream of each
+//!   channel (it must, to see stop events), send its own commands to the VM in an id range
+//!   the near side's sessions never use, and send what it gathered as a numbered kind on
+//!   the channel of the VM it came from. Being numbered on that channel, a gathered answer
+//!   is ordered with the VM's own bytes: the near side knows exactly which events came
+//!   before it, which is what "nothing since could have changed it" is judged by. Such
+//!   frames must then begin and end at JDWP packet boundaries of the channel's stream.
+//! - **Strict decoding**: every payload is read to its last byte, texts are UTF-8 within
+//!   named maxima, reason and status codes a later version may add are kept as `Other(n)`.
+//!   A frame the decoder would refuse, the encoder refuses too and writes nothing.
+
+pub mod codec;
+pub mod frame;
+pub mod payload;
+pub mod resume;
+
+pub use codec::{CodecError, FarCodec};
+pub use frame::{Body, Frame, Kind};

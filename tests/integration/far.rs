@@ -1,0 +1,315 @@
+//! `jdwpmux far` (the real binary) on a real Unix socket with a real JVM, and a near side
+//! made of the library's stream codec and resume table: the far side lists the JVM, opens a
+//! channel to it, relays the JDWP handshake and commands; the stream is cut in the middle of
+//! a command, with replies in flight and in the middle of a large reply, and each time the
+//! near side comes back with its session key and gets every reply exactly once. Then nobody
+//! comes back: the far side ends by itself after the hold and the VM is free again.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use bytes::{Buf, Bytes, BytesMut};
+use jdwpmux::farlink::frame::{Body, ByeReason, Hello, OpenStatus, Role, SessionKey, VmInfo};
+use jdwpmux::farlink::resume::{Outbound, Received, Resume};
+use jdwpmux::farlink::{FarCodec, Frame};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::process::Command;
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::support::console::Console;
+use crate::support::{java_available, JavaApp};
+
+const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
+/// A JVM and the far side on a busy 2-core machine can be slow.
+const SLOW: Duration = Duration::from_secs(60);
+/// The far side's hold in this test: short, so its ending is seen.
+const HOLD_SECS: u64 = 5;
+const CHANNEL: u32 = 1;
+
+/// The near side of the stream, as the test drives it.
+struct Near {
+    stream: UnixStream,
+    buf: BytesMut,
+}
+
+impl Near {
+    /// Connects, says Hello for `session` (empty: a new one) with what `resume` has received,
+    /// reads the far side's Hello and sends again what the far side has not received.
+    async fn connect(socket: &Path, session: SessionKey, resume: &mut Resume) -> Result<(Near, Hello)> {
+        let stream = UnixStream::connect(socket).await.with_context(|| format!("connect {}", socket.display()))?;
+        let mut near = Near { stream, buf: BytesMut::new() };
+        let hello = Hello { role: Role::Near, proto_min: 1, proto_max: 1, binary: "test".into(), session, hold_secs: 0, resumed: false };
+        let hello = resume.link(Body::Hello(hello));
+        near.write(&hello).await?;
+        let first = near.read_frame().await?;
+        let Body::Hello(far) = first.body else { bail!("the far side's first frame is {:?}", first.body) };
+        for f in resume.reconnect(first.ack)? {
+            near.write(&f).await?;
+        }
+        Ok((near, far))
+    }
+
+    async fn write(&mut self, f: &Frame) -> Result<()> {
+        let mut out = BytesMut::new();
+        FarCodec.encode(f, &mut out)?;
+        self.stream.write_all(&out).await?;
+        Ok(())
+    }
+
+    async fn send(&mut self, resume: &mut Resume, channel: u32, body: Body) -> Result<()> {
+        let f = resume.send(channel, body)?;
+        self.write(&f).await
+    }
+
+    async fn read_frame(&mut self) -> Result<Frame> {
+        tokio::time::timeout(SLOW, async {
+            loop {
+                if let Some(f) = FarCodec.decode(&mut self.buf)? {
+                    return Ok(f);
+                }
+                self.buf.reserve(64 * 1024);
+                if self.stream.read_buf(&mut self.buf).await? == 0 {
+                    bail!("the far side closed the stream");
+                }
+            }
+        })
+        .await
+        .context("no frame from the far side")?
+    }
+
+    /// The next numbered frame, taken through `resume` (acks and the like are taken too).
+    async fn next(&mut self, resume: &mut Resume) -> Result<Frame> {
+        loop {
+            let f = self.read_frame().await?;
+            if resume.receive(&f)? == Received::Deliver {
+                return Ok(f);
+            }
+        }
+    }
+}
+
+/// A JDWP command packet.
+fn command(id: u32, set: u8, cmd: u8) -> Vec<u8> {
+    let mut p = 11u32.to_be_bytes().to_vec();
+    p.extend_from_slice(&id.to_be_bytes());
+    p.extend_from_slice(&[0, set, cmd]);
+    p
+}
+
+/// Whole JDWP packets at the front of `stream`, taken off it: (id, flags, error, length).
+fn packets(stream: &mut BytesMut) -> Vec<(u32, u8, u16, usize)> {
+    let mut out = Vec::new();
+    while stream.len() >= 11 {
+        let len = u32::from_be_bytes([stream[0], stream[1], stream[2], stream[3]]) as usize;
+        if stream.len() < len {
+            break;
+        }
+        let p = stream.split_to(len);
+        out.push((u32::from_be_bytes([p[4], p[5], p[6], p[7]]), p[8], u16::from_be_bytes([p[9], p[10]]), len));
+    }
+    out
+}
+
+/// Data of the channel until `n` whole JDWP packets came after `stream`'s bytes (the rest of
+/// the bytes stay in `stream`); `cut_after` frames in, returns early (the caller cuts).
+async fn read_packets(near: &mut Near, resume: &mut Resume, stream: &mut BytesMut, got: &mut Vec<(u32, u8, u16, usize)>, n: usize, cut_after: Option<usize>) -> Result<()> {
+    let mut frames = 0;
+    while got.len() < n {
+        if cut_after == Some(frames) {
+            return Ok(());
+        }
+        let f = near.next(resume).await?;
+        match f.body {
+            Body::Data(b) if f.channel == CHANNEL => stream.extend_from_slice(&b),
+            other => bail!("unexpected frame on channel {}: {other:?}", f.channel),
+        }
+        frames += 1;
+        got.extend(packets(stream));
+    }
+    Ok(())
+}
+
+/// The far side's list, until it holds the VM of `pid`.
+async fn wait_for_vm(near: &mut Near, resume: &mut Resume, pid: u32) -> Result<VmInfo> {
+    loop {
+        let f = near.next(resume).await?;
+        if let Body::VmList(vms) = f.body {
+            if let Some(vm) = vms.into_iter().find(|v| v.pid == pid) {
+                return Ok(vm);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<()> {
+    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    let app = JavaApp::start(false).await?;
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("far");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["far", "--hold", &HOLD_SECS.to_string(), "--scan-interval", "0.2", "--dir"]).arg(&dir);
+    let mut far = Console::spawn(cmd, "jdwpmux far")?;
+    let socket = dir.join("far.sock");
+    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol 1", socket.display(), far.pid().unwrap_or(0)), SLOW).await?;
+    assert_eq!(std::fs::metadata(&dir)?.mode() & 0o777, 0o700, "the far side's folder is private");
+
+    // A second start finds the first and leaves it alone.
+    let second = Command::new(BIN).args(["far", "--dir"]).arg(&dir).output().await?;
+    let text = String::from_utf8_lossy(&second.stdout);
+    assert!(second.status.success(), "{second:?}");
+    assert!(text.contains(&format!("already running on {} (pid {}", socket.display(), far.pid().unwrap_or(0))), "{text}");
+
+    // A new session: the far side names it and lists the JVM.
+    let mut resume = Resume::new(Outbound::new(1 << 20));
+    let (mut near, hello) = Near::connect(&socket, SessionKey::default(), &mut resume).await?;
+    assert_eq!((hello.role, hello.resumed, hello.hold_secs), (Role::Far, false, HOLD_SECS as u32));
+    let session = hello.session;
+    let pid = app.pid().context("the JVM's pid")?;
+    let vm = wait_for_vm(&mut near, &mut resume, pid).await?;
+    assert_eq!(vm.port, app.port(), "{vm:?}");
+
+    // A channel to it, and the JDWP handshake through it.
+    near.send(&mut resume, CHANNEL, Body::Open { vm: vm.key }).await?;
+    let opened = near.next(&mut resume).await?;
+    assert_eq!(opened.body, Body::Opened { status: OpenStatus::Ok, text: String::new() });
+    near.send(&mut resume, CHANNEL, Body::Data(Bytes::from_static(b"JDWP-Handshake"))).await?;
+    let mut stream = BytesMut::new();
+    while stream.len() < 14 {
+        match near.next(&mut resume).await?.body {
+            Body::Data(b) => stream.extend_from_slice(&b),
+            other => bail!("during the handshake: {other:?}"),
+        }
+    }
+    assert_eq!(&stream[..14], b"JDWP-Handshake");
+    stream.advance(14);
+
+    // Cut 1: in the middle of a command (half of VirtualMachine.Version sent).
+    let version1 = command(1, 1, 1);
+    near.send(&mut resume, CHANNEL, Body::Data(Bytes::copy_from_slice(&version1[..5]))).await?;
+    drop(near);
+    let (mut near, hello) = Near::connect(&socket, session, &mut resume).await?;
+    assert!(hello.resumed && hello.session == session, "{hello:?}");
+    near.send(&mut resume, CHANNEL, Body::Data(Bytes::copy_from_slice(&version1[5..]))).await?;
+
+    // Cut 2: commands sent, their replies not read yet (in flight, or kept while cut).
+    near.send(&mut resume, CHANNEL, Body::Data(Bytes::from(command(2, 1, 1)))).await?;
+    drop(near);
+    let (mut near, _) = Near::connect(&socket, session, &mut resume).await?;
+    let mut got = Vec::new();
+    read_packets(&mut near, &mut resume, &mut stream, &mut got, 2, None).await?;
+
+    // Cut 3: in the middle of the replies' stream: three large replies
+    // (VirtualMachine.AllClasses) and a small one asked at once, more than one Data frame can
+    // hold, the stream cut after the first Data frame.
+    let mut batch = Vec::new();
+    for id in 3..=5 {
+        batch.extend_from_slice(&command(id, 1, 3));
+    }
+    batch.extend_from_slice(&command(6, 1, 1));
+    near.send(&mut resume, CHANNEL, Body::Data(Bytes::from(batch))).await?;
+    read_packets(&mut near, &mut resume, &mut stream, &mut got, 6, Some(1)).await?;
+    drop(near);
+    let (mut near, _) = Near::connect(&socket, session, &mut resume).await?;
+    read_packets(&mut near, &mut resume, &mut stream, &mut got, 6, None).await?;
+    // The next reply comes right after: nothing was repeated or lost before it.
+    near.send(&mut resume, CHANNEL, Body::Data(Bytes::from(command(7, 1, 1)))).await?;
+    read_packets(&mut near, &mut resume, &mut stream, &mut got, 7, None).await?;
+    let replies: Vec<(u32, u8, u16)> = got.iter().map(|(id, flags, err, _)| (*id, *flags, *err)).collect();
+    let want: Vec<(u32, u8, u16)> = (1..=7).map(|id| (id, 0x80, 0)).collect();
+    assert_eq!(replies, want);
+    let large: usize = got[2..5].iter().map(|p| p.3).sum();
+    assert!(large > jdwpmux::farlink::frame::MAX_DATA, "the batch's replies ({large} bytes) fit one frame: the cut was not in the middle");
+    assert!(stream.is_empty(), "{} bytes after the last reply", stream.len());
+    assert!(got[0].3 == got[1].3 && got[1].3 == got[5].3 && got[5].3 == got[6].3, "the same Version reply each time");
+
+    // A near side with the wrong token is refused, and the session goes on.
+    let mut other = Resume::new(Outbound::new(1 << 20));
+    let wrong = SessionKey { token: [0x55; 16], ..session };
+    match Near::connect(&socket, wrong, &mut other).await {
+        Ok(_) => bail!("a wrong token was accepted"),
+        Err(e) => assert!(format!("{e:#}").contains(&format!("{:?}", ByeReason::BadToken)), "{e:#}"),
+    }
+
+    // Nobody comes back: after the hold the far side closes the VM connection and ends.
+    drop(near);
+    let status = far.wait_exit(Duration::from_secs(HOLD_SECS) + SLOW).await?;
+    assert!(status.success(), "{status:?}");
+    assert!(!socket.exists(), "the socket is removed at the end");
+    assert!(far.output().contains("no near side came back within the hold"), "{}", far.output());
+    // The VM saw its debugger leave and takes a new one.
+    let mut vm_again = tokio::time::timeout(SLOW, async {
+        loop {
+            if let Ok(s) = tokio::net::TcpStream::connect(app.addr()).await {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await?;
+    vm_again.write_all(b"JDWP-Handshake").await?;
+    let mut echo = [0u8; 14];
+    tokio::time::timeout(SLOW, vm_again.read_exact(&mut echo)).await??;
+    assert_eq!(&echo, b"JDWP-Handshake");
+    Ok(())
+}
+
+/// `--detach`: the far side goes on in a session of its own with its log in the folder, the
+/// command prints the ready line and returns; with no near side it ends after the hold.
+#[tokio::test]
+async fn a_detached_far_side_outlives_its_starter_and_ends_by_itself() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("far");
+    let out = tokio::time::timeout(SLOW, Command::new(BIN).args(["far", "--detach", "--hold", "1", "--dir"]).arg(&dir).output()).await??;
+    let line = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{out:?}");
+    let socket = dir.join("far.sock");
+    assert!(line.starts_with(&format!("jdwpmux far: listening on {} (pid ", socket.display())), "{line}");
+    let pid: i32 = line.split("(pid ").nth(1).and_then(|r| r.split(',').next()).and_then(|p| p.parse().ok()).context("the pid in the line")?;
+    // Stop it whatever happens below.
+    struct Kill(Option<i32>);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            if let Some(pid) = self.0 {
+                // SAFETY: a signal to the process this test started, which has not ended.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+    let mut kill = Kill(Some(pid));
+    let sid = std::fs::read_to_string(format!("/proc/{pid}/stat"))?.rsplit(')').next().and_then(|r| r.split_whitespace().nth(3)).and_then(|s| s.parse::<i32>().ok());
+    assert_eq!(sid, Some(pid), "it leads a session of its own");
+    let log = dir.join("far.log");
+    let deadline = tokio::time::Instant::now() + SLOW;
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z ")) {
+        if tokio::time::Instant::now() > deadline {
+            bail!("the far side still runs after {SLOW:?}; its log:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    kill.0 = None;
+    let text = std::fs::read_to_string(&log)?;
+    assert!(text.contains("far side ends: no near side came back within the hold"), "{text}");
+    assert!(!socket.exists());
+    Ok(())
+}
+
+/// A folder others can reach is refused, and left as it is.
+#[tokio::test]
+async fn a_folder_others_can_reach_is_refused() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("far");
+    std::fs::create_dir(&dir)?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+    let out = tokio::time::timeout(SLOW, Command::new(BIN).args(["far", "--hold", "1", "--dir"]).arg(&dir).output()).await??;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(err.contains(&format!("{} has mode 0755: others may reach it", dir.display())), "{err}");
+    assert_eq!(std::fs::metadata(&dir)?.mode() & 0o777, 0o755);
+    assert!(!dir.join("far.sock").exists());
+    Ok(())
+}
