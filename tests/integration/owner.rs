@@ -5,7 +5,7 @@
 //! - jdb as another user is refused on a VM's own port and on the current-VM port, closed
 //!   before the handshake, each with a WARN line naming its uid and name (the 1st, 2nd,
 //!   4th... refusal of a user is logged, with the count); the VM never
-//!   hears of it, and nothing is logged as a debugger connection;
+//!   hears of it, and nothing is logged as a debugger attached;
 //! - the daemon's own user gets in on both ports (handshake, then a JDWP reply);
 //! - `--allow-user NAME` lets that user's jdb attach and work (one INFO line names it),
 //!   while a third user is still refused; `--allow-user any` lets every local user in.
@@ -122,7 +122,7 @@ async fn owner_another_users_jdb_is_refused_on_the_vm_port_and_the_current_port(
     }
     let log = served.log_text();
     assert_eq!(log.matches("refused a debugger").count(), 2, "one line per refusal:\n{log}");
-    assert!(!log.contains("debugger connection") && !log.contains("debugger connected"), "refused before the handshake:\n{log}");
+    assert!(!log.contains("debugger attached") && !log.contains("debugger connection"), "refused before the handshake:\n{log}");
 
     // Refused in a loop, the user cannot fill the log: 30 more refusals, 4 more lines.
     assert_eq!(handshakes_as(&other, vm_port, 30), "closed");
@@ -133,7 +133,7 @@ async fn owner_another_users_jdb_is_refused_on_the_vm_port_and_the_current_port(
     // The daemon's own user is let in, on both ports, and the VM serves it.
     owner_gets_in(vm_port).await;
     owner_gets_in(current).await;
-    wait_lines(&served, "debugger connection", 2).await;
+    wait_lines(&served, "debugger attached", 2).await;
     drop(served);
     app.kill().await.unwrap();
 }
@@ -181,7 +181,7 @@ async fn owner_allow_user_any_lets_every_local_user_in() {
     for port in [vm_port, current] {
         assert_eq!(handshake_as(&other, port), "JDWP-Handshake", "port {port}");
     }
-    wait_lines(&served, "debugger connection", 2).await;
+    wait_lines(&served, "debugger attached", 2).await;
     assert!(!served.log_text().contains("refused"), "{}", served.log_text());
     drop(served);
     // The same user without the option: refused.
