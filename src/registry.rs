@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
@@ -149,6 +149,8 @@ pub struct Registry {
     selection: Mutex<Option<String>>,
     /// The current VM last announced in the log while nothing was selected.
     announced: Mutex<Option<VmId>>,
+    /// Each `--ssh` host's row (`list`, the page).
+    pub hosts: Arc<crate::remote::status::HostTable>,
 }
 
 impl Registry {

@@ -89,7 +89,7 @@ fn debugger_line(d: &DebuggerInfo, now_ms: u64) -> String {
 }
 
 /// 45s, 2m05s, 3h07m.
-fn duration(secs: u64) -> String {
+pub(super) fn duration(secs: u64) -> String {
     match secs {
         s if s < 60 => format!("{s}s"),
         s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),

@@ -24,7 +24,9 @@ use crate::transport::Endpoint;
 pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>) {
     for cfg in hosts {
         let (tx, rx) = watch::channel(HostReport::default());
-        spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.cancel.clone()));
+        // Listed from the start, connecting.
+        spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &cfg.dest.dest));
+        spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), live: HashMap::new(), adb: None };
         spawner.tracker.spawn(follower.run(rx));
     }
