@@ -80,6 +80,10 @@ pub struct ProcessInfo {
     pub waiting: bool,
     /// Its agent listens now (no debugger holds it).
     pub listening: bool,
+    /// Its agent listens on every address of its host: who can reach it, and how to keep it
+    /// to its host (`discovery::jvms::exposed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposed: Option<String>,
 }
 
 impl VmEntry {
