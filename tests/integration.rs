@@ -90,3 +90,5 @@ mod remote_users;
 mod newest;
 #[path = "integration/quiet.rs"]
 mod quiet;
+#[path = "integration/remote_hosts.rs"]
+mod remote_hosts;

@@ -70,7 +70,8 @@ pub fn classify(dest: &str, stderr: &str) -> LinkFailure {
             })
             .collect();
         let changed = has("IDENTIFICATION HAS CHANGED") || has("has changed and you have requested strict checking");
-        return LinkFailure::HostKey(format!("ssh refused {dest}: {}; {}", words.join(" "), host_key_remedy(dest, changed)));
+        let said = words.join(" ");
+        return LinkFailure::HostKey(format!("ssh refused {dest}: {}; {}", said.trim_end_matches('.'), host_key_remedy(dest, changed)));
     }
     if has("Permission denied") || has("Too many authentication failures") {
         let line = lines.iter().find(|l| l.contains("Permission denied") || l.contains("Too many")).copied().unwrap_or_default();
@@ -100,7 +101,7 @@ Host key verification failed.
         let f = classify("box", err);
         assert!(!f.transient());
         let text = f.to_string();
-        assert!(text.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && text.contains("Host key verification failed."), "{text}");
+        assert!(text.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && text.contains("Host key verification failed; if box was reinstalled"), "{text}");
         assert!(!text.contains('\n'), "one line");
         let unknown = "No ED25519 host key is known for 10.9.0.3 and you have requested strict checking.\nHost key verification failed.\n";
         assert!(text.contains("ssh-keygen -R HOST") && text.contains("`ssh box`") && text.contains("as soon as known_hosts changes"), "{text}");
