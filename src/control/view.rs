@@ -166,7 +166,7 @@ mod tests {
             suspend: false,
             waiting: false,
             listening: true,
-            exposed: Some(crate::discovery::jvms::exposed::warning(None, 8000)),
+            exposed: Some(crate::discovery::jvms::exposed::warning(None, 8000, false)),
         });
         let text = table_at(&[open], now);
         assert!(text.lines().nth(1).is_some_and(|l| l.ends_with("127.0.0.1:8000 (all addresses)")), "{text}");

@@ -18,8 +18,17 @@ pub fn on_all_addresses(listen: Option<IpAddr>, agent: &Agent) -> bool {
     }
 }
 
-/// What is said of such an agent on port `port` of `host` (None: this machine).
-pub fn warning(host: Option<&str>, port: u16) -> String {
+/// What is said of such an agent on port `port` of `host` (None: this machine); one in a
+/// container (`in_container`) listens on the container's addresses, which its loopback
+/// would make unreachable from outside: it is kept to this side with a port published on
+/// loopback only.
+pub fn warning(host: Option<&str>, port: u16, in_container: bool) -> String {
+    if in_container {
+        return format!(
+            "its JDWP agent listens on all of its container's addresses: anyone who can reach the container's port {port} controls this JVM (JDWP has no password); \
+             keep the container's network private, or publish the port on loopback only (docker run -p 127.0.0.1:{port}:{port})"
+        );
+    }
     let (whose, here) = match host {
         None => ("this machine's".to_string(), "this machine".to_string()),
         Some(h) => (format!("{h}'s"), h.to_string()),
@@ -56,9 +65,11 @@ mod tests {
 
     #[test]
     fn the_warning_says_who_and_how() {
-        let local = warning(None, 8000);
+        let local = warning(None, 8000, false);
         assert!(local.contains("anyone who can reach this machine's port 8000") && local.contains("address=127.0.0.1:8000"), "{local}");
-        let far = warning(Some("build"), 5005);
+        let far = warning(Some("build"), 5005, false);
         assert!(far.contains("build's port 5005") && far.ends_with("to keep it to build"), "{far}");
+        let boxed = warning(None, 8100, true);
+        assert!(boxed.contains("the container's port 8100") && boxed.contains("-p 127.0.0.1:8100:8100") && !boxed.contains("this machine's"), "{boxed}");
     }
 }
