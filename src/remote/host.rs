@@ -111,6 +111,8 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<H
     let mut backoff = FIRST_BACKOFF;
     let mut names = Names::default();
     let mut last_failure: Option<String> = None;
+    // The known_hosts files ssh reads for this host, once a key was refused.
+    let mut known: Option<Vec<PathBuf>> = None;
     let link_is = |state: LinkState| {
         rows.update(&cfg.label, |r| r.with_link(&state));
         report.send_modify(|r| r.link = state);
@@ -119,6 +121,8 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<H
         link_is(LinkState::Connecting);
         let limit = cfg.ssh.connect_timeout + Duration::from_secs(20);
         let control = cfg.control();
+        // Looked at before ssh reads them: a fix made while it runs counts as a change.
+        let before = known.as_deref().map(Stamp::of);
         let opened = tokio::select! {
             l = Link::open(&cfg.ssh, &cfg.dest, &control, limit) => l,
             _ = cancel.cancelled() => return,
@@ -160,10 +164,13 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<H
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
                 match failure {
-                    // Looked at from now: a change made after ssh read the files is the fix.
                     LinkFailure::HostKey(_) => {
-                        let files = known_hosts::files(&cfg.ssh, &cfg.dest).await;
-                        let stamp = Stamp::of(&files);
+                        let files = match known.take() {
+                            Some(f) => f,
+                            None => known_hosts::files(&cfg.ssh, &cfg.dest).await,
+                        };
+                        let stamp = before.unwrap_or_else(|| Stamp::of(&files));
+                        known = Some(files.clone());
                         Wait::OrKnownHosts(wait, files, stamp)
                     }
                     _ => Wait::For(wait),
