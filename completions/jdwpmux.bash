@@ -503,7 +503,7 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__list)
-            opts="-v -q -h -V --json --verbose --quiet --log-format --control --config --help --version"
+            opts="-v -q -h -V --json --hosts --verbose --quiet --log-format --control --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

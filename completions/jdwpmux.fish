@@ -93,6 +93,7 @@ json\t''"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l json -d 'Print a JSON array instead of a table'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l hosts -d 'Print the --ssh hosts (link state, JVM count, last scan) instead of the VMs; a plain list shows them under the VMs'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -s q -l quiet -d 'Only warnings and errors'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -s h -l help -d 'Print help'

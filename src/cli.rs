@@ -125,6 +125,9 @@ pub struct ListArgs {
     /// Print a JSON array instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Print the --ssh hosts (link state, JVM count, last scan) instead of the VMs; a plain list shows them under the VMs.
+    #[arg(long)]
+    pub hosts: bool,
 }
 
 #[derive(Debug, Args)]

@@ -215,8 +215,15 @@ async fn stats(args: StatsArgs, control: &std::path::Path) -> anyhow::Result<()>
 
 async fn list(args: ListArgs, control: &std::path::Path) -> anyhow::Result<()> {
     match client::request(control, &Request::List).await? {
-        Response::Vms { vms } if args.json => println!("{}", serde_json::to_string_pretty(&vms)?),
-        Response::Vms { vms } => print!("{}", control::view::table(&vms)),
+        Response::Vms { hosts, .. } if args.json && args.hosts => println!("{}", serde_json::to_string_pretty(&hosts)?),
+        Response::Vms { vms, .. } if args.json => println!("{}", serde_json::to_string_pretty(&vms)?),
+        Response::Vms { hosts, .. } if args.hosts => print!("{}", control::hosts_view::table(&hosts)),
+        Response::Vms { vms, hosts } => {
+            print!("{}", control::view::table(&vms));
+            if !hosts.is_empty() {
+                print!("\n{}", control::hosts_view::table(&hosts));
+            }
+        }
         other => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
     }
     Ok(())

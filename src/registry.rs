@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
@@ -80,6 +80,10 @@ pub struct ProcessInfo {
     pub waiting: bool,
     /// Its agent listens now (no debugger holds it).
     pub listening: bool,
+    /// Its agent listens on every address of its host: who can reach it, and how to keep it
+    /// to its host (`discovery::jvms::exposed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposed: Option<String>,
 }
 
 impl VmEntry {
@@ -149,6 +153,8 @@ pub struct Registry {
     selection: Mutex<Option<String>>,
     /// The current VM last announced in the log while nothing was selected.
     announced: Mutex<Option<VmId>>,
+    /// Each `--ssh` host's row (`list`, the page).
+    pub hosts: Arc<crate::remote::status::HostTable>,
 }
 
 impl Registry {

@@ -94,3 +94,5 @@ mod newest;
 mod quiet;
 #[path = "integration/owner.rs"]
 mod owner;
+#[path = "integration/remote_hosts.rs"]
+mod remote_hosts;

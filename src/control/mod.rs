@@ -7,6 +7,7 @@
 pub mod client;
 mod ddm_cmds;
 pub mod heap;
+pub mod hosts_view;
 pub mod path_check;
 pub mod protocol;
 pub mod server;

@@ -26,7 +26,12 @@ pub enum Request {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "lowercase")]
 pub enum Response {
-    Vms { vms: Vec<VmInfo> },
+    /// Every VM, and each `--ssh` host's row (absent from older daemons' answers).
+    Vms {
+        vms: Vec<VmInfo>,
+        #[serde(default)]
+        hosts: Vec<crate::remote::status::HostRow>,
+    },
     Selected { vm: Box<VmInfo> },
     /// Text to print as it is (a thread table screen, a heap summary, a feature list).
     Text { text: String },

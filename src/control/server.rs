@@ -136,7 +136,7 @@ use tokio::io::AsyncReadExt;
 
 fn handle(req: Request, registry: &Registry) -> Response {
     match req {
-        Request::List => Response::Vms { vms: registry.list() },
+        Request::List => Response::Vms { vms: registry.list(), hosts: registry.hosts.rows() },
         Request::Select { selector } => match registry.select(&selector) {
             Ok(id) => {
                 let vm = registry.list().into_iter().find(|v| v.id == id);

@@ -51,7 +51,7 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
             },
             if s.debuggers.is_empty() { "-".into() } else { s.debuggers.len().to_string() },
             s.state.to_string(),
-            shown(&v.addr).into_owned(),
+            if exposed(v).is_some() { format!("{} (all addresses)", Shown(&v.addr)) } else { shown(&v.addr).into_owned() },
         ]);
     }
     let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
@@ -64,6 +64,9 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
             if let Some(note) = &vm.note {
                 out.push_str(&format!("    ! {}\n", Shown(note)));
             }
+            if let Some(w) = exposed(vm) {
+                out.push_str(&format!("    ! {}\n", Shown(w)));
+            }
             for d in &vm.status.debuggers {
                 out.push_str(&debugger_line(d, now_ms));
             }
@@ -73,6 +76,11 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
         out.push_str("(no VMs yet)\n");
     }
     out
+}
+
+/// What is said of a VM whose agent listens on every address.
+fn exposed(v: &VmInfo) -> Option<&str> {
+    v.process.as_ref().and_then(|p| p.exposed.as_deref())
 }
 
 /// `    debugger 127.0.0.1:5005 for 2m05s, ddm, 3 requests, 1 suspension, 512 commands`
@@ -89,7 +97,7 @@ fn debugger_line(d: &DebuggerInfo, now_ms: u64) -> String {
 }
 
 /// 45s, 2m05s, 3h07m.
-fn duration(secs: u64) -> String {
+pub(super) fn duration(secs: u64) -> String {
     match secs {
         s if s < 60 => format!("{s}s"),
         s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),
@@ -148,6 +156,21 @@ mod tests {
         theirs.user = Some("ann".into());
         let text = table_at(&[theirs], now);
         assert!(text.lines().nth(1).is_some_and(|l| l.contains("Billing (user ann)")), "{text}");
+        // An agent on every address is marked, and the line under it says who can reach it.
+        let mut open = vm(vec![]);
+        open.process = Some(crate::registry::ProcessInfo {
+            user: None,
+            other_user: false,
+            agent: "*:8000".into(),
+            agent_from: "command line".into(),
+            suspend: false,
+            waiting: false,
+            listening: true,
+            exposed: Some(crate::discovery::jvms::exposed::warning(None, 8000, false)),
+        });
+        let text = table_at(&[open], now);
+        assert!(text.lines().nth(1).is_some_and(|l| l.ends_with("127.0.0.1:8000 (all addresses)")), "{text}");
+        assert!(text.lines().nth(2).is_some_and(|l| l.starts_with("    ! its JDWP agent listens on all addresses: anyone who can reach this machine's port 8000")), "{text}");
         assert_eq!(duration(3 * 3600 + 7 * 60 + 5), "3h07m");
     }
 

@@ -111,8 +111,9 @@ pub(super) fn connected(spawner: &Spawner, id: VmId) -> bool {
     spawner.registry.get(id).is_some_and(|e| e.handle.status().state == crate::session::VmState::Ready)
 }
 
-/// What `list` shows of a found JVM's process; `scanner` is the uid its discovery ran as.
-pub(super) fn process_info(f: &FoundJvm, scanner: Option<u32>) -> ProcessInfo {
+/// What `list` shows of a found JVM's process; `scanner` is the uid its discovery ran as,
+/// `host` the ssh host it runs on (None: this machine).
+pub(super) fn process_info(f: &FoundJvm, scanner: Option<u32>, host: Option<&str>) -> ProcessInfo {
     ProcessInfo {
         user: f.user.clone(),
         other_user: !f.runs_as(scanner),
@@ -126,5 +127,14 @@ pub(super) fn process_info(f: &FoundJvm, scanner: Option<u32>) -> ProcessInfo {
         suspend: f.agent.suspend,
         waiting: f.waiting == Some(true),
         listening: f.listening,
+        exposed: f.port.filter(|_| f.all_addresses).map(|port| crate::discovery::jvms::exposed::warning(host, port, f.other_net)),
+    }
+}
+
+/// Says once, when a JVM is first found, that its agent listens on every address.
+pub(super) fn warn_exposed(f: &FoundJvm, info: &ProcessInfo, host: Option<&str>) {
+    if let Some(w) = &info.exposed {
+        let on = host.map(|h| format!(" on {}", crate::safe_text::Shown(h))).unwrap_or_default();
+        tracing::warn!(pid = f.pid, app = %f.name(), "{} (pid {}){on}: {w}", crate::safe_text::Shown(&f.name()), f.pid);
     }
 }

@@ -187,7 +187,7 @@ impl ProcFollower {
                 Some(Live::Session(followed)) => {
                     followed.moved(&self.spawner, d.name.clone(), located);
                     self.spawner.registry.set_held(followed.id, true, note(busy.as_deref(), &d));
-                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, scanner));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, scanner, None));
                 }
                 Some(Live::Unreachable(_)) => {}
                 None => {
@@ -206,13 +206,17 @@ impl ProcFollower {
                             debug!(pid = f.pid, app = %f.name(), addr = %d.addr, "found a JVM by its process");
                             let followed = self.spawner.follow(s);
                             self.spawner.registry.set_held(followed.id, true, note(busy.as_deref(), &d));
-                            self.spawner.registry.set_process(followed.id, super::followed::process_info(f, scanner));
+                            let info = super::followed::process_info(f, scanner, None);
+                            super::followed::warn_exposed(f, &info, None);
+                            self.spawner.registry.set_process(followed.id, info);
                             Live::Session(followed)
                         }
                         Some(why) => {
                             info!(pid = f.pid, app = %f.name(), "found a JVM that cannot be reached: {why}");
                             let id = self.spawner.list_unreachable(s, why.clone());
-                            self.spawner.registry.set_process(id, super::followed::process_info(f, scanner));
+                            let info = super::followed::process_info(f, scanner, None);
+                            super::followed::warn_exposed(f, &info, None);
+                            self.spawner.registry.set_process(id, info);
                             Live::Unreachable(id)
                         }
                     };

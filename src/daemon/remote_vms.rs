@@ -24,7 +24,9 @@ use crate::transport::Endpoint;
 pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>) {
     for cfg in hosts {
         let (tx, rx) = watch::channel(HostReport::default());
-        spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.cancel.clone()));
+        // Listed from the start, connecting.
+        spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &cfg.dest.dest));
+        spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), live: HashMap::new(), adb: None };
         spawner.tracker.spawn(follower.run(rx));
     }
@@ -114,7 +116,7 @@ impl HostFollower {
                 (Some(Live::Session(followed)), _) => {
                     followed.moved(&self.spawner, name, located);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, vm.login));
+                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, vm.login, Some(&self.label)));
                 }
                 (Some(Live::Unreachable(_)), _) => {}
                 (None, Some(addr)) => {
@@ -123,7 +125,9 @@ impl HostFollower {
                     let s = Sighting { key: vm.key.clone(), name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
                     let followed = self.spawner.follow(s);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, vm.login));
+                    let info = super::followed::process_info(f, vm.login, Some(&self.label));
+                    super::followed::warn_exposed(f, &info, Some(&self.label));
+                    self.spawner.registry.set_process(followed.id, info);
                     self.live.insert(vm.key.clone(), Live::Session(followed));
                 }
                 (None, None) => {
@@ -132,7 +136,9 @@ impl HostFollower {
                     let why = note.unwrap_or_default();
                     info!(host = %self.label, pid = f.pid, app = %f.name(), "found a JVM on {} that cannot be reached: {why}", self.label);
                     let id = self.spawner.list_unreachable(s, why);
-                    self.spawner.registry.set_process(id, super::followed::process_info(f, vm.login));
+                    let info = super::followed::process_info(f, vm.login, Some(&self.label));
+                    super::followed::warn_exposed(f, &info, Some(&self.label));
+                    self.spawner.registry.set_process(id, info);
                     self.live.insert(vm.key.clone(), Live::Unreachable(id));
                 }
             }

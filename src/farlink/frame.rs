@@ -14,7 +14,7 @@
 //!
 //! The kind space is split by number so that what a kind is (numbered and replayed, or a
 //! link frame that lives and dies with one connection) is known from its range alone:
-//! 1..=15 link frames, 16..=127 numbered frames, the rest unassigned. A new kind (issue 36's
+//! 1..=15 link frames, 16..=127 numbered frames, the rest unassigned. A new kind (the
 //! gathered answers, say) takes a number in its range and comes with a new protocol
 //! version; a peer never sends a kind the agreed version lacks, and a decoder refuses a kind
 //! it does not know as an error before reading its payload, so an old peer fails cleanly.

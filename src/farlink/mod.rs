@@ -44,7 +44,7 @@
 //! - **Liveness** is the near side's to judge: it sends Pings and reconnects when Pongs stop
 //!   (ssh's own keepalives end a dead session too). The far side drops a connection it has
 //!   heard nothing on for a minute, and otherwise waits for end of stream.
-//! - **For issue 36** (round trips hidden): the far side will read the JDWP stream of each
+//! - **For hiding round trips** (answers gathered at a stop): the far side will read the JDWP stream of each
 //!   channel (it must, to see stop events), send its own commands to the VM in an id range
 //!   the near side's sessions never use, and send what it gathered as a numbered kind on
 //!   the channel of the VM it came from. Being numbered on that channel, a gathered answer

@@ -64,7 +64,7 @@ fn response(text: &str) {
         let again: Response = serde_json::from_value(written.clone()).unwrap_or_else(|e| panic!("{written} does not parse: {e}"));
         assert_eq!(serde_json::to_value(&again).ok(), Some(written), "response changed in a round trip");
         match &r {
-            Response::Vms { vms } => assert!(crate::control::view::table(vms).lines().count() > vms.len()),
+            Response::Vms { vms, .. } => assert!(crate::control::view::table(vms).lines().count() > vms.len()),
             Response::Heap { png_hex: Some(h), .. } => {
                 let _ = from_hex(h);
             }

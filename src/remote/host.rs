@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -12,15 +13,19 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::destination::Destination;
+use super::known_hosts::{self, Stamp};
 use super::link::Link;
 use super::naming::Names;
 use super::ssh_cmd::SshOptions;
+use super::ssh_errors::LinkFailure;
+use super::status::HostTable;
 use crate::discovery::jvms::{FoundJvm, Reach};
 
 /// First wait after a lost or failed link; it doubles up to `MAX_BACKOFF`.
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// Wait after a refused login or host key: trying again soon cannot help.
+/// Wait after a refused login or host key: trying again soon cannot help (a host refused for
+/// its key is tried again sooner, as soon as a known_hosts file changes).
 pub const REFUSED_RETRY: Duration = Duration::from_secs(300);
 /// How long the forward of a JVM that went away is kept, for its return (a restart keeps its
 /// socket); after that it is cancelled, so JVMs that come and go leave nothing behind.
@@ -101,15 +106,23 @@ impl Default for HostReport {
     }
 }
 
-/// Runs one host until `cancel`.
-pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, cancel: CancellationToken) {
+/// Runs one host until `cancel`; its row in `rows` says how it is.
+pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
     let mut backoff = FIRST_BACKOFF;
     let mut names = Names::default();
     let mut last_failure: Option<String> = None;
+    // The known_hosts files ssh reads for this host, once a key was refused.
+    let mut known: Option<Vec<PathBuf>> = None;
+    let link_is = |state: LinkState| {
+        rows.update(&cfg.label, |r| r.with_link(&state));
+        report.send_modify(|r| r.link = state);
+    };
     loop {
-        report.send_modify(|r| r.link = LinkState::Connecting);
+        link_is(LinkState::Connecting);
         let limit = cfg.ssh.connect_timeout + Duration::from_secs(20);
         let control = cfg.control();
+        // Looked at before ssh reads them: a fix made while it runs counts as a change.
+        let before = known.as_deref().map(Stamp::of);
         let opened = tokio::select! {
             l = Link::open(&cfg.ssh, &cfg.dest, &control, limit) => l,
             _ = cancel.cancelled() => return,
@@ -119,11 +132,12 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, cancel: Can
                 info!(host = %cfg.label, dest = %cfg.dest, "the ssh link is up");
                 backoff = FIRST_BACKOFF;
                 last_failure = None;
-                report.send_modify(|r| r.link = LinkState::Up);
-                let why = serve(&cfg, link, &mut names, &report, &cancel).await;
+                link_is(LinkState::Up);
+                let why = serve(&cfg, link, &mut names, &report, &rows, &cancel).await;
                 let Some(why) = why else { return };
                 let names: Vec<String> = report.borrow().vms.iter().map(|v| v.found.name()).collect();
                 warn!(host = %cfg.label, reason = %why, "{}", link_lost(&cfg.label, &names));
+                rows.update(&cfg.label, |r| r.with_link(&LinkState::Down { reason: why.clone(), refused: false }));
                 report.send_modify(|r| {
                     r.link = LinkState::Down { reason: why, refused: false };
                     r.adb = None;
@@ -131,34 +145,74 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, cancel: Can
                         vm.forwarded = false;
                     }
                 });
-                FIRST_BACKOFF
+                Wait::For(FIRST_BACKOFF)
             }
             Err(failure) => {
                 let text = failure.to_string();
                 let refused = !failure.transient();
                 let wait = if refused { REFUSED_RETRY } else { backoff };
+                // A refused key's text says when it is tried again.
+                let said = if matches!(failure, LinkFailure::HostKey(_)) { text.clone() } else { format!("{text}; trying again in {wait:?}") };
                 if last_failure.as_deref() != Some(text.as_str()) {
-                    warn!(host = %cfg.label, "{text}; trying again in {wait:?}");
+                    warn!(host = %cfg.label, "{said}");
                 } else {
-                    debug!(host = %cfg.label, "{text}; trying again in {wait:?}");
+                    debug!(host = %cfg.label, "{said}");
                 }
                 last_failure = Some(text.clone());
-                report.send_modify(|r| r.link = LinkState::Down { reason: text, refused });
+                link_is(LinkState::Down { reason: text, refused });
                 if !refused {
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
-                wait
+                match failure {
+                    LinkFailure::HostKey(_) => {
+                        let files = match known.take() {
+                            Some(f) => f,
+                            None => known_hosts::files(&cfg.ssh, &cfg.dest).await,
+                        };
+                        let stamp = before.unwrap_or_else(|| Stamp::of(&files));
+                        known = Some(files.clone());
+                        Wait::OrKnownHosts(wait, files, stamp)
+                    }
+                    _ => Wait::For(wait),
+                }
             }
         };
         tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
+            _ = wait.elapse(&cfg) => {}
             _ = cancel.cancelled() => return,
         }
     }
 }
 
+/// How long a host waits before its link is tried again.
+enum Wait {
+    For(Duration),
+    /// At most this long, and no longer than until one of these known_hosts files changes.
+    OrKnownHosts(Duration, Vec<PathBuf>, Stamp),
+}
+
+impl Wait {
+    async fn elapse(self, cfg: &HostConfig) {
+        match self {
+            Wait::For(d) => tokio::time::sleep(d).await,
+            Wait::OrKnownHosts(d, files, stamp) => {
+                let until = tokio::time::Instant::now() + d;
+                // Looked at every scan interval: a stat of a file or two.
+                let look = cfg.interval.clamp(Duration::from_millis(100), Duration::from_secs(5));
+                while tokio::time::Instant::now() < until {
+                    tokio::time::sleep(look.min(until - tokio::time::Instant::now())).await;
+                    if Stamp::of(&files) != stamp {
+                        info!(host = %cfg.label, "known_hosts changed; trying {} again now", cfg.label);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Scans and forwards while the link lasts. None when the daemon stops, else why it ended.
-async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &watch::Sender<HostReport>, cancel: &CancellationToken) -> Option<String> {
+async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &watch::Sender<HostReport>, rows: &HostTable, cancel: &CancellationToken) -> Option<String> {
     // Forwards in place on this link: local socket -> target on the host.
     let mut forwards: HashMap<PathBuf, SocketAddr> = HashMap::new();
     // When each forward's JVM was last found.
@@ -204,6 +258,8 @@ async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &wat
             }
             seen.remove(&socket);
         }
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        rows.update(&cfg.label, |r| r.scanned(vms.len(), now_ms));
         report.send_if_modified(|r| {
             let new = HostReport { link: LinkState::Up, vms, adb };
             let changed = *r != new;

@@ -6,15 +6,18 @@
 //!
 //! Pure parts: `destination` (what may be given to ssh), `ssh_cmd` (the command lines),
 //! `ssh_errors` (what ssh's failures mean), `ssh_path` (paths escaped for ssh's tokens),
-//! `naming` (stable keys and sockets per JVM).
+//! `naming` (stable keys and sockets per JVM), `known_hosts` (which files to watch for a host
+//! refused for its key), `status` (a host's row in `list` and on the page).
 
 pub mod destination;
 pub mod host;
+pub mod known_hosts;
 pub mod link;
 pub mod naming;
 pub mod ssh_cmd;
 pub mod ssh_errors;
 pub mod ssh_path;
+pub mod status;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};

@@ -33,6 +33,22 @@ pub fn is_channel_noise(line: &str) -> bool {
     line.starts_with("channel ") || line.contains("open failed: connect failed")
 }
 
+/// What to do about a refused host key, and why jdwpmux does not do it itself.
+fn host_key_remedy(dest: &str, changed: bool) -> String {
+    let again = "jdwpmux tries again as soon as known_hosts changes";
+    if changed {
+        format!(
+            "if {dest} was reinstalled, remove its old key with `ssh-keygen -R HOST` and connect once with `ssh {dest}` to check and accept the new one ({again}); \
+             jdwpmux never replaces a key itself"
+        )
+    } else {
+        format!(
+            "connect once with `ssh {dest}` and accept its key if the fingerprint is the right one ({again}); \
+             jdwpmux never answers ssh's prompt, as accepting an unseen key would trust it on first use for you"
+        )
+    }
+}
+
 /// Classifies what ssh printed on stderr before it exited.
 pub fn classify(dest: &str, stderr: &str) -> LinkFailure {
     let lines: Vec<&str> = stderr
@@ -53,7 +69,9 @@ pub fn classify(dest: &str, stderr: &str) -> LinkFailure {
                     || l.starts_with("Offending")
             })
             .collect();
-        return LinkFailure::HostKey(format!("ssh refused {dest}: {} (jdwpmux checks host keys as your ssh config says; fix known_hosts to go on)", words.join(" ")));
+        let changed = has("IDENTIFICATION HAS CHANGED") || has("has changed and you have requested strict checking");
+        let said = words.join(" ");
+        return LinkFailure::HostKey(format!("ssh refused {dest}: {}; {}", said.trim_end_matches('.'), host_key_remedy(dest, changed)));
     }
     if has("Permission denied") || has("Too many authentication failures") {
         let line = lines.iter().find(|l| l.contains("Permission denied") || l.contains("Too many")).copied().unwrap_or_default();
@@ -83,10 +101,14 @@ Host key verification failed.
         let f = classify("box", err);
         assert!(!f.transient());
         let text = f.to_string();
-        assert!(text.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && text.contains("Host key verification failed."), "{text}");
+        assert!(text.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && text.contains("Host key verification failed; if box was reinstalled"), "{text}");
         assert!(!text.contains('\n'), "one line");
         let unknown = "No ED25519 host key is known for 10.9.0.3 and you have requested strict checking.\nHost key verification failed.\n";
-        assert!(matches!(classify("b", unknown), LinkFailure::HostKey(t) if t.contains("No ED25519 host key is known")));
+        assert!(text.contains("ssh-keygen -R HOST") && text.contains("`ssh box`") && text.contains("as soon as known_hosts changes"), "{text}");
+        let f = classify("b", unknown);
+        let text = f.to_string();
+        assert!(matches!(f, LinkFailure::HostKey(_)) && text.contains("No ED25519 host key is known"), "{text}");
+        assert!(text.contains("connect once with `ssh b`") && text.contains("trust it on first use") && !text.contains("ssh-keygen -R"), "{text}");
     }
 
     #[test]

@@ -67,6 +67,11 @@ pub async fn vms(State(st): State<Arc<WebState>>) -> Json<Vec<VmInfo>> {
     Json(st.registry.list())
 }
 
+/// Each `--ssh` host's row, as `jdwpmux list --hosts --json`.
+pub async fn hosts(State(st): State<Arc<WebState>>) -> Json<Vec<crate::remote::status::HostRow>> {
+    Json(st.registry.hosts.rows())
+}
+
 pub async fn vm(State(st): State<Arc<WebState>>, Path(id): Path<VmId>) -> Result<Json<VmInfo>, ApiError> {
     let found = st.registry.list().into_iter().find(|v| v.id == id);
     found.map(Json).ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no VM with id {id} listed")))

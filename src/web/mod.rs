@@ -104,6 +104,7 @@ fn router(state: Arc<WebState>) -> Router {
         .route("/app.js", get(assets::script))
         .route("/style.css", get(assets::style))
         .route("/api/vms", get(api::vms))
+        .route("/api/hosts", get(api::hosts))
         .route("/api/vms/{id}", get(api::vm))
         .route("/api/vms/{id}/threads", get(api::threads))
         .route("/api/vms/{id}/heap", get(api::heap))

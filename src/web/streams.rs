@@ -99,9 +99,10 @@ async fn list_feed(st: Arc<WebState>, feed: Feed) {
             _ = tick.tick() => {}
             _ = feed.tx.closed() => return,
         }
-        let Ok(list) = serde_json::to_string(&st.registry.list()) else { continue };
+        let (Ok(vms), Ok(hosts)) = (serde_json::to_string(&st.registry.list()), serde_json::to_string(&st.registry.hosts.rows())) else { continue };
+        let list = format!("\"vms\":{vms},\"hosts\":{hosts}");
         let due = sent_at.is_none_or(|t| t.elapsed() >= LIST_HEARTBEAT);
-        if (list != last || due) && feed.send("vms", format!("{{\"now_ms\":{},\"vms\":{list}}}", now_ms())) {
+        if (list != last || due) && feed.send("vms", format!("{{\"now_ms\":{},{list}}}", now_ms())) {
             last = list;
             sent_at = Some(Instant::now());
         }

@@ -62,10 +62,7 @@ fn is_log_line(l: &str) -> bool {
 async fn hostile_vm_text_is_shown_as_text_in_list_threads_and_the_text_log() {
     let hs = FakeVm::start(hotspot()).await;
     let art = FakeVm::start(android()).await;
-    // At debug: "VM identified", with the VM's name and description, is a debug line.
-    let served = Served::start_with(&["--vm", &hs.addr().to_string(), "--vm", &art.addr().to_string(), "--no-scan", "--no-adb"], &[], |c| {
-        c.env("RUST_LOG", "debug");
-    });
+    let served = Served::start_with(&["--vm", &hs.addr().to_string(), "--vm", &art.addr().to_string(), "--no-scan", "--no-adb"], &[], identified_logged);
     let rows = served
         .list_until("both VMs ready, the app named", |v| {
             v.iter().filter(|e| e["state"] == "ready").count() == 2 && v.iter().any(|e| e["ddm"] == true)
@@ -114,9 +111,7 @@ async fn hostile_vm_text_is_shown_as_text_in_list_threads_and_the_text_log() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_vm_text_is_exact_and_inert_in_the_json_log() {
     let hs = FakeVm::start(hotspot()).await;
-    let served = Served::start_with(&["--vm", &hs.addr().to_string(), "--no-scan", "--no-adb", "--log-format", "json"], &[], |c| {
-        c.env("RUST_LOG", "debug");
-    });
+    let served = Served::start_with(&["--vm", &hs.addr().to_string(), "--no-scan", "--no-adb", "--log-format", "json"], &[], identified_logged);
     served.list_until("the VM ready", |v| v.iter().any(|e| e["state"] == "ready")).await;
     served.wait_log("VM identified").await;
     let log = served.log_text();
@@ -126,6 +121,12 @@ async fn hostile_vm_text_is_exact_and_inert_in_the_json_log() {
     let identified = events.iter().find(|e| e["fields"]["message"] == "VM identified").unwrap();
     assert_eq!(identified["fields"]["vm_name"], format!("HotSpot {EVIL}"), "{identified}");
     assert_eq!(identified["fields"]["description"], format!("described {EVIL}").lines().next().unwrap(), "{identified}");
+}
+
+/// The line naming what a VM says it is (`VM identified`, with its name and description)
+/// is a debug line since the start got quiet: these tests log it.
+fn identified_logged(cmd: &mut std::process::Command) {
+    cmd.env("RUST_LOG", "info,jdwpmux::session::proxy_requests=debug");
 }
 
 /// What the host's sshd prints on stderr for every session once it turns: a title, a bell,
@@ -157,9 +158,14 @@ async fn hostile_ssh_stderr_is_shown_as_text_in_notes_and_the_log() {
     let (code, out, err) = served.run(&["list"]);
     assert_eq!(code, 0, "{err}");
     assert_inert("list", &out);
-    let lines: Vec<&str> = out.lines().collect();
+    let (vms, hosts) = out.split_once("\n\n").unwrap_or((&out, ""));
+    let lines: Vec<&str> = vms.lines().collect();
     assert_eq!(lines.len(), 3, "a header, the VM, its note: {out}");
     assert!(lines[2].ends_with("ssh to wry: refused: ?]0;pwned? back?over ?2J ?gnp"), "{out}");
+    // The host's row says the same under it, as text.
+    let lines: Vec<&str> = hosts.lines().collect();
+    assert_eq!(lines.len(), 3, "a header, the host, why it is down: {out}");
+    assert!(lines[1].starts_with("wry ") && lines[2].ends_with("ssh to wry: refused: ?]0;pwned? back?over ?2J ?gnp"), "{out}");
 
     let log = served.log_text();
     assert_inert("the log", &log);

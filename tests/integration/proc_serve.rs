@@ -53,6 +53,10 @@ async fn local_jvms_are_found_by_their_process_containers_too() {
     let shipping = row(&rows, "local", "Shipping").unwrap();
     assert_eq!(shipping["addr"], format!("{}:8100", box_net.addr), "{rows:?}");
     assert!(shipping["note"].as_str().is_some_and(|n| n.contains("container")), "{rows:?}");
+    // On all of its container's addresses: said so, with the container's remedy.
+    let exposed = shipping["process"]["exposed"].as_str().unwrap_or_default();
+    assert!(exposed.contains("the container's port 8100") && exposed.contains("-p 127.0.0.1:8100:8100"), "{rows:?}");
+    assert_eq!(row(&rows, "local", "Billing").unwrap()["process"]["exposed"], serde_json::Value::Null, "{rows:?}");
     let hidden = row(&rows, "local", "Hidden").unwrap();
     assert_eq!((&hidden["state"], &hidden["debugger_port"]), (&"unreachable".into(), &serde_json::Value::Null), "{rows:?}");
     assert!(hidden["note"].as_str().is_some_and(|n| n.contains("publish the port") && n.contains("address=*:8101")), "{rows:?}");

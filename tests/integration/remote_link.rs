@@ -47,8 +47,13 @@ async fn link_and_handshake(keys: &Keys, dir: &std::path::Path) {
     let cfg = host_config(keys, "box", dir);
     let (tx, mut rx) = watch::channel(HostReport::default());
     let cancel = CancellationToken::new();
-    let task = tokio::spawn(remote::host::run(cfg, tx, cancel.clone()));
+    let rows = std::sync::Arc::new(remote::status::HostTable::default());
+    rows.put(remote::status::HostRow::new("box", "box"));
+    let task = tokio::spawn(remote::host::run(cfg, tx, rows.clone(), cancel.clone()));
     let r = wait_report(&mut rx, "the JVM forwarded", |r| r.link == LinkState::Up && r.vms.iter().any(|v| v.forwarded)).await;
+    // The host's row was written by the round that found it.
+    let row = &rows.rows()[0];
+    assert_eq!((row.state, row.jvms, row.last_scan_ms.is_some()), (remote::status::HostState::Up, 1, true), "{row:?}");
     let vm = r.vms.iter().find(|v| v.forwarded).unwrap();
     assert_eq!(vm.key, "ssh:box/Main");
     assert_eq!(vm.found.port, Some(8000));

@@ -377,6 +377,11 @@ impl TestHost {
         }
     }
 
+    /// The host's public key (to trust it again in a known_hosts).
+    pub fn host_key_pub(&self) -> PathBuf {
+        self.host_dir.path().join("host_key.pub")
+    }
+
     /// Gives the host a new host key (as a reinstalled machine has) and restarts sshd.
     pub fn new_host_key(&mut self, keys: &Keys) -> Result<()> {
         let key = self.host_dir.path().join("host_key");

@@ -58,6 +58,8 @@ pub struct FoundJvm {
     pub waiting: Option<bool>,
     /// It runs in another network namespace (a container) than the scan.
     pub other_net: bool,
+    /// Its agent listens on every address of its host (`exposed`).
+    pub all_addresses: bool,
     pub reach: Reach,
     /// Its command line, arguments joined by spaces (cut at `MAX_COMMAND`): for filters,
     /// never shown (it may hold secrets).
@@ -85,6 +87,7 @@ impl FoundJvm {
             held_by: None,
             waiting: Some(false),
             other_net: false,
+            all_addresses: false,
             reach,
             command: String::new(),
         }
@@ -178,6 +181,7 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
     };
     let user = p.user.clone().filter(|u| !u.is_empty()).or_else(|| p.uid.map(|u| format!("uid {u}")));
     let reach = reach(view, p, &agent, listen, port, other_net);
+    let all_addresses = super::exposed::on_all_addresses(listen.map(|s| s.local.ip()), &agent);
     Some(FoundJvm {
         pid,
         uid: p.uid,
@@ -191,6 +195,7 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         attached,
         held_by,
         other_net,
+        all_addresses,
         reach,
         command: command.text,
     })

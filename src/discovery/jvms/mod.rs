@@ -11,6 +11,7 @@
 
 pub mod agent;
 pub mod cmdline;
+pub mod exposed;
 pub mod found;
 pub mod holder;
 pub mod keys;

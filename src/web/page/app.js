@@ -10,6 +10,7 @@ const STATES = ["running", "sleeping", "monitor", "waiting", "initializing", "st
 
 const ui = {
   vms: [],            // the last list, as /api/vms gives it
+  hosts: [],          // the --ssh hosts' rows, as /api/hosts gives them
   nowMs: 0,           // the daemon's clock at that list
   rates: new Map(),   // "vmId/conn" -> commands per second
   seen: new Map(),    // "vmId/conn" -> {commands, at}
@@ -213,8 +214,10 @@ function onVms(msg) {
     }
   }
   ui.vms = msg.vms;
+  ui.hosts = msg.hosts || [];
   ui.nowMs = msg.now_ms;
   renderVms();
+  renderHosts();
   renderShown();
 }
 
@@ -222,6 +225,11 @@ function onVms(msg) {
 function debuggersTip(vm) {
   return vm.debuggers.map((d) => "#" + d.conn + " " + d.peer + ", attached " + ago(ui.nowMs - d.since_ms) + " ago, "
     + rate(ui.rates.get(vm.id + "/" + d.conn)) + " cmd/s").join("\n");
+}
+
+/** What is said of a VM whose agent listens on every address of its host, or "". */
+function exposedOf(v) {
+  return (v.process && v.process.exposed) || "";
 }
 
 function renderVms() {
@@ -236,7 +244,8 @@ function renderVms() {
     [v.ddm === true ? "yes" : v.ddm === false ? "no" : "?"],
     [v.debuggers.length || "-", "num", debuggersTip(v)],
     [rate(vmRate(v)), "num"],
-    [vmState(v), "state vm-" + vmState(v), v.note || (vmState(v) === "stopped" ? "a debugger holds it suspended (a breakpoint, a step or Suspend)" : "")],
+    [vmState(v) + (exposedOf(v) ? " · all addresses" : ""), "state vm-" + vmState(v) + (exposedOf(v) ? " exposed" : ""),
+      [v.note || (vmState(v) === "stopped" ? "a debugger holds it suspended (a breakpoint, a step or Suspend)" : ""), exposedOf(v)].filter(Boolean).join("\n")],
   ]);
   for (const tr of ui.rows.vms.values()) {
     tr.dataset.id = tr.dataset.key;
@@ -252,6 +261,30 @@ function renderVms() {
     th.classList.toggle("asc", th.dataset.key === ui.sort.key && ui.sort.dir > 0);
     th.classList.toggle("desc", th.dataset.key === ui.sort.key && ui.sort.dir < 0);
   }
+}
+
+/** A row per --ssh host, and under it why it is down or refused (with what to do) or that it runs no JVM to debug. */
+function renderHosts() {
+  $("hosts-box").hidden = ui.hosts.length === 0;
+  const tbody = $("hosts").tBodies[0];
+  const rows = [];
+  for (const h of ui.hosts) {
+    const tr = row([
+      el("td", h.host, "host", { title: h.dest }),
+      el("td", h.state, "state host-" + h.state),
+      num(h.last_scan_ms ? h.jvms : null),
+      el("td", h.last_scan_ms ? ago(ui.nowMs - h.last_scan_ms) + " ago" : "never"),
+    ]);
+    tr.dataset.host = h.host;
+    rows.push(tr);
+    const why = h.state === "down" || h.state === "refused" ? h.reason : h.note;
+    if (why) {
+      const note = el("tr", null, "why why-" + h.state);
+      note.appendChild(el("td", why, null, { colspan: "4" }));
+      rows.push(note);
+    }
+  }
+  tbody.replaceChildren(...rows);
 }
 
 function openList() {
@@ -318,7 +351,7 @@ function renderShown() {
   ].concat(vm.process ? [
     "agent address=" + vm.process.agent + (vm.process.suspend ? ", suspend=y" : "") + " (" + vm.process.agent_from + ")",
     "user " + (vm.process.user || "?"),
-  ] : []).join(" · ") + (vm.note ? " · " + vm.note : "");
+  ] : []).join(" · ") + (vm.note ? " · " + vm.note : "") + (exposedOf(vm) ? " · " + exposedOf(vm) : "");
   $("make-current").hidden = vm.current;
   $("current-mark").hidden = !vm.current;
   $("threads-panel").hidden = vm.ddm !== true;
