@@ -18,6 +18,8 @@ mod sharing_load;
 mod sharing_jvm;
 #[path = "integration/far.rs"]
 mod far;
+#[path = "integration/nearlink.rs"]
+mod nearlink;
 #[path = "integration/detach.rs"]
 mod detach;
 #[path = "integration/bad_input.rs"]
