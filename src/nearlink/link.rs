@@ -127,8 +127,8 @@ pub enum OpenError {
     Ended,
 }
 
-/// The handle of a running link. Dropping it ends the link as `shutdown` does.
-#[derive(Debug)]
+/// The handle of a running link. Dropping every clone ends the link as `shutdown` does.
+#[derive(Debug, Clone)]
 pub struct NearLink {
     cmds: mpsc::Sender<Cmd>,
     vms: watch::Receiver<Vec<VmInfo>>,

@@ -8,10 +8,18 @@
 //! - [`channels`]: the channel table the task keeps. Pure.
 //! - [`timing`]: when to try again after a cut and when a connection is dead. Pure.
 //! - [`ready`]: the line `jdwpmux far --detach` prints, read to find its socket. Pure.
+//! - [`ssh`]: starting the far side through a host's ssh master, and forwarding its socket.
+//! - [`found`]: a listed VM as the JVM a host's scan finds (same keys and ports). Pure.
+//! - [`sockets`]: a local socket per far-side VM, each connection a channel.
+//! - [`host`]: one `--ssh` host served through its far side, reported as its scan would be.
 
 pub mod channels;
+pub mod found;
+pub mod host;
 pub mod link;
 pub mod ready;
+pub mod sockets;
+pub mod ssh;
 pub mod timing;
 
 pub use link::{start, Config, Dial, LinkState, NearLink, OpenError};
