@@ -134,6 +134,9 @@ pub async fn run(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostRepo
         };
         info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, "using jdwpmux on {}", cfg.label);
         backoff.reset();
+        if let Some((nl, _)) = &near {
+            nl.retry_now();
+        }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
             let nl = link::start(Dial::Unix(local.clone()), link::Config::default());
             let sockets = Sockets::new(nl.clone());

@@ -154,6 +154,13 @@ impl NearLink {
         answer.await.map_err(|_| OpenError::Ended)?
     }
 
+    /// The way to the far side is back (its forward was made again): try at once instead of
+    /// after the backoff. Does nothing while connected.
+    pub fn retry_now(&self) {
+        // A full queue holds commands the task takes before its next attempt anyway.
+        let _ = self.cmds.try_send(Cmd::Retry);
+    }
+
     /// Ends the link, telling the far side it may end too (it then closes its VM
     /// connections at once instead of holding them).
     pub async fn shutdown(self) {
@@ -168,6 +175,7 @@ impl NearLink {
 enum Cmd {
     Open { vm: u32, reply: oneshot::Sender<Result<DuplexStream, OpenError>> },
     Shutdown(oneshot::Sender<()>),
+    Retry,
 }
 
 /// Someone waiting for an open's result.
@@ -281,6 +289,12 @@ impl Task {
             tokio::select! {
                 cmd = self.cmds.recv() => match cmd {
                     Some(Cmd::Open { vm, reply }) => self.open(vm, reply),
+                    Some(Cmd::Retry) => {
+                        if self.rd.is_none() {
+                            self.backoff.reset();
+                            self.retry_at = Some(Instant::now());
+                        }
+                    }
                     Some(Cmd::Shutdown(done)) => {
                         self.goodbye().await;
                         let _ = done.send(());
