@@ -81,6 +81,8 @@ pub async fn run(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostRepo
     let mut names = Names::default();
     // Made with the first far side reached; kept across lost masters.
     let mut near: Option<(NearLink, Sockets)> = None;
+    // The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
+    let mut said: Option<String> = None;
     loop {
         if near.is_none() {
             report.send_modify(|r| r.link = LinkState::Connecting);
@@ -94,7 +96,7 @@ pub async fn run(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostRepo
             Ok(l) => l,
             Err(failure) => {
                 let text = failure.to_string();
-                warn!(host = %cfg.label, "{text}; trying again");
+                say_once(&mut said, &cfg.label, text.clone());
                 report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
                 if !pause(&mut backoff, &cancel).await {
                     return end(near).await;
@@ -123,7 +125,7 @@ pub async fn run(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostRepo
                 return crate::remote::host::run(cfg, report, cancel).await;
             }
             Err(why) => {
-                warn!(host = %cfg.label, "jdwpmux on {} cannot be used: {why}; trying again", cfg.label);
+                say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
                 report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
                 master.close().await;
                 if !pause(&mut backoff, &cancel).await {
@@ -134,6 +136,7 @@ pub async fn run(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostRepo
         };
         info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, "using jdwpmux on {}", cfg.label);
         backoff.reset();
+        said = None;
         if let Some((nl, _)) = &near {
             nl.retry_now();
         }
@@ -205,6 +208,16 @@ fn publish(cfg: &HostConfig, names: &mut Names, sockets: &mut Sockets, login: Op
         *r = new;
         changed
     });
+}
+
+/// Says why the host is not served, at WARN the first time, at DEBUG while it stays so.
+fn say_once(said: &mut Option<String>, label: &str, text: String) {
+    if said.as_deref() == Some(text.as_str()) {
+        debug!(host = %label, "{text}; trying again");
+    } else {
+        warn!(host = %label, "{text}; trying again");
+        *said = Some(text);
+    }
 }
 
 /// Waits the backoff; false when the daemon stops meanwhile.
