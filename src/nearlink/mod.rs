@@ -5,6 +5,7 @@
 //!
 //! - [`link`]: the task and its handle ([`NearLink`]): Hello and version, resume, Ping and
 //!   Pong, acks, channels opened and closed, the VM list.
+//! - [`api`]: the link's handle, settings and states.
 //! - [`channels`]: the channel table the task keeps. Pure.
 //! - [`timing`]: when to try again after a cut and when a connection is dead. Pure.
 //! - [`ready`]: the line `jdwpmux far --detach` prints, read to find its socket. Pure.
@@ -13,6 +14,7 @@
 //! - [`sockets`]: a local socket per far-side VM, each connection a channel.
 //! - [`host`]: one `--ssh` host served through its far side, reported as its scan would be.
 
+pub mod api;
 pub mod channels;
 pub mod found;
 pub mod host;
