@@ -57,6 +57,10 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh -d 'Find a
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-config -d 'The ssh config file for --ssh hosts (ssh -F) [default: ssh\'s own, ~/.ssh/config]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-interval -d 'Seconds between scans of each ssh host' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-keepalive -d 'Seconds of silence on an ssh link before ssh checks it (ServerAliveInterval; the link counts as lost after three unanswered checks)' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l far -d 'When to use jdwpmux on an --ssh host (`jdwpmux far`, started through the ssh link): it holds the VM connections there, so a dropped link loses no event, breakpoint or suspension. auto: when a compatible jdwpmux is there, else ssh forwards with one line saying why; always: only through it; never: ssh forwards' -r -f -a "never\t'Never: VMs are reached through ssh forwards'
+auto\t'When a compatible jdwpmux runs on the host; else through ssh forwards'
+always\t'Always: a host without a usable jdwpmux is retried, never reached another way'"
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l far-path -d 'The jdwpmux --far runs on each host: a name the host\'s PATH finds, or a path there' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l listen -d 'Address the debugger ports listen on' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow -d 'Only peers in CIDR may connect to debugger ports (repeatable), like the JDWP agent\'s allow= option. Refused peers get one log line each' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l allow-user -d 'Let debuggers of local user USER (a name or a uid) connect too (repeatable); `any` lets every local user in. Without it a debugger connecting from this machine must run as the daemon\'s own user (its socket\'s owner is asked of the kernel): JDWP lets whoever connects run code as the VM\'s user. Refused users get one log line each' -r

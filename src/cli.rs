@@ -213,6 +213,17 @@ pub struct ServeArgs {
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long, value_name = "SECONDS", default_value_t = crate::settings::DEFAULT_SSH_KEEPALIVE.as_secs())]
     pub ssh_keepalive: u64,
+    /// When to use jdwpmux on an --ssh host (`jdwpmux far`, started through the ssh link):
+    /// it holds the VM connections there, so a dropped link loses no event, breakpoint or
+    /// suspension. auto: when a compatible jdwpmux is there, else ssh forwards with one line
+    /// saying why; always: only through it; never: ssh forwards.
+    #[arg(help_heading = OTHER_MACHINES)]
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::nearlink::host::FarMode::Never)]
+    pub far: crate::nearlink::host::FarMode,
+    /// The jdwpmux --far runs on each host: a name the host's PATH finds, or a path there.
+    #[arg(help_heading = OTHER_MACHINES)]
+    #[arg(long, value_name = "PATH", default_value = "jdwpmux")]
+    pub far_path: String,
     /// Address the debugger ports listen on.
     #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", env = "JDWPMUX_LISTEN")]

@@ -76,6 +76,9 @@ pub struct ConfigFile {
     pub ssh_config: Option<PathBuf>,
     pub ssh_interval: Option<f64>,
     pub ssh_keepalive: Option<u64>,
+    pub far: Option<crate::nearlink::host::FarMode>,
+    #[serde(default, deserialize_with = "non_empty")]
+    pub far_path: Option<String>,
     pub scan_interval: Option<f64>,
     pub adb: Option<Parsed<SocketAddr>>,
     pub no_adb: Option<bool>,
@@ -153,6 +156,8 @@ impl ConfigFile {
             let c = one("ssh_config", self.ssh_config.as_ref().map(|p| p.display().to_string()), c);
             let c = one("ssh_interval", self.ssh_interval.map(|f| f.to_string()), c);
             let c = one("ssh_keepalive", self.ssh_keepalive.map(|n| n.to_string()), c);
+            let c = one("far", self.far.map(|m| m.to_string()), c);
+            let c = one("far_path", s(&self.far_path), c);
             let c = one("scan_interval", self.scan_interval.map(|f| f.to_string()), c);
             let c = one("adb", self.adb.as_ref().map(|a| a.0.to_string()), c);
             let c = one("no_adb", self.no_adb.map(|b| b.to_string()), c);
@@ -251,6 +256,7 @@ mod tests {
         assert!(all.spin_us.is_some() && all.cpu_pin.is_some());
         assert!(all.proc.is_some() && all.no_proc.is_some() && all.proc_match.is_some() && all.other_users.is_some());
         assert!(all.ssh.is_some() && all.ssh_config.is_some() && all.ssh_interval.is_some() && all.ssh_keepalive.is_some());
+        assert!(all.far.is_some() && all.far_path.is_some());
         drop(c);
     }
 

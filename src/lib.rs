@@ -20,6 +20,8 @@
 //!   cuts and serves them over the [`farlink`] stream.
 //! - [`farlink`]: the stream between jdwpmux near the IDE and jdwpmux on a VM's host: frames,
 //!   channels, acknowledgements and what to replay after a cut. Pure.
+//! - [`nearlink`]: the near side of that stream: one task per far side that keeps it up
+//!   through cuts and gives its VM list and a byte stream per VM connection.
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
 //! - [`stats`]: traffic figures per debugger and command (latency histograms), live and
@@ -47,6 +49,7 @@ pub mod jdwp;
 pub mod listen;
 pub mod logwriter;
 pub mod manpage;
+pub mod nearlink;
 pub mod park;
 pub mod registry;
 pub mod remote;

@@ -127,6 +127,8 @@ pub struct Settings {
     /// How ssh is run for them, and how often they are scanned.
     pub ssh_options: crate::remote::SshOptions,
     pub ssh_interval: Duration,
+    /// When and which jdwpmux is used on --ssh hosts (`--far`, `--far-path`).
+    pub far: crate::nearlink::host::FarChoice,
     pub scan_interval: Duration,
     /// Capture every packet to a file.
     pub capture: Option<CaptureSettings>,
@@ -165,6 +167,7 @@ impl Default for Settings {
             ssh: Vec::new(),
             ssh_options: crate::remote::SshOptions::default(),
             ssh_interval: DEFAULT_SSH_INTERVAL,
+            far: crate::nearlink::host::FarChoice::default(),
             scan_interval: DEFAULT_SCAN_INTERVAL,
             web: None,
         }

@@ -18,6 +18,8 @@ mod sharing_load;
 mod sharing_jvm;
 #[path = "integration/far.rs"]
 mod far;
+#[path = "integration/nearlink.rs"]
+mod nearlink;
 #[path = "integration/detach.rs"]
 mod detach;
 #[path = "integration/bad_input.rs"]
@@ -80,6 +82,8 @@ mod remote_link;
 mod remote;
 #[path = "integration/remote_faults.rs"]
 mod remote_faults;
+#[path = "integration/remote_far.rs"]
+mod remote_far;
 #[path = "integration/remote_ddm.rs"]
 mod remote_ddm;
 #[path = "integration/proc_serve.rs"]

@@ -333,6 +333,6 @@ fn start_ssh(spawner: &Spawner) -> Result<std::path::PathBuf, RunError> {
             other_users: s.other_users,
         })
         .collect();
-    remote_vms::start(spawner, hosts);
+    remote_vms::start(spawner, hosts, s.far.clone());
     Ok(dir)
 }

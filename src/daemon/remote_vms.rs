@@ -15,18 +15,23 @@ use tracing::{debug, info};
 use super::followed::{Followed, Sighting};
 use super::Spawner;
 use crate::discovery::adb::AdbServer;
+use crate::nearlink::host::{FarChoice, FarMode};
 use crate::registry::{Source, VmId};
 use crate::remote::{self, host::ADB_PORT, HostConfig, HostReport, LinkState, RemoteVm};
 use crate::session::Located;
 use crate::transport::Endpoint;
 
-/// Starts a task per host, and one following each.
-pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>) {
+/// Starts a task per host (through jdwpmux on it when `far` says so), and one following each.
+pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
     for cfg in hosts {
         let (tx, rx) = watch::channel(HostReport::default());
         // Listed from the start, connecting.
         spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &cfg.dest.dest));
-        spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
+        if far.mode == FarMode::Never {
+            spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
+        } else {
+            spawner.tracker.spawn(crate::nearlink::host::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
+        }
         let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), live: HashMap::new(), adb: None };
         spawner.tracker.spawn(follower.run(rx));
     }

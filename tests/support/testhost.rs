@@ -25,7 +25,9 @@ pub fn unavailable() -> Option<String> {
             return Some(format!("{tool} is not installed (.ci/run installs iproute2, openssh-server, util-linux)"));
         }
     }
-    let probe = format!("jmprobe{}", std::process::id());
+    // One name per probe: tests run at once in one process probe at once.
+    static PROBE: AtomicU32 = AtomicU32::new(0);
+    let probe = format!("jmprobe{}-{}", std::process::id(), PROBE.fetch_add(1, Ordering::Relaxed));
     let made = run(&["ip", "netns", "add", &probe]);
     let _ = run(&["ip", "netns", "del", &probe]);
     made.err().map(|e| format!("cannot make a network namespace: {e:#}"))

@@ -1,0 +1,142 @@
+//! The near link's handle and what it is made with: how the far side is reached, the
+//! link's settings, where it stands, and why an open failed. The task behind it is `link`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::io::DuplexStream;
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::timing::Liveness;
+use crate::farlink::frame::VmInfo;
+
+/// How the far side's stream is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dial {
+    /// A Unix socket: the far side's own, or an ssh master's forward of it.
+    Unix(PathBuf),
+}
+
+impl std::fmt::Display for Dial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dial::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl Dial {
+    pub(super) async fn connect(&self) -> std::io::Result<UnixStream> {
+        match self {
+            Dial::Unix(p) => UnixStream::connect(p).await,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The hold asked of the far side, in seconds (0: the far side's own).
+    pub hold_secs: u32,
+    /// Bytes sent and not yet acknowledged before the VM sessions' writes wait.
+    pub limit: usize,
+    pub liveness: Liveness,
+    /// The first and the longest wait between attempts after a cut.
+    pub first_retry: Duration,
+    pub max_retry: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            hold_secs: 0,
+            limit: 8 << 20,
+            liveness: Liveness { ping_every: Duration::from_secs(5), dead_after: Duration::from_secs(20) },
+            first_retry: Duration::from_millis(200),
+            max_retry: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Where the link stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkState {
+    /// Not connected yet.
+    Connecting,
+    /// Connected; `connections` counts the connections made so far (more than one: it was
+    /// cut and made again), `resumed` says this one resumed the session.
+    Up { connections: u64, resumed: bool, hold_secs: u32 },
+    /// Cut; trying again.
+    Down { why: String },
+    /// The far side refused this near side (another protocol version): the link has ended.
+    Refused(String),
+    /// The link has ended.
+    Ended,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    #[error("the far side knows no VM {vm}: {text}")]
+    NoSuchVm { vm: u32, text: String },
+    #[error("the far side could not connect to VM {vm}: {text}")]
+    ConnectFailed { vm: u32, text: String },
+    #[error("the far side did not open VM {vm} (status {status}): {text}")]
+    Other { vm: u32, status: u8, text: String },
+    #[error("the far side's session ended before VM {vm} was opened (it restarted, or its hold ran out)")]
+    SessionLost { vm: u32 },
+    #[error("the link to the far side has ended")]
+    Ended,
+}
+
+/// The handle of a running link. Dropping every clone ends the link as `shutdown` does.
+#[derive(Debug, Clone)]
+pub struct NearLink {
+    pub(super) cmds: mpsc::Sender<Cmd>,
+    pub(super) vms: watch::Receiver<Vec<VmInfo>>,
+    pub(super) state: watch::Receiver<LinkState>,
+}
+
+impl NearLink {
+    /// The far side's VMs, as it last listed them.
+    pub fn vms(&self) -> watch::Receiver<Vec<VmInfo>> {
+        self.vms.clone()
+    }
+
+    pub fn state(&self) -> watch::Receiver<LinkState> {
+        self.state.clone()
+    }
+
+    /// A connection to the far side's VM `vm` (a key from its list): a byte stream carrying
+    /// that VM's JDWP connection from its start (the handshake is the caller's to send).
+    /// Waits through a cut; the caller bounds the wait.
+    pub async fn open(&self, vm: u32) -> Result<DuplexStream, OpenError> {
+        let (reply, answer) = oneshot::channel();
+        self.cmds.send(Cmd::Open { vm, reply }).await.map_err(|_| OpenError::Ended)?;
+        answer.await.map_err(|_| OpenError::Ended)?
+    }
+
+    /// The way to the far side is back (its forward was made again): try at once instead of
+    /// after the backoff. Does nothing while connected.
+    pub fn retry_now(&self) {
+        // A full queue holds commands the task takes before its next attempt anyway.
+        let _ = self.cmds.try_send(Cmd::Retry);
+    }
+
+    /// Ends the link, telling the far side it may end too (it then closes its VM
+    /// connections at once instead of holding them).
+    pub async fn shutdown(self) {
+        let (done, wait) = oneshot::channel();
+        if self.cmds.send(Cmd::Shutdown(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+    }
+}
+
+/// What the handle asks of the link's task.
+#[derive(Debug)]
+pub(super) enum Cmd {
+    Open { vm: u32, reply: oneshot::Sender<Result<DuplexStream, OpenError>> },
+    Shutdown(oneshot::Sender<()>),
+    Retry,
+}
+

@@ -1,0 +1,89 @@
+//! A VM the far side lists, as the JVM a host's scan would have found: the same key, name and
+//! notes follow from it (`remote::naming`, `daemon::remote_vms`), so a VM keeps its debugger
+//! port whichever way its host is reached. Pure.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use crate::discovery::jvms::agent::{Agent, Bind};
+use crate::discovery::jvms::cmdline::MainName;
+use crate::discovery::jvms::found::AgentFrom;
+use crate::discovery::jvms::{FoundJvm, Reach};
+use crate::farlink::frame::{MainKind, VmInfo};
+
+/// `vm` as a found JVM of the host; `login`: the uid the far side runs as (the ssh login's),
+/// whose JVMs are the ones it lists.
+pub fn found_jvm(vm: &VmInfo, login: Option<u32>) -> FoundJvm {
+    let main = vm.main.as_ref().map(|(kind, name)| match kind {
+        MainKind::Class => MainName::Class(name.clone()),
+        MainKind::Jar => MainName::Jar(name.clone()),
+        MainKind::Module => MainName::Module(name.clone()),
+    });
+    let reach = if vm.unreachable.is_empty() {
+        // Where the far side reaches it on its host: shown, never connected to from here.
+        Reach::At(SocketAddr::from((Ipv4Addr::LOCALHOST, vm.port)))
+    } else {
+        Reach::Unreachable(vm.unreachable.clone())
+    };
+    FoundJvm {
+        pid: vm.pid,
+        uid: login,
+        user: (!vm.user.is_empty()).then(|| vm.user.clone()),
+        main,
+        agent: Agent { transport: "dt_socket".into(), server: true, suspend: vm.waiting == Some(true), bind: Bind::Default, port: vm.port },
+        from: AgentFrom::CommandLine,
+        port: (vm.port != 0).then_some(vm.port),
+        listening: vm.listening,
+        attached: vm.attached,
+        held_by: None,
+        waiting: vm.waiting,
+        other_net: vm.other_net,
+        // The far side's list does not carry the agent's bind address yet: an agent on all
+        // of the host's addresses is not marked through it.
+        all_addresses: false,
+        reach,
+        command: vm.command.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> VmInfo {
+        VmInfo {
+            key: 3,
+            pid: 77,
+            port: 8000,
+            listening: true,
+            attached: false,
+            waiting: Some(false),
+            other_net: false,
+            user: "app".into(),
+            main: Some((MainKind::Class, "Billing".into())),
+            unreachable: String::new(),
+            command: "java -agentlib:jdwp=... Billing".into(),
+        }
+    }
+
+    #[test]
+    fn a_listed_vm_is_the_jvm_a_scan_finds() {
+        let f = found_jvm(&info(), Some(1000));
+        assert_eq!((f.pid, f.uid, f.port, f.listening, f.attached), (77, Some(1000), Some(8000), true, false));
+        assert_eq!(f.main, Some(MainName::Class("Billing".into())));
+        assert_eq!(f.reach, Reach::At("127.0.0.1:8000".parse().unwrap()));
+        assert_eq!(f.name(), "Billing");
+        assert!(f.runs_as(Some(1000)));
+        let mut names = crate::remote::naming::Names::default();
+        let dir = std::path::Path::new("/d");
+        let named = names.name("box", dir, "h0", Some(1000), &[f]);
+        assert_eq!(named[0].as_ref().map(|n| n.key.as_str()), Some("ssh:box/Billing"), "the key a scan of box gives Billing");
+    }
+
+    #[test]
+    fn an_unreachable_vm_says_why_and_nameless_fields_stay_empty() {
+        let vm = VmInfo { unreachable: "it listens in another network namespace".into(), user: String::new(), port: 0, main: None, waiting: None, ..info() };
+        let f = found_jvm(&vm, None);
+        assert_eq!(f.reach, Reach::Unreachable("it listens in another network namespace".into()));
+        assert_eq!((f.user, f.port, f.main, f.waiting), (None, None, None, None));
+    }
+}

@@ -1,0 +1,589 @@
+//! The near link: the one task that owns the stream to one far side (its handle,
+//! `NearLink`, and what it is made with are in `api`).
+//!
+//! The task connects (through `Dial`), says Hello with the session it had (none the first
+//! time) and what it has received, and sends again what the far side has not (the farlink
+//! `Resume` table). It then relays: the far side's VM lists to a `watch`, each channel's Data
+//! to that channel's debugger-side stream, and what each stream's user writes back as Data.
+//! A cut (end of stream, an error, silence past `Liveness::dead_after`) keeps every channel
+//! and its stream: the task tries again with a backoff and resumes the session, so the VM
+//! session reading a channel sees its bytes go on, none lost, none twice. A far side that
+//! no longer knows the session (it restarted, or its hold ran out) ends every channel: the
+//! VM sessions see their VM connection close, as with a VM that went away.
+//!
+//! Memory is bounded both ways: what the VM sessions write is taken only while the resume
+//! table has room (else they wait on their stream, as on a slow socket); what the far side
+//! sends waits for room in a channel's bounded queue, and the stream is not read meanwhile.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+use tokio_util::codec::{Decoder, Encoder};
+use tracing::{debug, info, warn, Instrument};
+
+use super::api::Cmd;
+pub use super::api::{Config, Dial, LinkState, NearLink, OpenError};
+use super::channels::{Channels, Opened, Route};
+use super::timing::{Backoff, Beat};
+use crate::far::handshake::PROTOCOL;
+use crate::farlink::frame::{Body, ByeReason, CloseReason, Hello, OpenStatus, Role, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
+use crate::farlink::resume::{Outbound, Received, Resume};
+use crate::farlink::{FarCodec, Frame};
+
+/// How long connecting and the far side's Hello may take.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an ack may wait for a frame going the other way to ride on.
+pub const ACK_DELAY: Duration = Duration::from_millis(20);
+/// Frames taken that make an Ack go out at once.
+pub const ACK_EVERY: u64 = 32;
+/// Bytes buffered in each debugger-side stream, each way.
+const STREAM_BUF: usize = 256 * 1024;
+/// Data pieces queued for one channel's stream before the link stops reading the far side.
+const TO_STREAM_QUEUE: usize = 16;
+/// What the channels' streams wrote, queued for the task.
+const FROM_STREAMS_QUEUE: usize = 8;
+/// Open requests queued for the task.
+const COMMANDS_QUEUE: usize = 16;
+/// How long the goodbye may take to leave when the link ends.
+const BYE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Someone waiting for an open's result.
+#[derive(Debug)]
+struct Waiter {
+    vm: u32,
+    reply: oneshot::Sender<Result<DuplexStream, OpenError>>,
+}
+
+/// What a channel's stream did.
+#[derive(Debug)]
+enum FromStream {
+    Data(u32, Bytes),
+    Ended(u32),
+}
+
+/// Starts the link to the far side reached by `dial`.
+pub fn start(dial: Dial, cfg: Config) -> NearLink {
+    let (cmds_tx, cmds) = mpsc::channel(COMMANDS_QUEUE);
+    let (vms_tx, vms) = watch::channel(Vec::new());
+    let (state_tx, state) = watch::channel(LinkState::Connecting);
+    let (from_streams_tx, from_streams) = mpsc::channel(FROM_STREAMS_QUEUE);
+    let span = tracing::info_span!("nearlink", far = %dial);
+    let task = Task {
+        resume: Resume::new(Outbound::new(cfg.limit)),
+        backoff: Backoff::new(cfg.first_retry, cfg.max_retry),
+        dial,
+        cfg,
+        key: SessionKey::default(),
+        channels: Channels::default(),
+        rd: None,
+        wr: None,
+        heard: Instant::now(),
+        pinged: None,
+        stamp: 0,
+        retry_at: Some(Instant::now()),
+        ack_at: None,
+        stalled: None,
+        connections: 0,
+        from_streams_tx,
+        from_streams,
+        cmds,
+        vms_tx,
+        state_tx,
+    };
+    tokio::spawn(task.run().instrument(span));
+    NearLink { cmds: cmds_tx, vms, state }
+}
+
+struct ReadSide {
+    half: OwnedReadHalf,
+    buf: BytesMut,
+}
+
+struct WriteSide {
+    half: OwnedWriteHalf,
+    out: BytesMut,
+}
+
+/// Data for a channel's stream that waits for room in its queue.
+struct Stalled {
+    sink: mpsc::Sender<Bytes>,
+    bytes: Bytes,
+}
+
+/// Why a connection attempt did not give a connection.
+enum Attempt {
+    /// Try again after the backoff.
+    Retry(String),
+    /// Try again at once (the session was lost, a new one is asked for).
+    Now(String),
+    /// Do not try again.
+    Refused(String),
+}
+
+struct Task {
+    dial: Dial,
+    cfg: Config,
+    resume: Resume,
+    key: SessionKey,
+    channels: Channels<Waiter, mpsc::Sender<Bytes>>,
+    rd: Option<ReadSide>,
+    wr: Option<WriteSide>,
+    heard: Instant,
+    pinged: Option<Instant>,
+    stamp: u64,
+    backoff: Backoff,
+    retry_at: Option<Instant>,
+    ack_at: Option<Instant>,
+    stalled: Option<Stalled>,
+    connections: u64,
+    from_streams_tx: mpsc::Sender<FromStream>,
+    from_streams: mpsc::Receiver<FromStream>,
+    cmds: mpsc::Receiver<Cmd>,
+    vms_tx: watch::Sender<Vec<VmInfo>>,
+    state_tx: watch::Sender<LinkState>,
+}
+
+impl Task {
+    async fn run(mut self) {
+        loop {
+            if self.rd.is_none() && self.retry_at.is_some_and(|t| t <= Instant::now()) {
+                if let Some(text) = self.connect().await {
+                    return self.refused(text);
+                }
+                continue;
+            }
+            // One more Data frame of the largest size must fit before a stream's write is taken.
+            let room = self.resume.out.has_room(HEADER_LEN + MAX_DATA);
+            let deadline = self.deadline();
+            tokio::select! {
+                cmd = self.cmds.recv() => match cmd {
+                    Some(Cmd::Open { vm, reply }) => self.open(vm, reply),
+                    Some(Cmd::Retry) => {
+                        if self.rd.is_none() {
+                            self.backoff.reset();
+                            self.retry_at = Some(Instant::now());
+                        }
+                    }
+                    Some(Cmd::Shutdown(done)) => {
+                        self.goodbye().await;
+                        let _ = done.send(());
+                        return;
+                    }
+                    None => return self.goodbye().await,
+                },
+                Some(ev) = self.from_streams.recv(), if room => self.on_stream(ev),
+                got = read_some(self.rd.as_mut()), if self.stalled.is_none() => match got {
+                    Ok(0) => self.lose("the far side closed the stream"),
+                    Ok(_) => self.take_input(),
+                    Err(e) => self.lose(&format!("reading the stream: {e}")),
+                },
+                wrote = write_some(self.wr.as_mut()) => match wrote {
+                    Ok(n) => {
+                        if let Some(w) = &mut self.wr {
+                            let _ = w.out.split_to(n);
+                        }
+                    }
+                    Err(e) => self.lose(&format!("writing the stream: {e}")),
+                },
+                ok = has_room(self.stalled.as_ref()) => self.unstall(ok),
+                _ = tokio::time::sleep_until(deadline) => self.on_timer(),
+            }
+        }
+    }
+
+    /// The next time something is due: an attempt, an ack, a Ping or the dead-connection check.
+    fn deadline(&self) -> Instant {
+        let far = Instant::now() + Duration::from_secs(3600);
+        let mut due = self.ack_at.unwrap_or(far);
+        if self.rd.is_none() {
+            due = due.min(self.retry_at.unwrap_or(far));
+        } else if self.stalled.is_none() {
+            let l = self.cfg.liveness;
+            let last = self.pinged.map_or(self.heard, |p| p.max(self.heard));
+            due = due.min(last + l.ping_every).min(self.heard + l.dead_after);
+        }
+        due
+    }
+
+    fn on_timer(&mut self) {
+        let now = Instant::now();
+        if self.ack_at.is_some_and(|t| t <= now) {
+            self.ack_at = None;
+            if self.resume.inn.unacked() > 0 {
+                let ack = self.resume.link(Body::Ack);
+                self.emit(&ack);
+            }
+        }
+        if self.rd.is_none() || self.stalled.is_some() {
+            return;
+        }
+        match self.cfg.liveness.judge(now - self.heard, self.pinged.map(|p| now - p)) {
+            Beat::Quiet => {}
+            Beat::Ping => {
+                self.stamp += 1;
+                let ping = self.resume.link(Body::Ping(self.stamp));
+                self.emit(&ping);
+                self.pinged = Some(now);
+            }
+            Beat::Dead => self.lose(&format!("nothing heard from the far side for {:?}", now - self.heard)),
+        }
+    }
+
+    /// One attempt to connect and resume; Some(text) when the far side refused this near side.
+    async fn connect(&mut self) -> Option<String> {
+        let attempt = match tokio::time::timeout(HELLO_TIMEOUT, self.hello()).await {
+            Ok(Ok(())) => return None,
+            Ok(Err(a)) => a,
+            Err(_) => Attempt::Retry(format!("no hello from the far side within {HELLO_TIMEOUT:?}")),
+        };
+        match attempt {
+            Attempt::Refused(text) => Some(text),
+            Attempt::Now(why) => {
+                self.retry_at = Some(Instant::now());
+                self.down(why);
+                None
+            }
+            Attempt::Retry(why) => {
+                self.retry_at = Some(Instant::now() + self.backoff.next_wait());
+                self.down(why);
+                None
+            }
+        }
+    }
+
+    fn down(&mut self, why: String) {
+        debug!("no connection to the far side: {why}");
+        self.state_tx.send_if_modified(|s| {
+            let changed = !matches!(s, LinkState::Down { why: w } if *w == why);
+            *s = LinkState::Down { why };
+            changed
+        });
+    }
+
+    async fn hello(&mut self) -> Result<(), Attempt> {
+        let stream = self.dial.connect().await.map_err(|e| Attempt::Retry(format!("connecting to {}: {e}", self.dial)))?;
+        let (mut read, mut write) = stream.into_split();
+        let hello = Hello {
+            role: Role::Near,
+            proto_min: PROTOCOL,
+            proto_max: PROTOCOL,
+            binary: env!("CARGO_PKG_VERSION").to_string(),
+            session: self.key,
+            hold_secs: self.cfg.hold_secs,
+            resumed: false,
+        };
+        let hello = self.resume.link(Body::Hello(hello));
+        let mut out = BytesMut::new();
+        FarCodec.encode(&hello, &mut out).map_err(|e| Attempt::Refused(format!("the hello cannot be encoded: {e}")))?;
+        write.write_all(&out).await.map_err(|e| Attempt::Retry(format!("writing the hello: {e}")))?;
+        let mut buf = BytesMut::new();
+        let first = loop {
+            match FarCodec.decode(&mut buf) {
+                Ok(Some(f)) => break f,
+                Ok(None) => {}
+                Err(e) => return Err(Attempt::Retry(format!("the far side's first frame: {e}"))),
+            }
+            match read.read_buf(&mut buf).await {
+                Ok(0) => return Err(Attempt::Retry("the far side closed the stream before its hello".into())),
+                Ok(_) => {}
+                Err(e) => return Err(Attempt::Retry(format!("reading the far side's hello: {e}"))),
+            }
+        };
+        let far = match first.body {
+            Body::Hello(far) => far,
+            Body::Bye { reason: ByeReason::Version, text } => return Err(Attempt::Refused(text)),
+            Body::Bye { reason: reason @ (ByeReason::UnknownSession | ByeReason::BadToken), text } => {
+                self.lose_session(&format!("{text} ({reason:?})"));
+                return Err(Attempt::Now(text));
+            }
+            Body::Bye { reason, text } => return Err(Attempt::Retry(format!("the far side said goodbye ({reason:?}): {text}"))),
+            other => return Err(Attempt::Retry(format!("the far side began with a {:?} frame", other.kind()))),
+        };
+        if far.role != Role::Far || far.proto_min != PROTOCOL || far.proto_max != PROTOCOL {
+            return Err(Attempt::Refused(format!(
+                "the far side (jdwpmux {}) answered with protocol {} to {}; this jdwpmux speaks {PROTOCOL}",
+                far.binary, far.proto_min, far.proto_max
+            )));
+        }
+        if !far.resumed && !self.key.is_none() {
+            self.lose_session("the far side started a new session");
+        }
+        let replay = match self.resume.reconnect(first.ack) {
+            Ok(r) => r,
+            Err(e) => {
+                // The far side's count does not fit what this side sent: it is not the side
+                // this session spoke to. Start a new session.
+                self.lose_session(&format!("the far side's acknowledgement does not fit: {e}"));
+                return Err(Attempt::Now(e.to_string()));
+            }
+        };
+        self.key = far.session;
+        self.connections += 1;
+        info!(resumed = far.resumed, replayed = replay.len(), far = %far.binary, hold_s = far.hold_secs, connections = self.connections, "connected to the far side");
+        self.rd = Some(ReadSide { half: read, buf });
+        self.wr = Some(WriteSide { half: write, out: BytesMut::new() });
+        self.heard = Instant::now();
+        self.pinged = None;
+        self.retry_at = None;
+        self.backoff.reset();
+        for f in &replay {
+            self.emit(f);
+        }
+        let state = LinkState::Up { connections: self.connections, resumed: far.resumed, hold_secs: far.hold_secs };
+        self.state_tx.send_replace(state);
+        self.take_input();
+        Ok(())
+    }
+
+    /// The connection is gone: every channel stays, an attempt follows after the backoff.
+    fn lose(&mut self, why: &str) {
+        if self.rd.take().is_none() {
+            return;
+        }
+        self.wr = None;
+        self.retry_at = Some(Instant::now() + self.backoff.next_wait());
+        info!(channels = self.channels.len(), "the stream to the far side is cut ({why}); trying again");
+        self.state_tx.send_replace(LinkState::Down { why: why.to_string() });
+    }
+
+    /// The far side no longer has the session: every channel ends, opens not yet answered
+    /// fail, and the next Hello asks for a new session.
+    fn lose_session(&mut self, why: &str) {
+        if !self.channels.is_empty() {
+            info!(channels = self.channels.len(), "the far side's session is gone ({why}); its VM connections are closed");
+        }
+        for w in self.channels.reset() {
+            let _ = w.reply.send(Err(OpenError::SessionLost { vm: w.vm }));
+        }
+        self.stalled = None;
+        self.ack_at = None;
+        self.resume = Resume::new(Outbound::new(self.cfg.limit));
+        self.key = SessionKey::default();
+    }
+
+    fn refused(&mut self, text: String) {
+        warn!("the far side refused this near side: {text}");
+        for w in self.channels.reset() {
+            let _ = w.reply.send(Err(OpenError::Ended));
+        }
+        self.state_tx.send_replace(LinkState::Refused(text));
+    }
+
+    async fn goodbye(&mut self) {
+        let bye = self.resume.link(Body::Bye { reason: ByeReason::ShuttingDown, text: "the near side is ending".into() });
+        self.emit(&bye);
+        if let Some(mut w) = self.wr.take() {
+            let _ = tokio::time::timeout(BYE_TIMEOUT, async {
+                let _ = w.half.write_all(&w.out).await;
+                let _ = w.half.shutdown().await;
+            })
+            .await;
+        }
+        self.rd = None;
+        self.state_tx.send_replace(LinkState::Ended);
+    }
+
+    fn emit(&mut self, frame: &Frame) {
+        if let Some(w) = &mut self.wr {
+            if let Err(e) = FarCodec.encode(frame, &mut w.out) {
+                warn!("a frame could not be encoded: {e}");
+            }
+        }
+    }
+
+    /// Numbers a frame for the far side and writes it when connected (else the replay will).
+    fn send(&mut self, channel: u32, body: Body, beyond: bool) {
+        let sent = if beyond { self.resume.send_beyond(channel, body) } else { self.resume.send(channel, body) };
+        match sent {
+            Ok(frame) => {
+                self.ack_at = None;
+                self.emit(&frame);
+            }
+            Err(e) => warn!(channel, "a frame was not sent: {e}"),
+        }
+    }
+
+    fn open(&mut self, vm: u32, reply: oneshot::Sender<Result<DuplexStream, OpenError>>) {
+        let channel = self.channels.begin(Waiter { vm, reply });
+        debug!(channel, vm, "opening a channel");
+        // Past the limit if need be: opens are few (one per VM session), and bounded by the
+        // command queue.
+        self.send(channel, Body::Open { vm }, true);
+    }
+
+    fn on_stream(&mut self, ev: FromStream) {
+        match ev {
+            FromStream::Data(channel, bytes) => {
+                if matches!(self.channels.route(channel), Route::Deliver(_)) {
+                    self.send(channel, Body::Data(bytes), false);
+                }
+            }
+            FromStream::Ended(channel) => {
+                if self.channels.close(channel) {
+                    debug!(channel, "the channel's stream ended; closing it");
+                    self.send(channel, Body::Close { reason: CloseReason::Done, text: String::new() }, true);
+                }
+            }
+        }
+    }
+
+    /// Decodes and handles whole frames read, until a channel's queue is full.
+    fn take_input(&mut self) {
+        while self.stalled.is_none() {
+            let Some(rd) = &mut self.rd else { return };
+            match FarCodec.decode(&mut rd.buf) {
+                Ok(Some(frame)) => {
+                    self.heard = Instant::now();
+                    self.on_frame(frame);
+                }
+                Ok(None) => return,
+                Err(e) => return self.lose(&format!("bad stream: {e}")),
+            }
+        }
+    }
+
+    fn on_frame(&mut self, frame: Frame) {
+        match self.resume.receive(&frame) {
+            Err(e) => self.lose(&format!("bad stream: {e}")),
+            Ok(Received::Link) => match frame.body {
+                Body::Ping(stamp) => {
+                    let pong = self.resume.link(Body::Pong(stamp));
+                    self.emit(&pong);
+                }
+                Body::Ack | Body::Pong(_) => {}
+                Body::Bye { reason, text } => self.lose(&format!("the far side said goodbye ({reason:?}): {text}")),
+                other => self.lose(&format!("bad stream: a {:?} frame in the middle of a connection", other.kind())),
+            },
+            Ok(Received::Deliver) => {
+                if self.resume.inn.unacked() >= ACK_EVERY {
+                    let ack = self.resume.link(Body::Ack);
+                    self.emit(&ack);
+                } else if self.ack_at.is_none() {
+                    self.ack_at = Some(Instant::now() + ACK_DELAY);
+                }
+                let channel = frame.channel;
+                match frame.body {
+                    Body::VmList(vms) => {
+                        self.vms_tx.send_replace(vms);
+                    }
+                    Body::Opened { status, text } => self.opened(channel, status, text),
+                    Body::Close { reason, text } => {
+                        if self.channels.close(channel) {
+                            debug!(channel, ?reason, "the far side closed the channel: {text}");
+                        }
+                    }
+                    Body::Data(bytes) => self.deliver(channel, bytes),
+                    other => self.lose(&format!("bad stream: a far side does not send {:?} frames", other.kind())),
+                }
+            }
+        }
+    }
+
+    fn opened(&mut self, channel: u32, status: OpenStatus, text: String) {
+        match self.channels.opened(channel, status == OpenStatus::Ok) {
+            Opened::Ok(w) => {
+                let (ours, theirs) = tokio::io::duplex(STREAM_BUF);
+                let (to_stream, queue) = mpsc::channel(TO_STREAM_QUEUE);
+                let (r, wr) = tokio::io::split(ours);
+                tokio::spawn(write_stream(wr, queue));
+                tokio::spawn(read_stream(channel, r, self.from_streams_tx.clone()));
+                self.channels.set_open(channel, to_stream);
+                debug!(channel, vm = w.vm, "channel open");
+                // A waiter that gave up drops the stream: its reader ends and closes the channel.
+                let _ = w.reply.send(Ok(theirs));
+            }
+            Opened::Failed(w) => {
+                let vm = w.vm;
+                let err = match status {
+                    OpenStatus::NoSuchVm => OpenError::NoSuchVm { vm, text },
+                    OpenStatus::ConnectFailed => OpenError::ConnectFailed { vm, text },
+                    OpenStatus::Ok => OpenError::Other { vm, status: 0, text },
+                    OpenStatus::Other(status) => OpenError::Other { vm, status, text },
+                };
+                let _ = w.reply.send(Err(err));
+            }
+            Opened::Stray => debug!(channel, "an open result for a channel closed meanwhile"),
+        }
+    }
+
+    fn deliver(&mut self, channel: u32, bytes: Bytes) {
+        match self.channels.route(channel) {
+            Route::Deliver(sink) => match sink.try_send(bytes) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(bytes)) => self.stalled = Some(Stalled { sink: sink.clone(), bytes }),
+                // The stream's writer ended (its user went): its reader closes the channel.
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            },
+            Route::Drop => {}
+            Route::Protocol(what) => self.lose(&format!("bad stream: {what} ({channel})")),
+        }
+    }
+
+    /// The stalled channel has room again (or is gone): hand its piece on and read again.
+    fn unstall(&mut self, ok: bool) {
+        let Some(s) = self.stalled.take() else { return };
+        if ok {
+            if let Err(mpsc::error::TrySendError::Full(bytes)) = s.sink.try_send(s.bytes) {
+                self.stalled = Some(Stalled { sink: s.sink, bytes });
+                return;
+            }
+        }
+        // Time spent waiting on this side's own stream is not the far side's silence.
+        self.heard = Instant::now();
+        self.take_input();
+    }
+}
+
+async fn read_some(rd: Option<&mut ReadSide>) -> std::io::Result<usize> {
+    match rd {
+        Some(r) => {
+            r.buf.reserve(MAX_DATA);
+            r.half.read_buf(&mut r.buf).await
+        }
+        None => std::future::pending().await,
+    }
+}
+
+async fn write_some(wr: Option<&mut WriteSide>) -> std::io::Result<usize> {
+    match wr {
+        Some(w) if !w.out.is_empty() => w.half.write(&w.out).await,
+        _ => std::future::pending().await,
+    }
+}
+
+/// Waits until the stalled channel's queue has room: true, or false when it closed.
+async fn has_room(stalled: Option<&Stalled>) -> bool {
+    match stalled {
+        Some(s) => s.sink.reserve().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
+/// Writes a channel's Data into its stream; ends the stream when the channel closes.
+async fn write_stream(mut w: tokio::io::WriteHalf<DuplexStream>, mut queue: mpsc::Receiver<Bytes>) {
+    while let Some(bytes) = queue.recv().await {
+        if w.write_all(&bytes).await.is_err() {
+            return;
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
+/// Reads what the stream's user writes and hands it to the task as Data; its end, as Ended.
+async fn read_stream(channel: u32, mut r: tokio::io::ReadHalf<DuplexStream>, task: mpsc::Sender<FromStream>) {
+    let mut buf = vec![0u8; MAX_DATA];
+    loop {
+        let ev = match r.read(&mut buf).await {
+            Ok(0) | Err(_) => FromStream::Ended(channel),
+            Ok(n) => FromStream::Data(channel, Bytes::copy_from_slice(&buf[..n])),
+        };
+        let ended = matches!(ev, FromStream::Ended(_));
+        if task.send(ev).await.is_err() || ended {
+            return;
+        }
+    }
+}

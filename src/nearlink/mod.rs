@@ -1,0 +1,27 @@
+//! jdwpmux near the IDE, on its side of the [`crate::farlink`] stream to jdwpmux on a VM's
+//! host (`jdwpmux far`): one task per far side that owns the stream, keeps the session's
+//! resume state, reconnects after a cut and resumes, and gives the VMs the far side lists and
+//! a byte stream per channel, which a VM session uses as it would use a VM's socket.
+//!
+//! - [`link`]: the task and its handle ([`NearLink`]): Hello and version, resume, Ping and
+//!   Pong, acks, channels opened and closed, the VM list.
+//! - [`api`]: the link's handle, settings and states.
+//! - [`channels`]: the channel table the task keeps. Pure.
+//! - [`timing`]: when to try again after a cut and when a connection is dead. Pure.
+//! - [`ready`]: the line `jdwpmux far --detach` prints, read to find its socket. Pure.
+//! - [`ssh`]: starting the far side through a host's ssh master, and forwarding its socket.
+//! - [`found`]: a listed VM as the JVM a host's scan finds (same keys and ports). Pure.
+//! - [`sockets`]: a local socket per far-side VM, each connection a channel.
+//! - [`host`]: one `--ssh` host served through its far side, reported as its scan would be.
+
+pub mod api;
+pub mod channels;
+pub mod found;
+pub mod host;
+pub mod link;
+pub mod ready;
+pub mod sockets;
+pub mod ssh;
+pub mod timing;
+
+pub use link::{start, Config, Dial, LinkState, NearLink, OpenError};

@@ -1,0 +1,85 @@
+//! The line `jdwpmux far --detach` prints (see `far::ready_line`), read by the near side to
+//! learn where the far side listens and what it is. Pure.
+
+use std::path::PathBuf;
+
+/// What the far side's ready line says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ready {
+    pub socket: PathBuf,
+    pub pid: Option<u32>,
+    pub protocol: u16,
+    pub version: String,
+    /// It was running already (another near side, or an earlier run, started it).
+    pub already: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a far side's ready line: {0:?}")]
+pub struct NotReady(pub String);
+
+/// Reads `jdwpmux far: listening on SOCKET (pid N, protocol P, jdwpmux V)` (or `already
+/// running on`). The socket's path is absolute and may hold spaces: it runs to the last
+/// " (pid"; the fields after it are fixed.
+pub fn parse(line: &str) -> Result<Ready, NotReady> {
+    let bad = || NotReady(line.chars().take(200).collect());
+    let line = line.trim_end();
+    let rest = line.strip_prefix("jdwpmux far: ").ok_or_else(bad)?;
+    let (already, rest) = match (rest.strip_prefix("listening on "), rest.strip_prefix("already running on ")) {
+        (Some(r), _) => (false, r),
+        (None, Some(r)) => (true, r),
+        (None, None) => return Err(bad()),
+    };
+    let at = rest.rfind(" (pid").ok_or_else(bad)?;
+    let (socket, fields) = rest.split_at(at);
+    if !socket.starts_with('/') {
+        return Err(bad());
+    }
+    let fields = fields.strip_prefix(" (").and_then(|f| f.strip_suffix(')')).ok_or_else(bad)?;
+    let mut parts = fields.split(", ");
+    let pid = match parts.next().ok_or_else(bad)? {
+        "pid unknown" => None,
+        p => Some(p.strip_prefix("pid ").and_then(|n| n.parse().ok()).ok_or_else(bad)?),
+    };
+    let protocol = parts.next().and_then(|p| p.strip_prefix("protocol ")).and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+    let version = parts.next().and_then(|v| v.strip_prefix("jdwpmux ")).filter(|v| !v.is_empty()).ok_or_else(bad)?.to_string();
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok(Ready { socket: PathBuf::from(socket), pid, protocol, version, already })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn reads_what_the_far_side_prints() {
+        for already in [false, true] {
+            for pid in [Some(4242), None] {
+                let line = crate::far::ready_line(Path::new("/run/user/1000/jdwpmux far/far.sock"), pid, already);
+                let got = parse(&format!("{line}\n")).unwrap();
+                assert_eq!(got.socket, Path::new("/run/user/1000/jdwpmux far/far.sock"));
+                assert_eq!((got.pid, got.already, got.protocol), (pid, already, crate::far::handshake::PROTOCOL));
+                assert_eq!(got.version, env!("CARGO_PKG_VERSION"));
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_anything_else() {
+        for line in [
+            "",
+            "bash: jdwpmux: command not found",
+            "jdwpmux far: listening on relative/far.sock (pid 1, protocol 1, jdwpmux 0.1.0)",
+            "jdwpmux far: listening on /x/far.sock (pid one, protocol 1, jdwpmux 0.1.0)",
+            "jdwpmux far: listening on /x/far.sock (pid 1, protocol x, jdwpmux 0.1.0)",
+            "jdwpmux far: listening on /x/far.sock (pid 1, protocol 1, jdwpmux )",
+            "jdwpmux far: listening on /x/far.sock (pid 1, protocol 1, jdwpmux 0.1.0, more)",
+            "jdwpmux far: resting on /x/far.sock (pid 1, protocol 1, jdwpmux 0.1.0)",
+        ] {
+            assert!(parse(line).is_err(), "{line:?}");
+        }
+    }
+}

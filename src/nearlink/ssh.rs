@@ -1,0 +1,164 @@
+//! Reaching a far side through a host's ssh master: `jdwpmux far --detach` run through the
+//! master (no new authentication), its ready line read, and a forward of the master from a
+//! local socket to the far side's. The command lines are pure and tested; the runs are thin.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
+
+use super::ready::{self, Ready};
+use crate::far::handshake::PROTOCOL;
+use crate::remote::ssh_path::{expanded_path, forward_socket, SshPathError};
+use crate::remote::{Destination, SshOptions};
+
+/// How long starting the far side (or finding it running) may take.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long an `ssh -O forward` may take.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the far side on a host cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FarUnusable {
+    #[error("{0} was not found on the host")]
+    NotFound(String),
+    #[error("{0}")]
+    Failed(String),
+    #[error("jdwpmux {version} there speaks far-side protocol {protocol}, this jdwpmux ({ours}) speaks {PROTOCOL}", ours = env!("CARGO_PKG_VERSION"))]
+    Version { version: String, protocol: u16 },
+}
+
+/// `ssh [-F CFG] -S CONTROL -o ControlMaster=no -o BatchMode=yes -T -- DEST 'PATH' far --detach`:
+/// a command through the running master. The remote side hands it to a shell, so the path is
+/// quoted for one.
+pub fn start_command(ssh: &SshOptions, control: &Path, dest: &Destination, far_path: &str) -> Result<Vec<OsString>, SshPathError> {
+    let mut a = base(ssh);
+    a.extend(["-S".into(), expanded_path(control)?, "-o".into(), "ControlMaster=no".into(), "-o".into(), "BatchMode=yes".into(), "-T".into()]);
+    a.extend(["--".into(), dest.dest.clone().into(), format!("{} far --detach", shell_quote(far_path)).into()]);
+    Ok(a)
+}
+
+/// `ssh [-F CFG] -S CONTROL -o BatchMode=yes -O forward|cancel -L LOCAL:REMOTE -- DEST`: the
+/// master forwards the local Unix socket to the far side's.
+pub fn forward_command(ssh: &SshOptions, control: &Path, dest: &Destination, local: &Path, remote: &Path, cancel: bool) -> Result<Vec<OsString>, SshPathError> {
+    let mut a = base(ssh);
+    a.extend(["-S".into(), expanded_path(control)?, "-o".into(), "BatchMode=yes".into(), "-O".into(), if cancel { "cancel" } else { "forward" }.into()]);
+    let mut spec = forward_socket(local)?;
+    spec.push(":");
+    spec.push(forward_socket(remote)?);
+    a.extend(["-L".into(), spec, "--".into(), dest.dest.clone().into()]);
+    Ok(a)
+}
+
+fn base(ssh: &SshOptions) -> Vec<OsString> {
+    let mut a = Vec::new();
+    if let Some(f) = &ssh.config {
+        a.push("-F".into());
+        a.push(f.into());
+    }
+    a
+}
+
+/// `s` as one word for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b)) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// What the start printed and how it exited, judged: the ready line, or why not.
+pub fn judge_start(status: Option<i32>, stdout: &str, stderr: &str, far_path: &str) -> Result<Ready, FarUnusable> {
+    // 127: the shell found no such command (126: found, not runnable).
+    if status == Some(127) {
+        return Err(FarUnusable::NotFound(far_path.to_string()));
+    }
+    let line = stdout.lines().find(|l| l.starts_with("jdwpmux far: "));
+    match line.map(ready::parse) {
+        Some(Ok(r)) if r.protocol != PROTOCOL => Err(FarUnusable::Version { version: r.version, protocol: r.protocol }),
+        Some(Ok(r)) if status == Some(0) => Ok(r),
+        _ => {
+            let said = stderr.lines().chain(stdout.lines()).map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("nothing");
+            let said: String = said.chars().take(300).collect();
+            let how = status.map_or_else(|| "was ended by a signal".to_string(), |c| format!("exited with {c}"));
+            Err(FarUnusable::Failed(format!("{far_path} far --detach {how}: {said}")))
+        }
+    }
+}
+
+/// Starts the far side on the host (or finds it running) through the master.
+pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, far_path: &str) -> Result<Ready, FarUnusable> {
+    let args = start_command(ssh, control, dest, far_path).map_err(|e| FarUnusable::Failed(e.to_string()))?;
+    let run = Command::new(&ssh.program).args(args).stdin(Stdio::null()).kill_on_drop(true).output();
+    let out = match tokio::time::timeout(START_TIMEOUT, run).await {
+        Err(_) => return Err(FarUnusable::Failed(format!("{far_path} far --detach did not answer within {START_TIMEOUT:?}"))),
+        Ok(Err(e)) => return Err(FarUnusable::Failed(format!("cannot run {}: {e}", ssh.program.display()))),
+        Ok(Ok(o)) => o,
+    };
+    judge_start(out.status.code(), &String::from_utf8_lossy(&out.stdout), &String::from_utf8_lossy(&out.stderr), far_path)
+}
+
+/// Has the master forward `local` to the far side's socket `remote` (a stale `local` is
+/// removed first: the master would not bind it).
+pub async fn forward(ssh: &SshOptions, control: &Path, dest: &Destination, local: &Path, remote: &Path) -> Result<(), String> {
+    let _ = std::fs::remove_file(local);
+    let args = forward_command(ssh, control, dest, local, remote, false).map_err(|e| e.to_string())?;
+    let out = Command::new(&ssh.program).args(args).stdin(Stdio::null()).kill_on_drop(true).output();
+    match tokio::time::timeout(CONTROL_TIMEOUT, out).await {
+        Err(_) => Err(format!("ssh -O forward did not answer within {CONTROL_TIMEOUT:?}")),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(o)) if o.status.success() => Ok(()),
+        Ok(Ok(o)) => Err(String::from_utf8_lossy(&o.stderr).trim().lines().last().unwrap_or("failed").to_string()),
+    }
+}
+
+/// The local socket a host's far side is forwarded to.
+pub fn local_socket(dir: &Path, prefix: &str) -> PathBuf {
+    dir.join(format!("{prefix}.far.sock"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(a: &[OsString]) -> Vec<String> {
+        a.iter().map(|s| s.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn command_lines() {
+        let ssh = SshOptions { config: Some("/cfg".into()), ..SshOptions::default() };
+        let dest: Destination = "box".parse().unwrap();
+        let start = start_command(&ssh, Path::new("/d/h0.ctl"), &dest, "/opt/jdwp mux/jdwpmux").unwrap();
+        assert_eq!(
+            words(&start),
+            ["-F", "/cfg", "-S", "/d/h0.ctl", "-o", "ControlMaster=no", "-o", "BatchMode=yes", "-T", "--", "box", "'/opt/jdwp mux/jdwpmux' far --detach"]
+        );
+        let fwd = forward_command(&ssh, Path::new("/d/h0.ctl"), &dest, Path::new("/d/h0.far.sock"), Path::new("/run/user/1/jdwpmux-far/far.sock"), false).unwrap();
+        assert_eq!(words(&fwd), ["-F", "/cfg", "-S", "/d/h0.ctl", "-o", "BatchMode=yes", "-O", "forward", "-L", "/d/h0.far.sock:/run/user/1/jdwpmux-far/far.sock", "--", "box"]);
+        assert!(forward_command(&ssh, Path::new("/d/h0.ctl"), &dest, Path::new("/d/h0.far.sock"), Path::new("/x/%h"), true).is_ok_and(|a| words(&a).contains(&"cancel".to_string())));
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("jdwpmux"), "jdwpmux");
+        assert_eq!(shell_quote("/usr/bin/jdwpmux"), "/usr/bin/jdwpmux");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's;rm"), r"'it'\''s;rm'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn what_a_start_says() {
+        let line = crate::far::ready_line(Path::new("/run/far/far.sock"), Some(9), false);
+        assert_eq!(judge_start(Some(0), &format!("{line}\n"), "", "jdwpmux").map(|r| r.socket), Ok(PathBuf::from("/run/far/far.sock")));
+        assert_eq!(judge_start(Some(127), "", "sh: 1: jdwpmux: not found", "jdwpmux"), Err(FarUnusable::NotFound("jdwpmux".into())));
+        let old = "jdwpmux far: listening on /run/far/far.sock (pid 9, protocol 7, jdwpmux 9.0.0)";
+        assert_eq!(judge_start(Some(0), old, "", "jdwpmux"), Err(FarUnusable::Version { version: "9.0.0".into(), protocol: 7 }));
+        let e = judge_start(Some(2), "", "error: unrecognized subcommand 'far'\n", "jdwpmux").unwrap_err();
+        assert_eq!(e.to_string(), "jdwpmux far --detach exited with 2: error: unrecognized subcommand 'far'");
+        assert!(judge_start(None, "", "", "jdwpmux").unwrap_err().to_string().contains("ended by a signal"));
+    }
+}

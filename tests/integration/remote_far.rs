@@ -1,0 +1,100 @@
+//! `serve --ssh HOST --far ...`: a test host (a network namespace with Debian's sshd) where
+//! jdwpmux is found at the same path as here (namespaces share the file system), a real JVM
+//! on the host's loopback. Through the far side, jdb breaks, steps and quits through the
+//! VM's local port and the app runs on; with no usable far side, `auto` says why in one line
+//! and the VM is reached through ssh forwards as before.
+
+use crate::remote::{debug_once, one_vm, OneVm};
+
+const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
+
+/// A jdwpmux for one test host: the real binary, its far side in a folder of the test's own.
+/// Test hosts share this machine's file system, where real hosts have their own: without
+/// it, the far sides of hosts tested at once would find each other's folder and socket.
+struct FarBin {
+    _dir: tempfile::TempDir,
+    path: String,
+}
+
+fn far_bin() -> FarBin {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jdwpmux");
+    let far_dir = dir.path().join("far");
+    std::fs::write(&path, format!("#!/bin/sh\nexec {BIN} \"$@\" --dir {}\n", far_dir.display())).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    FarBin { path: path.display().to_string(), _dir: dir }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_jdb_breaks_steps_and_quits_through_jdwpmux_on_the_host() {
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let OneVm { keys: _keys, host: _host, app, served, port } = one_vm("farjdb", &["--far", "always", "--far-path", &far.path]).await;
+    let line = served.wait_log("using jdwpmux on farjdb").await;
+    assert!(line.contains("far.sock"), "{line}");
+    debug_once(port, "Billing", &app).await;
+    // A second debugger session on the same port: a new channel to the same VM.
+    debug_once(port, "Billing", &app).await;
+    assert!(!served.log_text().contains("ssh forwards"), "{}", served.log_text());
+    drop(served);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_auto_without_jdwpmux_on_the_host_uses_forwards_and_says_why() {
+    crate::need_test_hosts!();
+    let missing = "/nonexistent/jdwpmux";
+    let OneVm { keys: _keys, host: _host, app, served, port } = one_vm("farnone", &["--far", "auto", "--far-path", missing]).await;
+    let line = served.wait_log("cannot be used").await;
+    assert!(
+        line.contains(&format!("jdwpmux on farnone cannot be used ({missing} was not found on the host); its VMs are reached through ssh forwards")),
+        "{line}"
+    );
+    assert_eq!(served.log_text().matches("cannot be used").count(), 1, "one line: {}", served.log_text());
+    debug_once(port, "Billing", &app).await;
+    drop(served);
+}
+
+/// The link to the host is cut for 10 s while jdb is stopped at a breakpoint, and jdb steps
+/// into the cut: the step waits, the VM stays suspended (the far side held its connection:
+/// its agent never saw a debugger go), and when the link is back the step completes, later
+/// commands are answered, and after jdb quits the app runs on. Nothing was lost or repeated:
+/// jdb would hang on a lost reply, and the daemon logs a reply to an id with no request
+/// outstanding (a repeated one) as it drops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_link_cut_while_stopped_at_a_breakpoint_loses_nothing() {
+    use crate::remote::{jdb, SLOW};
+    use std::time::Duration;
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let OneVm { keys: _keys, host, app, served, port } = one_vm("farcut", &["--far", "always", "--far-path", &far.path]).await;
+    served.wait_log("using jdwpmux on farcut").await;
+    let mut j = jdb(port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    j.send("stop in Billing.tick").await.unwrap();
+    j.expect_all(&["Set breakpoint Billing.tick", "Breakpoint hit"], SLOW).await.unwrap();
+    j.expect("main[1] ", SLOW).await.unwrap();
+    let stopped = app.ticks_seen();
+
+    host.net.set_link(false).unwrap();
+    let cut_at = tokio::time::Instant::now();
+    let line = served.wait_log("lost the ssh link to farcut").await;
+    assert!(line.contains("its VMs are held by jdwpmux there"), "{line}");
+    j.send("step").await.unwrap();
+    tokio::time::sleep_until(cut_at + Duration::from_secs(10)).await;
+    assert_eq!(app.ticks_seen(), stopped, "the VM ran during the cut: it saw its debugger go");
+    host.net.set_link(true).unwrap();
+
+    j.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    println!("the step completed {:?} after the link was restored", cut_at.elapsed() - Duration::from_secs(10));
+    j.send("where").await.unwrap();
+    j.expect_all(&["Billing.tick", "main[1] "], SLOW).await.unwrap();
+    j.send("clear Billing.tick").await.unwrap();
+    j.expect_all(&["Removed: breakpoint Billing.tick", "main[1] "], SLOW).await.unwrap();
+    j.quit().await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    let log = served.log_text();
+    let bad: Vec<&str> = log.lines().filter(|l| l.contains("lost the VM connection") || l.contains("VM not reachable") || l.contains("no request of that id is outstanding")).collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    drop(served);
+}
