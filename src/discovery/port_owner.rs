@@ -34,6 +34,13 @@ impl LocalPorts {
     pub fn owner(&self, addr: SocketAddr) -> Option<u32> {
         owner(&self.listening, &self.addrs, addr)
     }
+
+    /// Whether the table was read and `addr` is this machine's, yet nothing listened there
+    /// when it was: a listener that came since is judged by its owner in the next round,
+    /// not probed unjudged now.
+    pub fn nobody_listened(&self, addr: SocketAddr) -> bool {
+        !self.listening.is_empty() && is_here(&self.addrs, addr) && self.owner(addr).is_none()
+    }
 }
 
 /// The owner of the listener that takes connections to `addr`: one bound to that very address
@@ -41,7 +48,7 @@ impl LocalPorts {
 /// machine (loopback, or one of `own`): on another machine the table says nothing.
 pub fn owner(listening: &[Socket], own: &[IpAddr], addr: SocketAddr) -> Option<u32> {
     let ip = canonical(addr.ip());
-    if !(ip.is_loopback() || ip.is_unspecified() || own.iter().any(|o| canonical(*o) == ip)) {
+    if !is_here(own, addr) {
         return None;
     }
     let on_port = || listening.iter().filter(|s| s.listening() && s.local.port() == addr.port());
@@ -50,6 +57,12 @@ pub fn owner(listening: &[Socket], own: &[IpAddr], addr: SocketAddr) -> Option<u
     // not say: counted as taking them, so a port is never wrongly thought free).
     let wildcard = || on_port().find(|s| s.local.ip().is_unspecified() && (s.local.is_ipv6() || ip.is_ipv4()));
     exact.or_else(wildcard).map(|s| s.uid)
+}
+
+/// Whether `addr` is this machine's: loopback, unspecified, or one of `own`.
+pub fn is_here(own: &[IpAddr], addr: SocketAddr) -> bool {
+    let ip = canonical(addr.ip());
+    ip.is_loopback() || ip.is_unspecified() || own.iter().any(|o| canonical(*o) == ip)
 }
 
 /// An IPv4-mapped IPv6 address as the IPv4 address it is.
@@ -106,6 +119,15 @@ mod tests {
         // Another machine's address: this machine's table says nothing of it.
         assert_eq!(at("10.0.0.9:8001"), None);
         assert_eq!(at("[fd00::9]:8002"), None);
+
+        // What the scan probes: a port of this machine only once the table shows a listener.
+        let ports = LocalPorts { listening: t.to_vec(), addrs: own.clone() };
+        let quiet = |a: &str| ports.nobody_listened(a.parse().unwrap());
+        assert!(quiet("127.0.0.1:8009"), "nothing listened here when the table was read");
+        assert!(quiet("127.0.0.1:8004"), "a connection is no listener");
+        assert!(!quiet("127.0.0.1:8000"), "a listener: judged by its owner");
+        assert!(!quiet("10.0.0.9:8009"), "another machine: probed, its owner unknown here");
+        assert!(!LocalPorts::default().nobody_listened("127.0.0.1:8009".parse().unwrap()), "no table read: probed as before");
     }
 
     /// A small world of addresses, so that tables and asked addresses meet often.

@@ -237,6 +237,9 @@ pub async fn run<K, F>(
                     Some(_) => {
                         left_alone.remove(&addr);
                     }
+                    // Between reading the table and probing, another user's JVM may have
+                    // started listening there: probe it once the table shows whose it is.
+                    None if ports.as_ref().is_some_and(|(_, p)| p.nobody_listened(addr)) => continue,
                     None => {}
                 }
                 let forwards = forwards.clone();
