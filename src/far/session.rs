@@ -44,10 +44,6 @@ use crate::farlink::FarCodec;
 /// Nothing heard from a connected near side for this long: the connection is taken as dead
 /// (a near side sends at least a Ping well within it).
 pub const QUIET: Duration = Duration::from_secs(60);
-/// How long an ack may wait for a frame going the other way to ride on.
-pub const ACK_DELAY: Duration = Duration::from_millis(20);
-/// Frames taken that make an Ack go out at once.
-pub const ACK_EVERY: u64 = 32;
 /// Channel events queued for the session. With the link cut, what the far side holds of
 /// the VMs' output is at most the resume table's limit, this many Data pieces, and one piece
 /// being read per channel (each piece at most `MAX_DATA`).
@@ -324,11 +320,8 @@ impl Session {
                 other => self.lose_connection("bad stream", Some((ByeReason::Protocol, format!("a {:?} frame in the middle of a connection", other.kind())))),
             },
             Ok(Received::Deliver) => {
-                if self.resume.inn.unacked() >= ACK_EVERY {
-                    let ack = self.resume.link(Body::Ack);
+                if let Some(ack) = self.resume.after_delivery(&mut self.ack_at, Instant::now()) {
                     self.emit(&ack);
-                } else if self.ack_at.is_none() {
-                    self.ack_at = Some(Instant::now() + ACK_DELAY);
                 }
                 let channel = frame.channel;
                 match frame.body {

@@ -17,9 +17,16 @@
 //! Nothing is ever dropped on the sending side before the receiver said it has it.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use super::codec::{wire_len, CodecError};
 use super::frame::{Body, Frame};
+
+/// Frames delivered and not yet acknowledged that make an Ack go out at once.
+pub const ACK_EVERY: u64 = 32;
+/// How long a delivered frame waits for its Ack otherwise (a reply going the other way
+/// usually carries it sooner).
+pub const ACK_DELAY: Duration = Duration::from_millis(20);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
@@ -223,6 +230,18 @@ impl Resume {
     pub fn send_beyond(&mut self, channel: u32, body: Body) -> Result<Frame, ResumeError> {
         let seq = self.out.push_beyond(channel, body.clone())?;
         Ok(self.stamp(channel, seq, body))
+    }
+
+    /// After a numbered frame was delivered: an Ack to write at once when `ACK_EVERY` frames
+    /// wait for one, else `ack_at` is set (once) to `ACK_DELAY` from `now`, when the owner
+    /// writes one. Both sides pace their acks this way, so a quiet direction still frees the
+    /// other side's replay buffer within `ACK_DELAY`.
+    pub fn after_delivery<I: Copy + std::ops::Add<std::time::Duration, Output = I>>(&mut self, ack_at: &mut Option<I>, now: I) -> Option<Frame> {
+        if self.inn.unacked() >= ACK_EVERY {
+            return Some(self.link(Body::Ack));
+        }
+        ack_at.get_or_insert(now + ACK_DELAY);
+        None
     }
 
     /// A link frame (Hello, Ack, Ping ...) carrying the current ack.

@@ -293,3 +293,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn acks_go_out_after_a_delay_or_at_once_when_many_wait() {
+    let mut r = Resume::new(Outbound::new(100_000));
+    let t0 = std::time::Instant::now();
+    let mut ack_at = None;
+    r.receive(&Frame { channel: 1, seq: 1, ack: 0, body: data(1, 5) }).unwrap();
+    assert!(r.after_delivery(&mut ack_at, t0).is_none());
+    assert_eq!(ack_at, Some(t0 + ACK_DELAY));
+    // A later delivery keeps the first deadline.
+    r.receive(&Frame { channel: 1, seq: 2, ack: 0, body: data(2, 5) }).unwrap();
+    assert!(r.after_delivery(&mut ack_at, t0 + ACK_DELAY / 2).is_none());
+    assert_eq!(ack_at, Some(t0 + ACK_DELAY));
+    for seq in 3..=ACK_EVERY {
+        r.receive(&Frame { channel: 1, seq, ack: 0, body: data(seq as u8, 5) }).unwrap();
+    }
+    let ack = r.after_delivery(&mut ack_at, t0).expect("an Ack at once with ACK_EVERY waiting");
+    assert_eq!((ack.body, ack.ack, ack.seq), (Body::Ack, ACK_EVERY, 0));
+    assert_eq!(r.inn.unacked(), 0);
+}

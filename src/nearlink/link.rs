@@ -36,10 +36,6 @@ use crate::farlink::{FarCodec, Frame};
 
 /// How long connecting and the far side's Hello may take.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long an ack may wait for a frame going the other way to ride on.
-pub const ACK_DELAY: Duration = Duration::from_millis(20);
-/// Frames taken that make an Ack go out at once.
-pub const ACK_EVERY: u64 = 32;
 /// Bytes buffered in each debugger-side stream, each way.
 const STREAM_BUF: usize = 256 * 1024;
 /// Data pieces queued for one channel's stream before the link stops reading the far side.
@@ -459,11 +455,8 @@ impl Task {
                 other => self.lose(&format!("bad stream: a {:?} frame in the middle of a connection", other.kind())),
             },
             Ok(Received::Deliver) => {
-                if self.resume.inn.unacked() >= ACK_EVERY {
-                    let ack = self.resume.link(Body::Ack);
+                if let Some(ack) = self.resume.after_delivery(&mut self.ack_at, Instant::now()) {
                     self.emit(&ack);
-                } else if self.ack_at.is_none() {
-                    self.ack_at = Some(Instant::now() + ACK_DELAY);
                 }
                 let channel = frame.channel;
                 match frame.body {
