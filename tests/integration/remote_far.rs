@@ -11,12 +11,19 @@ const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
 /// A jdwpmux for one test host: the real binary, its far side in a folder of the test's own.
 /// Test hosts share this machine's file system, where real hosts have their own: without
 /// it, the far sides of hosts tested at once would find each other's folder and socket.
-struct FarBin {
+pub struct FarBin {
     _dir: tempfile::TempDir,
-    path: String,
+    pub path: String,
 }
 
-fn far_bin() -> FarBin {
+impl FarBin {
+    /// The far side's private folder on the host (`--dir`).
+    pub fn far_dir(&self) -> std::path::PathBuf {
+        self._dir.path().join("far")
+    }
+}
+
+pub fn far_bin() -> FarBin {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jdwpmux");

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use tokio::process::Command;
 
 use super::console::Console;
@@ -61,4 +61,38 @@ pub async fn command(dbg: &mut Console, line: &str, answer: &str) -> Result<()> 
     dbg.send(line).await?;
     dbg.expect(answer, SLOW).await?;
     Ok(())
+}
+
+pub const LEDGER_JAVA: &str = include_str!("jdi/Ledger.java");
+pub const STEPPER_JAVA: &str = include_str!("jdi/Stepper.java");
+
+/// The IDE-shaped stepping session of `jdi/Stepper.java`, compiled once, run as often as
+/// wanted against `Ledger` (`jdi/Ledger.java`).
+pub struct Stepper {
+    dir: tempfile::TempDir,
+}
+
+impl Stepper {
+    pub async fn compile() -> Result<Stepper> {
+        let dir = tempfile::tempdir()?;
+        javac(dir.path(), &[("Stepper.java", STEPPER_JAVA)]).await?;
+        Ok(Stepper { dir })
+    }
+
+    /// Runs one session (under `prefix`: e.g. inside a test host) against 127.0.0.1:`port`
+    /// with the breakpoint's and steps' suspend policy `policy` ("all" or "thread"); what it
+    /// printed, once it said "done" and exited.
+    pub async fn run(&self, prefix: &[String], port: u16, policy: &str, steps: u32) -> Result<String> {
+        let java = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"];
+        let mut words = prefix.iter().map(String::as_str).chain(java);
+        let mut cmd = Command::new(words.next().unwrap_or("java"));
+        cmd.args(words).arg(self.dir.path()).args(["Stepper", "127.0.0.1", &port.to_string(), policy, &steps.to_string()]);
+        let run = cmd.stdin(std::process::Stdio::null()).kill_on_drop(true).output();
+        let out = tokio::time::timeout(Duration::from_secs(180), run).await.context("the stepping session did not end within 180 s")??;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() || !text.ends_with("done\n") {
+            anyhow::bail!("the stepping session failed ({}):\n{text}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(text)
+    }
 }

