@@ -116,6 +116,10 @@ pub struct Session {
     vms: VmTable,
     /// The VM list changed since it was last sent in this session.
     list_due: bool,
+    /// The first /proc scan is done. No list goes out before it: an empty one would tell a
+    /// near side whose far side was started again (after a crash) that its VMs are gone,
+    /// and their rows and sessions would go and come back a moment later.
+    scanned: bool,
     reader: Option<ConnReader>,
     writer: Option<ConnWriter>,
     lost_at: Option<Instant>,
@@ -139,6 +143,7 @@ impl Session {
             channels: HashMap::new(),
             vms: VmTable::default(),
             list_due: true,
+            scanned: false,
             reader: None,
             writer: None,
             // The hold runs from the start: a far side nobody connects to ends by itself.
@@ -172,7 +177,10 @@ impl Session {
                     self.last_heard = Instant::now();
                 }
                 Wake::Event(e) => self.on_event(e),
-                Wake::Scan((found, decisions)) => self.list_due |= self.vms.update(&found, &decisions),
+                Wake::Scan((found, decisions)) => {
+                    self.list_due |= self.vms.update(&found, &decisions) || !self.scanned;
+                    self.scanned = true;
+                }
                 Wake::HoldExpired => {
                     info!(hold_s = self.hold.as_secs(), channels = self.channels.len(), "no near side came back within the hold: closing every VM connection");
                     return Ended::HoldExpired;
@@ -400,7 +408,7 @@ impl Session {
     }
 
     fn send_list(&mut self) {
-        if !self.list_due {
+        if !self.list_due || !self.scanned {
             return;
         }
         let body = Body::VmList(self.vms.list().to_vec());

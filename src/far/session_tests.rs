@@ -200,10 +200,15 @@ fn tcp_max(name: &str) -> usize {
 async fn a_broken_near_side_is_told_why_and_the_session_goes_on() {
     let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into() };
     let (accepted_tx, accepted_rx) = mpsc::channel(1);
-    let (_scans_tx, scans_rx) = mpsc::channel(1);
+    let (scans_tx, scans_rx) = mpsc::channel(1);
     let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, CancellationToken::new()));
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
+    // No list before the first scan (a Ping is answered with nothing before its Pong); the
+    // list goes out after it, even an empty one.
+    near.write(&resume.link(Body::Ping(7))).await;
+    assert!(matches!(near.frame().await.body, Body::Pong(7)), "a list before the first scan");
+    scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
     assert!(matches!(near.next(&mut resume).await.body, Body::VmList(v) if v.is_empty()));
 
     // A frame out of order: a Bye that says so, then the end of the stream.
