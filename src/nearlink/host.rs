@@ -7,6 +7,12 @@
 //!
 //! With `auto`, a host where the far side cannot be used (not there, another protocol) is
 //! served as today through ssh forwards, with one INFO line saying why and how to change it.
+//!
+//! A far side can end while the master stays up (killed, crashed): when the near link goes
+//! down, its start is run again through the master, and `restart` judges the answer. A new
+//! far side is said in one WARN line naming the host; the link then finds its session gone
+//! and closes the VM connections it held (their debuggers are closed, as when a VM goes), and
+//! the new far side's list serves the VMs again on their ports.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,6 +25,7 @@ use tracing::{debug, info, warn};
 use super::found::found_jvm;
 use super::link::{self, Dial, LinkState as NearState, NearLink};
 use super::sockets::Sockets;
+use super::restart::{self, Check, Unusable, FIRST_CHECK_WAIT, MAX_CHECK_WAIT};
 use super::ssh::{self, FarUnusable};
 use super::timing::Backoff;
 use crate::remote::host::{HostConfig, HostReport, LinkState, RemoteVm, FIRST_BACKOFF, MAX_BACKOFF};
@@ -147,7 +154,7 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
             Ok(ready) => ssh::forward(&cfg.ssh, &control, &cfg.dest, &local, &ready.socket).await.map(|()| ready).map_err(FarUnusable::Failed),
             Err(e) => Err(e),
         };
-        let ready = match reached {
+        let mut ready = match reached {
             Ok(r) => r,
             Err(why) if far.mode == FarMode::Auto && near.is_none() => {
                 info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
@@ -178,6 +185,9 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         let mut vms = nl.vms();
         let mut state = nl.state();
         vms.mark_changed();
+        // While the link is down with the master up: when to ask whether the far side runs.
+        let mut check_at: Option<tokio::time::Instant> = None;
+        let mut checks = Backoff::new(FIRST_CHECK_WAIT, MAX_CHECK_WAIT);
         let why = loop {
             tokio::select! {
                 changed = vms.changed() => {
@@ -191,8 +201,51 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                     if changed.is_err() {
                         break "the near link ended".to_string();
                     }
-                    if let NearState::Refused(text) = &*state.borrow_and_update() {
-                        break format!("the far side refused this jdwpmux: {text}");
+                    match &*state.borrow_and_update() {
+                        NearState::Refused(text) => break format!("the far side refused this jdwpmux: {text}"),
+                        NearState::Down { .. } => {
+                            check_at.get_or_insert_with(tokio::time::Instant::now);
+                        }
+                        NearState::Up { .. } => {
+                            check_at = None;
+                            checks.reset();
+                        }
+                        NearState::Connecting | NearState::Ended => {}
+                    }
+                }
+                _ = sleep_until(check_at), if check_at.is_some() => {
+                    let started = tokio::select! {
+                        r = ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path) => r,
+                        _ = cancel.cancelled() => {
+                            end(Some((nl, sockets))).await;
+                            master.close().await;
+                            return;
+                        }
+                    };
+                    check_at = Some(tokio::time::Instant::now() + checks.next_wait());
+                    match started {
+                        Ok(now) => match restart::judge(&ready, &now) {
+                            Check::Same => debug!(host = %cfg.label, "jdwpmux on {} still runs; the link tries again", cfg.label),
+                            Check::Restarted { was, now: pid, forward } => {
+                                warn!(host = %cfg.label, "{}", restart::restarted_line(&cfg.label, was, pid, !now.already));
+                                if forward {
+                                    if let Err(e) = ssh::forward(&cfg.ssh, &control, &cfg.dest, &local, &now.socket).await {
+                                        debug!(host = %cfg.label, "forwarding to the new far side: {e}; trying again");
+                                    }
+                                }
+                                ready = now;
+                                nl.retry_now();
+                            }
+                        },
+                        Err(why) => match restart::on_unusable(far.mode, &why) {
+                            Unusable::FallBack => {
+                                info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
+                                end(Some((nl, sockets))).await;
+                                master.close().await;
+                                return crate::remote::host::run(cfg, report, rows, cancel).await;
+                            }
+                            Unusable::TryLater => say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be started again: {why}", cfg.label)),
+                        },
                     }
                 }
                 _ = master.ended() => break master.last_words().unwrap_or_else(|| "ssh exited".into()),
@@ -247,6 +300,14 @@ fn say_once(said: &mut Option<String>, label: &str, text: String) {
     } else {
         warn!(host = %label, "{text}; trying again");
         *said = Some(text);
+    }
+}
+
+/// Waits until `at` (for ever when None).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
     }
 }
 

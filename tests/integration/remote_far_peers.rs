@@ -2,15 +2,17 @@
 //! peers: a test host (a network namespace with Debian's sshd) running a real JVM on its
 //! loopback. An IDE-shaped JDI session and jdb see exactly what they see when run on the host
 //! itself against the VM's own port (JDK 17, and the JDK 25 that a stray DDM packet crashes);
-//! and two debuggers share one VM through the far side.
+//! two debuggers share one VM through the far side; and a far side killed under `serve` is
+//! noticed, said in one line, started again, and its VM served on the same port.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::remote::{agent, jdb, port, ready, serve, SLOW};
+use crate::remote::{agent, jdb, one_vm, port, ready, serve, OneVm, SLOW};
 use crate::remote_far::far_bin;
 use crate::support::java::jdk25_java;
 use crate::support::jdi::{command, JdiProgram, Stepper, LEDGER_JAVA, SHARED_JAVA};
+use crate::support::process::pids_with_cmdline;
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, Jdb, JvmSpec};
 
@@ -201,4 +203,61 @@ async fn remote_far_jdb_and_an_ide_share_a_vm_through_jdwpmux_on_the_host() {
     let log = served.log_text();
     assert!(!log.contains("ssh forwards") && !log.contains("lost the VM connection"), "{log}");
     drop(served);
+}
+
+/// The far side's process on the host (its folder is the test's own).
+fn far_pids(dir: &Path) -> Vec<u32> {
+    let dir = dir.display().to_string();
+    pids_with_cmdline(&["far", "--hold", &dir])
+}
+
+/// The far side is killed (SIGKILL) while jdb is stopped at a breakpoint through it: the VM's
+/// agent sees its debugger go and the app runs on; the near side says so in one line naming
+/// the host, jdb is closed (not left hanging), the far side is started again, the VM is
+/// listed again on the same port, and a new jdb breaks, steps and quits through it.
+async fn a_killed_far_side_is_started_again(alias: &str, mode: &str) {
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let OneVm { keys: _keys, host: _host, app, served, port: vm_port } = one_vm(alias, &["--far", mode, "--far-path", &far.path]).await;
+    served.wait_log(&format!("using jdwpmux on {alias}")).await;
+    let mut j = jdb(vm_port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    j.send("stop in Billing.tick").await.unwrap();
+    j.expect_all(&["Set breakpoint Billing.tick", "Breakpoint hit"], SLOW).await.unwrap();
+    j.expect("main[1] ", SLOW).await.unwrap();
+
+    let pids = far_pids(&far.far_dir());
+    assert_eq!(pids.len(), 1, "one far side: {pids:?}");
+    crate::support::process::signal(pids[0], libc::SIGKILL).unwrap();
+    let killed_at = tokio::time::Instant::now();
+    // The agent saw its debugger go: it resumed the app.
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    let line = served.wait_log(&format!("jdwpmux on {alias} ended")).await;
+    assert!(line.contains("started it again"), "{line}");
+    // jdb hears that its VM is gone, and ends.
+    j.expect("The application", SLOW).await.unwrap();
+    j.wait_exit(SLOW).await.unwrap();
+
+    let rows = served.list_until("Billing ready again", |r| ready(r, alias, "Billing") && port(r, alias, "Billing") == vm_port).await;
+    assert_eq!(port(&rows, alias, "Billing"), vm_port);
+    println!("{line}\nlisted again on the same port {:?} after the kill", killed_at.elapsed());
+    crate::remote::debug_once(vm_port, "Billing", &app).await;
+    let now = far_pids(&far.far_dir());
+    assert!(now.len() == 1 && now[0] != pids[0], "a new far side: {now:?} after {pids:?}");
+    let log = served.log_text();
+    assert_eq!(log.matches(&format!("jdwpmux on {alias} ended")).count(), 1, "said once:\n{log}");
+    assert!(!log.contains("ssh forwards"), "{log}");
+    // The new far side's first list already holds the VM: its row never went.
+    assert!(!log.contains(&format!("a JVM on {alias} is gone")), "{log}");
+    drop(served);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_killed_far_side_is_started_again() {
+    a_killed_far_side_is_started_again("farkill", "always").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_killed_far_side_is_started_again_under_auto() {
+    a_killed_far_side_is_started_again("farkillauto", "auto").await;
 }
