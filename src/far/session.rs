@@ -116,9 +116,10 @@ pub struct Session {
     vms: VmTable,
     /// The VM list changed since it was last sent in this session.
     list_due: bool,
-    /// The first /proc scan is done. No list goes out before it: an empty one would tell a
-    /// near side whose far side was started again (after a crash) that its VMs are gone,
-    /// and their rows and sessions would go and come back a moment later.
+    /// The first /proc scan is done. No near side is taken before it: a far side started
+    /// again (after a crash) would tell the near side with an empty list that its VMs are
+    /// gone (their rows and sessions would go and come back a moment later), and refuse the
+    /// opens it sends meanwhile for VMs it has not found yet.
     scanned: bool,
     reader: Option<ConnReader>,
     writer: Option<ConnWriter>,
@@ -178,7 +179,7 @@ impl Session {
                 }
                 Wake::Event(e) => self.on_event(e),
                 Wake::Scan((found, decisions)) => {
-                    self.list_due |= self.vms.update(&found, &decisions) || !self.scanned;
+                    self.list_due |= self.vms.update(&found, &decisions);
                     self.scanned = true;
                 }
                 Wake::HoldExpired => {
@@ -222,7 +223,7 @@ impl Session {
         let quiet_at = self.reader.as_ref().filter(|_| reading).map(|_| self.last_heard + QUIET);
         let ack_at = self.ack_at;
         tokio::select! {
-            Some(a) = accepted.recv() => Wake::Accepted(a),
+            Some(a) = accepted.recv(), if self.scanned => Wake::Accepted(a),
             r = read_some(&mut self.reader), if reading => Wake::Read(r),
             r = write_some(&mut self.writer) => Wake::Wrote(r),
             p = reserve(stall_tx) => Wake::Unstalled(p),
@@ -408,7 +409,7 @@ impl Session {
     }
 
     fn send_list(&mut self) {
-        if !self.list_due || !self.scanned {
+        if !self.list_due {
             return;
         }
         let body = Body::VmList(self.vms.list().to_vec());

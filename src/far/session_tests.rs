@@ -202,13 +202,9 @@ async fn a_broken_near_side_is_told_why_and_the_session_goes_on() {
     let (accepted_tx, accepted_rx) = mpsc::channel(1);
     let (scans_tx, scans_rx) = mpsc::channel(1);
     let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, CancellationToken::new()));
+    scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
-    // No list before the first scan (a Ping is answered with nothing before its Pong); the
-    // list goes out after it, even an empty one.
-    near.write(&resume.link(Body::Ping(7))).await;
-    assert!(matches!(near.frame().await.body, Body::Pong(7)), "a list before the first scan");
-    scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
     assert!(matches!(near.next(&mut resume).await.body, Body::VmList(v) if v.is_empty()));
 
     // A frame out of order: a Bye that says so, then the end of the stream.
@@ -365,4 +361,38 @@ impl Reading {
         }
         last
     }
+}
+
+/// A near side that comes before the far side's first scan is taken after it: its first list
+/// holds what the scan found (never an empty list that says every VM is gone), and an open
+/// of a VM it found is answered.
+#[tokio::test]
+async fn no_near_side_is_taken_before_the_first_scan() {
+    let addr = writing_vm(Arc::new(AtomicUsize::new(0))).await;
+    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into() };
+    let (accepted_tx, accepted_rx) = mpsc::channel(1);
+    let (scans_tx, scans_rx) = mpsc::channel(1);
+    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, CancellationToken::new()));
+    let (mine, theirs) = UnixStream::pair().unwrap();
+    let mut near = Near { stream: mine, buf: BytesMut::new() };
+    let mut resume = Resume::new(Outbound::new(1 << 20));
+    let hello = Hello { role: Role::Near, proto_min: 1, proto_max: 1, binary: "test".into(), session: SessionKey::default(), hold_secs: 0, resumed: false };
+    near.write(&resume.link(Body::Hello(hello))).await;
+    accepted_tx.send(crate::far::read_hello(theirs).await.unwrap()).await.unwrap();
+    // An observation window, not a wait for a condition: a session that took the connection
+    // answers its Hello at once.
+    let early = tokio::time::timeout(Duration::from_millis(300), near.stream.readable()).await;
+    assert!(early.is_err(), "the near side was taken before the first scan");
+
+    let found = vec![FoundJvm::sample(4242, "Writer", addr.port(), addr.port(), Reach::At(addr))];
+    let decisions = decide(&found, None, &mut KeyBook::default());
+    scans_tx.send((found, decisions)).await.unwrap();
+    let first = near.frame().await;
+    assert!(matches!(first.body, Body::Hello(_)), "{first:?}");
+    assert!(resume.reconnect(first.ack).unwrap().is_empty());
+    let Body::VmList(vms) = near.next(&mut resume).await.body else { panic!("the first numbered frame is the list") };
+    assert_eq!(vms.iter().map(|v| v.pid).collect::<Vec<_>>(), vec![4242]);
+    near.write(&resume.send(1, Body::Open { vm: vms[0].key }).unwrap()).await;
+    assert!(matches!(near.next(&mut resume).await.body, Body::Opened { status: OpenStatus::Ok, .. }));
+    session.abort();
 }
