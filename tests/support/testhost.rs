@@ -56,9 +56,25 @@ fn run(args: &[&str]) -> Result<String> {
 /// A /30 for host `n` of this test process: 10.A.B.0, with the host side .1 and the test
 /// host .2; A and B come from the pid so that two test processes never share addresses.
 fn subnet(n: u32) -> [u8; 3] {
+    subnet_try(n, 0)
+}
+
+/// The `k`-th choice for host `n`: 0 is `subnet(n)`; later ones step through the 10.100-199
+/// blocks so that two processes whose first choices meet part at once.
+fn subnet_try(n: u32, k: u32) -> [u8; 3] {
     let pid = std::process::id();
-    let block = (pid % 4000) * 16 + (n % 16);
-    [10, 100 + (block >> 8) as u8 % 100, (block & 0xFF) as u8]
+    let block = ((pid % 4000) * 16 + (n % 16) + k * 16 * 263) % (100 * 256);
+    [10, 100 + (block >> 8) as u8, (block & 0xFF) as u8]
+}
+
+/// The first choice for host `n` that no interface here is addressed in. Test processes run
+/// at once (several checkouts on one machine): two of them on one /30 would route one's
+/// packets to the other's host, and one's cut would cut the other.
+fn free_subnet(n: u32) -> [u8; 3] {
+    (0..256)
+        .map(|k| subnet_try(n, k))
+        .find(|[a, b, c]| run(&["ip", "-4", "-o", "addr", "show", "to", &format!("{a}.{b}.{c}.0/30")]).is_ok_and(|out| out.trim().is_empty()))
+        .unwrap_or_else(|| subnet(n))
 }
 
 /// A network namespace joined to this one by a veth pair.
@@ -89,7 +105,7 @@ impl Netns {
         let name = format!("jm{pid}h{n}");
         let side = if front.is_some() { 'f' } else { 'h' };
         let (host_dev, peer_dev) = (format!("jm{}{side}{n}", pid % 100_000), format!("jm{}p{n}", pid % 100_000));
-        let [a, b, c] = subnet(n);
+        let [a, b, c] = if front.is_some() { subnet(n) } else { free_subnet(n) };
         let net = Netns { name: name.clone(), host_dev: host_dev.clone(), addr: Ipv4Addr::new(a, b, c, 2), here: Ipv4Addr::new(a, b, c, 1) };
         run(&["ip", "netns", "add", &name])?;
         let here = |args: &[&str]| match front {
