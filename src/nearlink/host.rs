@@ -118,6 +118,8 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
     let mut names = Names::default();
     // Made with the first far side reached; kept across lost masters.
     let mut near: Option<(NearLink, Sockets)> = None;
+    // What the far side the near link speaks to said when it was started or found.
+    let mut spoke_to: Option<super::ready::Ready> = None;
     // The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
     let mut said: Option<String> = None;
     loop {
@@ -156,8 +158,10 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         };
         let mut ready = match reached {
             Ok(r) => r,
-            Err(why) if far.mode == FarMode::Auto && near.is_none() => {
+            // Never reached, or gone for good since (see `restart::on_unusable`).
+            Err(why) if far.mode == FarMode::Auto && (near.is_none() || restart::on_unusable(far.mode, &why) == Unusable::FallBack) => {
                 info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
+                end(near).await;
                 master.close().await;
                 return crate::remote::host::run(cfg, report, rows, cancel).await;
             }
@@ -172,6 +176,13 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
             }
         };
         info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, "using jdwpmux on {}", cfg.label);
+        // The far side the link spoke to may have ended while the master was down (killed,
+        // or its hold ran out): said here, the link finds its session gone by itself.
+        if let (Some(before), Some(_)) = (&spoke_to, &near) {
+            if let Check::Restarted { was, now, .. } = restart::judge(before, &ready) {
+                warn!(host = %cfg.label, "{}", restart::restarted_line(&cfg.label, was, now, !ready.already));
+            }
+        }
         backoff.reset();
         said = None;
         if let Some((nl, _)) = &near {
@@ -257,6 +268,7 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
             }
         };
         near = Some((nl, sockets));
+        spoke_to = Some(ready);
         // The near link keeps the channels and tries again by itself; the master and the
         // forward are made again here.
         warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}; its VMs are held by jdwpmux there; reconnecting", cfg.label);

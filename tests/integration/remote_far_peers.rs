@@ -3,13 +3,14 @@
 //! loopback. An IDE-shaped JDI session and jdb see exactly what they see when run on the host
 //! itself against the VM's own port (JDK 17, and the JDK 25 that a stray DDM packet crashes);
 //! two debuggers share one VM through the far side; and a far side killed under `serve` is
-//! noticed, said in one line, started again, and its VM served on the same port.
+//! noticed, said in one line, started again (or, gone for good under `--far auto`, replaced
+//! by ssh forwards), and its VM served on the same port.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::remote::{agent, jdb, one_vm, port, ready, serve, OneVm, SLOW};
-use crate::remote_far::far_bin;
+use crate::remote_far::{far_bin, FarBin};
 use crate::support::java::jdk25_java;
 use crate::support::jdi::{command, JdiProgram, Stepper, LEDGER_JAVA, SHARED_JAVA};
 use crate::support::process::pids_with_cmdline;
@@ -211,16 +212,21 @@ fn far_pids(dir: &Path) -> Vec<u32> {
     pids_with_cmdline(&["far", "--hold", &dir])
 }
 
-/// The far side is killed (SIGKILL) while jdb is stopped at a breakpoint through it: the VM's
-/// agent sees its debugger go and the app runs on; the near side says so in one line naming
-/// the host, jdb is closed (not left hanging), the far side is started again, the VM is
-/// listed again on the same port, and a new jdb breaks, steps and quits through it.
-async fn a_killed_far_side_is_started_again(alias: &str, mode: &str) {
-    crate::need_test_hosts!();
+/// A host served through its far side, jdb stopped at a breakpoint through it, and the far
+/// side then killed (SIGKILL), its binary first removed from the host when `remove`: the
+/// app runs on (the agent saw its debugger go) and jdb ends (it is not left hanging).
+struct Killed {
+    vm: OneVm,
+    far: FarBin,
+    pid: u32,
+    at: tokio::time::Instant,
+}
+
+async fn kill_under_jdb(alias: &str, mode: &str, remove: bool) -> Killed {
     let far = far_bin();
-    let OneVm { keys: _keys, host: _host, app, served, port: vm_port } = one_vm(alias, &["--far", mode, "--far-path", &far.path]).await;
-    served.wait_log(&format!("using jdwpmux on {alias}")).await;
-    let mut j = jdb(vm_port).await;
+    let vm = one_vm(alias, &["--far", mode, "--far-path", &far.path]).await;
+    vm.served.wait_log(&format!("using jdwpmux on {alias}")).await;
+    let mut j = jdb(vm.port).await;
     j.expect("> ", SLOW).await.unwrap();
     j.send("stop in Billing.tick").await.unwrap();
     j.expect_all(&["Set breakpoint Billing.tick", "Breakpoint hit"], SLOW).await.unwrap();
@@ -228,22 +234,32 @@ async fn a_killed_far_side_is_started_again(alias: &str, mode: &str) {
 
     let pids = far_pids(&far.far_dir());
     assert_eq!(pids.len(), 1, "one far side: {pids:?}");
+    if remove {
+        std::fs::remove_file(&far.path).unwrap();
+    }
     crate::support::process::signal(pids[0], libc::SIGKILL).unwrap();
-    let killed_at = tokio::time::Instant::now();
-    // The agent saw its debugger go: it resumed the app.
-    app.wait_ticks_advance(SLOW).await.unwrap();
-    let line = served.wait_log(&format!("jdwpmux on {alias} ended")).await;
-    assert!(line.contains("started it again"), "{line}");
+    let at = tokio::time::Instant::now();
+    vm.app.wait_ticks_advance(SLOW).await.unwrap();
     // jdb hears that its VM is gone, and ends.
     j.expect("The application", SLOW).await.unwrap();
     j.wait_exit(SLOW).await.unwrap();
+    Killed { vm, far, pid: pids[0], at }
+}
 
+/// The far side is killed while jdb is stopped at a breakpoint through it: the near side
+/// says so in one line naming the host, starts it again, the VM is listed again on the same
+/// port (its row never went), and a new jdb breaks, steps and quits through it.
+async fn a_killed_far_side_is_started_again(alias: &str, mode: &str) {
+    crate::need_test_hosts!();
+    let Killed { vm: OneVm { keys: _keys, host: _host, app, served, port: vm_port }, far, pid, at } = kill_under_jdb(alias, mode, false).await;
+    let line = served.wait_log(&format!("jdwpmux on {alias} ended")).await;
+    assert!(line.contains("(pid ") && line.contains("started it again"), "{line}");
     let rows = served.list_until("Billing ready again", |r| ready(r, alias, "Billing") && port(r, alias, "Billing") == vm_port).await;
     assert_eq!(port(&rows, alias, "Billing"), vm_port);
-    println!("{line}\nlisted again on the same port {:?} after the kill", killed_at.elapsed());
+    println!("{line}\nlisted again on the same port {:?} after the kill", at.elapsed());
     crate::remote::debug_once(vm_port, "Billing", &app).await;
     let now = far_pids(&far.far_dir());
-    assert!(now.len() == 1 && now[0] != pids[0], "a new far side: {now:?} after {pids:?}");
+    assert!(now.len() == 1 && now[0] != pid, "a new far side: {now:?} after {pid}");
     let log = served.log_text();
     assert_eq!(log.matches(&format!("jdwpmux on {alias} ended")).count(), 1, "said once:\n{log}");
     assert!(!log.contains("ssh forwards"), "{log}");
@@ -260,4 +276,22 @@ async fn remote_far_a_killed_far_side_is_started_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_far_a_killed_far_side_is_started_again_under_auto() {
     a_killed_far_side_is_started_again("farkillauto", "auto").await;
+}
+
+/// Under auto, a far side killed and gone from the host for good (its binary removed) is
+/// not started again: from then on the host's VMs are reached through ssh forwards, said in
+/// one line; the VM keeps its port and a new jdb breaks, steps and quits through the forward.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_far_side_gone_for_good_falls_back_to_forwards_under_auto() {
+    crate::need_test_hosts!();
+    let alias = "fargone";
+    let Killed { vm: OneVm { keys: _keys, host: _host, app, served, port: vm_port }, far, at, .. } = kill_under_jdb(alias, "auto", true).await;
+    let line = served.wait_log("its VMs are reached through ssh forwards").await;
+    assert!(line.contains(&format!("jdwpmux on {alias} cannot be used ({} was not found on the host)", far.path)), "{line}");
+    let rows = served.list_until("Billing ready again", |r| ready(r, alias, "Billing") && port(r, alias, "Billing") == vm_port).await;
+    assert_eq!(port(&rows, alias, "Billing"), vm_port);
+    println!("{line}\nlisted again through forwards on the same port {:?} after the kill", at.elapsed());
+    crate::remote::debug_once(vm_port, "Billing", &app).await;
+    assert!(far_pids(&far.far_dir()).is_empty(), "no far side runs");
+    drop(served);
 }
