@@ -295,3 +295,35 @@ async fn remote_far_a_far_side_gone_for_good_falls_back_to_forwards_under_auto()
     assert!(far_pids(&far.far_dir()).is_empty(), "no far side runs");
     drop(served);
 }
+
+/// The far side is killed while the link to its host is cut (the master is lost meanwhile):
+/// when the link is back, the far side is found gone and started again, said in the same one
+/// line naming the host, and the VM is served on its port again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_far_side_killed_during_a_cut_is_said_and_started_again() {
+    crate::need_test_hosts!();
+    let alias = "farcutkill";
+    let far = far_bin();
+    let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm(alias, &["--far", "always", "--far-path", &far.path]).await;
+    served.wait_log(&format!("using jdwpmux on {alias}")).await;
+    let pids = far_pids(&far.far_dir());
+    assert_eq!(pids.len(), 1, "one far side: {pids:?}");
+    let host_pid = pid_in_host(pids[0]);
+    host.net.set_link(false).unwrap();
+    served.wait_log(&format!("lost the ssh link to {alias}")).await;
+    crate::support::process::signal(pids[0], libc::SIGKILL).unwrap();
+    host.net.set_link(true).unwrap();
+    let line = served.wait_log(&format!("jdwpmux on {alias} ended")).await;
+    assert!(line.contains(&format!("(pid {host_pid})")) && line.contains("started it again"), "{line}");
+    let rows = served.list_until("Billing ready again", |r| ready(r, alias, "Billing") && port(r, alias, "Billing") == vm_port).await;
+    assert_eq!(port(&rows, alias, "Billing"), vm_port);
+    crate::remote::debug_once(vm_port, "Billing", &app).await;
+    assert_eq!(served.log_text().matches(&format!("jdwpmux on {alias} ended")).count(), 1, "said once:\n{}", served.log_text());
+    drop(served);
+}
+
+/// `pid` (as seen here) as the host's own process list numbers it (its last NSpid).
+fn pid_in_host(pid: u32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("NSpid:")).and_then(|l| l.split_whitespace().last()?.parse().ok()).unwrap_or(pid)
+}
