@@ -97,6 +97,28 @@ mod tests {
         assert_eq!(judge(&unknown, &ready(None, false, "/run/far.sock")), Check::Restarted { was: None, now: None, forward: false });
     }
 
+    proptest::proptest! {
+        /// Any two answers: the far side is taken as the same one exactly when it was found
+        /// running on the same socket and nothing says another process runs; a restart
+        /// asks for a new forward exactly when the socket moved.
+        #[test]
+        fn judged_the_same_only_without_evidence_of_another(
+            was in proptest::option::of(1u32..4), now in proptest::option::of(1u32..4),
+            already: bool, moved: bool,
+        ) {
+            let before = ready(was, false, "/run/far.sock");
+            let now_ready = ready(now, already, if moved { "/tmp/far.sock" } else { "/run/far.sock" });
+            let same = already && !moved && (was.is_none() || now.is_none() || was == now);
+            match judge(&before, &now_ready) {
+                Check::Same => proptest::prop_assert!(same),
+                Check::Restarted { was: w, now: n, forward } => {
+                    proptest::prop_assert!(!same);
+                    proptest::prop_assert_eq!((w, n, forward), (was, now, moved));
+                }
+            }
+        }
+    }
+
     #[test]
     fn only_a_far_side_gone_for_good_falls_back_and_only_under_auto() {
         let gone = [FarUnusable::NotFound("jdwpmux".into()), FarUnusable::Version { version: "9.0.0".into(), protocol: 9 }];
