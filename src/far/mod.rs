@@ -133,7 +133,7 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     let acceptor = tokio::spawn(accept_loop(listener, accepted_tx).instrument(tracing::info_span!("accept")));
     let scanner = tokio::spawn(scan_loop(scans_tx, opts.scan_interval));
     let signals = tokio::spawn(stop_on_signal(stop.clone()));
-    let cfg = Config { hold: opts.hold, limit: opts.limit, binary: env!("CARGO_PKG_VERSION").to_string() };
+    let cfg = Config { hold: opts.hold, limit: opts.limit, binary: env!("CARGO_PKG_VERSION").to_string(), liveness: crate::farlink::liveness::DEFAULT };
     let ended = Session::new(cfg, key).run(accepted_rx, scans_rx, stop).instrument(tracing::info_span!("far")).await;
     acceptor.abort();
     scanner.abort();
