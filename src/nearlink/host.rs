@@ -171,7 +171,7 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
             nl.retry_now();
         }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
-            let nl = link::start(Dial::Unix(local.clone()), link::Config::default());
+            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), ..link::Config::default() });
             let sockets = Sockets::new(nl.clone());
             (nl, sockets)
         });
