@@ -13,6 +13,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -20,7 +21,8 @@ use super::found::found_jvm;
 use super::link::{self, Dial, LinkState as NearState, NearLink};
 use super::sockets::Sockets;
 use super::ssh::{self, FarUnusable};
-use super::timing::Backoff;
+use super::netwatch::NetChanges;
+use super::timing::{retry_plan, Backoff, Retry};
 use crate::remote::host::{HostConfig, HostReport, LinkState, RemoteVm, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::remote::link::Link;
 use crate::remote::naming::Names;
@@ -107,19 +109,39 @@ async fn mirror_rows(label: String, mut rx: watch::Receiver<HostReport>, rows: A
 async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
     let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
     let local = ssh::local_socket(&cfg.dir, &cfg.prefix);
-    let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
+    let regular = Retry { connect_timeout: cfg.ssh.connect_timeout, first: FIRST_BACKOFF, max: MAX_BACKOFF, on_network_change: false };
+    let mut backoff = Backoff::new(regular.first, regular.max);
     let mut names = Names::default();
     // Made with the first far side reached; kept across lost masters.
     let mut near: Option<(NearLink, Sockets)> = None;
     // The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
     let mut said: Option<String> = None;
+    // The login's uid, learnt with the first master: a master made again is the same login.
+    let mut login: Option<u32> = None;
+    // When the master was lost with a far side holding this near side's session, and the
+    // hold it granted: until then the link is tried promptly (`timing::retry_plan`).
+    let mut lost_at: Option<Instant> = None;
+    let mut hold = Duration::ZERO;
+    let mut net = match NetChanges::open() {
+        Ok(n) => Some(n),
+        Err(e) => {
+            debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone");
+            None
+        }
+    };
     loop {
         if near.is_none() {
             report.send_modify(|r| r.link = LinkState::Connecting);
         }
-        let limit = cfg.ssh.connect_timeout + Duration::from_secs(20);
+        let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
+        let ssh = crate::remote::SshOptions { connect_timeout: plan.connect_timeout, ..cfg.ssh.clone() };
+        let limit = ssh.connect_timeout + Duration::from_secs(20);
         let opened = tokio::select! {
-            l = Link::open(&cfg.ssh, &cfg.dest, &control, limit) => l,
+            l = Link::open(&ssh, &cfg.dest, &control, limit) => l,
+            _ = network_changed(&mut net, plan.on_network_change) => {
+                info!(host = %cfg.label, "the network changed: trying {} again now", cfg.label);
+                continue;
+            }
             _ = cancel.cancelled() => return end(near).await,
         };
         let mut master = match opened {
@@ -128,7 +150,7 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                 let text = failure.to_string();
                 say_once(&mut said, &cfg.label, text.clone());
                 report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
-                if !pause(&mut backoff, &cancel).await {
+                if !pause(&mut backoff, plan, &mut net, &cfg.label, &cancel).await {
                     return end(near).await;
                 }
                 continue;
@@ -136,13 +158,15 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         };
         // The login's uid comes with a scan's answer: one round tells it (the far side lists
         // the JVMs of the user it runs as, the login's, keyed here as a scan keys them).
-        let login = match master.scan.round(LOGIN_TIMEOUT).await {
-            Ok(_) => master.scan.view().uid,
-            Err(e) => {
-                debug!(host = %cfg.label, "no scan round to learn the login's uid: {e}");
-                None
-            }
-        };
+        if login.is_none() {
+            login = match master.scan.round(LOGIN_TIMEOUT).await {
+                Ok(_) => master.scan.view().uid,
+                Err(e) => {
+                    debug!(host = %cfg.label, "no scan round to learn the login's uid: {e}");
+                    None
+                }
+            };
+        }
         let reached = match ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path).await {
             Ok(ready) => ssh::forward(&cfg.ssh, &control, &cfg.dest, &local, &ready.socket).await.map(|()| ready).map_err(FarUnusable::Failed),
             Err(e) => Err(e),
@@ -158,14 +182,14 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                 say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
                 report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
                 master.close().await;
-                if !pause(&mut backoff, &cancel).await {
+                if !pause(&mut backoff, plan, &mut net, &cfg.label, &cancel).await {
                     return end(near).await;
                 }
                 continue;
             }
         };
         info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, "using jdwpmux on {}", cfg.label);
-        backoff.reset();
+        backoff = Backoff::new(regular.first, regular.max);
         said = None;
         if let Some((nl, _)) = &near {
             nl.retry_now();
@@ -178,6 +202,7 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         let mut vms = nl.vms();
         let mut state = nl.state();
         vms.mark_changed();
+        state.mark_changed();
         let why = loop {
             tokio::select! {
                 changed = vms.changed() => {
@@ -191,8 +216,10 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                     if changed.is_err() {
                         break "the near link ended".to_string();
                     }
-                    if let NearState::Refused(text) = &*state.borrow_and_update() {
-                        break format!("the far side refused this jdwpmux: {text}");
+                    match &*state.borrow_and_update() {
+                        NearState::Refused(text) => break format!("the far side refused this jdwpmux: {text}"),
+                        NearState::Up { hold_secs, .. } => hold = Duration::from_secs(u64::from(*hold_secs)),
+                        _ => {}
                     }
                 }
                 _ = master.ended() => break master.last_words().unwrap_or_else(|| "ssh exited".into()),
@@ -204,12 +231,14 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
             }
         };
         near = Some((nl, sockets));
+        lost_at = Some(Instant::now());
         // The near link keeps the channels and tries again by itself; the master and the
-        // forward are made again here.
+        // forward are made again here, promptly while the far side holds the session.
         warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}; its VMs are held by jdwpmux there; reconnecting", cfg.label);
         report.send_modify(|r| r.link = LinkState::Down { reason: why, refused: false });
         master.close().await;
-        if !pause(&mut backoff, &cancel).await {
+        let plan = retry_plan(Some(Duration::ZERO), hold, regular);
+        if !pause(&mut backoff, plan, &mut net, &cfg.label, &cancel).await {
             return end(near).await;
         }
     }
@@ -250,11 +279,29 @@ fn say_once(said: &mut Option<String>, label: &str, text: String) {
     }
 }
 
-/// Waits the backoff; false when the daemon stops meanwhile.
-async fn pause(backoff: &mut Backoff, cancel: &CancellationToken) -> bool {
+/// Waits the backoff (cut short by a change of the network when `plan` says so); false
+/// when the daemon stops meanwhile.
+async fn pause(backoff: &mut Backoff, plan: Retry, net: &mut Option<NetChanges>, label: &str, cancel: &CancellationToken) -> bool {
+    // Waits made while the far side held the session are short; once its hold has run out,
+    // the regular ones take over from their start.
+    if backoff.max() != plan.max {
+        *backoff = Backoff::new(plan.first, plan.max);
+    }
     tokio::select! {
         _ = tokio::time::sleep(backoff.next_wait()) => true,
+        _ = network_changed(net, plan.on_network_change) => {
+            info!(host = %label, "the network changed: trying {label} again now");
+            true
+        }
         _ = cancel.cancelled() => false,
+    }
+}
+
+/// The next change of this machine's network, when `wanted` and notices can be had.
+async fn network_changed(net: &mut Option<NetChanges>, wanted: bool) {
+    match net {
+        Some(n) if wanted => n.changed().await,
+        _ => std::future::pending().await,
     }
 }
 

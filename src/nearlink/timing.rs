@@ -26,9 +26,48 @@ impl Backoff {
         wait
     }
 
+    /// The longest wait.
+    pub fn max(&self) -> Duration {
+        self.max
+    }
+
     /// A connection worked: the next cut starts with short waits again.
     pub fn reset(&mut self) {
         self.next = self.first;
+    }
+}
+
+/// How a host's ssh link is tried again once lost: how long one connect may take, the waits
+/// between attempts, and whether a change of this machine's network starts one at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    pub connect_timeout: Duration,
+    pub first: Duration,
+    pub max: Duration,
+    pub on_network_change: bool,
+}
+
+/// While a far side holds the session: a connect sent into the cut gives up after this (its
+/// SYN was sent again after 1 s; a new attempt sends one at once)...
+pub const HELD_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// ...and attempts follow each other after these waits.
+pub const HELD_FIRST: Duration = Duration::from_millis(250);
+pub const HELD_MAX: Duration = Duration::from_secs(1);
+
+/// The retry for a link lost `since_lost` ago (None: no far side holds anything of this near
+/// side yet) whose far side granted `hold`. While the far side holds the VMs and their
+/// debuggers' state, a user waits on the link: it is tried promptly and again the moment the
+/// network changes. Once the hold has run out there is nothing held to hurry for: `regular`,
+/// as for any host (a host down for hours is not tried every second).
+pub fn retry_plan(since_lost: Option<Duration>, hold: Duration, regular: Retry) -> Retry {
+    match since_lost {
+        Some(s) if s < hold => Retry {
+            connect_timeout: regular.connect_timeout.min(HELD_CONNECT_TIMEOUT),
+            first: HELD_FIRST.min(regular.first),
+            max: HELD_MAX.min(regular.max),
+            on_network_change: true,
+        },
+        _ => regular,
     }
 }
 
@@ -47,5 +86,26 @@ mod tests {
         assert_eq!(b.next_wait(), MS(200));
         let mut odd = Backoff::new(MS(500), MS(100));
         assert_eq!((odd.next_wait(), odd.next_wait()), (MS(500), MS(500)), "a ceiling below the start is the start");
+    }
+
+    #[test]
+    fn a_held_session_is_retried_promptly_until_its_hold_runs_out() {
+        let regular = Retry { connect_timeout: Duration::from_secs(6), first: Duration::from_secs(1), max: Duration::from_secs(30), on_network_change: false };
+        let held = Retry { connect_timeout: HELD_CONNECT_TIMEOUT, first: HELD_FIRST, max: HELD_MAX, on_network_change: true };
+        let hold = Duration::from_secs(300);
+        let cases = [
+            (None, regular),
+            (Some(Duration::ZERO), held),
+            (Some(Duration::from_secs(299)), held),
+            (Some(Duration::from_secs(300)), regular),
+            (Some(Duration::from_secs(3600)), regular),
+        ];
+        for (since, want) in cases {
+            assert_eq!(retry_plan(since, hold, regular), want, "lost {since:?} ago");
+        }
+        // A user's own shorter timeout or waits stay.
+        let brisk = Retry { connect_timeout: Duration::from_secs(1), first: Duration::from_millis(100), max: Duration::from_millis(500), on_network_change: false };
+        assert_eq!(retry_plan(Some(Duration::ZERO), hold, brisk), Retry { on_network_change: true, ..brisk });
+        assert_eq!(retry_plan(Some(Duration::ZERO), Duration::ZERO, regular), regular, "no hold granted: nothing held");
     }
 }

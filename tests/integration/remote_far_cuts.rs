@@ -149,6 +149,13 @@ async fn step_through(ide: &JdiTool, port: u16, app: &JavaApp, cut: Option<(&Tes
                 let up = Instant::now();
                 c.expect(&format!("stopped {n}"), SLOW).await.unwrap();
                 println!("the step sent into a {LONG_CUT:?} cut completed {:?} after the link came back", up.elapsed());
+                // The link's return is noticed as it happens, not at the next timed attempt.
+                served.wait_log(&format!("the network changed: trying {} again now", host.alias)).await;
+                let log = served.log_text();
+                let steps = ["lost the ssh link", "the network changed", "using jdwpmux", "connected to the far side"];
+                for l in log.lines().filter(|l| steps.iter().any(|s| l.contains(s))) {
+                    println!("  {l}");
+                }
             }
             _ => {
                 c.send("step").await.unwrap();
