@@ -22,7 +22,7 @@ use super::link::{self, Dial, LinkState as NearState, NearLink};
 use super::sockets::Sockets;
 use super::ssh::{self, FarUnusable};
 use super::netwatch::NetChanges;
-use super::timing::{retry_plan, Backoff, Retry};
+use super::timing::{retry_plan, Backoff, Retry, RESTART_AFTER};
 use crate::remote::host::{HostConfig, HostReport, LinkState, RemoteVm, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::remote::link::Link;
 use crate::remote::naming::Names;
@@ -122,6 +122,10 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
     // hold it granted: until then the link is tried promptly (`timing::retry_plan`).
     let mut lost_at: Option<Instant> = None;
     let mut hold = Duration::ZERO;
+    // The network changes seen in this outage were said (at INFO once, then at DEBUG).
+    let mut change_said = false;
+    // The attempt under way was made again for a change of the network.
+    let mut for_change = false;
     let mut net = match NetChanges::open() {
         Ok(n) => Some(n),
         Err(e) => {
@@ -136,21 +140,35 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
         let ssh = crate::remote::SshOptions { connect_timeout: plan.connect_timeout, ..cfg.ssh.clone() };
         let limit = ssh.connect_timeout + Duration::from_secs(20);
-        let opened = tokio::select! {
-            l = Link::open(&ssh, &cfg.dest, &control, limit) => l,
-            _ = network_changed(&mut net, plan.on_network_change) => {
-                info!(host = %cfg.label, "the network changed: trying {} again now", cfg.label);
-                continue;
+        let opened = {
+            let open = Link::open(&ssh, &cfg.dest, &control, limit);
+            tokio::pin!(open);
+            let started = Instant::now();
+            loop {
+                tokio::select! {
+                    l = &mut open => break Some(l),
+                    // An attempt whose connect may have gone into the cut is made again at once;
+                    // a younger one is left to finish (its SYN is sent again after 1 s anyway), and
+                    // so is one made again for a change, so a machine whose network changes often
+                    // (containers, VPNs) still gets its attempts through.
+                    _ = network_changed(&mut net, plan.on_network_change && !for_change) => if started.elapsed() >= RESTART_AFTER {
+                        for_change = true;
+                        say_change(&mut change_said, &cfg.label);
+                        break None;
+                    },
+                    _ = cancel.cancelled() => return end(near).await,
+                }
             }
-            _ = cancel.cancelled() => return end(near).await,
         };
+        let Some(opened) = opened else { continue };
+        for_change = false;
         let mut master = match opened {
             Ok(l) => l,
             Err(failure) => {
                 let text = failure.to_string();
                 say_once(&mut said, &cfg.label, text.clone());
                 report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
-                if !pause(&mut backoff, plan, &mut net, &cfg.label, &cancel).await {
+                if !pause(&mut backoff, plan, &mut net, &mut change_said, &cfg.label, &cancel).await {
                     return end(near).await;
                 }
                 continue;
@@ -182,7 +200,7 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                 say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
                 report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
                 master.close().await;
-                if !pause(&mut backoff, plan, &mut net, &cfg.label, &cancel).await {
+                if !pause(&mut backoff, plan, &mut net, &mut change_said, &cfg.label, &cancel).await {
                     return end(near).await;
                 }
                 continue;
@@ -232,13 +250,18 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         };
         near = Some((nl, sockets));
         lost_at = Some(Instant::now());
+        change_said = false;
+        // Changes while the link was up are no news now.
+        if let Some(n) = &mut net {
+            n.forget();
+        }
         // The near link keeps the channels and tries again by itself; the master and the
         // forward are made again here, promptly while the far side holds the session.
         warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}; its VMs are held by jdwpmux there; reconnecting", cfg.label);
         report.send_modify(|r| r.link = LinkState::Down { reason: why, refused: false });
         master.close().await;
         let plan = retry_plan(Some(Duration::ZERO), hold, regular);
-        if !pause(&mut backoff, plan, &mut net, &cfg.label, &cancel).await {
+        if !pause(&mut backoff, plan, &mut net, &mut change_said, &cfg.label, &cancel).await {
             return end(near).await;
         }
     }
@@ -281,7 +304,7 @@ fn say_once(said: &mut Option<String>, label: &str, text: String) {
 
 /// Waits the backoff (cut short by a change of the network when `plan` says so); false
 /// when the daemon stops meanwhile.
-async fn pause(backoff: &mut Backoff, plan: Retry, net: &mut Option<NetChanges>, label: &str, cancel: &CancellationToken) -> bool {
+async fn pause(backoff: &mut Backoff, plan: Retry, net: &mut Option<NetChanges>, said: &mut bool, label: &str, cancel: &CancellationToken) -> bool {
     // Waits made while the far side held the session are short; once its hold has run out,
     // the regular ones take over from their start.
     if backoff.max() != plan.max {
@@ -290,10 +313,21 @@ async fn pause(backoff: &mut Backoff, plan: Retry, net: &mut Option<NetChanges>,
     tokio::select! {
         _ = tokio::time::sleep(backoff.next_wait()) => true,
         _ = network_changed(net, plan.on_network_change) => {
-            info!(host = %label, "the network changed: trying {label} again now");
+            say_change(said, label);
             true
         }
         _ = cancel.cancelled() => false,
+    }
+}
+
+/// A change of the network cut a wait or an attempt short: said at INFO once an outage (a
+/// busy machine's network changes often: containers, VPNs), then at DEBUG.
+fn say_change(said: &mut bool, label: &str) {
+    if *said {
+        debug!(host = %label, "the network changed: trying {label} again now");
+    } else {
+        info!(host = %label, "the network changed: trying {label} again now");
+        *said = true;
     }
 }
 

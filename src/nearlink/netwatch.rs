@@ -51,6 +51,16 @@ impl NetChanges {
         }
     }
 
+    /// Drops the changes announced so far (those while nobody asked are old news).
+    pub fn forget(&mut self) {
+        // Bounded: the socket's buffer holds a limited number of messages.
+        for _ in 0..10_000 {
+            if rustix::io::read(self.fd.get_ref(), &mut self.buf[..]).is_err() {
+                return;
+            }
+        }
+    }
+
     async fn read_one(&mut self) -> std::io::Result<usize> {
         loop {
             let mut ready = self.fd.readable().await?;

@@ -53,6 +53,9 @@ pub const HELD_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// ...and attempts follow each other after these waits.
 pub const HELD_FIRST: Duration = Duration::from_millis(250);
 pub const HELD_MAX: Duration = Duration::from_secs(1);
+/// A change of the network makes an attempt again at once when the attempt has run this
+/// long: its SYN may have gone into the cut (a younger attempt's is sent again soon anyway).
+pub const RESTART_AFTER: Duration = Duration::from_secs(1);
 
 /// The retry for a link lost `since_lost` ago (None: no far side holds anything of this near
 /// side yet) whose far side granted `hold`. While the far side holds the VMs and their
