@@ -11,6 +11,7 @@
 //! - [`handshake`]: what a near side's Hello gets (new session, resumed, refused). Pure.
 //! - `vms`: the VM list and the numbers channels are opened by. Pure.
 //! - `channel`: one task per VM connection.
+//! - `conn`: the session's connection to the near side and the waits on it.
 //! - `session`: the task owning the near side's connection, the channels and the resume
 //!   state.
 //!
@@ -35,6 +36,7 @@
 //! Not wired into `serve --ssh` yet: the subcommand is hidden until the near side's end is.
 
 pub(crate) mod channel;
+mod conn;
 pub mod dir;
 pub mod handshake;
 pub(crate) mod session;

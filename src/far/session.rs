@@ -26,8 +26,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -36,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::channel::{self, Channel, Event};
+use super::conn::{flush_and_close, read_some, refuse, reserve, sleep_until, write_some, ConnReader, ConnWriter};
 use super::handshake::{grant_hold, judge, new_session, Verdict, PROTOCOL};
 use super::vms::VmTable;
 use crate::daemon::proc_vms::Decision;
@@ -87,16 +86,6 @@ pub enum Ended {
 
 /// One round of a scan, as `daemon::proc_vms::decide` saw it.
 pub type Scan = (Vec<FoundJvm>, Vec<Decision>);
-
-struct ConnReader {
-    half: OwnedReadHalf,
-    buf: BytesMut,
-}
-
-struct ConnWriter {
-    half: OwnedWriteHalf,
-    buf: BytesMut,
-}
 
 enum Wake {
     Accepted(Accepted),
@@ -472,57 +461,6 @@ impl Session {
         self.lost_at = Some(Instant::now());
         self.ack_at = None;
         info!(channels = self.channels.len(), hold_s = self.hold.as_secs(), "the near side is gone ({why}); holding the VM connections");
-    }
-}
-
-/// Writes a Bye on a connection that is refused, and closes it, without holding the session.
-fn refuse(stream: UnixStream, reason: ByeReason, text: String) {
-    let (_, half) = stream.into_split();
-    let mut buf = BytesMut::new();
-    let bye = Frame { channel: 0, seq: 0, ack: 0, body: Body::Bye { reason, text } };
-    if FarCodec.encode(&bye, &mut buf).is_ok() {
-        tokio::spawn(flush_and_close(ConnWriter { half, buf }));
-    }
-}
-
-/// Sends what is left of a closing connection's output, within a second.
-async fn flush_and_close(mut w: ConnWriter) {
-    let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        let _ = w.half.write_all(&w.buf).await;
-        let _ = w.half.shutdown().await;
-    })
-    .await;
-}
-
-async fn read_some(reader: &mut Option<ConnReader>) -> std::io::Result<usize> {
-    match reader {
-        Some(r) => {
-            // read_buf reads into spare capacity only: without any it would say "end of stream".
-            r.buf.reserve(16 * 1024);
-            r.half.read_buf(&mut r.buf).await
-        }
-        None => std::future::pending().await,
-    }
-}
-
-async fn write_some(writer: &mut Option<ConnWriter>) -> std::io::Result<usize> {
-    match writer {
-        Some(w) if !w.buf.is_empty() => w.half.write_buf(&mut w.buf).await,
-        _ => std::future::pending().await,
-    }
-}
-
-async fn reserve(tx: Option<mpsc::Sender<Bytes>>) -> Result<mpsc::OwnedPermit<Bytes>, mpsc::error::SendError<()>> {
-    match tx {
-        Some(tx) => tx.reserve_owned().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 
