@@ -86,6 +86,8 @@ mod remote_faults;
 mod remote_far;
 #[path = "integration/remote_far_peers.rs"]
 mod remote_far_peers;
+#[path = "integration/remote_far_cuts.rs"]
+mod remote_far_cuts;
 #[path = "integration/remote_ddm.rs"]
 mod remote_ddm;
 #[path = "integration/proc_serve.rs"]

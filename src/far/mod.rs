@@ -11,6 +11,7 @@
 //! - [`handshake`]: what a near side's Hello gets (new session, resumed, refused). Pure.
 //! - `vms`: the VM list and the numbers channels are opened by. Pure.
 //! - `channel`: one task per VM connection.
+//! - `conn`: the session's connection to the near side and the waits on it.
 //! - `session`: the task owning the near side's connection, the channels and the resume
 //!   state.
 //!
@@ -35,6 +36,7 @@
 //! Not wired into `serve --ssh` yet: the subcommand is hidden until the near side's end is.
 
 pub(crate) mod channel;
+mod conn;
 pub mod dir;
 pub mod handshake;
 pub(crate) mod session;
@@ -133,7 +135,7 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     let acceptor = tokio::spawn(accept_loop(listener, accepted_tx).instrument(tracing::info_span!("accept")));
     let scanner = tokio::spawn(scan_loop(scans_tx, opts.scan_interval));
     let signals = tokio::spawn(stop_on_signal(stop.clone()));
-    let cfg = Config { hold: opts.hold, limit: opts.limit, binary: env!("CARGO_PKG_VERSION").to_string() };
+    let cfg = Config { hold: opts.hold, limit: opts.limit, binary: env!("CARGO_PKG_VERSION").to_string(), liveness: crate::farlink::liveness::DEFAULT };
     let ended = Session::new(cfg, key).run(accepted_rx, scans_rx, stop).instrument(tracing::info_span!("far")).await;
     acceptor.abort();
     scanner.abort();

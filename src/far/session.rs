@@ -14,16 +14,18 @@
 //!   other channels' input, and the acks in it, until it reads again. JDWP agents read
 //!   their commands as they come, so this is rare; per-channel credit would remove it.
 //! - The connection going (end of stream, an error, a protocol error, nothing heard for
-//!   `QUIET` while reading) starts the hold: the channels stay, the VMs see nothing. A near side that comes
-//!   back within the hold resumes; after it, the session ends and every VM connection is
-//!   closed, as a debugger leaving closes it.
+//!   `Liveness::dead_after` while reading: a quiet near side is pinged, as the near side
+//!   pings the far side) starts the hold: the channels stay, the VMs see nothing. A cut link
+//!   ends no socket here (sshd keeps its end while TCP retries), so for a connection lost to
+//!   silence the hold runs from when the near side was last heard: the VMs are released a
+//!   hold after the cut began. A near side that comes back within the hold resumes; after
+//!   it, the session ends and every VM connection is closed, as a debugger leaving closes
+//!   it.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -32,18 +34,17 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::channel::{self, Channel, Event};
+use super::conn::{flush_and_close, read_some, refuse, reserve, sleep_until, write_some, ConnReader, ConnWriter};
 use super::handshake::{grant_hold, judge, new_session, Verdict, PROTOCOL};
 use super::vms::VmTable;
 use crate::daemon::proc_vms::Decision;
 use crate::discovery::jvms::FoundJvm;
 use crate::farlink::codec::wire_len;
+use crate::farlink::liveness::{self, Beat};
 use crate::farlink::frame::{Body, ByeReason, Frame, Hello, OpenStatus, Role, SessionKey, HEADER_LEN, MAX_DATA};
 use crate::farlink::resume::{Outbound, Received, Resume};
 use crate::farlink::FarCodec;
 
-/// Nothing heard from a connected near side for this long: the connection is taken as dead
-/// (a near side sends at least a Ping well within it).
-pub const QUIET: Duration = Duration::from_secs(60);
 /// Channel events queued for the session. With the link cut, what the far side holds of
 /// the VMs' output is at most the resume table's limit, this many Data pieces, and one piece
 /// being read per channel (each piece at most `MAX_DATA`).
@@ -57,6 +58,8 @@ pub struct Config {
     pub limit: usize,
     /// This binary's version, for the Hello.
     pub binary: String,
+    /// When a quiet near side is pinged, and when a silent one is taken for gone.
+    pub liveness: liveness::Liveness,
 }
 
 /// A connection whose first frame was a Hello.
@@ -84,16 +87,6 @@ pub enum Ended {
 /// One round of a scan, as `daemon::proc_vms::decide` saw it.
 pub type Scan = (Vec<FoundJvm>, Vec<Decision>);
 
-struct ConnReader {
-    half: OwnedReadHalf,
-    buf: BytesMut,
-}
-
-struct ConnWriter {
-    half: OwnedWriteHalf,
-    buf: BytesMut,
-}
-
 enum Wake {
     Accepted(Accepted),
     Read(std::io::Result<usize>),
@@ -102,7 +95,7 @@ enum Wake {
     Event(Event),
     Scan(Scan),
     HoldExpired,
-    Quiet,
+    Beat,
     AckDue,
     Stop,
 }
@@ -125,6 +118,8 @@ pub struct Session {
     writer: Option<ConnWriter>,
     lost_at: Option<Instant>,
     last_heard: Instant,
+    /// When this connection's last Ping went out.
+    pinged: Option<Instant>,
     ack_at: Option<Instant>,
     /// Data for a channel whose queue was full, and its channel: reading waits for it.
     stalled: Option<(u32, Bytes)>,
@@ -150,6 +145,7 @@ impl Session {
             // The hold runs from the start: a far side nobody connects to ends by itself.
             lost_at: Some(Instant::now()),
             last_heard: Instant::now(),
+            pinged: None,
             ack_at: None,
             stalled: None,
             events_tx,
@@ -186,7 +182,7 @@ impl Session {
                     info!(hold_s = self.hold.as_secs(), channels = self.channels.len(), "no near side came back within the hold: closing every VM connection");
                     return Ended::HoldExpired;
                 }
-                Wake::Quiet => self.lose_connection(&format!("nothing heard for {} s", QUIET.as_secs()), None),
+                Wake::Beat => self.on_beat(),
                 Wake::AckDue => {
                     self.ack_at = None;
                     if self.resume.inn.unacked() > 0 {
@@ -220,7 +216,11 @@ impl Session {
         let stall_tx = self.stalled.as_ref().and_then(|(c, _)| self.channels.get(c)).map(|c| c.to_vm.clone());
         let hold_at = self.lost_at.map(|t| t + self.hold);
         // Silence counts only while the stream is read: a stall is this side's own doing.
-        let quiet_at = self.reader.as_ref().filter(|_| reading).map(|_| self.last_heard + QUIET);
+        let l = self.cfg.liveness;
+        let beat_at = self.reader.as_ref().filter(|_| reading).map(|_| {
+            let last = self.pinged.map_or(self.last_heard, |p| p.max(self.last_heard));
+            (last + l.ping_every).min(self.last_heard + l.dead_after)
+        });
         let ack_at = self.ack_at;
         tokio::select! {
             Some(a) = accepted.recv(), if self.scanned => Wake::Accepted(a),
@@ -230,7 +230,7 @@ impl Session {
             Some(e) = self.events_rx.recv(), if room => Wake::Event(e),
             Some(s) = scans.recv() => Wake::Scan(s),
             _ = sleep_until(hold_at) => Wake::HoldExpired,
-            _ = sleep_until(quiet_at) => Wake::Quiet,
+            _ = sleep_until(beat_at) => Wake::Beat,
             _ = sleep_until(ack_at) => Wake::AckDue,
             _ = stop.cancelled() => Wake::Stop,
         }
@@ -277,6 +277,7 @@ impl Session {
         }
         self.lost_at = None;
         self.last_heard = Instant::now();
+        self.pinged = None;
         self.take_input();
     }
 
@@ -434,6 +435,27 @@ impl Session {
         }
     }
 
+    /// A quiet connection is pinged, a silent one dropped: the hold then runs from when the
+    /// near side was last heard (the cut began about then; the socket said nothing).
+    fn on_beat(&mut self) {
+        let now = Instant::now();
+        match self.cfg.liveness.judge(now - self.last_heard, self.pinged.map(|p| now - p)) {
+            Beat::Quiet => {}
+            Beat::Ping => {
+                let ping = self.resume.link(Body::Ping(0));
+                self.emit(&ping);
+                self.pinged = Some(now);
+            }
+            Beat::Dead => {
+                let heard = self.last_heard;
+                self.lose_connection(&format!("nothing heard for {} s", (now - heard).as_secs()), None);
+                if self.lost_at.is_some() {
+                    self.lost_at = Some(heard);
+                }
+            }
+        }
+    }
+
     /// The connection is gone (or is dropped now, after a Bye when one is given): the hold
     /// starts; every channel stays.
     fn lose_connection(&mut self, why: &str, bye: Option<(ByeReason, String)>) {
@@ -448,57 +470,6 @@ impl Session {
         self.lost_at = Some(Instant::now());
         self.ack_at = None;
         info!(channels = self.channels.len(), hold_s = self.hold.as_secs(), "the near side is gone ({why}); holding the VM connections");
-    }
-}
-
-/// Writes a Bye on a connection that is refused, and closes it, without holding the session.
-fn refuse(stream: UnixStream, reason: ByeReason, text: String) {
-    let (_, half) = stream.into_split();
-    let mut buf = BytesMut::new();
-    let bye = Frame { channel: 0, seq: 0, ack: 0, body: Body::Bye { reason, text } };
-    if FarCodec.encode(&bye, &mut buf).is_ok() {
-        tokio::spawn(flush_and_close(ConnWriter { half, buf }));
-    }
-}
-
-/// Sends what is left of a closing connection's output, within a second.
-async fn flush_and_close(mut w: ConnWriter) {
-    let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        let _ = w.half.write_all(&w.buf).await;
-        let _ = w.half.shutdown().await;
-    })
-    .await;
-}
-
-async fn read_some(reader: &mut Option<ConnReader>) -> std::io::Result<usize> {
-    match reader {
-        Some(r) => {
-            // read_buf reads into spare capacity only: without any it would say "end of stream".
-            r.buf.reserve(16 * 1024);
-            r.half.read_buf(&mut r.buf).await
-        }
-        None => std::future::pending().await,
-    }
-}
-
-async fn write_some(writer: &mut Option<ConnWriter>) -> std::io::Result<usize> {
-    match writer {
-        Some(w) if !w.buf.is_empty() => w.half.write_buf(&mut w.buf).await,
-        _ => std::future::pending().await,
-    }
-}
-
-async fn reserve(tx: Option<mpsc::Sender<Bytes>>) -> Result<mpsc::OwnedPermit<Bytes>, mpsc::error::SendError<()>> {
-    match tx {
-        Some(tx) => tx.reserve_owned().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

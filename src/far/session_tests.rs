@@ -111,7 +111,7 @@ impl Near {
 async fn a_long_stream_through_many_cuts_arrives_once_in_order_and_bounded() {
     let written = Arc::new(AtomicUsize::new(0));
     let addr = writing_vm(written.clone()).await;
-    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into() };
+    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
     let (accepted_tx, accepted_rx) = mpsc::channel(1);
     let (scans_tx, scans_rx) = mpsc::channel(1);
     let stop = CancellationToken::new();
@@ -198,7 +198,7 @@ fn tcp_max(name: &str) -> usize {
 
 #[tokio::test]
 async fn a_broken_near_side_is_told_why_and_the_session_goes_on() {
-    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into() };
+    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
     let (accepted_tx, accepted_rx) = mpsc::channel(1);
     let (scans_tx, scans_rx) = mpsc::channel(1);
     let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, CancellationToken::new()));
@@ -262,7 +262,7 @@ async fn a_vm_that_does_not_read_stops_the_stream_and_nothing_is_lost() {
     let go = Arc::new(tokio::sync::Notify::new());
     let read = Arc::new(AtomicUsize::new(0));
     let addr = reading_vm(go.clone(), read.clone()).await;
-    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into() };
+    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
     let (accepted_tx, accepted_rx) = mpsc::channel(1);
     let (scans_tx, scans_rx) = mpsc::channel(1);
     let stop = CancellationToken::new();
@@ -304,7 +304,7 @@ async fn a_vm_that_does_not_read_stops_the_stream_and_nothing_is_lost() {
     let (near_read, near_write) = again.stream.into_split();
     let mut near_read = Reading { half: near_read, buf: again.buf };
     let writer = tokio::spawn(write_all_frames(near_write, replay));
-    // The replay meets the same stall; past a minute of it (the far side's QUIET), the far
+    // The replay meets the same stall; past the far side's silence limit (`Liveness::dead_after`), the far
     // side must not take its own stall for a dead near side.
     go.notify_one();
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -369,7 +369,7 @@ impl Reading {
 #[tokio::test]
 async fn no_near_side_is_taken_before_the_first_scan() {
     let addr = writing_vm(Arc::new(AtomicUsize::new(0))).await;
-    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into() };
+    let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
     let (accepted_tx, accepted_rx) = mpsc::channel(1);
     let (scans_tx, scans_rx) = mpsc::channel(1);
     let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, CancellationToken::new()));
@@ -395,4 +395,41 @@ async fn no_near_side_is_taken_before_the_first_scan() {
     near.write(&resume.send(1, Body::Open { vm: vms[0].key }).unwrap()).await;
     assert!(matches!(near.next(&mut resume).await.body, Body::Opened { status: OpenStatus::Ok, .. }));
     session.abort();
+}
+
+/// A near side that falls silent (a cut link ends no socket: sshd keeps its end open while
+/// TCP retries) is pinged, then taken for gone after `dead_after`; the hold runs from when it
+/// was last heard, so the VMs are released a hold after the silence began, not a hold after
+/// it was noticed.
+#[tokio::test(start_paused = true)]
+async fn a_silent_near_side_is_pinged_then_held_for_from_when_it_was_last_heard() {
+    let liveness = crate::farlink::liveness::Liveness { ping_every: Duration::from_secs(5), dead_after: Duration::from_secs(20) };
+    let cfg = Config { hold: Duration::from_secs(30), limit: LIMIT, binary: "test".into(), liveness };
+    let (accepted_tx, accepted_rx) = mpsc::channel(1);
+    let (scans_tx, scans_rx) = mpsc::channel(1);
+    let stop = CancellationToken::new();
+    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, stop.clone()));
+    scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
+    let mut resume = Resume::new(Outbound::new(1 << 20));
+    let (mut near, _) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
+    // The first VM list, acked: the last the far side hears of this near side.
+    assert!(matches!(near.next(&mut resume).await.body, Body::VmList(_)));
+    let heard = tokio::time::Instant::now();
+    let mut pings = 0;
+    loop {
+        let f = near.frame().await;
+        match f.body {
+            Body::Ping(_) => pings += 1,
+            Body::Ack => {}
+            other => panic!("{other:?}"),
+        }
+        if pings == 3 {
+            break;
+        }
+    }
+    assert!(heard.elapsed() >= Duration::from_secs(10), "pinged every 5 s of silence: {:?}", heard.elapsed());
+    assert_eq!(session.await.unwrap(), Ended::HoldExpired);
+    let held = heard.elapsed();
+    assert!(held >= Duration::from_secs(30) && held < Duration::from_secs(31), "held {held:?} from the last word, not from the silence noticed");
+    drop(near);
 }

@@ -7,6 +7,7 @@
 //! - [`payload`]: each kind's payload to bytes and back, strict both ways. Pure.
 //! - [`codec`]: the sans-I/O `Decoder`/`Encoder` over them. Pure, fuzzed
 //!   (`fuzzing::farlink`).
+//! - [`liveness`]: when a side Pings, and when it takes a silent connection for dead. Pure.
 //! - [`resume`]: what each side keeps so a cut loses nothing and repeats nothing: sent and
 //!   not yet acknowledged (bounded), received, what to replay after a reconnect. Pure.
 //!
@@ -41,9 +42,11 @@
 //!   the VMs waiting on their sockets, as a slow debugger would, and costs bounded memory).
 //!   Each side acks within a few milliseconds, or at once after many frames. The near side
 //!   uses the same `Resume` table for what it sends (commands to the VMs).
-//! - **Liveness** is the near side's to judge: it sends Pings and reconnects when Pongs stop
-//!   (ssh's own keepalives end a dead session too). The far side drops a connection it has
-//!   heard nothing on for a minute, and otherwise waits for end of stream.
+//! - **Liveness** is judged by both sides alike ([`liveness`]): each Pings a quiet connection
+//!   and drops one it heard nothing on for 20 s. The near side then reconnects; the far
+//!   side's hold runs from when it last heard the near side, so a cut link (which ends no
+//!   socket on the host: sshd keeps its end while TCP retries) releases the VMs a hold after
+//!   the cut, not after TCP gives up.
 //! - **For hiding round trips** (answers gathered at a stop): the far side will read the JDWP stream of each
 //!   channel (it must, to see stop events), send its own commands to the VM in an id range
 //!   the near side's sessions never use, and send what it gathered as a numbered kind on
@@ -57,6 +60,7 @@
 
 pub mod codec;
 pub mod frame;
+pub mod liveness;
 pub mod payload;
 pub mod resume;
 

@@ -36,6 +36,8 @@ impl Dial {
 
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The host the far side runs on, as lines name it (empty: the socket's path is said).
+    pub host: String,
     /// The hold asked of the far side, in seconds (0: the far side's own).
     pub hold_secs: u32,
     /// Bytes sent and not yet acknowledged before the VM sessions' writes wait.
@@ -49,9 +51,10 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            host: String::new(),
             hold_secs: 0,
             limit: 8 << 20,
-            liveness: Liveness { ping_every: Duration::from_secs(5), dead_after: Duration::from_secs(20) },
+            liveness: crate::farlink::liveness::DEFAULT,
             first_retry: Duration::from_millis(200),
             max_retry: Duration::from_secs(5),
         }

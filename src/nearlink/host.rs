@@ -19,6 +19,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -27,7 +28,8 @@ use super::link::{self, Dial, LinkState as NearState, NearLink};
 use super::sockets::Sockets;
 use super::restart::{self, Check, Unusable, FIRST_CHECK_WAIT, MAX_CHECK_WAIT};
 use super::ssh::{self, FarUnusable};
-use super::timing::Backoff;
+use super::netwatch::NetChanges;
+use super::timing::{retry_plan, Backoff, Retry, RESTART_AFTER};
 use crate::remote::host::{HostConfig, HostReport, LinkState, RemoteVm, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::remote::link::Link;
 use crate::remote::naming::Names;
@@ -114,7 +116,8 @@ async fn mirror_rows(label: String, mut rx: watch::Receiver<HostReport>, rows: A
 async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
     let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
     let local = ssh::local_socket(&cfg.dir, &cfg.prefix);
-    let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
+    let regular = Retry { connect_timeout: cfg.ssh.connect_timeout, first: FIRST_BACKOFF, max: MAX_BACKOFF, on_network_change: false };
+    let mut backoff = Backoff::new(regular.first, regular.max);
     let mut names = Names::default();
     // Made with the first far side reached; kept across lost masters.
     let mut near: Option<(NearLink, Sockets)> = None;
@@ -122,22 +125,59 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
     let mut spoke_to: Option<super::ready::Ready> = None;
     // The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
     let mut said: Option<String> = None;
+    // The login's uid, learnt with the first master: a master made again is the same login.
+    let mut login: Option<u32> = None;
+    // When the master was lost with a far side holding this near side's session, and the
+    // hold it granted: until then the link is tried promptly (`timing::retry_plan`).
+    let mut lost_at: Option<Instant> = None;
+    let mut hold = Duration::ZERO;
+    // The network changes seen in this outage were said (at INFO once, then at DEBUG).
+    let mut change_said = false;
+    // The attempt under way was made again for a change of the network.
+    let mut for_change = false;
+    let mut net = match NetChanges::open() {
+        Ok(n) => Some(n),
+        Err(e) => {
+            debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone");
+            None
+        }
+    };
     loop {
         if near.is_none() {
             report.send_modify(|r| r.link = LinkState::Connecting);
         }
-        let limit = cfg.ssh.connect_timeout + Duration::from_secs(20);
-        let opened = tokio::select! {
-            l = Link::open(&cfg.ssh, &cfg.dest, &control, limit) => l,
-            _ = cancel.cancelled() => return end(near).await,
+        let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
+        let ssh = crate::remote::SshOptions { connect_timeout: plan.connect_timeout, ..cfg.ssh.clone() };
+        let limit = ssh.connect_timeout + Duration::from_secs(20);
+        let opened = {
+            let open = Link::open(&ssh, &cfg.dest, &control, limit);
+            tokio::pin!(open);
+            let started = Instant::now();
+            loop {
+                tokio::select! {
+                    l = &mut open => break Some(l),
+                    // An attempt whose connect may have gone into the cut is made again at once;
+                    // a younger one is left to finish (its SYN is sent again after 1 s anyway), and
+                    // so is one made again for a change, so a machine whose network changes often
+                    // (containers, VPNs) still gets its attempts through.
+                    _ = network_changed(&mut net, plan.on_network_change && !for_change) => if started.elapsed() >= RESTART_AFTER {
+                        for_change = true;
+                        say_change(&mut change_said, &cfg.label);
+                        break None;
+                    },
+                    _ = cancel.cancelled() => return end(near).await,
+                }
+            }
         };
+        let Some(opened) = opened else { continue };
+        for_change = false;
         let mut master = match opened {
             Ok(l) => l,
             Err(failure) => {
                 let text = failure.to_string();
                 say_once(&mut said, &cfg.label, text.clone());
                 report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
-                if !pause(&mut backoff, &cancel).await {
+                if !pause(&mut backoff, plan, &mut net, &mut change_said, &cfg.label, &cancel).await {
                     return end(near).await;
                 }
                 continue;
@@ -145,13 +185,15 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         };
         // The login's uid comes with a scan's answer: one round tells it (the far side lists
         // the JVMs of the user it runs as, the login's, keyed here as a scan keys them).
-        let login = match master.scan.round(LOGIN_TIMEOUT).await {
-            Ok(_) => master.scan.view().uid,
-            Err(e) => {
-                debug!(host = %cfg.label, "no scan round to learn the login's uid: {e}");
-                None
-            }
-        };
+        if login.is_none() {
+            login = match master.scan.round(LOGIN_TIMEOUT).await {
+                Ok(_) => master.scan.view().uid,
+                Err(e) => {
+                    debug!(host = %cfg.label, "no scan round to learn the login's uid: {e}");
+                    None
+                }
+            };
+        }
         let reached = match ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path).await {
             Ok(ready) => ssh::forward(&cfg.ssh, &control, &cfg.dest, &local, &ready.socket).await.map(|()| ready).map_err(FarUnusable::Failed),
             Err(e) => Err(e),
@@ -169,7 +211,7 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                 say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
                 report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
                 master.close().await;
-                if !pause(&mut backoff, &cancel).await {
+                if !pause(&mut backoff, plan, &mut net, &mut change_said, &cfg.label, &cancel).await {
                     return end(near).await;
                 }
                 continue;
@@ -183,13 +225,13 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                 warn!(host = %cfg.label, "{}", restart::restarted_line(&cfg.label, was, now, !ready.already));
             }
         }
-        backoff.reset();
+        backoff = Backoff::new(regular.first, regular.max);
         said = None;
         if let Some((nl, _)) = &near {
             nl.retry_now();
         }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
-            let nl = link::start(Dial::Unix(local.clone()), link::Config::default());
+            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), ..link::Config::default() });
             let sockets = Sockets::new(nl.clone());
             (nl, sockets)
         });
@@ -199,6 +241,7 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         // While the link is down with the master up: when to ask whether the far side runs.
         let mut check_at: Option<tokio::time::Instant> = None;
         let mut checks = Backoff::new(FIRST_CHECK_WAIT, MAX_CHECK_WAIT);
+        state.mark_changed();
         let why = loop {
             tokio::select! {
                 changed = vms.changed() => {
@@ -217,7 +260,8 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                         NearState::Down { .. } => {
                             check_at.get_or_insert_with(tokio::time::Instant::now);
                         }
-                        NearState::Up { .. } => {
+                        NearState::Up { hold_secs, .. } => {
+                            hold = Duration::from_secs(u64::from(*hold_secs));
                             check_at = None;
                             checks.reset();
                         }
@@ -269,12 +313,19 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         };
         near = Some((nl, sockets));
         spoke_to = Some(ready);
+        lost_at = Some(Instant::now());
+        change_said = false;
+        // Changes while the link was up are no news now.
+        if let Some(n) = &mut net {
+            n.forget();
+        }
         // The near link keeps the channels and tries again by itself; the master and the
-        // forward are made again here.
+        // forward are made again here, promptly while the far side holds the session.
         warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}; its VMs are held by jdwpmux there; reconnecting", cfg.label);
         report.send_modify(|r| r.link = LinkState::Down { reason: why, refused: false });
         master.close().await;
-        if !pause(&mut backoff, &cancel).await {
+        let plan = retry_plan(Some(Duration::ZERO), hold, regular);
+        if !pause(&mut backoff, plan, &mut net, &mut change_said, &cfg.label, &cancel).await {
             return end(near).await;
         }
     }
@@ -323,11 +374,40 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     }
 }
 
-/// Waits the backoff; false when the daemon stops meanwhile.
-async fn pause(backoff: &mut Backoff, cancel: &CancellationToken) -> bool {
+/// Waits the backoff (cut short by a change of the network when `plan` says so); false
+/// when the daemon stops meanwhile.
+async fn pause(backoff: &mut Backoff, plan: Retry, net: &mut Option<NetChanges>, said: &mut bool, label: &str, cancel: &CancellationToken) -> bool {
+    // Waits made while the far side held the session are short; once its hold has run out,
+    // the regular ones take over from their start.
+    if backoff.max() != plan.max {
+        *backoff = Backoff::new(plan.first, plan.max);
+    }
     tokio::select! {
         _ = tokio::time::sleep(backoff.next_wait()) => true,
+        _ = network_changed(net, plan.on_network_change) => {
+            say_change(said, label);
+            true
+        }
         _ = cancel.cancelled() => false,
+    }
+}
+
+/// A change of the network cut a wait or an attempt short: said at INFO once an outage (a
+/// busy machine's network changes often: containers, VPNs), then at DEBUG.
+fn say_change(said: &mut bool, label: &str) {
+    if *said {
+        debug!(host = %label, "the network changed: trying {label} again now");
+    } else {
+        info!(host = %label, "the network changed: trying {label} again now");
+        *said = true;
+    }
+}
+
+/// The next change of this machine's network, when `wanted` and notices can be had.
+async fn network_changed(net: &mut Option<NetChanges>, wanted: bool) {
+    match net {
+        Some(n) if wanted => n.changed().await,
+        _ => std::future::pending().await,
     }
 }
 

@@ -293,7 +293,7 @@ impl Task {
             Body::Hello(far) => far,
             Body::Bye { reason: ByeReason::Version, text } => return Err(Attempt::Refused(text)),
             Body::Bye { reason: reason @ (ByeReason::UnknownSession | ByeReason::BadToken), text } => {
-                self.lose_session(&format!("{text} ({reason:?})"));
+                self.lose_session(&format!("it says {text} ({reason:?})"));
                 return Err(Attempt::Now(text));
             }
             Body::Bye { reason, text } => return Err(Attempt::Retry(format!("the far side said goodbye ({reason:?}): {text}"))),
@@ -350,7 +350,9 @@ impl Task {
     /// fail, and the next Hello asks for a new session.
     fn lose_session(&mut self, why: &str) {
         if !self.channels.is_empty() {
-            info!(channels = self.channels.len(), "the far side's session is gone ({why}); its VM connections are closed");
+            // The debuggers of those VMs lose their connections next: say once, by host, why.
+            let host = if self.cfg.host.is_empty() { self.dial.to_string() } else { self.cfg.host.clone() };
+            warn!(channels = self.channels.len(), "jdwpmux on {host} let its VMs go: {why}; their debuggers are disconnected");
         }
         for w in self.channels.reset() {
             let _ = w.reply.send(Err(OpenError::SessionLost { vm: w.vm }));

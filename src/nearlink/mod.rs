@@ -7,8 +7,10 @@
 //!   Pong, acks, channels opened and closed, the VM list.
 //! - [`api`]: the link's handle, settings and states.
 //! - [`channels`]: the channel table the task keeps. Pure.
-//! - [`timing`]: when to try again after a cut and when a connection is dead. Pure.
+//! - [`timing`]: when to try again after a cut (promptly while the far side holds) and when a
+//!   connection is dead. Pure.
 //! - [`restart`]: whether the far side still runs when the link goes down, and what then. Pure.
+//! - [`netwatch`]: this machine's network changes, to try a cut host again at once.
 //! - [`ready`]: the line `jdwpmux far --detach` prints, read to find its socket. Pure.
 //! - [`ssh`]: starting the far side through a host's ssh master, and forwarding its socket.
 //! - [`found`]: a listed VM as the JVM a host's scan finds (same keys and ports). Pure.
@@ -20,6 +22,7 @@ pub mod channels;
 pub mod found;
 pub mod host;
 pub mod link;
+pub mod netwatch;
 pub mod ready;
 pub mod restart;
 pub mod sockets;

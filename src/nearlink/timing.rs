@@ -1,6 +1,9 @@
-//! When the near side tries again after a cut, and when it judges a connection dead. Pure.
+//! When the near side tries again after a cut. Pure. (When a connection is dead is judged
+//! alike on both sides: `farlink::liveness`.)
 
 use std::time::Duration;
+
+pub use crate::farlink::liveness::{Beat, Liveness};
 
 /// Waits between attempts to reach the far side: short at first (a cut is often brief),
 /// doubling to a ceiling, back to the start after a connection works.
@@ -23,41 +26,51 @@ impl Backoff {
         wait
     }
 
+    /// The longest wait.
+    pub fn max(&self) -> Duration {
+        self.max
+    }
+
     /// A connection worked: the next cut starts with short waits again.
     pub fn reset(&mut self) {
         self.next = self.first;
     }
 }
 
-/// How liveness is judged on a connection: a Ping goes out every `ping_every` while nothing
-/// else is heard, and a connection on which nothing at all came for `dead_after` is dropped
-/// (a far side answers every Ping at once, so silence means the stream is stuck somewhere).
+/// How a host's ssh link is tried again once lost: how long one connect may take, the waits
+/// between attempts, and whether a change of this machine's network starts one at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Liveness {
-    pub ping_every: Duration,
-    pub dead_after: Duration,
+pub struct Retry {
+    pub connect_timeout: Duration,
+    pub first: Duration,
+    pub max: Duration,
+    pub on_network_change: bool,
 }
 
-/// What the connection's timer says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Beat {
-    Quiet,
-    Ping,
-    Dead,
-}
+/// While a far side holds the session: a connect sent into the cut gives up after this (its
+/// SYN was sent again after 1 s; a new attempt sends one at once)...
+pub const HELD_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// ...and attempts follow each other after these waits.
+pub const HELD_FIRST: Duration = Duration::from_millis(250);
+pub const HELD_MAX: Duration = Duration::from_secs(1);
+/// A change of the network makes an attempt again at once when the attempt has run this
+/// long: its SYN may have gone into the cut (a younger attempt's is sent again soon anyway).
+pub const RESTART_AFTER: Duration = Duration::from_secs(1);
 
-impl Liveness {
-    /// `heard`: since the last frame came in; `pinged`: since the last Ping went out (None:
-    /// none on this connection).
-    pub fn judge(&self, heard: Duration, pinged: Option<Duration>) -> Beat {
-        if heard >= self.dead_after {
-            return Beat::Dead;
-        }
-        match pinged {
-            Some(p) if p < self.ping_every => Beat::Quiet,
-            _ if heard >= self.ping_every => Beat::Ping,
-            _ => Beat::Quiet,
-        }
+/// The retry for a link lost `since_lost` ago (None: no far side holds anything of this near
+/// side yet) whose far side granted `hold`. While the far side holds the VMs and their
+/// debuggers' state, a user waits on the link: it is tried promptly and again the moment the
+/// network changes. Once the hold has run out there is nothing held to hurry for: `regular`,
+/// as for any host (a host down for hours is not tried every second).
+pub fn retry_plan(since_lost: Option<Duration>, hold: Duration, regular: Retry) -> Retry {
+    match since_lost {
+        Some(s) if s < hold => Retry {
+            connect_timeout: regular.connect_timeout.min(HELD_CONNECT_TIMEOUT),
+            first: HELD_FIRST.min(regular.first),
+            max: HELD_MAX.min(regular.max),
+            on_network_change: true,
+        },
+        _ => regular,
     }
 }
 
@@ -79,20 +92,23 @@ mod tests {
     }
 
     #[test]
-    fn liveness_table() {
-        let l = Liveness { ping_every: MS(1000), dead_after: MS(3000) };
+    fn a_held_session_is_retried_promptly_until_its_hold_runs_out() {
+        let regular = Retry { connect_timeout: Duration::from_secs(6), first: Duration::from_secs(1), max: Duration::from_secs(30), on_network_change: false };
+        let held = Retry { connect_timeout: HELD_CONNECT_TIMEOUT, first: HELD_FIRST, max: HELD_MAX, on_network_change: true };
+        let hold = Duration::from_secs(300);
         let cases = [
-            (MS(0), None, Beat::Quiet),
-            (MS(999), None, Beat::Quiet),
-            (MS(1000), None, Beat::Ping),
-            (MS(1500), Some(MS(500)), Beat::Quiet),
-            (MS(2500), Some(MS(1500)), Beat::Ping),
-            (MS(2999), Some(MS(10)), Beat::Quiet),
-            (MS(3000), Some(MS(10)), Beat::Dead),
-            (MS(3000), None, Beat::Dead),
+            (None, regular),
+            (Some(Duration::ZERO), held),
+            (Some(Duration::from_secs(299)), held),
+            (Some(Duration::from_secs(300)), regular),
+            (Some(Duration::from_secs(3600)), regular),
         ];
-        for (heard, pinged, want) in cases {
-            assert_eq!(l.judge(heard, pinged), want, "heard {heard:?} ago, pinged {pinged:?} ago");
+        for (since, want) in cases {
+            assert_eq!(retry_plan(since, hold, regular), want, "lost {since:?} ago");
         }
+        // A user's own shorter timeout or waits stay.
+        let brisk = Retry { connect_timeout: Duration::from_secs(1), first: Duration::from_millis(100), max: Duration::from_millis(500), on_network_change: false };
+        assert_eq!(retry_plan(Some(Duration::ZERO), hold, brisk), Retry { on_network_change: true, ..brisk });
+        assert_eq!(retry_plan(Some(Duration::ZERO), Duration::ZERO, regular), regular, "no hold granted: nothing held");
     }
 }

@@ -1,0 +1,364 @@
+//! Link cuts through jdwpmux on the host (`serve --ssh HOST --far always`), with real
+//! components: a test host (a network namespace with Debian's sshd), real JVMs there, the
+//! far side started through ssh, and JDI programs compiled here acting as an IDE would.
+//!
+//! - A 30 s cut while an IDE is stopped, stepping into the cut: the VM stays suspended, the
+//!   step completes after, and every stop shows what a run without the cut shows.
+//! - A cut with events and commands in flight both ways: every event arrives once and in
+//!   order, every command gets its own reply once.
+//! - A cut longer than the far side's hold: the far side lets the VM go as a debugger
+//!   leaving does, ends itself, and the IDE is closed with a line naming the host; the VM is
+//!   served again. And a near side that dies: the far side ends after the hold.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::cli::Served;
+use crate::remote::{agent, jdb, serve, SLOW};
+use crate::support::console::Console;
+use crate::support::java::javac;
+use crate::support::process::pids_with_cmdline;
+use crate::support::testhost::{Keys, TestHost};
+use crate::support::{JavaApp, JvmSpec};
+
+const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
+const TILL_JAVA: &str = include_str!("../support/jdi/Till.java");
+const STEP_DRIVER_JAVA: &str = include_str!("../support/jdi/StepDriver.java");
+const COUNTER_JAVA: &str = include_str!("../support/jdi/Counter.java");
+const WATCHER_JAVA: &str = include_str!("../support/jdi/Watcher.java");
+
+/// The far side for one test host, in a folder of the test's own (test hosts share this
+/// machine's file system), with `extra` arguments (`--hold 8`).
+struct FarBin {
+    dir: tempfile::TempDir,
+    path: String,
+}
+
+impl FarBin {
+    fn new(extra: &[&str]) -> FarBin {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jdwpmux");
+        let script = format!("#!/bin/sh\nexec {BIN} \"$@\" {} --dir {}\n", extra.join(" "), dir.path().join("far").display());
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FarBin { path: path.display().to_string(), dir }
+    }
+
+    /// The far side's processes (found by the folder named on their command line; the host
+    /// has a process list of its own, so its pid file holds another number).
+    fn pids(&self) -> Vec<u32> {
+        pids_with_cmdline(&[BIN, "far", &self.dir.path().join("far").display().to_string()])
+    }
+
+    /// Waits until no far side runs; how long that took.
+    async fn wait_gone(&self, within: Duration) -> Duration {
+        let start = Instant::now();
+        while !self.pids().is_empty() {
+            assert!(start.elapsed() < within, "the far side {:?} still runs after {within:?}", self.pids());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        start.elapsed()
+    }
+}
+
+/// A JDI program compiled here, started as a debugger of `127.0.0.1:PORT`.
+struct JdiTool {
+    dir: tempfile::TempDir,
+    class: &'static str,
+}
+
+impl JdiTool {
+    async fn compile(class: &'static str, source: &str) -> JdiTool {
+        let dir = tempfile::tempdir().unwrap();
+        javac(dir.path(), &[(&format!("{class}.java"), source)]).await.unwrap();
+        JdiTool { dir, class }
+    }
+
+    async fn attach(&self, port: u16) -> Console {
+        let mut cmd = tokio::process::Command::new("java");
+        cmd.args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"]).arg(self.dir.path()).args([self.class, "127.0.0.1", &port.to_string()]);
+        let mut c = Console::spawn(cmd, self.class).unwrap();
+        c.expect("attached", SLOW).await.unwrap();
+        c
+    }
+}
+
+/// `class` from `source` on `host`, its agent on the host's loopback port `port`.
+async fn app_on(host: &TestHost, class: &str, source: &str, port: u16, args: &[&str]) -> JavaApp {
+    let spec = JvmSpec {
+        java: "java".into(),
+        prefix: host.prefix(),
+        agent: agent(false, &port.to_string()),
+        sources: vec![(format!("{class}.java"), source.to_string())],
+        class: class.into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        ..JvmSpec::default()
+    };
+    let app = JavaApp::spawn(spec).await.unwrap();
+    app.wait_for_output(&format!("{class} started"), SLOW).await.unwrap();
+    app
+}
+
+/// The local debugger port of the VM of `host` whose agent is at `127.0.0.1:PORT`, once ready.
+async fn port_of(served: &Served, host: &str, agent_port: u16) -> u16 {
+    let addr = format!("127.0.0.1:{agent_port}");
+    let pick = |rows: &[serde_json::Value]| -> Option<u16> {
+        rows.iter()
+            .find(|r| r["host"] == host && r["addr"] == addr.as_str() && r["state"] == "ready")
+            .and_then(|r| r["debugger_port"].as_u64())
+            .map(|p| p as u16)
+    };
+    let rows = served.list_until(&format!("{host}:{addr} ready"), |r| pick(r).is_some()).await;
+    pick(&rows).unwrap()
+}
+
+/// Lines of the daemon's log that show a reply lost, repeated or given to another command,
+/// or a VM connection that was lost.
+fn bad_lines(log: &str) -> Vec<&str> {
+    log.lines().filter(|l| l.contains("no request of that id is outstanding") || l.contains("lost the VM connection") || l.contains("VM not reachable")).collect()
+}
+
+const STEPS: usize = 10;
+/// The step after which the link is cut (the IDE is stopped there when it steps into the cut).
+const CUT_AT_STEP: usize = 2;
+const LONG_CUT: Duration = Duration::from_secs(30);
+
+/// The IDE stops at `Till.work`'s breakpoint and steps `STEPS` times; with `cut`, the link
+/// to the host is cut while it is stopped after step `CUT_AT_STEP - 1`, the next step is sent
+/// into the cut, and the link comes back after `LONG_CUT`. Returns every stop's lines.
+async fn step_through(ide: &JdiTool, port: u16, app: &JavaApp, cut: Option<(&TestHost, &Served)>) -> Vec<String> {
+    let mut c = ide.attach(port).await;
+    c.send("go Till work go").await.unwrap();
+    c.expect_all(&["going", "stopped 0"], SLOW).await.unwrap();
+    for n in 1..=STEPS {
+        match cut {
+            Some((host, served)) if n == CUT_AT_STEP => {
+                let before = app.ticks_seen();
+                host.net.set_link(false).unwrap();
+                let cut_at = Instant::now();
+                c.send("step").await.unwrap();
+                let line = served.wait_log(&format!("lost the ssh link to {}", host.alias)).await;
+                assert!(line.contains("its VMs are held by jdwpmux there"), "{line}");
+                tokio::time::sleep_until(cut_at + LONG_CUT).await;
+                assert!(!c.output().contains(&format!("stopped {n}")), "the step completed during the cut:\n{}", c.output());
+                assert_eq!(app.ticks_seen(), before, "the VM ran during the cut: it saw its debugger go");
+                assert!(!app.output().contains("tick"), "the VM ran during the cut:\n{}", app.output());
+                host.net.set_link(true).unwrap();
+                let up = Instant::now();
+                c.expect(&format!("stopped {n}"), SLOW).await.unwrap();
+                println!("the step sent into a {LONG_CUT:?} cut completed {:?} after the link came back", up.elapsed());
+                // The link's return is noticed as it happens, not at the next timed attempt.
+                served.wait_log(&format!("the network changed: trying {} again now", host.alias)).await;
+                let log = served.log_text();
+                let steps = ["lost the ssh link", "the network changed", "using jdwpmux", "connected to the far side"];
+                for l in log.lines().filter(|l| steps.iter().any(|s| l.contains(s))) {
+                    println!("  {l}");
+                }
+            }
+            _ => {
+                c.send("step").await.unwrap();
+                c.expect(&format!("stopped {n}"), SLOW).await.unwrap();
+            }
+        }
+    }
+    let out = c.output();
+    assert!(!out.contains("error"), "{out}");
+    assert!(!app.output().contains("tick"), "the VM ran while stopped:\n{}", app.output());
+    c.send("finish").await.unwrap();
+    c.expect("finished", SLOW).await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    c.quit_with("exit").await.unwrap();
+    out.lines().filter(|l| l.starts_with("stop ")).map(str::to_string).collect()
+}
+
+/// The link to the host is cut for 30 s while an IDE (JDI: a SUSPEND_ALL breakpoint, steps
+/// over lines, and at each stop the frames, visible locals, `this` and its fields, statics,
+/// strings, array heads and the thread's name) is stopped, and the IDE steps into the cut:
+/// its step waits, the VM stays suspended throughout (the app does not tick), and when the
+/// link is back the step completes and stepping goes on. Every stop shows exactly what the
+/// same stepping shows on a twin VM without a cut; the daemon saw no reply lost or repeated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_30s_cut_while_stepping_loses_nothing_and_shows_the_same_values() {
+    crate::need_test_hosts!();
+    let far = FarBin::new(&[]);
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "farstep").unwrap();
+    let (ide, twin, app) = tokio::join!(
+        JdiTool::compile("StepDriver", STEP_DRIVER_JAVA),
+        app_on(&host, "Till", TILL_JAVA, 8000, &[]),
+        app_on(&host, "Till", TILL_JAVA, 8001, &[]),
+    );
+    let served = serve(&keys, &["farstep"], &["--far", "always", "--far-path", &far.path]);
+    served.wait_log("using jdwpmux on farstep").await;
+    let (twin_port, app_port) = (port_of(&served, "farstep", 8000).await, port_of(&served, "farstep", 8001).await);
+
+    let without = step_through(&ide, twin_port, &twin, None).await;
+    let with = step_through(&ide, app_port, &app, Some((&host, &served))).await;
+    assert!(without.len() > STEPS * 8, "every stop reads frames, locals, fields and statics: {without:#?}");
+    assert!(without.iter().any(|l| l.contains("local sum=")) && without.iter().any(|l| l.contains("this.items=int[][5] { 7 14 21 28 }")), "{without:#?}");
+    assert_eq!(with, without, "the stops seen through the cut differ from those of a run without it");
+    let bad = bad_lines(&served.log_text()).iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    assert!(bad.is_empty(), "{bad:#?}");
+    drop(served);
+}
+
+/// Events and commands in flight both ways while the link is cut: the app changes a
+/// watched field every few ms (a SUSPEND_NONE watchpoint: an event per change, carrying the
+/// new value) and two loops of the debugger read a table's elements (each reply checked to
+/// be that element). After a 10 s cut, every change arrived once and in order (each event's
+/// value is the last one plus one, up to the app's final count), every command got its own
+/// reply (a lost one would hang a loop), and the daemon dropped no reply to an unknown id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_cut_with_events_and_commands_in_flight_loses_and_repeats_nothing() {
+    crate::need_test_hosts!();
+    let far = FarBin::new(&[]);
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "farflow").unwrap();
+    let (watcher, app) = tokio::join!(JdiTool::compile("Watcher", WATCHER_JAVA), app_on(&host, "Counter", COUNTER_JAVA, 8000, &["{dir}"]));
+    let served = serve(&keys, &["farflow"], &["--far", "always", "--far-path", &far.path]);
+    served.wait_log("using jdwpmux on farflow").await;
+    let port = port_of(&served, "farflow", 8000).await;
+    let mut w = watcher.attach(port).await;
+    w.send("watch Counter seq TABLE").await.unwrap();
+    w.expect("watching", SLOW).await.unwrap();
+    let flowing = status_until(&mut w, "events and commands flowing", |s| s.events >= 200 && s.commands >= 200).await;
+
+    host.net.set_link(false).unwrap();
+    let cut_at = Instant::now();
+    served.wait_log("lost the ssh link to farflow").await;
+    tokio::time::sleep_until(cut_at + Duration::from_secs(10)).await;
+    let during = status(&mut w).await;
+    host.net.set_link(true).unwrap();
+    let up = Instant::now();
+    let after = status_until(&mut w, "commands answered after the cut", |s| s.commands > during.commands).await;
+    println!("commands answered again {:?} after the link came back", up.elapsed());
+    status_until(&mut w, "events after the cut", |s| s.events > after.events + 200 && s.commands > after.commands + 200).await;
+
+    std::fs::write(app.dir().join("stop"), b"").unwrap();
+    app.wait_for_output("done ", SLOW).await.unwrap();
+    let done: i64 = app.output().split("done ").nth(1).and_then(|t| t.split_whitespace().next()).and_then(|n| n.parse().ok()).expect("the final count");
+    let end = status_until(&mut w, "the last change's event", |s| s.last == done).await;
+    let out = w.output();
+    assert!(!out.contains("out of order") && !out.contains("wrong reply") && !out.contains("error") && !out.contains("disconnected"), "{out}");
+    assert_eq!(end.bad, 0, "{out}");
+    assert_eq!(end.events, end.last - end.first + 1, "an event lost or repeated: {end:?}");
+    assert!(end.first <= flowing.last && during.last < done, "the changes spanned the cut: {flowing:?} {during:?} {end:?}");
+    let bad = bad_lines(&served.log_text()).iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    assert!(bad.is_empty(), "{bad:#?}");
+    w.quit_with("exit").await.unwrap();
+    drop(served);
+}
+
+/// What the Watcher says it has seen.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    first: i64,
+    last: i64,
+    events: i64,
+    commands: i64,
+    bad: i64,
+}
+
+async fn status(w: &mut Console) -> Seen {
+    w.send("status").await.unwrap();
+    let text = w.expect("bad=", SLOW).await.unwrap();
+    let rest = w.expect("\n", SLOW).await.unwrap();
+    let line = format!("{}{}", text.rsplit("status ").next().unwrap_or_default(), rest);
+    let field = |name: &str| -> i64 {
+        line.split_whitespace().find_map(|kv| kv.strip_prefix(&format!("{name}="))).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no {name} in {line:?}"))
+    };
+    Seen { first: field("first"), last: field("last"), events: field("events"), commands: field("commands"), bad: field("bad") }
+}
+
+async fn status_until(w: &mut Console, what: &str, cond: impl Fn(&Seen) -> bool) -> Seen {
+    let deadline = Instant::now() + SLOW;
+    loop {
+        let s = status(w).await;
+        if cond(&s) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "no {what} within {SLOW:?}: {s:?}\n{}", w.output());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A cut longer than the far side's hold (8 s here) while jdb is stopped at a breakpoint:
+/// the far side lets the VM go as a debugger leaving does (the VM's agent resumes it and
+/// forgets the breakpoint: the app ticks again during the cut) and ends itself. When the
+/// link is back, jdb's connection is closed (it sees the VM go) with a line naming the
+/// host, the VM is listed again through a new far side, and a new jdb breaks and steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_cut_longer_than_the_hold_lets_the_vm_go_and_says_so() {
+    use crate::remote::{break_step_quit, one_vm, port, ready, OneVm};
+    crate::need_test_hosts!();
+    let far = FarBin::new(&["--hold", "8"]);
+    let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm("farhold", &["--far", "always", "--far-path", &far.path]).await;
+    served.wait_log("using jdwpmux on farhold").await;
+    let mut j = jdb(vm_port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    j.send("stop in Billing.tick").await.unwrap();
+    j.expect_all(&["Set breakpoint Billing.tick", "Breakpoint hit"], SLOW).await.unwrap();
+    j.expect("main[1] ", SLOW).await.unwrap();
+    let stopped = app.ticks_seen();
+
+    host.net.set_link(false).unwrap();
+    let cut_at = Instant::now();
+    served.wait_log("lost the ssh link to farhold").await;
+    // The hold runs out on the host: the VM runs on, its breakpoint gone.
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    assert!(app.ticks_seen() > stopped);
+    let released = cut_at.elapsed();
+    far.wait_gone(SLOW).await;
+    println!("the far side let the VM go {released:?} into the cut and ended {:?} into it", cut_at.elapsed());
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    host.net.set_link(true).unwrap();
+
+    let line = served.wait_log("jdwpmux on farhold let its VMs go").await;
+    assert!(line.contains("hold"), "{line}");
+    j.wait_exit(SLOW).await.unwrap();
+    let rows = served.list_until("Billing listed again", |r| ready(r, "farhold", "Billing")).await;
+    let mut again = jdb(port(&rows, "farhold", "Billing")).await;
+    again.expect("> ", SLOW).await.unwrap();
+    break_step_quit(&mut again, "Billing", &app).await;
+    assert_eq!(far.pids().len(), 1, "a new far side serves the host");
+    drop(served);
+}
+
+/// The near side dies (serve is killed, the link stays up): the far side holds the VM for
+/// its hold (8 s here), then lets it go (the app stopped at jdb's breakpoint runs on) and
+/// ends itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_near_side_that_dies_is_held_for_and_then_the_far_side_ends() {
+    use crate::remote::{one_vm, OneVm};
+    crate::need_test_hosts!();
+    let far = FarBin::new(&["--hold", "8"]);
+    let OneVm { keys: _keys, host: _host, app, mut served, port: vm_port } = one_vm("farorphan", &["--far", "always", "--far-path", &far.path]).await;
+    served.wait_log("using jdwpmux on farorphan").await;
+    let mut j = jdb(vm_port).await;
+    j.expect("> ", SLOW).await.unwrap();
+    j.send("stop in Billing.tick").await.unwrap();
+    j.expect_all(&["Set breakpoint Billing.tick", "Breakpoint hit"], SLOW).await.unwrap();
+    j.expect("main[1] ", SLOW).await.unwrap();
+    let stopped = app.ticks_seen();
+    let pids = far.pids();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+
+    crate::support::process::signal(served.pid(), libc::SIGKILL).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while served.is_running() {
+        assert!(Instant::now() < deadline, "serve still runs after SIGKILL");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let killed = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(far.pids(), pids, "the far side holds the VM for a near side that may come back");
+    assert_eq!(app.ticks_seen(), stopped, "the VM is held stopped");
+    far.wait_gone(SLOW).await;
+    let ended = killed.elapsed();
+    println!("the far side ended {ended:?} after its near side was killed");
+    assert!(ended >= Duration::from_secs(7), "ended after {ended:?}, before its hold ran out");
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    j.kill().await;
+}
