@@ -41,7 +41,7 @@ impl Near {
     async fn connect(socket: &Path, session: SessionKey, resume: &mut Resume) -> Result<(Near, Hello)> {
         let stream = UnixStream::connect(socket).await.with_context(|| format!("connect {}", socket.display()))?;
         let mut near = Near { stream, buf: BytesMut::new() };
-        let hello = Hello { role: Role::Near, proto_min: 1, proto_max: 1, binary: "test".into(), session, hold_secs: 0, resumed: false };
+        let hello = Hello { role: Role::Near, proto_min: jdwpmux::far::handshake::PROTOCOL, proto_max: jdwpmux::far::handshake::PROTOCOL, binary: "test".into(), session, hold_secs: 0, resumed: false };
         let hello = resume.link(Body::Hello(hello));
         near.write(&hello).await?;
         let first = near.read_frame().await?;
