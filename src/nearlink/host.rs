@@ -5,12 +5,16 @@
 //! master is lost the near link holds every channel and tries again; the master is made
 //! again, the far side found running, its socket forwarded again, and the link resumes.
 //!
-//! With `auto`, a host where the far side cannot be used (not there, another protocol) is
-//! served as today through ssh forwards, with one INFO line saying why and how to change it.
+//! With `auto` (the default), the host starts as `remote::host` runs it, and the first ssh
+//! link made looks for the far side with one command through the master: found, the link
+//! is handed over here; not found (not there, another protocol), the host is served through
+//! ssh forwards on that same link, with one INFO line saying why and how to change it, so a
+//! host without jdwpmux costs one command more than before. A far side that refuses this
+//! near side at its hello later sends the host to forwards too.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -18,10 +22,12 @@ use tracing::{debug, info, warn};
 
 use super::found::found_jvm;
 use super::link::{self, Dial, LinkState as NearState, NearLink};
+use super::ready::Ready;
 use super::sockets::Sockets;
 use super::ssh::{self, FarUnusable};
+use crate::far::handshake::{protocols, PROTOCOL};
 use super::timing::Backoff;
-use crate::remote::host::{HostConfig, HostReport, LinkState, RemoteVm, FIRST_BACKOFF, MAX_BACKOFF};
+use crate::remote::host::{HostConfig, HostReport, LinkState, Probe, RemoteVm, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::remote::link::Link;
 use crate::remote::naming::Names;
 use crate::remote::status::HostTable;
@@ -34,9 +40,9 @@ const LOGIN_TIMEOUT: Duration = Duration::from_secs(20);
 #[serde(rename_all = "lowercase")]
 pub enum FarMode {
     /// Never: VMs are reached through ssh forwards.
-    #[default]
     Never,
     /// When a compatible jdwpmux runs on the host; else through ssh forwards.
+    #[default]
     Auto,
     /// Always: a host without a usable jdwpmux is retried, never reached another way.
     Always,
@@ -58,29 +64,82 @@ pub struct FarChoice {
     pub mode: FarMode,
     /// The jdwpmux to run on the host: a name its PATH finds, or a path.
     pub path: String,
+    /// How long the far side is asked to hold the VM connections through a cut, in seconds.
+    pub hold_secs: u32,
 }
+
+/// The hold asked of the far side by default (`--far-hold`): a dropped Wi-Fi, a VPN that
+/// reconnects, a laptop carried to another room.
+pub const DEFAULT_HOLD_SECS: u32 = 300;
 
 impl Default for FarChoice {
     fn default() -> Self {
-        FarChoice { mode: FarMode::Never, path: "jdwpmux".into() }
+        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS }
     }
 }
 
-/// The one line a host where the far side cannot be used is said in.
+/// The one line a host where the far side cannot be used is said in: why, and what to do.
 pub fn fallback_line(label: &str, why: &FarUnusable, path: &str) -> String {
-    format!(
-        "jdwpmux on {label} cannot be used ({why}); its VMs are reached through ssh forwards. To use it, install jdwpmux {} on {label} where `ssh {label} {path}` finds it, or name it with --far-path",
-        env!("CARGO_PKG_VERSION")
-    )
+    let ours = env!("CARGO_PKG_VERSION");
+    match why {
+        FarUnusable::Version { version, protocols: theirs, running } => {
+            let fix = match running {
+                Some(pid) => format!("stop it there (kill {pid}; it ends by itself after its hold when unused) and install jdwpmux {ours} on {label}"),
+                None => format!("install jdwpmux {ours} on {label} where `ssh {label} {path}` finds it (or name it with --far-path)"),
+            };
+            format!(
+                "jdwpmux on {label} ({version}) speaks far-side protocol {}, this one ({ours}) speaks {PROTOCOL}: its VMs are reached through ssh forwards; {fix}, or use --far never",
+                protocols(*theirs.start(), *theirs.end())
+            )
+        }
+        FarUnusable::Refused(text) => format!(
+            "jdwpmux on {label} refused this one ({text}): its VMs are reached through ssh forwards; install jdwpmux {ours} on {label} (or name it with --far-path), or use --far never"
+        ),
+        _ => format!(
+            "jdwpmux on {label} cannot be used ({why}); its VMs are reached through ssh forwards. To use it, install jdwpmux {ours} on {label} where `ssh {label} {path}` finds it, or name it with --far-path"
+        ),
+    }
 }
 
-/// Runs one host through its far side until `cancel` (or, with `auto` and no usable far side,
-/// as `remote::host::run` does).
+/// Runs one host through its far side until `cancel`. With `auto`, the first ssh link made
+/// looks for the far side (one command through the master); without a usable one, the host
+/// is served as `remote::host::run` serves it, on that same link.
 pub async fn run(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
+    let mut first = None;
+    if far.mode == FarMode::Auto {
+        let (c, f) = (cfg.clone(), far.clone());
+        let look: Probe<Ready> = Box::new(move || Box::pin(async move { look_for_far(&c, &f).await }));
+        match crate::remote::host::run_probing(&cfg, &report, &rows, &cancel, Some(look)).await {
+            Some(found) => first = Some(found),
+            None => return,
+        }
+    }
     // The host's row in `list` and on the page follows what this task reports.
     let mirror = tokio::spawn(mirror_rows(cfg.label.clone(), report.subscribe(), rows.clone()));
-    serve_host(cfg, far, report, rows, cancel).await;
+    let ended = serve_host(&cfg, &far, &report, first, &cancel).await;
     mirror.abort();
+    if ended == Ended::Forwards {
+        crate::remote::host::run(cfg, report, rows, cancel).await;
+    }
+}
+
+/// Starts (or finds) the far side through the master and forwards its socket; None, said in
+/// the fallback line, when it cannot be used.
+async fn look_for_far(cfg: &HostConfig, far: &FarChoice) -> Option<Ready> {
+    match reach_far(cfg, far).await {
+        Ok(ready) => Some(ready),
+        Err(why) => {
+            info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
+            None
+        }
+    }
+}
+
+async fn reach_far(cfg: &HostConfig, far: &FarChoice) -> Result<Ready, FarUnusable> {
+    let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
+    let ready = ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path).await?;
+    ssh::forward(&cfg.ssh, &control, &cfg.dest, &ssh::local_socket(&cfg.dir, &cfg.prefix), &ready.socket).await.map_err(FarUnusable::Failed)?;
+    Ok(ready)
 }
 
 /// Copies each report's link state, and the JVM count of a list from the far side, into
@@ -104,35 +163,40 @@ async fn mirror_rows(label: String, mut rx: watch::Receiver<HostReport>, rows: A
     }
 }
 
-async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
+/// How serving a host through its far side ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// The daemon stops.
+    Stopped,
+    /// With `auto`, the far side refused this near side: the host goes on through forwards.
+    Forwards,
+}
+
+async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<HostReport>, first: Option<(Link, Ready)>, cancel: &CancellationToken) -> Ended {
     let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
     let local = ssh::local_socket(&cfg.dir, &cfg.prefix);
     let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
     let mut names = Names::default();
+    let mut first = first;
     // Made with the first far side reached; kept across lost masters.
     let mut near: Option<(NearLink, Sockets)> = None;
     // The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
     let mut said: Option<String> = None;
+    // The hold granted last, said when it is not the one asked for.
+    let mut granted: Option<u32> = None;
     loop {
-        if near.is_none() {
-            report.send_modify(|r| r.link = LinkState::Connecting);
-        }
-        let limit = cfg.ssh.connect_timeout + Duration::from_secs(20);
-        let opened = tokio::select! {
-            l = Link::open(&cfg.ssh, &cfg.dest, &control, limit) => l,
-            _ = cancel.cancelled() => return end(near).await,
-        };
-        let mut master = match opened {
-            Ok(l) => l,
-            Err(failure) => {
-                let text = failure.to_string();
-                say_once(&mut said, &cfg.label, text.clone());
-                report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
-                if !pause(&mut backoff, &cancel).await {
-                    return end(near).await;
+        let (mut master, ready) = match first.take() {
+            Some(found) => found,
+            None => match reach_again(cfg, far, report, &control, &local, &mut said, near.is_none(), cancel).await {
+                Reached::Yes(found) => *found,
+                Reached::No => {
+                    if !pause(&mut backoff, cancel).await {
+                        return end(near).await;
+                    }
+                    continue;
                 }
-                continue;
-            }
+                Reached::Stopped => return end(near).await,
+            },
         };
         // The login's uid comes with a scan's answer: one round tells it (the far side lists
         // the JVMs of the user it runs as, the login's, keyed here as a scan keys them).
@@ -143,64 +207,71 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                 None
             }
         };
-        let reached = match ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path).await {
-            Ok(ready) => ssh::forward(&cfg.ssh, &control, &cfg.dest, &local, &ready.socket).await.map(|()| ready).map_err(FarUnusable::Failed),
-            Err(e) => Err(e),
-        };
-        let ready = match reached {
-            Ok(r) => r,
-            Err(why) if far.mode == FarMode::Auto && near.is_none() => {
-                info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
-                master.close().await;
-                return crate::remote::host::run(cfg, report, rows, cancel).await;
-            }
-            Err(why) => {
-                say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
-                report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
-                master.close().await;
-                if !pause(&mut backoff, &cancel).await {
-                    return end(near).await;
-                }
-                continue;
-            }
-        };
-        info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, "using jdwpmux on {}", cfg.label);
+        info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, hold_s = far.hold_secs, "using jdwpmux on {}", cfg.label);
         backoff.reset();
         said = None;
         if let Some((nl, _)) = &near {
             nl.retry_now();
         }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
-            let nl = link::start(Dial::Unix(local.clone()), link::Config::default());
+            let nl = link::start(Dial::Unix(local.clone()), link::Config { hold_secs: far.hold_secs, ..link::Config::default() });
             let sockets = Sockets::new(nl.clone());
             (nl, sockets)
         });
         let mut vms = nl.vms();
         let mut state = nl.state();
         vms.mark_changed();
+        state.mark_changed();
         let why = loop {
             tokio::select! {
                 changed = vms.changed() => {
                     if changed.is_err() {
-                        break "the near link ended".to_string();
+                        break Lost::Link("the near link ended".to_string());
                     }
                     let listed = vms.borrow_and_update().clone();
-                    publish(&cfg, &mut names, &mut sockets, login, &listed, &report);
+                    publish(cfg, &mut names, &mut sockets, login, &listed, report);
                 }
                 changed = state.changed() => {
                     if changed.is_err() {
-                        break "the near link ended".to_string();
+                        break Lost::Link("the near link ended".to_string());
                     }
-                    if let NearState::Refused(text) = &*state.borrow_and_update() {
-                        break format!("the far side refused this jdwpmux: {text}");
+                    let now = state.borrow_and_update().clone();
+                    match now {
+                        NearState::Refused(text) => break Lost::Refused(text),
+                        NearState::Up { hold_secs, .. } if granted != Some(hold_secs) => {
+                            granted = Some(hold_secs);
+                            if let Some(line) = hold_line(&cfg.label, far.hold_secs, hold_secs) {
+                                warn!(host = %cfg.label, "{line}");
+                            }
+                        }
+                        _ => {}
                     }
                 }
-                _ = master.ended() => break master.last_words().unwrap_or_else(|| "ssh exited".into()),
+                _ = master.ended() => break Lost::Link(master.last_words().unwrap_or_else(|| "ssh exited".into())),
                 _ = cancel.cancelled() => {
                     end(Some((nl, sockets))).await;
                     master.close().await;
-                    return;
+                    return Ended::Stopped;
                 }
+            }
+        };
+        let why = match why {
+            Lost::Link(why) => why,
+            Lost::Refused(text) => {
+                // The link's task has ended: the next far side gets a new one.
+                drop(sockets);
+                nl.shutdown().await;
+                master.close().await;
+                if far.mode == FarMode::Auto {
+                    info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &FarUnusable::Refused(text), &far.path));
+                    return Ended::Forwards;
+                }
+                say_once(&mut said, &cfg.label, format!("jdwpmux on {} refused this one: {text}", cfg.label));
+                report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
+                if !pause(&mut backoff, cancel).await {
+                    return Ended::Stopped;
+                }
+                continue;
             }
         };
         near = Some((nl, sockets));
@@ -209,10 +280,78 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}; its VMs are held by jdwpmux there; reconnecting", cfg.label);
         report.send_modify(|r| r.link = LinkState::Down { reason: why, refused: false });
         master.close().await;
-        if !pause(&mut backoff, &cancel).await {
+        if !pause(&mut backoff, cancel).await {
             return end(near).await;
         }
     }
+}
+
+/// Why the far side is no longer served through this master.
+enum Lost {
+    /// The master (or the near link) is gone: made again, the link resumes.
+    Link(String),
+    /// The far side refused this near side (another protocol).
+    Refused(String),
+}
+
+enum Reached {
+    Yes(Box<(Link, Ready)>),
+    /// Said and reported; tried again after the backoff.
+    No,
+    Stopped,
+}
+
+/// Makes the master again, and starts (or finds) the far side through it and forwards its
+/// socket.
+#[allow(clippy::too_many_arguments)]
+async fn reach_again(
+    cfg: &HostConfig,
+    far: &FarChoice,
+    report: &watch::Sender<HostReport>,
+    control: &Path,
+    local: &Path,
+    said: &mut Option<String>,
+    fresh: bool,
+    cancel: &CancellationToken,
+) -> Reached {
+    if fresh {
+        report.send_modify(|r| r.link = LinkState::Connecting);
+    }
+    let limit = cfg.ssh.connect_timeout + Duration::from_secs(20);
+    let opened = tokio::select! {
+        l = Link::open(&cfg.ssh, &cfg.dest, control, limit) => l,
+        _ = cancel.cancelled() => return Reached::Stopped,
+    };
+    let master = match opened {
+        Ok(l) => l,
+        Err(failure) => {
+            let text = failure.to_string();
+            say_once(said, &cfg.label, text.clone());
+            report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
+            return Reached::No;
+        }
+    };
+    let reached = match ssh::start(&cfg.ssh, control, &cfg.dest, &far.path).await {
+        Ok(ready) => ssh::forward(&cfg.ssh, control, &cfg.dest, local, &ready.socket).await.map(|()| ready).map_err(FarUnusable::Failed),
+        Err(e) => Err(e),
+    };
+    match reached {
+        Ok(ready) => Reached::Yes(Box::new((master, ready))),
+        Err(why) => {
+            say_once(said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
+            report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
+            master.close().await;
+            Reached::No
+        }
+    }
+}
+
+/// What is said when the far side grants another hold than the one asked (its own limit,
+/// or an older far side's rule); None when it granted what was asked.
+pub fn hold_line(label: &str, asked: u32, granted: u32) -> Option<String> {
+    (asked != granted).then(|| {
+        format!("jdwpmux on {label} holds the VM connections through a cut for {granted} s, not the {asked} s asked (--far-hold): its limit")
+    })
 }
 
 /// The far side's list as the host's report: each VM keyed and socketed as a scan would,
@@ -259,11 +398,12 @@ async fn pause(backoff: &mut Backoff, cancel: &CancellationToken) -> bool {
 }
 
 /// The daemon stops: the far side is told, so it ends at once instead of holding the VMs.
-async fn end(near: Option<(NearLink, Sockets)>) {
+async fn end(near: Option<(NearLink, Sockets)>) -> Ended {
     if let Some((link, sockets)) = near {
         drop(sockets);
         link.shutdown().await;
     }
+    Ended::Stopped
 }
 
 #[cfg(test)]
@@ -275,5 +415,35 @@ mod tests {
         let line = fallback_line("box", &FarUnusable::NotFound("jdwpmux".into()), "jdwpmux");
         assert!(line.starts_with("jdwpmux on box cannot be used (jdwpmux was not found on the host); its VMs are reached through ssh forwards."), "{line}");
         assert!(line.contains(&format!("install jdwpmux {} on box", env!("CARGO_PKG_VERSION"))) && line.ends_with("--far-path"), "{line}");
+    }
+
+    #[test]
+    fn another_version_is_said_with_both_sides_versions_and_protocols() {
+        let ours = env!("CARGO_PKG_VERSION");
+        let other = FarUnusable::Version { version: "9.9.9".into(), protocols: 3..=4, running: None };
+        let line = fallback_line("box", &other, "jdwpmux");
+        assert_eq!(
+            line,
+            format!("jdwpmux on box (9.9.9) speaks far-side protocol 3..4, this one ({ours}) speaks {PROTOCOL}: its VMs are reached through ssh forwards; install jdwpmux {ours} on box where `ssh box jdwpmux` finds it (or name it with --far-path), or use --far never")
+        );
+        // One already running there is found by any jdwpmux installed after it: it must go.
+        let running = FarUnusable::Version { version: "0.0.1".into(), protocols: 1..=1, running: Some(77) };
+        let line = fallback_line("box", &running, "jdwpmux");
+        assert!(line.contains("speaks far-side protocol 1, ") && line.contains("stop it there (kill 77;") && line.ends_with("or use --far never"), "{line}");
+        let refused = fallback_line("box", &FarUnusable::Refused("speaks 9 only".into()), "jdwpmux");
+        assert!(refused.starts_with("jdwpmux on box refused this one (speaks 9 only): its VMs are reached through ssh forwards;"), "{refused}");
+    }
+
+    #[test]
+    fn a_hold_other_than_asked_is_said() {
+        assert_eq!(hold_line("box", 300, 300), None);
+        let line = hold_line("box", 200_000, 86_400).unwrap();
+        assert_eq!(line, "jdwpmux on box holds the VM connections through a cut for 86400 s, not the 200000 s asked (--far-hold): its limit");
+    }
+
+    #[test]
+    fn auto_is_the_default() {
+        let far = FarChoice::default();
+        assert_eq!((far.mode, far.path.as_str(), far.hold_secs), (FarMode::Auto, "jdwpmux", DEFAULT_HOLD_SECS));
     }
 }

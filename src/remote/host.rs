@@ -1,10 +1,14 @@
 //! One remote host: its ssh link (made again with back-off when lost), a scan of its JVMs
 //! every interval, and a forward per JVM from a local socket to where its agent listens.
 //! What it knows is published on a watch channel; the daemon turns it into VM sessions.
+//! A probe run on the first link made may take the host over with that link
+//! (`run_probing`: jdwpmux on the host, `nearlink::host`).
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -108,6 +112,23 @@ impl Default for HostReport {
 
 /// Runs one host until `cancel`; its row in `rows` says how it is.
 pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
+    run_probing::<()>(&cfg, &report, &rows, &cancel, None).await;
+}
+
+/// A look at the host through the first link made (jdwpmux there, say): what it gives takes
+/// the host over, the link handed with it; None leaves the host to this task's forwards.
+pub type Probe<T> = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Option<T>> + Send>> + Send>;
+
+/// `run`, with `probe` run once on the first link made: when it gives something, this task
+/// ends and hands it over with that link (the master stays up, nothing was forwarded yet).
+/// None when the daemon stops, or after serving the host to the end with forwards.
+pub async fn run_probing<T>(
+    cfg: &HostConfig,
+    report: &watch::Sender<HostReport>,
+    rows: &HostTable,
+    cancel: &CancellationToken,
+    mut probe: Option<Probe<T>>,
+) -> Option<(Link, T)> {
     let mut backoff = FIRST_BACKOFF;
     let mut names = Names::default();
     let mut last_failure: Option<String> = None;
@@ -125,16 +146,27 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<H
         let before = known.as_deref().map(Stamp::of);
         let opened = tokio::select! {
             l = Link::open(&cfg.ssh, &cfg.dest, &control, limit) => l,
-            _ = cancel.cancelled() => return,
+            _ = cancel.cancelled() => return None,
         };
         let wait = match opened {
             Ok(link) => {
+                if let Some(look) = probe.take() {
+                    let found = tokio::select! {
+                        found = look() => found,
+                        _ = cancel.cancelled() => {
+                            link.close().await;
+                            return None;
+                        }
+                    };
+                    if let Some(found) = found {
+                        return Some((link, found));
+                    }
+                }
                 info!(host = %cfg.label, dest = %cfg.dest, "the ssh link is up");
                 backoff = FIRST_BACKOFF;
                 last_failure = None;
                 link_is(LinkState::Up);
-                let why = serve(&cfg, link, &mut names, &report, &rows, &cancel).await;
-                let Some(why) = why else { return };
+                let why = serve(cfg, link, &mut names, report, rows, cancel).await?;
                 let names: Vec<String> = report.borrow().vms.iter().map(|v| v.found.name()).collect();
                 warn!(host = %cfg.label, reason = %why, "{}", link_lost(&cfg.label, &names));
                 rows.update(&cfg.label, |r| r.with_link(&LinkState::Down { reason: why.clone(), refused: false }));
@@ -178,8 +210,8 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<H
             }
         };
         tokio::select! {
-            _ = wait.elapse(&cfg) => {}
-            _ = cancel.cancelled() => return,
+            _ = wait.elapse(cfg) => {}
+            _ = cancel.cancelled() => return None,
         }
     }
 }
