@@ -190,3 +190,30 @@ async fn remote_far_a_far_side_that_refuses_the_hello_leaves_the_host_to_forward
     drop(served);
     far.abort();
 }
+
+/// Through jdwpmux on the host, a JVM whose agent listens on all of the host's addresses is
+/// marked as a scan of the host marks it (the far side's list carries each agent's bind
+/// address); one on the host's loopback beside it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_an_agent_on_all_addresses_is_marked_through_the_far_side() {
+    use crate::remote::{agent, jvm_on, row, serve};
+    use crate::support::testhost::{Keys, TestHost};
+    use crate::support::JavaApp;
+    use std::path::Path;
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start_with(&keys, "farwide", true).unwrap();
+    let open = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Open", agent(false, "0.0.0.0:8000"))).await.unwrap();
+    let closed = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Closed", agent(false, "127.0.0.1:8001"))).await.unwrap();
+    let served = serve(&keys, &["farwide"], &["--far", "always", "--far-path", &far.path]);
+    served.wait_log("using jdwpmux on farwide").await;
+    let rows = served.list_until("both JVMs listed", |r| row(r, "farwide", "Open").is_some() && row(r, "farwide", "Closed").is_some()).await;
+    let exposed = |app: &str| row(&rows, "farwide", app).map(|r| r["process"]["exposed"].clone()).unwrap_or_default();
+    let wide = exposed("Open").as_str().unwrap_or_default().to_string();
+    assert!(wide.contains("anyone who can reach farwide's port 8000") && wide.contains("address=127.0.0.1:8000"), "{rows:?}");
+    assert!(exposed("Closed").is_null(), "{rows:?}");
+    assert!(!served.log_text().contains("ssh forwards"), "{}", served.log_text());
+    drop(served);
+    drop((open, closed, host));
+}
