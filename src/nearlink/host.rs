@@ -187,7 +187,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
     loop {
         let (mut master, ready) = match first.take() {
             Some(found) => found,
-            None => match reach_again(cfg, far, report, &control, &local, &mut said, near.is_none(), cancel).await {
+            None => match reach_again(cfg, far, report, &control, &mut said, near.is_none(), cancel).await {
                 Reached::Yes(found) => *found,
                 Reached::No => {
                     if !pause(&mut backoff, cancel).await {
@@ -303,13 +303,11 @@ enum Reached {
 
 /// Makes the master again, and starts (or finds) the far side through it and forwards its
 /// socket.
-#[allow(clippy::too_many_arguments)]
 async fn reach_again(
     cfg: &HostConfig,
     far: &FarChoice,
     report: &watch::Sender<HostReport>,
     control: &Path,
-    local: &Path,
     said: &mut Option<String>,
     fresh: bool,
     cancel: &CancellationToken,
@@ -331,11 +329,7 @@ async fn reach_again(
             return Reached::No;
         }
     };
-    let reached = match ssh::start(&cfg.ssh, control, &cfg.dest, &far.path).await {
-        Ok(ready) => ssh::forward(&cfg.ssh, control, &cfg.dest, local, &ready.socket).await.map(|()| ready).map_err(FarUnusable::Failed),
-        Err(e) => Err(e),
-    };
-    match reached {
+    match reach_far(cfg, far).await {
         Ok(ready) => Reached::Yes(Box::new((master, ready))),
         Err(why) => {
             say_once(said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
