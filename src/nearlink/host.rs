@@ -199,13 +199,17 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
             },
         };
         // The login's uid comes with a scan's answer: one round tells it (the far side lists
-        // the JVMs of the user it runs as, the login's, keyed here as a scan keys them).
-        let login = match master.scan.round(LOGIN_TIMEOUT).await {
-            Ok(_) => master.scan.view().uid,
-            Err(e) => {
-                debug!(host = %cfg.label, "no scan round to learn the login's uid: {e}");
-                None
-            }
+        // the JVMs of the user it runs as, the login's, keyed here as a scan keys them). The
+        // first link made with `auto` has had its round, beside the look for the far side.
+        let login = match master.scan.view().uid {
+            Some(uid) => Some(uid),
+            None => match master.scan.round(LOGIN_TIMEOUT).await {
+                Ok(_) => master.scan.view().uid,
+                Err(e) => {
+                    debug!(host = %cfg.label, "no scan round to learn the login's uid: {e}");
+                    None
+                }
+            },
         };
         info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, hold_s = far.hold_secs, "using jdwpmux on {}", cfg.label);
         backoff.reset();

@@ -23,6 +23,7 @@ use super::naming::Names;
 use super::ssh_cmd::SshOptions;
 use super::ssh_errors::LinkFailure;
 use super::status::HostTable;
+use crate::discovery::jvms::shell::ShellError;
 use crate::discovery::jvms::{FoundJvm, Reach};
 
 /// First wait after a lost or failed link; it doubles up to `MAX_BACKOFF`.
@@ -149,24 +150,29 @@ pub async fn run_probing<T>(
             _ = cancel.cancelled() => return None,
         };
         let wait = match opened {
-            Ok(link) => {
+            Ok(mut link) => {
+                // The look runs beside the first scan round, which the host needs anyway: a
+                // host it finds nothing on starts no later than without it.
+                let mut first = None;
                 if let Some(look) = probe.take() {
-                    let found = tokio::select! {
-                        found = look() => found,
-                        _ = cancel.cancelled() => {
-                            link.close().await;
-                            return None;
-                        }
+                    let both = tokio::select! {
+                        both = async { tokio::join!(look(), link.scan.round(cfg.round_timeout())) } => Some(both),
+                        _ = cancel.cancelled() => None,
+                    };
+                    let Some((found, round)) = both else {
+                        link.close().await;
+                        return None;
                     };
                     if let Some(found) = found {
                         return Some((link, found));
                     }
+                    first = Some(round);
                 }
                 info!(host = %cfg.label, dest = %cfg.dest, "the ssh link is up");
                 backoff = FIRST_BACKOFF;
                 last_failure = None;
                 link_is(LinkState::Up);
-                let why = serve(cfg, link, &mut names, report, rows, cancel).await?;
+                let why = serve(cfg, link, first, &mut names, report, rows, cancel).await?;
                 let names: Vec<String> = report.borrow().vms.iter().map(|v| v.found.name()).collect();
                 warn!(host = %cfg.label, reason = %why, "{}", link_lost(&cfg.label, &names));
                 rows.update(&cfg.label, |r| r.with_link(&LinkState::Down { reason: why.clone(), refused: false }));
@@ -243,8 +249,17 @@ impl Wait {
     }
 }
 
-/// Scans and forwards while the link lasts. None when the daemon stops, else why it ended.
-async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &watch::Sender<HostReport>, rows: &HostTable, cancel: &CancellationToken) -> Option<String> {
+/// Scans and forwards while the link lasts, starting with `first` when a round was made
+/// already. None when the daemon stops, else why it ended.
+async fn serve(
+    cfg: &HostConfig,
+    mut link: Link,
+    mut first: Option<Result<Vec<FoundJvm>, ShellError>>,
+    names: &mut Names,
+    report: &watch::Sender<HostReport>,
+    rows: &HostTable,
+    cancel: &CancellationToken,
+) -> Option<String> {
     // Forwards in place on this link: local socket -> target on the host.
     let mut forwards: HashMap<PathBuf, SocketAddr> = HashMap::new();
     // When each forward's JVM was last found.
@@ -252,12 +267,15 @@ async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &wat
     // Other users' JVMs seen and left alone, by pid (each said once in the log).
     let mut left_alone: HashSet<u32> = HashSet::new();
     let why = loop {
-        let found = tokio::select! {
-            r = link.scan.round(cfg.round_timeout()) => r,
-            _ = cancel.cancelled() => {
-                link.close().await;
-                return None;
-            }
+        let found = match first.take() {
+            Some(round) => round,
+            None => tokio::select! {
+                r = link.scan.round(cfg.round_timeout()) => r,
+                _ = cancel.cancelled() => {
+                    link.close().await;
+                    return None;
+                }
+            },
         };
         let found = match found {
             Ok(f) => f,
