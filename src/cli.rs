@@ -94,10 +94,10 @@ pub enum Command {
     /// Print the man page (roff) to standard output.
     #[command(hide = true)]
     Man,
-    /// jdwpmux on a VM's host: find its JVMs, hold their connections and serve them to a
-    /// near side over a Unix socket in a private folder, through link cuts up to the hold
-    /// time. Started by the near side, not by hand: hidden until `serve --ssh` uses it.
-    #[command(hide = true)]
+    /// jdwpmux on a VM's host (the far side): finds the host's JVMs, holds their debugger
+    /// connections and serves them to `serve --ssh` over a Unix socket in a private folder,
+    /// so a dropped link loses no event, breakpoint or suspension up to the hold time.
+    /// `serve --ssh HOST` starts it on HOST by itself; run it by hand only to look at it.
     Far(FarArgs),
 }
 
@@ -108,7 +108,8 @@ pub struct FarArgs {
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
     /// Seconds the VM connections are held with no near side, when the near side asks for
-    /// no other hold.
+    /// no other hold (`serve --far-hold` asks for one); also how long a far side nobody
+    /// connects to waits before it ends.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub hold: u64,
     /// Seconds between /proc scans.
@@ -218,12 +219,18 @@ pub struct ServeArgs {
     /// suspension. auto: when a compatible jdwpmux is there, else ssh forwards with one line
     /// saying why; always: only through it; never: ssh forwards.
     #[arg(help_heading = OTHER_MACHINES)]
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::nearlink::host::FarMode::Never)]
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::nearlink::host::FarMode::Auto)]
     pub far: crate::nearlink::host::FarMode,
     /// The jdwpmux --far runs on each host: a name the host's PATH finds, or a path there.
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long, value_name = "PATH", default_value = "jdwpmux")]
     pub far_path: String,
+    /// Seconds jdwpmux on a host holds its VM connections while the link is cut (1 to
+    /// 86400): the VMs see nothing and the debuggers wait. Past it, each VM sees its debugger
+    /// leave, as when it quits, and the far side ends.
+    #[arg(help_heading = OTHER_MACHINES)]
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::nearlink::host::DEFAULT_HOLD_SECS)]
+    pub far_hold: u32,
     /// Address the debugger ports listen on.
     #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", env = "JDWPMUX_LISTEN")]

@@ -204,6 +204,8 @@ pub enum SettingsError {
     BadSshInterval(String),
     #[error("--ssh-keepalive {0}: expected 1 to 300 seconds")]
     BadSshKeepalive(u64),
+    #[error("--far-hold {0}: expected 1 to {max} seconds", max = crate::far::handshake::MAX_HOLD.as_secs())]
+    BadFarHold(u32),
     #[error("--allow-user {0}: no such user")]
     UnknownUser(String),
     #[error("--ssh {0} is given twice")]
@@ -232,6 +234,9 @@ impl Settings {
         }
         if !SSH_KEEPALIVE_RANGE.contains(&self.ssh_options.keepalive) {
             return Err(SettingsError::BadSshKeepalive(self.ssh_options.keepalive.as_secs()));
+        }
+        if !(1..=crate::far::handshake::MAX_HOLD.as_secs()).contains(&u64::from(self.far.hold_secs)) {
+            return Err(SettingsError::BadFarHold(self.far.hold_secs));
         }
         if let Some(d) = self.ssh.iter().enumerate().find(|(i, d)| self.ssh[..*i].contains(d)).map(|(_, d)| d) {
             return Err(SettingsError::SshTwice(d.to_string()));
@@ -304,6 +309,22 @@ mod tests {
         }
         s.max_debuggers = 1;
         assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn the_far_hold_is_bounded_by_what_a_far_side_grants() {
+        let mut s = Settings::default();
+        assert_eq!(s.far.hold_secs, 300);
+        for bad in [0, 86_401, u32::MAX] {
+            s.far.hold_secs = bad;
+            assert_eq!(s.validate(), Err(SettingsError::BadFarHold(bad)));
+        }
+        for good in [1, 86_400] {
+            s.far.hold_secs = good;
+            assert!(s.validate().is_ok());
+            assert_eq!(crate::far::handshake::grant_hold(good, Duration::from_secs(300)).as_secs(), u64::from(good), "granted as asked");
+        }
+        assert_eq!(SettingsError::BadFarHold(0).to_string(), "--far-hold 0: expected 1 to 86400 seconds");
     }
 
     #[test]

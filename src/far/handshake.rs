@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use crate::farlink::frame::{ByeReason, Hello, Role, SessionKey};
 
-/// The protocol this far side speaks.
-pub const PROTOCOL: u16 = 1;
+/// The protocol this jdwpmux speaks, on either side (2: each listed VM carries its agent's
+/// bind address; see `farlink`'s protocol history).
+pub const PROTOCOL: u16 = 2;
 /// The longest hold a near side may ask for: a day.
 pub const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 
@@ -26,7 +27,7 @@ pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str) -> Verdict {
         return Verdict::Refuse(ByeReason::Protocol, "a far side's hello came to a far side".into());
     }
     if !(hello.proto_min..=hello.proto_max).contains(&PROTOCOL) {
-        let theirs = if hello.proto_min == hello.proto_max { format!("{}", hello.proto_min) } else { format!("{} to {}", hello.proto_min, hello.proto_max) };
+        let theirs = protocols(hello.proto_min, hello.proto_max);
         return Verdict::Refuse(
             ByeReason::Version,
             format!(
@@ -45,6 +46,15 @@ pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str) -> Verdict {
         return Verdict::Refuse(ByeReason::BadToken, "wrong resume token for this session".into());
     }
     Verdict::Resume
+}
+
+/// A range of protocol versions as lines say it: `2`, or `1..3`.
+pub fn protocols(min: u16, max: u16) -> String {
+    if min == max {
+        min.to_string()
+    } else {
+        format!("{min}..{max}")
+    }
 }
 
 /// The hold the far side grants: what the near side asked for (within `MAX_HOLD`), or its
@@ -83,18 +93,18 @@ mod tests {
         // What each hello must get: a verdict, or a refusal's reason and a piece of its text.
         type Want = Result<Verdict, (ByeReason, &'static str)>;
         let cases: Vec<(&str, Hello, Want)> = vec![
-            ("new session", hello(Role::Near, 1, 1, none), Ok(Verdict::New)),
+            ("new session", hello(Role::Near, 2, 2, none), Ok(Verdict::New)),
             ("new session, a range of versions", hello(Role::Near, 1, 3, none), Ok(Verdict::New)),
-            ("resume", hello(Role::Near, 1, 1, ours), Ok(Verdict::Resume)),
+            ("resume", hello(Role::Near, 2, 2, ours), Ok(Verdict::Resume)),
             (
                 "a newer near side",
-                hello(Role::Near, 2, 3, ours),
-                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 1, jdwpmux 9.9.9 near the IDE speaks 2 to 3")),
+                hello(Role::Near, 3, 4, ours),
+                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 2, jdwpmux 9.9.9 near the IDE speaks 3..4")),
             ),
-            ("an older near side", hello(Role::Near, 0, 0, none), Err((ByeReason::Version, "near the IDE speaks 0: install the same version"))),
-            ("a far side's hello", hello(Role::Far, 1, 1, none), Err((ByeReason::Protocol, "a far side's hello"))),
-            ("another session", hello(Role::Near, 1, 1, SessionKey { id: [9; 16], ..ours }), Err((ByeReason::UnknownSession, "that session ended here"))),
-            ("a wrong token", hello(Role::Near, 1, 1, SessionKey { token: [9; 16], ..ours }), Err((ByeReason::BadToken, "wrong resume token"))),
+            ("a near side of protocol 1", hello(Role::Near, 1, 1, none), Err((ByeReason::Version, "near the IDE speaks 1: install the same version"))),
+            ("a far side's hello", hello(Role::Far, 2, 2, none), Err((ByeReason::Protocol, "a far side's hello"))),
+            ("another session", hello(Role::Near, 2, 2, SessionKey { id: [9; 16], ..ours }), Err((ByeReason::UnknownSession, "that session ended here"))),
+            ("a wrong token", hello(Role::Near, 2, 2, SessionKey { token: [9; 16], ..ours }), Err((ByeReason::BadToken, "wrong resume token"))),
         ];
         for (name, h, want) in cases {
             let got = judge(&h, &ours, "0.1.0");

@@ -64,7 +64,7 @@ impl Near {
     async fn connect_lazy(accepted: &mpsc::Sender<Accepted>, session: SessionKey, resume: &mut Resume) -> (Near, Hello, Vec<Frame>) {
         let (mine, theirs) = UnixStream::pair().unwrap();
         let mut near = Near { stream: mine, buf: BytesMut::new() };
-        let hello = Hello { role: Role::Near, proto_min: 1, proto_max: 1, binary: "test".into(), session, hold_secs: 0, resumed: false };
+        let hello = Hello { role: Role::Near, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "test".into(), session, hold_secs: 0, resumed: false };
         near.write(&resume.link(Body::Hello(hello))).await;
         let a = crate::far::read_hello(theirs).await.unwrap();
         accepted.send(a).await.unwrap();

@@ -77,6 +77,7 @@ fn info(key: u32, f: &FoundJvm, d: &Decision) -> VmInfo {
         attached: f.attached,
         waiting: f.waiting,
         other_net: f.other_net,
+        bind: f.bound,
         user: cut(f.user.as_deref().unwrap_or(""), MAX_NAME),
         main,
         unreachable: cut(d.unreachable.as_deref().unwrap_or(""), MAX_TEXT),
@@ -152,5 +153,19 @@ mod tests {
         assert!(v.main.as_ref().is_some_and(|(_, m)| m.len() <= MAX_NAME) && v.user.len() <= MAX_NAME && v.command.len() == MAX_COMMAND);
         let frame = crate::farlink::Frame { channel: 0, seq: 1, ack: 0, body: crate::farlink::Body::VmList(table.list().to_vec()) };
         assert!(crate::farlink::codec::wire_len(&frame.body).is_ok());
+    }
+
+    #[test]
+    fn each_vm_carries_where_its_agent_listens() {
+        let mut book = KeyBook::default();
+        let mut table = VmTable::default();
+        let mut open = FoundJvm::sample(100, "Open", 8000, 8000, at(8000));
+        open.bound = Some("::".parse().unwrap());
+        let mut unknown = FoundJvm::sample(200, "Quiet", 8001, 8001, at(8001));
+        unknown.bound = None;
+        let found = vec![open, unknown, FoundJvm::sample(300, "Local", 8002, 8002, at(8002))];
+        table.update(&found, &decide(&found, None, &mut book));
+        let binds: Vec<Option<std::net::IpAddr>> = table.list().iter().map(|v| v.bind).collect();
+        assert_eq!(binds, [Some("::".parse().unwrap()), None, Some("127.0.0.1".parse().unwrap())]);
     }
 }

@@ -42,6 +42,7 @@ fn one_vm() -> VmInfo {
         attached: false,
         waiting: Some(false),
         other_net: false,
+        bind: Some(std::net::Ipv4Addr::LOCALHOST.into()),
         user: "root".into(),
         main: Some((MainKind::Class, "Main".into())),
         unreachable: String::new(),
@@ -90,7 +91,22 @@ fn fixtures() -> Vec<(&'static str, Frame, Vec<u8>)> {
             "vm list",
             frame(0, 3, 0, Body::VmList(vec![one_vm()])),
             hex(&format!(
-                "00000027 10 00 00000000 0000000000000003 {z8} 0001 00000001 00001092 1f40 05 0004 726f6f74 01 0004 4d61696e 0000 0009 6a617661204d61696e"
+                "0000002c 10 00 00000000 0000000000000003 {z8} 0001 00000001 00001092 1f40 05 04 7f000001 0004 726f6f74 01 0004 4d61696e 0000 0009 6a617661204d61696e"
+            )),
+        ),
+        (
+            "vm list, agent on all IPv6 addresses",
+            frame(0, 3, 0, Body::VmList(vec![VmInfo { bind: Some(std::net::Ipv6Addr::UNSPECIFIED.into()), ..one_vm() }])),
+            hex(&format!(
+                "00000038 10 00 00000000 0000000000000003 {z8} 0001 00000001 00001092 1f40 05 06 {} 0004 726f6f74 01 0004 4d61696e 0000 0009 6a617661204d61696e",
+                "00".repeat(16)
+            )),
+        ),
+        (
+            "vm list, bind not known",
+            frame(0, 3, 0, Body::VmList(vec![VmInfo { bind: None, ..one_vm() }])),
+            hex(&format!(
+                "00000028 10 00 00000000 0000000000000003 {z8} 0001 00000001 00001092 1f40 05 00 0004 726f6f74 01 0004 4d61696e 0000 0009 6a617661204d61696e"
             )),
         ),
         ("empty vm list", frame(0, 1, 0, Body::VmList(Vec::new())), hex(&format!("00000002 10 00 00000000 0000000000000001 {z8} 0000"))),
@@ -172,7 +188,15 @@ fn refusals_name_what_is_wrong() {
     let mut bad_flags = vm_bytes.clone();
     bad_flags[38] = 0x08; // "waits" without "known"
     let mut bad_main = vm_bytes.clone();
-    bad_main[45] = 4;
+    bad_main[50] = 4;
+    let mut bad_bind = vm_bytes.clone();
+    bad_bind[39] = 5;
+    // A protocol 1 list (no bind address) is no protocol 2 list: its user's length is read
+    // where the bind's family was, and is refused.
+    let v1_list = hex(&format!(
+        "00000027 10 00 00000000 0000000000000003 {} 0001 00000001 00001092 1f40 05 0004 726f6f74 01 0004 4d61696e 0000 0009 6a617661204d61696e",
+        "0".repeat(16)
+    ));
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("unassigned kind", raw(0, 7, 0, 0, 0, &[]), "unknown frame kind 7"),
         ("kind 0", raw(0, 0, 0, 0, 0, &[]), "unknown frame kind 0"),
@@ -199,6 +223,8 @@ fn refusals_name_what_is_wrong() {
         ("vm key 0", key_zero, "vm key: 0"),
         ("vm flags", bad_flags, "vm flags: 8"),
         ("vm main kind", bad_main, "vm main kind: 4"),
+        ("vm bind family", bad_bind, "vm bind family: 5"),
+        ("a protocol 1 vm list", v1_list, "vm user: 1138 bytes, at most 512"),
     ];
     for (name, input, want) in cases {
         for step in [1, 26, 100_000] {
@@ -278,8 +304,10 @@ fn text(max: usize) -> impl Strategy<Value = String> {
 
 fn vm_info() -> impl Strategy<Value = VmInfo> {
     let main = proptest::option::of((prop_oneof![Just(MainKind::Class), Just(MainKind::Jar), Just(MainKind::Module)], text(MAX_TEXT)));
-    (1u32.., any::<u32>(), any::<u16>(), any::<[bool; 3]>(), proptest::option::of(any::<bool>()), text(64), main, text(64), text(64)).prop_map(
-        |(key, pid, port, [listening, attached, other_net], waiting, user, main, unreachable, command)| VmInfo {
+    let bind = proptest::option::of(any::<std::net::IpAddr>());
+    let flags = (any::<[bool; 3]>(), proptest::option::of(any::<bool>()), bind);
+    (1u32.., any::<u32>(), any::<u16>(), flags, text(64), main, text(64), text(64)).prop_map(
+        |(key, pid, port, ([listening, attached, other_net], waiting, bind), user, main, unreachable, command)| VmInfo {
             key,
             pid,
             port,
@@ -287,6 +315,7 @@ fn vm_info() -> impl Strategy<Value = VmInfo> {
             attached,
             waiting,
             other_net,
+            bind,
             user,
             main,
             unreachable,

@@ -6,7 +6,7 @@
 //! ```text
 //!  0  u32  payload length (checked against the kind's maximum before anything is buffered)
 //!  4  u8   kind
-//!  5  u8   flags (none defined in protocol 1: must be 0)
+//!  5  u8   flags (none defined yet: must be 0)
 //!  6  u32  channel (0: the link itself; else one JDWP connection held by the far side)
 //! 10  u64  seq     (0 on link frames; 1, 2, 3 ... on numbered frames, per direction)
 //! 18  u64  ack     (every numbered frame of the other direction up to this one has arrived)
@@ -62,7 +62,7 @@ impl Kind {
     pub const ALL: [Kind; 10] =
         [Kind::Hello, Kind::Bye, Kind::Ack, Kind::Ping, Kind::Pong, Kind::VmList, Kind::Open, Kind::Opened, Kind::Close, Kind::Data];
 
-    /// The kind numbered `n`, if protocol 1 has one.
+    /// The kind numbered `n`, if this protocol has one.
     pub fn from_u8(n: u8) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| *k as u8 == n)
     }
@@ -211,6 +211,9 @@ pub struct VmInfo {
     pub waiting: Option<bool>,
     /// It runs in another network namespace than the far side.
     pub other_net: bool,
+    /// The address its agent listens on (its socket's, else the one it was given; None: not
+    /// known), so the near side marks an agent on all addresses as a scan would. Protocol 2.
+    pub bind: Option<std::net::IpAddr>,
     /// The owner's name ("" when not known).
     pub user: String,
     /// What it runs, and what kind of name that is.
@@ -282,7 +285,7 @@ pub enum HeaderError {
     UnknownKind(u8),
     #[error("{kind:?} frame of {len} bytes exceeds its maximum of {max}")]
     TooLong { kind: Kind, len: u32, max: usize },
-    #[error("{kind:?} frame with flags {flags:#04x} (protocol 1 defines none)")]
+    #[error("{kind:?} frame with flags {flags:#04x} (none are defined)")]
     Flags { kind: Kind, flags: u8 },
     #[error("{kind:?} frame on channel {channel} (it belongs {})", if kind.on_channel() { "to a channel" } else { "to the link" })]
     Channel { kind: Kind, channel: u32 },

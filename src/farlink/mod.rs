@@ -14,7 +14,7 @@
 //! # Decisions the rest builds on
 //! - **A channel is one JDWP connection the far side holds to one VM**, opened by the near
 //!   side by the VM's key from the far side's VM list. Its Data frames carry that
-//!   connection's bytes in order, the JDWP handshake included: in protocol 1 the far side
+//!   connection's bytes in order, the JDWP handshake included: in protocols 1 and 2 the far side
 //!   relays them verbatim, and the near side's session multiplexes debuggers onto the
 //!   channel as it does onto a VM socket today. Data is cut into frames of at most
 //!   [`frame::MAX_DATA`] bytes wherever the reads fell, not at packet boundaries, so a
@@ -32,7 +32,9 @@
 //!   version; the far side picks one or says Bye (`Version`) with a line saying what it
 //!   speaks. A kind is only sent when the agreed version has it; an unknown kind is refused
 //!   before its payload is read. Issue 36's gathered answers come as new numbered kinds on
-//!   the channel of the event they answer, under protocol 2.
+//!   the channel of the event they answer, under a later protocol.
+//! - **Protocol history**: 1, the first; 2, each VM of a list carries its agent's bind
+//!   address (a VM list of 1 does not decode as one of 2, so the two do not talk).
 //! - **Sessions**: the far side names a session with a random id and a secret token, given in
 //!   its first Hello over the (ssh-authenticated, 0700-folder) stream; a near side that comes
 //!   back presents both and is recognised. A wrong token or an unknown session is a Bye, and

@@ -3,6 +3,8 @@
 //! encoder refuses what the decoder would refuse, so decode -> encode -> decode is the
 //! identity and a frame this side writes is one the other side reads.
 
+use std::net::IpAddr;
+
 use bytes::Bytes;
 
 use super::frame::{
@@ -156,6 +158,12 @@ fn vm(r: &mut Reader<'_>) -> Result<VmInfo, PayloadError> {
         (true, w) => Some(w),
         (false, true) => return Err(PayloadError::Invalid { what: "vm flags", value: flags.into() }),
     };
+    let bind = match r.u8("vm bind family")? {
+        0 => None,
+        4 => Some(IpAddr::from(<[u8; 4]>::try_from(r.bytes(4, "vm bind")?).map_err(|_| PayloadError::Invalid { what: "vm bind", value: 4 })?)),
+        6 => Some(IpAddr::from(<[u8; 16]>::try_from(r.bytes(16, "vm bind")?).map_err(|_| PayloadError::Invalid { what: "vm bind", value: 16 })?)),
+        other => return Err(PayloadError::Invalid { what: "vm bind family", value: other.into() }),
+    };
     let user = text(r, "vm user", MAX_NAME)?;
     let main = match r.u8("vm main kind")? {
         0 => {
@@ -178,6 +186,7 @@ fn vm(r: &mut Reader<'_>) -> Result<VmInfo, PayloadError> {
         attached: flags & 0x02 != 0,
         waiting,
         other_net: flags & 0x10 != 0,
+        bind,
         user,
         main,
         unreachable,
@@ -198,6 +207,17 @@ fn put_vm(out: &mut Vec<u8>, v: &VmInfo) -> Result<(), PayloadError> {
         Some(true) => 0x0C,
     };
     out.push(u8::from(v.listening) | u8::from(v.attached) << 1 | waiting | u8::from(v.other_net) << 4);
+    match v.bind {
+        None => out.push(0),
+        Some(IpAddr::V4(ip)) => {
+            out.push(4);
+            out.extend_from_slice(&ip.octets());
+        }
+        Some(IpAddr::V6(ip)) => {
+            out.push(6);
+            out.extend_from_slice(&ip.octets());
+        }
+    }
     put_text(out, &v.user, "vm user", MAX_NAME)?;
     match &v.main {
         None => {

@@ -37,9 +37,7 @@ pub fn found_jvm(vm: &VmInfo, login: Option<u32>) -> FoundJvm {
         held_by: None,
         waiting: vm.waiting,
         other_net: vm.other_net,
-        // The far side's list does not carry the agent's bind address yet: an agent on all
-        // of the host's addresses is not marked through it.
-        all_addresses: false,
+        bound: vm.bind,
         reach,
         command: vm.command.clone(),
     }
@@ -58,6 +56,7 @@ mod tests {
             attached: false,
             waiting: Some(false),
             other_net: false,
+            bind: Some("127.0.0.1".parse().unwrap()),
             user: "app".into(),
             main: Some((MainKind::Class, "Billing".into())),
             unreachable: String::new(),
@@ -72,11 +71,22 @@ mod tests {
         assert_eq!(f.main, Some(MainName::Class("Billing".into())));
         assert_eq!(f.reach, Reach::At("127.0.0.1:8000".parse().unwrap()));
         assert_eq!(f.name(), "Billing");
+        assert!(!f.all_addresses());
         assert!(f.runs_as(Some(1000)));
         let mut names = crate::remote::naming::Names::default();
         let dir = std::path::Path::new("/d");
         let named = names.name("box", dir, "h0", Some(1000), &[f]);
         assert_eq!(named[0].as_ref().map(|n| n.key.as_str()), Some("ssh:box/Billing"), "the key a scan of box gives Billing");
+    }
+
+    #[test]
+    fn an_agent_on_all_addresses_is_marked_as_a_scan_marks_it() {
+        for (bind, all) in [(Some("0.0.0.0"), true), (Some("::"), true), (Some("10.0.0.2"), false), (None, false)] {
+            let vm = VmInfo { bind: bind.map(|b| b.parse().unwrap()), ..info() };
+            let f = found_jvm(&vm, Some(1000));
+            // `list`, the page and the log mark a JVM with a port and this.
+            assert_eq!((f.all_addresses(), f.port), (all, Some(8000)), "{bind:?}");
+        }
     }
 
     #[test]

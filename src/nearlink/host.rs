@@ -5,18 +5,26 @@
 //! master is lost the near link holds every channel and tries again; the master is made
 //! again, the far side found running, its socket forwarded again, and the link resumes.
 //!
-//! With `auto`, a host where the far side cannot be used (not there, another protocol) is
-//! served as today through ssh forwards, with one INFO line saying why and how to change it.
+//! With `auto` (the default), the host starts as `remote::host` runs it, and the first ssh
+//! link made looks for the far side with one command through the master: found, the link
+//! is handed over here; not found (not there, another protocol), the host is served through
+//! ssh forwards on that same link, with one INFO line saying why and how to change it, so a
+//! host without jdwpmux costs one command more than before. A far side that refuses this
+//! near side at its hello later sends the host to forwards too.
 //!
 //! A far side can end while the master stays up (killed, crashed): when the near link goes
 //! down, its start is run again through the master, and `restart` judges the answer. A new
 //! far side is said in one WARN line naming the host; the link then finds its session gone
 //! and closes the VM connections it held (their debuggers are closed, as when a VM goes), and
 //! the new far side's list serves the VMs again on their ports.
+//!
+//! While the far side holds this near side's session after a cut, the master is tried again
+//! promptly (short connect timeouts and waits, and at once on a change of this machine's
+//! network: `timing::retry_plan`, `netwatch`).
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -25,12 +33,14 @@ use tracing::{debug, info, warn};
 
 use super::found::found_jvm;
 use super::link::{self, Dial, LinkState as NearState, NearLink};
-use super::sockets::Sockets;
-use super::restart::{self, Check, Unusable, FIRST_CHECK_WAIT, MAX_CHECK_WAIT};
-use super::ssh::{self, FarUnusable};
+use super::ready::Ready;
 use super::netwatch::NetChanges;
+use super::restart::{self, Check, Unusable, FIRST_CHECK_WAIT, MAX_CHECK_WAIT};
+use super::sockets::Sockets;
+use super::ssh::{self, FarUnusable};
 use super::timing::{retry_plan, Backoff, Retry, RESTART_AFTER};
-use crate::remote::host::{HostConfig, HostReport, LinkState, RemoteVm, FIRST_BACKOFF, MAX_BACKOFF};
+use crate::far::handshake::{protocols, PROTOCOL};
+use crate::remote::host::{HostConfig, HostReport, LinkState, Probe, RemoteVm, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::remote::link::Link;
 use crate::remote::naming::Names;
 use crate::remote::status::HostTable;
@@ -43,9 +53,9 @@ const LOGIN_TIMEOUT: Duration = Duration::from_secs(20);
 #[serde(rename_all = "lowercase")]
 pub enum FarMode {
     /// Never: VMs are reached through ssh forwards.
-    #[default]
     Never,
     /// When a compatible jdwpmux runs on the host; else through ssh forwards.
+    #[default]
     Auto,
     /// Always: a host without a usable jdwpmux is retried, never reached another way.
     Always,
@@ -67,29 +77,82 @@ pub struct FarChoice {
     pub mode: FarMode,
     /// The jdwpmux to run on the host: a name its PATH finds, or a path.
     pub path: String,
+    /// How long the far side is asked to hold the VM connections through a cut, in seconds.
+    pub hold_secs: u32,
 }
+
+/// The hold asked of the far side by default (`--far-hold`): a dropped Wi-Fi, a VPN that
+/// reconnects, a laptop carried to another room.
+pub const DEFAULT_HOLD_SECS: u32 = 300;
 
 impl Default for FarChoice {
     fn default() -> Self {
-        FarChoice { mode: FarMode::Never, path: "jdwpmux".into() }
+        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS }
     }
 }
 
-/// The one line a host where the far side cannot be used is said in.
+/// The one line a host where the far side cannot be used is said in: why, and what to do.
 pub fn fallback_line(label: &str, why: &FarUnusable, path: &str) -> String {
-    format!(
-        "jdwpmux on {label} cannot be used ({why}); its VMs are reached through ssh forwards. To use it, install jdwpmux {} on {label} where `ssh {label} {path}` finds it, or name it with --far-path",
-        env!("CARGO_PKG_VERSION")
-    )
+    let ours = env!("CARGO_PKG_VERSION");
+    match why {
+        FarUnusable::Version { version, protocols: theirs, running } => {
+            let fix = match running {
+                Some(pid) => format!("stop it there (kill {pid}; it ends by itself after its hold when unused) and install jdwpmux {ours} on {label}"),
+                None => format!("install jdwpmux {ours} on {label} where `ssh {label} {path}` finds it (or name it with --far-path)"),
+            };
+            format!(
+                "jdwpmux on {label} ({version}) speaks far-side protocol {}, this one ({ours}) speaks {PROTOCOL}: its VMs are reached through ssh forwards; {fix}, or use --far never",
+                protocols(*theirs.start(), *theirs.end())
+            )
+        }
+        FarUnusable::Refused(text) => format!(
+            "jdwpmux on {label} refused this one ({text}): its VMs are reached through ssh forwards; install jdwpmux {ours} on {label} (or name it with --far-path), or use --far never"
+        ),
+        _ => format!(
+            "jdwpmux on {label} cannot be used ({why}); its VMs are reached through ssh forwards. To use it, install jdwpmux {ours} on {label} where `ssh {label} {path}` finds it, or name it with --far-path"
+        ),
+    }
 }
 
-/// Runs one host through its far side until `cancel` (or, with `auto` and no usable far side,
-/// as `remote::host::run` does).
+/// Runs one host through its far side until `cancel`. With `auto`, the first ssh link made
+/// looks for the far side (one command through the master); without a usable one, the host
+/// is served as `remote::host::run` serves it, on that same link.
 pub async fn run(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
+    let mut first = None;
+    if far.mode == FarMode::Auto {
+        let (c, f) = (cfg.clone(), far.clone());
+        let look: Probe<Ready> = Box::new(move || Box::pin(async move { look_for_far(&c, &f).await }));
+        match crate::remote::host::run_probing(&cfg, &report, &rows, &cancel, Some(look)).await {
+            Some(found) => first = Some(found),
+            None => return,
+        }
+    }
     // The host's row in `list` and on the page follows what this task reports.
     let mirror = tokio::spawn(mirror_rows(cfg.label.clone(), report.subscribe(), rows.clone()));
-    serve_host(cfg, far, report, rows, cancel).await;
+    let ended = serve_host(&cfg, &far, &report, first, &cancel).await;
     mirror.abort();
+    if ended == Ended::Forwards {
+        crate::remote::host::run(cfg, report, rows, cancel).await;
+    }
+}
+
+/// Starts (or finds) the far side through the master and forwards its socket; None, said in
+/// the fallback line, when it cannot be used.
+async fn look_for_far(cfg: &HostConfig, far: &FarChoice) -> Option<Ready> {
+    match reach_far(cfg, far).await {
+        Ok(ready) => Some(ready),
+        Err(why) => {
+            info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
+            None
+        }
+    }
+}
+
+async fn reach_far(cfg: &HostConfig, far: &FarChoice) -> Result<Ready, FarUnusable> {
+    let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
+    let ready = ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path).await?;
+    ssh::forward(&cfg.ssh, &control, &cfg.dest, &ssh::local_socket(&cfg.dir, &cfg.prefix), &ready.socket).await.map_err(FarUnusable::Failed)?;
+    Ok(ready)
 }
 
 /// Copies each report's link state, and the JVM count of a list from the far side, into
@@ -113,111 +176,74 @@ async fn mirror_rows(label: String, mut rx: watch::Receiver<HostReport>, rows: A
     }
 }
 
-async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
+/// How serving a host through its far side ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// The daemon stops.
+    Stopped,
+    /// With `auto`, the far side refused this near side: the host goes on through forwards.
+    Forwards,
+}
+
+async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<HostReport>, first: Option<(Link, Ready)>, cancel: &CancellationToken) -> Ended {
     let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
     let local = ssh::local_socket(&cfg.dir, &cfg.prefix);
     let regular = Retry { connect_timeout: cfg.ssh.connect_timeout, first: FIRST_BACKOFF, max: MAX_BACKOFF, on_network_change: false };
     let mut backoff = Backoff::new(regular.first, regular.max);
     let mut names = Names::default();
+    let mut first = first;
     // Made with the first far side reached; kept across lost masters.
     let mut near: Option<(NearLink, Sockets)> = None;
     // What the far side the near link speaks to said when it was started or found.
-    let mut spoke_to: Option<super::ready::Ready> = None;
+    let mut spoke_to: Option<Ready> = None;
     // The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
     let mut said: Option<String> = None;
+    // The hold granted last, said when it is not the one asked for.
+    let mut granted: Option<u32> = None;
     // The login's uid, learnt with the first master: a master made again is the same login.
     let mut login: Option<u32> = None;
     // When the master was lost with a far side holding this near side's session, and the
     // hold it granted: until then the link is tried promptly (`timing::retry_plan`).
     let mut lost_at: Option<Instant> = None;
     let mut hold = Duration::ZERO;
-    // The network changes seen in this outage were said (at INFO once, then at DEBUG).
-    let mut change_said = false;
-    // The attempt under way was made again for a change of the network.
-    let mut for_change = false;
-    let mut net = match NetChanges::open() {
-        Ok(n) => Some(n),
-        Err(e) => {
-            debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone");
-            None
-        }
-    };
+    let mut retry = Retrying { change_said: false, for_change: false, net: NetChanges::open().map_err(|e| debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone")).ok() };
     loop {
-        if near.is_none() {
-            report.send_modify(|r| r.link = LinkState::Connecting);
-        }
         let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
-        let ssh = crate::remote::SshOptions { connect_timeout: plan.connect_timeout, ..cfg.ssh.clone() };
-        let limit = ssh.connect_timeout + Duration::from_secs(20);
-        let opened = {
-            let open = Link::open(&ssh, &cfg.dest, &control, limit);
-            tokio::pin!(open);
-            let started = Instant::now();
-            loop {
-                tokio::select! {
-                    l = &mut open => break Some(l),
-                    // An attempt whose connect may have gone into the cut is made again at once;
-                    // a younger one is left to finish (its SYN is sent again after 1 s anyway), and
-                    // so is one made again for a change, so a machine whose network changes often
-                    // (containers, VPNs) still gets its attempts through.
-                    _ = network_changed(&mut net, plan.on_network_change && !for_change) => if started.elapsed() >= RESTART_AFTER {
-                        for_change = true;
-                        say_change(&mut change_said, &cfg.label);
-                        break None;
-                    },
-                    _ = cancel.cancelled() => return end(near).await,
+        let (mut master, mut ready) = match first.take() {
+            Some(found) => found,
+            None => match reach_again(cfg, far, report, &control, &mut said, near.is_none(), plan, &mut retry, cancel).await {
+                Reached::Yes(found) => *found,
+                Reached::No => {
+                    if !pause(&mut backoff, plan, &mut retry, &cfg.label, cancel).await {
+                        return end(near).await;
+                    }
+                    continue;
                 }
-            }
-        };
-        let Some(opened) = opened else { continue };
-        for_change = false;
-        let mut master = match opened {
-            Ok(l) => l,
-            Err(failure) => {
-                let text = failure.to_string();
-                say_once(&mut said, &cfg.label, text.clone());
-                report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
-                if !pause(&mut backoff, plan, &mut net, &mut change_said, &cfg.label, &cancel).await {
-                    return end(near).await;
+                Reached::Again => continue,
+                Reached::Gone(why) => {
+                    info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
+                    end(near).await;
+                    return Ended::Forwards;
                 }
-                continue;
-            }
+                Reached::Stopped => return end(near).await,
+            },
         };
         // The login's uid comes with a scan's answer: one round tells it (the far side lists
-        // the JVMs of the user it runs as, the login's, keyed here as a scan keys them).
+        // the JVMs of the user it runs as, the login's, keyed here as a scan keys them). The
+        // first link made with `auto` has had its round, beside the look for the far side.
         if login.is_none() {
-            login = match master.scan.round(LOGIN_TIMEOUT).await {
-                Ok(_) => master.scan.view().uid,
-                Err(e) => {
-                    debug!(host = %cfg.label, "no scan round to learn the login's uid: {e}");
-                    None
-                }
+            login = match master.scan.view().uid {
+                Some(uid) => Some(uid),
+                None => match master.scan.round(LOGIN_TIMEOUT).await {
+                    Ok(_) => master.scan.view().uid,
+                    Err(e) => {
+                        debug!(host = %cfg.label, "no scan round to learn the login's uid: {e}");
+                        None
+                    }
+                },
             };
         }
-        let reached = match ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path).await {
-            Ok(ready) => ssh::forward(&cfg.ssh, &control, &cfg.dest, &local, &ready.socket).await.map(|()| ready).map_err(FarUnusable::Failed),
-            Err(e) => Err(e),
-        };
-        let mut ready = match reached {
-            Ok(r) => r,
-            // Never reached, or gone for good since (see `restart::on_unusable`).
-            Err(why) if far.mode == FarMode::Auto && (near.is_none() || restart::on_unusable(far.mode, &why) == Unusable::FallBack) => {
-                info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
-                end(near).await;
-                master.close().await;
-                return crate::remote::host::run(cfg, report, rows, cancel).await;
-            }
-            Err(why) => {
-                say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
-                report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
-                master.close().await;
-                if !pause(&mut backoff, plan, &mut net, &mut change_said, &cfg.label, &cancel).await {
-                    return end(near).await;
-                }
-                continue;
-            }
-        };
-        info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, "using jdwpmux on {}", cfg.label);
+        info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, hold_s = far.hold_secs, "using jdwpmux on {}", cfg.label);
         // The far side the link spoke to may have ended while the master was down (killed,
         // or its hold ran out): said here, the link finds its session gone by itself.
         if let (Some(before), Some(_)) = (&spoke_to, &near) {
@@ -231,39 +257,46 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
             nl.retry_now();
         }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
-            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), ..link::Config::default() });
+            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), hold_secs: far.hold_secs, ..link::Config::default() });
             let sockets = Sockets::new(nl.clone());
             (nl, sockets)
         });
         let mut vms = nl.vms();
         let mut state = nl.state();
         vms.mark_changed();
-        // While the link is down with the master up: when to ask whether the far side runs.
-        let mut check_at: Option<tokio::time::Instant> = None;
-        let mut checks = Backoff::new(FIRST_CHECK_WAIT, MAX_CHECK_WAIT);
         state.mark_changed();
+        // While the link is down with the master up: when to ask whether the far side runs.
+        let mut check_at: Option<Instant> = None;
+        let mut checks = Backoff::new(FIRST_CHECK_WAIT, MAX_CHECK_WAIT);
         let why = loop {
             tokio::select! {
                 changed = vms.changed() => {
                     if changed.is_err() {
-                        break "the near link ended".to_string();
+                        break Lost::Link("the near link ended".to_string());
                     }
                     let listed = vms.borrow_and_update().clone();
-                    publish(&cfg, &mut names, &mut sockets, login, &listed, &report);
+                    publish(cfg, &mut names, &mut sockets, login, &listed, report);
                 }
                 changed = state.changed() => {
                     if changed.is_err() {
-                        break "the near link ended".to_string();
+                        break Lost::Link("the near link ended".to_string());
                     }
-                    match &*state.borrow_and_update() {
-                        NearState::Refused(text) => break format!("the far side refused this jdwpmux: {text}"),
+                    let now = state.borrow_and_update().clone();
+                    match now {
+                        NearState::Refused(text) => break Lost::Refused(text),
                         NearState::Down { .. } => {
-                            check_at.get_or_insert_with(tokio::time::Instant::now);
+                            check_at.get_or_insert_with(Instant::now);
                         }
                         NearState::Up { hold_secs, .. } => {
-                            hold = Duration::from_secs(u64::from(*hold_secs));
+                            hold = Duration::from_secs(u64::from(hold_secs));
                             check_at = None;
                             checks.reset();
+                            if granted != Some(hold_secs) {
+                                granted = Some(hold_secs);
+                                if let Some(line) = hold_line(&cfg.label, far.hold_secs, hold_secs) {
+                                    warn!(host = %cfg.label, "{line}");
+                                }
+                            }
                         }
                         NearState::Connecting | NearState::Ended => {}
                     }
@@ -274,10 +307,10 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                         _ = cancel.cancelled() => {
                             end(Some((nl, sockets))).await;
                             master.close().await;
-                            return;
+                            return Ended::Stopped;
                         }
                     };
-                    check_at = Some(tokio::time::Instant::now() + checks.next_wait());
+                    check_at = Some(Instant::now() + checks.next_wait());
                     match started {
                         Ok(now) => match restart::judge(&ready, &now) {
                             Check::Same => debug!(host = %cfg.label, "jdwpmux on {} still runs; the link tries again", cfg.label),
@@ -297,26 +330,45 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                                 info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
                                 end(Some((nl, sockets))).await;
                                 master.close().await;
-                                return crate::remote::host::run(cfg, report, rows, cancel).await;
+                                return Ended::Forwards;
                             }
                             Unusable::TryLater => say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be started again: {why}", cfg.label)),
                         },
                     }
                 }
-                _ = master.ended() => break master.last_words().unwrap_or_else(|| "ssh exited".into()),
+                _ = master.ended() => break Lost::Link(master.last_words().unwrap_or_else(|| "ssh exited".into())),
                 _ = cancel.cancelled() => {
                     end(Some((nl, sockets))).await;
                     master.close().await;
-                    return;
+                    return Ended::Stopped;
                 }
+            }
+        };
+        let why = match why {
+            Lost::Link(why) => why,
+            Lost::Refused(text) => {
+                // The link's task has ended: the next far side gets a new one.
+                drop(sockets);
+                nl.shutdown().await;
+                master.close().await;
+                if far.mode == FarMode::Auto {
+                    info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &FarUnusable::Refused(text), &far.path));
+                    return Ended::Forwards;
+                }
+                say_once(&mut said, &cfg.label, format!("jdwpmux on {} refused this one: {text}", cfg.label));
+                report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
+                if !pause(&mut backoff, regular, &mut retry, &cfg.label, cancel).await {
+                    return Ended::Stopped;
+                }
+                continue;
             }
         };
         near = Some((nl, sockets));
         spoke_to = Some(ready);
         lost_at = Some(Instant::now());
-        change_said = false;
+        retry.change_said = false;
         // Changes while the link was up are no news now.
-        if let Some(n) = &mut net {
+        if let Some(n) = &mut retry.net {
             n.forget();
         }
         // The near link keeps the channels and tries again by itself; the master and the
@@ -325,10 +377,110 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
         report.send_modify(|r| r.link = LinkState::Down { reason: why, refused: false });
         master.close().await;
         let plan = retry_plan(Some(Duration::ZERO), hold, regular);
-        if !pause(&mut backoff, plan, &mut net, &mut change_said, &cfg.label, &cancel).await {
+        if !pause(&mut backoff, plan, &mut retry, &cfg.label, cancel).await {
             return end(near).await;
         }
     }
+}
+
+/// Why the far side is no longer served through this master.
+enum Lost {
+    /// The master (or the near link) is gone: made again, the link resumes.
+    Link(String),
+    /// The far side refused this near side (another protocol).
+    Refused(String),
+}
+
+enum Reached {
+    Yes(Box<(Link, Ready)>),
+    /// Said and reported; tried again after the backoff.
+    No,
+    /// The attempt was cut short by a change of the network: tried again at once.
+    Again,
+    /// With `auto`, the far side is gone for good (see `restart::on_unusable`): forwards.
+    Gone(FarUnusable),
+    Stopped,
+}
+
+/// How a cut host is being tried again: the network's changes and whether they were said.
+struct Retrying {
+    /// The network changes seen in this outage were said (at INFO once, then at DEBUG).
+    change_said: bool,
+    /// The attempt under way was made again for a change of the network.
+    for_change: bool,
+    net: Option<NetChanges>,
+}
+
+/// Makes the master again, and starts (or finds) the far side through it and forwards its
+/// socket.
+async fn reach_again(
+    cfg: &HostConfig,
+    far: &FarChoice,
+    report: &watch::Sender<HostReport>,
+    control: &Path,
+    said: &mut Option<String>,
+    fresh: bool,
+    plan: Retry,
+    retry: &mut Retrying,
+    cancel: &CancellationToken,
+) -> Reached {
+    if fresh {
+        report.send_modify(|r| r.link = LinkState::Connecting);
+    }
+    let ssh = crate::remote::SshOptions { connect_timeout: plan.connect_timeout, ..cfg.ssh.clone() };
+    let limit = ssh.connect_timeout + Duration::from_secs(20);
+    let opened = {
+        let open = Link::open(&ssh, &cfg.dest, control, limit);
+        tokio::pin!(open);
+        let started = Instant::now();
+        loop {
+            tokio::select! {
+                l = &mut open => break l,
+                // An attempt whose connect may have gone into the cut is made again at once;
+                // a younger one is left to finish (its SYN is sent again after 1 s anyway), and
+                // so is one made again for a change, so a machine whose network changes often
+                // (containers, VPNs) still gets its attempts through.
+                _ = network_changed(&mut retry.net, plan.on_network_change && !retry.for_change) => if started.elapsed() >= RESTART_AFTER {
+                    retry.for_change = true;
+                    say_change(&mut retry.change_said, &cfg.label);
+                    return Reached::Again;
+                },
+                _ = cancel.cancelled() => return Reached::Stopped,
+            }
+        }
+    };
+    retry.for_change = false;
+    let master = match opened {
+        Ok(l) => l,
+        Err(failure) => {
+            let text = failure.to_string();
+            say_once(said, &cfg.label, text.clone());
+            report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
+            return Reached::No;
+        }
+    };
+    match reach_far(cfg, far).await {
+        Ok(ready) => Reached::Yes(Box::new((master, ready))),
+        // Never reached, or gone for good since.
+        Err(why) if far.mode == FarMode::Auto && restart::on_unusable(far.mode, &why) == Unusable::FallBack => {
+            master.close().await;
+            Reached::Gone(why)
+        }
+        Err(why) => {
+            say_once(said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
+            report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
+            master.close().await;
+            Reached::No
+        }
+    }
+}
+
+/// What is said when the far side grants another hold than the one asked (its own limit,
+/// or an older far side's rule); None when it granted what was asked.
+pub fn hold_line(label: &str, asked: u32, granted: u32) -> Option<String> {
+    (asked != granted).then(|| {
+        format!("jdwpmux on {label} holds the VM connections through a cut for {granted} s, not the {asked} s asked (--far-hold): its limit")
+    })
 }
 
 /// The far side's list as the host's report: each VM keyed and socketed as a scan would,
@@ -367,7 +519,7 @@ fn say_once(said: &mut Option<String>, label: &str, text: String) {
 }
 
 /// Waits until `at` (for ever when None).
-async fn sleep_until(at: Option<tokio::time::Instant>) {
+async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(t) => tokio::time::sleep_until(t).await,
         None => std::future::pending().await,
@@ -376,7 +528,7 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 
 /// Waits the backoff (cut short by a change of the network when `plan` says so); false
 /// when the daemon stops meanwhile.
-async fn pause(backoff: &mut Backoff, plan: Retry, net: &mut Option<NetChanges>, said: &mut bool, label: &str, cancel: &CancellationToken) -> bool {
+async fn pause(backoff: &mut Backoff, plan: Retry, retry: &mut Retrying, label: &str, cancel: &CancellationToken) -> bool {
     // Waits made while the far side held the session are short; once its hold has run out,
     // the regular ones take over from their start.
     if backoff.max() != plan.max {
@@ -384,8 +536,8 @@ async fn pause(backoff: &mut Backoff, plan: Retry, net: &mut Option<NetChanges>,
     }
     tokio::select! {
         _ = tokio::time::sleep(backoff.next_wait()) => true,
-        _ = network_changed(net, plan.on_network_change) => {
-            say_change(said, label);
+        _ = network_changed(&mut retry.net, plan.on_network_change) => {
+            say_change(&mut retry.change_said, label);
             true
         }
         _ = cancel.cancelled() => false,
@@ -412,11 +564,12 @@ async fn network_changed(net: &mut Option<NetChanges>, wanted: bool) {
 }
 
 /// The daemon stops: the far side is told, so it ends at once instead of holding the VMs.
-async fn end(near: Option<(NearLink, Sockets)>) {
+async fn end(near: Option<(NearLink, Sockets)>) -> Ended {
     if let Some((link, sockets)) = near {
         drop(sockets);
         link.shutdown().await;
     }
+    Ended::Stopped
 }
 
 #[cfg(test)]
@@ -428,5 +581,35 @@ mod tests {
         let line = fallback_line("box", &FarUnusable::NotFound("jdwpmux".into()), "jdwpmux");
         assert!(line.starts_with("jdwpmux on box cannot be used (jdwpmux was not found on the host); its VMs are reached through ssh forwards."), "{line}");
         assert!(line.contains(&format!("install jdwpmux {} on box", env!("CARGO_PKG_VERSION"))) && line.ends_with("--far-path"), "{line}");
+    }
+
+    #[test]
+    fn another_version_is_said_with_both_sides_versions_and_protocols() {
+        let ours = env!("CARGO_PKG_VERSION");
+        let other = FarUnusable::Version { version: "9.9.9".into(), protocols: 3..=4, running: None };
+        let line = fallback_line("box", &other, "jdwpmux");
+        assert_eq!(
+            line,
+            format!("jdwpmux on box (9.9.9) speaks far-side protocol 3..4, this one ({ours}) speaks {PROTOCOL}: its VMs are reached through ssh forwards; install jdwpmux {ours} on box where `ssh box jdwpmux` finds it (or name it with --far-path), or use --far never")
+        );
+        // One already running there is found by any jdwpmux installed after it: it must go.
+        let running = FarUnusable::Version { version: "0.0.1".into(), protocols: 1..=1, running: Some(77) };
+        let line = fallback_line("box", &running, "jdwpmux");
+        assert!(line.contains("speaks far-side protocol 1, ") && line.contains("stop it there (kill 77;") && line.ends_with("or use --far never"), "{line}");
+        let refused = fallback_line("box", &FarUnusable::Refused("speaks 9 only".into()), "jdwpmux");
+        assert!(refused.starts_with("jdwpmux on box refused this one (speaks 9 only): its VMs are reached through ssh forwards;"), "{refused}");
+    }
+
+    #[test]
+    fn a_hold_other_than_asked_is_said() {
+        assert_eq!(hold_line("box", 300, 300), None);
+        let line = hold_line("box", 200_000, 86_400).unwrap();
+        assert_eq!(line, "jdwpmux on box holds the VM connections through a cut for 86400 s, not the 200000 s asked (--far-hold): its limit");
+    }
+
+    #[test]
+    fn auto_is_the_default() {
+        let far = FarChoice::default();
+        assert_eq!((far.mode, far.path.as_str(), far.hold_secs), (FarMode::Auto, "jdwpmux", DEFAULT_HOLD_SECS));
     }
 }

@@ -29,7 +29,7 @@ use super::api::Cmd;
 pub use super::api::{Config, Dial, LinkState, NearLink, OpenError};
 use super::channels::{Channels, Opened, Route};
 use super::timing::{Backoff, Beat};
-use crate::far::handshake::PROTOCOL;
+use crate::far::handshake::{protocols, PROTOCOL};
 use crate::farlink::frame::{Body, ByeReason, CloseReason, Hello, OpenStatus, Role, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
 use crate::farlink::resume::{Outbound, Received, Resume};
 use crate::farlink::{FarCodec, Frame};
@@ -301,8 +301,9 @@ impl Task {
         };
         if far.role != Role::Far || far.proto_min != PROTOCOL || far.proto_max != PROTOCOL {
             return Err(Attempt::Refused(format!(
-                "the far side (jdwpmux {}) answered with protocol {} to {}; this jdwpmux speaks {PROTOCOL}",
-                far.binary, far.proto_min, far.proto_max
+                "jdwpmux {} there answered with far-side protocol {}, this one speaks {PROTOCOL}",
+                far.binary,
+                protocols(far.proto_min, far.proto_max)
             )));
         }
         if !far.resumed && !self.key.is_none() {
@@ -319,7 +320,7 @@ impl Task {
         };
         self.key = far.session;
         self.connections += 1;
-        info!(resumed = far.resumed, replayed = replay.len(), far = %far.binary, hold_s = far.hold_secs, connections = self.connections, "connected to the far side");
+        info!(resumed = far.resumed, replayed = replay.len(), far = %far.binary, hold_s = far.hold_secs, hold_asked_s = self.cfg.hold_secs, connections = self.connections, "connected to the far side");
         self.rd = Some(ReadSide { half: read, buf });
         self.wr = Some(WriteSide { half: write, out: BytesMut::new() });
         self.heard = Instant::now();
@@ -364,7 +365,7 @@ impl Task {
     }
 
     fn refused(&mut self, text: String) {
-        warn!("the far side refused this near side: {text}");
+        debug!("the far side refused this near side: {text}");
         for w in self.channels.reset() {
             let _ = w.reply.send(Err(OpenError::Ended));
         }

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 pub struct Ready {
     pub socket: PathBuf,
     pub pid: Option<u32>,
-    pub protocol: u16,
+    /// The protocol versions it speaks (`protocol P`, or `protocol MIN..MAX` from a far side
+    /// that speaks several).
+    pub protocols: std::ops::RangeInclusive<u16>,
     pub version: String,
     /// It was running already (another near side, or an earlier run, started it).
     pub already: bool,
@@ -41,12 +43,24 @@ pub fn parse(line: &str) -> Result<Ready, NotReady> {
         "pid unknown" => None,
         p => Some(p.strip_prefix("pid ").and_then(|n| n.parse().ok()).ok_or_else(bad)?),
     };
-    let protocol = parts.next().and_then(|p| p.strip_prefix("protocol ")).and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+    let protocols = parts.next().and_then(|p| p.strip_prefix("protocol ")).and_then(range).ok_or_else(bad)?;
     let version = parts.next().and_then(|v| v.strip_prefix("jdwpmux ")).filter(|v| !v.is_empty()).ok_or_else(bad)?.to_string();
     if parts.next().is_some() {
         return Err(bad());
     }
-    Ok(Ready { socket: PathBuf::from(socket), pid, protocol, version, already })
+    Ok(Ready { socket: PathBuf::from(socket), pid, protocols, version, already })
+}
+
+/// `P` or `MIN..MAX` (MIN <= MAX).
+fn range(text: &str) -> Option<std::ops::RangeInclusive<u16>> {
+    let (min, max) = match text.split_once("..") {
+        Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+        None => {
+            let p = text.parse().ok()?;
+            (p, p)
+        }
+    };
+    (min <= max).then_some(min..=max)
 }
 
 #[cfg(test)]
@@ -61,10 +75,17 @@ mod tests {
                 let line = crate::far::ready_line(Path::new("/run/user/1000/jdwpmux far/far.sock"), pid, already);
                 let got = parse(&format!("{line}\n")).unwrap();
                 assert_eq!(got.socket, Path::new("/run/user/1000/jdwpmux far/far.sock"));
-                assert_eq!((got.pid, got.already, got.protocol), (pid, already, crate::far::handshake::PROTOCOL));
+                let ours = crate::far::handshake::PROTOCOL;
+                assert_eq!((got.pid, got.already, got.protocols), (pid, already, ours..=ours));
                 assert_eq!(got.version, env!("CARGO_PKG_VERSION"));
             }
         }
+    }
+
+    #[test]
+    fn a_far_side_of_several_protocols_says_their_range() {
+        let got = parse("jdwpmux far: listening on /x/far.sock (pid 1, protocol 2..4, jdwpmux 0.3.0)").unwrap();
+        assert_eq!(got.protocols, 2..=4);
     }
 
     #[test]
@@ -75,6 +96,8 @@ mod tests {
             "jdwpmux far: listening on relative/far.sock (pid 1, protocol 1, jdwpmux 0.1.0)",
             "jdwpmux far: listening on /x/far.sock (pid one, protocol 1, jdwpmux 0.1.0)",
             "jdwpmux far: listening on /x/far.sock (pid 1, protocol x, jdwpmux 0.1.0)",
+            "jdwpmux far: listening on /x/far.sock (pid 1, protocol 3..2, jdwpmux 0.1.0)",
+            "jdwpmux far: listening on /x/far.sock (pid 1, protocol 2.., jdwpmux 0.1.0)",
             "jdwpmux far: listening on /x/far.sock (pid 1, protocol 1, jdwpmux )",
             "jdwpmux far: listening on /x/far.sock (pid 1, protocol 1, jdwpmux 0.1.0, more)",
             "jdwpmux far: resting on /x/far.sock (pid 1, protocol 1, jdwpmux 0.1.0)",

@@ -26,8 +26,13 @@ pub enum FarUnusable {
     NotFound(String),
     #[error("{0}")]
     Failed(String),
-    #[error("jdwpmux {version} there speaks far-side protocol {protocol}, this jdwpmux ({ours}) speaks {PROTOCOL}", ours = env!("CARGO_PKG_VERSION"))]
-    Version { version: String, protocol: u16 },
+    /// Its ready line names protocols this jdwpmux does not speak; `running`: the pid of a far
+    /// side that was running already (a new jdwpmux installed there finds it and says so).
+    #[error("jdwpmux {version} there speaks far-side protocol {}, this jdwpmux ({ours}) speaks {PROTOCOL}", crate::far::handshake::protocols(*.protocols.start(), *.protocols.end()), ours = env!("CARGO_PKG_VERSION"))]
+    Version { version: String, protocols: std::ops::RangeInclusive<u16>, running: Option<u32> },
+    /// It refused this near side's hello (another protocol): its own words.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// `ssh [-F CFG] -S CONTROL -o ControlMaster=no -o BatchMode=yes -T -- DEST 'PATH' far --detach`:
@@ -77,7 +82,9 @@ pub fn judge_start(status: Option<i32>, stdout: &str, stderr: &str, far_path: &s
     }
     let line = stdout.lines().find(|l| l.starts_with("jdwpmux far: "));
     match line.map(ready::parse) {
-        Some(Ok(r)) if r.protocol != PROTOCOL => Err(FarUnusable::Version { version: r.version, protocol: r.protocol }),
+        Some(Ok(r)) if !r.protocols.contains(&PROTOCOL) => {
+            Err(FarUnusable::Version { running: r.pid.filter(|_| r.already), version: r.version, protocols: r.protocols })
+        }
         Some(Ok(r)) if status == Some(0) => Ok(r),
         _ => {
             let said = stderr.lines().chain(stdout.lines()).map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("nothing");
@@ -155,8 +162,12 @@ mod tests {
         let line = crate::far::ready_line(Path::new("/run/far/far.sock"), Some(9), false);
         assert_eq!(judge_start(Some(0), &format!("{line}\n"), "", "jdwpmux").map(|r| r.socket), Ok(PathBuf::from("/run/far/far.sock")));
         assert_eq!(judge_start(Some(127), "", "sh: 1: jdwpmux: not found", "jdwpmux"), Err(FarUnusable::NotFound("jdwpmux".into())));
-        let old = "jdwpmux far: listening on /run/far/far.sock (pid 9, protocol 7, jdwpmux 9.0.0)";
-        assert_eq!(judge_start(Some(0), old, "", "jdwpmux"), Err(FarUnusable::Version { version: "9.0.0".into(), protocol: 7 }));
+        let other = "jdwpmux far: listening on /run/far/far.sock (pid 9, protocol 7, jdwpmux 9.0.0)";
+        assert_eq!(judge_start(Some(0), other, "", "jdwpmux"), Err(FarUnusable::Version { version: "9.0.0".into(), protocols: 7..=7, running: None }));
+        let running = "jdwpmux far: already running on /run/far/far.sock (pid 9, protocol 1, jdwpmux 0.0.9)";
+        assert_eq!(judge_start(Some(0), running, "", "jdwpmux"), Err(FarUnusable::Version { version: "0.0.9".into(), protocols: 1..=1, running: Some(9) }));
+        let several = format!("jdwpmux far: listening on /run/far/far.sock (pid 9, protocol 1..{}, jdwpmux 9.0.0)", PROTOCOL + 1);
+        assert!(judge_start(Some(0), &several, "", "jdwpmux").is_ok(), "a far side that speaks ours among others is used");
         let e = judge_start(Some(2), "", "error: unrecognized subcommand 'far'\n", "jdwpmux").unwrap_err();
         assert_eq!(e.to_string(), "jdwpmux far --detach exited with 2: error: unrecognized subcommand 'far'");
         assert!(judge_start(None, "", "", "jdwpmux").unwrap_err().to_string().contains("ended by a signal"));

@@ -1,10 +1,14 @@
 //! One remote host: its ssh link (made again with back-off when lost), a scan of its JVMs
 //! every interval, and a forward per JVM from a local socket to where its agent listens.
 //! What it knows is published on a watch channel; the daemon turns it into VM sessions.
+//! A probe run on the first link made may take the host over with that link
+//! (`run_probing`: jdwpmux on the host, `nearlink::host`).
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +23,7 @@ use super::naming::Names;
 use super::ssh_cmd::SshOptions;
 use super::ssh_errors::LinkFailure;
 use super::status::HostTable;
+use crate::discovery::jvms::shell::ShellError;
 use crate::discovery::jvms::{FoundJvm, Reach};
 
 /// First wait after a lost or failed link; it doubles up to `MAX_BACKOFF`.
@@ -108,6 +113,23 @@ impl Default for HostReport {
 
 /// Runs one host until `cancel`; its row in `rows` says how it is.
 pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
+    run_probing::<()>(&cfg, &report, &rows, &cancel, None).await;
+}
+
+/// A look at the host through the first link made (jdwpmux there, say): what it gives takes
+/// the host over, the link handed with it; None leaves the host to this task's forwards.
+pub type Probe<T> = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Option<T>> + Send>> + Send>;
+
+/// `run`, with `probe` run once on the first link made: when it gives something, this task
+/// ends and hands it over with that link (the master stays up, nothing was forwarded yet).
+/// None when the daemon stops, or after serving the host to the end with forwards.
+pub async fn run_probing<T>(
+    cfg: &HostConfig,
+    report: &watch::Sender<HostReport>,
+    rows: &HostTable,
+    cancel: &CancellationToken,
+    mut probe: Option<Probe<T>>,
+) -> Option<(Link, T)> {
     let mut backoff = FIRST_BACKOFF;
     let mut names = Names::default();
     let mut last_failure: Option<String> = None;
@@ -125,16 +147,32 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<H
         let before = known.as_deref().map(Stamp::of);
         let opened = tokio::select! {
             l = Link::open(&cfg.ssh, &cfg.dest, &control, limit) => l,
-            _ = cancel.cancelled() => return,
+            _ = cancel.cancelled() => return None,
         };
         let wait = match opened {
-            Ok(link) => {
+            Ok(mut link) => {
+                // The look runs beside the first scan round, which the host needs anyway: a
+                // host it finds nothing on starts no later than without it.
+                let mut first = None;
+                if let Some(look) = probe.take() {
+                    let both = tokio::select! {
+                        both = async { tokio::join!(look(), link.scan.round(cfg.round_timeout())) } => Some(both),
+                        _ = cancel.cancelled() => None,
+                    };
+                    let Some((found, round)) = both else {
+                        link.close().await;
+                        return None;
+                    };
+                    if let Some(found) = found {
+                        return Some((link, found));
+                    }
+                    first = Some(round);
+                }
                 info!(host = %cfg.label, dest = %cfg.dest, "the ssh link is up");
                 backoff = FIRST_BACKOFF;
                 last_failure = None;
                 link_is(LinkState::Up);
-                let why = serve(&cfg, link, &mut names, &report, &rows, &cancel).await;
-                let Some(why) = why else { return };
+                let why = serve(cfg, link, first, &mut names, report, rows, cancel).await?;
                 let names: Vec<String> = report.borrow().vms.iter().map(|v| v.found.name()).collect();
                 warn!(host = %cfg.label, reason = %why, "{}", link_lost(&cfg.label, &names));
                 rows.update(&cfg.label, |r| r.with_link(&LinkState::Down { reason: why.clone(), refused: false }));
@@ -178,8 +216,8 @@ pub async fn run(cfg: HostConfig, report: watch::Sender<HostReport>, rows: Arc<H
             }
         };
         tokio::select! {
-            _ = wait.elapse(&cfg) => {}
-            _ = cancel.cancelled() => return,
+            _ = wait.elapse(cfg) => {}
+            _ = cancel.cancelled() => return None,
         }
     }
 }
@@ -211,8 +249,17 @@ impl Wait {
     }
 }
 
-/// Scans and forwards while the link lasts. None when the daemon stops, else why it ended.
-async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &watch::Sender<HostReport>, rows: &HostTable, cancel: &CancellationToken) -> Option<String> {
+/// Scans and forwards while the link lasts, starting with `first` when a round was made
+/// already. None when the daemon stops, else why it ended.
+async fn serve(
+    cfg: &HostConfig,
+    mut link: Link,
+    mut first: Option<Result<Vec<FoundJvm>, ShellError>>,
+    names: &mut Names,
+    report: &watch::Sender<HostReport>,
+    rows: &HostTable,
+    cancel: &CancellationToken,
+) -> Option<String> {
     // Forwards in place on this link: local socket -> target on the host.
     let mut forwards: HashMap<PathBuf, SocketAddr> = HashMap::new();
     // When each forward's JVM was last found.
@@ -220,12 +267,15 @@ async fn serve(cfg: &HostConfig, mut link: Link, names: &mut Names, report: &wat
     // Other users' JVMs seen and left alone, by pid (each said once in the log).
     let mut left_alone: HashSet<u32> = HashSet::new();
     let why = loop {
-        let found = tokio::select! {
-            r = link.scan.round(cfg.round_timeout()) => r,
-            _ = cancel.cancelled() => {
-                link.close().await;
-                return None;
-            }
+        let found = match first.take() {
+            Some(round) => round,
+            None => tokio::select! {
+                r = link.scan.round(cfg.round_timeout()) => r,
+                _ = cancel.cancelled() => {
+                    link.close().await;
+                    return None;
+                }
+            },
         };
         let found = match found {
             Ok(f) => f,

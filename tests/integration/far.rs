@@ -41,7 +41,7 @@ impl Near {
     async fn connect(socket: &Path, session: SessionKey, resume: &mut Resume) -> Result<(Near, Hello)> {
         let stream = UnixStream::connect(socket).await.with_context(|| format!("connect {}", socket.display()))?;
         let mut near = Near { stream, buf: BytesMut::new() };
-        let hello = Hello { role: Role::Near, proto_min: 1, proto_max: 1, binary: "test".into(), session, hold_secs: 0, resumed: false };
+        let hello = Hello { role: Role::Near, proto_min: jdwpmux::far::handshake::PROTOCOL, proto_max: jdwpmux::far::handshake::PROTOCOL, binary: "test".into(), session, hold_secs: 0, resumed: false };
         let hello = resume.link(Body::Hello(hello));
         near.write(&hello).await?;
         let first = near.read_frame().await?;
@@ -154,7 +154,7 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     cmd.args(["far", "--hold", &HOLD_SECS.to_string(), "--scan-interval", "0.2", "--dir"]).arg(&dir);
     let mut far = Console::spawn(cmd, "jdwpmux far")?;
     let socket = dir.join("far.sock");
-    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol 1", socket.display(), far.pid().unwrap_or(0)), SLOW).await?;
+    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol {}", socket.display(), far.pid().unwrap_or(0), jdwpmux::far::handshake::PROTOCOL), SLOW).await?;
     assert_eq!(std::fs::metadata(&dir)?.mode() & 0o777, 0o700, "the far side's folder is private");
 
     // A second start finds the first and leaves it alone.
@@ -171,6 +171,8 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     let pid = app.pid().context("the JVM's pid")?;
     let vm = wait_for_vm(&mut near, &mut resume, pid).await?;
     assert_eq!(vm.port, app.port(), "{vm:?}");
+    // Its agent's bind address comes with it (address=127.0.0.1:PORT, its socket seen there).
+    assert_eq!(vm.bind, Some(std::net::Ipv4Addr::LOCALHOST.into()), "{vm:?}");
 
     // A channel to it, and the JDWP handshake through it.
     near.send(&mut resume, CHANNEL, Body::Open { vm: vm.key }).await?;

@@ -105,3 +105,122 @@ async fn remote_far_a_link_cut_while_stopped_at_a_breakpoint_loses_nothing() {
     assert!(bad.is_empty(), "{bad:#?}");
     drop(served);
 }
+
+/// A stand-in for jdwpmux of another version on a test host: a script at the far-side path
+/// that says what `jdwpmux far --detach` says (its ready line), naming `protocol` and
+/// `version`, and a socket at `socket` (which the test may serve).
+fn fake_far(dir: &std::path::Path, socket: &std::path::Path, protocol: &str, version: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("jdwpmux");
+    let line = format!("jdwpmux far: listening on {} (pid $$, protocol {protocol}, jdwpmux {version})", socket.display());
+    std::fs::write(&path, format!("#!/bin/sh\necho \"{line}\"\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+/// With no `--far` at all (auto), a host whose jdwpmux speaks another far-side protocol is
+/// served through ssh forwards, and one line names the host, both sides' versions and
+/// protocols, and what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_far_side_of_another_protocol_is_refused_with_one_clear_line() {
+    crate::need_test_hosts!();
+    let dir = tempfile::tempdir().unwrap();
+    let fake = fake_far(dir.path(), &dir.path().join("far.sock"), "9", "9.9.9");
+    let OneVm { keys: _keys, host: _host, app, served, port } = one_vm("faralien", &["--far-path", &fake]).await;
+    let line = served.wait_log("speaks far-side protocol").await;
+    let ours = env!("CARGO_PKG_VERSION");
+    let protocol = jdwpmux::far::handshake::PROTOCOL;
+    assert!(
+        line.contains(&format!("jdwpmux on faralien (9.9.9) speaks far-side protocol 9, this one ({ours}) speaks {protocol}: its VMs are reached through ssh forwards")),
+        "{line}"
+    );
+    assert!(line.contains(&format!("install jdwpmux {ours} on faralien")) && line.contains("or use --far never"), "{line}");
+    assert!(line.contains(" INFO "), "a fallback is no failure: {line}");
+    debug_once(port, "Billing", &app).await;
+    assert_eq!(served.log_text().matches("speaks far-side protocol").count(), 1, "one line: {}", served.log_text());
+    assert!(!served.log_text().contains("using jdwpmux on"), "{}", served.log_text());
+    drop(served);
+}
+
+/// A far side whose ready line looks right but whose hello refuses this near side (its
+/// protocol differs after all): the refusal, in the far side's own words, is said once with
+/// the host's name, and the host goes on through ssh forwards; the near side does not come
+/// back to the far side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_far_side_that_refuses_the_hello_leaves_the_host_to_forwards() {
+    use bytes::BytesMut;
+    use jdwpmux::farlink::frame::{Body, ByeReason};
+    use jdwpmux::farlink::{FarCodec, Frame};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_util::codec::{Decoder, Encoder};
+    crate::need_test_hosts!();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("far.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    let protocol = jdwpmux::far::handshake::PROTOCOL;
+    let fake = fake_far(dir.path(), &socket, &protocol.to_string(), "9.9.9");
+    let text = "jdwpmux 9.9.9 on this host speaks far-side protocol 9: install the same version on both";
+    let hellos = Arc::new(AtomicUsize::new(0));
+    let counted = hellos.clone();
+    // The far side's end: each connection's Hello is answered with Bye(Version).
+    let far = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut buf = BytesMut::new();
+            let hello = loop {
+                match FarCodec.decode(&mut buf) {
+                    Ok(Some(f)) => break Some(f),
+                    Ok(None) => {}
+                    Err(_) => break None,
+                }
+                if !matches!(stream.read_buf(&mut buf).await, Ok(n) if n > 0) {
+                    break None;
+                }
+            };
+            if matches!(hello, Some(Frame { body: Body::Hello(_), .. })) {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let bye = Frame { channel: 0, seq: 0, ack: 0, body: Body::Bye { reason: ByeReason::Version, text: text.into() } };
+                let mut out = BytesMut::new();
+                FarCodec.encode(&bye, &mut out).unwrap();
+                let _ = stream.write_all(&out).await;
+            }
+        }
+    });
+    let OneVm { keys: _keys, host: _host, app, served, port } = one_vm("farbye", &["--far", "auto", "--far-path", &fake]).await;
+    let line = served.wait_log("refused this one").await;
+    assert!(line.contains(&format!("jdwpmux on farbye refused this one ({text}): its VMs are reached through ssh forwards")), "{line}");
+    debug_once(port, "Billing", &app).await;
+    let log = served.log_text();
+    assert_eq!(log.matches("refused this one").count(), 1, "one line: {log}");
+    assert_eq!(hellos.load(Ordering::SeqCst), 1, "the near side came back to a far side that refused it: {log}");
+    drop(served);
+    far.abort();
+}
+
+/// Through jdwpmux on the host, a JVM whose agent listens on all of the host's addresses is
+/// marked as a scan of the host marks it (the far side's list carries each agent's bind
+/// address); one on the host's loopback beside it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_an_agent_on_all_addresses_is_marked_through_the_far_side() {
+    use crate::remote::{agent, jvm_on, row, serve};
+    use crate::support::testhost::{Keys, TestHost};
+    use crate::support::JavaApp;
+    use std::path::Path;
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start_with(&keys, "farwide", true).unwrap();
+    let open = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Open", agent(false, "0.0.0.0:8000"))).await.unwrap();
+    let closed = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Closed", agent(false, "127.0.0.1:8001"))).await.unwrap();
+    let served = serve(&keys, &["farwide"], &["--far", "always", "--far-path", &far.path]);
+    served.wait_log("using jdwpmux on farwide").await;
+    let rows = served.list_until("both JVMs listed", |r| row(r, "farwide", "Open").is_some() && row(r, "farwide", "Closed").is_some()).await;
+    let exposed = |app: &str| row(&rows, "farwide", app).map(|r| r["process"]["exposed"].clone()).unwrap_or_default();
+    let wide = exposed("Open").as_str().unwrap_or_default().to_string();
+    assert!(wide.contains("anyone who can reach farwide's port 8000") && wide.contains("address=127.0.0.1:8000"), "{rows:?}");
+    assert!(exposed("Closed").is_null(), "{rows:?}");
+    assert!(!served.log_text().contains("ssh forwards"), "{}", served.log_text());
+    drop(served);
+    drop((open, closed, host));
+}

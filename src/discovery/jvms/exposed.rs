@@ -7,15 +7,22 @@ use std::net::IpAddr;
 
 use super::agent::{Agent, Bind};
 
+/// The address the agent listens on: its socket's now (`listen`), else the address it was
+/// given; None when it was given none (loopback on JDK 9 and later, every address on JDK 8)
+/// or a name.
+pub fn bound(listen: Option<IpAddr>, agent: &Agent) -> Option<IpAddr> {
+    match (listen, &agent.bind) {
+        (Some(ip), _) => Some(ip),
+        (None, Bind::Any) => Some(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)),
+        (None, Bind::Host(h)) => h.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok(),
+        (None, Bind::Default) => None,
+    }
+}
+
 /// Whether the agent listens on every address: by the socket it listens on now (`listen`),
 /// else by the address it was given.
 pub fn on_all_addresses(listen: Option<IpAddr>, agent: &Agent) -> bool {
-    match (listen, &agent.bind) {
-        (Some(ip), _) => ip.is_unspecified(),
-        (None, Bind::Any) => true,
-        (None, Bind::Host(h)) => h.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().is_ok_and(|ip| ip.is_unspecified()),
-        (None, Bind::Default) => false,
-    }
+    bound(listen, agent).is_some_and(|ip| ip.is_unspecified())
 }
 
 /// What is said of such an agent on port `port` of `host` (None: this machine); one in a
@@ -61,6 +68,9 @@ mod tests {
         assert!(!on_all_addresses(None, &agent(Bind::Host("10.0.0.2".into()))));
         assert!(!on_all_addresses(None, &agent(Bind::Host("localhost".into()))));
         assert!(!on_all_addresses(None, &agent(Bind::Default)));
+        assert_eq!(bound(None, &agent(Bind::Host("[::1]".into()))), Some("::1".parse().unwrap()));
+        assert_eq!(bound(Some(lo), &agent(Bind::Host("10.0.0.2".into()))), Some(lo));
+        assert_eq!(bound(None, &agent(Bind::Host("localhost".into()))), None, "a name is not resolved");
     }
 
     #[test]

@@ -58,8 +58,9 @@ pub struct FoundJvm {
     pub waiting: Option<bool>,
     /// It runs in another network namespace (a container) than the scan.
     pub other_net: bool,
-    /// Its agent listens on every address of its host (`exposed`).
-    pub all_addresses: bool,
+    /// The address its agent listens on: its socket's, else the one it was given; None when
+    /// neither is known (`exposed::bound`).
+    pub bound: Option<IpAddr>,
     pub reach: Reach,
     /// Its command line, arguments joined by spaces (cut at `MAX_COMMAND`): for filters,
     /// never shown (it may hold secrets).
@@ -87,10 +88,15 @@ impl FoundJvm {
             held_by: None,
             waiting: Some(false),
             other_net: false,
-            all_addresses: false,
+            bound: Some(Ipv4Addr::LOCALHOST.into()),
             reach,
             command: String::new(),
         }
+    }
+
+    /// Its agent listens on every address of its host (`exposed`).
+    pub fn all_addresses(&self) -> bool {
+        self.bound.is_some_and(|ip| ip.is_unspecified())
     }
 
     /// Its agent does not listen because a debugger holds it (jdwpmux itself, or another).
@@ -181,7 +187,7 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
     };
     let user = p.user.clone().filter(|u| !u.is_empty()).or_else(|| p.uid.map(|u| format!("uid {u}")));
     let reach = reach(view, p, &agent, listen, port, other_net);
-    let all_addresses = super::exposed::on_all_addresses(listen.map(|s| s.local.ip()), &agent);
+    let bound = super::exposed::bound(listen.map(|s| s.local.ip()), &agent);
     Some(FoundJvm {
         pid,
         uid: p.uid,
@@ -195,7 +201,7 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         attached,
         held_by,
         other_net,
-        all_addresses,
+        bound,
         reach,
         command: command.text,
     })
