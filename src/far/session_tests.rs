@@ -376,7 +376,7 @@ async fn no_near_side_is_taken_before_the_first_scan() {
     let (mine, theirs) = UnixStream::pair().unwrap();
     let mut near = Near { stream: mine, buf: BytesMut::new() };
     let mut resume = Resume::new(Outbound::new(1 << 20));
-    let hello = Hello { role: Role::Near, proto_min: 1, proto_max: 1, binary: "test".into(), session: SessionKey::default(), hold_secs: 0, resumed: false };
+    let hello = Hello { role: Role::Near, proto_min: crate::far::handshake::PROTOCOL, proto_max: crate::far::handshake::PROTOCOL, binary: "test".into(), session: SessionKey::default(), hold_secs: 0, resumed: false };
     near.write(&resume.link(Body::Hello(hello))).await;
     accepted_tx.send(crate::far::read_hello(theirs).await.unwrap()).await.unwrap();
     // An observation window, not a wait for a condition: a session that took the connection

@@ -54,7 +54,7 @@ pub enum Unusable {
 /// is being cut) says nothing about the far side.
 pub fn on_unusable(mode: FarMode, why: &FarUnusable) -> Unusable {
     match (mode, why) {
-        (FarMode::Auto, FarUnusable::NotFound(_) | FarUnusable::Version { .. }) => Unusable::FallBack,
+        (FarMode::Auto, FarUnusable::NotFound(_) | FarUnusable::Version { .. } | FarUnusable::Refused(_)) => Unusable::FallBack,
         _ => Unusable::TryLater,
     }
 }
@@ -73,7 +73,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn ready(pid: Option<u32>, already: bool, socket: &str) -> Ready {
-        Ready { socket: PathBuf::from(socket), pid, protocol: 1, version: "0.1.0".into(), already }
+        Ready { socket: PathBuf::from(socket), pid, protocols: 2..=2, version: "0.1.0".into(), already }
     }
 
     #[test]
@@ -121,7 +121,7 @@ mod tests {
 
     #[test]
     fn only_a_far_side_gone_for_good_falls_back_and_only_under_auto() {
-        let gone = [FarUnusable::NotFound("jdwpmux".into()), FarUnusable::Version { version: "9.0.0".into(), protocol: 9 }];
+        let gone = [FarUnusable::NotFound("jdwpmux".into()), FarUnusable::Version { version: "9.0.0".into(), protocols: 9..=9, running: None }, FarUnusable::Refused("speaks 9 only".into())];
         let failed = FarUnusable::Failed("jdwpmux far --detach did not answer within 20s".into());
         for why in &gone {
             assert_eq!(on_unusable(FarMode::Auto, why), Unusable::FallBack, "{why}");
