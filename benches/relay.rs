@@ -55,6 +55,8 @@ mod remote;
 mod remote_paths;
 #[path = "relay/report.rs"]
 mod report;
+#[path = "relay/sched_wait.rs"]
+mod sched_wait;
 #[path = "relay/scale.rs"]
 mod scale;
 #[path = "relay/soak.rs"]

@@ -53,6 +53,8 @@ mod remote;
 mod remote_paths;
 #[path = "../benches/relay/report.rs"]
 mod report;
+#[path = "../benches/relay/sched_wait.rs"]
+mod sched_wait;
 #[path = "../benches/relay/scale.rs"]
 mod scale;
 #[path = "../benches/relay/soak.rs"]

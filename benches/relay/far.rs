@@ -236,6 +236,19 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
                 t.push(Row::new(&format!("{label}: link round trips per step, (step - veth step) / {} ms", 2 * d.as_millis()), [a, b, c, String::new()]));
             }
         }
+        let sched = |what: usize, c: usize| {
+            let v: Vec<Option<f64>> = per_rep(all, li, c, &|r| r.sched.map(|g| if what == 0 { g[0].0 + g[1].0 } else { g[0].1 + g[1].1 + g[2].1 }));
+            let parts = |k: usize| median(&per_rep(all, li, c, &|r| r.sched.map(|g| if what == 0 { g[k].0 } else { g[k].1 })).into_iter().flatten().collect::<Vec<_>>());
+            match median(&v.into_iter().flatten().collect::<Vec<_>>()) {
+                Some(m) if what == 0 => format!("{} ({} + {})", fmt(m), fmt_opt(parts(0)), fmt_opt(parts(1))),
+                Some(m) => format!("{} ({} + {} + {})", fmt(m), fmt_opt(parts(0)), fmt_opt(parts(1)), fmt_opt(parts(2))),
+                None => "-".into(),
+            }
+        };
+        let [a, b, c] = cells3(&|c| sched(0, c));
+        t.push(Row::new(&format!("{label}: CPU µs per step, path's processes here + host's (sshd, far side, JVM)"), [a, b, c, String::new()]));
+        let [a, b, c] = cells3(&|c| sched(1, c));
+        t.push(Row::new(&format!("{label}: µs per step waiting for a CPU, here + host + the IDE"), [a, b, c, String::new()]));
         let setup = |c: usize| fmt_opt(median(&per_rep(all, li, c, &|r| Some(r.setup_ms / 1e3)).into_iter().flatten().collect::<Vec<_>>()));
         let [a, b, c] = cells3(&setup);
         t.push(Row::new(&format!("{label}: path ready after s (ssh up; serve: VM listed ready)"), [a, b, c, String::new()]));

@@ -22,6 +22,7 @@ use crate::jvm::Jvm;
 use crate::procs::Proc;
 use crate::proxy::{Proxy, ProxyBin};
 use crate::remote_paths::{ready_port, RemoteKind, RemoteRelay, Target};
+use crate::sched_wait::SchedSnap;
 
 const STEP_JAVA: &str = include_str!("Step.java");
 
@@ -117,6 +118,9 @@ pub struct StepRun {
     pub step_ms: Vec<f64>,
     /// With the counting tap in front (see `jdwp_tap`).
     pub tap: Option<TapSummary>,
+    /// Per step, µs on a CPU and µs waiting for one (`sched_wait`), while stepping: this
+    /// machine's processes of the path, the host's (sshd, the far side, the JVM), the IDE.
+    pub sched: Option<[(f64, f64); 3]>,
 }
 
 /// What the program printed: `first_ns=`, `step_ns=`, `done`.
@@ -215,10 +219,29 @@ pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, f
     // A hung reply must fail the run, not the benchmark: JDI itself would wait for ever.
     let deadline = Instant::now() + p.budget + Duration::from_secs(180);
     let mut printed = Printed::default();
+    // The path's processes here, the host's (sshd, the far side, the JVM) and the IDE.
+    let local = match &path {
+        Path3::Ssh(r) => r.local_pids(),
+        Path3::Jdwpmux { proxy, .. } => crate::proc_tree::with_children(proxy.pid()).iter().map(|s| s.pid).collect(),
+    };
+    let groups = || [local.clone(), crate::proc_tree::netns_members(ns).iter().map(|s| s.pid).collect(), vec![ide.pid()]];
+    let snap = || groups().map(|g| SchedSnap::take(&g));
+    let mut at_first = None;
+    let mut sched = None;
     while !printed.done {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(l) => printed.line(&l),
+            Ok(l) => {
+                printed.line(&l);
+                if l.starts_with("first_ns=") {
+                    at_first = Some(snap());
+                } else if l.starts_with("step_ns=") {
+                    sched = at_first.as_ref().map(|a| {
+                        let b = snap();
+                        [0, 1, 2].map(|i| b[i].since(&a[i]))
+                    });
+                }
+            }
             Err(_) => break,
         }
     }
@@ -253,7 +276,9 @@ pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, f
     let (Some(first), true) = (printed.first_ns, printed.done) else {
         bail!("the IDE program ended without its figures: {said}\n{} log:\n{log}\nfar side's log:\n{}", kind.label(), far.log());
     };
-    Ok(StepRun { setup_ms, first_ms: first as f64 / 1e6, step_ms: printed.step_ns.iter().map(|n| *n as f64 / 1e6).collect(), tap: summary })
+    let steps = printed.step_ns.len().max(1) as f64;
+    let sched = sched.map(|g| g.map(|(run, wait)| (run as f64 / 1e3 / steps, wait as f64 / 1e3 / steps)));
+    Ok(StepRun { setup_ms, first_ms: first as f64 / 1e6, step_ms: printed.step_ns.iter().map(|n| *n as f64 / 1e6).collect(), tap: summary, sched })
 }
 
 /// The far side's processes on the host of namespace `ns` (`jdwpmux far`).
