@@ -13,14 +13,24 @@ mod bulk;
 mod capture_gen;
 #[path = "relay/cpu_budget.rs"]
 mod cpu_budget;
+#[path = "relay/delay_link.rs"]
+mod delay_link;
 #[path = "relay/ddm_wire.rs"]
 mod ddm_wire;
 #[path = "relay/decode.rs"]
 mod decode;
 #[path = "relay/fake_vm.rs"]
 mod fake_vm;
+#[path = "relay/far.rs"]
+mod far;
+#[path = "relay/far_idle.rs"]
+mod far_idle;
+#[path = "relay/far_paths.rs"]
+mod far_paths;
 #[path = "relay/ide.rs"]
 mod ide;
+#[path = "relay/jdwp_tap.rs"]
+mod jdwp_tap;
 #[path = "relay/jdwp_ops.rs"]
 mod jdwp_ops;
 #[path = "relay/jvm.rs"]
@@ -45,6 +55,8 @@ mod remote;
 mod remote_paths;
 #[path = "relay/report.rs"]
 mod report;
+#[path = "relay/sched_wait.rs"]
+mod sched_wait;
 #[path = "relay/scale.rs"]
 mod scale;
 #[path = "relay/soak.rs"]
@@ -135,7 +147,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 11] = [
+    let sections: [(Section, SectionFn); 12] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -147,6 +159,7 @@ fn main() -> ExitCode {
         (Section::Owner, owner_section),
         (Section::Soak, soak_section),
         (Section::Remote, remote_section),
+        (Section::Far, far_section),
     ];
     for (s, run) in sections {
         if !opts.wants(s) {
@@ -575,4 +588,8 @@ fn soak_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
 
 fn remote_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     remote::run(bin, &p.remote, p.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
+}
+
+fn far_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    far::run(bin, &p.far, p.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
 }

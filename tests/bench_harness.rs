@@ -9,14 +9,24 @@ mod bulk;
 mod capture_gen;
 #[path = "../benches/relay/cpu_budget.rs"]
 mod cpu_budget;
+#[path = "../benches/relay/delay_link.rs"]
+mod delay_link;
 #[path = "../benches/relay/ddm_wire.rs"]
 mod ddm_wire;
 #[path = "../benches/relay/decode.rs"]
 mod decode;
 #[path = "../benches/relay/fake_vm.rs"]
 mod fake_vm;
+#[path = "../benches/relay/far.rs"]
+mod far;
+#[path = "../benches/relay/far_idle.rs"]
+mod far_idle;
+#[path = "../benches/relay/far_paths.rs"]
+mod far_paths;
 #[path = "../benches/relay/ide.rs"]
 mod ide;
+#[path = "../benches/relay/jdwp_tap.rs"]
+mod jdwp_tap;
 #[path = "../benches/relay/jdwp_ops.rs"]
 mod jdwp_ops;
 #[path = "../benches/relay/jvm.rs"]
@@ -43,6 +53,8 @@ mod remote;
 mod remote_paths;
 #[path = "../benches/relay/report.rs"]
 mod report;
+#[path = "../benches/relay/sched_wait.rs"]
+mod sched_wait;
 #[path = "../benches/relay/scale.rs"]
 mod scale;
 #[path = "../benches/relay/soak.rs"]

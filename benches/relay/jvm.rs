@@ -40,11 +40,14 @@ const MAIN_JAVA: &str = r#"public class Main {
             d[i] = (byte) i;
         }
         Big.data = d;
+        Walk walk = new Walk("walker");
         Thread stepper = new Thread(() -> {
             long s = 1;
             while (true) {
                 if (Work.go) {
                     s = Work.spin(s);
+                } else if (Walk.go) {
+                    s = walk.run(s);
                 } else {
                     try { Thread.sleep(20); } catch (InterruptedException e) { return; }
                 }
@@ -77,9 +80,44 @@ const WORK_JAVA: &str = "class Work {
 }
 ";
 
-/// `Big`, `Work` and `n` empty classes `C0..C{n-1}` in one source file.
+/// Where the `far` section's IDE steps: an object with fields (a string, arrays) whose method
+/// has locals of each kind, in a class with statics, as the variables view of an IDE shows.
+const WALK_JAVA: &str = "class Walk {
+    static volatile boolean go;
+    static String label = \"walk\";
+    static int[] counts = new int[64];
+    static long rounds;
+    final String name;
+    final long[] history = new long[256];
+    final Object[] items = { \"first\", \"second\", null };
+    int at;
+    Walk(String name) { this.name = name; }
+    long run(long seed) {
+        long a = seed;
+        String note = name;
+        int[] local = counts;
+        while (go) {
+            a = a * 31 + 7; // the breakpoint's line
+            history[at & 255] = a;
+            at++;
+            local[at & 63]++;
+            note = label;
+            rounds++;
+        }
+        return a + note.length();
+    }
+}
+";
+
+/// The line of `Walk.run` where the `far` section's IDE stops first (1-based, in the
+/// generated source file).
+pub fn walk_breakpoint_line() -> usize {
+    classes_java(0).lines().position(|l| l.contains("// the breakpoint's line")).map_or(0, |i| i + 1)
+}
+
+/// `Big`, `Work`, `Walk` and `n` empty classes `C0..C{n-1}` in one source file.
 fn classes_java(n: usize) -> String {
-    let mut s = format!("class Big {{ static final int LEN = {BIG_ARRAY_LEN}; static byte[] data; }}\n{WORK_JAVA}");
+    let mut s = format!("class Big {{ static final int LEN = {BIG_ARRAY_LEN}; static byte[] data; }}\n{WORK_JAVA}{WALK_JAVA}");
     for i in 0..n {
         s.push_str(&format!("class C{i} {{}}\n"));
     }
@@ -251,5 +289,7 @@ mod tests {
         assert!(s.contains("class C0 {}") && s.contains("class C2 {}") && !s.contains("class C3 "));
         assert!(s.contains(&format!("LEN = {BIG_ARRAY_LEN}")));
         assert!(MAIN_JAVA.contains(READY_LINE));
+        let line = walk_breakpoint_line();
+        assert!(s.lines().nth(line - 1).is_some_and(|l| l.trim_start().starts_with("a = a * 31 + 7;")), "line {line}");
     }
 }

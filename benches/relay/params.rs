@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote] [--soak-minutes N]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far] [--soak-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -20,6 +20,8 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
   --soak-minutes N  how long the soak section runs (default 10; 0.1 in smoke mode)
             remote: JVMs on ssh test hosts (network namespaces with sshd; needs root,
             iproute2, openssh-server; skipped with a line saying why otherwise)
+            far: an IDE stepping through ssh -L, serve --ssh --far never and --far
+            always, with and without added link delay; the far side's idle cost (as remote)
 env: JDWPMUX_BIN (proxy binary), JDWPMUX_ARGS (extra serve arguments)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +41,8 @@ pub enum Section {
     Soak,
     /// JVMs on other hosts through ssh (test hosts: network namespaces with sshd).
     Remote,
+    /// An IDE stepping through jdwpmux on the far side, `ssh -L` and today's forward.
+    Far,
 }
 
 impl Section {
@@ -55,11 +59,12 @@ impl Section {
             Section::Owner => "owner",
             Section::Soak => "soak",
             Section::Remote => "remote",
+            Section::Far => "far",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far]
             .into_iter()
             .find(|x| x.name() == s)
     }
@@ -160,6 +165,7 @@ pub struct Params {
     pub owner_proc_n: usize,
     pub soak: crate::soak::SoakParams,
     pub remote: crate::remote::RemoteParams,
+    pub far: crate::far::FarParams,
 }
 
 impl Params {
@@ -198,6 +204,7 @@ impl Params {
                 owner_proc_n: 10,
                 soak: crate::soak::SoakParams::new(true, o.soak_minutes),
                 remote: crate::remote::RemoteParams::new(true),
+                far: crate::far::FarParams::new(true),
             };
         }
         Params {
@@ -232,6 +239,7 @@ impl Params {
             owner_proc_n: 100,
             soak: crate::soak::SoakParams::new(false, o.soak_minutes),
             remote: crate::remote::RemoteParams::new(false),
+            far: crate::far::FarParams::new(false),
         }
     }
 }
@@ -298,6 +306,9 @@ mod tests {
         let remote = parse(&["--bench", "--only", "remote"]).unwrap();
         assert!(remote.wants(Section::Remote) && !remote.wants(Section::Jvm));
         assert!(parse(&["--bench"]).unwrap().wants(Section::Remote) && parse(&["--smoke"]).unwrap().wants(Section::Remote), "in both default runs");
+        let far = parse(&["--bench", "--only", "far"]).unwrap();
+        assert!(far.wants(Section::Far) && !far.wants(Section::Remote));
+        assert!(parse(&["--bench"]).unwrap().wants(Section::Far) && parse(&["--smoke"]).unwrap().wants(Section::Far), "in both default runs");
     }
 
     #[test]

@@ -189,7 +189,10 @@ impl Proxy {
                 bail!("jdwpmux exited at start ({st}); log:\n{}", p.log_tail(2000));
             }
             if Instant::now() > deadline {
-                bail!("jdwpmux did not announce its ports; log:\n{}", p.log_tail(2000));
+                let pid = p.proc.pid();
+                let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).map(|c| String::from_utf8_lossy(&c).replace('\0', " ")).unwrap_or_default();
+                bail!("jdwpmux did not announce its ports (pid {pid} waits in {wchan:?}: {cmd}); log:\n{}", p.log_tail(2000));
             }
             std::thread::sleep(Duration::from_millis(2));
         }

@@ -233,7 +233,7 @@ fn start_hosts(keys: &crate::testhost::Keys, prog: &Arc<Debuggee>, p: &RemotePar
 }
 
 /// Each JVM of `hosts` is free (its agent listens) and will have one more session.
-fn next_session(hosts: &mut [BenchHost]) -> Result<()> {
+pub fn next_session(hosts: &mut [BenchHost]) -> Result<()> {
     for h in hosts {
         for j in &mut h.jvms {
             j.wait_free(Duration::from_secs(30))?;
@@ -340,7 +340,7 @@ pub struct IdleCost {
 
 /// Measures `window`: `local()` lists the local processes (with `daemon`, whose own process
 /// is not one of the helpers counted), the host's are those of namespace `ns` but `jvms`.
-fn idle_cost(local: &dyn Fn() -> Vec<Stat>, daemon: Option<u32>, ns: &str, jvms: &[u32], window: Duration) -> IdleCost {
+pub fn idle_cost(local: &dyn Fn() -> Vec<Stat>, daemon: Option<u32>, ns: &str, jvms: &[u32], window: Duration) -> IdleCost {
     let host = || proc_tree::netns_members(ns).into_iter().filter(|s| !jvms.contains(&s.pid)).collect::<Vec<_>>();
     let mut c = IdleCost::default();
     let look = |l: &[Stat], h: &[Stat], c: &mut IdleCost| {

@@ -42,6 +42,11 @@ impl BenchHost {
         &self.ns
     }
 
+    /// The host's address on its veth (where its sshd listens).
+    pub fn addr(&self) -> std::net::Ipv4Addr {
+        self.host.as_ref().map_or(std::net::Ipv4Addr::UNSPECIFIED, |h| h.net.addr)
+    }
+
     pub fn alias(&self) -> &str {
         self.host.as_ref().map_or("", |h| h.alias.as_str())
     }

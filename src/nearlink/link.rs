@@ -375,14 +375,28 @@ impl Task {
     async fn goodbye(&mut self) {
         let bye = self.resume.link(Body::Bye { reason: ByeReason::ShuttingDown, text: "the near side is ending".into() });
         self.emit(&bye);
+        let rd = self.rd.take();
         if let Some(mut w) = self.wr.take() {
             let _ = tokio::time::timeout(BYE_TIMEOUT, async {
                 let _ = w.half.write_all(&w.out).await;
                 let _ = w.half.shutdown().await;
+                // The ssh master is closed right after this (`ssh -O exit`), and a master
+                // leaves at once, dropping what it has not passed on yet: the Bye could be
+                // lost and the far side would hold the VMs for its whole hold. The far side
+                // closes its end once it has read the Bye (or the end of the stream behind
+                // it), so the end of what it sends says the Bye got there.
+                if let Some(mut r) = rd {
+                    loop {
+                        r.buf.clear();
+                        match read_some(Some(&mut r)).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) => {}
+                        }
+                    }
+                }
             })
             .await;
         }
-        self.rd = None;
         self.state_tx.send_replace(LinkState::Ended);
     }
 

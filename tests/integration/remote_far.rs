@@ -223,4 +223,34 @@ async fn remote_far_an_agent_on_all_addresses_is_marked_through_the_far_side() {
     assert!(!served.log_text().contains("ssh forwards"), "{}", served.log_text());
     drop(served);
     drop((open, closed, host));
+
+/// `serve` stopping tells the far side, which closes its VM connections and ends at once
+/// instead of holding them for its hold (5 minutes): the ssh master is closed only after the
+/// far side has read the Bye (a master asked to exit drops what it has not passed on). Three
+/// rounds, since a lost Bye is a race; after each the VM takes a debugger again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_serve_stopping_ends_the_far_side_at_once() {
+    use crate::remote::{port, ready, serve};
+    use crate::support::process::pids_with_cmdline;
+    use std::time::{Duration, Instant};
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let far_dir = std::path::Path::new(&far.path).with_file_name("far").display().to_string();
+    let OneVm { keys, host: _host, app, mut served, port: _ } = one_vm("farbye", &["--far", "always", "--far-path", &far.path]).await;
+    for round in 0..3 {
+        if round > 0 {
+            served = serve(&keys, &["farbye"], &["--far", "always", "--far-path", &far.path]);
+        }
+        served.wait_log("using jdwpmux on farbye").await;
+        let rows = served.list_until("Billing ready", |r| ready(r, "farbye", "Billing")).await;
+        let far_pids = pids_with_cmdline(&["far", &far_dir]);
+        assert_eq!(far_pids.len(), 1, "round {round}: one far side: {far_pids:?}");
+        debug_once(port(&rows, "farbye", "Billing"), "Billing", &app).await;
+        assert_eq!(served.terminate(Duration::from_secs(10)), Some(0), "round {round}: {}", served.log_text());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !pids_with_cmdline(&["far", &far_dir]).is_empty() {
+            assert!(Instant::now() < deadline, "round {round}: the far side still runs 10 s after serve stopped: {}", served.log_text());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }

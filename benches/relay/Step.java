@@ -1,0 +1,126 @@
+// What an IDE does while a person steps through code, made of JDI: attach, stop at a
+// breakpoint in Walk.run (suspend policy ALL), then step over line after line (STEP_LINE,
+// STEP_OVER, the JDK's packages excluded, a count filter of 1, suspend policy ALL) and, after
+// every stop, read what the frames and variables views show: the thread's frames, the top
+// frame's visible variables and their values, `this` and its fields, the statics of its class,
+// the value of every string and the head (up to 100 elements) of every array among those,
+// and the thread's name. JDI waits for each reply before its next command, as IDEs do.
+//
+// Times: attach to the first stop shown (the breakpoint's views read), then each step from
+// its request to its views read. Prints
+//   first_ns=F
+//   step_ns=A,B,C...
+//   done steps=S values=V
+// then waits for standard input to close before it exits (the harness stops a relay first,
+// so the VM sees one disconnect).
+//   java Step HOST PORT LINE STEPS [MAX_MS]     (LINE: the breakpoint's line in Walk.run)
+import com.sun.jdi.*;
+import com.sun.jdi.connect.*;
+import com.sun.jdi.event.*;
+import com.sun.jdi.request.*;
+import java.util.*;
+
+public class Step {
+    static final String[] EXCLUDED = { "java.*", "javax.*", "sun.*", "jdk.*", "com.sun.*" };
+    static long values;
+
+    public static void main(String[] a) throws Exception {
+        AttachingConnector c = null;
+        for (AttachingConnector x : Bootstrap.virtualMachineManager().attachingConnectors()) {
+            if (x.name().equals("com.sun.jdi.SocketAttach")) c = x;
+        }
+        Map<String, Connector.Argument> args = c.defaultArguments();
+        args.get("hostname").setValue(a[0]);
+        args.get("port").setValue(a[1]);
+        args.get("timeout").setValue("60000");
+        int line = Integer.parseInt(a[2]);
+        int want = Integer.parseInt(a[3]);
+        long maxNs = a.length > 4 ? Long.parseLong(a[4]) * 1_000_000L : Long.MAX_VALUE;
+        long t0 = System.nanoTime();
+        VirtualMachine vm = c.attach(args);
+        EventRequestManager erm = vm.eventRequestManager();
+        ClassType walk = (ClassType) vm.classesByName("Walk").get(0);
+        Method run = walk.methodsByName("run").get(0);
+        List<Location> at = run.locationsOfLine(line);
+        if (at.isEmpty()) throw new IllegalStateException("no code at Walk line " + line);
+        BreakpointRequest bp = erm.createBreakpointRequest(at.get(0));
+        bp.setSuspendPolicy(EventRequest.SUSPEND_ALL);
+        bp.enable();
+        Field go = walk.fieldByName("go");
+        walk.setValue(go, vm.mirrorOf(true));
+        ThreadReference thread = null;
+        while (thread == null) {
+            for (Event e : vm.eventQueue().remove()) {
+                if (e instanceof BreakpointEvent) thread = ((BreakpointEvent) e).thread();
+            }
+        }
+        erm.deleteEventRequest(bp);
+        show(thread);
+        long first = System.nanoTime() - t0;
+        System.out.println("first_ns=" + first);
+        long[] took = new long[want];
+        int steps = 0;
+        long s0 = System.nanoTime();
+        while (steps < want && System.nanoTime() - s0 < maxNs) {
+            long t = System.nanoTime();
+            StepRequest step = erm.createStepRequest(thread, StepRequest.STEP_LINE, StepRequest.STEP_OVER);
+            for (String x : EXCLUDED) step.addClassExclusionFilter(x);
+            step.addCountFilter(1);
+            step.setSuspendPolicy(EventRequest.SUSPEND_ALL);
+            step.enable();
+            vm.resume();
+            boolean stepped = false;
+            while (!stepped) {
+                for (Event e : vm.eventQueue().remove()) {
+                    stepped |= e instanceof StepEvent;
+                }
+            }
+            erm.deleteEventRequest(step);
+            show(thread);
+            took[steps++] = System.nanoTime() - t;
+        }
+        StringBuilder line2 = new StringBuilder("step_ns=");
+        for (int i = 0; i < steps; i++) {
+            if (i > 0) line2.append(',');
+            line2.append(took[i]);
+        }
+        System.out.println(line2);
+        walk.setValue(go, vm.mirrorOf(false));
+        vm.resume();
+        System.out.println("done steps=" + steps + " values=" + values);
+        System.out.flush();
+        while (System.in.read() >= 0) { }
+        System.exit(0);
+    }
+
+    /// What the frames and variables views read at a stop.
+    static void show(ThreadReference thread) throws Exception {
+        List<StackFrame> frames = thread.frames();
+        StackFrame top = frames.get(0);
+        if (top.location().lineNumber() < 0) throw new IllegalStateException("no line");
+        List<LocalVariable> vars = top.visibleVariables();
+        Map<LocalVariable, Value> locals = top.getValues(vars);
+        List<Value> seen = new ArrayList<>(locals.values());
+        ObjectReference self = top.thisObject();
+        ReferenceType type = top.location().declaringType();
+        if (self != null) {
+            seen.addAll(self.getValues(self.referenceType().visibleFields()).values());
+        }
+        List<Field> statics = new ArrayList<>();
+        for (Field f : type.visibleFields()) {
+            if (f.isStatic()) statics.add(f);
+        }
+        seen.addAll(type.getValues(statics).values());
+        for (Value v : seen) {
+            values++;
+            if (v instanceof StringReference) {
+                if (((StringReference) v).value() == null) throw new IllegalStateException("null string");
+            } else if (v instanceof ArrayReference) {
+                ArrayReference arr = (ArrayReference) v;
+                int n = arr.length();
+                if (n > 0) values += arr.getValues(0, Math.min(n, 100)).size();
+            }
+        }
+        if (thread.name().isEmpty()) throw new IllegalStateException("no thread name");
+    }
+}

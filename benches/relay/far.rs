@@ -1,0 +1,287 @@
+//! The `far` section: an IDE stepping through a JVM on an ssh test host (`Step.java`: a
+//! suspend-all breakpoint, then step over line after line with the JDK's classes excluded
+//! and a count filter, and after every stop the frames, the top frame's visible locals and
+//! their values, `this` and its fields, the statics, strings, array heads and the thread's
+//! name), through `ssh -L`, today's forward (`serve --ssh --far never`) and jdwpmux on the
+//! far side (`serve --ssh --far always`), in the same run, the three paths alternating
+//! within each repetition; on the namespace's veth with no added delay, and through a delay
+//! relay in front of the host's sshd at D = 0, 10 and 25 ms one way (`delay_link`). The
+//! warm-up repetition runs through a counting tap (`jdwp_tap`): commands per step. Then the
+//! far side's idle cost on a host with N JVMs beside today's scan (`far_idle`).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::delay_link::DelayLink;
+use crate::far_paths::{self as fp, FarKind, FarWrapper, StepParams, StepProgram, StepRun, FAR_PATHS};
+use crate::jvm::Debuggee;
+use crate::proxy::ProxyBin;
+use crate::remote::{Fail, VM_PORT};
+use crate::remote_paths::Target;
+use crate::report::ratio_text;
+use crate::stats::{fmt, fmt_opt, median, paired};
+use crate::table::{Row, Table};
+use crate::test_hosts::BenchHost;
+
+/// The far side's step may take this much longer than `ssh -L`'s on the link with no delay.
+pub const STEP_VS_SSH_L: f64 = 1.3;
+
+#[derive(Debug, Clone)]
+pub struct FarParams {
+    pub step: StepParams,
+    /// The links: None is the veth itself, Some(D) the delay relay at D one way.
+    pub links: Vec<Option<Duration>>,
+    /// Whether the measured repetitions go through the counting tap too (smoke: one
+    /// repetition and no verdict, so it counts and times at once).
+    pub tap_measured: bool,
+    pub idle: crate::far_idle::IdleParams,
+}
+
+impl FarParams {
+    pub fn new(smoke: bool) -> FarParams {
+        if smoke {
+            return FarParams {
+                step: StepParams { steps: 5, budget: Duration::from_secs(5) },
+                links: vec![None],
+                tap_measured: true,
+                idle: crate::far_idle::IdleParams { window: Duration::from_secs(2), settle: Duration::from_millis(500), jvms: vec![1] },
+            };
+        }
+        FarParams {
+            step: StepParams { steps: 300, budget: Duration::from_secs(6) },
+            links: vec![None, Some(Duration::ZERO), Some(Duration::from_millis(10)), Some(Duration::from_millis(25))],
+            tap_measured: false,
+            idle: crate::far_idle::IdleParams { window: Duration::from_secs(30), settle: Duration::from_secs(3), jvms: vec![1, 4] },
+        }
+    }
+}
+
+/// A link's name in the table.
+pub fn link_label(l: Option<Duration>) -> String {
+    match l {
+        None => "veth".into(),
+        Some(d) => format!("relay +{} ms", d.as_millis()),
+    }
+}
+
+/// One repetition: per link, per path, a run.
+type FarRep = Vec<[Option<StepRun>; 3]>;
+
+pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Table, fail: Fail) {
+    if let Some(why) = crate::test_hosts::unavailable() {
+        eprintln!("far: skipped, no test hosts on this machine: {why}");
+        return;
+    }
+    if !bin.has_control || !bin.has_list {
+        eprintln!("far: skipped, {} has no --control or no list", bin.path.display());
+        return;
+    }
+    let made = (|| -> Result<_> { Ok((crate::test_hosts::keys()?, Debuggee::compile(0)?, StepProgram::compile()?, FarWrapper::new(&bin.path)?)) })();
+    let (keys, prog, ide, wrapper) = match made {
+        Ok(m) => m,
+        Err(e) => return fail("far: set-up", format!("{e:#}")),
+    };
+    eprintln!("far: a test host with the HotSpot debuggee ...");
+    let mut host = match start_host(&keys, &prog, "far", 1) {
+        Ok(h) => h,
+        Err(e) => return fail("far: the debuggee's host", format!("{e:#}")),
+    };
+    // One delay relay per link, each a Host of its own in the ssh config (same host key).
+    let mut relays: Vec<(Option<Duration>, String, Option<DelayLink>)> = Vec::new();
+    for l in &p.links {
+        match l {
+            None => relays.push((None, host.alias().to_string(), None)),
+            Some(d) => {
+                let alias = format!("far{}", d.as_millis());
+                let made = DelayLink::start(SocketAddr::from((host.addr(), 22)), *d).and_then(|r| {
+                    keys.add_host(&alias, Ipv4Addr::LOCALHOST, "id_ed25519", &format!("  Port {}\n  HostKeyAlias {}\n", r.port(), host.addr()))?;
+                    Ok(r)
+                });
+                match made {
+                    Ok(r) => relays.push((*l, alias, Some(r))),
+                    Err(e) => return fail("far: delay relay", format!("{e:#}")),
+                }
+            }
+        }
+    }
+    let ns = host.ns().to_string();
+    let mut all: Vec<FarRep> = Vec::new();
+    let mut counted: [Option<crate::jdwp_tap::TapSummary>; 3] = Default::default();
+    for rep in 0..warmup + reps {
+        let warm = rep < warmup;
+        let tap = warm || p.tap_measured;
+        let mut row: FarRep = Vec::new();
+        for (link, alias, _) in &relays {
+            let mut runs: [Option<StepRun>; 3] = Default::default();
+            // The warm-up repetition counts commands on the veth only.
+            if warm && link.is_some() {
+                row.push(runs);
+                continue;
+            }
+            let target = Target { config: keys.ssh_config(), host: alias.clone(), port: VM_PORT };
+            for kind in FarKind::order(rep) {
+                let Some(jvm) = host.jvms.first_mut() else { return };
+                match fp::run(kind, jvm, &target, &ns, bin, &wrapper, &ide, &p.step, tap && link.is_none()) {
+                    Ok(r) => {
+                        if let Some(s) = &r.tap {
+                            counted[kind.column()] = Some(s.clone());
+                        }
+                        runs[kind.column()] = Some(r);
+                    }
+                    Err(e) => fail(&format!("far repetition {rep}, {}, {}", link_label(*link), kind.label()), format!("{e:#}")),
+                }
+            }
+            let ms = FAR_PATHS.map(|k| runs[k.column()].as_ref().and_then(|r| median(&r.step_ms)).map_or("-".into(), fmt));
+            let tag = if warm { " (warm-up, counted, discarded)" } else { "" };
+            eprintln!("far repetition {rep}{tag}, {}: ms per step ssh -L / --far never / --far always = {}", link_label(*link), ms.join(" / "));
+            row.push(runs);
+        }
+        if !warm {
+            all.push(row);
+        }
+    }
+    step_rows(t, p, &all, &counted);
+    // The idle host with one JVM is this one; then one with four.
+    crate::far_idle::run(bin, &keys, &prog, &mut host, &wrapper, &p.idle, t, fail);
+}
+
+fn start_host(keys: &crate::testhost::Keys, prog: &Arc<Debuggee>, alias: &str, jvms: usize) -> Result<BenchHost> {
+    let mut h = BenchHost::start(keys, alias)?;
+    for j in 0..jvms {
+        h.launch(prog, VM_PORT + j as u16, jvms > 1)?;
+    }
+    h.wait_ready(Duration::from_secs(180))?;
+    Ok(h)
+}
+
+/// Per repetition, a figure of one path on link `li`.
+fn per_rep(all: &[FarRep], li: usize, col: usize, f: &dyn Fn(&StepRun) -> Option<f64>) -> Vec<Option<f64>> {
+    all.iter().map(|r| r.get(li).and_then(|l| l[col].as_ref()).and_then(f)).collect()
+}
+
+/// Every step of one path on link `li`, all repetitions pooled.
+fn pooled(all: &[FarRep], li: usize, col: usize) -> Vec<f64> {
+    all.iter().filter_map(|r| r.get(li).and_then(|l| l[col].as_ref())).flat_map(|r| r.step_ms.iter().copied()).collect()
+}
+
+/// The value at percentile `q` (0-100) of `v`, nearest rank.
+pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let rank = ((q / 100.0) * s.len() as f64).ceil().max(1.0) as usize;
+    s.get(rank.min(s.len()) - 1).copied()
+}
+
+/// Link round trips per step from the time: what a step took more than on the veth, over
+/// the round trip the relay added (2 D).
+pub fn link_round_trips(step_ms: f64, veth_ms: f64, one_way: Duration) -> Option<f64> {
+    let rtt = 2.0 * one_way.as_secs_f64() * 1e3;
+    (rtt > 0.0).then(|| (step_ms - veth_ms) / rtt)
+}
+
+fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<crate::jdwp_tap::TapSummary>; 3]) {
+    if all.iter().all(|r| r.iter().all(|l| l.iter().all(Option::is_none))) {
+        return;
+    }
+    t.section(&format!(
+        "an IDE stepping (Step.java: suspend-all breakpoint, step over with class exclusions and a count filter, after each stop frames, locals, this and its fields, statics, strings, array heads, thread name) through a JVM on an ssh test host, up to {} steps or {} s a run, {} repetitions; ms per step = median (p90) of all steps; ratio = --far always / ssh -L, median of per-repetition ratios of the runs' medians (range)",
+        p.step.steps,
+        p.step.budget.as_secs_f64(),
+        all.len()
+    ));
+    t.columns(["ssh -L", "jdwpmux --far never", "jdwpmux --far always", "--far always / never"]);
+    let run_median = |r: &StepRun| median(&r.step_ms);
+    let veth_medians: Vec<Option<f64>> = (0..3).map(|c| median(&pooled(all, 0, c))).collect();
+    for (li, link) in p.links.iter().enumerate() {
+        let label = link_label(*link);
+        let cells3 = |f: &dyn Fn(usize) -> String| [f(0), f(1), f(2)];
+        let step_cell = |c: usize| {
+            let v = pooled(all, li, c);
+            match (median(&v), quantile(&v, 90.0)) {
+                (Some(m), Some(q)) => format!("{} ({})", fmt(m), fmt(q)),
+                _ => "-".into(),
+            }
+        };
+        let [a, b, c] = cells3(&step_cell);
+        let never = paired(&per_rep(all, li, 2, &run_median), &per_rep(all, li, 1, &run_median));
+        let r = Row::new(&format!("{label}: ms per step, median (p90)"), [a, b, c, if never.is_empty() { String::new() } else { ratio_text(&never) }]);
+        let ratios = paired(&per_rep(all, li, 2, &run_median), &per_rep(all, li, 0, &run_median));
+        let text = if ratios.is_empty() { String::new() } else { format!("{} x ssh -L", ratio_text(&ratios)) };
+        // The target is on the link with no added delay: the veth.
+        t.push(match link {
+            None => r.judged(text, &format!("<= {STEP_VS_SSH_L} x ssh -L"), median(&ratios).map(|m| m <= STEP_VS_SSH_L)),
+            Some(_) => r.judged(text, "", None),
+        });
+        let first = |c: usize| fmt_opt(median(&per_rep(all, li, c, &|r| Some(r.first_ms)).into_iter().flatten().collect::<Vec<_>>()));
+        let [a, b, c] = cells3(&first);
+        let fr = paired(&per_rep(all, li, 2, &|r| Some(r.first_ms)), &per_rep(all, li, 0, &|r| Some(r.first_ms)));
+        t.push(Row::new(&format!("{label}: attach to the first stop shown, ms"), [a, b, c, String::new()]).judged(
+            if fr.is_empty() { String::new() } else { format!("{} x ssh -L", ratio_text(&fr)) },
+            "",
+            None,
+        ));
+        if let Some(d) = link {
+            let rt = |c: usize| {
+                let m = median(&pooled(all, li, c));
+                fmt_opt(m.zip(veth_medians.get(c).copied().flatten()).and_then(|(m, v)| link_round_trips(m, v, *d)))
+            };
+            let [a, b, c] = cells3(&rt);
+            if !d.is_zero() {
+                t.push(Row::new(&format!("{label}: link round trips per step, (step - veth step) / {} ms", 2 * d.as_millis()), [a, b, c, String::new()]));
+            }
+        }
+        let sched = |what: usize, c: usize| {
+            let v: Vec<Option<f64>> = per_rep(all, li, c, &|r| r.sched.map(|g| if what == 0 { g[0].0 + g[1].0 } else { g[0].1 + g[1].1 + g[2].1 }));
+            let parts = |k: usize| median(&per_rep(all, li, c, &|r| r.sched.map(|g| if what == 0 { g[k].0 } else { g[k].1 })).into_iter().flatten().collect::<Vec<_>>());
+            match median(&v.into_iter().flatten().collect::<Vec<_>>()) {
+                Some(m) if what == 0 => format!("{} ({} + {})", fmt(m), fmt_opt(parts(0)), fmt_opt(parts(1))),
+                Some(m) => format!("{} ({} + {} + {})", fmt(m), fmt_opt(parts(0)), fmt_opt(parts(1)), fmt_opt(parts(2))),
+                None => "-".into(),
+            }
+        };
+        let [a, b, c] = cells3(&|c| sched(0, c));
+        t.push(Row::new(&format!("{label}: CPU µs per step, path's processes here + host's (sshd, far side, JVM)"), [a, b, c, String::new()]));
+        let [a, b, c] = cells3(&|c| sched(1, c));
+        t.push(Row::new(&format!("{label}: µs per step waiting for a CPU, here + host + the IDE"), [a, b, c, String::new()]));
+        let setup = |c: usize| fmt_opt(median(&per_rep(all, li, c, &|r| Some(r.setup_ms / 1e3)).into_iter().flatten().collect::<Vec<_>>()));
+        let [a, b, c] = cells3(&setup);
+        t.push(Row::new(&format!("{label}: path ready after s (ssh up; serve: VM listed ready)"), [a, b, c, String::new()]));
+    }
+    let count = |f: &dyn Fn(&crate::jdwp_tap::TapSummary) -> String| counted.clone().map(|s| s.as_ref().map_or("-".into(), f));
+    let [a, b, c] = count(&|s| s.per_step().map_or("-".into(), |(cmds, seq)| format!("{} ({})", fmt(cmds), fmt(seq))));
+    t.push(Row::new("commands per step (of them sequential), counted by a tap before the IDE in the warm-up run", [a, b, c, String::new()]));
+    let [a, b, c] = count(&|s| format!("{} + {}", s.attach, s.first_stop.map_or("-".into(), |f| f.to_string())));
+    t.push(Row::new("commands: attach to the breakpoint + the first stop's views and first step's request", [a, b, c, String::new()]));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_round_trips() {
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(quantile(&v, 90.0), Some(9.0));
+        assert_eq!(quantile(&v, 50.0), Some(5.0));
+        assert_eq!(quantile(&[], 90.0), None);
+        assert_eq!(link_round_trips(253.0, 3.0, Duration::from_millis(25)), Some(5.0));
+        assert_eq!(link_round_trips(3.0, 3.0, Duration::ZERO), None);
+    }
+
+    #[test]
+    fn sizes() {
+        let full = FarParams::new(false);
+        assert_eq!(full.links, vec![None, Some(Duration::ZERO), Some(Duration::from_millis(10)), Some(Duration::from_millis(25))]);
+        assert_eq!(full.idle.jvms, vec![1, 4]);
+        assert!(!full.tap_measured);
+        let smoke = FarParams::new(true);
+        assert_eq!((smoke.links.len(), smoke.step.steps, smoke.idle.jvms.len()), (1, 5, 1));
+        assert_eq!(link_label(Some(Duration::from_millis(10))), "relay +10 ms");
+    }
+}
