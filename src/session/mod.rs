@@ -20,6 +20,8 @@
 //! The actor's parts: pure tables and the code for one socket; no `Session` in them.
 //! - `ids`: the request-id table: proxy ids to (requester, its own id).
 //! - `sharing`: the tables that let debuggers share a VM: owners, holds, pins, policy.
+//! - `nearcache`: answers that never change (class, method and VM data), kept to answer
+//!   the next asking without a round trip to the VM.
 //! - `purpose`: what each of the proxy's own requests is for, and how long it may wait.
 //! - `thst_plan`: which THST request form a VM takes.
 //! - `dialect`: how to talk to this VM: THST form, Android over TCP, DDM requests in flight.
@@ -66,6 +68,7 @@ pub mod connect;
 
 pub mod ids;
 pub mod sharing;
+pub mod nearcache;
 mod purpose;
 mod thst_plan;
 mod dialect;
