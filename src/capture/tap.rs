@@ -84,6 +84,12 @@ impl Tap {
         self.data(dir, DataKind::Packet { orig_id, latency }, bytes);
     }
 
+    /// A reply made from the near cache, whole.
+    pub fn near_reply(&mut self, dir: Direction, bytes: &[u8]) {
+        self.budget[slot(dir)] = self.handle.snaplen();
+        self.data(dir, DataKind::NearReply, bytes);
+    }
+
     /// A piece of a streamed packet's body.
     pub fn body(&mut self, dir: Direction, bytes: &[u8]) {
         self.data(dir, DataKind::Body, bytes);

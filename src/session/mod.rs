@@ -48,6 +48,8 @@
 //! - `leave` (impl Session): a debugger leaving alone; the clean-up after the last one.
 //! - `vm_side` (impl Session): routing each packet from the VM.
 //! - `vm_events` (impl Session): events from the VM, split between the debuggers.
+//! - `near_answers` (impl Session): answers from the near cache; what drops them; the
+//!   proxy's ClassUnload request.
 //! - `proxy_requests` (impl Session): the proxy's own requests: identification, the DDM
 //!   probe, the clean-up.
 //! - `android_tcp` (impl Session): Android VMs over plain TCP, spoken to with DDM only.
@@ -89,6 +91,7 @@ mod shared_cmds;
 mod leave;
 mod vm_side;
 mod vm_events;
+mod near_answers;
 mod proxy_requests;
 mod android_tcp;
 mod ddm_glue;

@@ -22,4 +22,4 @@ pub mod table;
 mod tests;
 
 pub use commands::{immutable, Args, Immutable, IMMUTABLE, LEFT_OUT};
-pub use table::{Counts, Key, Lookup, NearCache};
+pub use table::{Counts, Key, Lookup, NearCache, NearDecision};

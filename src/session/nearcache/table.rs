@@ -44,6 +44,15 @@ pub enum Lookup {
     Pass,
 }
 
+/// What the session did with a debugger's command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NearDecision {
+    /// Answered near: nothing goes to the VM.
+    Answered,
+    /// To the VM; with a key, its reply may be kept.
+    Forward(Option<Key>),
+}
+
 /// Counters since the session started (they survive new connections).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -223,8 +232,22 @@ impl NearCache {
             return false;
         }
         let Ok(ty) = self.shape(set, cmd, &p.key.data) else { return false };
-        let cost = p.key.data.len() + answer.len() + ENTRY_OVERHEAD;
-        if cost > self.budget / LARGEST_SHARE || self.entries.contains_key(&p.key) {
+        self.store(p.key, ty, answer)
+    }
+
+    /// The proxy's own question about the VM (Version, IDSizes at identification) was
+    /// answered: the debuggers' first askings need no round trip. Returns whether it was kept.
+    pub fn seed(&mut self, set: u8, cmd: u8, answer: &[u8]) -> bool {
+        match self.shape(set, cmd, &[]) {
+            Ok(None) => self.store(Key { set, cmd, data: Bytes::new() }, None, answer),
+            _ => false,
+        }
+    }
+
+    fn store(&mut self, key: Key, ty: Option<u64>, answer: &[u8]) -> bool {
+        let (set, cmd) = (key.set, key.cmd);
+        let cost = key.data.len() + answer.len() + ENTRY_OVERHEAD;
+        if cost > self.budget / LARGEST_SHARE || self.entries.contains_key(&key) {
             return false;
         }
         if let Some(t) = ty {
@@ -233,11 +256,11 @@ impl NearCache {
                     self.learn_signature(t, Bytes::copy_from_slice(sig));
                 }
             }
-            self.types.entry(t).or_default().keys.insert(p.key.clone());
+            self.types.entry(t).or_default().keys.insert(key.clone());
         }
         self.tick += 1;
-        self.order.insert(self.tick, p.key.clone());
-        self.entries.insert(p.key, Slot { answer: Bytes::copy_from_slice(answer), used: self.tick, cost, ty });
+        self.order.insert(self.tick, key.clone());
+        self.entries.insert(key, Slot { answer: Bytes::copy_from_slice(answer), used: self.tick, cost, ty });
         self.bytes += cost;
         self.counts.stored += 1;
         self.evict();
