@@ -103,6 +103,18 @@ pub const LEFT_OUT: &[(u8, u8, &str, &str)] = &[
     (13, 1, "ArrayReference.Length", "as ObjectReference.ReferenceType"),
 ];
 
+/// Both tables as markdown, as docs/near-cache.md shows them (a test keeps the two in step).
+pub fn markdown() -> String {
+    let mut out = String::from("| command | answered near | why |\n| --- | --- | --- |\n");
+    for r in IMMUTABLE {
+        out.push_str(&format!("| {} ({}, {}) | yes | {} |\n", r.name, r.set, r.cmd, r.why));
+    }
+    for (set, cmd, name, why) in LEFT_OUT {
+        out.push_str(&format!("| {name} ({set}, {cmd}) | no | {why} |\n"));
+    }
+    out
+}
+
 /// The row for a command, if its answer may be kept.
 pub fn immutable(set: u8, cmd: u8) -> Option<&'static Immutable> {
     IMMUTABLE.iter().find(|r| r.set == set && r.cmd == cmd)

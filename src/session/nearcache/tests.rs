@@ -70,6 +70,13 @@ fn every_row_names_a_real_command_and_none_is_both_in_and_out() {
 }
 
 #[test]
+fn the_docs_show_this_table() {
+    let doc = include_str!("../../../docs/near-cache.md");
+    let table = super::commands::markdown();
+    assert!(doc.contains(&table), "docs/near-cache.md must contain, as it is:\n{table}");
+}
+
+#[test]
 fn a_second_asking_gets_the_vms_bytes_with_its_own_id() {
     let mut c = ready(1 << 20);
     let version = [jstring("Java Debug Wire Protocol"), 17u32.to_be_bytes().to_vec()].concat();
