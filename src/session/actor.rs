@@ -415,6 +415,8 @@ impl Session {
             deferred_events: self.deferred_events.len(),
             held_events: self.held.len(),
             held_dropped: self.held_dropped,
+            near_answers: self.near.len(),
+            near_pending: self.near.pending(),
         }
     }
 }

@@ -208,3 +208,74 @@ async fn class_data_is_answered_near_across_debuggers_and_fresh_after_a_redefine
     assert_eq!(marked.len() as u64, served, "near answers in the capture");
     assert!(marked.iter().all(|v| v["conn"]["leg"] == "debugger" && v["reply"] == Value::Bool(true) && v["error"] == 0));
 }
+
+/// The debuggee of the unload test: loads `Gone` through a class loader of its own, lets go
+/// of both when the `release` file appears, then collects until `stop` appears.
+const UNLOADS_JAVA: &str = r#"public class Unloads {
+    public static void main(String[] args) throws Exception {
+        java.io.File dir = new java.io.File(args[0]);
+        java.io.File release = new java.io.File(args[0], "release");
+        java.io.File stop = new java.io.File(args[0], "stop");
+        ClassLoader l = new java.net.URLClassLoader(new java.net.URL[] { dir.toURI().toURL() }, null);
+        Object o = l.loadClass("Gone").getDeclaredConstructor().newInstance();
+        System.out.println("Unloads loaded " + o.getClass().getName());
+        System.out.flush();
+        while (!release.exists()) Thread.sleep(50);
+        o = null;
+        l = null;
+        System.out.println("Unloads released");
+        System.out.flush();
+        while (!stop.exists()) {
+            System.gc();
+            Thread.sleep(100);
+        }
+    }
+}
+"#;
+
+const GONE_JAVA: &str = r#"public class Gone {
+    int x;
+
+    public int twice(int n) {
+        return 2 * n;
+    }
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unloaded_class_is_dropped_by_its_signature() {
+    assert!(java_available(), "java and javac are needed (install a JDK)");
+    let app = JavaApp::launch(Path::new("java"), &[("Unloads.java", UNLOADS_JAVA), ("Gone.java", GONE_JAVA)], "Unloads", &["{dir}"], false)
+        .await
+        .expect("start the JVM");
+    app.wait_for_output("Unloads loaded Gone", SLOW).await.expect("Gone loaded");
+    let mut settings = Proxy::settings(&[app.addr()], DdmMode::Auto);
+    settings.near_cache = NearCacheMode::Always;
+    let proxy = Proxy::with(settings).await;
+    let port = proxy.ready(0).await.debugger_port.expect("a debugger port");
+    let jdi = tempfile::tempdir().expect("tempdir");
+    javac(jdi.path(), &[("ClassData.java", CLASS_DATA_JAVA)]).await.expect("javac ClassData");
+
+    let mut a = attach(jdi.path(), "A", port).await;
+    a.send("show Gone").await.expect("send");
+    a.expect("shown Gone", SLOW).await.expect("shown");
+    let kept = proxy.tables(0).await.near_answers;
+    assert!(kept >= 10, "Gone's data was not kept: {kept}");
+
+    // The app lets Gone go and collects: the VM's ClassUnload event for the proxy's request
+    // drops Gone's answers; java.lang.Object's (its superclass) stay.
+    std::fs::write(app.dir().join("release"), b"").expect("release file");
+    app.wait_for_output("Unloads released", SLOW).await.expect("released");
+    let deadline = tokio::time::Instant::now() + SLOW;
+    while proxy.tables(0).await.near_answers > kept - 10 {
+        assert!(tokio::time::Instant::now() < deadline, "Gone's answers were not dropped: {:?}", proxy.tables(0).await);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let left = proxy.tables(0).await.near_answers;
+    assert!(left > 0, "the VM's facts and Object's answers stay");
+    // No debugger owns the proxy's request: A saw nothing of it and goes on.
+    a.send("exit").await.expect("send");
+    a.expect("bye", SLOW).await.expect("bye");
+    std::fs::write(app.dir().join("stop"), b"").expect("stop file");
+    proxy.stop().await;
+}
