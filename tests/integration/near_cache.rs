@@ -103,9 +103,14 @@ async fn attach(dir: &Path, name: &str, port: u16) -> Console {
 
 /// Asks for Shape's data; the "data ..." lines it printed for this asking.
 async fn show(c: &mut Console) -> Vec<String> {
+    show_class(c, "Shape").await
+}
+
+/// Asks for a class's data; the "data ..." lines it printed for this asking.
+async fn show_class(c: &mut Console, class: &str) -> Vec<String> {
     let before = c.output().len();
-    c.send("show Shape").await.expect("send");
-    c.expect("shown Shape", SLOW).await.expect("shown");
+    c.send(&format!("show {class}")).await.expect("send");
+    c.expect(&format!("shown {class}"), SLOW).await.expect("shown");
     let out = c.output();
     assert!(!out[before..].contains("failed"), "{out}");
     out[before..].lines().filter(|l| l.starts_with("data ")).map(str::to_string).collect()
@@ -278,4 +283,54 @@ async fn an_unloaded_class_is_dropped_by_its_signature() {
     a.expect("bye", SLOW).await.expect("bye");
     std::fs::write(app.dir().join("stop"), b"").expect("stop file");
     proxy.stop().await;
+}
+
+/// A jdwpmux for one test host whose far side keeps to a folder of the test's own (test
+/// hosts share this machine's file system; see `remote_far`).
+fn far_bin() -> (tempfile::TempDir, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("jdwpmux");
+    let far_dir = dir.path().join("far");
+    let bin = env!("CARGO_BIN_EXE_jdwpmux");
+    std::fs::write(&path, format!("#!/bin/sh\nexec {bin} \"$@\" --dir {}\n", far_dir.display())).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = path.display().to_string();
+    (dir, path)
+}
+
+/// Through jdwpmux on the host, with `--near-cache` left at auto: a second JDI program's
+/// class data is answered near, the same values, and `jdwpmux stats` says how many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn class_data_is_answered_near_through_jdwpmux_on_the_host() {
+    use crate::remote::{one_vm, OneVm};
+    crate::need_test_hosts!();
+    let (_far_dir, far) = far_bin();
+    let OneVm { keys: _keys, host: _host, app: _app, served, port } = one_vm("farnear", &["--far", "always", "--far-path", &far]).await;
+    served.wait_log("using jdwpmux on farnear").await;
+    let jdi = tempfile::tempdir().expect("tempdir");
+    javac(jdi.path(), &[("ClassData.java", CLASS_DATA_JAVA)]).await.expect("javac ClassData");
+    let mut a = attach(jdi.path(), "A", port).await;
+    let seen_a = show_class(&mut a, "Billing").await;
+    let mut b = attach(jdi.path(), "B", port).await;
+    let seen_b = show_class(&mut b, "Billing").await;
+    assert!(seen_a.iter().any(|l| l.starts_with("data lines tick")), "{seen_a:?}");
+    assert_eq!(seen_b, seen_a, "B saw other values than A");
+
+    let (code, out, err) = served.run(&["stats", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let near = report["vms"].as_array().and_then(|vms| vms.iter().find(|v| v["near"].is_object())).map(|v| v["near"].clone());
+    let near = near.unwrap_or_else(|| panic!("no near figures: {out}"));
+    // B asked everything A asked, and Version and IDSizes came from the proxy's own asking.
+    let served_near = near["served"].as_u64().unwrap_or(0);
+    assert!(served_near >= 12, "{near}");
+    let (code, text, err) = served.run(&["stats"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains(&format!("answered near: {served_near} of")), "{text}");
+    for (d, name) in [(&mut a, "A"), (&mut b, "B")] {
+        d.send("exit").await.expect("send");
+        d.expect("bye", SLOW).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    drop(served);
 }
