@@ -86,6 +86,10 @@ impl Tap {
 
     /// A reply made from the near cache, whole.
     pub fn near_reply(&mut self, dir: Direction, bytes: &[u8]) {
+        // It answers a command seen on this leg: that one is paired now.
+        if let Some(h) = Header::parse(bytes) {
+            self.sent.remove(&h.id);
+        }
         self.budget[slot(dir)] = self.handle.snaplen();
         self.data(dir, DataKind::NearReply, bytes);
     }

@@ -270,6 +270,21 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
+    /// Bodies of RedefineClasses and DisposeObjects, and ClassUnload signatures, as a
+    /// debugger or VM may send them, malformed or not: never a panic, and a body that
+    /// cannot be read drops every answer about types (what it named is unknown).
+    #[test]
+    fn any_bytes_in_the_commands_that_drop(body in prop::collection::vec(any::<u8>(), 0..64)) {
+        let mut c = ready(1 << 20);
+        learn(&mut c, 1, 2, 4, &ty(5), b"fields");
+        learn(&mut c, 2, 1, 7, &[], &SIZES.encode());
+        c.redefine(Some(&body));
+        c.disposed(&body);
+        c.unloaded(&body);
+        prop_assert!(hit(&mut c, 1, 7, &[]).is_some(), "facts about the VM stay");
+        prop_assert!(c.len() <= 2);
+    }
+
     /// Whatever happens, the cache never answers something the VM did not say last for that
     /// command, never answers after a drop that covers it, and stays within its budget.
     #[test]
