@@ -257,6 +257,17 @@ impl DebuggerIo {
     }
 }
 
+/// What queued bytes are, for the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A whole packet, or the head of a streamed one.
+    Packet,
+    /// A piece of a streamed packet's body.
+    Body,
+    /// A reply made from the near cache.
+    Near,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,15 +320,4 @@ mod tests {
         assert_eq!(&got[want - 15..want - 5], &[9u8; 10]);
         assert_eq!(&got[want - 5..], b"LOCAL");
     }
-}
-
-/// What queued bytes are, for the capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// A whole packet, or the head of a streamed one.
-    Packet,
-    /// A piece of a streamed packet's body.
-    Body,
-    /// A reply made from the near cache.
-    Near,
 }

@@ -63,8 +63,8 @@ impl Session {
         }
     }
 
-    /// A debugger's whole command: answered near when the cache knows it (true), else noted
-    /// for the reply. Commands that may change kept answers drop them here, before they go.
+    /// A debugger's whole command: answered near when the cache knows it (`Answered`), else
+    /// forwarded, with the key its reply is kept under when it may be. Commands that may change kept answers drop them here, before they go.
     pub(super) fn near_command(&mut self, conn: u64, p: &Packet) -> NearDecision {
         if !self.near_on {
             return NearDecision::Forward(None);
