@@ -76,7 +76,7 @@ impl Session {
         } else if what == commands::DISPOSE_OBJECTS {
             self.near.disposed(p.data());
         }
-        if immutable(what.0, what.1).is_none() {
+        if immutable(what.0, what.1).is_none() && what != commands::CLASSES_BY_SIGNATURE {
             return NearDecision::Forward(None);
         }
         if let Some(s) = self.id_sizes {
@@ -99,6 +99,7 @@ impl Session {
                 self.stats.near_miss();
                 NearDecision::Forward(Some(key))
             }
+            Lookup::Watch(key) => NearDecision::Forward(Some(key)),
             Lookup::Pass => NearDecision::Forward(None),
         }
     }
@@ -117,13 +118,14 @@ impl Session {
 
     /// A whole VM reply to a debugger's command, before it is relayed.
     pub(super) fn near_reply(&mut self, conn: u64, e: &Entry, proxy_id: u32, p: &Packet) {
-        if self.near_on && immutable(e.cmd_set, e.cmd).is_some() {
+        if self.near_on && (immutable(e.cmd_set, e.cmd).is_some() || (e.cmd_set, e.cmd) == commands::CLASSES_BY_SIGNATURE) {
             self.near.replied(proxy_id, conn, e.cmd_set, e.cmd, p.header().error_code(), p.data());
         }
     }
 
-    /// An Event.Composite from the VM: the proxy's ClassUnload events drop what they name.
-    /// The events themselves go nowhere (no debugger owns the request).
+    /// An Event.Composite from the VM: the proxy's ClassUnload events drop what they name
+    /// (the events themselves go nowhere: no debugger owns the request); ClassPrepare
+    /// events say a type's signature.
     pub(super) fn near_event(&mut self, p: &Packet) {
         let (Some(req), Some(sizes)) = (self.unload_request, self.id_sizes) else { return };
         let Ok(c) = parse_composite(p.data(), &sizes) else {
@@ -133,6 +135,16 @@ impl Session {
             }
             return;
         };
+        // A debugger's ClassPrepare events name a type and its signature.
+        for e in c.events.iter().filter(|e| e.kind == kind::CLASS_PREPARE) {
+            // kind, requestID, thread, refTypeTag, typeID, signature, status.
+            let at = e.range.start + 5 + sizes.object + 1;
+            let mut r = Reader::new(p.data().get(at..e.range.end).unwrap_or(&[]));
+            let Ok(t) = r.id(sizes.reference_type, "typeID") else { continue };
+            if let Some(sig) = super::nearcache::table::jdwp_string(&mut r) {
+                self.near.saw_signature(t, sig);
+            }
+        }
         for e in c.events.iter().filter(|e| e.kind == kind::CLASS_UNLOAD && e.request_id == req) {
             // kind, requestID, then the signature.
             let body = p.data().get(e.range.start + 5..e.range.end).unwrap_or(&[]);

@@ -24,6 +24,11 @@ pub const ENTRY_OVERHEAD: usize = 128;
 pub const LARGEST_SHARE: usize = 8;
 /// Commands forwarded and awaiting a reply to be kept; past this, more are not remembered.
 pub const MAX_PENDING: usize = 4096;
+/// Signatures seen for types with no kept answer yet (ClassesBySignature, ClassPrepare);
+/// past this the list starts again (a type of unknown signature is only dropped more often).
+pub const MAX_SEEN_SIGNATURES: usize = 4096;
+/// Longer signatures are not remembered (no real class has one; a hostile VM might).
+pub const MAX_SIGNATURE_LEN: usize = 1024;
 
 /// A command as the cache knows it: command set, command, and its data (the ids it names).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -40,6 +45,9 @@ pub enum Lookup {
     Hit(Bytes),
     /// Forward it; its answer may be kept (tell [`NearCache::sent`] its proxy id).
     Miss(Key),
+    /// Forward it; its answer names types and their signature (ClassesBySignature): tell
+    /// [`NearCache::sent`] its proxy id too.
+    Watch(Key),
     /// Forward it; nothing of it is kept.
     Pass,
 }
@@ -102,6 +110,10 @@ pub struct NearCache {
     types: HashMap<u64, TypeInfo>,
     by_signature: HashMap<Bytes, HashSet<u64>>,
     pending: HashMap<u32, Pending>,
+    /// Signatures of types with no kept answer yet, for when they get one.
+    seen: HashMap<u64, Bytes>,
+    /// ClassesBySignature commands forwarded: proxy id -> (debugger, the signature asked).
+    signature_queries: HashMap<u32, (u64, Bytes)>,
     /// Bumped by every drop: an answer read before it is not kept.
     epoch: u64,
     sizes: Option<IdSizes>,
@@ -128,6 +140,8 @@ impl NearCache {
             types: HashMap::new(),
             by_signature: HashMap::new(),
             pending: HashMap::new(),
+            seen: HashMap::new(),
+            signature_queries: HashMap::new(),
             epoch: 0,
             sizes: None,
             unloads_seen: false,
@@ -195,6 +209,9 @@ impl NearCache {
 
     /// What to do with a debugger's command.
     pub fn lookup(&mut self, set: u8, cmd: u8, data: &[u8]) -> Lookup {
+        if (set, cmd) == commands::CLASSES_BY_SIGNATURE && self.unloads_seen {
+            return Lookup::Watch(Key { set, cmd, data: Bytes::copy_from_slice(data) });
+        }
         if self.shape(set, cmd, data).is_err() {
             return Lookup::Pass;
         }
@@ -218,6 +235,9 @@ impl NearCache {
 
     /// A missed command went to the VM under `proxy_id` for debugger `conn`.
     pub fn sent(&mut self, proxy_id: u32, conn: u64, key: Key) {
+        if (key.set, key.cmd) == commands::CLASSES_BY_SIGNATURE {
+            return self.signature_query(proxy_id, conn, &key.data);
+        }
         if self.pending.len() < MAX_PENDING {
             self.pending.insert(proxy_id, Pending { conn, key, epoch: self.epoch });
         }
@@ -226,6 +246,10 @@ impl NearCache {
     /// The reply to `proxy_id` (the command `set`/`cmd` of debugger `conn`) is in. Returns
     /// whether its answer was kept.
     pub fn replied(&mut self, proxy_id: u32, conn: u64, set: u8, cmd: u8, error: u16, answer: &[u8]) -> bool {
+        if (set, cmd) == commands::CLASSES_BY_SIGNATURE {
+            self.signature_answer(proxy_id, conn, error, answer);
+            return false;
+        }
         let Some(p) = self.pending.remove(&proxy_id) else { return false };
         // The id table says who asked what; a mismatch means this entry outlived its request.
         if p.conn != conn || (p.key.set, p.key.cmd) != (set, cmd) || error != 0 || p.epoch != self.epoch {
@@ -251,6 +275,9 @@ impl NearCache {
             return false;
         }
         if let Some(t) = ty {
+            if let Some(sig) = self.seen.remove(&t) {
+                self.learn_signature(t, sig);
+            }
             if (set, cmd) == commands::SIGNATURE || (set, cmd) == commands::SIGNATURE_WITH_GENERIC {
                 if let Some(sig) = jdwp_string(&mut Reader::new(answer)) {
                     self.learn_signature(t, Bytes::copy_from_slice(sig));
@@ -270,11 +297,50 @@ impl NearCache {
     /// A reply that will not be read whole (streamed), or whose requester left: forget it.
     pub fn forget(&mut self, proxy_id: u32) {
         self.pending.remove(&proxy_id);
+        self.signature_queries.remove(&proxy_id);
     }
 
     /// Debugger `conn` left: its commands' replies will not come back through it.
     pub fn forget_conn(&mut self, conn: u64) {
         self.pending.retain(|_, p| p.conn != conn);
+        self.signature_queries.retain(|_, (c, _)| *c != conn);
+    }
+
+    /// Type `t` has signature `sig` (a ClassPrepare event, a ClassesBySignature answer):
+    /// a ClassUnload of another signature need not drop it.
+    pub fn saw_signature(&mut self, t: u64, sig: &[u8]) {
+        if sig.len() > MAX_SIGNATURE_LEN {
+            return;
+        }
+        let sig = Bytes::copy_from_slice(sig);
+        if self.types.contains_key(&t) {
+            self.learn_signature(t, sig);
+            return;
+        }
+        if self.seen.len() >= MAX_SEEN_SIGNATURES {
+            self.seen.clear();
+        }
+        self.seen.insert(t, sig);
+    }
+
+    /// A ClassesBySignature command (its data: the signature) went out under `proxy_id`.
+    fn signature_query(&mut self, proxy_id: u32, conn: u64, data: &[u8]) {
+        let Some(sig) = jdwp_string(&mut Reader::new(data)) else { return };
+        if self.signature_queries.len() < MAX_PENDING && sig.len() <= MAX_SIGNATURE_LEN {
+            self.signature_queries.insert(proxy_id, (conn, Bytes::copy_from_slice(sig)));
+        }
+    }
+
+    /// The reply to a ClassesBySignature: classes, then (refTypeTag, typeID, status) each.
+    fn signature_answer(&mut self, proxy_id: u32, conn: u64, error: u16, answer: &[u8]) {
+        let Some((asker, sig)) = self.signature_queries.remove(&proxy_id) else { return };
+        let Some(size) = self.sizes.map(|s| s.reference_type).filter(|_| asker == conn && error == 0) else { return };
+        let mut r = Reader::new(answer);
+        let Ok(n) = r.u32("classes") else { return };
+        for _ in 0..n.min(MAX_SEEN_SIGNATURES as u32) {
+            let (Ok(_tag), Ok(t), Ok(_status)) = (r.u8("refTypeTag"), r.id(size, "typeID"), r.u32("status")) else { return };
+            self.saw_signature(t, &sig);
+        }
     }
 
     /// A RedefineClasses command on its way to the VM. `data` is its body when read whole;
@@ -304,6 +370,7 @@ impl NearCache {
         for t in gone {
             self.drop_type(t);
         }
+        self.seen.retain(|_, s| s.as_ref() != signature);
         self.epoch += 1;
     }
 

@@ -350,3 +350,50 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn signatures_seen_before_a_type_is_kept_spare_it_on_other_unloads() {
+    let mut c = ready(1 << 20);
+    // ClassesBySignature("LSeen;") answers type 5; a ClassPrepare event names type 6.
+    let Lookup::Watch(key) = c.lookup(1, 2, &jstring("LSeen;")) else { panic!("ClassesBySignature is watched") };
+    c.sent(30, 1, key);
+    let mut answer = 1u32.to_be_bytes().to_vec();
+    answer.push(1);
+    answer.extend_from_slice(&ty(5));
+    answer.extend_from_slice(&7u32.to_be_bytes());
+    assert!(!c.replied(30, 1, 1, 2, 0, &answer), "nothing of it is answered near");
+    assert_eq!(c.counts().misses, 0, "watching ClassesBySignature is no miss");
+    c.saw_signature(6, b"LPrepared;");
+    learn(&mut c, 1, 2, 4, &ty(5), b"fields of Seen");
+    learn(&mut c, 2, 2, 4, &ty(6), b"fields of Prepared");
+    learn(&mut c, 3, 2, 4, &ty(7), b"fields of a type never named");
+    c.unloaded(b"LOther;");
+    assert!(hit(&mut c, 2, 4, &ty(5)).is_some());
+    assert!(hit(&mut c, 2, 4, &ty(6)).is_some());
+    assert!(hit(&mut c, 2, 4, &ty(7)).is_none());
+    c.unloaded(b"LSeen;");
+    assert!(hit(&mut c, 2, 4, &ty(5)).is_none());
+    assert!(hit(&mut c, 2, 4, &ty(6)).is_some());
+}
+
+#[test]
+fn a_classes_by_signature_answer_of_another_debugger_or_an_error_teaches_nothing() {
+    let mut c = ready(1 << 20);
+    let Lookup::Watch(key) = c.lookup(1, 2, &jstring("LSeen;")) else { panic!() };
+    c.sent(30, 1, key.clone());
+    let mut answer = 1u32.to_be_bytes().to_vec();
+    answer.push(1);
+    answer.extend_from_slice(&ty(5));
+    answer.extend_from_slice(&7u32.to_be_bytes());
+    c.replied(30, 2, 1, 2, 0, &answer);
+    c.sent(31, 1, key);
+    c.replied(31, 1, 1, 2, 41, &answer);
+    learn(&mut c, 1, 2, 4, &ty(5), b"fields");
+    c.unloaded(b"LOther;");
+    assert!(hit(&mut c, 2, 4, &ty(5)).is_none(), "its signature was never learnt");
+    let long = vec![b'L'; super::table::MAX_SIGNATURE_LEN + 1];
+    c.saw_signature(9, &long);
+    learn(&mut c, 2, 2, 4, &ty(9), b"fields");
+    c.unloaded(b"LOther;");
+    assert!(hit(&mut c, 2, 4, &ty(9)).is_none(), "a signature too long is not remembered");
+}
