@@ -168,6 +168,7 @@ async fn class_data_is_answered_near_across_debuggers_and_fresh_after_a_redefine
     assert_eq!(seen_b, seen_a, "B saw other values than A");
     let stats = proxy.handle(0).await.stats().await.expect("stats");
     let near = stats.near.clone().expect("near figures");
+    println!("A sent {} cacheable commands to the VM; B: {} (of them near: {near:?})", asked_a.len(), asked_b.len());
     assert!(near.served as usize >= asked_a.len(), "{near:?} for {} of A's", asked_a.len());
     assert!(near.hit_rate > 0.0 && near.hit_rate < 1.0, "{near:?}");
     let text = jdwpmux::stats::StatsReport { vms: vec![stats] }.to_text();
