@@ -269,6 +269,14 @@ pub struct ServeArgs {
     #[arg(help_heading = SHARING)]
     #[arg(long, value_name = "N", default_value_t = crate::settings::DEFAULT_MAX_DEBUGGERS)]
     pub max_debuggers: usize,
+    /// When jdwpmux answers class, method and VM data that never changes (signatures,
+    /// fields, methods, line and variable tables, IDSizes, Version, capabilities) from what
+    /// the VM said before on the same connection, for any of its debuggers, without a round
+    /// trip. Dropped on RedefineClasses, class unloading and a new VM connection. auto: VMs
+    /// reached through ssh; always: every VM; never: every command goes to the VM.
+    #[arg(help_heading = SHARING)]
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::settings::NearCacheMode::Auto)]
+    pub near_cache: crate::settings::NearCacheMode,
     /// Seconds a debugger may leave the VM's packets unread (or stop halfway through a large
     /// command) before it is cut off with a log line; meanwhile it holds up its VM's other
     /// debuggers. 1 to 600.

@@ -93,6 +93,7 @@ pub struct ConfigFile {
     pub select: Option<String>,
     pub ddm: Option<DdmMode>,
     pub max_debuggers: Option<usize>,
+    pub near_cache: Option<crate::settings::NearCacheMode>,
     pub stall_timeout: Option<f64>,
     pub spin_us: Option<u64>,
     pub cpu_pin: Option<bool>,
@@ -172,6 +173,7 @@ impl ConfigFile {
             let c = one("select", s(&self.select), c);
             let c = one("ddm", self.ddm.map(|d| d.to_possible_value_name()), c);
             let c = one("max_debuggers", self.max_debuggers.map(|n| n.to_string()), c);
+            let c = one("near_cache", self.near_cache.map(|m| m.to_string()), c);
             let c = one("stall_timeout", self.stall_timeout.map(|f| f.to_string()), c);
             let c = one("spin_us", self.spin_us.map(|n| n.to_string()), c);
             let c = one("cpu_pin", self.cpu_pin_value().map(|b| b.to_string()), c);
@@ -256,6 +258,7 @@ mod tests {
         assert!(all.no_scan.is_some() && all.adb.is_some() && all.control.is_some());
         assert!(all.web.is_some() && all.no_web.is_some());
         assert!(all.spin_us.is_some() && all.cpu_pin.is_some());
+        assert_eq!(all.near_cache, Some(crate::settings::NearCacheMode::Auto));
         assert!(all.proc.is_some() && all.no_proc.is_some() && all.proc_match.is_some() && all.other_users.is_some());
         assert!(all.ssh.is_some() && all.ssh_config.is_some() && all.ssh_interval.is_some() && all.ssh_keepalive.is_some());
         assert!(all.far.is_some() && all.far_path.is_some() && all.far_hold.is_some());

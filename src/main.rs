@@ -345,6 +345,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         select: args.select,
         ddm: args.ddm,
         max_debuggers: args.max_debuggers,
+        near_cache: args.near_cache,
         spin: Duration::from_micros(args.spin_us),
         cpu_pin,
         timeouts: settings::Timeouts { debugger_stall, ..Default::default() },

@@ -55,6 +55,31 @@ pub enum DdmMode {
     Never,
 }
 
+/// When the proxy answers class, method and VM data that never changes from what the VM
+/// said before (see `session::nearcache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NearCacheMode {
+    /// For VMs reached through ssh (jdwpmux on the host or ssh forwards), where each round
+    /// trip costs the link's delay.
+    #[default]
+    Auto,
+    /// For every VM, local ones too.
+    Always,
+    /// Never: every command goes to the VM.
+    Never,
+}
+
+impl std::fmt::Display for NearCacheMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NearCacheMode::Auto => "auto",
+            NearCacheMode::Always => "always",
+            NearCacheMode::Never => "never",
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     pub connect: Duration,
@@ -96,6 +121,8 @@ pub struct Settings {
     pub ddm: DdmMode,
     /// Debuggers that may share one VM at once.
     pub max_debuggers: usize,
+    /// When unchanging answers are given near (`--near-cache`).
+    pub near_cache: NearCacheMode,
     /// How long the daemon polls for an answer after a write before it sleeps
     /// (`--spin-us`; zero: it sleeps at once). See `park`.
     pub spin: Duration,
@@ -151,6 +178,7 @@ impl Default for Settings {
             select: None,
             ddm: DdmMode::Auto,
             max_debuggers: DEFAULT_MAX_DEBUGGERS,
+            near_cache: NearCacheMode::Auto,
             spin: Duration::ZERO,
             cpu_pin: false,
             timeouts: Timeouts::default(),

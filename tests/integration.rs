@@ -16,6 +16,8 @@ mod sharing;
 mod sharing_load;
 #[path = "integration/sharing_jvm.rs"]
 mod sharing_jvm;
+#[path = "integration/near_cache.rs"]
+mod near_cache;
 #[path = "integration/far.rs"]
 mod far;
 #[path = "integration/nearlink.rs"]

@@ -58,6 +58,9 @@ fn packet_text(p: &DecodedPacket) -> String {
     if let Some(l) = p.latency {
         s.push_str(&format!(" latency={}", format_latency(l)));
     }
+    if p.near {
+        s.push_str(" near");
+    }
     if let (
         PacketKind::Command {
             set: EVENT_COMMAND_SET,
@@ -133,6 +136,7 @@ mod tests {
             kind,
             length: 11,
             latency: None,
+            near: false,
             payload: None,
             truncated: false,
             ddm_chunks: Vec::new(),

@@ -136,6 +136,7 @@ mod tests {
                 kind,
                 length: 20,
                 latency,
+                near: false,
                 payload: None,
                 truncated: false,
                 ddm_chunks: if matches!(kind, PacketKind::Command { set: 0xC7, .. }) { vec![("THCR".into(), 9)] } else { vec![] },

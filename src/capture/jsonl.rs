@@ -84,6 +84,9 @@ pub struct JsonLine {
     pub length: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<u64>,
+    /// A reply the proxy made from the near cache (the VM's earlier answer), not the VM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near: Option<bool>,
     /// Present on every data line: the record's bytes were cut to the snaplen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
@@ -112,6 +115,7 @@ impl JsonLine {
             error_name: None,
             length: None,
             latency_us: None,
+            near: None,
             truncated: None,
             malformed: None,
             chunks: None,
@@ -158,20 +162,25 @@ impl JsonlEncoder {
             } => {
                 let line_kind = match kind {
                     DataKind::Handshake => LineKind::Handshake,
-                    DataKind::Packet { .. } => LineKind::Packet,
+                    DataKind::Packet { .. } | DataKind::NearReply => LineKind::Packet,
                     DataKind::Body => LineKind::Body,
                 };
                 let mut l = JsonLine::new(time, conn, line_kind);
                 l.dir = Some(*dir);
                 l.truncated = Some(*orig_len > bytes.len());
                 l.length = Some(*orig_len as u64);
-                if let DataKind::Packet { orig_id, latency } = kind {
+                if let DataKind::Packet { .. } | DataKind::NearReply = kind {
                     self.fill_packet(&mut l, conn.id, *dir, bytes);
                     if l.length.is_some_and(|len| len as usize > self.snaplen) {
                         l.truncated = Some(true);
                     }
+                }
+                if let DataKind::Packet { orig_id, latency } = kind {
                     l.orig_id = *orig_id;
                     l.latency_us = latency.map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
+                }
+                if *kind == DataKind::NearReply {
+                    l.near = Some(true);
                 }
                 l
             }
@@ -265,6 +274,31 @@ mod tests {
         enc.encode(r, &mut out).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out.last(), Some(&b'\n'));
         serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_near_reply_is_a_packet_line_marked_near() {
+        let mut enc = JsonlEncoder::new(None);
+        let cmd = PacketHead { length: 11 + 8, id: 7, flags: 0, kind: HeadKind::Command { set: 2, cmd: 1 } };
+        let v = parse(&mut enc, &packet(Direction::ToServer, cmd, &[0; 8], None));
+        assert_eq!(v.get("near"), None, "a relayed packet is not marked");
+        let reply = PacketHead { length: 11 + 4, id: 7, flags: 0x80, kind: HeadKind::Reply { error: 0 } };
+        let mut b = reply.to_bytes().to_vec();
+        b.extend_from_slice(&[0, 0, 0, 0]);
+        let r = Record::Data {
+            time: UNIX_EPOCH,
+            conn: conn(),
+            dir: Direction::ToClient,
+            kind: DataKind::NearReply,
+            orig_len: b.len(),
+            bytes: Bytes::from(b),
+        };
+        let v = parse(&mut enc, &r);
+        assert_eq!(v["kind"], "packet");
+        assert_eq!(v["near"], true);
+        assert_eq!(v["id"].as_u64(), Some(7));
+        assert_eq!(v["command"], "ReferenceType.Signature", "paired with its command like any reply");
+        assert_eq!(v.get("orig_id"), None);
     }
 
     #[test]

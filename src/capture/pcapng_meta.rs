@@ -8,6 +8,13 @@ use super::record::{ConnInfo, DataKind, Leg};
 
 /// Prefix of every comment jdwpmux writes.
 pub const COMMENT_TAG: &str = "jdwpmux";
+/// Marks a reply the proxy made from the near cache.
+pub const NEAR_MARK: &str = "near=1";
+
+/// Whether a packet comment marks a reply made from the near cache.
+pub fn comment_says_near(c: &str) -> bool {
+    c.strip_prefix(COMMENT_TAG).is_some_and(|rest| rest.split_whitespace().any(|t| t == NEAR_MARK))
+}
 
 /// Comment for the SYN: `jdwpmux conn=3 leg=debugger vm=<rest of line>`.
 pub fn open_comment(c: &ConnInfo) -> String {
@@ -21,6 +28,9 @@ pub fn open_comment(c: &ConnInfo) -> String {
 
 /// Comment for a packet's first segment, if it has anything to say.
 pub fn packet_comment(kind: &DataKind) -> Option<String> {
+    if *kind == DataKind::NearReply {
+        return Some(format!("{COMMENT_TAG} {NEAR_MARK}"));
+    }
     let DataKind::Packet { orig_id, latency } = kind else {
         return None;
     };
@@ -112,5 +122,14 @@ mod tests {
             None
         );
         assert_eq!(parse_packet_comment("jdwpmux orig_id=x"), (None, None));
+    }
+
+    #[test]
+    fn a_near_reply_says_so_and_older_readers_skip_the_mark() {
+        let text = packet_comment(&DataKind::NearReply).unwrap_or_default();
+        assert!(comment_says_near(&text));
+        assert_eq!(parse_packet_comment(&text), (None, None));
+        assert!(!comment_says_near("jdwpmux orig_id=4"));
+        assert!(!comment_says_near("near=1"));
     }
 }

@@ -53,6 +53,8 @@ pub struct DecodedPacket {
     /// The JDWP length field (header included).
     pub length: u32,
     pub latency: Option<Duration>,
+    /// A reply the proxy made from its near cache (the VM's earlier answer), not the VM.
+    pub near: bool,
     /// Bytes after the 11-byte header as captured (pcapng), at most
     /// [`MAX_KEPT_PAYLOAD`](super::reader_stream::MAX_KEPT_PAYLOAD) of them; `None` when
     /// the format does not store them (JSON lines).
@@ -218,6 +220,7 @@ fn line_to_record(
                 length: u32::try_from(l.length.ok_or_else(|| missing("length"))?)
                     .map_err(|e| e.to_string())?,
                 latency: l.latency_us.map(Duration::from_micros),
+                near: l.near.unwrap_or(false),
                 payload: None,
                 truncated: l.truncated.unwrap_or(false),
                 ddm_chunks: l

@@ -15,7 +15,7 @@ use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption
 use pcap_file::pcapng::{Block, PcapNgReader};
 
 use super::pairing::Pairing;
-use super::pcapng_meta::{parse_open_comment, parse_packet_comment};
+use super::pcapng_meta::{comment_says_near, parse_open_comment, parse_packet_comment};
 use super::reader::{ddm_chunks_of, ConnDesc, DecodedEvent, DecodedRecord, PacketKind, ReadError, Sink};
 use super::reader_stream::{DirState, Emitter, Seg};
 use super::record::Direction;
@@ -115,6 +115,7 @@ impl<'s> Reassembler<'s> {
                 time,
                 orig_id: None,
                 latency: None,
+                near: false,
                 conn: &st.conn,
                 dir: d,
             };
@@ -173,11 +174,13 @@ impl<'s> Reassembler<'s> {
             return;
         }
         let (orig_id, latency) = comment.map(parse_packet_comment).unwrap_or((None, None));
+        let near = comment.is_some_and(comment_says_near);
         let s = Seg {
             idx,
             time,
             orig_id,
             latency,
+            near,
             conn: &st.conn,
             dir,
         };

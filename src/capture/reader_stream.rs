@@ -75,6 +75,7 @@ struct Start {
     key: Key,
     orig_id: Option<u32>,
     latency: Option<Duration>,
+    near: bool,
 }
 
 struct Pending {
@@ -105,6 +106,8 @@ pub(super) struct Seg<'a> {
     pub(super) time: SystemTime,
     pub(super) orig_id: Option<u32>,
     pub(super) latency: Option<Duration>,
+    /// The segment's comment marks a reply made from the near cache.
+    pub(super) near: bool,
     pub(super) conn: &'a Arc<ConnDesc>,
     pub(super) dir: Direction,
 }
@@ -139,6 +142,7 @@ fn emit_packet(p: Pending, s: &Seg<'_>, em: &mut Emitter) {
         kind,
         length: p.head.length,
         latency: p.start.latency,
+        near: p.start.near,
         payload: Some(p.payload),
         truncated: p.truncated,
         ddm_chunks: Vec::new(), // filled once replies are paired
@@ -185,16 +189,17 @@ impl DirState {
                 }
                 Phase::Header { mut got, mut start } => {
                     if got.is_empty() {
-                        let (orig_id, latency) = if at_start {
-                            (s.orig_id, s.latency)
+                        let (orig_id, latency, near) = if at_start {
+                            (s.orig_id, s.latency, s.near)
                         } else {
-                            (None, None)
+                            (None, None, false)
                         };
                         start = Some(Start {
                             time: s.time,
                             key: em.open_key(s.idx),
                             orig_id,
                             latency,
+                            near,
                         });
                     }
                     let n = (JDWP_HEADER_LEN - got.len()).min(data.len());
@@ -215,6 +220,7 @@ impl DirState {
                                 key: em.open_key(s.idx),
                                 orig_id: None,
                                 latency: None,
+                                near: false,
                             });
                             let remaining = head.length as usize - JDWP_HEADER_LEN;
                             let p = Pending {
@@ -321,7 +327,7 @@ mod tests {
         });
         let mut em = Emitter::default();
         let mut d = DirState::new();
-        let seg = |idx| Seg { idx, time: UNIX_EPOCH, orig_id: None, latency: None, conn: &conn, dir: Direction::ToServer };
+        let seg = |idx| Seg { idx, time: UNIX_EPOCH, orig_id: None, latency: None, near: false, conn: &conn, dir: Direction::ToServer };
         d.feed(HANDSHAKE, true, &seg(1), &mut em);
         d.feed(&head(11, 1), true, &seg(2), &mut em); // no body
         let mut p = head(15, 2);

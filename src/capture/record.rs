@@ -84,6 +84,9 @@ pub enum DataKind {
     },
     /// A further piece of a large packet, streamed after its head.
     Body,
+    /// A whole reply packet the proxy made itself from the VM's earlier answer to the same
+    /// command (the near cache): on the debugger leg, with no VM packet behind it.
+    NearReply,
 }
 
 /// One event of proxied traffic.

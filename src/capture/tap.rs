@@ -84,6 +84,16 @@ impl Tap {
         self.data(dir, DataKind::Packet { orig_id, latency }, bytes);
     }
 
+    /// A reply made from the near cache, whole.
+    pub fn near_reply(&mut self, dir: Direction, bytes: &[u8]) {
+        // It answers a command seen on this leg: that one is paired now.
+        if let Some(h) = Header::parse(bytes) {
+            self.sent.remove(&h.id);
+        }
+        self.budget[slot(dir)] = self.handle.snaplen();
+        self.data(dir, DataKind::NearReply, bytes);
+    }
+
     /// A piece of a streamed packet's body.
     pub fn body(&mut self, dir: Direction, bytes: &[u8]) {
         self.data(dir, DataKind::Body, bytes);

@@ -38,6 +38,7 @@ impl Feed {
                 kind,
                 length: 11 + payload.len() as u32,
                 latency: None,
+                near: false,
                 payload: Some(payload),
                 truncated: false,
                 ddm_chunks,

@@ -145,6 +145,7 @@ impl Spawner {
             android,
             timeouts: s.timeouts,
             max_debuggers: s.max_debuggers,
+            near_cache: s.near_cache,
             max_backoff: if source == Source::Cli { Duration::from_secs(5) } else { s.scan_interval },
             capture: self.capture.clone(),
             // A VM behind adb, said to be Android, or found by its process needs no lookup.

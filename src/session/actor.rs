@@ -110,6 +110,12 @@ pub(super) struct Session {
     /// When that command last moved.
     pub vm_upstream_progress: Instant,
     pub vm_deferred: Vec<(bytes::Bytes, Option<u32>)>,
+    /// Answers that never change, kept for every debugger of this connection (`near_answers`).
+    pub near: super::nearcache::NearCache,
+    /// Whether this connection answers from `near` (`--near-cache`, and where the VM is).
+    pub near_on: bool,
+    /// The proxy's own ClassUnload request on this connection, once the VM granted it.
+    pub unload_request: Option<u32>,
     // Across connections:
     pub debuggers: Debuggers,
     pub waiting: Vec<PendingAttach>,
@@ -177,6 +183,9 @@ pub fn spawn(
         vm_upstream: None,
         vm_upstream_progress: Instant::now(),
         vm_deferred: Vec::new(),
+        near: Default::default(),
+        near_on: false,
+        unload_request: None,
         debuggers: Debuggers::default(),
         waiting: Vec::new(),
         ddm_state: Default::default(),
@@ -406,6 +415,8 @@ impl Session {
             deferred_events: self.deferred_events.len(),
             held_events: self.held.len(),
             held_dropped: self.held_dropped,
+            near_answers: self.near.len(),
+            near_pending: self.near.pending(),
         }
     }
 }

@@ -25,6 +25,8 @@ pub struct SessionConfig {
     pub adb: Option<AdbTarget>,
     /// Most debuggers attached at once (`--max-debuggers`; 1: a second one is refused).
     pub max_debuggers: usize,
+    /// When answers that never change are given near (`--near-cache`).
+    pub near_cache: crate::settings::NearCacheMode,
     /// Asked before each TCP connection whether `addr` is an adb forward to an Android VM.
     pub forwards: Option<std::sync::Arc<crate::discovery::forwards::ForwardLookup>>,
     /// Where its discovery says the VM is now, read at every connection: a VM found by its

@@ -68,7 +68,8 @@ pub(super) struct DebuggerIo {
     streaming: bool,
     /// Packets the proxy made itself while `streaming`: they follow the streamed packet,
     /// never land inside it.
-    after_stream: Vec<Bytes>,
+    /// Whole packets waiting for the streamed one to end, and how to capture each.
+    after_stream: Vec<(Bytes, Kind)>,
     /// When the queue last reached the high-water mark or, above it, a write last made
     /// progress; a debugger that leaves a full queue unread this long is cut off.
     last_progress: Instant,
@@ -99,36 +100,45 @@ impl DebuggerIo {
     /// Queues a whole packet for the debugger (after the streamed packet in progress, if any).
     pub fn queue(&mut self, bytes: Bytes) {
         if self.streaming {
-            self.after_stream.push(bytes);
+            self.after_stream.push((bytes, Kind::Packet));
         } else {
-            self.push(bytes, false);
+            self.push(bytes, Kind::Packet);
+        }
+    }
+
+    /// Queues a reply the proxy made from the near cache (marked so in the capture).
+    pub fn queue_near(&mut self, bytes: Bytes) {
+        if self.streaming {
+            self.after_stream.push((bytes, Kind::Near));
+        } else {
+            self.push(bytes, Kind::Near);
         }
     }
 
     /// Queues the head of a large packet whose body follows in pieces.
     pub fn queue_head(&mut self, bytes: Bytes) {
-        self.push(bytes, false);
+        self.push(bytes, Kind::Packet);
         self.streaming = true;
     }
 
     /// Queues a piece of the streamed packet's body; `last` ends the packet.
     pub fn queue_body(&mut self, bytes: Bytes, last: bool) {
-        self.push(bytes, true);
+        self.push(bytes, Kind::Body);
         if last {
             self.streaming = false;
-            for p in std::mem::take(&mut self.after_stream) {
-                self.push(p, false);
+            for (p, kind) in std::mem::take(&mut self.after_stream) {
+                self.push(p, kind);
             }
         }
     }
 
-    fn push(&mut self, bytes: Bytes, body: bool) {
+    fn push(&mut self, bytes: Bytes, kind: Kind) {
         let was_below = self.out.len() < DEBUGGER_HIGH_WATER;
         if let Some(t) = self.tap.as_mut() {
-            if body {
-                t.body(Direction::ToClient, &bytes);
-            } else {
-                t.packet(Direction::ToClient, &bytes, None);
+            match kind {
+                Kind::Body => t.body(Direction::ToClient, &bytes),
+                Kind::Packet => t.packet(Direction::ToClient, &bytes, None),
+                Kind::Near => t.near_reply(Direction::ToClient, &bytes),
             }
         }
         self.out.push(bytes);
@@ -245,6 +255,17 @@ impl DebuggerIo {
             .await;
         });
     }
+}
+
+/// What queued bytes are, for the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A whole packet, or the head of a streamed one.
+    Packet,
+    /// A piece of a streamed packet's body.
+    Body,
+    /// A reply made from the near cache.
+    Near,
 }
 
 #[cfg(test)]

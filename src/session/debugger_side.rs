@@ -10,6 +10,7 @@ use tracing::{info, warn};
 use super::actor::{Session, OUT_HIGH_WATER};
 use super::debugger_io::DebuggerEvent;
 use super::ids::{Entry, Note, Requester};
+use super::nearcache::NearDecision;
 use super::sharing::{policy, Policy};
 use crate::jdwp::codec::Frame;
 use crate::jdwp::names;
@@ -81,6 +82,7 @@ impl Session {
                 // nothing else reaches the VM until its end.
                 let forward = self.admit(conn, h);
                 if forward {
+                    self.near_streamed_command(h.cmd_set(), h.cmd());
                     if let Some(id) = self.assign_id(conn, h, Note::None).await {
                         head[4..8].copy_from_slice(&id.to_be_bytes());
                         self.queue_for_vm(&head, Some(h.id), false);
@@ -132,8 +134,17 @@ impl Session {
         if h.cmd_set() == DDM_CMD_SET {
             self.on_ddm_payload(p.data(), false, false);
         }
+        let near_key = match self.near_command(conn, &p) {
+            NearDecision::Answered => return,
+            NearDecision::Forward(key) => key,
+        };
         match policy(h.cmd_set(), h.cmd()) {
-            Policy::Forward => self.forward(conn, p, Note::None).await,
+            Policy::Forward => {
+                let id = self.forward_id(conn, p, Note::None).await;
+                if let (Some(id), Some(key)) = (id, near_key) {
+                    self.near.sent(id, conn, key);
+                }
+            }
             Policy::ForwardLogged => {
                 info!(id = h.id, command = %names::display_command(h.cmd_set(), h.cmd()), "passing a VM-wide command");
                 self.forward(conn, p, Note::None).await
@@ -147,12 +158,17 @@ impl Session {
     }
 
     /// Passes a debugger's command to the VM under a proxy id.
-    pub(super) async fn forward(&mut self, conn: u64, mut p: Packet, note: Note) {
+    pub(super) async fn forward(&mut self, conn: u64, p: Packet, note: Note) {
+        self.forward_id(conn, p, note).await;
+    }
+
+    /// `forward`, returning the proxy id the command went out with.
+    async fn forward_id(&mut self, conn: u64, mut p: Packet, note: Note) -> Option<u32> {
         let h = p.header();
-        if let Some(id) = self.assign_id(conn, h, note).await {
-            p.set_id(id);
-            self.queue_for_vm(p.as_bytes(), Some(h.id), false);
-        }
+        let id = self.assign_id(conn, h, note).await?;
+        p.set_id(id);
+        self.queue_for_vm(p.as_bytes(), Some(h.id), false);
+        Some(id)
     }
 
     /// Answers a debugger's command in the proxy, with an empty body.

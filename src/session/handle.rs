@@ -84,6 +84,9 @@ pub struct TableSizes {
     /// the bound since the session started (a running total).
     pub held_events: usize,
     pub held_dropped: u64,
+    /// Answers kept in the near cache, and commands whose replies it waits for.
+    pub near_answers: usize,
+    pub near_pending: usize,
 }
 
 /// Connection state of a VM, as shown by `list`.

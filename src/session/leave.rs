@@ -23,6 +23,7 @@ impl Session {
             self.reset_requested = true;
         }
         let purged = self.ids.purge(Requester::Debugger(conn));
+        self.near.forget_conn(conn);
         self.stats.debugger_left(conn);
         info!(peer = %a.io.peer, conn, reason, outstanding = purged, left = self.debuggers.len(), "debugger detached");
         a.io.close(reason, &self.tracker);

@@ -20,6 +20,8 @@
 //! The actor's parts: pure tables and the code for one socket; no `Session` in them.
 //! - `ids`: the request-id table: proxy ids to (requester, its own id).
 //! - `sharing`: the tables that let debuggers share a VM: owners, holds, pins, policy.
+//! - `nearcache`: answers that never change (class, method and VM data), kept to answer
+//!   the next asking without a round trip to the VM.
 //! - `purpose`: what each of the proxy's own requests is for, and how long it may wait.
 //! - `thst_plan`: which THST request form a VM takes.
 //! - `dialect`: how to talk to this VM: THST form, Android over TCP, DDM requests in flight.
@@ -46,6 +48,8 @@
 //! - `leave` (impl Session): a debugger leaving alone; the clean-up after the last one.
 //! - `vm_side` (impl Session): routing each packet from the VM.
 //! - `vm_events` (impl Session): events from the VM, split between the debuggers.
+//! - `near_answers` (impl Session): answers from the near cache; what drops them; the
+//!   proxy's ClassUnload request.
 //! - `proxy_requests` (impl Session): the proxy's own requests: identification, the DDM
 //!   probe, the clean-up.
 //! - `android_tcp` (impl Session): Android VMs over plain TCP, spoken to with DDM only.
@@ -66,6 +70,7 @@ pub mod connect;
 
 pub mod ids;
 pub mod sharing;
+pub mod nearcache;
 mod purpose;
 mod thst_plan;
 mod dialect;
@@ -86,6 +91,7 @@ mod shared_cmds;
 mod leave;
 mod vm_side;
 mod vm_events;
+mod near_answers;
 mod proxy_requests;
 mod android_tcp;
 mod ddm_glue;

@@ -70,6 +70,7 @@ impl Session {
         self.send_proxy(Purpose::Version, 1, 1, &[]);
         self.send_proxy(Purpose::IdSizes, 1, 7, &[]);
         self.identify_pending = 2;
+        self.start_near_cache();
     }
 
     fn probe_ddm(&mut self) {
@@ -142,6 +143,7 @@ impl Session {
         let ok = h.error_code() == 0;
         match purpose {
             Purpose::Version => {
+                self.near_seed(1, 1, p);
                 self.android_by_version = if ok { self.on_version(p.data()) } else { false };
                 if !ok {
                     warn!(error = h.error_code(), "VirtualMachine.Version failed");
@@ -150,6 +152,7 @@ impl Session {
             }
             Purpose::IdSizes => {
                 if ok {
+                    self.near_seed(1, 7, p);
                     self.on_id_sizes(p.data());
                 }
                 self.identify_step_done();
@@ -180,6 +183,7 @@ impl Session {
                 }
                 self.late_sizes_settled();
             }
+            Purpose::UnloadWatch => self.on_unload_watch_reply(p),
         }
         self.check_cleanup_done();
     }
@@ -208,6 +212,7 @@ impl Session {
                 warn!("the VM did not answer IDSizes: events go whole to the owner of their first event");
                 self.late_sizes_settled();
             }
+            Purpose::UnloadWatch => debug!("the VM did not answer the ClassUnload request: answers about types are not kept"),
         }
     }
 

@@ -28,6 +28,8 @@ pub enum Purpose {
     /// IDSizes asked when a debugger first set an event request and the sizes were unknown:
     /// events cannot be split between debuggers without them.
     LateIdSizes,
+    /// The proxy's ClassUnload request, so the near cache learns of unloaded classes.
+    UnloadWatch,
 }
 
 /// Where the proxy's late IDSizes request stands on this connection.

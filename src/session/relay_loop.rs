@@ -50,6 +50,9 @@ impl Session {
         self.deferred_events.clear();
         self.vm_upstream = None;
         self.vm_deferred.clear();
+        self.near.new_connection();
+        self.near_on = self.near_cache_wanted();
+        self.unload_request = None;
         self.ddm_state = Default::default();
         self.threads_on = false;
         for w in &mut self.thread_watchers {

@@ -27,6 +27,8 @@ pub const MAX_DEFERRED_EVENTS: usize = 1024;
 impl Session {
     /// An Event.Composite from the VM.
     pub(super) fn on_event(&mut self, p: Packet) {
+        // Read at once, not when routed: an unloaded class's answers go before anything else.
+        self.near_event(&p);
         // Behind a kept-back composite, everything waits: the VM's order is kept.
         if !self.deferred_events.is_empty() {
             self.deferred_events.push_back(p);
@@ -138,6 +140,8 @@ impl Session {
         let owner = self.sharing.owners.owner(request).filter(|o| self.debuggers.contains(*o));
         let to: Vec<u64> = match (request, owner) {
             (0, _) => self.debuggers.conns(),
+            // The proxy's own ClassUnload request: nobody's.
+            (r, _) if Some(r) == self.unload_request => Vec::new(),
             (_, Some(o)) => vec![o],
             _ if self.debuggers.len() == 1 => self.debuggers.conns(),
             _ => Vec::new(),

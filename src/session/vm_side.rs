@@ -53,6 +53,8 @@ impl Session {
     /// Decides where a large packet's body goes, from its header alone.
     fn route_head(&mut self, h: Header, head: &mut bytes::BytesMut) -> VmStream {
         if h.is_reply() {
+            // Too large to read whole: not kept.
+            self.near.forget(h.id);
             let Some(e) = self.answered(&h) else {
                 self.stray_reply(&h);
                 return nobody(h);
@@ -117,6 +119,7 @@ impl Session {
             match e.requester {
                 Requester::Debugger(conn) if self.debuggers.contains(conn) => {
                     self.settle_reply(conn, &e, &p);
+                    self.near_reply(conn, &e, h.id, &p);
                     if e.cmd_set == DDM_CMD_SET {
                         self.on_ddm_payload(p.data(), true, true);
                     }

@@ -25,6 +25,9 @@ pub struct VmReport {
     pub ddm_chunks: Vec<ChunkRow>,
     /// Replies with a non-zero error code, by error, most frequent first.
     pub errors: Vec<ErrorRow>,
+    /// Answers from the near cache, when it is on for this VM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near: Option<super::NearReport>,
 }
 
 /// One source of requests: a debugger connection, the proxy, or earlier debuggers folded
@@ -211,6 +214,18 @@ fn vm_text(out: &mut String, vm: &VmReport) {
         let rows: Vec<Vec<String>> =
             vm.ddm_chunks.iter().map(|c| vec![c.chunk_type.clone(), c.count.to_string(), format_bytes(c.bytes)]).collect();
         table(out, "    ", &["type", "count", "bytes"], &rows);
+    }
+    if let Some(n) = &vm.near {
+        let _ = writeln!(
+            out,
+            "  answered near: {} of {} commands it could answer ({:.1} % hit rate), {}",
+            n.served,
+            n.served + n.misses,
+            n.hit_rate * 100.0,
+            format_bytes(n.bytes)
+        );
+        let rows: Vec<Vec<String>> = n.commands.iter().map(|c| vec![c.command.clone(), c.count.to_string(), format_bytes(c.bytes)]).collect();
+        table(out, "    ", &["command", "count", "bytes"], &rows);
     }
     if !vm.errors.is_empty() {
         out.push_str("  error replies:\n");

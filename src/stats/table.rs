@@ -112,6 +112,7 @@ pub struct TrafficStats {
     departed: VecDeque<u64>,
     ddm: HashMap<u32, ChunkCount>,
     errors: BTreeMap<u16, u64>,
+    near: super::near::NearStats,
 }
 
 impl Default for TrafficStats {
@@ -123,6 +124,7 @@ impl Default for TrafficStats {
             departed: VecDeque::new(),
             ddm: HashMap::new(),
             errors: BTreeMap::new(),
+            near: Default::default(),
         }
     }
 }
@@ -262,6 +264,20 @@ impl TrafficStats {
         }
     }
 
+    /// A command answered from the near cache with a reply of `len` bytes.
+    pub fn near_answer(&mut self, set: u8, cmd: u8, len: u32) {
+        if self.enabled {
+            self.near.answer(set, cmd, len);
+        }
+    }
+
+    /// A command the near cache could have answered, sent to the VM.
+    pub fn near_miss(&mut self) {
+        if self.enabled {
+            self.near.miss();
+        }
+    }
+
     /// Whether anything was counted.
     pub fn is_empty(&self) -> bool {
         self.sources.is_empty() && self.ddm.is_empty()
@@ -299,6 +315,7 @@ impl TrafficStats {
             sources,
             ddm_chunks,
             errors,
+            near: self.near.report(),
         }
     }
 }

@@ -106,6 +106,7 @@ fn classic_pcap_mid_stream_with_gaps_and_retransmission() {
             kind,
             length,
             latency: None,
+            near: false,
             payload: Some(payload.to_vec()),
             truncated: false,
             ddm_chunks: vec![],

@@ -182,6 +182,7 @@ impl Session {
             kind,
             length,
             latency,
+            near: false,
             truncated: kept < payload.len(),
             ddm_chunks: if is_ddm { ddm(&payload) } else { vec![] },
             payload: Some(payload[..kept].to_vec()),
@@ -191,6 +192,30 @@ impl Session {
             conn: desc(c),
             event: DecodedEvent::Packet(packet),
         });
+    }
+
+    /// A reply the proxy made from its near cache, on the debugger leg, answering `command`.
+    fn near_reply(&mut self, c: &Arc<ConnInfo>, id: u32, command: (u8, u8), payload: Vec<u8>) {
+        let time = self.tick();
+        let length = (11 + payload.len()) as u32;
+        let mut wire = PacketHead { length, id, flags: 0x80, kind: HeadKind::Reply { error: 0 } }.to_bytes().to_vec();
+        wire.extend_from_slice(&payload);
+        let orig_len = wire.len();
+        self.records.push(Record::Data { time, conn: c.clone(), dir: Direction::ToClient, kind: DataKind::NearReply, bytes: Bytes::from(wire), orig_len });
+        let packet = DecodedPacket {
+            dir: Direction::ToClient,
+            id,
+            orig_id: None,
+            flags: 0x80,
+            kind: PacketKind::Reply { error: 0, command: Some(command) },
+            length,
+            latency: None,
+            near: true,
+            truncated: false,
+            ddm_chunks: vec![],
+            payload: Some(payload),
+        };
+        self.expected.push(DecodedRecord { time, conn: desc(c), event: DecodedEvent::Packet(packet) });
     }
 
     fn build() -> Session {

@@ -75,3 +75,43 @@ async fn jsonl_lines_parse_and_read_back() {
     assert_eq!(back.warnings, Vec::<String>::new());
     assert_eq!(back.records, without_payload(s.expected));
 }
+
+/// A near answer (no VM packet behind it) reads back marked, from both formats, and
+/// `decode` says so.
+#[tokio::test]
+async fn a_near_reply_reads_back_marked() {
+    use Direction::*;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut s = Session { records: Vec::new(), expected: Vec::new(), clock: 0 };
+    let a = conn(1, Leg::Debugger, 50_000, DBG_PORT);
+    s.open(&a);
+    s.handshake(&a, ToServer);
+    s.handshake(&a, ToClient);
+    let signature = PacketKind::Command { set: 2, cmd: 1 };
+    s.packet(&a, ToServer, 7, None, signature, vec![0, 0, 0, 0, 0, 0, 0, 5], None, 1);
+    s.near_reply(&a, 7, (2, 1), b"\0\0\0\x08LShape;".to_vec());
+    s.close(&a);
+    for (name, format) in [("n.pcapng", Format::Pcapng), ("n.jsonl", Format::Jsonl)] {
+        let path = dir.path().join(name);
+        write(&path, format, &s.records).await;
+        let got = read_capture(&path).unwrap_or_else(|e| panic!("{e}"));
+        let near: Vec<&DecodedPacket> = got
+            .records
+            .iter()
+            .filter_map(|r| match &r.event {
+                DecodedEvent::Packet(p) if p.near => Some(p),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(near.len(), 1, "{name}");
+        assert_eq!((near[0].id, near[0].kind), (7, PacketKind::Reply { error: 0, command: Some((2, 1)) }), "{name}");
+        let line = got.records.iter().map(crate::capture::format_line).find(|l| l.contains("reply id=7")).unwrap_or_default();
+        assert!(line.contains("ReferenceType.Signature error=NONE") && line.ends_with(" near"), "{name}: {line}");
+        if format == Format::Pcapng {
+            assert_eq!(got.records.len(), s.expected.len());
+            for (g, e) in got.records.iter().zip(&s.expected) {
+                assert_eq!(g, e);
+            }
+        }
+    }
+}
