@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use super::copy;
 use super::found::found_jvm;
 use super::link::{self, Dial, LinkState as NearState, NearLink};
 use super::sockets::Sockets;
@@ -58,19 +59,24 @@ pub struct FarChoice {
     pub mode: FarMode,
     /// The jdwpmux to run on the host: a name its PATH finds, or a path.
     pub path: String,
+    /// When the host has none that can be used, copy this binary there (`--far-copy`).
+    pub copy: bool,
 }
 
 impl Default for FarChoice {
     fn default() -> Self {
-        FarChoice { mode: FarMode::Never, path: "jdwpmux".into() }
+        FarChoice { mode: FarMode::Never, path: "jdwpmux".into(), copy: false }
     }
 }
 
-/// The one line a host where the far side cannot be used is said in.
-pub fn fallback_line(label: &str, why: &FarUnusable, path: &str) -> String {
+/// The one line a host where the far side cannot be used is said in: why, and what would
+/// make it usable (the copy is offered only when it was not asked for).
+pub fn fallback_line(label: &str, why: &FarUnusable, far: &FarChoice) -> String {
+    let copy = if far.copy { "" } else { ", or let serve copy this one there with --far-copy" };
     format!(
-        "jdwpmux on {label} cannot be used ({why}); its VMs are reached through ssh forwards. To use it, install jdwpmux {} on {label} where `ssh {label} {path}` finds it, or name it with --far-path",
-        env!("CARGO_PKG_VERSION")
+        "jdwpmux on {label} cannot be used ({why}); its VMs are reached through ssh forwards. To use it, install jdwpmux {} on {label} where `ssh {label} {}` finds it, or name it with --far-path{copy}",
+        env!("CARGO_PKG_VERSION"),
+        far.path
     )
 }
 
@@ -143,14 +149,14 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                 None
             }
         };
-        let reached = match ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path).await {
+        let reached = match copy::start(&cfg.ssh, &control, &cfg.dest, &cfg.label, &far.path, far.copy).await {
             Ok(ready) => ssh::forward(&cfg.ssh, &control, &cfg.dest, &local, &ready.socket).await.map(|()| ready).map_err(FarUnusable::Failed),
             Err(e) => Err(e),
         };
         let ready = match reached {
             Ok(r) => r,
             Err(why) if far.mode == FarMode::Auto && near.is_none() => {
-                info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
+                info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far));
                 master.close().await;
                 return crate::remote::host::run(cfg, report, rows, cancel).await;
             }
@@ -272,8 +278,22 @@ mod tests {
 
     #[test]
     fn the_fallback_line_says_why_and_what_to_do() {
-        let line = fallback_line("box", &FarUnusable::NotFound("jdwpmux".into()), "jdwpmux");
+        let far = FarChoice::default();
+        let line = fallback_line("box", &FarUnusable::NotFound("jdwpmux".into()), &far);
         assert!(line.starts_with("jdwpmux on box cannot be used (jdwpmux was not found on the host); its VMs are reached through ssh forwards."), "{line}");
-        assert!(line.contains(&format!("install jdwpmux {} on box", env!("CARGO_PKG_VERSION"))) && line.ends_with("--far-path"), "{line}");
+        assert!(line.contains(&format!("install jdwpmux {} on box", env!("CARGO_PKG_VERSION"))), "{line}");
+        assert!(line.ends_with("or name it with --far-path, or let serve copy this one there with --far-copy"), "{line}");
+    }
+
+    #[test]
+    fn with_far_copy_the_line_says_why_it_was_not_copied_and_offers_no_copy() {
+        let far = FarChoice { copy: true, ..FarChoice::default() };
+        let why = FarUnusable::NotCopied { first: "jdwpmux was not found on the host".into(), why: "it runs Linux on aarch64, this jdwpmux is built for linux on x86_64".into() };
+        let line = fallback_line("box", &why, &far);
+        assert!(
+            line.starts_with("jdwpmux on box cannot be used (jdwpmux was not found on the host; this jdwpmux was not copied there: it runs Linux on aarch64, this jdwpmux is built for linux on x86_64); its VMs are reached through ssh forwards."),
+            "{line}"
+        );
+        assert!(line.ends_with("--far-path") && !line.contains("--far-copy"), "{line}");
     }
 }

@@ -12,10 +12,12 @@
 //! - [`ssh`]: starting the far side through a host's ssh master, and forwarding its socket.
 //! - [`found`]: a listed VM as the JVM a host's scan finds (same keys and ports). Pure.
 //! - [`sockets`]: a local socket per far-side VM, each connection a channel.
+//! - [`copy`]: this binary copied to a host that has no usable jdwpmux (`--far-copy`).
 //! - [`host`]: one `--ssh` host served through its far side, reported as its scan would be.
 
 pub mod api;
 pub mod channels;
+pub mod copy;
 pub mod found;
 pub mod host;
 pub mod link;
