@@ -84,6 +84,8 @@ mod remote;
 mod remote_faults;
 #[path = "integration/remote_far.rs"]
 mod remote_far;
+#[path = "integration/remote_far_copy.rs"]
+mod remote_far_copy;
 #[path = "integration/remote_ddm.rs"]
 mod remote_ddm;
 #[path = "integration/proc_serve.rs"]
