@@ -7,6 +7,7 @@
 //!   Pong, acks, channels opened and closed, the VM list.
 //! - [`api`]: the link's handle, settings and states.
 //! - [`channels`]: the channel table the task keeps. Pure.
+//! - [`inbound`]: what each frame from the far side means (its Hello, then every frame). Pure.
 //! - [`timing`]: when to try again after a cut and when a connection is dead. Pure.
 //! - [`ready`]: the line `jdwpmux far --detach` prints, read to find its socket. Pure.
 //! - [`ssh`]: starting the far side through a host's ssh master, and forwarding its socket.
@@ -19,6 +20,7 @@ pub mod api;
 pub mod channels;
 pub mod copy;
 pub mod found;
+pub mod inbound;
 pub mod host;
 pub mod link;
 pub mod ready;
