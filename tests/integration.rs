@@ -86,6 +86,8 @@ mod remote_faults;
 mod remote_far;
 #[path = "integration/remote_far_copy.rs"]
 mod remote_far_copy;
+#[path = "integration/remote_far_hostile.rs"]
+mod remote_far_hostile;
 #[path = "integration/remote_ddm.rs"]
 mod remote_ddm;
 #[path = "integration/proc_serve.rs"]

@@ -106,7 +106,7 @@ impl Near {
 
     fn first(&mut self, frame: Frame) -> bool {
         let ack = frame.ack;
-        match inbound::first(frame) {
+        match inbound::first(frame, true) {
             First::Hello(_) => match self.resume.reconnect(ack) {
                 Ok(replay) => {
                     assert!(replay.len() <= OPENS as usize);

@@ -119,6 +119,8 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
     let mut near: Option<(NearLink, Sockets)> = None;
     // The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
     let mut said: Option<String> = None;
+    // The near link has been up once: a cut after that is a cut, not an unusable far side.
+    let mut ever_up = false;
     loop {
         if near.is_none() {
             report.send_modify(|r| r.link = LinkState::Connecting);
@@ -197,8 +199,25 @@ async fn serve_host(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostR
                     if changed.is_err() {
                         break "the near link ended".to_string();
                     }
-                    if let NearState::Refused(text) = &*state.borrow_and_update() {
-                        break format!("the far side refused this jdwpmux: {text}");
+                    let now = state.borrow_and_update().clone();
+                    match now {
+                        NearState::Refused(text) => break format!("the far side refused this jdwpmux: {text}"),
+                        NearState::Up { .. } => ever_up = true,
+                        // It started, but what listens there does not speak as a far side
+                        // (another program, a broken or hostile one): with auto, served as
+                        // if there were none; else said once while the link tries again.
+                        NearState::Down { why } if !ever_up => {
+                            let why = FarUnusable::Failed(format!("what was started there does not answer as a far side: {why}"));
+                            if far.mode == FarMode::Auto {
+                                info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far));
+                                end(Some((nl, sockets))).await;
+                                master.close().await;
+                                return crate::remote::host::run(cfg, report, rows, cancel).await;
+                            }
+                            say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
+                            report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
+                        }
+                        _ => {}
                     }
                 }
                 _ = master.ended() => break master.last_words().unwrap_or_else(|| "ssh exited".into()),

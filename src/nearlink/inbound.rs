@@ -26,11 +26,17 @@ pub enum First {
     Retry(String),
 }
 
-/// The first frame of a connection, judged.
-pub fn first(frame: Frame) -> First {
+/// The first frame of a connection, judged; `new_session`: the near side's Hello asked for a
+/// new session (it had none to resume).
+pub fn first(frame: Frame, new_session: bool) -> First {
     let far = match frame.body {
         Body::Hello(far) => far,
         Body::Bye { reason: ByeReason::Version, text } => return First::Refused(text),
+        // Asked for a new session, a far side cannot rightly say the session is unknown: at
+        // once again would ask the same, in a tight loop. After the backoff.
+        Body::Bye { reason: reason @ (ByeReason::UnknownSession | ByeReason::BadToken), text } if new_session => {
+            return First::Retry(format!("the far side refused a new session ({reason:?}): {text}"))
+        }
         Body::Bye { reason: reason @ (ByeReason::UnknownSession | ByeReason::BadToken), text } => return First::SessionGone(format!("{text} ({reason:?})")),
         Body::Bye { reason, text } => return First::Retry(format!("the far side said goodbye ({reason:?}): {text}")),
         other => return First::Retry(format!("the far side began with a {:?} frame", other.kind())),

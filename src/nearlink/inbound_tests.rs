@@ -13,13 +13,23 @@ fn link(body: Body) -> Frame {
 #[test]
 fn the_first_frame() {
     let h = hello(Role::Far, PROTOCOL, PROTOCOL);
-    assert_eq!(first(link(Body::Hello(h.clone()))), First::Hello(h));
+    assert_eq!(first(link(Body::Hello(h.clone())), false), First::Hello(h));
     let bye = |reason, text: &str| link(Body::Bye { reason, text: text.into() });
-    assert_eq!(first(bye(ByeReason::Version, "speaks 7")), First::Refused("speaks 7".into()));
-    assert_eq!(first(bye(ByeReason::UnknownSession, "gone")), First::SessionGone("gone (UnknownSession)".into()));
-    assert_eq!(first(bye(ByeReason::BadToken, "no")), First::SessionGone("no (BadToken)".into()));
-    assert_eq!(first(bye(ByeReason::Other(99), "later")), First::Retry("the far side said goodbye (Other(99)): later".into()));
-    assert_eq!(first(link(Body::Ack)), First::Retry("the far side began with a Ack frame".into()));
+    assert_eq!(first(bye(ByeReason::Version, "speaks 7"), false), First::Refused("speaks 7".into()));
+    assert_eq!(first(bye(ByeReason::UnknownSession, "gone"), false), First::SessionGone("gone (UnknownSession)".into()));
+    assert_eq!(first(bye(ByeReason::BadToken, "no"), false), First::SessionGone("no (BadToken)".into()));
+    assert_eq!(first(bye(ByeReason::Other(99), "later"), false), First::Retry("the far side said goodbye (Other(99)): later".into()));
+    assert_eq!(first(link(Body::Ack), false), First::Retry("the far side began with a Ack frame".into()));
+}
+
+/// A far side that says "no such session" to a request for a new one is not believed: the
+/// near side would otherwise ask again at once, forever.
+#[test]
+fn a_new_session_refused_as_unknown_waits_the_backoff() {
+    let bye = |reason| link(Body::Bye { reason, text: "no".into() });
+    assert_eq!(first(bye(ByeReason::BadToken), true), First::Retry("the far side refused a new session (BadToken): no".into()));
+    assert_eq!(first(bye(ByeReason::UnknownSession), true), First::Retry("the far side refused a new session (UnknownSession): no".into()));
+    assert_eq!(first(bye(ByeReason::BadToken), false), First::SessionGone("no (BadToken)".into()));
 }
 
 #[test]
@@ -32,7 +42,7 @@ fn a_hello_with_odd_fields_is_refused_with_what_it_said() {
         (hello(Role::Far, u16::MAX, 0), want("", u16::MAX, 0)),
     ];
     for (h, line) in cases {
-        assert_eq!(first(link(Body::Hello(h.clone()))), First::Refused(line), "{h:?}");
+        assert_eq!(first(link(Body::Hello(h.clone())), false), First::Refused(line), "{h:?}");
     }
 }
 

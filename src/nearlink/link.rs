@@ -291,7 +291,8 @@ impl Task {
             }
         };
         let ack = first.ack;
-        let far = match inbound::first(first) {
+        let new_session = self.key.is_none();
+        let far = match inbound::first(first, new_session) {
             First::Hello(far) => far,
             First::Refused(text) => return Err(Attempt::Refused(text)),
             First::SessionGone(text) => {
@@ -307,9 +308,10 @@ impl Task {
             Ok(r) => r,
             Err(e) => {
                 // The far side's count does not fit what this side sent: it is not the side
-                // this session spoke to. Start a new session.
+                // this session spoke to. Start a new session: at once, unless a new one was
+                // what this Hello asked for (then the far side is broken; not in a tight loop).
                 self.lose_session(&format!("the far side's acknowledgement does not fit: {e}"));
-                return Err(Attempt::Now(e.to_string()));
+                return Err(if new_session { Attempt::Retry(e.to_string()) } else { Attempt::Now(e.to_string()) });
             }
         };
         self.key = far.session;
