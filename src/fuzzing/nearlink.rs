@@ -225,8 +225,10 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let refusal = vec![Frame { channel: 0, seq: 0, ack: 0, body: Body::Bye { reason: ByeReason::Version, text: "jdwpmux 9.0.0 speaks protocol 7".into() } }];
     let odd_hello = vec![hello(Role::Near, 0, false)];
     let ack_ahead = vec![hello(Role::Far, 3, false), Frame { channel: 0, seq: 0, ack: 4, body: Body::Ack }];
+    // Once gave two VMs one key and one socket (see `jvms::keys`).
+    let one_pid = vec![hello(Role::Far, 3, false), n(1, 0, Body::VmList((1..=5).map(|k| vm(k, 100, "Billing")).collect()))];
     let mut out = Vec::new();
-    for (name, frames) in [("session", session), ("hostile", hostile), ("refusal", refusal), ("odd-hello", odd_hello), ("ack-ahead", ack_ahead)] {
+    for (name, frames) in [("session", session), ("hostile", hostile), ("refusal", refusal), ("odd-hello", odd_hello), ("ack-ahead", ack_ahead), ("one-pid-listed-five-times", one_pid)] {
         let mut bytes = BytesMut::new();
         for f in &frames {
             assert!(FarCodec.encode(f, &mut bytes).is_ok(), "a seed frame encodes: {f:?}");
@@ -261,3 +263,4 @@ mod tests {
         }
     }
 }
+
