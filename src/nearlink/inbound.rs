@@ -97,14 +97,22 @@ impl Inbound {
     }
 }
 
-/// A frame after the Hello, through the session's resume state.
+/// A frame after the Hello, through the session's resume state. A kind the far side must
+/// not send here is refused before the resume state sees it: it takes neither its number nor
+/// its ack, as with any refused frame.
 pub fn judge(resume: &mut Resume, frame: Frame) -> Inbound {
+    match frame.body.kind() {
+        Kind::Hello => return Inbound::Lose(Broken::Unexpected(Kind::Hello)),
+        Kind::Open => return Inbound::Lose(Broken::NotFromFar(Kind::Open)),
+        _ => {}
+    }
     match resume.receive(&frame) {
         Err(e) => Inbound::Lose(e.into()),
         Ok(Received::Link) => match frame.body {
             Body::Ping(stamp) => Inbound::Pong(stamp),
             Body::Ack | Body::Pong(_) => Inbound::Nothing,
             Body::Bye { reason, text } => Inbound::Lose(Broken::Bye { reason, text }),
+            // Hello was refused above; a link kind a later version adds lands here.
             other => Inbound::Lose(Broken::Unexpected(other.kind())),
         },
         Ok(Received::Deliver) => {
@@ -114,8 +122,7 @@ pub fn judge(resume: &mut Resume, frame: Frame) -> Inbound {
                 Body::Opened { status, text } => Inbound::Opened { channel, status, text },
                 Body::Close { reason, text } => Inbound::Closed { channel, reason, text },
                 Body::Data(bytes) => Inbound::Data { channel, bytes },
-                // In order, but no far side sends it: the connection is dropped (the next
-                // Hello says it was received, so it is not sent again).
+                // Open was refused above; a numbered kind a later version adds lands here.
                 other => Inbound::Lose(Broken::NotFromFar(other.kind())),
             }
         }

@@ -82,8 +82,11 @@ fn what_a_far_side_must_not_send_drops_the_connection_with_a_typed_reason() {
     let lost = judge(&mut r, bye);
     assert!(matches!(&lost, Inbound::Lose(Broken::Bye { reason: ByeReason::Other(200), .. })));
     assert!(!lost.delivered());
-    assert_eq!(judge(&mut r, link(Body::Hello(hello(Role::Far, PROTOCOL, PROTOCOL)))), Inbound::Lose(Broken::Unexpected(Kind::Hello)));
-    let open = Frame { channel: 4, seq: 1, ack: 0, body: Body::Open { vm: 1 } };
+    let hello = Frame { ack: 1, ..link(Body::Hello(hello(Role::Far, PROTOCOL, PROTOCOL))) };
+    assert_eq!(judge(&mut r, hello), Inbound::Lose(Broken::Unexpected(Kind::Hello)));
+    let open = Frame { channel: 4, seq: 1, ack: 1, body: Body::Open { vm: 1 } };
     assert_eq!(judge(&mut r, open), Inbound::Lose(Broken::NotFromFar(Kind::Open)));
+    // Found by the nearlink fuzz target: the Open's number was taken though it was refused.
+    assert_eq!((r.inn.last(), r.out.acked()), (0, 0), "a refused frame took nothing");
     assert_eq!(Broken::Channel { what: "data on a channel never opened", channel: 9 }.to_string(), "bad stream: data on a channel never opened (9)");
 }
