@@ -31,6 +31,10 @@ pub enum First {
 pub fn first(frame: Frame, new_session: bool) -> First {
     let far = match frame.body {
         Body::Hello(far) => far,
+        // The far side's text is the refusal's line: one without words still says why.
+        Body::Bye { reason: ByeReason::Version, text } if text.trim().is_empty() => {
+            return First::Refused("the far side speaks another protocol version (its goodbye said no more)".into())
+        }
         Body::Bye { reason: ByeReason::Version, text } => return First::Refused(text),
         // Asked for a new session, a far side cannot rightly say the session is unknown: at
         // once again would ask the same, in a tight loop. After the backoff.

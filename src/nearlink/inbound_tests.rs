@@ -16,6 +16,10 @@ fn the_first_frame() {
     assert_eq!(first(link(Body::Hello(h.clone())), false), First::Hello(h));
     let bye = |reason, text: &str| link(Body::Bye { reason, text: text.into() });
     assert_eq!(first(bye(ByeReason::Version, "speaks 7"), false), First::Refused("speaks 7".into()));
+    // Found by the nearlink fuzz target: an empty goodbye gave an empty refusal line.
+    for empty in ["", " \t"] {
+        assert_eq!(first(bye(ByeReason::Version, empty), true), First::Refused("the far side speaks another protocol version (its goodbye said no more)".into()));
+    }
     assert_eq!(first(bye(ByeReason::UnknownSession, "gone"), false), First::SessionGone("gone (UnknownSession)".into()));
     assert_eq!(first(bye(ByeReason::BadToken, "no"), false), First::SessionGone("no (BadToken)".into()));
     assert_eq!(first(bye(ByeReason::Other(99), "later"), false), First::Retry("the far side said goodbye (Other(99)): later".into()));
