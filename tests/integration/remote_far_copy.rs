@@ -85,7 +85,7 @@ async fn remote_far_copy_lands_in_the_users_cache_and_is_found_the_next_time() {
     assert!(log.contains(&format!("copied this jdwpmux to {alias}")), "{log}");
     assert!(!log.contains("ssh forwards"), "the far side was not used: {log}");
 
-    // The copy: whole, runnable by its owner alone's folder, the user's.
+    // The copy: whole, mode 0755, the user's, in folders (0700) only the user may enter.
     let meta = std::fs::metadata(&copy).unwrap();
     assert_eq!(meta.len(), std::fs::metadata(env!("CARGO_BIN_EXE_jdwpmux")).unwrap().len());
     assert_eq!((mode(&copy), meta.uid(), meta.gid()), (0o755, user.uid, user.gid));
