@@ -2,7 +2,7 @@
 # Fuzzes one target (or all) for a given time with AFL++ on the stable toolchain:
 #   fuzz/run.sh TARGET SECONDS      e.g. fuzz/run.sh ddm 600
 #   fuzz/run.sh all SECONDS         each target in turn, SECONDS each
-# Targets: codec handshake ddm heapmap capture control adb config procscan farlink (see src/fuzzing/).
+# Targets: codec handshake ddm heapmap capture control adb config procscan farlink nearlink (see src/fuzzing/).
 # Starts from fuzz/corpus/TARGET, writes AFL's state to fuzz/out/TARGET, and prints the
 # executions, the paths found and the crashes. Runs under nice: the machine is shared.
 # Needs cargo-afl (installed here when missing: `cargo install cargo-afl`, which builds AFL++).
@@ -10,7 +10,7 @@ set -euo pipefail
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$self")"
 
-targets=(codec handshake ddm heapmap capture control adb config procscan farlink)
+targets=(codec handshake ddm heapmap capture control adb config procscan farlink nearlink)
 if [ $# -ne 2 ]; then
     echo "usage: $0 TARGET|all SECONDS   (targets: ${targets[*]})" >&2
     exit 2

@@ -231,6 +231,12 @@ pub struct ServeArgs {
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long, value_name = "SECONDS", default_value_t = crate::nearlink::host::DEFAULT_HOLD_SECS)]
     pub far_hold: u32,
+    /// When a host has no jdwpmux --far can use, copy this one there (after checking the
+    /// host's OS, architecture and glibc), into ~/.cache/jdwpmux/VERSION/ on the host, where
+    /// later starts find it. Without it nothing is ever copied.
+    #[arg(help_heading = OTHER_MACHINES)]
+    #[arg(long)]
+    pub far_copy: bool,
     /// Address the debugger ports listen on.
     #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", env = "JDWPMUX_LISTEN")]

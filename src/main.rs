@@ -336,7 +336,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         ssh: args.ssh,
         ssh_options,
         ssh_interval,
-        far: jdwpmux::nearlink::host::FarChoice { mode: args.far, path: args.far_path.clone(), hold_secs: args.far_hold },
+        far: jdwpmux::nearlink::host::FarChoice { mode: args.far, path: args.far_path.clone(), hold_secs: args.far_hold, copy: args.far_copy },
         scan_interval: Duration::from_secs_f64(args.scan_interval),
         listen: args.listen,
         allow_remote: args.allow_remote,

@@ -90,6 +90,10 @@ mod remote_far;
 mod remote_far_peers;
 #[path = "integration/remote_far_cuts.rs"]
 mod remote_far_cuts;
+#[path = "integration/remote_far_copy.rs"]
+mod remote_far_copy;
+#[path = "integration/remote_far_hostile.rs"]
+mod remote_far_hostile;
 #[path = "integration/remote_ddm.rs"]
 mod remote_ddm;
 #[path = "integration/proc_serve.rs"]

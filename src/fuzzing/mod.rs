@@ -19,6 +19,7 @@ pub mod ddm;
 pub mod farlink;
 pub mod handshake;
 pub mod heapmap;
+pub mod nearlink;
 mod pieces;
 pub mod procscan;
 
@@ -46,6 +47,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "config", check: config::check },
     Target { name: "procscan", check: procscan::check },
     Target { name: "farlink", check: farlink::check },
+    Target { name: "nearlink", check: nearlink::check },
 ];
 
 /// The target called `name`.

@@ -31,6 +31,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use super::copy;
 use super::found::found_jvm;
 use super::link::{self, Dial, LinkState as NearState, NearLink};
 use super::ready::Ready;
@@ -79,6 +80,8 @@ pub struct FarChoice {
     pub path: String,
     /// How long the far side is asked to hold the VM connections through a cut, in seconds.
     pub hold_secs: u32,
+    /// When the host has none that can be used, copy this binary there (`--far-copy`).
+    pub copy: bool,
 }
 
 /// The hold asked of the far side by default (`--far-hold`): a dropped Wi-Fi, a VPN that
@@ -87,13 +90,15 @@ pub const DEFAULT_HOLD_SECS: u32 = 300;
 
 impl Default for FarChoice {
     fn default() -> Self {
-        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS }
+        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS, copy: false }
     }
 }
 
-/// The one line a host where the far side cannot be used is said in: why, and what to do.
-pub fn fallback_line(label: &str, why: &FarUnusable, path: &str) -> String {
+/// The one line a host where the far side cannot be used is said in: why, and what would
+/// make it usable (the copy is offered only when it was not asked for).
+pub fn fallback_line(label: &str, why: &FarUnusable, far: &FarChoice) -> String {
     let ours = env!("CARGO_PKG_VERSION");
+    let path = &far.path;
     match why {
         FarUnusable::Version { version, protocols: theirs, running } => {
             let fix = match running {
@@ -108,9 +113,12 @@ pub fn fallback_line(label: &str, why: &FarUnusable, path: &str) -> String {
         FarUnusable::Refused(text) => format!(
             "jdwpmux on {label} refused this one ({text}): its VMs are reached through ssh forwards; install jdwpmux {ours} on {label} (or name it with --far-path), or use --far never"
         ),
-        _ => format!(
-            "jdwpmux on {label} cannot be used ({why}); its VMs are reached through ssh forwards. To use it, install jdwpmux {ours} on {label} where `ssh {label} {path}` finds it, or name it with --far-path"
-        ),
+        _ => {
+            let copy = if far.copy { "" } else { ", or let serve copy this one there with --far-copy" };
+            format!(
+                "jdwpmux on {label} cannot be used ({why}); its VMs are reached through ssh forwards. To use it, install jdwpmux {ours} on {label} where `ssh {label} {path}` finds it, or name it with --far-path{copy}"
+            )
+        }
     }
 }
 
@@ -142,7 +150,7 @@ async fn look_for_far(cfg: &HostConfig, far: &FarChoice) -> Option<Ready> {
     match reach_far(cfg, far).await {
         Ok(ready) => Some(ready),
         Err(why) => {
-            info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
+            info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, far));
             None
         }
     }
@@ -150,7 +158,7 @@ async fn look_for_far(cfg: &HostConfig, far: &FarChoice) -> Option<Ready> {
 
 async fn reach_far(cfg: &HostConfig, far: &FarChoice) -> Result<Ready, FarUnusable> {
     let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
-    let ready = ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path).await?;
+    let ready = copy::start(&cfg.ssh, &control, &cfg.dest, &cfg.label, &far.path, far.copy).await?;
     ssh::forward(&cfg.ssh, &control, &cfg.dest, &ssh::local_socket(&cfg.dir, &cfg.prefix), &ready.socket).await.map_err(FarUnusable::Failed)?;
     Ok(ready)
 }
@@ -207,6 +215,8 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
     let mut lost_at: Option<Instant> = None;
     let mut hold = Duration::ZERO;
     let mut retry = Retrying { change_said: false, for_change: false, net: NetChanges::open().map_err(|e| debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone")).ok() };
+    // The near link has been up once: a cut after that is a cut, not an unusable far side.
+    let mut ever_up = false;
     loop {
         let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
         let (mut master, mut ready) = match first.take() {
@@ -221,7 +231,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                 }
                 Reached::Again => continue,
                 Reached::Gone(why) => {
-                    info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
+                    info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, far));
                     end(near).await;
                     return Ended::Forwards;
                 }
@@ -284,10 +294,25 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                     let now = state.borrow_and_update().clone();
                     match now {
                         NearState::Refused(text) => break Lost::Refused(text),
+                        // It started, but what listens there does not speak as a far side
+                        // (another program, a broken or hostile one): with auto, served as
+                        // if there were none; else said once while the link tries again.
+                        NearState::Down { why } if !ever_up => {
+                            let why = FarUnusable::Failed(format!("what was started there does not answer as a far side: {why}"));
+                            if far.mode == FarMode::Auto {
+                                info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, far));
+                                end(Some((nl, sockets))).await;
+                                master.close().await;
+                                return Ended::Forwards;
+                            }
+                            say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
+                            report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
+                        }
                         NearState::Down { .. } => {
                             check_at.get_or_insert_with(Instant::now);
                         }
                         NearState::Up { hold_secs, .. } => {
+                            ever_up = true;
                             hold = Duration::from_secs(u64::from(hold_secs));
                             check_at = None;
                             checks.reset();
@@ -303,7 +328,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                 }
                 _ = sleep_until(check_at), if check_at.is_some() => {
                     let started = tokio::select! {
-                        r = ssh::start(&cfg.ssh, &control, &cfg.dest, &far.path) => r,
+                        r = copy::start(&cfg.ssh, &control, &cfg.dest, &cfg.label, &far.path, far.copy) => r,
                         _ = cancel.cancelled() => {
                             end(Some((nl, sockets))).await;
                             master.close().await;
@@ -327,7 +352,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                         },
                         Err(why) => match restart::on_unusable(far.mode, &why) {
                             Unusable::FallBack => {
-                                info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, &far.path));
+                                info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, far));
                                 end(Some((nl, sockets))).await;
                                 master.close().await;
                                 return Ended::Forwards;
@@ -352,7 +377,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                 nl.shutdown().await;
                 master.close().await;
                 if far.mode == FarMode::Auto {
-                    info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &FarUnusable::Refused(text), &far.path));
+                    info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &FarUnusable::Refused(text), far));
                     return Ended::Forwards;
                 }
                 say_once(&mut said, &cfg.label, format!("jdwpmux on {} refused this one: {text}", cfg.label));
@@ -578,25 +603,39 @@ mod tests {
 
     #[test]
     fn the_fallback_line_says_why_and_what_to_do() {
-        let line = fallback_line("box", &FarUnusable::NotFound("jdwpmux".into()), "jdwpmux");
+        let far = FarChoice::default();
+        let line = fallback_line("box", &FarUnusable::NotFound("jdwpmux".into()), &far);
         assert!(line.starts_with("jdwpmux on box cannot be used (jdwpmux was not found on the host); its VMs are reached through ssh forwards."), "{line}");
-        assert!(line.contains(&format!("install jdwpmux {} on box", env!("CARGO_PKG_VERSION"))) && line.ends_with("--far-path"), "{line}");
+        assert!(line.contains(&format!("install jdwpmux {} on box", env!("CARGO_PKG_VERSION"))), "{line}");
+        assert!(line.ends_with("or name it with --far-path, or let serve copy this one there with --far-copy"), "{line}");
+    }
+
+    #[test]
+    fn with_far_copy_the_line_says_why_it_was_not_copied_and_offers_no_copy() {
+        let far = FarChoice { copy: true, ..FarChoice::default() };
+        let why = FarUnusable::NotCopied { first: "jdwpmux was not found on the host".into(), why: "it runs Linux on aarch64, this jdwpmux is built for linux on x86_64".into() };
+        let line = fallback_line("box", &why, &far);
+        assert!(
+            line.starts_with("jdwpmux on box cannot be used (jdwpmux was not found on the host; this jdwpmux was not copied there: it runs Linux on aarch64, this jdwpmux is built for linux on x86_64); its VMs are reached through ssh forwards."),
+            "{line}"
+        );
+        assert!(line.ends_with("--far-path") && !line.contains("--far-copy"), "{line}");
     }
 
     #[test]
     fn another_version_is_said_with_both_sides_versions_and_protocols() {
         let ours = env!("CARGO_PKG_VERSION");
         let other = FarUnusable::Version { version: "9.9.9".into(), protocols: 3..=4, running: None };
-        let line = fallback_line("box", &other, "jdwpmux");
+        let line = fallback_line("box", &other, &FarChoice::default());
         assert_eq!(
             line,
             format!("jdwpmux on box (9.9.9) speaks far-side protocol 3..4, this one ({ours}) speaks {PROTOCOL}: its VMs are reached through ssh forwards; install jdwpmux {ours} on box where `ssh box jdwpmux` finds it (or name it with --far-path), or use --far never")
         );
         // One already running there is found by any jdwpmux installed after it: it must go.
         let running = FarUnusable::Version { version: "0.0.1".into(), protocols: 1..=1, running: Some(77) };
-        let line = fallback_line("box", &running, "jdwpmux");
+        let line = fallback_line("box", &running, &FarChoice::default());
         assert!(line.contains("speaks far-side protocol 1, ") && line.contains("stop it there (kill 77;") && line.ends_with("or use --far never"), "{line}");
-        let refused = fallback_line("box", &FarUnusable::Refused("speaks 9 only".into()), "jdwpmux");
+        let refused = fallback_line("box", &FarUnusable::Refused("speaks 9 only".into()), &FarChoice::default());
         assert!(refused.starts_with("jdwpmux on box refused this one (speaks 9 only): its VMs are reached through ssh forwards;"), "{refused}");
     }
 

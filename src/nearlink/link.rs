@@ -28,10 +28,11 @@ use tracing::{debug, info, warn, Instrument};
 use super::api::Cmd;
 pub use super::api::{Config, Dial, LinkState, NearLink, OpenError};
 use super::channels::{Channels, Opened, Route};
+use super::inbound::{self, Broken, First, Inbound};
 use super::timing::{Backoff, Beat};
-use crate::far::handshake::{protocols, PROTOCOL};
+use crate::far::handshake::PROTOCOL;
 use crate::farlink::frame::{Body, ByeReason, CloseReason, Hello, OpenStatus, Role, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
-use crate::farlink::resume::{Outbound, Received, Resume};
+use crate::farlink::resume::{Outbound, Resume};
 use crate::farlink::{FarCodec, Frame};
 
 /// How long connecting and the far side's Hello may take.
@@ -289,33 +290,28 @@ impl Task {
                 Err(e) => return Err(Attempt::Retry(format!("reading the far side's hello: {e}"))),
             }
         };
-        let far = match first.body {
-            Body::Hello(far) => far,
-            Body::Bye { reason: ByeReason::Version, text } => return Err(Attempt::Refused(text)),
-            Body::Bye { reason: reason @ (ByeReason::UnknownSession | ByeReason::BadToken), text } => {
-                self.lose_session(&format!("it says {text} ({reason:?})"));
+        let ack = first.ack;
+        let new_session = self.key.is_none();
+        let far = match inbound::first(first, new_session) {
+            First::Hello(far) => far,
+            First::Refused(text) => return Err(Attempt::Refused(text)),
+            First::SessionGone(text) => {
+                self.lose_session(&text);
                 return Err(Attempt::Now(text));
             }
-            Body::Bye { reason, text } => return Err(Attempt::Retry(format!("the far side said goodbye ({reason:?}): {text}"))),
-            other => return Err(Attempt::Retry(format!("the far side began with a {:?} frame", other.kind()))),
+            First::Retry(text) => return Err(Attempt::Retry(text)),
         };
-        if far.role != Role::Far || far.proto_min != PROTOCOL || far.proto_max != PROTOCOL {
-            return Err(Attempt::Refused(format!(
-                "jdwpmux {} there answered with far-side protocol {}, this one speaks {PROTOCOL}",
-                far.binary,
-                protocols(far.proto_min, far.proto_max)
-            )));
-        }
         if !far.resumed && !self.key.is_none() {
             self.lose_session("the far side started a new session");
         }
-        let replay = match self.resume.reconnect(first.ack) {
+        let replay = match self.resume.reconnect(ack) {
             Ok(r) => r,
             Err(e) => {
                 // The far side's count does not fit what this side sent: it is not the side
-                // this session spoke to. Start a new session.
+                // this session spoke to. Start a new session: at once, unless a new one was
+                // what this Hello asked for (then the far side is broken; not in a tight loop).
                 self.lose_session(&format!("the far side's acknowledgement does not fit: {e}"));
-                return Err(Attempt::Now(e.to_string()));
+                return Err(if new_session { Attempt::Retry(e.to_string()) } else { Attempt::Now(e.to_string()) });
             }
         };
         self.key = far.session;
@@ -460,36 +456,29 @@ impl Task {
     }
 
     fn on_frame(&mut self, frame: Frame) {
-        match self.resume.receive(&frame) {
-            Err(e) => self.lose(&format!("bad stream: {e}")),
-            Ok(Received::Link) => match frame.body {
-                Body::Ping(stamp) => {
-                    let pong = self.resume.link(Body::Pong(stamp));
-                    self.emit(&pong);
-                }
-                Body::Ack | Body::Pong(_) => {}
-                Body::Bye { reason, text } => self.lose(&format!("the far side said goodbye ({reason:?}): {text}")),
-                other => self.lose(&format!("bad stream: a {:?} frame in the middle of a connection", other.kind())),
-            },
-            Ok(Received::Deliver) => {
-                if let Some(ack) = self.resume.after_delivery(&mut self.ack_at, Instant::now()) {
-                    self.emit(&ack);
-                }
-                let channel = frame.channel;
-                match frame.body {
-                    Body::VmList(vms) => {
-                        self.vms_tx.send_replace(vms);
-                    }
-                    Body::Opened { status, text } => self.opened(channel, status, text),
-                    Body::Close { reason, text } => {
-                        if self.channels.close(channel) {
-                            debug!(channel, ?reason, "the far side closed the channel: {text}");
-                        }
-                    }
-                    Body::Data(bytes) => self.deliver(channel, bytes),
-                    other => self.lose(&format!("bad stream: a far side does not send {:?} frames", other.kind())),
+        let what = inbound::judge(&mut self.resume, frame);
+        if what.delivered() {
+            if let Some(ack) = self.resume.after_delivery(&mut self.ack_at, Instant::now()) {
+                self.emit(&ack);
+            }
+        }
+        match what {
+            Inbound::Pong(stamp) => {
+                let pong = self.resume.link(Body::Pong(stamp));
+                self.emit(&pong);
+            }
+            Inbound::Nothing => {}
+            Inbound::Lose(why) => self.lose(&why.to_string()),
+            Inbound::VmList(vms) => {
+                self.vms_tx.send_replace(vms);
+            }
+            Inbound::Opened { channel, status, text } => self.opened(channel, status, text),
+            Inbound::Closed { channel, reason, text } => {
+                if self.channels.close(channel) {
+                    debug!(channel, ?reason, "the far side closed the channel: {text}");
                 }
             }
+            Inbound::Data { channel, bytes } => self.deliver(channel, bytes),
         }
     }
 
@@ -529,7 +518,7 @@ impl Task {
                 Err(mpsc::error::TrySendError::Closed(_)) => {}
             },
             Route::Drop => {}
-            Route::Protocol(what) => self.lose(&format!("bad stream: {what} ({channel})")),
+            Route::Protocol(what) => self.lose(&Broken::Channel { what, channel }.to_string()),
         }
     }
 

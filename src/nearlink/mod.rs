@@ -7,6 +7,7 @@
 //!   Pong, acks, channels opened and closed, the VM list.
 //! - [`api`]: the link's handle, settings and states.
 //! - [`channels`]: the channel table the task keeps. Pure.
+//! - [`inbound`]: what each frame from the far side means (its Hello, then every frame). Pure.
 //! - [`timing`]: when to try again after a cut (promptly while the far side holds) and when a
 //!   connection is dead. Pure.
 //! - [`restart`]: whether the far side still runs when the link goes down, and what then. Pure.
@@ -15,11 +16,14 @@
 //! - [`ssh`]: starting the far side through a host's ssh master, and forwarding its socket.
 //! - [`found`]: a listed VM as the JVM a host's scan finds (same keys and ports). Pure.
 //! - [`sockets`]: a local socket per far-side VM, each connection a channel.
+//! - [`copy`]: this binary copied to a host that has no usable jdwpmux (`--far-copy`).
 //! - [`host`]: one `--ssh` host served through its far side, reported as its scan would be.
 
 pub mod api;
 pub mod channels;
+pub mod copy;
 pub mod found;
+pub mod inbound;
 pub mod host;
 pub mod link;
 pub mod netwatch;

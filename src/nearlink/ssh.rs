@@ -33,15 +33,24 @@ pub enum FarUnusable {
     /// It refused this near side's hello (another protocol): its own words.
     #[error("{0}")]
     Refused(String),
+    /// None there could be used (`first`), and this binary was not copied there (--far-copy).
+    #[error("{first}; this jdwpmux was not copied there: {why}")]
+    NotCopied { first: String, why: String },
 }
 
 /// `ssh [-F CFG] -S CONTROL -o ControlMaster=no -o BatchMode=yes -T -- DEST 'PATH' far --detach`:
 /// a command through the running master. The remote side hands it to a shell, so the path is
 /// quoted for one.
 pub fn start_command(ssh: &SshOptions, control: &Path, dest: &Destination, far_path: &str) -> Result<Vec<OsString>, SshPathError> {
+    master_command(ssh, control, dest, &format!("{} far --detach", shell_quote(far_path)))
+}
+
+/// `ssh [-F CFG] -S CONTROL -o ControlMaster=no -o BatchMode=yes -T -- DEST REMOTE`: the
+/// command line `remote` (for the host's shell) run through the running master.
+pub fn master_command(ssh: &SshOptions, control: &Path, dest: &Destination, remote: &str) -> Result<Vec<OsString>, SshPathError> {
     let mut a = base(ssh);
     a.extend(["-S".into(), expanded_path(control)?, "-o".into(), "ControlMaster=no".into(), "-o".into(), "BatchMode=yes".into(), "-T".into()]);
-    a.extend(["--".into(), dest.dest.clone().into(), format!("{} far --detach", shell_quote(far_path)).into()]);
+    a.extend(["--".into(), dest.dest.clone().into(), remote.into()]);
     Ok(a)
 }
 

@@ -39,7 +39,15 @@ impl KeyBook {
                 (_, false) => format!("{prefix}{name}"),
             };
             let candidates = [Some(base.clone()), (!f.agent.ephemeral()).then(|| format!("{base}@{}", f.agent.port)), Some(format!("{base}#{}", f.pid))];
-            let key = candidates.into_iter().flatten().find(|k| !self.owners.contains_key(k)).unwrap_or_else(|| format!("{base}#{}", f.pid));
+            let mut key = candidates.into_iter().flatten().find(|k| !self.owners.contains_key(k)).unwrap_or_else(|| format!("{base}#{}", f.pid));
+            // A list naming one pid several times (a far side's may say anything) has taken
+            // even the pid's key: a number after it keeps every key of a list apart. Ends:
+            // each turn tries a key not tried before, and the book holds finitely many.
+            let mut n = 2u64;
+            while self.owners.contains_key(&key) {
+                key = format!("{base}#{}~{n}", f.pid);
+                n += 1;
+            }
             self.owners.insert(key.clone(), f.pid);
             *slot = Some(key);
         }
@@ -54,6 +62,16 @@ mod tests {
 
     fn jvm(pid: u32, main: &str, agent_port: u16) -> FoundJvm {
         FoundJvm::sample(pid, main, agent_port, 40000, Reach::At(([127, 0, 0, 1], 40000).into()))
+    }
+
+    /// Found by the `nearlink` fuzz target: a far side listing one pid four times got two
+    /// VMs of one key (and so one socket).
+    #[test]
+    fn one_pid_listed_many_times_still_gives_keys_apart() {
+        let mut book = KeyBook::default();
+        let same = vec![jvm(10, "Billing", 8000); 5];
+        let keys = book.keys("h/", Some(1000), &same);
+        assert_eq!(keys, ["h/Billing", "h/Billing@8000", "h/Billing#10", "h/Billing#10~2", "h/Billing#10~3"]);
     }
 
     #[test]

@@ -1,0 +1,140 @@
+//! A far side that is not one: `--far-path` names a program that starts as `jdwpmux far
+//! --detach` does (its ready line, a Unix socket, a process of its own) and then answers
+//! every connection with what it was given: garbage, a frame longer than any allowed, or a
+//! goodbye refusing the session. The daemon stays up and says so in one line naming the
+//! host; with `auto` the host's VMs are reached through ssh forwards (jdb works through
+//! them), with `always` the link tries again at its backoff's pace, never in a tight loop.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use jdwpmux::farlink::frame::{Body, ByeReason, Header, Kind};
+use jdwpmux::farlink::{FarCodec, Frame};
+use tokio_util::codec::Encoder;
+
+use crate::remote::{debug_once, one_vm, serve, OneVm, SLOW};
+use crate::support::testhost::{Keys, TestHost};
+
+/// What the fake far side serves: it binds its socket, prints the ready line, leaves in a
+/// process of its own, and answers each connection (counted in `connections`) with the
+/// bytes of `answer`, then waits for the near side to hang up.
+const FAKE: &str = r#"
+import os, socket, sys, time
+folder = sys.argv[1]
+sock = os.path.join(folder, "far.sock")
+try:
+    os.unlink(sock)
+except FileNotFoundError:
+    pass
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(sock)
+listener.listen(8)
+answer = open(os.path.join(folder, "answer"), "rb").read()
+ready = open(os.path.join(folder, "ready")).read()
+if os.fork() > 0:
+    print(ready, flush=True)
+    os._exit(0)
+os.setsid()
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+while True:
+    conn, _ = listener.accept()
+    with open(os.path.join(folder, "connections"), "a") as f:
+        f.write("%f\n" % time.monotonic())
+    try:
+        conn.sendall(answer)
+        while conn.recv(65536):
+            pass
+    except OSError:
+        pass
+    conn.close()
+"#;
+
+/// A fake far side answering with `answer`, in a folder of the test's own.
+struct Fake {
+    dir: tempfile::TempDir,
+    path: String,
+}
+
+impl Fake {
+    fn new(answer: &[u8]) -> Fake {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("fake.py"), FAKE).unwrap();
+        std::fs::write(d.join("answer"), answer).unwrap();
+        std::fs::write(d.join("ready"), jdwpmux::far::ready_line(&d.join("far.sock"), None, false)).unwrap();
+        let path = d.join("jdwpmux");
+        std::fs::write(&path, format!("#!/bin/sh\nexec python3 {} {}\n", d.join("fake.py").display(), d.display())).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Fake { path: path.display().to_string(), dir }
+    }
+
+    /// When each connection came (seconds of the host's monotonic clock).
+    fn connections(&self) -> Vec<f64> {
+        std::fs::read_to_string(self.dir.path().join("connections")).unwrap_or_default().lines().filter_map(|l| l.parse().ok()).collect()
+    }
+}
+
+fn encoded(frame: &Frame) -> Vec<u8> {
+    let mut out = BytesMut::new();
+    FarCodec.encode(frame, &mut out).unwrap();
+    out.to_vec()
+}
+
+/// A Data header announcing far more than a frame may hold, and a little of it.
+fn too_long() -> Vec<u8> {
+    let mut out = Vec::new();
+    Header { len: u32::MAX, kind: Kind::Data, channel: 1, seq: 1, ack: 0 }.write(&mut out);
+    out.extend_from_slice(&[0xAB; 1000]);
+    out
+}
+
+fn bad_token() -> Vec<u8> {
+    encoded(&Frame { channel: 0, seq: 0, ack: 0, body: Body::Bye { reason: ByeReason::BadToken, text: "that is not your session".into() } })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_hostile_garbage_with_auto_falls_back_to_forwards_in_one_line() {
+    crate::need_test_hosts!();
+    let fake = Fake::new(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    let OneVm { keys: _keys, host: _host, app, served, port } = one_vm("farjunk", &["--far", "auto", "--far-path", &fake.path]).await;
+    let line = served.wait_log("cannot be used").await;
+    assert!(line.contains("jdwpmux on farjunk cannot be used (what was started there does not answer as a far side:"), "{line}");
+    assert!(line.contains("its VMs are reached through ssh forwards"), "{line}");
+    debug_once(port, "Billing", &app).await;
+    let log = served.log_text();
+    assert_eq!(log.matches("cannot be used").count(), 1, "one line: {log}");
+    assert!(!fake.connections().is_empty());
+    drop(served);
+}
+
+/// With `always`, each kind of hostile answer: the daemon stays up, one line names the
+/// host, and the link tries again at its backoff's pace (200 ms doubling): from the first
+/// connection to the fifth at least 200 + 400 + 800 + 1600 ms pass, where a tight loop
+/// takes milliseconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_hostile_answers_with_always_are_retried_at_the_backoffs_pace() {
+    crate::need_test_hosts!();
+    for (alias, answer, said) in [("fartoolong", too_long(), "Data frame of 4294967295 bytes exceeds its maximum"), ("fartoken", bad_token(), "refused a new session (BadToken)")] {
+        let fake = Fake::new(&answer);
+        let keys = Keys::new().unwrap();
+        let host = TestHost::start(&keys, alias).unwrap();
+        let mut served = serve(&keys, &[alias], &["--far", "always", "--far-path", &fake.path]);
+        let line = served.wait_log(&format!("jdwpmux on {alias} cannot be used")).await;
+        assert!(line.contains("WARN") && line.contains(said), "{line}");
+        let deadline = Instant::now() + SLOW;
+        while fake.connections().len() < 5 {
+            assert!(Instant::now() < deadline, "{alias}: {} connections in {SLOW:?}", fake.connections().len());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let at = fake.connections();
+        assert!(at[4] - at[0] >= 2.9, "{alias}: five connections in {:.3} s: not at the backoff's pace", at[4] - at[0]);
+        assert!(served.is_running(), "{alias}: the daemon ended");
+        let log = served.log_text();
+        assert_eq!(log.matches("cannot be used").count(), 1, "{alias}: one line, the rest at debug: {log}");
+        drop(served);
+        drop(host);
+    }
+}
