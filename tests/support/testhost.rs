@@ -314,12 +314,16 @@ impl TestHost {
     fn start_sshd(&mut self, keys: &Keys) -> Result<()> {
         std::fs::create_dir_all("/run/sshd")?;
         let cfg = self.host_dir.path().join("sshd_config");
+        // `SetEnv SHLVL=1`: bash runs a login's command without reading ~/.bashrc when it is
+        // not the first shell, so the test host does not depend on this machine's dotfiles
+        // (one that runs `pyenv rehash` leaves a lock when a test kills the login mid-way, and
+        // every later login then waits 60 s for it).
         std::fs::write(
             &cfg,
             format!(
                 "ListenAddress {}:22\nHostKey {}\nAuthorizedKeysFile {}\nPidFile {}\nPermitRootLogin prohibit-password\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n\
-                 AllowTcpForwarding yes\nAllowStreamLocalForwarding yes\nLogLevel VERBOSE\n{}",
+                 AllowTcpForwarding yes\nAllowStreamLocalForwarding yes\nLogLevel VERBOSE\nSetEnv SHLVL=1\n{}",
                 self.net.addr,
                 self.host_dir.path().join("host_key").display(),
                 keys.path("authorized_keys").display(),
