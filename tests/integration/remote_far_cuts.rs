@@ -284,7 +284,7 @@ async fn status_until(w: &mut Console, what: &str, cond: impl Fn(&Seen) -> bool)
     }
 }
 
-/// A cut longer than the far side's hold (8 s here) while jdb is stopped at a breakpoint:
+/// A cut longer than the far side's hold (`--far-hold 8`) while jdb is stopped at a breakpoint:
 /// the far side lets the VM go as a debugger leaving does (the VM's agent resumes it and
 /// forgets the breakpoint: the app ticks again during the cut) and ends itself. When the
 /// link is back, jdb's connection is closed (it sees the VM go) with a line naming the
@@ -293,8 +293,8 @@ async fn status_until(w: &mut Console, what: &str, cond: impl Fn(&Seen) -> bool)
 async fn remote_far_a_cut_longer_than_the_hold_lets_the_vm_go_and_says_so() {
     use crate::remote::{break_step_quit, one_vm, port, ready, OneVm};
     crate::need_test_hosts!();
-    let far = FarBin::new(&["--hold", "8"]);
-    let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm("farhold", &["--far", "always", "--far-path", &far.path]).await;
+    let far = FarBin::new(&[]);
+    let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm("farhold", &["--far", "always", "--far-path", &far.path, "--far-hold", "8"]).await;
     served.wait_log("using jdwpmux on farhold").await;
     let mut j = jdb(vm_port).await;
     j.expect("> ", SLOW).await.unwrap();
@@ -333,8 +333,8 @@ async fn remote_far_a_cut_longer_than_the_hold_lets_the_vm_go_and_says_so() {
 async fn remote_far_a_near_side_that_dies_is_held_for_and_then_the_far_side_ends() {
     use crate::remote::{one_vm, OneVm};
     crate::need_test_hosts!();
-    let far = FarBin::new(&["--hold", "8"]);
-    let OneVm { keys: _keys, host: _host, app, mut served, port: vm_port } = one_vm("farorphan", &["--far", "always", "--far-path", &far.path]).await;
+    let far = FarBin::new(&[]);
+    let OneVm { keys: _keys, host: _host, app, mut served, port: vm_port } = one_vm("farorphan", &["--far", "always", "--far-path", &far.path, "--far-hold", "8"]).await;
     served.wait_log("using jdwpmux on farorphan").await;
     let mut j = jdb(vm_port).await;
     j.expect("> ", SLOW).await.unwrap();
