@@ -111,10 +111,15 @@ impl NearLink {
     /// A connection to the far side's VM `vm` (a key from its list): the ends of a channel
     /// carrying that VM's JDWP connection from its start (the handshake is the caller's to
     /// send). Waits through a cut; the caller bounds the wait.
-    pub async fn open(&self, vm: u32) -> Result<super::link::ChannelEnds, OpenError> {
+    pub async fn open_channel(&self, vm: u32) -> Result<super::link::ChannelEnds, OpenError> {
         let (reply, answer) = oneshot::channel();
         self.cmds.send(Cmd::Open { vm, reply }).await.map_err(|_| OpenError::Ended)?;
         answer.await.map_err(|_| OpenError::Ended)?
+    }
+
+    /// The same as a byte stream carrying the VM's JDWP connection.
+    pub async fn open(&self, vm: u32) -> Result<tokio::io::DuplexStream, OpenError> {
+        Ok(self.open_channel(vm).await?.into_stream())
     }
 
     /// The way to the far side is back (its forward was made again): try at once instead of

@@ -37,6 +37,8 @@ use crate::farlink::{FarCodec, Frame};
 
 /// How long connecting and the far side's Hello may take.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes buffered in a channel's stream (`ChannelEnds::into_stream`), each way.
+const STREAM_BUF: usize = 256 * 1024;
 /// Data pieces queued for one channel's user before the link stops reading the far side.
 const TO_STREAM_QUEUE: usize = 16;
 /// What the channels' streams wrote, queued for the task.
@@ -81,6 +83,15 @@ impl ChannelEnds {
     /// A piece of what the user sent, for `to_far`.
     pub(super) fn data(&self, bytes: Bytes) -> FromStream {
         FromStream::Data(self.channel, bytes)
+    }
+
+    /// The channel as an in-process byte stream, for a user that wants one (a task moves
+    /// the bytes, one hop more each way than a socket's own task).
+    pub fn into_stream(self) -> tokio::io::DuplexStream {
+        let (ours, theirs) = tokio::io::duplex(STREAM_BUF);
+        let (r, w) = tokio::io::split(ours);
+        tokio::spawn(super::sockets::pump(self, r, w));
+        theirs
     }
 
     /// The user is done sending: the channel closes (the far side closes its VM connection).

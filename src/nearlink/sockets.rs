@@ -8,14 +8,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::unix::OwnedReadHalf;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn, Instrument};
 
-use super::link::{FromStream, NearLink};
+use super::link::{ChannelEnds, FromStream, NearLink};
 use crate::farlink::frame::MAX_DATA;
 
 /// How long a connection waits for its channel (through a cut, a new connection waits).
@@ -103,12 +102,19 @@ async fn accept(listener: UnixListener, vm: watch::Receiver<u32>, link: NearLink
 /// This task owns the connection and moves its bytes to and from the link's queues itself:
 /// a packet takes one hop between tasks each way (no stream or copying task in between).
 async fn relay(conn: UnixStream, vm: u32, link: NearLink) {
-    let mut channel = match tokio::time::timeout(OPEN_TIMEOUT, link.open(vm)).await {
+    let channel = match tokio::time::timeout(OPEN_TIMEOUT, link.open_channel(vm)).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => return debug!(vm, "no channel: {e}"),
         Err(_) => return debug!(vm, "no channel within {OPEN_TIMEOUT:?}"),
     };
-    let (mut read, mut write) = conn.into_split();
+    let (read, write) = conn.into_split();
+    pump(channel, read, write).await;
+}
+
+/// Moves a channel's bytes between its user's two halves and the link's queues until both
+/// ends are done: what `relay` does with a socket, and `ChannelEnds::into_stream` with an
+/// in-process stream.
+pub(super) async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(mut channel: ChannelEnds, mut read: R, mut write: W) {
     let tx = channel.to_far();
     let mut buf = vec![0u8; MAX_DATA];
     // A piece read and waiting for room in the link's queue, and one of the far side's
@@ -174,7 +180,7 @@ enum Step<'a> {
 /// Reads what the connection's user wrote: None at its end (or an error). One buffer for
 /// every read, each piece copied out at its size (a few hundred bytes): a piece split off
 /// would keep the buffer shared and the next read would allocate MAX_DATA bytes anew.
-async fn read_piece(read: &mut OwnedReadHalf, buf: &mut [u8]) -> Option<Bytes> {
+async fn read_piece<R: AsyncRead + Unpin>(read: &mut R, buf: &mut [u8]) -> Option<Bytes> {
     match read.read(buf).await {
         Ok(0) | Err(_) => None,
         Ok(n) => Some(Bytes::copy_from_slice(&buf[..n])),
