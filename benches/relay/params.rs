@@ -18,6 +18,9 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             trip under strace, not part of the default run; soak: load and churn for
             minutes, part of the default run only in smoke mode, a few seconds)
   --soak-minutes N  how long the soak section runs (default 10; 0.1 in smoke mode)
+  --far-links L  the far section's links: veth and/or one-way delays in ms (default
+            veth,0,10,25; smoke veth), e.g. `--far-links veth` for the target's row alone
+  --far-no-idle  the far section without its idle windows
             remote: JVMs on ssh test hosts (network namespaces with sshd; needs root,
             iproute2, openssh-server; skipped with a line saying why otherwise)
             far: an IDE stepping through ssh -L, serve --ssh --far never and --far
@@ -77,6 +80,10 @@ pub struct Opts {
     pub vms: Option<usize>,
     pub only: Option<Vec<Section>>,
     pub soak_minutes: Option<f64>,
+    /// The far section's links (None: the veth; Some(D): the delay relay at D one way).
+    pub far_links: Option<Vec<Option<Duration>>>,
+    /// The far section without its idle windows.
+    pub far_no_idle: bool,
 }
 
 impl Opts {
@@ -113,6 +120,19 @@ impl Opts {
                     let Some(n) = n else { bail!("--soak-minutes needs a positive number") };
                     o.soak_minutes = Some(n);
                 }
+                "--far-links" => {
+                    let v = it.next().unwrap_or_default();
+                    let links: Option<Vec<Option<Duration>>> = v
+                        .split(',')
+                        .map(|l| if l == "veth" { Some(None) } else { l.parse::<u64>().ok().map(|ms| Some(Duration::from_millis(ms))) })
+                        .collect();
+                    // The step rows take the first link as the veth the others are compared with.
+                    match links {
+                        Some(l) if l.first() == Some(&None) => o.far_links = Some(l),
+                        _ => bail!("--far-links: veth first, then delays in ms, e.g. veth,10"),
+                    }
+                }
+                "--far-no-idle" => o.far_no_idle = true,
                 "-h" | "--help" => bail!("help"),
                 _ => {}
             }
@@ -170,6 +190,17 @@ pub struct Params {
 
 impl Params {
     pub fn new(o: &Opts) -> Params {
+        let mut p = Params::sized(o);
+        if let Some(links) = &o.far_links {
+            p.far.links = links.clone();
+        }
+        if o.far_no_idle {
+            p.far.idle.jvms.clear();
+        }
+        p
+    }
+
+    fn sized(o: &Opts) -> Params {
         let classes = 3000;
         if o.smoke {
             return Params {
@@ -291,6 +322,12 @@ mod tests {
             assert_eq!(parse(args).unwrap().smoke, smoke, "{args:?}");
         }
         assert!(parse(&["--full", "--smoke"]).is_err());
+        let o = parse(&["--bench", "--far-links", "veth,10", "--far-no-idle"]).unwrap();
+        let p = Params::new(&o);
+        assert_eq!(p.far.links, vec![None, Some(Duration::from_millis(10))]);
+        assert!(p.far.idle.jvms.is_empty());
+        assert!(parse(&["--far-links", "10,veth"]).is_err());
+        assert!(parse(&["--far-links", "fast"]).is_err());
         let o = parse(&["--bench", "--smoke", "--reps", "3", "--vms", "7", "--only", "jvm,ddm"]).unwrap();
         assert!(o.smoke && o.reps == Some(3) && o.vms == Some(7));
         assert_eq!(Params::new(&o).scale_vms, 7);

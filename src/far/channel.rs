@@ -6,9 +6,10 @@
 //! over a bounded channel of its own.
 
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -72,15 +73,16 @@ async fn run(channel: u32, addr: SocketAddr, events: mpsc::Sender<Event>, mut fr
     debug!("connected");
     let (mut read, mut write) = stream.into_split();
     let from_vm = async {
-        // One buffer, its filled part split off as each piece: small pieces share an
-        // allocation instead of each holding MAX_DATA bytes while they wait for an ack.
-        let mut buf = BytesMut::with_capacity(MAX_DATA);
+        // One buffer for every read, each piece copied out at its size: a piece split off
+        // would keep the buffer shared while it waits for an ack, and the next read would
+        // then allocate a new MAX_DATA buffer, a large allocation per packet.
+        let mut buf = vec![0u8; MAX_DATA];
         loop {
-            buf.reserve(MAX_DATA);
-            match (&mut read).take(MAX_DATA as u64).read_buf(&mut buf).await {
+            match read.read(&mut buf).await {
                 Ok(0) => return (CloseReason::VmClosed, "the VM closed the connection".to_string()),
-                Ok(_) => {
-                    if events.send(Event::Data { channel, bytes: buf.split().freeze() }).await.is_err() {
+                Ok(n) => {
+                    let bytes = Bytes::copy_from_slice(&buf[..n]);
+                    if events.send(Event::Data { channel, bytes }).await.is_err() {
                         return (CloseReason::Done, String::new());
                     }
                 }
@@ -88,11 +90,15 @@ async fn run(channel: u32, addr: SocketAddr, events: mpsc::Sender<Event>, mut fr
             }
         }
     };
+    let vm_fd = write.as_ref().as_raw_fd();
     let to_vm = async {
         while let Some(bytes) = from_near.recv().await {
             if let Err(e) = write.write_all(&bytes).await {
                 return (CloseReason::Error, format!("writing to the VM: {e}"));
             }
+            // The VM's agent was woken: before this thread sleeps it lets the agent run, so
+            // its answer is often there by the next poll (`crate::park`), as in `serve`.
+            crate::park::wrote_to(vm_fd);
         }
         // The session dropped its end: the near side closed the channel.
         (CloseReason::Done, String::new())

@@ -57,7 +57,14 @@ pub(super) async fn read_some(reader: &mut Option<ConnReader>) -> std::io::Resul
 
 pub(super) async fn write_some(writer: &mut Option<ConnWriter>) -> std::io::Result<usize> {
     match writer {
-        Some(w) if !w.buf.is_empty() => w.half.write_buf(&mut w.buf).await,
+        Some(w) if !w.buf.is_empty() => {
+            let wrote = w.half.write_buf(&mut w.buf).await;
+            // sshd was woken to carry it: let it run before this thread sleeps (`crate::park`).
+            if matches!(wrote, Ok(n) if n > 0) {
+                crate::park::wrote();
+            }
+            wrote
+        }
         _ => std::future::pending().await,
     }
 }

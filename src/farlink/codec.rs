@@ -3,9 +3,9 @@
 //! The header is checked whole (kind known, length within the kind's maximum, flags, channel
 //! and sequence rules) as soon as its 26 bytes are in, before any payload is buffered, so a
 //! hostile peer's length field never sizes a buffer. Incomplete input is `Ok(None)`.
-//! Data payloads come out as `Bytes` split off the read buffer, without a copy.
+//! Payloads are copied out of the read buffer (small), so the buffer is reused read after read.
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::frame::{check, Body, Frame, Header, HeaderError, Kind, HEADER_LEN};
@@ -40,9 +40,13 @@ impl Decoder for FarCodec {
             src.reserve(total - src.len());
             return Ok(None);
         }
-        let mut bytes = src.split_to(total);
-        bytes.advance(HEADER_LEN);
-        let body = payload::decode(h.kind, bytes.freeze()).map_err(|source| CodecError::Payload { kind: h.kind, source })?;
+        // The payload is copied out (JDWP packets are mostly a few hundred bytes) rather than
+        // split off: a piece split off would share the read buffer's allocation while it
+        // waits for its channel, and the reader's next `reserve` would then allocate a whole
+        // new buffer for every read. Copied, the buffer stays the reader's and is reused.
+        let bytes = Bytes::copy_from_slice(&src[HEADER_LEN..total]);
+        src.advance(total);
+        let body = payload::decode(h.kind, bytes).map_err(|source| CodecError::Payload { kind: h.kind, source })?;
         Ok(Some(Frame { channel: h.channel, seq: h.seq, ack: h.ack, body }))
     }
 
@@ -67,15 +71,30 @@ impl Encoder<&Frame> for FarCodec {
     /// Writes `frame`, or nothing at all when it breaks a rule the decoder would refuse.
     fn encode(&mut self, frame: &Frame, dst: &mut BytesMut) -> Result<(), CodecError> {
         let kind = frame.body.kind();
-        let mut payload = Vec::new();
-        payload::encode(&frame.body, &mut payload).map_err(|source| CodecError::Payload { kind, source })?;
+        // Data, nearly every frame, goes from its bytes straight into `dst`: no payload
+        // buffer to allocate and copy through.
+        let owned;
+        let payload: &[u8] = match &frame.body {
+            Body::Data(bytes) => {
+                if bytes.is_empty() {
+                    return Err(CodecError::Payload { kind, source: PayloadError::Invalid { what: "data length", value: 0 } });
+                }
+                bytes
+            }
+            body => {
+                let mut v = Vec::new();
+                payload::encode(body, &mut v).map_err(|source| CodecError::Payload { kind, source })?;
+                owned = v;
+                &owned
+            }
+        };
         check(kind, payload.len(), 0, frame.channel, frame.seq)?;
         let header = Header { len: payload.len() as u32, kind, channel: frame.channel, seq: frame.seq, ack: frame.ack };
-        let mut head = Vec::with_capacity(HEADER_LEN);
-        header.write(&mut head);
+        let mut head = [0u8; HEADER_LEN];
+        header.put(&mut head);
         dst.reserve(HEADER_LEN + payload.len());
         dst.put_slice(&head);
-        dst.put_slice(&payload);
+        dst.put_slice(payload);
         Ok(())
     }
 }

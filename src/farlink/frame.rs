@@ -315,6 +315,16 @@ impl Header {
         Some(check(kind, len as usize, b[5], channel, seq).map(|()| Header { len, kind, channel, seq, ack }))
     }
 
+    /// The header's bytes, without an allocation.
+    pub fn put(&self, out: &mut [u8; HEADER_LEN]) {
+        out[0..4].copy_from_slice(&self.len.to_be_bytes());
+        out[4] = self.kind as u8;
+        out[5] = 0;
+        out[6..10].copy_from_slice(&self.channel.to_be_bytes());
+        out[10..18].copy_from_slice(&self.seq.to_be_bytes());
+        out[18..26].copy_from_slice(&self.ack.to_be_bytes());
+    }
+
     pub fn write(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.len.to_be_bytes());
         out.push(self.kind as u8);

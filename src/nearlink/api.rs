@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio::io::DuplexStream;
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -109,13 +108,18 @@ impl NearLink {
         self.state.clone()
     }
 
-    /// A connection to the far side's VM `vm` (a key from its list): a byte stream carrying
-    /// that VM's JDWP connection from its start (the handshake is the caller's to send).
-    /// Waits through a cut; the caller bounds the wait.
-    pub async fn open(&self, vm: u32) -> Result<DuplexStream, OpenError> {
+    /// A connection to the far side's VM `vm` (a key from its list): the ends of a channel
+    /// carrying that VM's JDWP connection from its start (the handshake is the caller's to
+    /// send). Waits through a cut; the caller bounds the wait.
+    pub async fn open_channel(&self, vm: u32) -> Result<super::link::ChannelEnds, OpenError> {
         let (reply, answer) = oneshot::channel();
         self.cmds.send(Cmd::Open { vm, reply }).await.map_err(|_| OpenError::Ended)?;
         answer.await.map_err(|_| OpenError::Ended)?
+    }
+
+    /// The same as a byte stream carrying the VM's JDWP connection.
+    pub async fn open(&self, vm: u32) -> Result<tokio::io::DuplexStream, OpenError> {
+        Ok(self.open_channel(vm).await?.into_stream())
     }
 
     /// The way to the far side is back (its forward was made again): try at once instead of
@@ -138,7 +142,7 @@ impl NearLink {
 /// What the handle asks of the link's task.
 #[derive(Debug)]
 pub(super) enum Cmd {
-    Open { vm: u32, reply: oneshot::Sender<Result<DuplexStream, OpenError>> },
+    Open { vm: u32, reply: oneshot::Sender<Result<super::link::ChannelEnds, OpenError>> },
     Shutdown(oneshot::Sender<()>),
     Retry,
 }

@@ -4,7 +4,7 @@
 //! The task connects (through `Dial`), says Hello with the session it had (none the first
 //! time) and what it has received, and sends again what the far side has not (the farlink
 //! `Resume` table). It then relays: the far side's VM lists to a `watch`, each channel's Data
-//! to that channel's debugger-side stream, and what each stream's user writes back as Data.
+//! to that channel's user (`ChannelEnds`), and what each user sends back as Data.
 //! A cut (end of stream, an error, silence past `Liveness::dead_after`) keeps every channel
 //! and its stream: the task tries again with a backoff and resumes the session, so the VM
 //! session reading a channel sees its bytes go on, none lost, none twice. A far side that
@@ -17,8 +17,8 @@
 
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
@@ -37,9 +37,9 @@ use crate::farlink::{FarCodec, Frame};
 
 /// How long connecting and the far side's Hello may take.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// Bytes buffered in each debugger-side stream, each way.
+/// Bytes buffered in a channel's stream (`ChannelEnds::into_stream`), each way.
 const STREAM_BUF: usize = 256 * 1024;
-/// Data pieces queued for one channel's stream before the link stops reading the far side.
+/// Data pieces queued for one channel's user before the link stops reading the far side.
 const TO_STREAM_QUEUE: usize = 16;
 /// What the channels' streams wrote, queued for the task.
 const FROM_STREAMS_QUEUE: usize = 8;
@@ -52,14 +52,74 @@ const BYE_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 struct Waiter {
     vm: u32,
-    reply: oneshot::Sender<Result<DuplexStream, OpenError>>,
+    reply: oneshot::Sender<Result<ChannelEnds, OpenError>>,
 }
 
-/// What a channel's stream did.
+/// What a channel's user did.
 #[derive(Debug)]
-enum FromStream {
+pub(super) enum FromStream {
     Data(u32, Bytes),
     Ended(u32),
+}
+
+/// An open channel as its one user holds it: the far side's bytes come in on `from_far`
+/// (which ends when the channel closes), and what the user sends goes straight to the
+/// link's task. No stream and no task of its own in between: the user's socket task reads
+/// and writes the link's queues itself, one hop a packet each way.
+#[derive(Debug)]
+pub struct ChannelEnds {
+    channel: u32,
+    pub from_far: mpsc::Receiver<Bytes>,
+    to_far: mpsc::Sender<FromStream>,
+    ended: bool,
+}
+
+impl ChannelEnds {
+    /// The link's queue, for a piece the user sent (`data`).
+    pub(super) fn to_far(&self) -> mpsc::Sender<FromStream> {
+        self.to_far.clone()
+    }
+
+    /// A piece of what the user sent, for `to_far`.
+    pub(super) fn data(&self, bytes: Bytes) -> FromStream {
+        FromStream::Data(self.channel, bytes)
+    }
+
+    /// The channel as an in-process byte stream, for a user that wants one (a task moves
+    /// the bytes, one hop more each way than a socket's own task).
+    pub fn into_stream(self) -> tokio::io::DuplexStream {
+        let (ours, theirs) = tokio::io::duplex(STREAM_BUF);
+        let (r, w) = tokio::io::split(ours);
+        tokio::spawn(super::sockets::pump(self, r, w));
+        theirs
+    }
+
+    /// The user is done sending: the channel closes (the far side closes its VM connection).
+    /// What the far side sent before it heard so still comes on `from_far`.
+    pub(super) async fn close(&mut self) {
+        if !std::mem::replace(&mut self.ended, true) {
+            let _ = self.to_far.send(FromStream::Ended(self.channel)).await;
+        }
+    }
+}
+
+impl Drop for ChannelEnds {
+    /// A user that went without `end` (its task aborted, its wait given up) closes the
+    /// channel too, as its stream's end did: else the far side would hold the VM connection.
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let ev = FromStream::Ended(self.channel);
+        if let Err(mpsc::error::TrySendError::Full(ev)) = self.to_far.try_send(ev) {
+            let tx = self.to_far.clone();
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = tx.send(ev).await;
+                });
+            }
+        }
+    }
 }
 
 /// Starts the link to the far side reached by `dial`.
@@ -181,7 +241,7 @@ impl Task {
                 wrote = write_some(self.wr.as_mut()) => match wrote {
                     Ok(n) => {
                         if let Some(w) = &mut self.wr {
-                            let _ = w.out.split_to(n);
+                            w.out.advance(n);
                         }
                     }
                     Err(e) => self.lose(&format!("writing the stream: {e}")),
@@ -416,7 +476,7 @@ impl Task {
         }
     }
 
-    fn open(&mut self, vm: u32, reply: oneshot::Sender<Result<DuplexStream, OpenError>>) {
+    fn open(&mut self, vm: u32, reply: oneshot::Sender<Result<ChannelEnds, OpenError>>) {
         let channel = self.channels.begin(Waiter { vm, reply });
         debug!(channel, vm, "opening a channel");
         // Past the limit if need be: opens are few (one per VM session), and bounded by the
@@ -485,15 +545,15 @@ impl Task {
     fn opened(&mut self, channel: u32, status: OpenStatus, text: String) {
         match self.channels.opened(channel, status == OpenStatus::Ok) {
             Opened::Ok(w) => {
-                let (ours, theirs) = tokio::io::duplex(STREAM_BUF);
                 let (to_stream, queue) = mpsc::channel(TO_STREAM_QUEUE);
-                let (r, wr) = tokio::io::split(ours);
-                tokio::spawn(write_stream(wr, queue));
-                tokio::spawn(read_stream(channel, r, self.from_streams_tx.clone()));
                 self.channels.set_open(channel, to_stream);
                 debug!(channel, vm = w.vm, "channel open");
-                // A waiter that gave up drops the stream: its reader ends and closes the channel.
-                let _ = w.reply.send(Ok(theirs));
+                let ends = ChannelEnds { channel, from_far: queue, to_far: self.from_streams_tx.clone(), ended: false };
+                // A waiter that gave up: the channel closes at once.
+                if let Err(Ok(mut ends)) = w.reply.send(Ok(ends)) {
+                    ends.ended = true;
+                    self.on_stream(FromStream::Ended(channel));
+                }
             }
             Opened::Failed(w) => {
                 let vm = w.vm;
@@ -562,27 +622,3 @@ async fn has_room(stalled: Option<&Stalled>) -> bool {
     }
 }
 
-/// Writes a channel's Data into its stream; ends the stream when the channel closes.
-async fn write_stream(mut w: tokio::io::WriteHalf<DuplexStream>, mut queue: mpsc::Receiver<Bytes>) {
-    while let Some(bytes) = queue.recv().await {
-        if w.write_all(&bytes).await.is_err() {
-            return;
-        }
-    }
-    let _ = w.shutdown().await;
-}
-
-/// Reads what the stream's user writes and hands it to the task as Data; its end, as Ended.
-async fn read_stream(channel: u32, mut r: tokio::io::ReadHalf<DuplexStream>, task: mpsc::Sender<FromStream>) {
-    let mut buf = vec![0u8; MAX_DATA];
-    loop {
-        let ev = match r.read(&mut buf).await {
-            Ok(0) | Err(_) => FromStream::Ended(channel),
-            Ok(n) => FromStream::Data(channel, Bytes::copy_from_slice(&buf[..n])),
-        };
-        let ended = matches!(ev, FromStream::Ended(_));
-        if task.send(ev).await.is_err() || ended {
-            return;
-        }
-    }
-}

@@ -1,7 +1,8 @@
 //! jdwpmux near the IDE, on its side of the [`crate::farlink`] stream to jdwpmux on a VM's
 //! host (`jdwpmux far`): one task per far side that owns the stream, keeps the session's
 //! resume state, reconnects after a cut and resumes, and gives the VMs the far side lists and
-//! a byte stream per channel, which a VM session uses as it would use a VM's socket.
+//! a local socket per VM whose connections are channels, which a VM session uses as it
+//! would use a VM's socket.
 //!
 //! - [`link`]: the task and its handle ([`NearLink`]): Hello and version, resume, Ping and
 //!   Pong, acks, channels opened and closed, the VM list.
@@ -15,7 +16,8 @@
 //! - [`ready`]: the line `jdwpmux far --detach` prints, read to find its socket. Pure.
 //! - [`ssh`]: starting the far side through a host's ssh master, and forwarding its socket.
 //! - [`found`]: a listed VM as the JVM a host's scan finds (same keys and ports). Pure.
-//! - [`sockets`]: a local socket per far-side VM, each connection a channel.
+//! - [`sockets`]: a local socket per far-side VM, each connection a channel whose task
+//!   moves its bytes to and from the link's queues itself.
 //! - [`copy`]: this binary copied to a host that has no usable jdwpmux (`--far-copy`).
 //! - [`host`]: one `--ssh` host served through its far side, reported as its scan would be.
 
