@@ -1,0 +1,32 @@
+//! Answers gathered at a stop: what an IDE asks after a breakpoint or step, read by the far
+//! side (on the VM's host) before the event is relayed, and served by the near side while it
+//! is still the VM's truth. Both parts are pure tables the running parts call.
+//!
+//! - [`plan`]: which commands to send the VM at a stop, in which order, and how later ones
+//!   take ids from earlier replies; bounded in commands and bytes. Each gathered answer is
+//!   keyed by the exact command bytes (command set, command, data) a debugger would send.
+//! - [`validity`]: whether a gathered answer may still be served, given what happened since
+//!   it was read (commands sent to the VM by anyone, events delivered), with the reason for
+//!   every row. When in doubt the answer is dropped and the command goes to the VM.
+
+pub mod plan;
+pub mod validity;
+
+#[cfg(test)]
+mod plan_tests;
+#[cfg(test)]
+mod validity_tests;
+
+/// A command as a debugger sends it, without its id: the key a gathered answer is found by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub set: u8,
+    pub cmd: u8,
+    pub data: Vec<u8>,
+}
+
+impl Key {
+    pub fn new(set: u8, cmd: u8, data: Vec<u8>) -> Key {
+        Key { set, cmd, data }
+    }
+}
