@@ -17,6 +17,12 @@ mod plan_tests;
 #[cfg(test)]
 mod validity_tests;
 
+/// Request ids jdwpmux on a VM's host sends its own commands under, on a VM connection it
+/// relays for the near side: the near side's sessions never hand these out (see
+/// `session::ids`), so a reply in this range is the far side's and never relayed. (A
+/// session's one-off probe at connect, 0x8000_0001, is below it.)
+pub const FAR_IDS: std::ops::RangeInclusive<u32> = 0xF000_0000..=u32::MAX;
+
 /// A command as a debugger sends it, without its id: the key a gathered answer is found by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key {
