@@ -10,10 +10,13 @@
 //!   every row. When in doubt the answer is dropped and the command goes to the VM.
 
 pub mod plan;
+pub mod relay;
 pub mod validity;
 
 #[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod relay_tests;
 #[cfg(test)]
 mod validity_tests;
 

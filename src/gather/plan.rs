@@ -13,7 +13,8 @@
 //! 3. from the variable table, the locals visible at the frame's location as
 //!    `StackFrame.visibleVariables()` orders them (sorted by slot; of two with one name the
 //!    one whose scope starts later; `this` and `this$n` left out): StackFrame.GetValues of
-//!    all of them (`getValues(visibleVariables())`) and of each alone (`getValue(v)`);
+//!    all of them (`getValues(visibleVariables())`) and, when more than one, of each alone
+//!    (`getValue(v)`);
 //! 4. from ThisObject: ObjectReference.ReferenceType of `this` (when not null).
 //!
 //! Bounded: at most `Limits::commands` commands and `Limits::bytes` bytes of kept replies
@@ -203,7 +204,8 @@ impl Plan {
                 let mut prefix = self.thread_data();
                 put_id(&mut prefix, frame.id, self.sizes.frame);
                 self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, &visible)), Step::Plain);
-                for v in &visible {
+                // One local alone is the same command as all of them.
+                for v in visible.iter().filter(|_| visible.len() > 1) {
                     self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, std::slice::from_ref(v))), Step::Plain);
                 }
             }
