@@ -8,17 +8,28 @@
 //! - [`validity`]: whether a gathered answer may still be served, given what happened since
 //!   it was read (commands sent to the VM by anyone, events delivered), with the reason for
 //!   every row. When in doubt the answer is dropped and the command goes to the VM.
+//! - [`relay`]: the far side's relay of one VM connection that runs the plan at each stop
+//!   and puts the answers before the event. Sans-I/O.
+//! - [`wire`]: a stop's answers as bytes between the two sides. Strict both ways.
+//! - [`store`]: the near side's answers of one VM connection, judged by [`validity`] as
+//!   commands and events pass, served by the exact bytes of a debugger's command.
 
 pub mod plan;
 pub mod relay;
+pub mod store;
 pub mod validity;
+pub mod wire;
 
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]
 mod relay_tests;
 #[cfg(test)]
+mod store_tests;
+#[cfg(test)]
 mod validity_tests;
+#[cfg(test)]
+mod wire_tests;
 
 /// Request ids jdwpmux on a VM's host sends its own commands under, on a VM connection it
 /// relays for the near side: the near side's sessions never hand these out (see
