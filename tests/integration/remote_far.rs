@@ -223,6 +223,7 @@ async fn remote_far_an_agent_on_all_addresses_is_marked_through_the_far_side() {
     assert!(!served.log_text().contains("ssh forwards"), "{}", served.log_text());
     drop(served);
     drop((open, closed, host));
+}
 
 /// `serve` stopping tells the far side, which closes its VM connections and ends at once
 /// instead of holding them for its hold (5 minutes): the ssh master is closed only after the
