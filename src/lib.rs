@@ -20,6 +20,8 @@
 //!   cuts and serves them over the [`farlink`] stream.
 //! - [`farlink`]: the stream between jdwpmux near the IDE and jdwpmux on a VM's host: frames,
 //!   channels, acknowledgements and what to replay after a cut. Pure.
+//! - [`gather`]: answers gathered at a stop: what to read (the plan) and how long it holds
+//!   (the validity table). Pure.
 //! - [`nearlink`]: the near side of that stream: one task per far side that keeps it up
 //!   through cuts and gives its VM list and a byte stream per VM connection.
 //! - [`registry`]: the known VMs, their ports, and the current selection.
@@ -45,6 +47,7 @@ pub mod fd_limit;
 pub mod far;
 pub mod farlink;
 pub mod fuzzing;
+pub mod gather;
 pub mod jdwp;
 pub mod listen;
 pub mod logwriter;

@@ -65,10 +65,18 @@ impl Default for IdTable {
 }
 
 impl IdTable {
-    /// `first` is the first id handed out; ids then increase and wrap around, skipping 0
-    /// and any id still outstanding.
+    /// `first` is the first id handed out; ids then increase and wrap around below
+    /// [`crate::gather::FAR_IDS`], skipping 0 and any id still outstanding.
     pub fn new(first: u32, limit: usize) -> IdTable {
-        IdTable { pending: FxHashMap::default(), next: first.max(1), limit }
+        IdTable { pending: FxHashMap::default(), next: Self::wrap(first), limit }
+    }
+
+    fn wrap(id: u32) -> u32 {
+        if id == 0 || crate::gather::FAR_IDS.contains(&id) {
+            1
+        } else {
+            id
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -87,7 +95,7 @@ impl IdTable {
         // At most `limit` ids are taken, so this loop ends within limit + 1 steps.
         loop {
             let id = self.next;
-            self.next = self.next.wrapping_add(1).max(1);
+            self.next = Self::wrap(self.next.wrapping_add(1));
             if let std::collections::hash_map::Entry::Vacant(v) = self.pending.entry(id) {
                 v.insert(entry);
                 return Ok(id);
@@ -151,12 +159,14 @@ mod tests {
     }
 
     #[test]
-    fn wraps_around_skipping_zero_and_outstanding() {
-        let mut t = IdTable::new(u32::MAX - 1, 10);
+    fn wraps_around_below_the_far_sides_ids_skipping_zero_and_outstanding() {
+        let last = *crate::gather::FAR_IDS.start() - 1;
+        let mut t = IdTable::new(last - 1, 10);
         let held = t.insert(entry(Requester::Debugger(1), 5)).unwrap();
-        assert_eq!(held, u32::MAX - 1);
-        assert_eq!(t.insert(entry(Requester::Debugger(1), 6)).unwrap(), u32::MAX);
-        assert_eq!(t.insert(entry(Requester::Debugger(1), 7)).unwrap(), 1, "0 is skipped");
+        assert_eq!(held, last - 1);
+        assert_eq!(t.insert(entry(Requester::Debugger(1), 6)).unwrap(), last);
+        assert_eq!(t.insert(entry(Requester::Debugger(1), 7)).unwrap(), 1, "the far side's ids and 0 are skipped");
+        assert_eq!(IdTable::new(u32::MAX, 10).insert(entry(Requester::Debugger(1), 8)).unwrap(), 1);
         // Run the counter all the way round: it must skip the id still outstanding.
         let mut t = IdTable::new(1, 10);
         let first = t.insert(entry(Requester::Debugger(1), 0)).unwrap();
@@ -323,13 +333,14 @@ mod tests {
         }
 
         #[test]
-        fn never_hands_out_an_outstanding_id(ops in proptest::collection::vec(0u8..3, 1..400), start in proptest::num::u32::ANY) {
+        fn never_hands_out_an_outstanding_id(ops in proptest::collection::vec(0u8..3, 1..400), start in proptest::prop_oneof![proptest::num::u32::ANY, (0xF000_0000u32 - 30)..=0xF000_0000u32]) {
             let mut t = IdTable::new(start, 50);
             let mut live = std::collections::HashSet::new();
             for op in ops {
                 if op < 2 {
                     if let Ok(id) = t.insert(entry(Requester::Debugger(1), 0)) {
                         proptest::prop_assert!(id != 0);
+                        proptest::prop_assert!(!crate::gather::FAR_IDS.contains(&id), "{id:#x} is the far side's");
                         proptest::prop_assert!(live.insert(id));
                     }
                 } else if let Some(&id) = live.iter().next() {

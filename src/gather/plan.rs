@@ -1,0 +1,334 @@
+//! The gather plan: at a stop event, which commands the far side sends the VM and how later
+//! ones are made from earlier replies. Sans-I/O: the far side's channel task sends what
+//! [`Plan::at_stop`] and [`Plan::on_reply`] return (under ids of its own), feeds each reply
+//! back, and when [`Plan::done`] sends [`Plan::gathered`] to the near side before the event.
+//!
+//! The commands are the ones a JDI debugger sends after a stop, byte for byte as JDI makes
+//! them (JDK 17 and 25, `com.sun.tools.jdi`), so the near side can find an IDE's command by
+//! its bytes:
+//! 1. ThreadReference.Name, Status, FrameCount, Frames(0, -1) (`frames()`) and
+//!    Frames(0, 1) (`frame(0)`) of the stopped thread;
+//! 2. for each of the top frames (from the Frames(0, -1) reply): StackFrame.ThisObject and
+//!    Method.VariableTableWithGeneric of the frame's method;
+//! 3. from the variable table, the locals visible at the frame's location as
+//!    `StackFrame.visibleVariables()` orders them (sorted by slot; of two with one name the
+//!    one whose scope starts later; `this` and `this$n` left out): StackFrame.GetValues of
+//!    all of them (`getValues(visibleVariables())`) and, when more than one, of each alone
+//!    (`getValue(v)`);
+//! 4. from ThisObject: ObjectReference.ReferenceType of `this` (when not null).
+//!
+//! Bounded: at most `Limits::commands` commands and `Limits::bytes` bytes of kept replies
+//! per stop. Only replies with error code 0 are kept (an error goes to the VM again when
+//! asked). A reply that does not parse ends that branch of the plan, nothing else.
+
+use super::Key;
+use crate::jdwp::events::{self, kind, suspend, IdSizes};
+use crate::jdwp::reader::{put_id, Reader};
+
+/// How much one stop may gather.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Commands sent to the VM for one stop.
+    pub commands: usize,
+    /// Bytes of reply data kept for one stop.
+    pub bytes: usize,
+    /// Frames, from the top, whose `this` and locals are gathered.
+    pub top_frames: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { commands: 48, bytes: 256 * 1024, top_frames: 1 }
+    }
+}
+
+/// Event kinds after which a thread stands at a location an IDE shows (its frames, locals).
+pub const STOP_KINDS: &[u8] = &[
+    kind::SINGLE_STEP,
+    kind::BREAKPOINT,
+    kind::EXCEPTION,
+    kind::METHOD_ENTRY,
+    kind::METHOD_EXIT,
+    kind::METHOD_EXIT_WITH_RETURN_VALUE,
+    kind::FIELD_ACCESS,
+    kind::FIELD_MODIFICATION,
+];
+
+/// What a sent command is for: what its reply leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Plain,
+    AllFrames,
+    ThisObject,
+    /// The variable table of the top frame numbered so (index into `frames`).
+    VariableTable(usize),
+}
+
+/// One frame of a Frames reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    pub id: u64,
+    pub type_tag: u8,
+    pub class: u64,
+    pub method: u64,
+    pub index: u64,
+}
+
+/// One gathered answer: the command's bytes and the VM's reply data (error code 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gathered {
+    pub key: Key,
+    pub reply: Vec<u8>,
+}
+
+/// The gathering for one stop.
+#[derive(Debug)]
+pub struct Plan {
+    sizes: IdSizes,
+    limits: Limits,
+    thread: u64,
+    suspend_policy: u8,
+    issued: Vec<(Key, Step)>,
+    answered: Vec<bool>,
+    outstanding: usize,
+    frames: Vec<Frame>,
+    gathered: Vec<Gathered>,
+    bytes: usize,
+}
+
+impl Plan {
+    /// The plan for an Event.Composite body (`data`), with the first commands to send; None
+    /// when the composite suspends nothing or holds no stop of a thread.
+    pub fn at_stop(data: &[u8], sizes: IdSizes, limits: Limits) -> Option<(Plan, Vec<Key>)> {
+        let composite = events::parse_composite(data, &sizes).ok()?;
+        if composite.suspend_policy != suspend::EVENT_THREAD && composite.suspend_policy != suspend::ALL {
+            return None;
+        }
+        let thread = composite.events.iter().find(|e| STOP_KINDS.contains(&e.kind)).and_then(|e| e.thread)?;
+        let mut plan = Plan {
+            sizes,
+            limits,
+            thread,
+            suspend_policy: composite.suspend_policy,
+            issued: Vec::new(),
+            answered: Vec::new(),
+            outstanding: 0,
+            frames: Vec::new(),
+            gathered: Vec::new(),
+            bytes: 0,
+        };
+        let t = plan.thread_data();
+        let mut first = Vec::new();
+        plan.issue(&mut first, Key::new(11, 1, t.clone()), Step::Plain);
+        plan.issue(&mut first, Key::new(11, 4, t.clone()), Step::Plain);
+        plan.issue(&mut first, Key::new(11, 7, t.clone()), Step::Plain);
+        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, -1)), Step::AllFrames);
+        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, 1)), Step::Plain);
+        Some((plan, first))
+    }
+
+    /// The stopped thread.
+    pub fn thread(&self) -> u64 {
+        self.thread
+    }
+
+    /// The stop's suspend policy (EVENT_THREAD or ALL).
+    pub fn suspend_policy(&self) -> u8 {
+        self.suspend_policy
+    }
+
+    /// How many commands have been issued; `on_reply` takes their position in this order.
+    pub fn issued(&self) -> usize {
+        self.issued.len()
+    }
+
+    /// Every issued command has its reply.
+    pub fn done(&self) -> bool {
+        self.outstanding == 0
+    }
+
+    /// What was gathered, in the order the replies came.
+    pub fn gathered(self) -> Vec<Gathered> {
+        self.gathered
+    }
+
+    /// The reply to the command issued at position `n`; returns the commands it leads to.
+    /// A position not issued or already answered changes nothing.
+    pub fn on_reply(&mut self, n: usize, error: u16, data: &[u8]) -> Vec<Key> {
+        let mut next = Vec::new();
+        if n >= self.issued.len() || self.answered[n] {
+            return next;
+        }
+        self.answered[n] = true;
+        self.outstanding -= 1;
+        if error != 0 {
+            return next;
+        }
+        let (key, step) = self.issued[n].clone();
+        if self.bytes + data.len() <= self.limits.bytes {
+            self.bytes += data.len();
+            self.gathered.push(Gathered { key: key.clone(), reply: data.to_vec() });
+        }
+        match step {
+            Step::Plain => {}
+            Step::AllFrames => {
+                let Some(frames) = parse_frames(data, &self.sizes) else { return next };
+                self.frames = frames.into_iter().take(self.limits.top_frames).collect();
+                for i in 0..self.frames.len() {
+                    let f = self.frames[i];
+                    let mut this = self.thread_data();
+                    put_id(&mut this, f.id, self.sizes.frame);
+                    self.issue(&mut next, Key::new(16, 3, this), Step::ThisObject);
+                    let mut method = Vec::new();
+                    put_id(&mut method, f.class, self.sizes.reference_type);
+                    put_id(&mut method, f.method, self.sizes.method);
+                    self.issue(&mut next, Key::new(6, 5, method), Step::VariableTable(i));
+                }
+            }
+            Step::ThisObject => {
+                let mut r = Reader::new(data);
+                let (Ok(_tag), Ok(object)) = (r.u8("tag"), r.id(self.sizes.object, "object")) else { return next };
+                if object != 0 && r.remaining() == 0 {
+                    let mut d = Vec::new();
+                    put_id(&mut d, object, self.sizes.object);
+                    self.issue(&mut next, Key::new(9, 1, d), Step::Plain);
+                }
+            }
+            Step::VariableTable(i) => {
+                let Some(frame) = self.frames.get(i).copied() else { return next };
+                let Some(vars) = parse_variable_table(data) else { return next };
+                let visible = visible_locals(&vars, frame.index);
+                if visible.is_empty() {
+                    return next;
+                }
+                let mut prefix = self.thread_data();
+                put_id(&mut prefix, frame.id, self.sizes.frame);
+                self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, &visible)), Step::Plain);
+                // One local alone is the same command as all of them.
+                for v in visible.iter().filter(|_| visible.len() > 1) {
+                    self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, std::slice::from_ref(v))), Step::Plain);
+                }
+            }
+        }
+        next
+    }
+
+    fn thread_data(&self) -> Vec<u8> {
+        let mut d = Vec::new();
+        put_id(&mut d, self.thread, self.sizes.object);
+        d
+    }
+
+    fn issue(&mut self, out: &mut Vec<Key>, key: Key, step: Step) {
+        if self.issued.len() >= self.limits.commands {
+            return;
+        }
+        self.issued.push((key.clone(), step));
+        self.answered.push(false);
+        self.outstanding += 1;
+        out.push(key);
+    }
+}
+
+fn frames_data(thread: &[u8], start: i32, length: i32) -> Vec<u8> {
+    let mut d = thread.to_vec();
+    d.extend_from_slice(&start.to_be_bytes());
+    d.extend_from_slice(&length.to_be_bytes());
+    d
+}
+
+/// StackFrame.GetValues data for the frame in `prefix` (thread, frame) and these locals.
+fn get_values_data(prefix: &[u8], locals: &[Local]) -> Vec<u8> {
+    let mut d = prefix.to_vec();
+    d.extend_from_slice(&(locals.len() as u32).to_be_bytes());
+    for l in locals {
+        d.extend_from_slice(&l.slot.to_be_bytes());
+        d.push(l.sig_byte);
+    }
+    d
+}
+
+/// A ThreadReference.Frames reply's frames; None when it does not parse to its last byte.
+pub fn parse_frames(data: &[u8], s: &IdSizes) -> Option<Vec<Frame>> {
+    let mut r = Reader::new(data);
+    let n = r.u32("frames").ok()? as usize;
+    let each = s.frame + 1 + s.reference_type + s.method + 8;
+    if n.checked_mul(each)? != r.remaining() {
+        return None;
+    }
+    let mut frames = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id = r.id(s.frame, "frame").ok()?;
+        let type_tag = r.u8("typeTag").ok()?;
+        let class = r.id(s.reference_type, "class").ok()?;
+        let method = r.id(s.method, "method").ok()?;
+        let index = r.id(8, "index").ok()?;
+        frames.push(Frame { id, type_tag, class, method, index });
+    }
+    Some(frames)
+}
+
+/// One entry of a Method.VariableTableWithGeneric reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variable {
+    pub code_index: u64,
+    pub name: String,
+    pub signature: String,
+    pub length: u32,
+    pub slot: i32,
+}
+
+/// A Method.VariableTableWithGeneric reply's entries; None when it does not parse to its
+/// last byte.
+pub fn parse_variable_table(data: &[u8]) -> Option<Vec<Variable>> {
+    let mut r = Reader::new(data);
+    let _arg_count = r.u32("argCnt").ok()?;
+    let n = r.u32("slots").ok()? as usize;
+    // Each entry is at least 8 + 4 + 4 + 4 + 4 + 4 bytes: a bound before allocating.
+    if n > r.remaining() / 28 {
+        return None;
+    }
+    let mut vars = Vec::with_capacity(n);
+    for _ in 0..n {
+        let code_index = r.id(8, "codeIndex").ok()?;
+        let name = r.string("name").ok()?;
+        let signature = r.string("signature").ok()?;
+        let _generic = r.string("genericSignature").ok()?;
+        let length = r.u32("length").ok()?;
+        let slot = r.i32("slot").ok()?;
+        vars.push(Variable { code_index, name, signature, length, slot });
+    }
+    (r.remaining() == 0).then_some(vars)
+}
+
+/// A local as StackFrame.GetValues names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Local {
+    pub slot: i32,
+    pub sig_byte: u8,
+}
+
+/// The locals JDI's `StackFrame.visibleVariables()` gives at code index `at`, in its order:
+/// entries named `this` or `this$...` are not variables; an entry is visible when
+/// `code_index <= at <= code_index + length - 1`; of two visible with one name, the one whose
+/// scope starts later hides the other; the rest sorted by slot.
+pub fn visible_locals(vars: &[Variable], at: u64) -> Vec<Local> {
+    let mut by_name: Vec<&Variable> = Vec::new();
+    for v in vars {
+        if v.name == "this" || v.name.starts_with("this$") || v.signature.is_empty() {
+            continue;
+        }
+        let end = v.code_index.checked_add(u64::from(v.length)).and_then(|e| e.checked_sub(1));
+        let visible = v.code_index <= at && end.is_some_and(|e| at <= e);
+        if !visible {
+            continue;
+        }
+        match by_name.iter_mut().find(|w| w.name == v.name) {
+            Some(w) if v.code_index > w.code_index => *w = v,
+            Some(_) => {}
+            None => by_name.push(v),
+        }
+    }
+    by_name.sort_by_key(|v| v.slot);
+    by_name.iter().map(|v| Local { slot: v.slot, sig_byte: v.signature.as_bytes()[0] }).collect()
+}

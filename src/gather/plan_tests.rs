@@ -1,0 +1,252 @@
+use super::plan::*;
+use super::Key;
+use crate::jdwp::events::{kind, suspend, IdSizes};
+use proptest::prelude::*;
+
+const S8: IdSizes = IdSizes { field: 8, method: 8, object: 8, reference_type: 8, frame: 8 };
+const THREAD: u64 = 0x0102;
+
+fn composite(policy: u8, event_kind: u8, thread: u64) -> Vec<u8> {
+    let mut d = vec![policy];
+    d.extend_from_slice(&1u32.to_be_bytes());
+    d.push(event_kind);
+    d.extend_from_slice(&7u32.to_be_bytes());
+    d.extend_from_slice(&thread.to_be_bytes());
+    d.push(1); // location: class tag, class, method, index
+    d.extend_from_slice(&0x30u64.to_be_bytes());
+    d.extend_from_slice(&0x40u64.to_be_bytes());
+    d.extend_from_slice(&5u64.to_be_bytes());
+    d
+}
+
+fn thread_bytes() -> Vec<u8> {
+    THREAD.to_be_bytes().to_vec()
+}
+
+fn frames_reply(frames: &[(u64, u64, u64, u64)]) -> Vec<u8> {
+    let mut d = (frames.len() as u32).to_be_bytes().to_vec();
+    for (id, class, method, index) in frames {
+        d.extend_from_slice(&id.to_be_bytes());
+        d.push(1);
+        d.extend_from_slice(&class.to_be_bytes());
+        d.extend_from_slice(&method.to_be_bytes());
+        d.extend_from_slice(&index.to_be_bytes());
+    }
+    d
+}
+
+fn jstr(d: &mut Vec<u8>, s: &str) {
+    d.extend_from_slice(&(s.len() as u32).to_be_bytes());
+    d.extend_from_slice(s.as_bytes());
+}
+
+fn var_table(vars: &[(u64, &str, &str, u32, i32)]) -> Vec<u8> {
+    let mut d = 1u32.to_be_bytes().to_vec();
+    d.extend_from_slice(&(vars.len() as u32).to_be_bytes());
+    for (start, name, sig, len, slot) in vars {
+        d.extend_from_slice(&start.to_be_bytes());
+        jstr(&mut d, name);
+        jstr(&mut d, sig);
+        jstr(&mut d, "");
+        d.extend_from_slice(&len.to_be_bytes());
+        d.extend_from_slice(&slot.to_be_bytes());
+    }
+    d
+}
+
+fn cat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+#[test]
+fn a_stop_first_asks_the_threads_name_status_count_and_frames_as_jdi_does() {
+    let (plan, first) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
+    let t = thread_bytes();
+    assert_eq!(
+        first,
+        vec![
+            Key::new(11, 1, t.clone()),
+            Key::new(11, 4, t.clone()),
+            Key::new(11, 7, t.clone()),
+            Key::new(11, 6, cat(&[&t, &0i32.to_be_bytes(), &(-1i32).to_be_bytes()])),
+            Key::new(11, 6, cat(&[&t, &0i32.to_be_bytes(), &1i32.to_be_bytes()])),
+        ]
+    );
+    assert_eq!(plan.thread(), THREAD);
+    assert_eq!(plan.suspend_policy(), suspend::ALL);
+    assert!(!plan.done());
+}
+
+/// A composite of one event of `event_kind` with the body that kind carries after its
+/// location (an exception and its catch location, a return value, a field and its object).
+fn composite_of(policy: u8, event_kind: u8) -> Vec<u8> {
+    let mut d = composite(policy, event_kind, THREAD);
+    let location = [&[1u8][..], &[0; 24]].concat();
+    let object = [&[b'L'][..], &[0; 8]].concat();
+    match event_kind {
+        kind::EXCEPTION => d.extend_from_slice(&[&object[..], &location].concat()),
+        kind::METHOD_EXIT_WITH_RETURN_VALUE => d.extend_from_slice(&[b'I', 0, 0, 0, 42]),
+        kind::FIELD_ACCESS => d.extend_from_slice(&[&[1u8][..], &[0; 16], &object].concat()),
+        kind::FIELD_MODIFICATION => d.extend_from_slice(&[&[1u8][..], &[0; 16], &object, &[b'Z', 1]].concat()),
+        _ => {}
+    }
+    d
+}
+
+#[test]
+fn stops_of_every_location_kind_and_both_policies_are_gathered() {
+    for k in STOP_KINDS {
+        for policy in [suspend::EVENT_THREAD, suspend::ALL] {
+            let (plan, _) = Plan::at_stop(&composite_of(policy, *k), S8, Limits::default()).unwrap_or_else(|| panic!("kind {k} policy {policy}"));
+            assert_eq!(plan.thread(), THREAD);
+        }
+    }
+}
+
+#[test]
+fn nothing_is_gathered_when_nothing_is_suspended_or_no_thread_stopped() {
+    assert!(Plan::at_stop(&composite(suspend::NONE, kind::BREAKPOINT, THREAD), S8, Limits::default()).is_none());
+    // A thread start suspends its thread but stands at no location an IDE shows.
+    let mut start = vec![suspend::ALL];
+    start.extend_from_slice(&1u32.to_be_bytes());
+    start.push(kind::THREAD_START);
+    start.extend_from_slice(&3u32.to_be_bytes());
+    start.extend_from_slice(&THREAD.to_be_bytes());
+    assert!(Plan::at_stop(&start, S8, Limits::default()).is_none());
+    assert!(Plan::at_stop(&[2, 0, 0], S8, Limits::default()).is_none(), "a malformed composite");
+}
+
+#[test]
+fn the_frames_lead_to_this_and_the_variable_table_of_the_top_frame() {
+    let (mut plan, first) = Plan::at_stop(&composite(suspend::ALL, kind::SINGLE_STEP, THREAD), S8, Limits::default()).unwrap();
+    let next = plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5), (0xF2, 0x31, 0x41, 9)]));
+    let t = thread_bytes();
+    assert_eq!(
+        next,
+        vec![
+            Key::new(16, 3, cat(&[&t, &0xF1u64.to_be_bytes()])),
+            Key::new(6, 5, cat(&[&0x30u64.to_be_bytes(), &0x40u64.to_be_bytes()])),
+        ]
+    );
+    assert_eq!(plan.issued(), first.len() + 2);
+}
+
+#[test]
+fn visible_locals_lead_to_get_values_of_all_and_of_each_in_slot_order() {
+    let (mut plan, _) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
+    plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
+    let table = var_table(&[
+        (0, "this", "LStep;", 20, 0),
+        (0, "n", "I", 20, 2),
+        (0, "s", "Ljava/lang/String;", 20, 1),
+        (6, "later", "J", 10, 3), // not yet in scope at 5
+    ]);
+    let next = plan.on_reply(6, 0, &table);
+    let prefix = cat(&[&thread_bytes(), &0xF1u64.to_be_bytes()]);
+    let values = |slots: &[(i32, u8)]| {
+        let mut d = prefix.clone();
+        d.extend_from_slice(&(slots.len() as u32).to_be_bytes());
+        for (slot, sig) in slots {
+            d.extend_from_slice(&slot.to_be_bytes());
+            d.push(*sig);
+        }
+        Key::new(16, 1, d)
+    };
+    assert_eq!(next, vec![values(&[(1, b'L'), (2, b'I')]), values(&[(1, b'L')]), values(&[(2, b'I')])]);
+}
+
+#[test]
+fn this_leads_to_its_type_and_a_null_this_to_nothing() {
+    let (mut plan, _) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
+    plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
+    let this = cat(&[b"L", &0x77u64.to_be_bytes()]);
+    assert_eq!(plan.on_reply(5, 0, &this), vec![Key::new(9, 1, 0x77u64.to_be_bytes().to_vec())]);
+    let (mut plan, _) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
+    plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
+    assert!(plan.on_reply(5, 0, &cat(&[b"L", &0u64.to_be_bytes()])).is_empty());
+}
+
+#[test]
+fn only_successful_replies_are_kept_and_each_position_counts_once() {
+    let (mut plan, first) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
+    plan.on_reply(0, 0, b"\0\0\0\x04main");
+    plan.on_reply(0, 0, b"\0\0\0\x05other");
+    plan.on_reply(1, 13, &[]); // THREAD_NOT_SUSPENDED, say
+    plan.on_reply(2, 0, &3u32.to_be_bytes());
+    plan.on_reply(3, 0, &frames_reply(&[]));
+    assert!(!plan.done());
+    plan.on_reply(4, 0, &frames_reply(&[]));
+    plan.on_reply(99, 0, &[]);
+    assert!(plan.done());
+    let got = plan.gathered();
+    assert_eq!(got.len(), 4);
+    assert_eq!(got[0], Gathered { key: first[0].clone(), reply: b"\0\0\0\x04main".to_vec() });
+    assert!(got.iter().all(|g| g.key.cmd != 4), "the refused Status is not kept");
+}
+
+#[test]
+fn a_plan_stays_within_its_command_and_byte_bounds() {
+    let limits = Limits { commands: 6, bytes: 10, top_frames: 1 };
+    let (mut plan, first) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, limits).unwrap();
+    assert_eq!(first.len(), 5);
+    let next = plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
+    assert_eq!(next.len(), 1, "the sixth command, no seventh");
+    plan.on_reply(0, 0, b"\0\0\0\x04main"); // 8 bytes: kept
+    plan.on_reply(1, 0, &[0, 0, 0, 1, 0, 0, 0, 1]); // 8 more: over 10, dropped
+    let kept: usize = plan.gathered().iter().map(|g| g.reply.len()).sum();
+    assert_eq!(kept, 8);
+}
+
+#[test]
+fn visible_locals_follow_jdi_a_later_scope_hides_an_earlier_one_of_one_name() {
+    let vars = |v: &[(u64, &str, &str, u32, i32)]| {
+        v.iter().map(|(c, n, s, l, slot)| Variable { code_index: *c, name: n.to_string(), signature: s.to_string(), length: *l, slot: *slot }).collect::<Vec<_>>()
+    };
+    let v = vars(&[(0, "i", "I", 30, 4), (10, "i", "J", 5, 2), (0, "this$0", "LOuter;", 30, 1), (0, "zero", "I", 0, 5)]);
+    assert_eq!(visible_locals(&v, 12), vec![Local { slot: 2, sig_byte: b'J' }]);
+    assert_eq!(visible_locals(&v, 15), vec![Local { slot: 4, sig_byte: b'I' }], "the inner scope ends at 14");
+    assert_eq!(visible_locals(&v, 0), vec![Local { slot: 4, sig_byte: b'I' }]);
+    let edge = vars(&[(u64::MAX, "x", "I", 2, 1)]);
+    assert!(visible_locals(&edge, 3).is_empty(), "a scope past the end of the index space");
+}
+
+#[test]
+fn replies_that_do_not_parse_end_their_branch_only() {
+    assert!(parse_frames(&[0, 0, 0, 1, 9], &S8).is_none());
+    assert!(parse_frames(&[0xFF, 0xFF, 0xFF, 0xFF], &S8).is_none());
+    assert!(parse_variable_table(&[0, 0, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF]).is_none());
+    let (mut plan, _) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
+    assert!(plan.on_reply(3, 0, &[1, 2, 3]).is_empty());
+    assert_eq!(plan.issued(), 5);
+}
+
+proptest! {
+    /// Whatever the VM answers, in whatever order: no panic, the bounds hold, every issued
+    /// command is answered once, and the plan ends.
+    #[test]
+    fn any_replies_in_any_order_keep_the_bounds(
+        replies in prop::collection::vec((any::<u16>(), prop::collection::vec(any::<u8>(), 0..64), any::<bool>()), 0..64),
+        top in 1usize..3,
+        commands in 1usize..40,
+        bytes in 0usize..400,
+    ) {
+        let limits = Limits { commands, bytes, top_frames: top };
+        let (mut plan, first) = Plan::at_stop(&composite(suspend::EVENT_THREAD, kind::BREAKPOINT, THREAD), S8, limits).unwrap();
+        let mut pending: Vec<usize> = (0..first.len()).collect();
+        let mut script = replies.into_iter();
+        while let Some(n) = pending.pop() {
+            let (error, data, frames) = script.next().unwrap_or((0, Vec::new(), false));
+            // Now and then a well-formed Frames or variable table, so the later steps run.
+            let data = if frames && n == 3 { frames_reply(&[(1, 2, 3, 4), (5, 6, 7, 8)]) }
+                else if frames { var_table(&[(0, "a", "I", 9, 1)]) } else { data };
+            let before = plan.issued();
+            let next = plan.on_reply(n, error, &data);
+            prop_assert_eq!(plan.issued(), before + next.len());
+            pending.extend(before..plan.issued());
+        }
+        prop_assert!(plan.done());
+        prop_assert!(plan.issued() <= commands);
+        let kept: usize = plan.gathered().iter().map(|g| g.reply.len()).sum();
+        prop_assert!(kept <= bytes);
+    }
+}

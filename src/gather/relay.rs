@@ -1,0 +1,319 @@
+//! The far side's relay of one VM connection with gathering: sans-I/O. The channel task
+//! gives it what the near side sends ([`Relay::from_near`]) and what the VM sends
+//! ([`Relay::from_vm`]) and does what the returned [`Out`]s say, in order.
+//!
+//! What it keeps true:
+//! - The near side's bytes go to the VM unchanged and at once; jdwpmux's own commands are
+//!   written only between the near side's packets (never inside one), under ids from
+//!   [`super::FAR_IDS`], which the near side's sessions never use.
+//! - Replies to those ids never reach the near side; everything else the VM sends does,
+//!   unchanged and in order. A packet that is not needed whole streams through as it comes
+//!   (a 200 MiB reply is not buffered).
+//! - At a stop (an Event.Composite the plan takes), the event and everything the VM sends
+//!   after it are held until the plan is done, then the answers go first
+//!   ([`Out::Gathered`]) and the held bytes after them. So a reply the near side sees before
+//!   the answers was sent by the VM before the stop. The hold is bounded in time and bytes:
+//!   past either, the held bytes go on without answers.
+//! - Before gathering it asks the VM's id sizes itself (VirtualMachine.IDSizes), once the
+//!   VM has answered the handshake; a stop before their answer passes without answers.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::plan::{Gathered, Limits, Plan};
+use super::{Key, FAR_IDS};
+use crate::jdwp::events::IdSizes;
+use crate::jdwp::handshake::HANDSHAKE;
+use crate::jdwp::packet::{Header, Packet, EVENT_CMD_SET, EVENT_COMPOSITE, HEADER_LEN};
+
+/// The longest a stop's event is held while its answers are read.
+pub const HOLD_TIME: Duration = Duration::from_secs(2);
+/// The most bytes held behind a stop's event.
+pub const HOLD_BYTES: usize = 1024 * 1024;
+/// The largest event packet read whole to plan from (larger ones stream through).
+pub const MAX_EVENT: usize = 64 * 1024;
+/// The largest reply to jdwpmux's own command that is read; a larger one is skipped.
+pub const MAX_OWN_REPLY: usize = 1024 * 1024;
+
+/// One stop's answers, for the near side: they hold from the event with id `event_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answers {
+    pub event_id: u32,
+    pub suspend_policy: u8,
+    pub thread: u64,
+    pub answers: Vec<Gathered>,
+}
+
+/// What to do, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    ToNear(Vec<u8>),
+    ToVm(Vec<u8>),
+    Gathered(Answers),
+}
+
+/// Where the reading of the VM's current packet is.
+#[derive(Debug)]
+enum Reading {
+    /// Between packets: collecting a header.
+    Header(Vec<u8>),
+    /// Relaying the rest of a packet as it comes.
+    Stream(usize),
+    /// Reading a whole packet (an event, or a reply to jdwpmux's own command).
+    Whole(Vec<u8>, usize),
+    /// Skipping the rest of a reply to jdwpmux's own command that is too large.
+    Skip(usize),
+}
+
+#[derive(Debug)]
+struct Hold {
+    plan: Plan,
+    event_id: u32,
+    /// jdwpmux's request id -> the command's position in the plan.
+    ids: HashMap<u32, usize>,
+    held: Vec<u8>,
+    deadline: Instant,
+}
+
+#[derive(Debug)]
+pub struct Relay {
+    gather: bool,
+    limits: Limits,
+    vm_handshake_left: usize,
+    near_handshake_left: usize,
+    reading: Reading,
+    /// Bytes of the near side's current packet still to come (header bytes collected first).
+    near_header: Vec<u8>,
+    near_left: usize,
+    /// jdwpmux's commands waiting for the near side's current packet to end.
+    waiting: Vec<u8>,
+    next_id: u32,
+    sizes_id: Option<u32>,
+    sizes: Option<IdSizes>,
+    hold: Option<Hold>,
+}
+
+impl Relay {
+    /// `gather`: whether stops are gathered (the near side understands the answers).
+    pub fn new(gather: bool, limits: Limits) -> Relay {
+        Relay {
+            gather,
+            limits,
+            vm_handshake_left: HANDSHAKE.len(),
+            near_handshake_left: HANDSHAKE.len(),
+            reading: Reading::Header(Vec::new()),
+            near_header: Vec::new(),
+            near_left: 0,
+            waiting: Vec::new(),
+            next_id: *FAR_IDS.start(),
+            sizes_id: None,
+            sizes: None,
+            hold: None,
+        }
+    }
+
+    /// When [`Relay::tick`] must be called next (a stop's hold ends then).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.hold.as_ref().map(|h| h.deadline)
+    }
+
+    /// Time passed: a hold past its deadline lets its bytes go without answers.
+    pub fn tick(&mut self, now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        if self.hold.as_ref().is_some_and(|h| now >= h.deadline) {
+            self.release(&mut out, false);
+        }
+        out
+    }
+
+    /// Bytes from the near side: all go to the VM; jdwpmux's waiting commands follow when
+    /// they end a packet.
+    pub fn from_near(&mut self, mut bytes: &[u8]) -> Vec<Out> {
+        let mut out = vec![Out::ToVm(bytes.to_vec())];
+        let hs = self.near_handshake_left.min(bytes.len());
+        self.near_handshake_left -= hs;
+        bytes = &bytes[hs..];
+        while !bytes.is_empty() {
+            if self.near_left > 0 {
+                let n = self.near_left.min(bytes.len());
+                self.near_left -= n;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let n = (HEADER_LEN - self.near_header.len()).min(bytes.len());
+            self.near_header.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            if let Some(h) = Header::parse(&self.near_header) {
+                // A length below the header's is the VM's to refuse; count it as the header.
+                self.near_left = (h.length as usize).saturating_sub(HEADER_LEN);
+                self.near_header.clear();
+            }
+        }
+        self.flush_waiting(&mut out);
+        out
+    }
+
+    fn near_between_packets(&self) -> bool {
+        self.near_handshake_left == 0 && self.near_header.is_empty() && self.near_left == 0
+    }
+
+    fn flush_waiting(&mut self, out: &mut Vec<Out>) {
+        if !self.waiting.is_empty() && self.near_between_packets() {
+            out.push(Out::ToVm(std::mem::take(&mut self.waiting)));
+        }
+    }
+
+    fn send_own(&mut self, out: &mut Vec<Out>, key: &Key) -> u32 {
+        let id = self.next_id;
+        self.next_id = if id == *FAR_IDS.end() { *FAR_IDS.start() } else { id + 1 };
+        self.waiting.extend_from_slice(Packet::command(id, key.set, key.cmd, &key.data).as_bytes());
+        self.flush_waiting(out);
+        id
+    }
+
+    /// Bytes from the VM, read at `now`.
+    pub fn from_vm(&mut self, mut bytes: &[u8], now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        if self.vm_handshake_left > 0 {
+            let n = self.vm_handshake_left.min(bytes.len());
+            self.vm_handshake_left -= n;
+            self.for_near(&mut out, &bytes[..n]);
+            bytes = &bytes[n..];
+            if self.vm_handshake_left == 0 && self.gather {
+                self.sizes_id = Some(self.send_own(&mut out, &Key::new(1, 7, Vec::new())));
+            }
+        }
+        while !bytes.is_empty() {
+            match &mut self.reading {
+                Reading::Stream(left) => {
+                    let n = (*left).min(bytes.len());
+                    *left -= n;
+                    let done = *left == 0;
+                    self.for_near(&mut out, &bytes[..n]);
+                    bytes = &bytes[n..];
+                    if done {
+                        self.reading = Reading::Header(Vec::new());
+                    }
+                }
+                Reading::Skip(left) => {
+                    let n = (*left).min(bytes.len());
+                    *left -= n;
+                    bytes = &bytes[n..];
+                    if *left == 0 {
+                        self.reading = Reading::Header(Vec::new());
+                    }
+                }
+                Reading::Whole(buf, left) => {
+                    let n = (*left).min(bytes.len());
+                    buf.extend_from_slice(&bytes[..n]);
+                    *left -= n;
+                    bytes = &bytes[n..];
+                    if *left == 0 {
+                        let Reading::Whole(buf, _) = std::mem::replace(&mut self.reading, Reading::Header(Vec::new())) else { continue };
+                        self.on_whole(&mut out, buf, now);
+                    }
+                }
+                Reading::Header(head) => {
+                    let n = (HEADER_LEN - head.len()).min(bytes.len());
+                    head.extend_from_slice(&bytes[..n]);
+                    bytes = &bytes[n..];
+                    let Some(h) = Header::parse(head) else { continue };
+                    let head = std::mem::take(head);
+                    let len = (h.length as usize).max(HEADER_LEN);
+                    let rest = len - HEADER_LEN;
+                    let own = h.is_reply() && FAR_IDS.contains(&h.id);
+                    let event = !h.is_reply() && h.cmd_set() == EVENT_CMD_SET && h.cmd() == EVENT_COMPOSITE;
+                    self.reading = if own && len > MAX_OWN_REPLY {
+                        self.own_reply(&mut out, h.id, u16::MAX, &[]);
+                        Reading::Skip(rest)
+                    } else if own || (event && self.gather && self.hold.is_none() && self.sizes.is_some() && len <= MAX_EVENT) {
+                        Reading::Whole(head, rest)
+                    } else {
+                        self.for_near(&mut out, &head);
+                        Reading::Stream(rest)
+                    };
+                    if rest == 0 {
+                        match std::mem::replace(&mut self.reading, Reading::Header(Vec::new())) {
+                            Reading::Whole(buf, _) => self.on_whole(&mut out, buf, now),
+                            Reading::Stream(_) | Reading::Skip(_) | Reading::Header(_) => {}
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// VM bytes for the near side: held behind a stop being gathered, else sent.
+    fn for_near(&mut self, out: &mut Vec<Out>, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        match &mut self.hold {
+            Some(h) => {
+                h.held.extend_from_slice(bytes);
+                if h.held.len() > HOLD_BYTES {
+                    self.release(out, false);
+                }
+            }
+            None => match out.last_mut() {
+                Some(Out::ToNear(b)) => b.extend_from_slice(bytes),
+                _ => out.push(Out::ToNear(bytes.to_vec())),
+            },
+        }
+    }
+
+    fn on_whole(&mut self, out: &mut Vec<Out>, packet: Vec<u8>, now: Instant) {
+        let Some(h) = Header::parse(&packet) else { return };
+        let data = &packet[HEADER_LEN..];
+        if h.is_reply() {
+            self.own_reply(out, h.id, h.error_code(), data);
+            return;
+        }
+        // An event taken whole: a stop starts a hold, anything else goes on.
+        let Some(sizes) = self.sizes else { return self.for_near(out, &packet) };
+        let Some((plan, first)) = Plan::at_stop(data, sizes, self.limits) else { return self.for_near(out, &packet) };
+        self.hold = Some(Hold { plan, event_id: h.id, ids: HashMap::new(), held: packet, deadline: now + HOLD_TIME });
+        self.send_plan(out, first);
+    }
+
+    /// Sends the plan's new commands; `keys` are the last the plan issued, in order.
+    fn send_plan(&mut self, out: &mut Vec<Out>, keys: Vec<Key>) {
+        let base = self.hold.as_ref().map_or(0, |h| h.plan.issued() - keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            let id = self.send_own(out, key);
+            if let Some(h) = &mut self.hold {
+                h.ids.insert(id, base + i);
+            }
+        }
+        if self.hold.as_ref().is_some_and(|h| h.plan.done()) {
+            self.release(out, true);
+        }
+    }
+
+    fn own_reply(&mut self, out: &mut Vec<Out>, id: u32, error: u16, data: &[u8]) {
+        if Some(id) == self.sizes_id {
+            self.sizes_id = None;
+            self.sizes = if error == 0 { IdSizes::parse(data) } else { None };
+            return;
+        }
+        // A reply of a hold given up is dropped.
+        let Some(h) = &mut self.hold else { return };
+        let Some(n) = h.ids.remove(&id) else { return };
+        let next = h.plan.on_reply(n, error, data);
+        self.send_plan(out, next);
+    }
+
+    /// Ends the hold: the answers (when the plan finished) and then the held bytes.
+    fn release(&mut self, out: &mut Vec<Out>, finished: bool) {
+        let Some(h) = self.hold.take() else { return };
+        if finished {
+            let (policy, thread) = (h.plan.suspend_policy(), h.plan.thread());
+            let answers = h.plan.gathered();
+            if !answers.is_empty() {
+                out.push(Out::Gathered(Answers { event_id: h.event_id, suspend_policy: policy, thread, answers }));
+            }
+        }
+        self.for_near(out, &h.held);
+    }
+}

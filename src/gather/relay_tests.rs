@@ -1,0 +1,231 @@
+use std::time::{Duration, Instant};
+
+use super::relay::*;
+use super::FAR_IDS;
+use crate::jdwp::handshake::HANDSHAKE;
+use crate::jdwp::packet::{Header, Packet, HEADER_LEN};
+use proptest::prelude::*;
+
+const THREAD: u64 = 0x51;
+
+fn cmd(id: u32, set: u8, c: u8, data: &[u8]) -> Vec<u8> {
+    Packet::command(id, set, c, data).as_bytes().to_vec()
+}
+
+fn reply(id: u32, data: &[u8]) -> Vec<u8> {
+    Packet::reply(id, 0, data).as_bytes().to_vec()
+}
+
+/// Packets of a stream (no handshake), whole.
+fn packets(mut b: &[u8]) -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    while let Some(h) = Header::parse(b) {
+        let len = h.length as usize;
+        v.push(b[..len].to_vec());
+        b = &b[len..];
+    }
+    assert!(b.is_empty(), "a stream ends at a packet boundary");
+    v
+}
+
+fn stop_event(id: u32, policy: u8) -> Vec<u8> {
+    let mut d = vec![policy, 0, 0, 0, 1, 2];
+    d.extend_from_slice(&7u32.to_be_bytes());
+    d.extend_from_slice(&THREAD.to_be_bytes());
+    d.push(1);
+    d.extend_from_slice(&[0; 16]);
+    d.extend_from_slice(&5u64.to_be_bytes());
+    cmd(id, 64, 100, &d)
+}
+
+/// What a HotSpot VM with 8-byte ids would answer to the commands the plan sends.
+fn vm_answer(set: u8, c: u8) -> Vec<u8> {
+    match (set, c) {
+        (1, 7) => [8u32; 5].iter().flat_map(|s| s.to_be_bytes()).collect(),
+        (11, 1) => b"\0\0\0\x04main".to_vec(),
+        (11, 4) => vec![0, 0, 0, 1, 0, 0, 0, 1],
+        (11, 7) => vec![0, 0, 0, 1],
+        (11, 6) => [&[0u8, 0, 0, 1][..], &0xF1u64.to_be_bytes(), &[1], &0x30u64.to_be_bytes(), &0x40u64.to_be_bytes(), &5u64.to_be_bytes()].concat(),
+        (16, 3) => [&[b'L'][..], &0u64.to_be_bytes()].concat(),
+        (6, 5) => [&[0u8, 0, 0, 1, 0, 0, 0, 1][..], &0u64.to_be_bytes(), b"\0\0\0\x01n\0\0\0\x01I\0\0\0\0", &20u32.to_be_bytes(), &1i32.to_be_bytes()].concat(),
+        (16, 1) => vec![0, 0, 0, 1, b'I', 0, 0, 0, 7],
+        _ => Vec::new(),
+    }
+}
+
+#[derive(Default)]
+struct Run {
+    to_near: Vec<u8>,
+    to_vm: Vec<u8>,
+    /// Where in `to_near` each set of answers came, and the answers.
+    gathered: Vec<(usize, Answers)>,
+}
+
+/// Drives a relay: the near side sends `near` (cut at `near_cut`), the VM sends its handshake
+/// and, once everything so far is answered, `vm_script` (cut into pieces of the sizes in
+/// `cuts`, in turn), answering jdwpmux's own commands after what it had queued.
+fn drive(near: &[u8], near_cut: usize, vm_script: &[u8], cuts: &[usize]) -> Run {
+    let now = Instant::now();
+    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut run = Run::default();
+    let mut vm_queue: Vec<u8> = Vec::new();
+    let mut vm_input_seen = 0usize;
+    let mut take = |outs: Vec<Out>, run: &mut Run, vm_queue: &mut Vec<u8>| {
+        for o in outs {
+            match o {
+                Out::ToNear(b) => run.to_near.extend_from_slice(&b),
+                Out::ToVm(b) => run.to_vm.extend_from_slice(&b),
+                Out::Gathered(a) => run.gathered.push((run.to_near.len(), a)),
+            }
+        }
+        // The VM reads what came (after the near side's handshake) and answers its own ids.
+        let after_hs = run.to_vm.get(HANDSHAKE.len()..).unwrap_or(&[]);
+        let mut b = &after_hs[vm_input_seen.min(after_hs.len())..];
+        while let Some(h) = Header::parse(b) {
+            if b.len() < h.length as usize {
+                break;
+            }
+            if FAR_IDS.contains(&h.id) {
+                vm_queue.extend_from_slice(&reply(h.id, &vm_answer(h.cmd_set(), h.cmd())));
+            }
+            vm_input_seen += h.length as usize;
+            b = &b[h.length as usize..];
+        }
+    };
+    let cut = near_cut.min(near.len());
+    let outs = relay.from_near(&near[..cut]);
+    take(outs, &mut run, &mut vm_queue);
+    let mut phases = vec![&vm_script[..HANDSHAKE.len()], &vm_script[HANDSHAKE.len()..]].into_iter();
+    let mut turn = 0;
+    let mut near_rest = Some(&near[cut..]);
+    while let Some(phase) = if vm_queue.is_empty() { phases.next() } else { Some(&[][..]) } {
+        vm_queue.extend_from_slice(phase);
+        if vm_queue.is_empty() {
+            continue;
+        }
+        let n = cuts[turn % cuts.len()].clamp(1, vm_queue.len());
+        turn += 1;
+        let piece: Vec<u8> = vm_queue.drain(..n).collect();
+        let outs = relay.from_vm(&piece, now);
+        take(outs, &mut run, &mut vm_queue);
+        if let Some(rest) = near_rest.take() {
+            let outs = relay.from_near(rest);
+            take(outs, &mut run, &mut vm_queue);
+        }
+        assert!(turn < 100_000, "the exchange ends");
+    }
+    if let Some(rest) = near_rest {
+        let outs = relay.from_near(rest);
+        take(outs, &mut run, &mut vm_queue);
+    }
+    run
+}
+
+fn near_bytes() -> Vec<u8> {
+    [&HANDSHAKE[..], &cmd(5, 1, 1, &[]), &cmd(6, 11, 1, &THREAD.to_be_bytes())].concat()
+}
+
+#[test]
+fn a_stop_is_gathered_and_its_answers_go_before_the_event() {
+    let vm = [&HANDSHAKE[..], &reply(5, b"version"), &stop_event(9, 2), &reply(6, b"\0\0\0\x04main")].concat();
+    let run = drive(&near_bytes(), usize::MAX, &vm, &[4096]);
+    assert_eq!(run.to_near, vm, "the near side gets every byte the VM sent it, in order, and none of jdwpmux's");
+    assert_eq!(run.gathered.len(), 1);
+    let (at, answers) = &run.gathered[0];
+    assert_eq!(*at, HANDSHAKE.len() + reply(5, b"version").len(), "just before the event");
+    assert_eq!((answers.event_id, answers.suspend_policy, answers.thread), (9, 2, THREAD));
+    let cmds: Vec<(u8, u8)> = answers.answers.iter().map(|g| (g.key.set, g.key.cmd)).collect();
+    for c in [(11, 1), (11, 4), (11, 7), (11, 6), (16, 3), (6, 5), (16, 1)] {
+        assert!(cmds.contains(&c), "{c:?} gathered: {cmds:?}");
+    }
+    let local = answers.answers.iter().find(|g| (g.key.set, g.key.cmd) == (16, 1)).map(|g| g.reply.clone());
+    assert_eq!(local, Some(vec![0, 0, 0, 1, b'I', 0, 0, 0, 7]));
+}
+
+#[test]
+fn own_commands_wait_for_the_near_sides_packet_to_end() {
+    let near = near_bytes();
+    // The near side's second packet is cut in its middle when the VM's handshake arrives.
+    let mid = HANDSHAKE.len() + cmd(5, 1, 1, &[]).len() + 5;
+    let run = drive(&near, mid, &HANDSHAKE[..], &[3]);
+    let sent = packets(&run.to_vm[HANDSHAKE.len()..]);
+    let theirs: Vec<u8> = sent.iter().filter(|p| !FAR_IDS.contains(&Header::parse(p).map_or(0, |h| h.id))).flatten().copied().collect();
+    assert_eq!([&HANDSHAKE[..], &theirs].concat(), near);
+    assert_eq!(sent.len(), 3, "IDSizes went between packets");
+}
+
+#[test]
+fn a_hold_past_its_time_lets_the_event_go_without_answers() {
+    let now = Instant::now();
+    let mut relay = Relay::new(true, super::plan::Limits::default());
+    relay.from_near(&HANDSHAKE[..]);
+    let outs = relay.from_vm(&HANDSHAKE[..], now);
+    let Some(Out::ToVm(sizes_cmd)) = outs.last() else { panic!("IDSizes asked: {outs:?}") };
+    let id = Header::parse(sizes_cmd).map(|h| h.id).unwrap_or(0);
+    relay.from_vm(&reply(id, &vm_answer(1, 7)), now);
+    let event = stop_event(3, 1);
+    let outs = relay.from_vm(&event, now);
+    assert!(outs.iter().all(|o| matches!(o, Out::ToVm(_))), "the event is held: {outs:?}");
+    assert_eq!(relay.deadline(), Some(now + HOLD_TIME));
+    assert!(relay.tick(now + Duration::from_millis(10)).is_empty());
+    assert_eq!(relay.tick(now + HOLD_TIME), vec![Out::ToNear(event)]);
+    assert_eq!(relay.deadline(), None);
+}
+
+#[test]
+fn without_gathering_or_at_a_stop_that_suspends_nothing_bytes_pass() {
+    let vm = [&HANDSHAKE[..], &stop_event(4, 0), &reply(5, &[1, 2, 3])].concat();
+    let run = drive(&near_bytes(), usize::MAX, &vm, &[7]);
+    assert_eq!(run.to_near, vm);
+    assert!(run.gathered.is_empty());
+    let now = Instant::now();
+    let mut relay = Relay::new(false, super::plan::Limits::default());
+    relay.from_near(&near_bytes());
+    let mut got = Vec::new();
+    for o in relay.from_vm(&vm, now) {
+        let Out::ToNear(b) = o else { panic!("nothing of its own without gathering: {o:?}") };
+        got.extend(b);
+    }
+    assert_eq!(got, vm);
+}
+
+#[test]
+fn a_large_reply_streams_through_in_pieces() {
+    let big = reply(5, &vec![7u8; 300_000]);
+    let now = Instant::now();
+    let mut relay = Relay::new(true, super::plan::Limits::default());
+    relay.from_near(&near_bytes());
+    relay.from_vm(&HANDSHAKE[..], now);
+    let mut got = 0;
+    for piece in big.chunks(1000) {
+        let outs = relay.from_vm(piece, now);
+        let n: usize = outs.iter().map(|o| if let Out::ToNear(b) = o { b.len() } else { 0 }).sum();
+        assert!(n >= piece.len().saturating_sub(HEADER_LEN), "each piece goes on as it comes");
+        got += n;
+    }
+    assert_eq!(got, big.len());
+}
+
+proptest! {
+    /// However the two streams are cut: the near side gets exactly the VM's bytes meant for
+    /// it, in order; the VM gets exactly the near side's bytes with whole commands of
+    /// jdwpmux's between its packets; the answers come just before their event.
+    #[test]
+    fn any_cutting_keeps_both_streams(cuts in prop::collection::vec(1usize..64, 1..8), near_cut in 0usize..80, policy in 0u8..3) {
+        let vm = [&HANDSHAKE[..], &reply(5, b"v"), &stop_event(9, policy), &reply(6, b"\0\0\0\x01m"), &stop_event(10, 2)].concat();
+        let near = near_bytes();
+        let run = drive(&near, near_cut, &vm, &cuts);
+        prop_assert_eq!(&run.to_near, &vm);
+        let sent = packets(&run.to_vm[HANDSHAKE.len()..]);
+        let theirs: Vec<u8> = sent.iter().filter(|p| !FAR_IDS.contains(&Header::parse(p).map_or(0, |h| h.id))).flatten().copied().collect();
+        prop_assert_eq!([&HANDSHAKE[..], &theirs].concat(), near);
+        let event_at = HANDSHAKE.len() + reply(5, b"v").len();
+        let second_at = event_at + stop_event(9, policy).len() + reply(6, b"\0\0\0\x01m").len();
+        let at: Vec<(usize, u32)> = run.gathered.iter().map(|(at, a)| (*at, a.event_id)).collect();
+        if policy == 0 {
+            prop_assert_eq!(at, vec![(second_at, 10)], "a stop that suspends nothing is not gathered; the next is");
+        } else {
+            prop_assert_eq!(at, vec![(event_at, 9)], "the second stop came while the first was held: it passes");
+        }
+    }
+}
