@@ -11,6 +11,7 @@
 //! - [`relay`]: the far side's relay of one VM connection that runs the plan at each stop
 //!   and puts the answers before the event. Sans-I/O.
 //! - [`wire`]: a stop's answers as bytes between the two sides. Strict both ways.
+//! - [`inband`]: those bytes as a packet in the VM connection's stream, before the event.
 //! - [`store`]: the near side's answers of one VM connection, judged by [`validity`] as
 //!   commands and events pass, served by the exact bytes of a debugger's command.
 //!
@@ -23,6 +24,7 @@
 //! connection that is told every command it writes to the VM and every event it reads, and
 //! is asked before the near cache for every debugger's command.
 
+pub mod inband;
 pub mod plan;
 pub mod relay;
 pub mod store;
