@@ -336,7 +336,15 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         ssh: args.ssh,
         ssh_options,
         ssh_interval,
-        far: jdwpmux::nearlink::host::FarChoice { mode: args.far, path: args.far_path.clone(), hold_secs: args.far_hold, copy: args.far_copy },
+        far: jdwpmux::nearlink::host::FarChoice {
+            mode: args.far,
+            path: args.far_path.clone(),
+            hold_secs: args.far_hold,
+            copy: args.far_copy,
+            // Gathered answers are served by the near cache's side of a session: with it off
+            // the far side is not asked to read them.
+            gather: args.near_cache != settings::NearCacheMode::Never,
+        },
         scan_interval: Duration::from_secs_f64(args.scan_interval),
         listen: args.listen,
         allow_remote: args.allow_remote,

@@ -3,7 +3,8 @@
 //! the session as `Event::Data` pieces of at most `MAX_DATA` bytes, over a bounded channel
 //! the session stops taking from when its unacknowledged bytes reach their limit (so a VM's
 //! output waits in its own socket, not in memory here); what the near side sends comes in
-//! over a bounded channel of its own.
+//! over a bounded channel of its own. A channel whose near side asked for stops' answers
+//! relays through `super::gathering` instead.
 
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -45,15 +47,16 @@ impl Drop for Channel {
     }
 }
 
-/// Starts channel `channel` to the VM at `addr`.
-pub fn open(channel: u32, addr: SocketAddr, events: mpsc::Sender<Event>) -> Channel {
+/// Starts channel `channel` to the VM at `addr`; `gather`: the near side asked for stops'
+/// answers (see `super::gathering`), else the bytes are relayed unchanged.
+pub fn open(channel: u32, addr: SocketAddr, gather: bool, events: mpsc::Sender<Event>) -> Channel {
     let (to_vm, from_near) = mpsc::channel(TO_VM_QUEUE);
-    let span = tracing::info_span!("channel", channel, vm = %addr);
-    let task = tokio::spawn(run(channel, addr, events, from_near).instrument(span));
+    let span = tracing::info_span!("channel", channel, vm = %addr, gather);
+    let task = tokio::spawn(run(channel, addr, gather, events, from_near).instrument(span));
     Channel { to_vm, task }
 }
 
-async fn run(channel: u32, addr: SocketAddr, events: mpsc::Sender<Event>, mut from_near: mpsc::Receiver<Bytes>) {
+async fn run(channel: u32, addr: SocketAddr, gather: bool, events: mpsc::Sender<Event>, mut from_near: mpsc::Receiver<Bytes>) {
     let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
@@ -71,7 +74,16 @@ async fn run(channel: u32, addr: SocketAddr, events: mpsc::Sender<Event>, mut fr
         return;
     }
     debug!("connected");
-    let (mut read, mut write) = stream.into_split();
+    let (read, write) = stream.into_split();
+    let (reason, text) = if gather { super::gathering::run(channel, read, write, &events, &mut from_near).await } else { plain(channel, read, write, &events, &mut from_near).await };
+    debug!(?reason, text, "closed");
+    if reason != CloseReason::Done {
+        let _ = events.send(Event::Closed { channel, reason, text }).await;
+    }
+}
+
+/// Relays bytes both ways unchanged until either end closes; returns why.
+async fn plain(channel: u32, mut read: OwnedReadHalf, mut write: OwnedWriteHalf, events: &mpsc::Sender<Event>, from_near: &mut mpsc::Receiver<Bytes>) -> (CloseReason, String) {
     let from_vm = async {
         // One buffer for every read, each piece copied out at its size: a piece split off
         // would keep the buffer shared while it waits for an ack, and the next read would
@@ -103,12 +115,8 @@ async fn run(channel: u32, addr: SocketAddr, events: mpsc::Sender<Event>, mut fr
         // The session dropped its end: the near side closed the channel.
         (CloseReason::Done, String::new())
     };
-    let (reason, text) = tokio::select! {
+    tokio::select! {
         r = from_vm => r,
         r = to_vm => r,
-    };
-    debug!(?reason, text, "closed");
-    if reason != CloseReason::Done {
-        let _ = events.send(Event::Closed { channel, reason, text }).await;
     }
 }

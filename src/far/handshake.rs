@@ -5,9 +5,14 @@ use std::time::Duration;
 
 use crate::farlink::frame::{ByeReason, Hello, Role, SessionKey};
 
-/// The protocol this jdwpmux speaks, on either side (2: each listed VM carries its agent's
-/// bind address; see `farlink`'s protocol history).
-pub const PROTOCOL: u16 = 2;
+/// The oldest protocol this jdwpmux speaks, on either side (2: each listed VM carries its
+/// agent's bind address; see `farlink`'s protocol history).
+pub const PROTOCOL_MIN: u16 = 2;
+/// The newest protocol this jdwpmux speaks, on either side (3: a stop's answers in the
+/// channel's stream, for a near side that asks for them).
+pub const PROTOCOL: u16 = 3;
+/// The first protocol under which the far side gathers a stop's answers.
+pub const GATHER_PROTOCOL: u16 = 3;
 /// The longest hold a near side may ask for: a day.
 pub const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 
@@ -26,12 +31,13 @@ pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str) -> Verdict {
     if hello.role != Role::Near {
         return Verdict::Refuse(ByeReason::Protocol, "a far side's hello came to a far side".into());
     }
-    if !(hello.proto_min..=hello.proto_max).contains(&PROTOCOL) {
+    if agree(hello.proto_min, hello.proto_max).is_none() {
         let theirs = protocols(hello.proto_min, hello.proto_max);
+        let ours = protocols(PROTOCOL_MIN, PROTOCOL);
         return Verdict::Refuse(
             ByeReason::Version,
             format!(
-                "jdwpmux {binary} on this host speaks far-side protocol {PROTOCOL}, jdwpmux {} near the IDE speaks {theirs}: install the same version on both",
+                "jdwpmux {binary} on this host speaks far-side protocol {ours}, jdwpmux {} near the IDE speaks {theirs}: install the same version on both",
                 hello.binary
             ),
         );
@@ -46,6 +52,19 @@ pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str) -> Verdict {
         return Verdict::Refuse(ByeReason::BadToken, "wrong resume token for this session".into());
     }
     Verdict::Resume
+}
+
+/// The protocol both sides speak, given the other side's range: the highest both have; None
+/// when they share none.
+pub fn agree(min: u16, max: u16) -> Option<u16> {
+    let high = max.min(PROTOCOL);
+    (high >= min.max(PROTOCOL_MIN)).then_some(high)
+}
+
+/// Whether the far side gathers stops' answers for the near side that said `hello` (one
+/// this side took): under a protocol that has them, and only when it asked.
+pub fn gathers(hello: &Hello) -> bool {
+    hello.gather && agree(hello.proto_min, hello.proto_max).is_some_and(|p| p >= GATHER_PROTOCOL)
 }
 
 /// A range of protocol versions as lines say it: `2`, or `1..3`.
@@ -83,7 +102,7 @@ mod tests {
     use super::*;
 
     fn hello(role: Role, min: u16, max: u16, session: SessionKey) -> Hello {
-        Hello { role, proto_min: min, proto_max: max, binary: "9.9.9".into(), session, hold_secs: 0, resumed: false }
+        Hello { role, proto_min: min, proto_max: max, binary: "9.9.9".into(), session, hold_secs: 0, resumed: false, gather: false }
     }
 
     #[test]
@@ -95,11 +114,13 @@ mod tests {
         let cases: Vec<(&str, Hello, Want)> = vec![
             ("new session", hello(Role::Near, 2, 2, none), Ok(Verdict::New)),
             ("new session, a range of versions", hello(Role::Near, 1, 3, none), Ok(Verdict::New)),
+            ("a near side of protocol 3 only", hello(Role::Near, 3, 3, none), Ok(Verdict::New)),
+            ("a newer near side that still speaks 3", hello(Role::Near, 3, 4, none), Ok(Verdict::New)),
             ("resume", hello(Role::Near, 2, 2, ours), Ok(Verdict::Resume)),
             (
                 "a newer near side",
-                hello(Role::Near, 3, 4, ours),
-                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 2, jdwpmux 9.9.9 near the IDE speaks 3..4")),
+                hello(Role::Near, 4, 5, ours),
+                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 2..3, jdwpmux 9.9.9 near the IDE speaks 4..5")),
             ),
             ("a near side of protocol 1", hello(Role::Near, 1, 1, none), Err((ByeReason::Version, "near the IDE speaks 1: install the same version"))),
             ("a far side's hello", hello(Role::Far, 2, 2, none), Err((ByeReason::Protocol, "a far side's hello"))),
@@ -117,6 +138,35 @@ mod tests {
                 (got, Err(_)) => panic!("{name}: {got:?}"),
             }
         }
+    }
+
+    #[test]
+    fn the_highest_protocol_both_speak_is_agreed() {
+        // (the near side's range, what is agreed)
+        let cases = [
+            ((2, 2), Some(2)),
+            ((2, 3), Some(3)),
+            ((3, 3), Some(3)),
+            ((1, 2), Some(2)),
+            ((1, 9), Some(3)),
+            ((3, 9), Some(3)),
+            ((1, 1), None),
+            ((4, 9), None),
+            ((0, 0), None),
+        ];
+        for ((min, max), want) in cases {
+            assert_eq!(agree(min, max), want, "{min}..{max}");
+        }
+    }
+
+    #[test]
+    fn gathering_needs_protocol_3_and_the_near_sides_wish() {
+        let with = |min, max, gather| Hello { gather, ..hello(Role::Near, min, max, SessionKey::default()) };
+        assert!(gathers(&with(2, 3, true)));
+        assert!(gathers(&with(3, 3, true)));
+        assert!(!gathers(&with(2, 3, false)), "a near side with its near cache off does not ask");
+        assert!(!gathers(&with(2, 2, true)), "under protocol 2 nothing is gathered, whatever the byte says");
+        assert!(!gathers(&with(4, 5, true)), "no protocol in common");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! - [`handshake`]: what a near side's Hello gets (new session, resumed, refused). Pure.
 //! - `vms`: the VM list and the numbers channels are opened by. Pure.
 //! - `channel`: one task per VM connection.
+//! - `gathering`: a channel's relay when the near side asked for stops' answers (protocol 3).
 //! - `conn`: the session's connection to the near side and the waits on it.
 //! - `session`: the task owning the near side's connection, the channels and the resume
 //!   state.
@@ -37,6 +38,7 @@
 
 pub(crate) mod channel;
 mod conn;
+mod gathering;
 pub mod dir;
 pub mod handshake;
 pub(crate) mod session;
@@ -98,7 +100,8 @@ pub enum FarError {
 pub fn ready_line(socket: &Path, pid: Option<u32>, already: bool) -> String {
     let pid = pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
     let state = if already { "already running" } else { "listening" };
-    format!("jdwpmux far: {state} on {} ({pid}, protocol {}, jdwpmux {})", socket.display(), handshake::PROTOCOL, env!("CARGO_PKG_VERSION"))
+    let protocols = handshake::protocols(handshake::PROTOCOL_MIN, handshake::PROTOCOL);
+    format!("jdwpmux far: {state} on {} ({pid}, protocol {protocols}, jdwpmux {})", socket.display(), env!("CARGO_PKG_VERSION"))
 }
 
 /// Prints the ready line. Not `println!`: a starter that went away before reading it must not

@@ -35,7 +35,7 @@ use tracing::{debug, info, warn};
 
 use super::channel::{self, Channel, Event};
 use super::conn::{flush_and_close, read_some, refuse, reserve, sleep_until, write_some, ConnReader, ConnWriter};
-use super::handshake::{grant_hold, judge, new_session, Verdict, PROTOCOL};
+use super::handshake::{agree, gathers, grant_hold, judge, new_session, Verdict};
 use super::vms::VmTable;
 use crate::daemon::proc_vms::Decision;
 use crate::discovery::jvms::FoundJvm;
@@ -106,6 +106,10 @@ pub struct Session {
     hold: Duration,
     resume: Resume,
     channels: HashMap<u32, Channel>,
+    /// The session's channels gather stops' answers: its near side asked, under protocol 3.
+    /// Set when the session starts: the near side that resumes a session is the one that
+    /// started it, and a channel keeps what its stream began with.
+    gather: bool,
     vms: VmTable,
     /// The VM list changed since it was last sent in this session.
     list_due: bool,
@@ -137,6 +141,7 @@ impl Session {
             cfg,
             key,
             channels: HashMap::new(),
+            gather: false,
             vms: VmTable::default(),
             list_due: true,
             scanned: false,
@@ -243,9 +248,14 @@ impl Session {
                 info!(?reason, near = %a.hello.binary, "refused a near side: {text}");
                 return refuse(a.stream, *reason, text.clone());
             }
-            Verdict::New => self.new_session(),
+            Verdict::New => {
+                self.new_session();
+                self.gather = gathers(&a.hello);
+            }
             Verdict::Resume => {}
         }
+        // `judge` took the Hello only with a protocol in common.
+        let protocol = agree(a.hello.proto_min, a.hello.proto_max).unwrap_or(crate::far::handshake::PROTOCOL_MIN);
         let replay = match self.resume.reconnect(a.ack) {
             Ok(r) => r,
             Err(e) => {
@@ -262,16 +272,17 @@ impl Session {
         self.writer = Some(ConnWriter { half: write, buf: BytesMut::new() });
         let hello = Hello {
             role: Role::Far,
-            proto_min: PROTOCOL,
-            proto_max: PROTOCOL,
+            proto_min: protocol,
+            proto_max: protocol,
             binary: self.cfg.binary.clone(),
             session: self.key,
             hold_secs: u32::try_from(self.hold.as_secs()).unwrap_or(u32::MAX),
             resumed: verdict == Verdict::Resume,
+            gather: false,
         };
         let hello = self.resume.link(Body::Hello(hello));
         self.emit(&hello);
-        info!(resumed = verdict == Verdict::Resume, replayed = replay.len(), near = %a.hello.binary, hold_s = self.hold.as_secs(), "a near side connected");
+        info!(resumed = verdict == Verdict::Resume, replayed = replay.len(), near = %a.hello.binary, protocol, gather = self.gather, hold_s = self.hold.as_secs(), "a near side connected");
         for f in &replay {
             self.emit(f);
         }
@@ -354,7 +365,7 @@ impl Session {
         match self.vms.addr(vm) {
             Some(addr) => {
                 debug!(channel, vm, %addr, "opening a channel");
-                self.channels.insert(channel, channel::open(channel, addr, self.events_tx.clone()));
+                self.channels.insert(channel, channel::open(channel, addr, self.gather, self.events_tx.clone()));
             }
             None => {
                 // Past the limit if need be: this answers a frame already taken, and there is

@@ -64,7 +64,7 @@ impl Near {
     async fn connect_lazy(accepted: &mpsc::Sender<Accepted>, session: SessionKey, resume: &mut Resume) -> (Near, Hello, Vec<Frame>) {
         let (mine, theirs) = UnixStream::pair().unwrap();
         let mut near = Near { stream: mine, buf: BytesMut::new() };
-        let hello = Hello { role: Role::Near, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "test".into(), session, hold_secs: 0, resumed: false };
+        let hello = Hello { role: Role::Near, proto_min: crate::far::handshake::PROTOCOL_MIN, proto_max: crate::far::handshake::PROTOCOL, binary: "test".into(), session, hold_secs: 0, resumed: false, gather: false };
         near.write(&resume.link(Body::Hello(hello))).await;
         let a = crate::far::read_hello(theirs).await.unwrap();
         accepted.send(a).await.unwrap();
@@ -376,7 +376,7 @@ async fn no_near_side_is_taken_before_the_first_scan() {
     let (mine, theirs) = UnixStream::pair().unwrap();
     let mut near = Near { stream: mine, buf: BytesMut::new() };
     let mut resume = Resume::new(Outbound::new(1 << 20));
-    let hello = Hello { role: Role::Near, proto_min: crate::far::handshake::PROTOCOL, proto_max: crate::far::handshake::PROTOCOL, binary: "test".into(), session: SessionKey::default(), hold_secs: 0, resumed: false };
+    let hello = Hello { role: Role::Near, proto_min: crate::far::handshake::PROTOCOL, proto_max: crate::far::handshake::PROTOCOL, binary: "test".into(), session: SessionKey::default(), hold_secs: 0, resumed: false, gather: false };
     near.write(&resume.link(Body::Hello(hello))).await;
     accepted_tx.send(crate::far::read_hello(theirs).await.unwrap()).await.unwrap();
     // An observation window, not a wait for a condition: a session that took the connection

@@ -30,6 +30,7 @@ fn near_hello() -> Hello {
         session: SessionKey { id: [0x11; 16], token: [0x22; 16] },
         hold_secs: 300,
         resumed: false,
+        gather: false,
     }
 }
 
@@ -83,6 +84,24 @@ fn fixtures() -> Vec<(&'static str, Frame, Vec<u8>)> {
             frame(0, 0, 12, Body::Hello(near_hello())),
             hex(&format!(
                 "00000039 01 00 00000000 {z8} 000000000000000c 4a4457504d555846 01 0001 0001 0005 302e312e30 {} {} 0000012c 00",
+                "11".repeat(16),
+                "22".repeat(16)
+            )),
+        ),
+        (
+            "near hello asking for gathered answers (the byte a far side's resumed takes)",
+            frame(0, 0, 0, Body::Hello(Hello { proto_min: 2, proto_max: 3, gather: true, ..near_hello() })),
+            hex(&format!(
+                "00000039 01 00 00000000 {z8} {z8} 4a4457504d555846 01 0002 0003 0005 302e312e30 {} {} 0000012c 01",
+                "11".repeat(16),
+                "22".repeat(16)
+            )),
+        ),
+        (
+            "far hello of a resumed session",
+            frame(0, 0, 4, Body::Hello(Hello { role: Role::Far, proto_min: 3, proto_max: 3, resumed: true, ..near_hello() })),
+            hex(&format!(
+                "00000039 01 00 00000000 {z8} 0000000000000004 4a4457504d555846 02 0003 0003 0005 302e312e30 {} {} 0000012c 01",
                 "11".repeat(16),
                 "22".repeat(16)
             )),
@@ -269,6 +288,8 @@ fn the_encoder_refuses_what_the_decoder_would_and_writes_nothing() {
         ("vm key 0", frame(0, 1, 0, Body::VmList(vec![VmInfo { key: 0, ..one_vm() }]))),
         ("too many vms", frame(0, 1, 0, Body::VmList(vec![one_vm(); MAX_VMS + 1]))),
         ("long binary version", frame(0, 0, 0, Body::Hello(Hello { binary: "9".repeat(65), ..near_hello() }))),
+        ("a near side's hello saying resumed", frame(0, 0, 0, Body::Hello(Hello { resumed: true, ..near_hello() }))),
+        ("a far side's hello asking for answers", frame(0, 0, 0, Body::Hello(Hello { role: Role::Far, gather: true, ..near_hello() }))),
     ];
     for (name, f) in cases {
         let mut out = BytesMut::new();
@@ -326,7 +347,7 @@ fn vm_info() -> impl Strategy<Value = VmInfo> {
 
 fn any_frame() -> impl Strategy<Value = Frame> {
     let hello = (any::<bool>(), 0u16..4, 0u16..4, text(MAX_TEXT), any::<[u8; 16]>(), any::<[u8; 16]>(), any::<u32>(), any::<bool>()).prop_map(
-        |(near, a, b, binary, id, token, hold_secs, resumed)| {
+        |(near, a, b, binary, id, token, hold_secs, flag)| {
             let binary: String = binary.chars().take(8).collect();
             Body::Hello(Hello {
                 role: if near { Role::Near } else { Role::Far },
@@ -335,7 +356,9 @@ fn any_frame() -> impl Strategy<Value = Frame> {
                 binary,
                 session: SessionKey { id, token },
                 hold_secs,
-                resumed,
+                // The one flag byte is the role's own.
+                resumed: flag && !near,
+                gather: flag && near,
             })
         },
     );

@@ -14,9 +14,9 @@
 //!
 //! The kind space is split by number so that what a kind is (numbered and replayed, or a
 //! link frame that lives and dies with one connection) is known from its range alone:
-//! 1..=15 link frames, 16..=127 numbered frames, the rest unassigned. A new kind (the
-//! gathered answers, say) takes a number in its range and comes with a new protocol
-//! version; a peer never sends a kind the agreed version lacks, and a decoder refuses a kind
+//! 1..=15 link frames, 16..=127 numbered frames, the rest unassigned. A new kind takes a
+//! number in its range and comes with a new protocol version (protocol 3 added none: a
+//! stop's answers travel inside a channel's Data); a peer never sends a kind the agreed version lacks, and a decoder refuses a kind
 //! it does not know as an error before reading its payload, so an old peer fails cleanly.
 
 use bytes::Bytes;
@@ -150,6 +150,11 @@ pub struct Hello {
     /// Far side only: the session asked for was resumed (else it is new, and every channel of
     /// an earlier session is gone).
     pub resumed: bool,
+    /// Near side only: it wants a stop's answers gathered (protocol 3; see `farlink`'s
+    /// protocol history). On the wire it is the byte the far side's `resumed` takes, so a
+    /// near side's Hello reads the same to a far side of protocol 2, which ignores that byte
+    /// from a near side; the encoder refuses a Hello that sets the other side's flag.
+    pub gather: bool,
 }
 
 /// Why a side ends the connection.

@@ -14,9 +14,10 @@
 //! # Decisions the rest builds on
 //! - **A channel is one JDWP connection the far side holds to one VM**, opened by the near
 //!   side by the VM's key from the far side's VM list. Its Data frames carry that
-//!   connection's bytes in order, the JDWP handshake included: in protocols 1 and 2 the far side
-//!   relays them verbatim, and the near side's session multiplexes debuggers onto the
-//!   channel as it does onto a VM socket today. Data is cut into frames of at most
+//!   connection's bytes in order, the JDWP handshake included: the far side relays them
+//!   verbatim (under protocol 3, for a near side that asked, with a stop's answers put in
+//!   as packets of their own, see below), and the near side's session multiplexes debuggers
+//!   onto the channel as it does onto a VM socket. Data is cut into frames of at most
 //!   [`frame::MAX_DATA`] bytes wherever the reads fell, not at packet boundaries, so a
 //!   200 MiB reply streams through with bounded memory.
 //! - **Numbered frames and link frames.** VM lists, Open/Opened/Close and Data are numbered
@@ -29,12 +30,20 @@
 //!   direction. Acks ride on whatever goes the other way; an Ack frame is for when nothing
 //!   does. Hello's ack is where the other side's replay starts.
 //! - **Versions**: a Hello names the protocol versions its side speaks and the binary's
-//!   version; the far side picks one or says Bye (`Version`) with a line saying what it
+//!   version; the far side picks the highest both speak (`far::handshake::agree`) and
+//!   answers with it alone (min = max), or says Bye (`Version`) with a line saying what it
 //!   speaks. A kind is only sent when the agreed version has it; an unknown kind is refused
-//!   before its payload is read. Issue 36's gathered answers come as new numbered kinds on
-//!   the channel of the event they answer, under a later protocol.
+//!   before its payload is read. This jdwpmux speaks 2 and 3 on both sides, so either side
+//!   of protocol 2 and a new one agree on 2.
 //! - **Protocol history**: 1, the first; 2, each VM of a list carries its agent's bind
-//!   address (a VM list of 1 does not decode as one of 2, so the two do not talk).
+//!   address (a VM list of 1 does not decode as one of 2, so the two do not talk); 3, the
+//!   near side's Hello says whether it wants a stop's answers gathered (`Hello::gather`, in
+//!   the byte a far side's Hello says `resumed` in, which a far side of 2 reads and ignores
+//!   from a near side, so the near side's Hello is the same bytes to both), and a far side
+//!   that agreed on 3 with a near side that asked puts them in the channel's Data. No new
+//!   frame kind: the answers travel as a JDWP command packet inside the channel's stream
+//!   (`gather::inband`: command set 0xF0, command 1, an id of `gather::FAR_IDS`), just
+//!   before the stop's event.
 //! - **Sessions**: the far side names a session with a random id and a secret token, given in
 //!   its first Hello over the (ssh-authenticated, 0700-folder) stream; a near side that comes
 //!   back presents both and is recognised. A wrong token or an unknown session is a Bye, and
@@ -49,13 +58,15 @@
 //!   side's hold runs from when it last heard the near side, so a cut link (which ends no
 //!   socket on the host: sshd keeps its end while TCP retries) releases the VMs a hold after
 //!   the cut, not after TCP gives up.
-//! - **For hiding round trips** (answers gathered at a stop): the far side will read the JDWP stream of each
-//!   channel (it must, to see stop events), send its own commands to the VM in an id range
-//!   the near side's sessions never use, and send what it gathered as a numbered kind on
-//!   the channel of the VM it came from. Being numbered on that channel, a gathered answer
-//!   is ordered with the VM's own bytes: the near side knows exactly which events came
-//!   before it, which is what "nothing since could have changed it" is judged by. Such
-//!   frames must then begin and end at JDWP packet boundaries of the channel's stream.
+//! - **For hiding round trips** (answers gathered at a stop, protocol 3): the far side reads
+//!   the JDWP stream of a gathering channel (to see stop events, `gather::relay`), sends its
+//!   own commands to the VM in an id range the near side's sessions never use (their
+//!   replies never reach the near side), and puts what it gathered in that channel's stream
+//!   as one packet, between the VM's packets, before the stop's event. Being in the
+//!   channel's bytes, a gathered answer is ordered with the VM's own: the near side knows
+//!   exactly which replies and events came before it, which is what "nothing since could
+//!   have changed it" is judged by, and a cut's replay and the local socket carry it as
+//!   they carry the VM's bytes.
 //! - **Strict decoding**: every payload is read to its last byte, texts are UTF-8 within
 //!   named maxima, reason and status codes a later version may add are kept as `Other(n)`.
 //!   A frame the decoder would refuse, the encoder refuses too and writes nothing.

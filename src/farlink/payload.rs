@@ -83,7 +83,15 @@ pub fn encode(body: &Body, out: &mut Vec<u8>) -> Result<(), PayloadError> {
             out.extend_from_slice(&h.session.id);
             out.extend_from_slice(&h.session.token);
             out.extend_from_slice(&h.hold_secs.to_be_bytes());
-            out.push(u8::from(h.resumed));
+            // One byte, whose meaning is the role's: the decoder could not tell the other
+            // side's flag from this side's.
+            let flag = match h.role {
+                Role::Far if h.gather => return Err(PayloadError::Invalid { what: "a far side's gather flag", value: 1 }),
+                Role::Near if h.resumed => return Err(PayloadError::Invalid { what: "a near side's resumed flag", value: 1 }),
+                Role::Far => h.resumed,
+                Role::Near => h.gather,
+            };
+            out.push(u8::from(flag));
         }
         Body::Bye { reason, text } => {
             out.push(bye_code(*reason));
@@ -138,8 +146,13 @@ fn hello(r: &mut Reader<'_>) -> Result<Hello, PayloadError> {
     session.id.copy_from_slice(r.bytes(16, "session id")?);
     session.token.copy_from_slice(r.bytes(16, "session token")?);
     let hold_secs = r.u32("hold time")?;
-    let resumed = flag(r.u8("resumed")?, "resumed")?;
-    Ok(Hello { role, proto_min, proto_max, binary, session, hold_secs, resumed })
+    // The far side's "resumed", the near side's "gather": see `Hello::gather`.
+    let flag = flag(r.u8("resumed")?, "resumed")?;
+    let (resumed, gather) = match role {
+        Role::Far => (flag, false),
+        Role::Near => (false, flag),
+    };
+    Ok(Hello { role, proto_min, proto_max, binary, session, hold_secs, resumed, gather })
 }
 
 fn vm(r: &mut Reader<'_>) -> Result<VmInfo, PayloadError> {

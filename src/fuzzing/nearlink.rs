@@ -184,13 +184,13 @@ pub fn check(data: &[u8]) {
 /// with three opens, from a well-behaved session to the hostile. Written by
 /// `JDWPMUX_NEARLINK_SEEDS=DIR cargo test --lib fuzzing::nearlink::tests::write_seeds -- --ignored`.
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
-    use crate::far::handshake::PROTOCOL;
     use crate::farlink::frame::{ByeReason, CloseReason, Hello, MainKind, Role, SessionKey};
+    // A far side of protocol 2, as the committed corpus holds: a near side of 3 still takes it.
     let hello = |role, ack, resumed| Frame {
         channel: 0,
         seq: 0,
         ack,
-        body: Body::Hello(Hello { role, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "0.1.0".into(), session: SessionKey { id: [1; 16], token: [2; 16] }, hold_secs: 300, resumed }),
+        body: Body::Hello(Hello { role, proto_min: 2, proto_max: 2, binary: "0.1.0".into(), session: SessionKey { id: [1; 16], token: [2; 16] }, hold_secs: 300, resumed, gather: false }),
     };
     let vm = |key, pid, main: &str| VmInfo {
         key,

@@ -15,12 +15,11 @@
 //! - [`store`]: the near side's answers of one VM connection, judged by [`validity`] as
 //!   commands and events pass, served by the exact bytes of a debugger's command.
 //!
-//! How they are to be joined (none of the running parts calls them yet: today's far side,
-//! protocol 2, relays each channel's bytes unchanged): the far side's channel task runs a
-//! [`relay::Relay`] over its VM connection and sends each [`relay::Answers`] as a numbered
-//! frame of the event's channel under a new protocol (ordered with the channel's Data, so
-//! the near side knows which replies and events came before it); the near side puts them
-//! in the channel's stream in order, and the session keeps a [`store::Store`] per VM
+//! How they are joined: under far-side protocol 3, for a near side that asked, the far
+//! side's channel task (`far::gathering`) runs a [`relay::Relay`] over its VM connection
+//! and puts each [`relay::Answers`] in the channel's stream as its [`inband`] packet, before
+//! the event (ordered with the VM's bytes, so the near side knows which replies and events
+//! came before it); the near side's session keeps a [`store::Store`] per VM
 //! connection that is told every command it writes to the VM and every event it reads, and
 //! is asked before the near cache for every debugger's command.
 

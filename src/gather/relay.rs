@@ -163,9 +163,17 @@ impl Relay {
         }
     }
 
-    fn send_own(&mut self, out: &mut Vec<Out>, key: &Key) -> u32 {
+    /// An id of jdwpmux's own for a packet it puts in the near side's stream (a stop's
+    /// answers, `super::inband`): taken from the same count as its commands' ids, so it is
+    /// none of theirs (the near side tells the two apart by the packet, not the id).
+    pub fn own_id(&mut self) -> u32 {
         let id = self.next_id;
         self.next_id = if id == *FAR_IDS.end() { *FAR_IDS.start() } else { id + 1 };
+        id
+    }
+
+    fn send_own(&mut self, out: &mut Vec<Out>, key: &Key) -> u32 {
+        let id = self.own_id();
         self.waiting.extend_from_slice(Packet::command(id, key.set, key.cmd, &key.data).as_bytes());
         self.flush_waiting(out);
         id

@@ -39,6 +39,9 @@ pub struct Config {
     pub host: String,
     /// The hold asked of the far side, in seconds (0: the far side's own).
     pub hold_secs: u32,
+    /// Ask the far side for a stop's answers gathered before its event (protocol 3): the
+    /// sessions then answer from them (not with `--near-cache never`).
+    pub gather: bool,
     /// Bytes sent and not yet acknowledged before the VM sessions' writes wait.
     pub limit: usize,
     pub liveness: Liveness,
@@ -52,6 +55,7 @@ impl Default for Config {
         Config {
             host: String::new(),
             hold_secs: 0,
+            gather: false,
             limit: 8 << 20,
             liveness: crate::farlink::liveness::DEFAULT,
             first_retry: Duration::from_millis(200),

@@ -40,7 +40,7 @@ use super::restart::{self, Check, Unusable, FIRST_CHECK_WAIT, MAX_CHECK_WAIT};
 use super::sockets::Sockets;
 use super::ssh::{self, FarUnusable};
 use super::timing::{retry_plan, Backoff, Retry, RESTART_AFTER};
-use crate::far::handshake::{protocols, PROTOCOL};
+use crate::far::handshake::{protocols, PROTOCOL, PROTOCOL_MIN};
 use crate::remote::host::{HostConfig, HostReport, LinkState, Probe, RemoteVm, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::remote::link::Link;
 use crate::remote::naming::Names;
@@ -82,6 +82,8 @@ pub struct FarChoice {
     pub hold_secs: u32,
     /// When the host has none that can be used, copy this binary there (`--far-copy`).
     pub copy: bool,
+    /// Ask the far side for a stop's gathered answers (unless `--near-cache never`).
+    pub gather: bool,
 }
 
 /// The hold asked of the far side by default (`--far-hold`): a dropped Wi-Fi, a VPN that
@@ -90,7 +92,7 @@ pub const DEFAULT_HOLD_SECS: u32 = 300;
 
 impl Default for FarChoice {
     fn default() -> Self {
-        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS, copy: false }
+        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS, copy: false, gather: true }
     }
 }
 
@@ -106,8 +108,9 @@ pub fn fallback_line(label: &str, why: &FarUnusable, far: &FarChoice) -> String 
                 None => format!("install jdwpmux {ours} on {label} where `ssh {label} {path}` finds it (or name it with --far-path)"),
             };
             format!(
-                "jdwpmux on {label} ({version}) speaks far-side protocol {}, this one ({ours}) speaks {PROTOCOL}: its VMs are reached through ssh forwards; {fix}, or use --far never",
-                protocols(*theirs.start(), *theirs.end())
+                "jdwpmux on {label} ({version}) speaks far-side protocol {}, this one ({ours}) speaks {}: its VMs are reached through ssh forwards; {fix}, or use --far never",
+                protocols(*theirs.start(), *theirs.end()),
+                protocols(PROTOCOL_MIN, PROTOCOL)
             )
         }
         FarUnusable::Refused(text) => format!(
@@ -267,7 +270,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
             nl.retry_now();
         }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
-            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), hold_secs: far.hold_secs, ..link::Config::default() });
+            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), hold_secs: far.hold_secs, gather: far.gather, ..link::Config::default() });
             let sockets = Sockets::new(nl.clone());
             (nl, sockets)
         });
@@ -625,11 +628,11 @@ mod tests {
     #[test]
     fn another_version_is_said_with_both_sides_versions_and_protocols() {
         let ours = env!("CARGO_PKG_VERSION");
-        let other = FarUnusable::Version { version: "9.9.9".into(), protocols: 3..=4, running: None };
+        let other = FarUnusable::Version { version: "9.9.9".into(), protocols: 4..=5, running: None };
         let line = fallback_line("box", &other, &FarChoice::default());
         assert_eq!(
             line,
-            format!("jdwpmux on box (9.9.9) speaks far-side protocol 3..4, this one ({ours}) speaks {PROTOCOL}: its VMs are reached through ssh forwards; install jdwpmux {ours} on box where `ssh box jdwpmux` finds it (or name it with --far-path), or use --far never")
+            format!("jdwpmux on box (9.9.9) speaks far-side protocol 4..5, this one ({ours}) speaks 2..3: its VMs are reached through ssh forwards; install jdwpmux {ours} on box where `ssh box jdwpmux` finds it (or name it with --far-path), or use --far never")
         );
         // One already running there is found by any jdwpmux installed after it: it must go.
         let running = FarUnusable::Version { version: "0.0.1".into(), protocols: 1..=1, running: Some(77) };

@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 
-use crate::far::handshake::PROTOCOL;
+use crate::far::handshake::{protocols, PROTOCOL, PROTOCOL_MIN};
 use crate::farlink::frame::{Body, ByeReason, CloseReason, Hello, Kind, OpenStatus, Role, VmInfo};
 use crate::farlink::resume::{Received, Resume, ResumeError};
 use crate::farlink::Frame;
@@ -45,12 +45,14 @@ pub fn first(frame: Frame, new_session: bool) -> First {
         Body::Bye { reason, text } => return First::Retry(format!("the far side said goodbye ({reason:?}): {text}")),
         other => return First::Retry(format!("the far side began with a {:?} frame", other.kind())),
     };
-    if far.role != Role::Far || far.proto_min != PROTOCOL || far.proto_max != PROTOCOL {
+    // The far side answers with the one protocol it chose (min = max), one this side offered.
+    if far.role != Role::Far || far.proto_min != far.proto_max || !(PROTOCOL_MIN..=PROTOCOL).contains(&far.proto_min) {
         let role = if far.role == Role::Far { String::new() } else { format!(" as a {:?} side", far.role) };
         return First::Refused(format!(
-            "the far side (jdwpmux {}) answered{role} with far-side protocol {}; this jdwpmux speaks {PROTOCOL}",
+            "the far side (jdwpmux {}) answered{role} with far-side protocol {}; this jdwpmux speaks {}",
             far.binary,
-            crate::far::handshake::protocols(far.proto_min, far.proto_max)
+            protocols(far.proto_min, far.proto_max),
+            protocols(PROTOCOL_MIN, PROTOCOL)
         ));
     }
     First::Hello(far)

@@ -3,7 +3,7 @@ use crate::farlink::frame::SessionKey;
 use crate::farlink::resume::{Outbound, ResumeError};
 
 fn hello(role: Role, min: u16, max: u16) -> Hello {
-    Hello { role, proto_min: min, proto_max: max, binary: "9.9.9".into(), session: SessionKey { id: [7; 16], token: [8; 16] }, hold_secs: 300, resumed: false }
+    Hello { role, proto_min: min, proto_max: max, binary: "9.9.9".into(), session: SessionKey { id: [7; 16], token: [8; 16] }, hold_secs: 300, resumed: false, gather: false }
 }
 
 fn link(body: Body) -> Frame {
@@ -14,6 +14,9 @@ fn link(body: Body) -> Frame {
 fn the_first_frame() {
     let h = hello(Role::Far, PROTOCOL, PROTOCOL);
     assert_eq!(first(link(Body::Hello(h.clone())), false), First::Hello(h));
+    // A far side of protocol 2 (before gathered answers) is spoken to as before.
+    let old = hello(Role::Far, 2, 2);
+    assert_eq!(first(link(Body::Hello(old.clone())), false), First::Hello(old));
     let bye = |reason, text: &str| link(Body::Bye { reason, text: text.into() });
     assert_eq!(first(bye(ByeReason::Version, "speaks 7"), false), First::Refused("speaks 7".into()));
     // Found by the nearlink fuzz target: an empty goodbye gave an empty refusal line.
@@ -38,10 +41,14 @@ fn a_new_session_refused_as_unknown_waits_the_backoff() {
 
 #[test]
 fn a_hello_with_odd_fields_is_refused_with_what_it_said() {
-    let want = |role: &str, min: u16, max: u16| format!("the far side (jdwpmux 9.9.9) answered{role} with far-side protocol {}; this jdwpmux speaks {PROTOCOL}", crate::far::handshake::protocols(min, max));
+    let want = |role: &str, min: u16, max: u16| format!("the far side (jdwpmux 9.9.9) answered{role} with far-side protocol {}; this jdwpmux speaks 2..3", crate::far::handshake::protocols(min, max));
     let cases = [
         (hello(Role::Near, PROTOCOL, PROTOCOL), want(" as a Near side", PROTOCOL, PROTOCOL)),
         (hello(Role::Far, PROTOCOL, PROTOCOL + 1), want("", PROTOCOL, PROTOCOL + 1)),
+        // A range is no answer: the far side says the one it chose.
+        (hello(Role::Far, 2, 3), want("", 2, 3)),
+        (hello(Role::Far, 1, 1), want("", 1, 1)),
+        (hello(Role::Far, PROTOCOL + 1, PROTOCOL + 1), want("", PROTOCOL + 1, PROTOCOL + 1)),
         (hello(Role::Far, 0, 0), want("", 0, 0)),
         (hello(Role::Far, u16::MAX, 0), want("", u16::MAX, 0)),
     ];

@@ -30,7 +30,7 @@ pub use super::api::{Config, Dial, LinkState, NearLink, OpenError};
 use super::channels::{Channels, Opened, Route};
 use super::inbound::{self, Broken, First, Inbound};
 use super::timing::{Backoff, Beat};
-use crate::far::handshake::PROTOCOL;
+use crate::far::handshake::{PROTOCOL, PROTOCOL_MIN};
 use crate::farlink::frame::{Body, ByeReason, CloseReason, Hello, OpenStatus, Role, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
 use crate::farlink::resume::{Outbound, Resume};
 use crate::farlink::{FarCodec, Frame};
@@ -326,12 +326,14 @@ impl Task {
         let (mut read, mut write) = stream.into_split();
         let hello = Hello {
             role: Role::Near,
-            proto_min: PROTOCOL,
+            proto_min: PROTOCOL_MIN,
             proto_max: PROTOCOL,
             binary: env!("CARGO_PKG_VERSION").to_string(),
             session: self.key,
             hold_secs: self.cfg.hold_secs,
             resumed: false,
+            // Said under every protocol: one of 2 ignores it (see `Hello::gather`).
+            gather: self.cfg.gather,
         };
         let hello = self.resume.link(Body::Hello(hello));
         let mut out = BytesMut::new();
@@ -376,7 +378,7 @@ impl Task {
         };
         self.key = far.session;
         self.connections += 1;
-        info!(resumed = far.resumed, replayed = replay.len(), far = %far.binary, hold_s = far.hold_secs, hold_asked_s = self.cfg.hold_secs, connections = self.connections, "connected to the far side");
+        info!(resumed = far.resumed, replayed = replay.len(), far = %far.binary, protocol = far.proto_max, gathered = self.cfg.gather && far.proto_max >= crate::far::handshake::GATHER_PROTOCOL, hold_s = far.hold_secs, hold_asked_s = self.cfg.hold_secs, connections = self.connections, "connected to the far side");
         self.rd = Some(ReadSide { half: read, buf });
         self.wr = Some(WriteSide { half: write, out: BytesMut::new() });
         self.heard = Instant::now();

@@ -75,8 +75,8 @@ mod tests {
                 let line = crate::far::ready_line(Path::new("/run/user/1000/jdwpmux far/far.sock"), pid, already);
                 let got = parse(&format!("{line}\n")).unwrap();
                 assert_eq!(got.socket, Path::new("/run/user/1000/jdwpmux far/far.sock"));
-                let ours = crate::far::handshake::PROTOCOL;
-                assert_eq!((got.pid, got.already, got.protocols), (pid, already, ours..=ours));
+                let ours = crate::far::handshake::PROTOCOL_MIN..=crate::far::handshake::PROTOCOL;
+                assert_eq!((got.pid, got.already, got.protocols), (pid, already, ours));
                 assert_eq!(got.version, env!("CARGO_PKG_VERSION"));
             }
         }

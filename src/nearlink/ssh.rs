@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use super::ready::{self, Ready};
-use crate::far::handshake::PROTOCOL;
+use crate::far::handshake::{agree, PROTOCOL, PROTOCOL_MIN};
 use crate::remote::ssh_path::{expanded_path, forward_socket, SshPathError};
 use crate::remote::{Destination, SshOptions};
 
@@ -28,7 +28,7 @@ pub enum FarUnusable {
     Failed(String),
     /// Its ready line names protocols this jdwpmux does not speak; `running`: the pid of a far
     /// side that was running already (a new jdwpmux installed there finds it and says so).
-    #[error("jdwpmux {version} there speaks far-side protocol {}, this jdwpmux ({ours}) speaks {PROTOCOL}", crate::far::handshake::protocols(*.protocols.start(), *.protocols.end()), ours = env!("CARGO_PKG_VERSION"))]
+    #[error("jdwpmux {version} there speaks far-side protocol {}, this jdwpmux ({ours}) speaks {}", crate::far::handshake::protocols(*.protocols.start(), *.protocols.end()), crate::far::handshake::protocols(PROTOCOL_MIN, PROTOCOL), ours = env!("CARGO_PKG_VERSION"))]
     Version { version: String, protocols: std::ops::RangeInclusive<u16>, running: Option<u32> },
     /// It refused this near side's hello (another protocol): its own words.
     #[error("{0}")]
@@ -91,7 +91,7 @@ pub fn judge_start(status: Option<i32>, stdout: &str, stderr: &str, far_path: &s
     }
     let line = stdout.lines().find(|l| l.starts_with("jdwpmux far: "));
     match line.map(ready::parse) {
-        Some(Ok(r)) if !r.protocols.contains(&PROTOCOL) => {
+        Some(Ok(r)) if agree(*r.protocols.start(), *r.protocols.end()).is_none() => {
             Err(FarUnusable::Version { running: r.pid.filter(|_| r.already), version: r.version, protocols: r.protocols })
         }
         Some(Ok(r)) if status == Some(0) => Ok(r),
@@ -177,6 +177,8 @@ mod tests {
         assert_eq!(judge_start(Some(0), running, "", "jdwpmux"), Err(FarUnusable::Version { version: "0.0.9".into(), protocols: 1..=1, running: Some(9) }));
         let several = format!("jdwpmux far: listening on /run/far/far.sock (pid 9, protocol 1..{}, jdwpmux 9.0.0)", PROTOCOL + 1);
         assert!(judge_start(Some(0), &several, "", "jdwpmux").is_ok(), "a far side that speaks ours among others is used");
+        let older = "jdwpmux far: listening on /run/far/far.sock (pid 9, protocol 2, jdwpmux 0.1.0)";
+        assert!(judge_start(Some(0), older, "", "jdwpmux").is_ok(), "a far side of protocol 2 is used (without gathered answers)");
         let e = judge_start(Some(2), "", "error: unrecognized subcommand 'far'\n", "jdwpmux").unwrap_err();
         assert_eq!(e.to_string(), "jdwpmux far --detach exited with 2: error: unrecognized subcommand 'far'");
         assert!(judge_start(None, "", "", "jdwpmux").unwrap_err().to_string().contains("ended by a signal"));
