@@ -28,8 +28,11 @@ pub mod plan;
 pub mod relay;
 pub mod store;
 pub mod validity;
+pub mod values;
 pub mod wire;
 
+#[cfg(test)]
+mod plan_objects_tests;
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]

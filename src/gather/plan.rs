@@ -15,12 +15,27 @@
 //!    one whose scope starts later; `this` and `this$n` left out): StackFrame.GetValues of
 //!    all of them (`getValues(visibleVariables())`) and, when more than one, of each alone
 //!    (`getValue(v)`);
-//! 4. from ThisObject: ObjectReference.ReferenceType of `this` (when not null).
+//! 4. from ThisObject: ObjectReference.ReferenceType of `this` (when not null);
+//! 5. the fields of `this` of the top frame: for its type and each superclass,
+//!    ReferenceType.FieldsWithGeneric and ClassType.Superclass, and once that chain is
+//!    known, ObjectReference.GetValues of `this` with all its instance fields;
+//! 6. the statics of the top frame's declaring class: the same chain from that class, then
+//!    ReferenceType.GetValues of that class with the static fields of it and its
+//!    superclasses (each class is asked once, for both);
+//! 7. for every value the GetValues above read: StringReference.Value of a string, and of an
+//!    array ArrayReference.Length, then ArrayReference.GetValues(0, min(length, 100)).
+//!
+//! The near side answers a debugger's own GetValues by composing them from these values
+//! (it asks for other fields, orders and ranges), so only their ids need be what JDI sends.
 //!
 //! Bounded: at most `Limits::commands` commands and `Limits::bytes` bytes of kept replies
-//! per stop. Only replies with error code 0 are kept (an error goes to the VM again when
-//! asked). A reply that does not parse ends that branch of the plan, nothing else.
+//! per stop, and no command twice. Only replies with error code 0 are kept (an error goes
+//! to the VM again when asked). A reply that does not parse ends that branch of the plan,
+//! nothing else.
 
+use std::collections::{HashMap, HashSet};
+
+use super::values::{self, Field, CLASS};
 use super::Key;
 use crate::jdwp::events::{self, kind, suspend, IdSizes};
 use crate::jdwp::reader::{put_id, Reader};
@@ -54,14 +69,36 @@ pub const STOP_KINDS: &[u8] = &[
     kind::FIELD_MODIFICATION,
 ];
 
+/// The most elements of an array read at a stop (an IDE shows an array's head first).
+pub const ARRAY_HEAD: u32 = 100;
+
 /// What a sent command is for: what its reply leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
     Plain,
     AllFrames,
-    ThisObject,
+    /// `this` of the top frame numbered so.
+    ThisObject(usize),
     /// The variable table of the top frame numbered so (index into `frames`).
     VariableTable(usize),
+    /// The type of the top frame's `this` (this object).
+    ThisType(u64),
+    /// The fields of a class.
+    Fields(u64),
+    /// The superclass of a class.
+    Superclass(u64),
+    /// A reply of tagged values: its strings and arrays are read.
+    Values,
+    /// The length of an array.
+    ArrayLength(u64),
+}
+
+/// A class whose fields and superclass were asked for, and what came.
+#[derive(Debug, Default)]
+struct Class {
+    fields: Option<Vec<Field>>,
+    /// 0 at the top (and for a type that is no class, which has no superclass to ask).
+    superclass: Option<u64>,
 }
 
 /// One frame of a Frames reply.
@@ -94,6 +131,14 @@ pub struct Plan {
     frames: Vec<Frame>,
     gathered: Vec<Gathered>,
     bytes: usize,
+    /// Every command issued: none twice (a class both `this`'s and the frame's, a string
+    /// two values hold).
+    keys: HashSet<Key>,
+    classes: HashMap<u64, Class>,
+    /// `this` of the top frame and its type, until its fields are asked for.
+    this: Option<(u64, u64)>,
+    /// The top frame's declaring class, until its statics are asked for.
+    statics: Option<u64>,
 }
 
 impl Plan {
@@ -116,6 +161,10 @@ impl Plan {
             frames: Vec::new(),
             gathered: Vec::new(),
             bytes: 0,
+            keys: HashSet::new(),
+            classes: HashMap::new(),
+            this: None,
+            statics: None,
         };
         let t = plan.thread_data();
         let mut first = Vec::new();
@@ -178,21 +227,60 @@ impl Plan {
                     let f = self.frames[i];
                     let mut this = self.thread_data();
                     put_id(&mut this, f.id, self.sizes.frame);
-                    self.issue(&mut next, Key::new(16, 3, this), Step::ThisObject);
+                    self.issue(&mut next, Key::new(16, 3, this), Step::ThisObject(i));
                     let mut method = Vec::new();
                     put_id(&mut method, f.class, self.sizes.reference_type);
                     put_id(&mut method, f.method, self.sizes.method);
                     self.issue(&mut next, Key::new(6, 5, method), Step::VariableTable(i));
                 }
+                if let Some(top) = self.frames.first().copied() {
+                    self.statics = Some(top.class);
+                    self.want_class(&mut next, top.class, top.type_tag);
+                }
             }
-            Step::ThisObject => {
+            Step::ThisObject(i) => {
                 let mut r = Reader::new(data);
                 let (Ok(_tag), Ok(object)) = (r.u8("tag"), r.id(self.sizes.object, "object")) else { return next };
                 if object != 0 && r.remaining() == 0 {
-                    let mut d = Vec::new();
-                    put_id(&mut d, object, self.sizes.object);
-                    self.issue(&mut next, Key::new(9, 1, d), Step::Plain);
+                    let step = if i == 0 { Step::ThisType(object) } else { Step::Plain };
+                    self.issue(&mut next, Key::new(9, 1, self.id(object, self.sizes.object)), step);
                 }
+            }
+            Step::ThisType(object) => {
+                let Some((tag, ty)) = values::parse_reference_type(data, &self.sizes) else { return next };
+                self.this = Some((object, ty));
+                self.want_class(&mut next, ty, tag);
+                self.read_fields(&mut next);
+            }
+            Step::Fields(class) => {
+                let Some(fields) = values::parse_fields(data, &self.sizes) else { return next };
+                self.classes.entry(class).or_default().fields = Some(fields);
+                self.read_fields(&mut next);
+            }
+            Step::Superclass(class) => {
+                let Some(superclass) = values::parse_superclass(data, &self.sizes) else { return next };
+                self.classes.entry(class).or_default().superclass = Some(superclass);
+                if superclass != 0 {
+                    self.want_class(&mut next, superclass, CLASS);
+                }
+                self.read_fields(&mut next);
+            }
+            Step::Values => {
+                let Some(values) = values::parse_values(data, &self.sizes) else { return next };
+                for v in values {
+                    match (v.tag, v.object) {
+                        (b's', Some(s)) if s != 0 => self.issue(&mut next, Key::new(10, 1, self.id(s, self.sizes.object)), Step::Plain),
+                        (b'[', Some(a)) if a != 0 => self.issue(&mut next, Key::new(13, 1, self.id(a, self.sizes.object)), Step::ArrayLength(a)),
+                        _ => {}
+                    }
+                }
+            }
+            Step::ArrayLength(array) => {
+                let Some(len) = values::parse_length(data) else { return next };
+                let mut d = self.id(array, self.sizes.object);
+                d.extend_from_slice(&0i32.to_be_bytes());
+                d.extend_from_slice(&(len.min(ARRAY_HEAD) as i32).to_be_bytes());
+                self.issue(&mut next, Key::new(13, 2, d), Step::Plain);
             }
             Step::VariableTable(i) => {
                 let Some(frame) = self.frames.get(i).copied() else { return next };
@@ -203,8 +291,9 @@ impl Plan {
                 }
                 let mut prefix = self.thread_data();
                 put_id(&mut prefix, frame.id, self.sizes.frame);
-                self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, &visible)), Step::Plain);
-                // One local alone is the same command as all of them.
+                self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, &visible)), Step::Values);
+                // One local alone is the same command as all of them. Their values are the
+                // ones read just before: their strings and arrays are asked for once.
                 for v in visible.iter().filter(|_| visible.len() > 1) {
                     self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, std::slice::from_ref(v))), Step::Plain);
                 }
@@ -219,10 +308,82 @@ impl Plan {
         d
     }
 
-    fn issue(&mut self, out: &mut Vec<Key>, key: Key, step: Step) {
-        if self.issued.len() >= self.limits.commands {
+    fn id(&self, id: u64, size: usize) -> Vec<u8> {
+        let mut d = Vec::new();
+        put_id(&mut d, id, size);
+        d
+    }
+
+    /// Asks for a class's fields and (of a class) its superclass, once per class.
+    fn want_class(&mut self, out: &mut Vec<Key>, class: u64, tag: u8) {
+        if class == 0 || self.classes.contains_key(&class) {
             return;
         }
+        // A type that is no class (an interface) has no superclass to ask for.
+        let superclass = (tag != CLASS).then_some(0);
+        self.classes.insert(class, Class { fields: None, superclass });
+        let d = self.id(class, self.sizes.reference_type);
+        self.issue(out, Key::new(2, 14, d.clone()), Step::Fields(class));
+        if tag == CLASS {
+            self.issue(out, Key::new(3, 1, d), Step::Superclass(class));
+        }
+    }
+
+    /// The fields of `class` and its superclasses, once all of them are known.
+    fn chain_fields(&self, class: u64) -> Option<Vec<Field>> {
+        let mut all = Vec::new();
+        let mut at = class;
+        // A chain longer than the classes known loops (a confused VM): none.
+        for _ in 0..=self.classes.len() {
+            let c = self.classes.get(&at)?;
+            all.extend_from_slice(c.fields.as_ref()?);
+            match c.superclass? {
+                0 => return Some(all),
+                s => at = s,
+            }
+        }
+        None
+    }
+
+    /// Reads the fields of `this` and the statics of the frame's class once their chains are
+    /// known.
+    fn read_fields(&mut self, out: &mut Vec<Key>) {
+        if let Some((object, ty)) = self.this {
+            if let Some(fields) = self.chain_fields(ty) {
+                self.this = None;
+                let ids: Vec<u64> = fields.iter().filter(|f| !f.is_static()).map(|f| f.id).collect();
+                if !ids.is_empty() {
+                    let d = self.fields_data(self.id(object, self.sizes.object), &ids);
+                    self.issue(out, Key::new(9, 2, d), Step::Values);
+                }
+            }
+        }
+        if let Some(class) = self.statics {
+            if let Some(fields) = self.chain_fields(class) {
+                self.statics = None;
+                let ids: Vec<u64> = fields.iter().filter(|f| f.is_static()).map(|f| f.id).collect();
+                if !ids.is_empty() {
+                    let d = self.fields_data(self.id(class, self.sizes.reference_type), &ids);
+                    self.issue(out, Key::new(2, 6, d), Step::Values);
+                }
+            }
+        }
+    }
+
+    /// `prefix` (an object or a type), then `int fields` and the field ids.
+    fn fields_data(&self, mut prefix: Vec<u8>, ids: &[u64]) -> Vec<u8> {
+        prefix.extend_from_slice(&(ids.len() as u32).to_be_bytes());
+        for id in ids {
+            put_id(&mut prefix, *id, self.sizes.field);
+        }
+        prefix
+    }
+
+    fn issue(&mut self, out: &mut Vec<Key>, key: Key, step: Step) {
+        if self.issued.len() >= self.limits.commands || self.keys.contains(&key) {
+            return;
+        }
+        self.keys.insert(key.clone());
         self.issued.push((key.clone(), step));
         self.answered.push(false);
         self.outstanding += 1;

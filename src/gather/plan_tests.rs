@@ -126,9 +126,12 @@ fn the_frames_lead_to_this_and_the_variable_table_of_the_top_frame() {
         vec![
             Key::new(16, 3, cat(&[&t, &0xF1u64.to_be_bytes()])),
             Key::new(6, 5, cat(&[&0x30u64.to_be_bytes(), &0x40u64.to_be_bytes()])),
+            // The declaring class's fields and superclass, for its statics.
+            Key::new(2, 14, 0x30u64.to_be_bytes().to_vec()),
+            Key::new(3, 1, 0x30u64.to_be_bytes().to_vec()),
         ]
     );
-    assert_eq!(plan.issued(), first.len() + 2);
+    assert_eq!(plan.issued(), first.len() + 4);
 }
 
 #[test]

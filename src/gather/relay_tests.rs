@@ -229,3 +229,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_answers_packet_takes_an_id_none_of_jdwpmuxs_commands_has() {
+    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let now = Instant::now();
+    relay.from_near(&HANDSHAKE[..]);
+    let outs = relay.from_vm(&HANDSHAKE[..], now);
+    let sent: Vec<u32> = outs
+        .iter()
+        .filter_map(|o| match o {
+            Out::ToVm(b) if b.len() >= HEADER_LEN => Header::parse(b).map(|h| h.id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent, vec![*FAR_IDS.start()], "the id sizes are asked first");
+    let own = relay.own_id();
+    assert!(FAR_IDS.contains(&own) && !sent.contains(&own));
+    // The next command of the relay's takes the id after it.
+    assert_ne!(relay.own_id(), own);
+}
