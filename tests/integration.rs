@@ -20,6 +20,8 @@ mod sharing_jvm;
 mod near_cache;
 #[path = "integration/far.rs"]
 mod far;
+#[path = "integration/far_gather.rs"]
+mod far_gather;
 #[path = "integration/nearlink.rs"]
 mod nearlink;
 #[path = "integration/detach.rs"]

@@ -22,15 +22,15 @@ use tokio_util::codec::{Decoder, Encoder};
 use crate::support::console::Console;
 use crate::support::{java_available, JavaApp};
 
-const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
 /// A JVM and the far side on a busy 2-core machine can be slow.
-const SLOW: Duration = Duration::from_secs(60);
+pub(crate) const SLOW: Duration = Duration::from_secs(60);
 /// The far side's hold in this test: short, so its ending is seen.
 const HOLD_SECS: u64 = 5;
 const CHANNEL: u32 = 1;
 
 /// The near side of the stream, as the test drives it.
-struct Near {
+pub(crate) struct Near {
     stream: UnixStream,
     buf: BytesMut,
 }
@@ -39,9 +39,16 @@ impl Near {
     /// Connects, says Hello for `session` (empty: a new one) with what `resume` has received,
     /// reads the far side's Hello and sends again what the far side has not received.
     async fn connect(socket: &Path, session: SessionKey, resume: &mut Resume) -> Result<(Near, Hello)> {
+        use jdwpmux::far::handshake::{PROTOCOL, PROTOCOL_MIN};
+        Near::connect_as(socket, session, resume, (PROTOCOL_MIN, PROTOCOL), false).await
+    }
+
+    /// Like `connect`, for a near side speaking `protocols` that asks for gathered answers
+    /// or not.
+    pub(crate) async fn connect_as(socket: &Path, session: SessionKey, resume: &mut Resume, protocols: (u16, u16), gather: bool) -> Result<(Near, Hello)> {
         let stream = UnixStream::connect(socket).await.with_context(|| format!("connect {}", socket.display()))?;
         let mut near = Near { stream, buf: BytesMut::new() };
-        let hello = Hello { role: Role::Near, proto_min: jdwpmux::far::handshake::PROTOCOL, proto_max: jdwpmux::far::handshake::PROTOCOL, binary: "test".into(), session, hold_secs: 0, resumed: false };
+        let hello = Hello { role: Role::Near, proto_min: protocols.0, proto_max: protocols.1, binary: "test".into(), session, hold_secs: 0, resumed: false, gather };
         let hello = resume.link(Body::Hello(hello));
         near.write(&hello).await?;
         let first = near.read_frame().await?;
@@ -59,7 +66,7 @@ impl Near {
         Ok(())
     }
 
-    async fn send(&mut self, resume: &mut Resume, channel: u32, body: Body) -> Result<()> {
+    pub(crate) async fn send(&mut self, resume: &mut Resume, channel: u32, body: Body) -> Result<()> {
         let f = resume.send(channel, body)?;
         self.write(&f).await
     }
@@ -81,7 +88,7 @@ impl Near {
     }
 
     /// The next numbered frame, taken through `resume` (acks and the like are taken too).
-    async fn next(&mut self, resume: &mut Resume) -> Result<Frame> {
+    pub(crate) async fn next(&mut self, resume: &mut Resume) -> Result<Frame> {
         loop {
             let f = self.read_frame().await?;
             if resume.receive(&f)? == Received::Deliver {
@@ -133,7 +140,7 @@ async fn read_packets(near: &mut Near, resume: &mut Resume, stream: &mut BytesMu
 }
 
 /// The far side's list, until it holds the VM of `pid`.
-async fn wait_for_vm(near: &mut Near, resume: &mut Resume, pid: u32) -> Result<VmInfo> {
+pub(crate) async fn wait_for_vm(near: &mut Near, resume: &mut Resume, pid: u32) -> Result<VmInfo> {
     loop {
         let f = near.next(resume).await?;
         if let Body::VmList(vms) = f.body {
@@ -154,7 +161,7 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     cmd.args(["far", "--hold", &HOLD_SECS.to_string(), "--scan-interval", "0.2", "--dir"]).arg(&dir);
     let mut far = Console::spawn(cmd, "jdwpmux far")?;
     let socket = dir.join("far.sock");
-    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol {}", socket.display(), far.pid().unwrap_or(0), jdwpmux::far::handshake::PROTOCOL), SLOW).await?;
+    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol 2..3", socket.display(), far.pid().unwrap_or(0)), SLOW).await?;
     assert_eq!(std::fs::metadata(&dir)?.mode() & 0o777, 0o700, "the far side's folder is private");
 
     // A second start finds the first and leaves it alone.
@@ -167,6 +174,7 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&socket, SessionKey::default(), &mut resume).await?;
     assert_eq!((hello.role, hello.resumed, hello.hold_secs), (Role::Far, false, HOLD_SECS as u32));
+    assert_eq!((hello.proto_min, hello.proto_max), (3, 3), "the highest protocol both speak");
     let session = hello.session;
     let pid = app.pid().context("the JVM's pid")?;
     let vm = wait_for_vm(&mut near, &mut resume, pid).await?;
