@@ -22,7 +22,7 @@
 //!
 //! Decisions the near side builds on:
 //! - The far side is started over ssh as `jdwpmux far --detach`: it prints one line,
-//!   `jdwpmux far: listening on SOCKET (pid N, protocol P, jdwpmux V)` (or `already
+//!   `jdwpmux far: listening on SOCKET (pid N, protocol MIN..MAX, jdwpmux V)` (or `already
 //!   running on SOCKET ...` when one runs), and goes on in a session of its own; the near
 //!   side forwards a Unix socket of its own to SOCKET through the ssh master.
 //! - The VM list comes whole each time it changes; a VM's number names one process, so a
@@ -31,6 +31,8 @@
 //! - A channel is a raw JDWP connection: the near side's session does the handshake and
 //!   multiplexes debuggers onto it exactly as onto a VM socket; when it closes the
 //!   channel, the far side closes the VM connection (the VM sees the debugger leave).
+//!   Under protocol 3, for a near side that asked, the far side also reads a stop's
+//!   answers and puts them in the channel's stream before the event (`gathering`).
 //! - A near side that ends for good says Bye (`ShuttingDown`): the far side then closes its
 //!   VM connections and ends at once instead of holding them.
 //!
