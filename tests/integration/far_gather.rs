@@ -83,6 +83,8 @@ impl Client {
             }
             match self.near.next(&mut self.resume).await?.body {
                 Body::Data(b) => self.stream.extend_from_slice(&b),
+                // The list changes as the VM is attached to: not the channel's.
+                Body::VmList(_) => {}
                 other => bail!("on the channel: {other:?}"),
             }
         }
