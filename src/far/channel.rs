@@ -75,7 +75,11 @@ async fn run(channel: u32, addr: SocketAddr, gather: bool, events: mpsc::Sender<
     }
     debug!("connected");
     let (read, write) = stream.into_split();
-    let (reason, text) = if gather { super::gathering::run(channel, read, write, &events, &mut from_near).await } else { plain(channel, read, write, &events, &mut from_near).await };
+    let (reason, text) = if gather {
+        super::gathering::run(channel, read, write, &events, &mut from_near).await
+    } else {
+        plain(channel, read, write, &events, &mut from_near).await
+    };
     debug!(?reason, text, "closed");
     if reason != CloseReason::Done {
         let _ = events.send(Event::Closed { channel, reason, text }).await;
@@ -83,7 +87,13 @@ async fn run(channel: u32, addr: SocketAddr, gather: bool, events: mpsc::Sender<
 }
 
 /// Relays bytes both ways unchanged until either end closes; returns why.
-async fn plain(channel: u32, mut read: OwnedReadHalf, mut write: OwnedWriteHalf, events: &mpsc::Sender<Event>, from_near: &mut mpsc::Receiver<Bytes>) -> (CloseReason, String) {
+async fn plain(
+    channel: u32,
+    mut read: OwnedReadHalf,
+    mut write: OwnedWriteHalf,
+    events: &mpsc::Sender<Event>,
+    from_near: &mut mpsc::Receiver<Bytes>,
+) -> (CloseReason, String) {
     let from_vm = async {
         // One buffer for every read, each piece copied out at its size: a piece split off
         // would keep the buffer shared while it waits for an ack, and the next read would

@@ -38,7 +38,13 @@ enum Wake {
 }
 
 /// Relays until either end closes; returns why.
-pub async fn run(channel: u32, mut read: OwnedReadHalf, mut write: OwnedWriteHalf, events: &mpsc::Sender<Event>, from_near: &mut mpsc::Receiver<Bytes>) -> (CloseReason, String) {
+pub async fn run(
+    channel: u32,
+    mut read: OwnedReadHalf,
+    mut write: OwnedWriteHalf,
+    events: &mpsc::Sender<Event>,
+    from_near: &mut mpsc::Receiver<Bytes>,
+) -> (CloseReason, String) {
     let mut relay = Relay::new(true, Limits::default());
     let mut buf = vec![0u8; MAX_DATA];
     let mut to_vm: VecDeque<u8> = VecDeque::new();
@@ -132,3 +138,7 @@ async fn to_near(channel: u32, mut bytes: Bytes, events: &mpsc::Sender<Event>) -
     }
     true
 }
+
+#[cfg(test)]
+#[path = "gathering_tests.rs"]
+mod tests;

@@ -282,7 +282,8 @@ impl Session {
         };
         let hello = self.resume.link(Body::Hello(hello));
         self.emit(&hello);
-        info!(resumed = verdict == Verdict::Resume, replayed = replay.len(), near = %a.hello.binary, protocol, gather = self.gather, hold_s = self.hold.as_secs(), "a near side connected");
+        let resumed = verdict == Verdict::Resume;
+        info!(resumed, replayed = replay.len(), near = %a.hello.binary, protocol, gather = self.gather, hold_s = self.hold.as_secs(), "a near side connected");
         for f in &replay {
             self.emit(f);
         }
