@@ -185,13 +185,24 @@ pub fn check(data: &[u8]) {
 /// `JDWPMUX_NEARLINK_SEEDS=DIR cargo test --lib fuzzing::nearlink::tests::write_seeds -- --ignored`.
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     use crate::farlink::frame::{ByeReason, CloseReason, Hello, MainKind, Role, SessionKey};
-    // A far side of protocol 2, as the committed corpus holds: a near side of 3 still takes it.
-    let hello = |role, ack, resumed| Frame {
+    // A far side of protocol 2, as most of the committed corpus holds: a near side of 3
+    // still takes it. `protocol-3` answers with 3.
+    let hello_of = |proto, role, ack, resumed| Frame {
         channel: 0,
         seq: 0,
         ack,
-        body: Body::Hello(Hello { role, proto_min: 2, proto_max: 2, binary: "0.1.0".into(), session: SessionKey { id: [1; 16], token: [2; 16] }, hold_secs: 300, resumed, gather: false }),
+        body: Body::Hello(Hello {
+            role,
+            proto_min: proto,
+            proto_max: proto,
+            binary: "0.1.0".into(),
+            session: SessionKey { id: [1; 16], token: [2; 16] },
+            hold_secs: 300,
+            resumed,
+            gather: false,
+        }),
     };
+    let hello = |role, ack, resumed| hello_of(2, role, ack, resumed);
     let vm = |key, pid, main: &str| VmInfo {
         key,
         pid,
@@ -228,8 +239,18 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let ack_ahead = vec![hello(Role::Far, 3, false), Frame { channel: 0, seq: 0, ack: 4, body: Body::Ack }];
     // Once gave two VMs one key and one socket (see `jvms::keys`).
     let one_pid = vec![hello(Role::Far, 3, false), n(1, 0, Body::VmList((1..=5).map(|k| vm(k, 100, "Billing")).collect()))];
+    // A far side of protocol 3: a stop's answers come inside the channel's Data, as a JDWP
+    // command of set 0xF0 under a far-side id (the near link passes them on unread).
+    let answers = [&[0u8, 0, 0, 0x1A, 0xF0, 0, 0, 1, 0, 0xF0, 1][..], &[0, 0, 0, 9, 2], &[0; 8], &[0, 0]].concat();
+    let protocol_3 = vec![
+        hello_of(3, Role::Far, 3, false),
+        n(1, 0, Body::VmList(vec![vm(1, 100, "Billing")])),
+        n(2, 1, Body::Opened { status: OpenStatus::Ok, text: String::new() }),
+        n(3, 1, Body::Data(bytes::Bytes::from_static(b"JDWP-Handshake"))),
+        n(4, 1, Body::Data(bytes::Bytes::from(answers))),
+    ];
     let mut out = Vec::new();
-    for (name, frames) in [("session", session), ("hostile", hostile), ("refusal", refusal), ("odd-hello", odd_hello), ("ack-ahead", ack_ahead), ("one-pid-listed-five-times", one_pid)] {
+    for (name, frames) in [("session", session), ("protocol-3", protocol_3), ("hostile", hostile), ("refusal", refusal), ("odd-hello", odd_hello), ("ack-ahead", ack_ahead), ("one-pid-listed-five-times", one_pid)] {
         let mut bytes = BytesMut::new();
         for f in &frames {
             assert!(FarCodec.encode(f, &mut bytes).is_ok(), "a seed frame encodes: {f:?}");
