@@ -124,7 +124,7 @@ impl Vm {
                 let (_first, n) = (r.i32("first").unwrap(), r.i32("length").unwrap());
                 let mut d = vec![b'I'];
                 d.extend_from_slice(&n.to_be_bytes());
-                d.extend(std::iter::repeat(0u8).take(4 * n as usize));
+                d.extend(std::iter::repeat_n(0u8, 4 * n as usize));
                 d
             }
             other => panic!("the plan asked {other:?}"),
