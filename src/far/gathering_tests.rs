@@ -95,3 +95,59 @@ async fn a_vm_writing_while_the_near_side_writes_loses_and_blocks_nothing() {
     near.await.unwrap();
     drop(c);
 }
+
+/// A stop whose commands the VM never answers: at the hold's deadline the event goes on to
+/// the near side without answers (the channel's timer, not a reply, releases it).
+#[tokio::test]
+async fn a_stop_the_vm_does_not_answer_goes_on_at_the_holds_deadline() {
+    let thread = 0x51u64;
+    let mut event = vec![2u8, 0, 0, 0, 1, 2, 0, 0, 0, 7];
+    event.extend_from_slice(&thread.to_be_bytes());
+    event.extend_from_slice(&[&[1u8][..], &[0; 16], &5u64.to_be_bytes()].concat());
+    let event = Packet::command(3, 64, 100, &event);
+    let sent = event.as_bytes().to_vec();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let vm = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut hs = [0u8; 14];
+        s.read_exact(&mut hs).await.unwrap();
+        s.write_all(&HANDSHAKE[..]).await.unwrap();
+        // The id sizes, answered; then the stop; then silence, reading what comes.
+        let mut head = [0u8; HEADER_LEN];
+        s.read_exact(&mut head).await.unwrap();
+        let h = Header::parse(&head).unwrap();
+        assert_eq!((h.cmd_set(), h.cmd()), (1, 7));
+        let sizes: Vec<u8> = [8u32; 5].iter().flat_map(|v| v.to_be_bytes()).collect();
+        s.write_all(Packet::reply(h.id, 0, &sizes).as_bytes()).await.unwrap();
+        s.write_all(&sent).await.unwrap();
+        let mut asked = 0usize;
+        let mut buf = [0u8; 4096];
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return asked,
+                Ok(n) => asked += n,
+            }
+        }
+    });
+    let (events_tx, mut events) = mpsc::channel(64);
+    let c = channel::open(1, addr, true, events_tx);
+    c.to_vm.send(Bytes::copy_from_slice(&HANDSHAKE[..])).await.unwrap();
+    let want = [&HANDSHAKE[..], event.as_bytes()].concat();
+    let mut got = Vec::new();
+    tokio::time::timeout(WAIT, async {
+        while got.len() < want.len() {
+            match events.recv().await {
+                Some(Event::Data { bytes, .. }) => got.extend_from_slice(&bytes),
+                Some(Event::Opened { result, .. }) => assert!(result.is_ok(), "{result:?}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the event goes on after the hold");
+    assert!(got == want, "the handshake and the event, and no answers packet");
+    drop(c);
+    let asked = tokio::time::timeout(WAIT, vm).await.unwrap().unwrap();
+    assert!(asked > 0, "the stop's plan was sent to the VM");
+}
