@@ -5,6 +5,7 @@
 //! - [`plan`]: which commands to send the VM at a stop, in which order, and how later ones
 //!   take ids from earlier replies; bounded in commands and bytes. Each gathered answer is
 //!   keyed by the exact command bytes (command set, command, data) a debugger would send.
+//! - [`values`]: the replies the plan reads classes, fields and values from, parsed.
 //! - [`validity`]: whether a gathered answer may still be served, given what happened since
 //!   it was read (commands sent to the VM by anyone, events delivered), with the reason for
 //!   every row. When in doubt the answer is dropped and the command goes to the VM.
