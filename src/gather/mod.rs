@@ -13,7 +13,9 @@
 //! - [`wire`]: a stop's answers as bytes between the two sides. Strict both ways.
 //! - [`inband`]: those bytes as a packet in the VM connection's stream, before the event.
 //! - [`store`]: the near side's answers of one VM connection, judged by [`validity`] as
-//!   commands and events pass, served by the exact bytes of a debugger's command.
+//!   commands and events pass, served by the exact bytes of a debugger's command, or
+//!   composed from the values gathered ([`compose`]) within each object id's budget.
+//! - [`early`]: commands answered before the VM's reply, where that reply cannot differ.
 //!
 //! How they are to be joined (none of the running parts calls them yet: today's far side,
 //! protocol 2, relays each channel's bytes unchanged): the far side's channel task runs a
@@ -24,6 +26,7 @@
 //! connection that is told every command it writes to the VM and every event it reads, and
 //! is asked before the near cache for every debugger's command.
 
+pub mod early;
 pub mod inband;
 pub mod plan;
 pub mod relay;
@@ -31,6 +34,8 @@ pub mod store;
 pub mod validity;
 pub mod wire;
 
+#[cfg(test)]
+mod early_tests;
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]
