@@ -26,6 +26,7 @@
 //! connection that is told every command it writes to the VM and every event it reads, and
 //! is asked before the near cache for every debugger's command.
 
+pub mod compose;
 pub mod early;
 pub mod inband;
 pub mod plan;
@@ -34,6 +35,8 @@ pub mod store;
 pub mod validity;
 pub mod wire;
 
+#[cfg(test)]
+mod compose_tests;
 #[cfg(test)]
 mod early_tests;
 #[cfg(test)]

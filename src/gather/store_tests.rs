@@ -50,13 +50,22 @@ fn answers_are_served_by_exact_bytes_after_their_event_only() {
 }
 
 #[test]
-fn answers_naming_objects_are_served_once() {
+fn an_object_id_is_given_out_no_more_times_than_the_vm_wrote_it() {
+    let obj = 0xAB_u64;
+    let this_key = Key::new(16, 3, [&t()[..], &[0; 8]].concat());
+    let this_reply = [&[b'L'][..], &obj.to_be_bytes()].concat();
+    let mut a = answers(suspend::ALL);
+    a.answers.push(Gathered { key: this_key.clone(), reply: this_reply.clone() });
     let mut s = Store::default();
-    s.arrived(answers(suspend::ALL), S8, []);
+    s.arrived(a, S8, []);
     s.event(EVENT);
+    assert_eq!(s.budget_of(obj), 1);
     let k = locals_key();
     assert!(s.lookup(k.set, k.cmd, &k.data).is_some());
-    assert_eq!(s.lookup(k.set, k.cmd, &k.data), None, "the VM counted one");
+    assert!(s.lookup(k.set, k.cmd, &k.data).is_some(), "an int names no object: served again");
+    assert_eq!(s.lookup(this_key.set, this_key.cmd, &this_key.data), Some(this_reply));
+    assert_eq!(s.lookup(this_key.set, this_key.cmd, &this_key.data), None, "the VM counted one");
+    assert_eq!(s.budget_of(obj), 0);
 }
 
 #[test]

@@ -73,14 +73,6 @@ impl Answer {
         })
     }
 
-    /// Served at most once per reading: its reply may name object ids, and the VM counts
-    /// each id it sends (a debugger disposes as many as it got). The far side's reading
-    /// counted one; a second near answer would let the debuggers dispose one more than the
-    /// VM counted, freeing an id someone still holds.
-    pub fn once(self) -> bool {
-        matches!(self, Answer::ThisObject | Answer::Locals | Answer::ObjectFields | Answer::Statics | Answer::ArrayValues)
-    }
-
     /// Whether an answer read at a stop with this suspend policy may be served at all.
     pub fn admitted(self, policy: u8) -> Result<(), &'static str> {
         let every_thread = policy == suspend::ALL;
