@@ -92,6 +92,8 @@ mod leave;
 mod vm_side;
 mod vm_events;
 mod near_answers;
+mod gathered;
+mod early_answers;
 mod proxy_requests;
 mod android_tcp;
 mod ddm_glue;

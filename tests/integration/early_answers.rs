@@ -1,0 +1,182 @@
+//! Answers given before the VM's reply, and answers from a stop's gathered answers, as the
+//! session gives them: a JDI program stepping through the proxy on a real HotSpot JVM sees
+//! exactly what it sees directly while Resume, Clear and step Sets are answered early; an
+//! early answer the VM's reply contradicts (a fake VM made to) is counted; a stop's
+//! gathered answers sent in the VM connection's stream (as jdwpmux on the VM's host sends
+//! them) answer a debugger near, within each object id's budget, and never reach it.
+
+use std::path::Path;
+
+use jdwpmux::gather::plan::Gathered;
+use jdwpmux::gather::relay::Answers;
+use jdwpmux::gather::{inband, Key};
+use jdwpmux::settings::{DdmMode, NearCacheMode};
+
+use crate::harness::{wait_until, Proxy, SOON};
+use crate::support::consts::*;
+use crate::support::jdi::{Stepper, LEDGER_JAVA, SLOW};
+use crate::support::wire::events_payload;
+use crate::support::{java_available, FakeVm, FakeVmConfig, JavaApp, Packet, RawClient};
+
+const MAIN_THREAD: u64 = 0x1001;
+/// Steps of the stepping session: through work's loop and past it (see jdi/Ledger.java).
+const STEPS: u32 = 13;
+
+async fn near_proxy(vm: std::net::SocketAddr) -> Proxy {
+    let mut settings = Proxy::settings(&[vm], DdmMode::Auto);
+    settings.near_cache = NearCacheMode::Always;
+    Proxy::with(settings).await
+}
+
+async fn near_figures(proxy: &Proxy) -> jdwpmux::stats::NearReport {
+    proxy.handle(0).await.stats().await.and_then(|s| s.near).expect("near figures")
+}
+
+/// A step request as JDI sends it: Step (LINE, OVER) on `thread`, Count(1).
+fn step_request(thread: u64) -> Vec<u8> {
+    let mut d = vec![KIND_SINGLE_STEP, SUSPEND_ALL, 0, 0, 0, 2, 10];
+    d.extend_from_slice(&thread.to_be_bytes());
+    d.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1]);
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_early_answer_the_vm_contradicts_is_counted_and_its_reply_not_relayed() {
+    // A VM that refuses every Clear: the early NONE is then wrong.
+    let vm = FakeVm::start(FakeVmConfig { clear_error: Some(ERR_INVALID_OBJECT), ..FakeVmConfig::hotspot_like() }).await;
+    let proxy = near_proxy(vm.addr()).await;
+    let mut dbg = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
+    let r = dbg.request(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_ALL, 0, 0, 0, 0], SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NONE));
+    let bp = u32::from_be_bytes(r.data[..4].try_into().unwrap());
+    vm.send_event_composite(SUSPEND_ALL, KIND_BREAKPOINT, bp, MAIN_THREAD).unwrap();
+    dbg.next_event(SOON).await.unwrap();
+
+    // A step request on the stopped thread: the next id of the VM's counter, early.
+    let r = dbg.request(2, SET_EVENT_REQUEST, ER_SET, &step_request(MAIN_THREAD), SOON).await.unwrap();
+    assert_eq!((r.error_code(), r.data.clone()), (Some(ERR_NONE), (bp + 1).to_be_bytes().to_vec()));
+    let r = dbg.request(3, SET_VM, VM_RESUME, &[], SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NONE));
+    wait_until("the VM resumed", || !vm.any_suspended()).await.unwrap();
+    let early = near_figures(&proxy).await;
+    assert_eq!((early.early, early.early_differed), (2, 0), "{early:?}");
+    assert!(vm.event_requests().iter().any(|e| e.kind == KIND_SINGLE_STEP && e.id == bp + 1), "{:?}", vm.event_requests());
+
+    // The Clear of its breakpoint is answered NONE at once; the VM then says otherwise.
+    let mut clear = vec![KIND_BREAKPOINT];
+    clear.extend_from_slice(&bp.to_be_bytes());
+    let r = dbg.request(4, SET_EVENT_REQUEST, ER_CLEAR, &clear, SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NONE), "the early answer");
+    wait_until("the Clear reached the VM", || !vm.received_commands(SET_EVENT_REQUEST, ER_CLEAR).is_empty()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + SOON;
+    let figures = loop {
+        let n = near_figures(&proxy).await;
+        if n.early_differed > 0 || tokio::time::Instant::now() > deadline {
+            break n;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!((figures.early, figures.early_differed), (3, 1), "{figures:?}");
+    assert!(figures.served >= 3, "{figures:?}");
+    // The VM's reply went nowhere: the next packet the debugger gets is its next reply.
+    let r = dbg.request(5, SET_VM, VM_ID_SIZES, &[], SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NONE));
+    let others: Vec<Packet> = dbg.take_other_packets();
+    assert!(others.iter().all(|p| p.command_of().is_some()), "a second reply reached the debugger: {others:?}");
+    let text = jdwpmux::stats::StatsReport { vms: vec![proxy.handle(0).await.stats().await.expect("stats")] }.to_text();
+    assert!(text.contains("3 early") && text.contains("contradicted: 1"), "{text}");
+    proxy.stop().await;
+}
+
+/// The in-band packet jdwpmux on the VM's host sends before a stop's event.
+fn gathered(event_id: u32, answers: Vec<(u8, u8, Vec<u8>, Vec<u8>)>) -> Packet {
+    let a = Answers {
+        event_id,
+        suspend_policy: SUSPEND_ALL,
+        thread: MAIN_THREAD,
+        answers: answers.into_iter().map(|(set, cmd, data, reply)| Gathered { key: Key::new(set, cmd, data), reply }).collect(),
+    };
+    let p = inband::packet(0xF000_0007, &a).expect("encodes");
+    let h = p.header();
+    Packet::command(h.id, h.cmd_set(), h.cmd(), p.data().to_vec())
+}
+
+fn fields(object: u64, ids: &[u64]) -> Vec<u8> {
+    let mut d = object.to_be_bytes().to_vec();
+    d.extend_from_slice(&(ids.len() as u32).to_be_bytes());
+    ids.iter().for_each(|f| d.extend_from_slice(&f.to_be_bytes()));
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stops_gathered_answers_are_served_near_within_each_ids_budget() {
+    const THIS: u64 = 0x4444;
+    const NAME: u64 = 0x5555;
+    let vm = FakeVm::start(FakeVmConfig::hotspot_like()).await;
+    let proxy = near_proxy(vm.addr()).await;
+    let mut dbg = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
+    let r = dbg.request(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_ALL, 0, 0, 0, 0], SOON).await.unwrap();
+    let bp = u32::from_be_bytes(r.data[..4].try_into().unwrap());
+
+    // `this` has an int field 1 = 7 and a string field 2; the thread is "main".
+    let name_reply = [&[0, 0, 0, 4][..], b"main"].concat();
+    let values = [&[0, 0, 0, 2, b'I', 0, 0, 0, 7, b's'][..], &NAME.to_be_bytes()].concat();
+    const EVENT: u32 = 0x7000_0001;
+    vm.send_packet(&gathered(EVENT, vec![(11, 1, MAIN_THREAD.to_be_bytes().to_vec(), name_reply.clone()), (9, 2, fields(THIS, &[1, 2]), values)]))
+        .unwrap();
+    vm.send_packet(&Packet::command(EVENT, SET_EVENT, 100, events_payload(SUSPEND_ALL, &[(KIND_BREAKPOINT, bp, MAIN_THREAD)]))).unwrap();
+    let event = dbg.next_event(SOON).await.unwrap();
+    assert_eq!(event.id, EVENT, "the event, not the gathered answers, reaches the debugger");
+
+    vm.clear_received();
+    let r = dbg.request(2, SET_THREAD, 1, &MAIN_THREAD.to_be_bytes(), SOON).await.unwrap();
+    assert_eq!((r.id, r.error_code(), r.data.clone()), (2, Some(ERR_NONE), name_reply));
+    // Another order than was read, composed; then the string alone once more: the VM
+    // wrote its id once, so that goes to the VM (this fake refuses it).
+    let r = dbg.request(3, SET_OBJECT, 2, &fields(THIS, &[2, 1]), SOON).await.unwrap();
+    let want = [&[0, 0, 0, 2, b's'][..], &NAME.to_be_bytes(), &[b'I', 0, 0, 0, 7]].concat();
+    assert_eq!((r.error_code(), r.data.clone()), (Some(ERR_NONE), want));
+    let r = dbg.request(4, SET_OBJECT, 2, &fields(THIS, &[1]), SOON).await.unwrap();
+    assert_eq!((r.error_code(), r.data.clone()), (Some(ERR_NONE), vec![0, 0, 0, 1, b'I', 0, 0, 0, 7]), "an int names no id");
+    assert!(vm.received().iter().all(|p| p.command_of() != Some((SET_THREAD, 1)) && p.command_of() != Some((SET_OBJECT, 2))));
+    let r = dbg.request(5, SET_OBJECT, 2, &fields(THIS, &[2]), SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NOT_IMPLEMENTED), "the budget was spent: the VM's answer");
+    let n = near_figures(&proxy).await;
+    assert_eq!((n.gathered, n.early_differed), (3, 0), "{n:?}");
+
+    // A resume: nothing gathered is served any more.
+    dbg.request(6, SET_VM, VM_RESUME, &[], SOON).await.unwrap();
+    let r = dbg.request(7, SET_THREAD, 1, &MAIN_THREAD.to_be_bytes(), SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NOT_IMPLEMENTED), "after a resume the VM answers");
+    assert_eq!(near_figures(&proxy).await.gathered, 3);
+    proxy.stop().await;
+}
+
+/// An IDE-shaped JDI session stepping through the proxy with the near cache on for a local
+/// VM: Resume, the step requests' Sets and their Clears are answered early, and the session
+/// prints exactly what it prints directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stepping_with_early_answers_sees_what_it_sees_directly() {
+    assert!(java_available(), "java and javac are needed (install a JDK)");
+    let app = JavaApp::launch(Path::new("java"), &[("Ledger.java", LEDGER_JAVA)], "Ledger", &[], false).await.expect("start the JVM");
+    app.wait_for_output("Ledger started", SLOW).await.expect("Ledger started");
+    let stepper = Stepper::compile().await.expect("javac Stepper");
+    let port = app.addr().port();
+    let mut direct = Vec::new();
+    for policy in ["all", "thread"] {
+        direct.push(stepper.run(&[], port, policy, STEPS).await.expect("direct"));
+    }
+    let proxy = near_proxy(app.addr()).await;
+    let through_port = proxy.ready(0).await.debugger_port.expect("a debugger port");
+    for (policy, seen) in ["all", "thread"].into_iter().zip(&direct) {
+        let through = stepper.run(&[], through_port, policy, STEPS).await.expect("through the proxy");
+        assert_eq!(&through, seen, "the stepping session with SUSPEND {policy}");
+    }
+    assert!(direct[0].contains("hit Ledger.work:") && direct[0].contains("step 13 "), "{}", direct[0]);
+    let n = near_figures(&proxy).await;
+    println!("near figures: {n:?}");
+    // Every step: its Set and Clear, and under SUSPEND_ALL its Resume.
+    assert!(n.early >= 2 * u64::from(STEPS), "{n:?}");
+    assert_eq!(n.early_differed, 0, "{n:?}");
+    proxy.stop().await;
+}
