@@ -150,7 +150,7 @@ proptest! {
     #[test]
     fn arbitrary_set_data_is_not_predicted(data in proptest::collection::vec(any::<u8>(), 0..64)) {
         let e = stopped_after(1);
-        if let Some(_) = e.answer(15, 1, &data, &S8) {
+        if e.answer(15, 1, &data, &S8).is_some() {
             prop_assert_eq!(data[0], kind::SINGLE_STEP);
             prop_assert!(data.windows(8).any(|w| w == T.to_be_bytes()));
         }

@@ -7,10 +7,11 @@
 //! may still be served. The class data read with the stop (fields, variable tables,
 //! superclasses) goes to the near cache too.
 //!
-//! Only a connection answering near (`near_on`) reads these packets: the far side sends them
-//! only to a near side that asked, which it does unless `--near-cache never`. A session
-//! cannot tell a far side's channel from a plain forward, so any VM connection with the near
-//! cache on takes them; no VM sends a command of this set under these ids.
+//! The far side sends them only to a near side that asked, which it does unless
+//! `--near-cache never`; only a connection answering near (`near_on`) keeps them. A session
+//! cannot tell a far side's channel from a plain forward, so every VM connection takes them
+//! out of the stream (no VM sends a command of this set under these ids, and a debugger must
+//! never see one).
 
 use tracing::{debug, warn};
 
@@ -26,13 +27,17 @@ use crate::stats::near::Source;
 pub(super) const SIZES_UNTIL_KNOWN: IdSizes = IdSizes { field: 8, method: 8, object: 8, reference_type: 8, frame: 8 };
 
 impl Session {
-    /// Whether a packet from the VM is a stop's gathered answers this session takes.
+    /// Whether a packet from the VM is a stop's gathered answers (never relayed).
     pub(super) fn is_gathered(&self, h: &Header) -> bool {
-        self.near_on && inband::is_answers(h)
+        inband::is_answers(h)
     }
 
     /// A stop's gathered answers, read whole from the VM connection.
     pub(super) fn on_gathered(&mut self, data: &[u8]) {
+        if !self.near_on {
+            debug!("gathered answers on a connection that does not answer near: dropped");
+            return;
+        }
         let Some(sizes) = self.id_sizes else {
             debug!("gathered answers before the VM's id sizes are known: not kept");
             return;
