@@ -10,7 +10,7 @@ use std::path::Path;
 use jdwpmux::gather::plan::Gathered;
 use jdwpmux::gather::relay::Answers;
 use jdwpmux::gather::{inband, Key};
-use jdwpmux::settings::{DdmMode, NearCacheMode};
+use jdwpmux::settings::{CaptureSettings, DdmMode, NearCacheMode};
 
 use crate::harness::{wait_until, Proxy, SOON};
 use crate::support::consts::*;
@@ -112,18 +112,34 @@ fn fields(object: u64, ids: &[u64]) -> Vec<u8> {
 async fn a_stops_gathered_answers_are_served_near_within_each_ids_budget() {
     const THIS: u64 = 0x4444;
     const NAME: u64 = 0x5555;
+    const TYPE: u64 = 0x6666;
     let vm = FakeVm::start(FakeVmConfig::hotspot_like()).await;
-    let proxy = near_proxy(vm.addr()).await;
+    let files = tempfile::tempdir().expect("tempdir");
+    let capture = files.path().join("gathered.jsonl");
+    let mut settings = Proxy::settings(&[vm.addr()], DdmMode::Auto);
+    settings.near_cache = NearCacheMode::Always;
+    settings.capture =
+        Some(CaptureSettings { path: capture.clone(), format: None, max_bytes: None, snaplen: jdwpmux::capture::DEFAULT_SNAPLEN });
+    let proxy = Proxy::with(settings).await;
     let mut dbg = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
     let r = dbg.request(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_ALL, 0, 0, 0, 0], SOON).await.unwrap();
     let bp = u32::from_be_bytes(r.data[..4].try_into().unwrap());
 
-    // `this` has an int field 1 = 7 and a string field 2; the thread is "main".
+    // `this` has an int field 1 = 7 and a string field 2; the thread is "main"; `this`'s
+    // type's fields (class data, for the near cache).
     let name_reply = [&[0, 0, 0, 4][..], b"main"].concat();
     let values = [&[0, 0, 0, 2, b'I', 0, 0, 0, 7, b's'][..], &NAME.to_be_bytes()].concat();
+    let type_fields = [&[0, 0, 0, 1][..], &1u64.to_be_bytes(), &[0, 0, 0, 1, b'n', 0, 0, 0, 1, b'I', 0, 0, 0, 0, 0, 0, 0, 0]].concat();
     const EVENT: u32 = 0x7000_0001;
-    vm.send_packet(&gathered(EVENT, vec![(11, 1, MAIN_THREAD.to_be_bytes().to_vec(), name_reply.clone()), (9, 2, fields(THIS, &[1, 2]), values)]))
-        .unwrap();
+    vm.send_packet(&gathered(
+        EVENT,
+        vec![
+            (11, 1, MAIN_THREAD.to_be_bytes().to_vec(), name_reply.clone()),
+            (9, 2, fields(THIS, &[1, 2]), values),
+            (2, 14, TYPE.to_be_bytes().to_vec(), type_fields.clone()),
+        ],
+    ))
+    .unwrap();
     vm.send_packet(&Packet::command(EVENT, SET_EVENT, 100, events_payload(SUSPEND_ALL, &[(KIND_BREAKPOINT, bp, MAIN_THREAD)]))).unwrap();
     let event = dbg.next_event(SOON).await.unwrap();
     assert_eq!(event.id, EVENT, "the event, not the gathered answers, reaches the debugger");
@@ -143,13 +159,26 @@ async fn a_stops_gathered_answers_are_served_near_within_each_ids_budget() {
     assert_eq!(r.error_code(), Some(ERR_NOT_IMPLEMENTED), "the budget was spent: the VM's answer");
     let n = near_figures(&proxy).await;
     assert_eq!((n.gathered, n.early_differed), (3, 0), "{n:?}");
+    // The class data read at the stop answers from the near cache, stop or no stop.
+    let r = dbg.request(8, 2, 14, &TYPE.to_be_bytes(), SOON).await.unwrap();
+    assert_eq!((r.error_code(), r.data.clone()), (Some(ERR_NONE), type_fields));
+    assert!(vm.received().iter().all(|p| p.command_of() != Some((2, 14))), "FieldsWithGeneric reached the VM");
 
     // A resume: nothing gathered is served any more.
     dbg.request(6, SET_VM, VM_RESUME, &[], SOON).await.unwrap();
     let r = dbg.request(7, SET_THREAD, 1, &MAIN_THREAD.to_be_bytes(), SOON).await.unwrap();
     assert_eq!(r.error_code(), Some(ERR_NOT_IMPLEMENTED), "after a resume the VM answers");
     assert_eq!(near_figures(&proxy).await.gathered, 3);
+    let served = near_figures(&proxy).await.served;
     proxy.stop().await;
+
+    // The capture shows the answers packet on the VM leg and every near answer on the
+    // debugger's, each marked near.
+    let text = std::fs::read_to_string(&capture).expect("capture");
+    let marked: Vec<serde_json::Value> =
+        text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|v| v["near"] == true).collect();
+    let on = |leg: &str| marked.iter().filter(|v| v["conn"]["leg"] == leg).count() as u64;
+    assert_eq!((on("vm"), on("debugger")), (1, served), "{marked:?}");
 }
 
 /// An IDE-shaped JDI session stepping through the proxy with the near cache on for a local
