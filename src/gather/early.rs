@@ -35,6 +35,15 @@ pub const EARLY: &[Row] = &[
               goes to the VM unchanged (a shared VM's Resume is counted by the sharing layer instead)",
     },
     Row {
+        set: 11,
+        cmd: 3,
+        name: "ThreadReference.Resume",
+        why: "of a thread a stop event suspended and nothing resumed since: libjdwp refuses only an id \
+              that is no thread or is its own (a stopped thread is neither) and replies NONE with no \
+              data (a thread not suspended is left as it is). Only when the debugger's own Resume goes \
+              to the VM unchanged, as for VirtualMachine.Resume",
+    },
+    Row {
         set: 15,
         cmd: 2,
         name: "EventRequest.Clear",
@@ -97,6 +106,10 @@ impl Early {
     pub fn answer(&self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) -> Option<Vec<u8>> {
         match (set, cmd) {
             (1, 9) => data.is_empty().then(Vec::new),
+            (11, 3) => {
+                let t = Reader::new(data).id(sizes.object, "thread").ok()?;
+                (data.len() == sizes.object && self.stopped.contains(&t)).then(Vec::new)
+            }
             (15, 2) => {
                 let mut r = Reader::new(data);
                 let k = r.u8("eventKind").ok()?;

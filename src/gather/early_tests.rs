@@ -38,7 +38,11 @@ fn resume_and_clear_are_answered_with_an_empty_reply() {
     assert_eq!(e.answer(15, 2, &[kind::BREAKPOINT, 0, 0, 0, 9], &S8), Some(vec![]));
     assert_eq!(e.answer(15, 2, &[5, 0, 0, 0, 9], &S8), None, "USER_DEFINED: INVALID_EVENT_TYPE");
     assert_eq!(e.answer(15, 2, &[kind::BREAKPOINT, 0, 0, 9], &S8), None, "short");
-    assert_eq!(e.answer(11, 3, &T.to_be_bytes(), &S8), None, "not in the table");
+    assert_eq!(e.answer(11, 3, &T.to_be_bytes(), &S8), None, "a thread no stop named");
+    assert_eq!(e.answer(11, 2, &T.to_be_bytes(), &S8), None, "not in the table");
+    let e = stopped_after(1);
+    assert_eq!(e.answer(11, 3, &T.to_be_bytes(), &S8), Some(vec![]), "the stopped thread");
+    assert_eq!(e.answer(11, 3, &T.to_be_bytes()[1..], &S8), None, "an id of another size");
 }
 
 #[test]
