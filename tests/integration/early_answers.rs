@@ -16,7 +16,7 @@ use crate::harness::{wait_until, Proxy, SOON};
 use crate::support::consts::*;
 use crate::support::jdi::{Stepper, LEDGER_JAVA, SLOW};
 use crate::support::wire::events_payload;
-use crate::support::{java_available, FakeVm, FakeVmConfig, JavaApp, Packet, RawClient};
+use crate::support::{java_available, FakeVm, FakeVmConfig, JavaApp, Jdb, Packet, RawClient};
 
 const MAIN_THREAD: u64 = 0x1001;
 /// Steps of the stepping session: through work's loop and past it (see jdi/Ledger.java).
@@ -181,6 +181,39 @@ async fn a_stops_gathered_answers_are_served_near_within_each_ids_budget() {
     assert_eq!((on("vm"), on("debugger")), (1, served), "{marked:?}");
 }
 
+/// Object ids are a connection's: `(id=123)` becomes `(id=_)`.
+fn without_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("(id=") {
+        out.push_str(&rest[..i + 4]);
+        rest = rest[i + 4..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push('_');
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What jdb attached to 127.0.0.1:`port` answers stepping through Ledger.work: each answer
+/// read up to the prompt that follows it, ids left out.
+async fn jdb_steps(port: u16) -> String {
+    const PROMPT: &str = "ledger-worker[1] ";
+    let mut j = Jdb::attach(&format!("127.0.0.1:{port}")).await.expect("jdb");
+    j.expect("> ", SLOW).await.expect("jdb prompt");
+    j.send("stop in Ledger.work").await.expect("send");
+    let hit = j.expect_all(&["Set breakpoint Ledger.work", "Breakpoint hit"], SLOW).await.expect("breakpoint hit");
+    let hit_line = hit.lines().find(|l| l.starts_with("Breakpoint hit")).unwrap_or_default().to_string();
+    let mut text = format!("{hit_line}\n{}", j.expect(PROMPT, SLOW).await.expect("prompt"));
+    for cmd in ["clear Ledger.work", "locals", "next", "next", "next", "locals", "dump this", "step up", "where"] {
+        j.send(cmd).await.expect("send");
+        text.push_str(&format!("### {cmd}\n{}", j.expect(PROMPT, SLOW).await.expect("prompt")));
+    }
+    j.send("cont").await.expect("send");
+    j.expect("> ", SLOW).await.expect("prompt");
+    j.quit().await.expect("jdb quits");
+    without_ids(&text)
+}
+
 /// An IDE-shaped JDI session stepping through the proxy with the near cache on for a local
 /// VM: Resume, the step requests' Sets and their Clears are answered early, and the session
 /// prints exactly what it prints directly.
@@ -195,13 +228,16 @@ async fn stepping_with_early_answers_sees_what_it_sees_directly() {
     for policy in ["all", "thread"] {
         direct.push(stepper.run(&[], port, policy, STEPS).await.expect("direct"));
     }
+    let direct_jdb = jdb_steps(port).await;
     let proxy = near_proxy(app.addr()).await;
     let through_port = proxy.ready(0).await.debugger_port.expect("a debugger port");
     for (policy, seen) in ["all", "thread"].into_iter().zip(&direct) {
         let through = stepper.run(&[], through_port, policy, STEPS).await.expect("through the proxy");
         assert_eq!(&through, seen, "the stepping session with SUSPEND {policy}");
     }
+    assert_eq!(jdb_steps(through_port).await, direct_jdb, "jdb");
     assert!(direct[0].contains("hit Ledger.work:") && direct[0].contains("step 13 "), "{}", direct[0]);
+    assert!(direct_jdb.contains("Step completed") && direct_jdb.contains("sum = "), "{direct_jdb}");
     let n = near_figures(&proxy).await;
     println!("near figures: {n:?}");
     // Every step: its Set and Clear, and under SUSPEND_ALL its Resume.
