@@ -140,3 +140,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn string_values_and_array_lengths_serve_while_every_thread_is_suspended_and_nothing_was_written() {
+    let s_key = Key::new(10, 1, 0x77u64.to_be_bytes().to_vec());
+    let l_key = Key::new(13, 1, 0x78u64.to_be_bytes().to_vec());
+    let with = |policy| {
+        let mut a = answers(policy);
+        a.answers.push(Gathered { key: s_key.clone(), reply: b"\0\0\0\x02hi".to_vec() });
+        a.answers.push(Gathered { key: l_key.clone(), reply: vec![0, 0, 0, 3] });
+        let mut s = Store::default();
+        s.arrived(a, S8, []);
+        s.event(EVENT);
+        s
+    };
+    let mut s = with(suspend::ALL);
+    assert_eq!(s.lookup(10, 1, &s_key.data), Some(b"\0\0\0\x02hi".to_vec()));
+    assert_eq!(s.lookup(10, 1, &s_key.data), Some(b"\0\0\0\x02hi".to_vec()), "names no object: served again");
+    assert_eq!(s.lookup(13, 1, &l_key.data), Some(vec![0, 0, 0, 3]));
+    s.command(9, 3, &[]);
+    assert_eq!(s.lookup(10, 1, &s_key.data), None, "a reference written: the string may be collected");
+    assert_eq!(s.lookup(13, 1, &l_key.data), None);
+    let mut s = with(suspend::EVENT_THREAD);
+    assert_eq!(s.lookup(10, 1, &s_key.data), None, "other threads run");
+}
