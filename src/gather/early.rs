@@ -264,6 +264,12 @@ impl Pending {
         self.by_id.contains_key(&proxy_id)
     }
 
+    /// Whether `conn` was told `request` by an early answer to a Set whose VM reply has not
+    /// come yet (the sharing layer does not know the request as its own until then).
+    pub fn set_pending(&self, conn: u64, request: u32) -> bool {
+        self.by_id.values().any(|g| g.conn == conn && (g.set, g.cmd) == (15, 1) && g.data == request.to_be_bytes())
+    }
+
     /// The VM's reply to `proxy_id`, when that command was answered early.
     pub fn replied(&mut self, proxy_id: u32, error: u16, data: &[u8]) -> Option<Verdict> {
         let given = self.by_id.remove(&proxy_id)?;

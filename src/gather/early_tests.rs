@@ -110,6 +110,9 @@ fn pending_answers_are_compared_with_the_vm_reply() {
     assert_eq!(p.replied(7, 0, &10u32.to_be_bytes()), Some(Verdict::Differed { given: g.clone(), error: 0, data: 10u32.to_be_bytes().to_vec() }));
     p.given(8, g.clone());
     assert!(matches!(p.replied(8, 21, &[]), Some(Verdict::Differed { error: 21, .. })));
+    p.given(9, g.clone());
+    assert!(p.set_pending(1, 9) && !p.set_pending(2, 9) && !p.set_pending(1, 10));
+    p.forget_conn(1);
     p.forget_conn(2);
     assert!(p.is_empty());
 }

@@ -87,6 +87,9 @@ impl Session {
                 let mut r = Reader::new(p.data());
                 let request = r.u8("eventKind").and_then(|_| r.u32("requestID"));
                 match request {
+                    // A request it learned from an early answer, whose Set reply is still
+                    // coming: the VM sees the Clear after the Set.
+                    Ok(id) if self.early_given.set_pending(conn, id) => self.forward(conn, p, Note::None).await,
                     Ok(id) if !self.sharing.owners.clear(conn, id) => {
                         debug!(conn, request = id, "a Clear of a request this debugger does not own: answered here");
                         self.answer(conn, h.id, error::NONE);

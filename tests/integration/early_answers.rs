@@ -245,3 +245,35 @@ async fn stepping_with_early_answers_sees_what_it_sees_directly() {
     assert_eq!(n.early_differed, 0, "{n:?}");
     proxy.stop().await;
 }
+
+/// A debugger that clears a step request as soon as an early answer told it its id, before
+/// the VM's reply to the Set came: the Clear reaches the VM (after the Set), the request
+/// is gone, and both answers were right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_cleared_before_its_set_reply_came_is_cleared_in_the_vm() {
+    let cfg = FakeVmConfig::hotspot_like().with_reply_delay(SET_EVENT_REQUEST, ER_SET, std::time::Duration::from_millis(300));
+    let vm = FakeVm::start(cfg).await;
+    let proxy = near_proxy(vm.addr()).await;
+    let mut dbg = RawClient::connect(proxy.vm_port(0).await).await.unwrap();
+    let r = dbg.request(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_ALL, 0, 0, 0, 0], SOON).await.unwrap();
+    let bp = u32::from_be_bytes(r.data[..4].try_into().unwrap());
+    vm.send_event_composite(SUSPEND_ALL, KIND_BREAKPOINT, bp, MAIN_THREAD).unwrap();
+    dbg.next_event(SOON).await.unwrap();
+    let r = dbg.request(2, SET_EVENT_REQUEST, ER_SET, &step_request(MAIN_THREAD), SOON).await.unwrap();
+    let step = u32::from_be_bytes(r.data[..4].try_into().unwrap());
+    assert_eq!(step, bp + 1);
+    let mut clear = vec![KIND_SINGLE_STEP];
+    clear.extend_from_slice(&step.to_be_bytes());
+    let r = dbg.request(3, SET_EVENT_REQUEST, ER_CLEAR, &clear, SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NONE));
+    wait_until("the Clear reached the VM", || !vm.received_commands(SET_EVENT_REQUEST, ER_CLEAR).is_empty()).await.unwrap();
+    assert!(vm.event_requests().iter().all(|e| e.id != step), "the step request was left in the VM: {:?}", vm.event_requests());
+    let deadline = tokio::time::Instant::now() + SOON;
+    while proxy.tables(0).await.outstanding > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "replies still outstanding");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let n = near_figures(&proxy).await;
+    assert!(n.early >= 1 && n.early_differed == 0, "{n:?}");
+    proxy.stop().await;
+}
