@@ -277,3 +277,28 @@ async fn a_request_cleared_before_its_set_reply_came_is_cleared_in_the_vm() {
     assert!(n.early >= 1 && n.early_differed == 0, "{n:?}");
     proxy.stop().await;
 }
+
+/// The daemon itself: a contradicted early answer is one WARN line in its log, and
+/// `stats --json` shows it under the VM's `near`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_logs_a_contradicted_early_answer_and_stats_show_it() {
+    use crate::cli::{port_of, Served};
+    let vm = FakeVm::start(FakeVmConfig { clear_error: Some(ERR_INVALID_OBJECT), ..FakeVmConfig::hotspot_like() }).await;
+    let served = Served::start(&["--vm", &vm.addr().to_string(), "--near-cache", "always"]);
+    let current = port_of(&served.wait_log("for the current VM").await);
+    served.wait_ready().await;
+    let mut dbg = RawClient::connect(("127.0.0.1", current)).await.unwrap();
+    let r = dbg.request(1, SET_EVENT_REQUEST, ER_SET, &[KIND_BREAKPOINT, SUSPEND_ALL, 0, 0, 0, 0], SOON).await.unwrap();
+    let mut clear = vec![KIND_BREAKPOINT];
+    clear.extend_from_slice(&r.data[..4]);
+    let r = dbg.request(2, SET_EVENT_REQUEST, ER_CLEAR, &clear, SOON).await.unwrap();
+    assert_eq!(r.error_code(), Some(ERR_NONE), "the early answer");
+    let line = served.wait_log("differs from the early answer").await;
+    assert!(line.contains("WARN") && line.contains("EventRequest.Clear") && line.contains("vm_error=20"), "{line}");
+    let (code, out, err) = served.run(&["stats", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let near = &report["vms"][0]["near"];
+    assert_eq!((near["early"].as_u64(), near["early_differed"].as_u64()), (Some(1), Some(1)), "{out}");
+    assert_eq!(served.log_text().matches("differs from the early answer").count(), 1);
+}
