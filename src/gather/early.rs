@@ -4,8 +4,9 @@
 //! threads are known suspended (a step request needs a live thread), and the VM's request
 //! counter (a Set's reply is the id the VM gives).
 //!
-//! The rows hold for HotSpot's agent (libjdwp, JDK 17 and 25); the session never answers
-//! early on a VM known to be Android (ART's agent counts and checks otherwise), nor where
+//! The rows hold for HotSpot's agent (libjdwp, JDK 17 and 25); the session answers early
+//! only on a VM whose Version names one with that agent ([`libjdwp_vm`]; ART's agent
+//! counts and checks otherwise), and never where
 //! the sharing layer does more than forward the command unchanged. Every early answer is
 //! kept ([`Pending`]) and compared with the VM's own reply when it comes; that reply is
 //! not relayed, and a difference is a defect the session counts and logs.
@@ -85,6 +86,14 @@ pub const CLEARABLE_KINDS: &[u8] = &[
     kind::MONITOR_WAIT,
     kind::MONITOR_WAITED,
 ];
+
+/// Whether a VM's ident ("vmName vmVersion", from VirtualMachine.Version) names a VM whose
+/// JDWP agent is libjdwp, the agent the rows were read against: HotSpot (OpenJDK and
+/// Oracle builds, GraalVM's JIT mode) and OpenJ9, which ships OpenJDK's agent. Any other
+/// (ART, a native image's own agent, a VM not identified yet) gets no early answers.
+pub fn libjdwp_vm(ident: &str) -> bool {
+    !crate::jdwp::version::is_android_vm(ident) && ["HotSpot", "OpenJDK", "OpenJ9"].iter().any(|n| ident.contains(n))
+}
 
 /// Threads known suspended at most this many (a bound; past it, none are known).
 const MAX_THREADS: usize = 4096;

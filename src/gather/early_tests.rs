@@ -98,6 +98,16 @@ fn a_resume_or_an_invoke_forgets_the_stopped_threads() {
 }
 
 #[test]
+fn only_vms_with_libjdwp_are_answered_early() {
+    for ident in ["OpenJDK 64-Bit Server VM 17.0.9+9", "Java HotSpot(TM) 64-Bit Server VM 21.0.1+12", "Eclipse OpenJ9 VM openj9-0.41.0"] {
+        assert!(libjdwp_vm(ident), "{ident}");
+    }
+    for ident in ["Dalvik 2.1.0", "ART 2.1.0", "Substrate VM GraalVM 25", "", "OpenJDK on Android 1.0"] {
+        assert!(!libjdwp_vm(ident), "{ident}");
+    }
+}
+
+#[test]
 fn pending_answers_are_compared_with_the_vm_reply() {
     let mut p = Pending::default();
     let g = Given { conn: 1, set: 15, cmd: 1, data: 9u32.to_be_bytes().to_vec() };

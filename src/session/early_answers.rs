@@ -5,7 +5,8 @@
 //!
 //! Only where the session forwards the debugger's command unchanged (a Resume the sharing
 //! layer answers or turns into other commands is never early), on a connection answering
-//! near, to a VM identified and not Android, and not while a debugger's large command
+//! near, to a VM whose Version names a VM with libjdwp (`gather::early::libjdwp_vm`: not
+//! Android, not a native image's agent), and not while a debugger's large command
 //! holds the VM's queue (a command waiting there is not written yet, so the request
 //! counter would not know of it).
 
@@ -26,6 +27,9 @@ impl Session {
     fn early_reply(&self, p: &Packet) -> Option<Vec<u8>> {
         let sizes = self.id_sizes?;
         if !self.near_on || self.identify_pending > 0 || self.known_android().is_some() || self.vm_upstream.is_some() {
+            return None;
+        }
+        if !self.status.borrow().vm_ident.as_deref().is_some_and(crate::gather::early::libjdwp_vm) {
             return None;
         }
         let h = p.header();
