@@ -96,7 +96,8 @@ impl Session {
         if h.is_reply() {
             return;
         }
-        let data = if bytes.len() >= h.length as usize { &bytes[crate::jdwp::packet::HEADER_LEN..] } else { &[][..] };
+        // A streamed command's head holds only part of its data: none is read then.
+        let data = bytes.get(crate::jdwp::packet::HEADER_LEN..h.length as usize).unwrap_or(&[]);
         if self.near_on {
             self.gathered.command(h.cmd_set(), h.cmd(), data);
             let sizes = self.id_sizes.unwrap_or(SIZES_UNTIL_KNOWN);
