@@ -18,6 +18,8 @@ mod sharing_load;
 mod sharing_jvm;
 #[path = "integration/near_cache.rs"]
 mod near_cache;
+#[path = "integration/early_answers.rs"]
+mod early_answers;
 #[path = "integration/far.rs"]
 mod far;
 #[path = "integration/far_gather.rs"]

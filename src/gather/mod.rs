@@ -14,7 +14,9 @@
 //! - [`wire`]: a stop's answers as bytes between the two sides. Strict both ways.
 //! - [`inband`]: those bytes as a packet in the VM connection's stream, before the event.
 //! - [`store`]: the near side's answers of one VM connection, judged by [`validity`] as
-//!   commands and events pass, served by the exact bytes of a debugger's command.
+//!   commands and events pass, served by the exact bytes of a debugger's command, or
+//!   composed from the values gathered ([`compose`]) within each object id's budget.
+//! - [`early`]: commands answered before the VM's reply, where that reply cannot differ.
 //!
 //! How they are joined: under far-side protocol 3, for a near side that asked, the far
 //! side's channel task (`far::gathering`) runs a [`relay::Relay`] over its VM connection
@@ -24,6 +26,8 @@
 //! connection that is told every command it writes to the VM and every event it reads, and
 //! is asked before the near cache for every debugger's command.
 
+pub mod compose;
+pub mod early;
 pub mod inband;
 pub mod plan;
 pub mod relay;
@@ -32,6 +36,10 @@ pub mod validity;
 pub mod values;
 pub mod wire;
 
+#[cfg(test)]
+mod compose_tests;
+#[cfg(test)]
+mod early_tests;
 #[cfg(test)]
 mod plan_objects_tests;
 #[cfg(test)]

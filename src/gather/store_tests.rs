@@ -50,13 +50,22 @@ fn answers_are_served_by_exact_bytes_after_their_event_only() {
 }
 
 #[test]
-fn answers_naming_objects_are_served_once() {
+fn an_object_id_is_given_out_no_more_times_than_the_vm_wrote_it() {
+    let obj = 0xAB_u64;
+    let this_key = Key::new(16, 3, [&t()[..], &[0; 8]].concat());
+    let this_reply = [&[b'L'][..], &obj.to_be_bytes()].concat();
+    let mut a = answers(suspend::ALL);
+    a.answers.push(Gathered { key: this_key.clone(), reply: this_reply.clone() });
     let mut s = Store::default();
-    s.arrived(answers(suspend::ALL), S8, []);
+    s.arrived(a, S8, []);
     s.event(EVENT);
+    assert_eq!(s.budget_of(obj), 1);
     let k = locals_key();
     assert!(s.lookup(k.set, k.cmd, &k.data).is_some());
-    assert_eq!(s.lookup(k.set, k.cmd, &k.data), None, "the VM counted one");
+    assert!(s.lookup(k.set, k.cmd, &k.data).is_some(), "an int names no object: served again");
+    assert_eq!(s.lookup(this_key.set, this_key.cmd, &this_key.data), Some(this_reply));
+    assert_eq!(s.lookup(this_key.set, this_key.cmd, &this_key.data), None, "the VM counted one");
+    assert_eq!(s.budget_of(obj), 0);
 }
 
 #[test]
@@ -130,4 +139,28 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn string_values_and_array_lengths_serve_while_every_thread_is_suspended_and_nothing_was_written() {
+    let s_key = Key::new(10, 1, 0x77u64.to_be_bytes().to_vec());
+    let l_key = Key::new(13, 1, 0x78u64.to_be_bytes().to_vec());
+    let with = |policy| {
+        let mut a = answers(policy);
+        a.answers.push(Gathered { key: s_key.clone(), reply: b"\0\0\0\x02hi".to_vec() });
+        a.answers.push(Gathered { key: l_key.clone(), reply: vec![0, 0, 0, 3] });
+        let mut s = Store::default();
+        s.arrived(a, S8, []);
+        s.event(EVENT);
+        s
+    };
+    let mut s = with(suspend::ALL);
+    assert_eq!(s.lookup(10, 1, &s_key.data), Some(b"\0\0\0\x02hi".to_vec()));
+    assert_eq!(s.lookup(10, 1, &s_key.data), Some(b"\0\0\0\x02hi".to_vec()), "names no object: served again");
+    assert_eq!(s.lookup(13, 1, &l_key.data), Some(vec![0, 0, 0, 3]));
+    s.command(9, 3, &[]);
+    assert_eq!(s.lookup(10, 1, &s_key.data), None, "a reference written: the string may be collected");
+    assert_eq!(s.lookup(13, 1, &l_key.data), None);
+    let mut s = with(suspend::EVENT_THREAD);
+    assert_eq!(s.lookup(10, 1, &s_key.data), None, "other threads run");
 }

@@ -38,10 +38,14 @@ pub enum Answer {
     Statics,
     /// ArrayReference.GetValues (13, 2).
     ArrayValues,
+    /// StringReference.Value (10, 1) of a string the stop's values name.
+    StringValue,
+    /// ArrayReference.Length (13, 1) of an array the stop's values name.
+    ArrayLength,
 }
 
 impl Answer {
-    pub const ALL: [Answer; 11] = [
+    pub const ALL: [Answer; 13] = [
         Answer::ThreadName,
         Answer::ThreadStatus,
         Answer::FrameCount,
@@ -53,6 +57,8 @@ impl Answer {
         Answer::ObjectFields,
         Answer::Statics,
         Answer::ArrayValues,
+        Answer::StringValue,
+        Answer::ArrayLength,
     ];
 
     /// The answer a command's reply is, if it may be gathered at all.
@@ -69,16 +75,10 @@ impl Answer {
             (9, 2) => Answer::ObjectFields,
             (2, 6) => Answer::Statics,
             (13, 2) => Answer::ArrayValues,
+            (10, 1) => Answer::StringValue,
+            (13, 1) => Answer::ArrayLength,
             _ => return None,
         })
-    }
-
-    /// Served at most once per reading: its reply may name object ids, and the VM counts
-    /// each id it sends (a debugger disposes as many as it got). The far side's reading
-    /// counted one; a second near answer would let the debuggers dispose one more than the
-    /// VM counted, freeing an id someone still holds.
-    pub fn once(self) -> bool {
-        matches!(self, Answer::ThisObject | Answer::Locals | Answer::ObjectFields | Answer::Statics | Answer::ArrayValues)
     }
 
     /// Whether an answer read at a stop with this suspend policy may be served at all.
@@ -91,6 +91,10 @@ impl Answer {
             Answer::ObjectFields | Answer::Statics | Answer::ArrayValues if !every_thread => {
                 Err("fields and array elements change whenever any thread runs: only while every thread is suspended")
             }
+            Answer::StringValue | Answer::ArrayLength if !every_thread => Err(
+                "a string's value and an array's length never change, but a running thread may drop the last reference \
+                 and the object be collected (the VM would answer INVALID_OBJECT): only while every thread is suspended",
+            ),
             _ if policy != suspend::EVENT_THREAD && !every_thread => Err("the stop suspended no thread"),
             _ => Ok(()),
         }
@@ -213,10 +217,15 @@ pub fn rule(answer: Answer, happening: Happening) -> Rule {
     use Happening as H;
     let of_frames = matches!(answer, FrameCount | Frames | ThisObject | ObjectType | Locals);
     let of_heap = matches!(answer, ThreadName | ObjectFields | Statics | ArrayValues);
+    let of_object = matches!(answer, StringValue | ArrayLength);
     match happening {
         H::Anchor => keep("the stop the answers were read for: the debugger learns of it now"),
         H::Read => keep("a read or an event request changes no thread, frame, local or field"),
         H::Suspend => keep("a suspension only adds to a count: the stopped thread's frames, status and every value stay"),
+        H::ResumeThread { .. } | H::SetLocals { .. } | H::SetFields if of_object => drop(
+            "a string's value and an array's length never change, but a thread run or a reference written may leave \
+             the object unreachable, and a collected object's id gets INVALID_OBJECT from the VM",
+        ),
         H::Event => drop("an event is newer than the answer: what it tells (a thread's death, an unload) may contradict it"),
         H::ResumeAll => drop("every thread may run: frame ids lapse and any value may change"),
         H::Invoke => drop("an invoke runs threads (all, unless single-threaded) and the invoked code may change anything"),

@@ -116,6 +116,12 @@ pub(super) struct Session {
     pub near_on: bool,
     /// The proxy's own ClassUnload request on this connection, once the VM granted it.
     pub unload_request: Option<u32>,
+    /// The latest stop's answers gathered on the VM's host (`gathered`).
+    pub gathered: crate::gather::store::Store,
+    /// What early answers must know of this connection (`early_answers`).
+    pub early: crate::gather::early::Early,
+    /// Early answers given, until the VM's reply is compared with each.
+    pub early_given: crate::gather::early::Pending,
     // Across connections:
     pub debuggers: Debuggers,
     pub waiting: Vec<PendingAttach>,
@@ -186,6 +192,9 @@ pub fn spawn(
         near: Default::default(),
         near_on: false,
         unload_request: None,
+        gathered: Default::default(),
+        early: Default::default(),
+        early_given: Default::default(),
         debuggers: Debuggers::default(),
         waiting: Vec::new(),
         ddm_state: Default::default(),

@@ -134,6 +134,9 @@ impl Session {
         if h.cmd_set() == DDM_CMD_SET {
             self.on_ddm_payload(p.data(), false, false);
         }
+        if self.gathered_command(conn, &p) {
+            return;
+        }
         let near_key = match self.near_command(conn, &p) {
             NearDecision::Answered => return,
             NearDecision::Forward(key) => key,
@@ -163,7 +166,7 @@ impl Session {
     }
 
     /// `forward`, returning the proxy id the command went out with.
-    async fn forward_id(&mut self, conn: u64, mut p: Packet, note: Note) -> Option<u32> {
+    pub(super) async fn forward_id(&mut self, conn: u64, mut p: Packet, note: Note) -> Option<u32> {
         let h = p.header();
         let id = self.assign_id(conn, h, note).await?;
         p.set_id(id);
@@ -238,7 +241,11 @@ impl Session {
     pub(super) async fn fail_pending(&mut self) {
         let pending = self.ids.fail_all();
         self.purposes.clear();
-        for (_, e) in pending {
+        for (id, e) in pending {
+            // Answered early: the debugger has its reply already.
+            if self.early_given.forget(id).is_some() {
+                continue;
+            }
             if let Requester::Debugger(conn) = e.requester {
                 self.send_to(conn, Packet::reply(e.orig_id, error::VM_DEAD, &[]).into_bytes());
             }

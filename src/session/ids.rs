@@ -103,6 +103,11 @@ impl IdTable {
         }
     }
 
+    /// The command set and command of every outstanding request.
+    pub fn commands(&self) -> impl Iterator<Item = (u8, u8)> + '_ {
+        self.pending.values().map(|e| (e.cmd_set, e.cmd))
+    }
+
     /// The entry for an id, left in place.
     pub fn get(&self, id: u32) -> Option<&Entry> {
         self.pending.get(&id)

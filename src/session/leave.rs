@@ -24,6 +24,7 @@ impl Session {
         }
         let purged = self.ids.purge(Requester::Debugger(conn));
         self.near.forget_conn(conn);
+        self.early_given.forget_conn(conn);
         self.stats.debugger_left(conn);
         info!(peer = %a.io.peer, conn, reason, outstanding = purged, left = self.debuggers.len(), "debugger detached");
         a.io.close(reason, &self.tracker);

@@ -50,6 +50,10 @@
 //! - `vm_events` (impl Session): events from the VM, split between the debuggers.
 //! - `near_answers` (impl Session): answers from the near cache; what drops them; the
 //!   proxy's ClassUnload request.
+//! - `gathered` (impl Session): a stop's answers gathered on the VM's host, taken out of the
+//!   VM's stream and served; near replies sent, counted and marked.
+//! - `early_answers` (impl Session): commands answered before the VM's reply, whose reply is
+//!   then compared.
 //! - `proxy_requests` (impl Session): the proxy's own requests: identification, the DDM
 //!   probe, the clean-up.
 //! - `android_tcp` (impl Session): Android VMs over plain TCP, spoken to with DDM only.
@@ -92,6 +96,8 @@ mod leave;
 mod vm_side;
 mod vm_events;
 mod near_answers;
+mod gathered;
+mod early_answers;
 mod proxy_requests;
 mod android_tcp;
 mod ddm_glue;

@@ -84,15 +84,7 @@ impl Session {
         }
         match self.near.lookup(what.0, what.1, p.data()) {
             Lookup::Hit(answer) => {
-                let reply = Packet::reply(h.id, error::NONE, &answer);
-                self.stats.near_answer(what.0, what.1, reply.len() as u32);
-                self.note_proxy_answer(conn, reply.as_bytes());
-                if super::packet_log::wanted() {
-                    super::packet_log::packet("near->dbg", reply.as_bytes(), None, Some(what), None);
-                }
-                if let Some(a) = self.debuggers.get_mut(conn) {
-                    a.io.queue_near(reply.into_bytes());
-                }
+                self.reply_near(conn, h, &answer, crate::stats::near::Source::Cache);
                 NearDecision::Answered
             }
             Lookup::Miss(key) => {

@@ -116,6 +116,9 @@ impl Session {
             self.vm_deferred.push((bytes::Bytes::copy_from_slice(bytes), orig_id));
             return;
         }
+        if !body {
+            self.told_vm(bytes);
+        }
         if !body && orig_id.is_none() {
             // A debugger's commands were noted as they arrived; these are the proxy's own.
             if let Some(r) = self.recent() {
@@ -173,6 +176,18 @@ impl Session {
                 }
                 if let Some(tap) = self.tap.as_mut() {
                     tap.reply(ToClient, bytes, orig, latency);
+                }
+            }
+            Some(h) if self.is_gathered(&h) => {
+                // A stop's gathered answers: the proxy's to read, marked near on the VM leg.
+                if log {
+                    super::packet_log::packet("vm->near", bytes, None, None, None);
+                }
+                if let Some(r) = self.recent() {
+                    r.command(Party::Vm, Party::Proxy, None, bytes);
+                }
+                if let Some(tap) = self.tap.as_mut() {
+                    tap.near_reply(ToClient, bytes);
                 }
             }
             Some(h) => {

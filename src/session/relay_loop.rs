@@ -53,6 +53,9 @@ impl Session {
         self.near.new_connection();
         self.near_on = self.near_cache_wanted();
         self.unload_request = None;
+        self.gathered = Default::default();
+        self.early = Default::default();
+        self.early_given.clear();
         self.ddm_state = Default::default();
         self.threads_on = false;
         for w in &mut self.thread_watchers {

@@ -81,17 +81,22 @@ impl Session {
                 self.learn_id_sizes();
                 self.sharing.owners.set_sent(conn);
                 let kind = p.data().first().copied().unwrap_or(0);
-                self.forward(conn, p, Note::EventSet(kind)).await;
+                self.forward_maybe_early(conn, p, Note::EventSet(kind)).await;
             }
             EVENT_CLEAR => {
                 let mut r = Reader::new(p.data());
                 let request = r.u8("eventKind").and_then(|_| r.u32("requestID"));
                 match request {
+                    // A request it learned from an early answer, whose Set reply is still
+                    // coming: the VM sees the Clear after the Set.
+                    Ok(id) if self.early_given.set_pending(conn, id) => self.forward(conn, p, Note::None).await,
                     Ok(id) if !self.sharing.owners.clear(conn, id) => {
                         debug!(conn, request = id, "a Clear of a request this debugger does not own: answered here");
                         self.answer(conn, h.id, error::NONE);
                     }
-                    _ => self.forward(conn, p, Note::None).await,
+                    // A request of its own, granted by the VM: the Clear goes out unchanged.
+                    Ok(_) => self.forward_maybe_early(conn, p, Note::None).await,
+                    Err(_) => self.forward(conn, p, Note::None).await,
                 }
             }
             EVENT_CLEAR_BREAKPOINTS => {
@@ -132,6 +137,8 @@ impl Session {
     async fn carry_out(&mut self, conn: u64, p: Packet, own: VmCmd, plan: Vec<VmCmd>) {
         let id = p.header().id;
         match plan.iter().position(|c| *c == own) {
+            // The debugger's own command alone, unchanged: it may be answered early.
+            Some(_) if plan.len() == 1 => self.forward_maybe_early(conn, p, Note::None).await,
             Some(at) => {
                 plan[..at].iter().for_each(|c| self.send_vm_cmd(*c));
                 self.forward(conn, p, Note::None).await;

@@ -29,6 +29,7 @@ impl Session {
     pub(super) fn on_event(&mut self, p: Packet) {
         // Read at once, not when routed: an unloaded class's answers go before anything else.
         self.near_event(&p);
+        self.gather_event(&p);
         // Behind a kept-back composite, everything waits: the VM's order is kept.
         if !self.deferred_events.is_empty() {
             self.deferred_events.push_back(p);

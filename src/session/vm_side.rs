@@ -59,6 +59,9 @@ impl Session {
                 self.stray_reply(&h);
                 return nobody(h);
             };
+            if self.early_streamed_reply(&e, &h) {
+                return nobody(h);
+            }
             return match e.requester {
                 Requester::Debugger(conn) if self.debuggers.contains(conn) => {
                     if let Note::EventSet(_) = e.note {
@@ -76,6 +79,9 @@ impl Session {
                 Requester::Debugger(_) => nobody(h),
             };
         }
+        if self.is_gathered(&h) {
+            return VmStream { to: Vec::new(), collect: Some((h, Vec::new(), None)) };
+        }
         match h.cmd_set() {
             DDM_CMD_SET => VmStream { to: self.ddm_speakers(), collect: Some((h, Vec::new(), None)) },
             // An event is read whole (up to the bound) and split between debuggers after.
@@ -92,6 +98,14 @@ impl Session {
     /// A large packet the proxy read through a bounded prefix.
     fn on_collected(&mut self, h: Header, prefix: Vec<u8>, purpose: Option<super::purpose::Purpose>) {
         let total = h.body_len();
+        if self.is_gathered(&h) {
+            if prefix.len() >= total {
+                self.on_gathered(&prefix);
+            } else {
+                warn!(len = h.length, limit = COLLECT_PREFIX, "gathered answers larger than COLLECT_PREFIX: not kept");
+            }
+            return;
+        }
         if !h.is_reply() && h.cmd_set() == EVENT_CMD_SET {
             if prefix.len() >= total {
                 self.on_event(Packet::command(h.id, h.cmd_set(), h.cmd(), &prefix));
@@ -116,6 +130,7 @@ impl Session {
                 self.stray_reply(&h);
                 return;
             };
+            self.early_saw_reply(&e, &p);
             match e.requester {
                 Requester::Debugger(conn) if self.debuggers.contains(conn) => {
                     self.settle_reply(conn, &e, &p);
@@ -123,8 +138,11 @@ impl Session {
                     if e.cmd_set == DDM_CMD_SET {
                         self.on_ddm_payload(p.data(), true, true);
                     }
-                    p.set_id(e.orig_id);
-                    self.send_to(conn, p.into_bytes());
+                    // Answered early: the debugger has its reply; this one is only compared.
+                    if !self.early_check(&p) {
+                        p.set_id(e.orig_id);
+                        self.send_to(conn, p.into_bytes());
+                    }
                     if let Note::EventSet(_) = e.note {
                         // The new request's owner is known: events kept back for it can go.
                         self.release_deferred_events();
@@ -137,6 +155,9 @@ impl Session {
                 }
             }
             return;
+        }
+        if self.is_gathered(&h) {
+            return self.on_gathered(p.data());
         }
         match h.cmd_set() {
             EVENT_CMD_SET => self.on_event(p),

@@ -224,6 +224,13 @@ fn vm_text(out: &mut String, vm: &VmReport) {
             n.hit_rate * 100.0,
             format_bytes(n.bytes)
         );
+        if n.gathered + n.early + n.early_differed > 0 {
+            let _ = writeln!(
+                out,
+                "  of them: {} gathered at a stop, {} early (before the VM's reply); early answers the VM contradicted: {}",
+                n.gathered, n.early, n.early_differed
+            );
+        }
         let rows: Vec<Vec<String>> = n.commands.iter().map(|c| vec![c.command.clone(), c.count.to_string(), format_bytes(c.bytes)]).collect();
         table(out, "    ", &["command", "count", "bytes"], &rows);
     }

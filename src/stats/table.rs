@@ -271,6 +271,20 @@ impl TrafficStats {
         }
     }
 
+    /// A command answered near from a stop's gathered answers or early, with a reply of `len` bytes.
+    pub fn near_answer_from(&mut self, source: super::near::Source, set: u8, cmd: u8, len: u32) {
+        if self.enabled {
+            self.near.answer_from(source, set, cmd, len);
+        }
+    }
+
+    /// An early answer whose VM reply differed.
+    pub fn near_early_differed(&mut self) {
+        if self.enabled {
+            self.near.early_differed();
+        }
+    }
+
     /// A command the near cache could have answered, sent to the VM.
     pub fn near_miss(&mut self) {
         if self.enabled {

@@ -268,6 +268,15 @@ impl NearCache {
         }
     }
 
+    /// An answer the VM's host read at a stop (the command's data and the VM's reply data,
+    /// error code 0): kept as if a debugger had asked. Returns whether it was kept.
+    pub fn gathered(&mut self, set: u8, cmd: u8, data: &[u8], answer: &[u8]) -> bool {
+        match self.shape(set, cmd, data) {
+            Ok(ty) => self.store(Key { set, cmd, data: Bytes::copy_from_slice(data) }, ty, answer),
+            Err(()) => false,
+        }
+    }
+
     fn store(&mut self, key: Key, ty: Option<u64>, answer: &[u8]) -> bool {
         let (set, cmd) = (key.set, key.cmd);
         let cost = key.data.len() + answer.len() + ENTRY_OVERHEAD;

@@ -131,7 +131,10 @@ fn handle_jdwp(shared: &Shared, pkt: &Packet, set: u8, cmd: u8) -> Vec<Action> {
             };
             // Like HotSpot, clearing an unknown request is not an error.
             shared.with(|s| s.event_requests.retain(|e| !(e.kind == kind && e.id == req_id)));
-            ok(id, vec![])
+            match cfg.clear_error {
+                Some(code) => err(id, code),
+                None => ok(id, vec![]),
+            }
         }
         (SET_EVENT_REQUEST, ER_CLEAR_ALL_BREAKPOINTS) => {
             shared.with(|s| s.event_requests.retain(|e| e.kind != KIND_BREAKPOINT));

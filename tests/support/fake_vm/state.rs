@@ -82,6 +82,9 @@ pub struct FakeVmConfig {
     pub layout: DdmLayout,
     /// A broken (or hostile) VM: every reply is sent twice.
     pub duplicate_replies: bool,
+    /// EventRequest.Clear is answered with this error code instead of NONE (a VM whose reply
+    /// an early answer cannot foresee).
+    pub clear_error: Option<u16>,
 }
 
 impl Default for FakeVmConfig {
@@ -111,6 +114,7 @@ impl Default for FakeVmConfig {
             handshake_timeout: Duration::from_secs(10),
             layout: DdmLayout::Modern,
             duplicate_replies: false,
+            clear_error: None,
         }
     }
 }

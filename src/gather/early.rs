@@ -1,0 +1,322 @@
+//! Early answers: commands whose reply carries nothing the near side does not know, answered
+//! to the debugger as soon as they leave for the VM instead of a round trip later. A pure
+//! table with the reason for each row, and what the session must know to use it: which
+//! threads are known suspended (a step request needs a live thread), and the VM's request
+//! counter (a Set's reply is the id the VM gives).
+//!
+//! The rows hold for HotSpot's agent (libjdwp, JDK 17 and 25); the session answers early
+//! only on a VM whose Version names one with that agent ([`libjdwp_vm`]; ART's agent
+//! counts and checks otherwise), and never where
+//! the sharing layer does more than forward the command unchanged. Every early answer is
+//! kept ([`Pending`]) and compared with the VM's own reply when it comes; that reply is
+//! not relayed, and a difference is a defect the session counts and logs.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::jdwp::events::{kind, IdSizes};
+use crate::jdwp::reader::Reader;
+
+/// One command that may be answered early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub set: u8,
+    pub cmd: u8,
+    pub name: &'static str,
+    pub why: &'static str,
+}
+
+/// The table.
+pub const EARLY: &[Row] = &[
+    Row {
+        set: 1,
+        cmd: 9,
+        name: "VirtualMachine.Resume",
+        why: "libjdwp replies with no data and error NONE (threadControl_resumeAll fails only when JVMTI \
+              itself does); the debugger learns nothing from waiting. Only when the debugger's own Resume \
+              goes to the VM unchanged (a shared VM's Resume is counted by the sharing layer instead)",
+    },
+    Row {
+        set: 11,
+        cmd: 3,
+        name: "ThreadReference.Resume",
+        why: "of a thread a stop event suspended and nothing resumed since: libjdwp refuses only an id \
+              that is no thread or is its own (a stopped thread is neither) and replies NONE with no \
+              data (a thread not suspended is left as it is). Only when the debugger's own Resume goes \
+              to the VM unchanged, as for VirtualMachine.Resume",
+    },
+    Row {
+        set: 15,
+        cmd: 2,
+        name: "EventRequest.Clear",
+        why: "of a request this debugger set and the VM granted, of an event kind libjdwp knows: \
+              eventHandler_freeByID replies NONE with no data, also for a request already gone",
+    },
+    Row {
+        set: 15,
+        cmd: 1,
+        name: "EventRequest.Set (a step request)",
+        why: "the reply is the request id, and libjdwp's ids come from one counter (eventHandler.c: \
+              requestIdCounter, ++ for each request a debugger sets, internal handlers take 0, reset \
+              only when a debugger leaves): the next id is the last granted one plus one when no other \
+              Set is in flight and the last Set's reply was known and not an error (a failed install \
+              may have taken an id). A step request fails only for a thread libjdwp does not know \
+              (stepControl_beginStep suspends the thread itself): its thread must be one a stop event \
+              named and nothing resumed since, and its modifiers only Count (> 0), ClassMatch, \
+              ClassExclude and one Step of a valid size and depth",
+    },
+];
+
+/// Event kinds libjdwp maps to a handler chain (eventIndex.c, jdwp2EventIndex): a Clear of
+/// any other kind is refused with INVALID_EVENT_TYPE.
+pub const CLEARABLE_KINDS: &[u8] = &[
+    kind::SINGLE_STEP,
+    kind::BREAKPOINT,
+    kind::EXCEPTION,
+    kind::THREAD_START,
+    kind::THREAD_DEATH,
+    kind::CLASS_PREPARE,
+    kind::CLASS_UNLOAD,
+    kind::FIELD_ACCESS,
+    kind::FIELD_MODIFICATION,
+    kind::METHOD_ENTRY,
+    kind::METHOD_EXIT,
+    kind::METHOD_EXIT_WITH_RETURN_VALUE,
+    kind::MONITOR_CONTENDED_ENTER,
+    kind::MONITOR_CONTENDED_ENTERED,
+    kind::MONITOR_WAIT,
+    kind::MONITOR_WAITED,
+];
+
+/// Whether a VM's ident ("vmName vmVersion", from VirtualMachine.Version) names a VM whose
+/// JDWP agent is libjdwp, the agent the rows were read against: HotSpot (OpenJDK and
+/// Oracle builds, GraalVM's JIT mode) and OpenJ9, which ships OpenJDK's agent. Any other
+/// (ART, a native image's own agent, a VM not identified yet) gets no early answers.
+pub fn libjdwp_vm(ident: &str) -> bool {
+    !crate::jdwp::version::is_android_vm(ident) && ["HotSpot", "OpenJDK", "OpenJ9"].iter().any(|n| ident.contains(n))
+}
+
+/// Threads known suspended at most this many (a bound; past it, none are known).
+const MAX_THREADS: usize = 4096;
+
+/// What one VM connection has told about early answers so far.
+#[derive(Debug, Default)]
+pub struct Early {
+    /// Threads a stop event suspended, that nothing written since may have resumed.
+    stopped: HashSet<u64>,
+    /// The request id of the last Set reply, while it is known to be the VM's counter.
+    last_request: Option<u32>,
+    /// EventRequest.Set commands written to the VM and not answered yet.
+    sets_in_flight: usize,
+}
+
+impl Early {
+    /// The reply data a command would get from the VM, when it is certain: `None` sends it
+    /// the usual way. `data`: the command's data.
+    pub fn answer(&self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) -> Option<Vec<u8>> {
+        match (set, cmd) {
+            (1, 9) => data.is_empty().then(Vec::new),
+            (11, 3) => {
+                let t = Reader::new(data).id(sizes.object, "thread").ok()?;
+                (data.len() == sizes.object && self.stopped.contains(&t)).then(Vec::new)
+            }
+            (15, 2) => {
+                let mut r = Reader::new(data);
+                let k = r.u8("eventKind").ok()?;
+                r.u32("requestID").ok()?;
+                (r.remaining() == 0 && CLEARABLE_KINDS.contains(&k)).then(Vec::new)
+            }
+            (15, 1) => {
+                let next = self.last_request?.checked_add(1)?;
+                (self.sets_in_flight == 0 && self.is_step_on_stopped(data, sizes)).then(|| next.to_be_bytes().to_vec())
+            }
+            _ => None,
+        }
+    }
+
+    /// A step request whose only failure could be its thread, on a thread known stopped.
+    fn is_step_on_stopped(&self, data: &[u8], sizes: &IdSizes) -> bool {
+        let parse = || -> Result<bool, crate::jdwp::reader::ReadError> {
+            let mut r = Reader::new(data);
+            if r.u8("eventKind")? != kind::SINGLE_STEP || r.u8("suspendPolicy")? > 2 {
+                return Ok(false);
+            }
+            let mut steps = 0;
+            for _ in 0..r.u32("modifiers")? {
+                match r.u8("modKind")? {
+                    // Count.
+                    1 => {
+                        if r.i32("count")? <= 0 {
+                            return Ok(false);
+                        }
+                    }
+                    // ClassMatch, ClassExclude: patterns, never refused.
+                    5 | 6 => {
+                        r.string("classPattern")?;
+                    }
+                    // Step: thread, size (MIN, LINE), depth (INTO, OVER, OUT).
+                    10 => {
+                        let t = r.id(sizes.object, "thread")?;
+                        let (size, depth) = (r.u32("size")?, r.u32("depth")?);
+                        if !self.stopped.contains(&t) || size > 1 || depth > 2 {
+                            return Ok(false);
+                        }
+                        steps += 1;
+                    }
+                    _ => return Ok(false),
+                }
+            }
+            Ok(steps == 1 && r.remaining() == 0)
+        };
+        parse().unwrap_or(false)
+    }
+
+    /// A command written to the VM (by anyone). `data` empty when only its head is known.
+    pub fn written(&mut self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) {
+        match (set, cmd) {
+            (15, 1) => self.sets_in_flight += 1,
+            // ThreadReference.Resume: that thread may run (and end).
+            (11, 3) => match Reader::new(data).id(sizes.object, "thread") {
+                Ok(t) if data.len() == sizes.object => {
+                    self.stopped.remove(&t);
+                }
+                _ => self.stopped.clear(),
+            },
+            // Nothing here lets a suspended thread run: reads, requests, suspensions, values
+            // written, frames popped or returned from (the thread stays suspended).
+            _ if keeps_threads_suspended(set, cmd) => {}
+            // Resume, invokes (they run the thread), and anything not known here.
+            _ => self.stopped.clear(),
+        }
+    }
+
+    /// The reply to an EventRequest.Set (anyone's): its error code and data.
+    pub fn set_replied(&mut self, error: u16, data: &[u8]) {
+        self.sets_in_flight = self.sets_in_flight.saturating_sub(1);
+        self.last_request = match data.get(..4) {
+            Some(b) if error == 0 && data.len() == 4 => Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+            // A failed Set may or may not have taken an id from the counter.
+            _ => None,
+        };
+    }
+
+    /// A Set whose reply will never be read (its reply was streamed, or the session lost
+    /// track of it): the counter is no longer known.
+    pub fn set_lost(&mut self) {
+        self.sets_in_flight = self.sets_in_flight.saturating_sub(1);
+        self.last_request = None;
+    }
+
+    /// An event composite from the VM: `policy`, and the kind and thread of each event.
+    pub fn event(&mut self, policy: u8, events: impl IntoIterator<Item = (u8, Option<u64>)>) {
+        for (k, t) in events {
+            if k == kind::VM_DEATH {
+                self.stopped.clear();
+                return;
+            }
+            if let (Some(t), true) = (t, policy != crate::jdwp::events::suspend::NONE) {
+                if self.stopped.len() < MAX_THREADS {
+                    self.stopped.insert(t);
+                }
+            }
+        }
+    }
+
+    /// Whether a stop event suspended this thread and nothing since may have resumed it.
+    pub fn is_stopped(&self, thread: u64) -> bool {
+        self.stopped.contains(&thread)
+    }
+}
+
+/// Commands after which a suspended thread is still suspended and alive.
+fn keeps_threads_suspended(set: u8, cmd: u8) -> bool {
+    super::validity::is_read(set, cmd)
+        || matches!(
+            (set, cmd),
+            // Suspend, SuspendThread, SetValues (locals, fields, statics, array elements),
+            // PopFrames, ForceEarlyReturn, RedefineClasses, DisposeObjects.
+            (1, 8) | (11, 2) | (16, 2) | (9, 3) | (3, 2) | (13, 3) | (16, 4) | (11, 14) | (1, 18) | (1, 14)
+        )
+}
+
+/// The early answers given on a connection, by the id their command went to the VM under,
+/// until the VM's reply comes to be compared.
+#[derive(Debug, Default)]
+pub struct Pending {
+    by_id: HashMap<u32, Given>,
+}
+
+/// One early answer: to whom, for which command, and what it said (error NONE, this data).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Given {
+    pub conn: u64,
+    pub set: u8,
+    pub cmd: u8,
+    pub data: Vec<u8>,
+}
+
+/// What the VM's reply to an early-answered command showed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The same: nothing to do.
+    Same(Given),
+    /// Another error code or other data: a defect.
+    Differed { given: Given, error: u16, data: Vec<u8> },
+}
+
+impl Pending {
+    pub fn given(&mut self, proxy_id: u32, g: Given) {
+        self.by_id.insert(proxy_id, g);
+    }
+
+    /// Whether the command under this id was answered early (its reply is not relayed).
+    pub fn contains(&self, proxy_id: u32) -> bool {
+        self.by_id.contains_key(&proxy_id)
+    }
+
+    /// Whether `conn` was told `request` by an early answer to a Set whose VM reply has not
+    /// come yet (the sharing layer does not know the request as its own until then).
+    pub fn set_pending(&self, conn: u64, request: u32) -> bool {
+        self.by_id.values().any(|g| g.conn == conn && (g.set, g.cmd) == (15, 1) && g.data == request.to_be_bytes())
+    }
+
+    /// The VM's reply to `proxy_id`, when that command was answered early.
+    pub fn replied(&mut self, proxy_id: u32, error: u16, data: &[u8]) -> Option<Verdict> {
+        let given = self.by_id.remove(&proxy_id)?;
+        Some(if error == 0 && data == given.data {
+            Verdict::Same(given)
+        } else {
+            Verdict::Differed { given, error, data: data.to_vec() }
+        })
+    }
+
+    /// A reply that will not be read whole: forgotten, not compared.
+    pub fn forget(&mut self, proxy_id: u32) -> Option<Given> {
+        self.by_id.remove(&proxy_id)
+    }
+
+    /// A debugger left: its early answers' replies will find no request.
+    pub fn forget_conn(&mut self, conn: u64) {
+        self.by_id.retain(|_, g| g.conn != conn);
+    }
+
+    pub fn clear(&mut self) {
+        self.by_id.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+}
+
+/// The table as markdown, as docs/near-cache.md shows it (a test keeps the two in step).
+pub fn markdown() -> String {
+    let mut out = String::from("| command | why its early answer cannot differ |\n| --- | --- |\n");
+    for r in EARLY {
+        out.push_str(&format!("| {} ({}, {}) | {} |\n", r.name, r.set, r.cmd, r.why.split_whitespace().collect::<Vec<_>>().join(" ")));
+    }
+    out
+}
