@@ -13,7 +13,7 @@ mod bulk;
 mod capture_gen;
 #[path = "relay/cpu_budget.rs"]
 mod cpu_budget;
-#[path = "relay/delay_link.rs"]
+#[path = "../tests/support/delay_link.rs"]
 mod delay_link;
 #[path = "relay/ddm_wire.rs"]
 mod ddm_wire;
