@@ -591,5 +591,5 @@ fn remote_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
 }
 
 fn far_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
-    far::run(bin, &p.far, p.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
+    far::run(bin, &p.far, p.far.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
 }

@@ -197,6 +197,9 @@ impl Params {
         if o.far_no_idle {
             p.far.idle.jvms.clear();
         }
+        if let Some(r) = o.reps {
+            p.far.reps = r;
+        }
         p
     }
 
