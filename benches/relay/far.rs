@@ -95,7 +95,7 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
         Ok(m) => m,
         Err(e) => return fail("far: set-up", format!("{e:#}")),
     };
-    eprintln!("far: a test host with the HotSpot debuggee ...");
+    eprintln!("far: {reps} repetitions + {warmup} warm-up (the section's own; --reps sets it); a test host with the HotSpot debuggee ...");
     let mut host = match start_host(&keys, &prog, "far", 1) {
         Ok(h) => h,
         Err(e) => return fail("far: the debuggee's host", format!("{e:#}")),
