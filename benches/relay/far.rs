@@ -196,6 +196,9 @@ pub fn link_round_trips(step_ms: f64, veth_ms: f64, one_way: Duration) -> Option
     (rtt > 0.0).then(|| (step_ms - veth_ms) / rtt)
 }
 
+/// One figure of a run's counted round trips.
+type TurnFigure = fn(&fp::LinkTurns) -> f64;
+
 /// The round trips the delay relay counted on link `li` (one way `d`): per step, for the
 /// attach and for the first stop; medians of the runs. The targets are judged for the far
 /// side on the links with delay (with none, turns are counted but the chunks of a step may
@@ -203,14 +206,14 @@ pub fn link_round_trips(step_ms: f64, veth_ms: f64, one_way: Duration) -> Option
 fn turn_rows(t: &mut Table, all: &[FarRep], li: usize, label: &str, d: Duration) {
     let of = |c: usize, f: &dyn Fn(&fp::LinkTurns) -> f64| median(&per_rep(all, li, c, &|r| r.turns.map(|x| f(&x))).into_iter().flatten().collect::<Vec<_>>());
     let judged = !d.is_zero();
-    let rows: [(&str, &dyn Fn(&fp::LinkTurns) -> f64, Option<f64>); 3] = [
-        ("link round trips per step, counted on the link", &|x| x.per_step, Some(TURNS_PER_STEP)),
-        ("link round trips of the first stop (event to views read), counted", &|x| x.first_stop as f64, Some(FIRST_STOP_TURNS)),
-        ("link round trips from attach to the breakpoint's event, counted", &|x| x.attach as f64, None),
+    let rows: [(&str, TurnFigure, Option<f64>); 3] = [
+        ("link round trips per step, counted on the link", |x| x.per_step, Some(TURNS_PER_STEP)),
+        ("link round trips of the first stop (event to views read), counted", |x| x.first_stop as f64, Some(FIRST_STOP_TURNS)),
+        ("link round trips from attach to the breakpoint's event, counted", |x| x.attach as f64, None),
     ];
     for (what, f, target) in rows {
-        let cells = [0, 1, 2].map(|c| fmt_opt(of(c, f)));
-        let far = of(FarKind::Far.column(), f);
+        let cells = [0, 1, 2].map(|c| fmt_opt(of(c, &f)));
+        let far = of(FarKind::Far.column(), &f);
         let r = Row::new(&format!("{label}: {what}"), [cells[0].clone(), cells[1].clone(), cells[2].clone(), String::new()]);
         t.push(match target {
             Some(limit) if judged => r.judged(String::new(), &format!("--far always <= {limit}"), far.map(|v| v <= limit)),

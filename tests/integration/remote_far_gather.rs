@@ -4,7 +4,8 @@
 //! Debian's sshd), a real JVM on its loopback, JDI programs compiled here.
 //!
 //! - The IDE-shaped stepping session (`jdi/Stepper.java`, SUSPEND_ALL and SUSPEND_EVENT_THREAD)
-//!   prints through the far side exactly what it prints run on the host against the VM.
+//!   and jdb (`remote_far_peers::jdb_transcript`) print through the far side exactly what
+//!   they print run on the host against the VM.
 //! - An IDE that changes the VM at a stop (`jdi/Meddler.java`: a local, a field, an array
 //!   element and a static set; a method invoked; a frame popped; the class redefined and back)
 //!   and reads again never reads a stale value; it checks its reads against what its own
@@ -23,6 +24,7 @@ use serde_json::Value;
 use crate::cli::Served;
 use crate::remote::{agent, port, ready, serve, SLOW};
 use crate::remote_far::far_bin;
+use crate::remote_far_peers::jdb_transcript;
 use crate::support::delay_link::DelayLink;
 use crate::support::java::javac;
 use crate::support::jdi::{Stepper, LEDGER_JAVA};
@@ -210,6 +212,7 @@ async fn remote_far_gather_stops_answered_near_are_the_vms_truth() {
     }
     assert!(direct[0].contains("hit Ledger.work:") && direct[0].contains("policy=2") && direct[1].contains("policy=1"), "{}", direct[0]);
     assert!(direct[0].contains("thread ledger-worker") && direct[0].contains("local int sum = 100"), "{}", direct[0]);
+    let direct_jdb = jdb_transcript(&on_host, 8000).await;
     let alone = ["set", "invoke", "pop", "redefine"];
     let meddle = |policy: &str, cases: &[&str]| -> Vec<String> {
         let mut a = vec![policy.to_string(), orig.clone(), new.clone(), SHIFT.to_string()];
@@ -223,11 +226,12 @@ async fn remote_far_gather_stops_answered_near_are_the_vms_truth() {
 
     let (served, vm_port) = served_far(&keys, alias, &far.path, "Ledger").await;
     let turns_before = link.turns();
-    // (a) The stepping session prints what it printed directly.
+    // (a) The stepping session and jdb print what they printed directly.
     for (policy, seen) in ["all", "thread"].into_iter().zip(&direct) {
         let through = stepper.run(&[], vm_port, policy, STEPS).await.unwrap();
         assert_same(&format!("the stepping session with SUSPEND {policy}"), seen, &through);
     }
+    assert_same("jdb", &direct_jdb, &jdb_transcript(&[], vm_port).await);
     assert!(link.turns() > turns_before, "the sessions did not go through the delayed link");
     let mut near = NearChecks::default();
     near.after(&served, "the stepping sessions");

@@ -63,7 +63,7 @@ fn without_ids(text: &str) -> String {
 /// What jdb (under `prefix`, attached to 127.0.0.1:`port`) answers at a breakpoint in
 /// Ledger.work: where, locals, `this` dumped, statics, two steps, locals again, an invoked
 /// toString; each answer read up to the prompt that follows it, ids left out.
-async fn jdb_transcript(prefix: &[String], port: u16) -> String {
+pub async fn jdb_transcript(prefix: &[String], port: u16) -> String {
     const PROMPT: &str = "ledger-worker[1] ";
     let mut j = Jdb::attach_as(prefix, &format!("127.0.0.1:{port}")).await.unwrap();
     j.expect("> ", SLOW).await.unwrap();
