@@ -263,6 +263,14 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
             "",
             None,
         ));
+        let own = |c: usize| fmt_opt(median(&per_rep(all, li, c, &|r| r.first_stop_ms).into_iter().flatten().collect::<Vec<_>>()));
+        let [a, b, c] = cells3(&own);
+        let fr = paired(&per_rep(all, li, 2, &|r| r.first_stop_ms), &per_rep(all, li, 0, &|r| r.first_stop_ms));
+        t.push(Row::new(&format!("{label}: the first stop (its event to its views read), ms"), [a, b, c, String::new()]).judged(
+            if fr.is_empty() { String::new() } else { format!("{} x ssh -L", ratio_text(&fr)) },
+            "",
+            None,
+        ));
         if let Some(d) = link {
             turn_rows(t, all, li, &label, *d);
             let rt = |c: usize| {

@@ -116,6 +116,8 @@ pub struct StepRun {
     pub setup_ms: f64,
     /// Attach to the first stop shown.
     pub first_ms: f64,
+    /// The first stop alone: its event to its views read.
+    pub first_stop_ms: Option<f64>,
     pub step_ms: Vec<f64>,
     /// With the counting tap in front (see `jdwp_tap`).
     pub tap: Option<TapSummary>,
@@ -158,9 +160,10 @@ impl TurnMarks {
     }
 }
 
-/// What the program printed: `first_ns=`, `step_ns=`, `done`.
+/// What the program printed: `stop_ns=`, `first_ns=`, `step_ns=`, `done`.
 #[derive(Debug, Default, PartialEq)]
 pub struct Printed {
+    pub stop_ns: Option<u64>,
     pub first_ns: Option<u64>,
     pub step_ns: Vec<u64>,
     pub done: bool,
@@ -168,7 +171,9 @@ pub struct Printed {
 
 impl Printed {
     pub fn line(&mut self, l: &str) {
-        if let Some(v) = l.strip_prefix("first_ns=") {
+        if let Some(v) = l.strip_prefix("stop_ns=") {
+            self.stop_ns = v.trim().parse().ok();
+        } else if let Some(v) = l.strip_prefix("first_ns=") {
             self.first_ns = v.trim().parse().ok();
         } else if let Some(v) = l.strip_prefix("step_ns=") {
             self.step_ns = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
@@ -328,7 +333,8 @@ pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, f
     let steps = printed.step_ns.len().max(1) as f64;
     let sched = sched.map(|g| g.map(|(run, wait)| (run as f64 / 1e3 / steps, wait as f64 / 1e3 / steps)));
     let turns = link.and_then(|_| marks.figures(printed.step_ns.len()));
-    Ok(StepRun { setup_ms, first_ms: first as f64 / 1e6, step_ms: printed.step_ns.iter().map(|n| *n as f64 / 1e6).collect(), tap: summary, sched, turns })
+    let first_stop_ms = printed.stop_ns.filter(|s| *s <= first).map(|s| (first - s) as f64 / 1e6);
+    Ok(StepRun { setup_ms, first_ms: first as f64 / 1e6, first_stop_ms, step_ms: printed.step_ns.iter().map(|n| *n as f64 / 1e6).collect(), tap: summary, sched, turns })
 }
 
 /// The far side's processes on the host of namespace `ns` (`jdwpmux far`).
@@ -359,10 +365,10 @@ mod tests {
     #[test]
     fn the_programs_lines_are_read() {
         let mut p = Printed::default();
-        for l in ["first_ns=123456789", "step_ns=1000000,2500000", "something else", "done steps=2 values=40"] {
+        for l in ["stop_ns=100000000", "first_ns=123456789", "step_ns=1000000,2500000", "something else", "done steps=2 values=40"] {
             p.line(l);
         }
-        assert_eq!(p, Printed { first_ns: Some(123_456_789), step_ns: vec![1_000_000, 2_500_000], done: true });
+        assert_eq!(p, Printed { stop_ns: Some(100_000_000), first_ns: Some(123_456_789), step_ns: vec![1_000_000, 2_500_000], done: true });
         let mut none = Printed::default();
         none.line("step_ns=");
         assert!(none.step_ns.is_empty() && !none.done);

@@ -279,8 +279,10 @@ async fn remote_far_gather_a_thread_ending_after_a_stop_is_seen_ended() {
     assert_cases(&direct, &cases);
 
     let (served, vm_port) = served_far(&keys, alias, &far.path, "Brief").await;
+    let turns_before = link.turns();
     let through = programs.run(&[], "Dying", vm_port, &policies).await;
     assert_cases(&through, &cases);
+    assert!(link.turns() > turns_before, "the session did not go through the delayed link");
     let mut near = NearChecks::default();
     near.after(&served, "a thread ending after a stop");
     assert!(app.is_running(), "the VM died: {}", app.output());
