@@ -54,6 +54,13 @@ public class Dying {
             set.resume();
             next(vm, ThreadDeathEvent.class, t);
             erm.deleteEventRequest(death);
+            // The event comes from the ending thread itself, so it may still be finishing: it
+            // is never seen suspended again, and is seen ended within 10 s.
+            long until = System.nanoTime() + 10_000_000_000L;
+            while (t.status() != ThreadReference.THREAD_STATUS_ZOMBIE && System.nanoTime() < until) {
+                expect("suspended after the thread's death event", false, t.isSuspended());
+                Thread.sleep(10);
+            }
             expect("status after the thread's death", ThreadReference.THREAD_STATUS_ZOMBIE, t.status());
             expect("suspended after the thread's death", false, t.isSuspended());
             expect("name after the thread's death", name, t.name());
