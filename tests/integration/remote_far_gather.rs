@@ -213,6 +213,7 @@ async fn remote_far_gather_stops_answered_near_are_the_vms_truth() {
     assert!(direct[0].contains("hit Ledger.work:") && direct[0].contains("policy=2") && direct[1].contains("policy=1"), "{}", direct[0]);
     assert!(direct[0].contains("thread ledger-worker") && direct[0].contains("local int sum = 100"), "{}", direct[0]);
     let direct_jdb = jdb_transcript(&on_host, 8000).await;
+    assert!(direct_jdb.starts_with("Breakpoint hit: Ledger.work(), line=") && direct_jdb.contains("owner: \"ann\""), "{direct_jdb}");
     let alone = ["set", "invoke", "pop", "redefine"];
     let meddle = |policy: &str, cases: &[&str]| -> Vec<String> {
         let mut a = vec![policy.to_string(), orig.clone(), new.clone(), SHIFT.to_string()];
