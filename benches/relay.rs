@@ -13,7 +13,7 @@ mod bulk;
 mod capture_gen;
 #[path = "relay/cpu_budget.rs"]
 mod cpu_budget;
-#[path = "relay/delay_link.rs"]
+#[path = "../tests/support/delay_link.rs"]
 mod delay_link;
 #[path = "relay/ddm_wire.rs"]
 mod ddm_wire;
@@ -591,5 +591,5 @@ fn remote_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
 }
 
 fn far_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
-    far::run(bin, &p.far, p.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
+    far::run(bin, &p.far, p.far.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
 }

@@ -9,7 +9,7 @@ mod bulk;
 mod capture_gen;
 #[path = "../benches/relay/cpu_budget.rs"]
 mod cpu_budget;
-#[path = "../benches/relay/delay_link.rs"]
+#[path = "support/delay_link.rs"]
 mod delay_link;
 #[path = "../benches/relay/ddm_wire.rs"]
 mod ddm_wire;

@@ -98,6 +98,8 @@ mod remote_far_cuts;
 mod remote_far_copy;
 #[path = "integration/remote_far_hostile.rs"]
 mod remote_far_hostile;
+#[path = "integration/remote_far_gather.rs"]
+mod remote_far_gather;
 #[path = "integration/remote_ddm.rs"]
 mod remote_ddm;
 #[path = "integration/proc_serve.rs"]

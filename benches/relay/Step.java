@@ -8,6 +8,7 @@
 //
 // Times: attach to the first stop shown (the breakpoint's views read), then each step from
 // its request to its views read. Prints
+//   stop_ns=S       (the breakpoint's event received: the first stop's reads begin)
 //   first_ns=F
 //   step_ns=A,B,C...
 //   done steps=S values=V
@@ -54,10 +55,13 @@ public class Step {
                 if (e instanceof BreakpointEvent) thread = ((BreakpointEvent) e).thread();
             }
         }
+        System.out.println("stop_ns=" + (System.nanoTime() - t0));
+        System.out.flush();
         erm.deleteEventRequest(bp);
         show(thread);
         long first = System.nanoTime() - t0;
         System.out.println("first_ns=" + first);
+        System.out.flush();
         long[] took = new long[want];
         int steps = 0;
         long s0 = System.nanoTime();

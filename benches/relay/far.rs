@@ -5,7 +5,8 @@
 //! name), through `ssh -L`, today's forward (`serve --ssh --far never`) and jdwpmux on the
 //! far side (`serve --ssh --far always`), in the same run, the three paths alternating
 //! within each repetition; on the namespace's veth with no added delay, and through a delay
-//! relay in front of the host's sshd at D = 0, 10 and 25 ms one way (`delay_link`). The
+//! relay in front of the host's sshd at D = 0, 10 and 25 ms one way (`delay_link`, which
+//! also counts the link's round trips: per step, for the attach and for the first stop). The
 //! warm-up repetition runs through a counting tap (`jdwp_tap`): commands per step. Then the
 //! far side's idle cost on a host with N JVMs beside today's scan (`far_idle`).
 
@@ -28,9 +29,16 @@ use crate::test_hosts::BenchHost;
 
 /// The far side's step may take this much longer than `ssh -L`'s on the link with no delay.
 pub const STEP_VS_SSH_L: f64 = 1.3;
+/// Link round trips a step may wait for through the far side (on the links with delay).
+pub const TURNS_PER_STEP: f64 = 1.5;
+/// Link round trips the first stop (its event to its views read) may wait for.
+pub const FIRST_STOP_TURNS: f64 = 3.0;
 
 #[derive(Debug, Clone)]
 pub struct FarParams {
+    /// Measured repetitions unless `--reps` says otherwise (the section's own: its runs are
+    /// seconds each, where the other sections' are milliseconds).
+    pub reps: usize,
     pub step: StepParams,
     /// The links: None is the veth itself, Some(D) the delay relay at D one way.
     pub links: Vec<Option<Duration>>,
@@ -43,15 +51,18 @@ pub struct FarParams {
 impl FarParams {
     pub fn new(smoke: bool) -> FarParams {
         if smoke {
+            // The 10 ms relay checks the link's counting; 3 steps there take about a second.
             return FarParams {
-                step: StepParams { steps: 5, budget: Duration::from_secs(5) },
-                links: vec![None],
+                reps: 1,
+                step: StepParams { steps: 3, budget: Duration::from_secs(3) },
+                links: vec![None, Some(Duration::from_millis(10))],
                 tap_measured: true,
                 idle: crate::far_idle::IdleParams { window: Duration::from_secs(2), settle: Duration::from_millis(500), jvms: vec![1] },
             };
         }
         FarParams {
-            step: StepParams { steps: 300, budget: Duration::from_secs(6) },
+            reps: 3,
+            step: StepParams { steps: 300, budget: Duration::from_secs(5) },
             links: vec![None, Some(Duration::ZERO), Some(Duration::from_millis(10)), Some(Duration::from_millis(25))],
             tap_measured: false,
             idle: crate::far_idle::IdleParams { window: Duration::from_secs(30), settle: Duration::from_secs(3), jvms: vec![1, 4] },
@@ -84,7 +95,7 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
         Ok(m) => m,
         Err(e) => return fail("far: set-up", format!("{e:#}")),
     };
-    eprintln!("far: a test host with the HotSpot debuggee ...");
+    eprintln!("far: {reps} repetitions + {warmup} warm-up (the section's own; --reps sets it); a test host with the HotSpot debuggee ...");
     let mut host = match start_host(&keys, &prog, "far", 1) {
         Ok(h) => h,
         Err(e) => return fail("far: the debuggee's host", format!("{e:#}")),
@@ -114,7 +125,7 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
         let warm = rep < warmup;
         let tap = warm || p.tap_measured;
         let mut row: FarRep = Vec::new();
-        for (link, alias, _) in &relays {
+        for (link, alias, relay) in &relays {
             let mut runs: [Option<StepRun>; 3] = Default::default();
             // The warm-up repetition counts commands on the veth only.
             if warm && link.is_some() {
@@ -124,7 +135,7 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
             let target = Target { config: keys.ssh_config(), host: alias.clone(), port: VM_PORT };
             for kind in FarKind::order(rep) {
                 let Some(jvm) = host.jvms.first_mut() else { return };
-                match fp::run(kind, jvm, &target, &ns, bin, &wrapper, &ide, &p.step, tap && link.is_none()) {
+                match fp::run(kind, jvm, &target, &ns, bin, &wrapper, &ide, &p.step, tap && link.is_none(), relay.as_ref()) {
                     Ok(r) => {
                         if let Some(s) = &r.tap {
                             counted[kind.column()] = Some(s.clone());
@@ -185,6 +196,32 @@ pub fn link_round_trips(step_ms: f64, veth_ms: f64, one_way: Duration) -> Option
     (rtt > 0.0).then(|| (step_ms - veth_ms) / rtt)
 }
 
+/// One figure of a run's counted round trips.
+type TurnFigure = fn(&fp::LinkTurns) -> f64;
+
+/// The round trips the delay relay counted on link `li` (one way `d`): per step, for the
+/// attach and for the first stop; medians of the runs. The targets are judged for the far
+/// side on the links with delay (with none, turns are counted but the chunks of a step may
+/// overlap in other ways).
+fn turn_rows(t: &mut Table, all: &[FarRep], li: usize, label: &str, d: Duration) {
+    let of = |c: usize, f: &dyn Fn(&fp::LinkTurns) -> f64| median(&per_rep(all, li, c, &|r| r.turns.map(|x| f(&x))).into_iter().flatten().collect::<Vec<_>>());
+    let judged = !d.is_zero();
+    let rows: [(&str, TurnFigure, Option<f64>); 3] = [
+        ("link round trips per step, counted on the link", |x| x.per_step, Some(TURNS_PER_STEP)),
+        ("link round trips of the first stop (event to views read), counted", |x| x.first_stop as f64, Some(FIRST_STOP_TURNS)),
+        ("link round trips from attach to the breakpoint's event, counted", |x| x.attach as f64, None),
+    ];
+    for (what, f, target) in rows {
+        let cells = [0, 1, 2].map(|c| fmt_opt(of(c, &f)));
+        let far = of(FarKind::Far.column(), &f);
+        let r = Row::new(&format!("{label}: {what}"), [cells[0].clone(), cells[1].clone(), cells[2].clone(), String::new()]);
+        t.push(match target {
+            Some(limit) if judged => r.judged(String::new(), &format!("--far always <= {limit}"), far.map(|v| v <= limit)),
+            _ => r.judged(String::new(), "", None),
+        });
+    }
+}
+
 fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<crate::jdwp_tap::TapSummary>; 3]) {
     if all.iter().all(|r| r.iter().all(|l| l.iter().all(Option::is_none))) {
         return;
@@ -226,14 +263,23 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
             "",
             None,
         ));
+        let own = |c: usize| fmt_opt(median(&per_rep(all, li, c, &|r| r.first_stop_ms).into_iter().flatten().collect::<Vec<_>>()));
+        let [a, b, c] = cells3(&own);
+        let fr = paired(&per_rep(all, li, 2, &|r| r.first_stop_ms), &per_rep(all, li, 0, &|r| r.first_stop_ms));
+        t.push(Row::new(&format!("{label}: the first stop (its event to its views read), ms"), [a, b, c, String::new()]).judged(
+            if fr.is_empty() { String::new() } else { format!("{} x ssh -L", ratio_text(&fr)) },
+            "",
+            None,
+        ));
         if let Some(d) = link {
+            turn_rows(t, all, li, &label, *d);
             let rt = |c: usize| {
                 let m = median(&pooled(all, li, c));
                 fmt_opt(m.zip(veth_medians.get(c).copied().flatten()).and_then(|(m, v)| link_round_trips(m, v, *d)))
             };
             let [a, b, c] = cells3(&rt);
             if !d.is_zero() {
-                t.push(Row::new(&format!("{label}: link round trips per step, (step - veth step) / {} ms", 2 * d.as_millis()), [a, b, c, String::new()]));
+                t.push(Row::new(&format!("{label}: time per step in link round trips, (step - veth step) / {} ms (waits and stalls)", 2 * d.as_millis()), [a, b, c, String::new()]));
             }
         }
         let sched = |what: usize, c: usize| {
@@ -280,8 +326,9 @@ mod tests {
         assert_eq!(full.links, vec![None, Some(Duration::ZERO), Some(Duration::from_millis(10)), Some(Duration::from_millis(25))]);
         assert_eq!(full.idle.jvms, vec![1, 4]);
         assert!(!full.tap_measured);
+        assert_eq!(full.reps, 3);
         let smoke = FarParams::new(true);
-        assert_eq!((smoke.links.len(), smoke.step.steps, smoke.idle.jvms.len()), (1, 5, 1));
+        assert_eq!((smoke.links.len(), smoke.step.steps, smoke.idle.jvms.len(), smoke.reps), (2, 3, 1, 1));
         assert_eq!(link_label(Some(Duration::from_millis(10))), "relay +10 ms");
     }
 }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::delay_link::DelayLink;
 use crate::jdwp_tap::{Tap, TapSummary};
 use crate::jvm::Jvm;
 use crate::procs::Proc;
@@ -115,17 +116,54 @@ pub struct StepRun {
     pub setup_ms: f64,
     /// Attach to the first stop shown.
     pub first_ms: f64,
+    /// The first stop alone: its event to its views read.
+    pub first_stop_ms: Option<f64>,
     pub step_ms: Vec<f64>,
     /// With the counting tap in front (see `jdwp_tap`).
     pub tap: Option<TapSummary>,
     /// Per step, µs on a CPU and µs waiting for one (`sched_wait`), while stepping: this
     /// machine's processes of the path, the host's (sshd, the far side, the JVM), the IDE.
     pub sched: Option<[(f64, f64); 3]>,
+    /// Round trips counted on the delay relay's link (see `delay_link`), on the relay's links.
+    pub turns: Option<LinkTurns>,
 }
 
-/// What the program printed: `first_ns=`, `step_ns=`, `done`.
+/// Round trips on the link, counted by the delay relay between the IDE's lines.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkTurns {
+    /// From the IDE's start to the breakpoint's event (attach, the breakpoint set, the wait).
+    pub attach: u64,
+    /// The first stop: from its event to its views read.
+    pub first_stop: u64,
+    /// Per step, all steps of the run.
+    pub per_step: f64,
+}
+
+/// The relay's count when each of the IDE's lines was read: its start, `stop_ns`, `first_ns`,
+/// `step_ns` (the stepping's end).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TurnMarks {
+    pub start: u64,
+    pub stop: Option<u64>,
+    pub first: Option<u64>,
+    pub end: Option<u64>,
+}
+
+impl TurnMarks {
+    pub fn figures(&self, steps: usize) -> Option<LinkTurns> {
+        let (stop, first, end) = (self.stop?, self.first?, self.end?);
+        (steps > 0).then(|| LinkTurns {
+            attach: stop.saturating_sub(self.start),
+            first_stop: first.saturating_sub(stop),
+            per_step: end.saturating_sub(first) as f64 / steps as f64,
+        })
+    }
+}
+
+/// What the program printed: `stop_ns=`, `first_ns=`, `step_ns=`, `done`.
 #[derive(Debug, Default, PartialEq)]
 pub struct Printed {
+    pub stop_ns: Option<u64>,
     pub first_ns: Option<u64>,
     pub step_ns: Vec<u64>,
     pub done: bool,
@@ -133,7 +171,9 @@ pub struct Printed {
 
 impl Printed {
     pub fn line(&mut self, l: &str) {
-        if let Some(v) = l.strip_prefix("first_ns=") {
+        if let Some(v) = l.strip_prefix("stop_ns=") {
+            self.stop_ns = v.trim().parse().ok();
+        } else if let Some(v) = l.strip_prefix("first_ns=") {
             self.first_ns = v.trim().parse().ok();
         } else if let Some(v) = l.strip_prefix("step_ns=") {
             self.step_ns = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
@@ -157,6 +197,9 @@ fn start(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper) -> Result<
     }
     let dir = tempfile::tempdir()?;
     let mut args = bin.serve_ssh_args(&[&t.host], &t.config, dir.path());
+    // No scan of the host within a run (the first one lists the VM): its round trips on the
+    // link are not the stepping's, and would be counted with them.
+    args.extend(["--ssh-interval", "60"].map(String::from));
     match kind {
         FarKind::Forward => args.extend(["--far", "never"].map(String::from)),
         _ => args.extend(["--far".to_string(), "always".into(), "--far-path".into(), far.path.display().to_string()]),
@@ -179,9 +222,10 @@ fn start(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper) -> Result<
 }
 
 /// One IDE session through `kind` against `jvm` (the host of `t`, namespace `ns`), through
-/// the counting tap when `tap`.
+/// the counting tap when `tap`; `link` is the delay relay `t` goes through, if any: its
+/// round trips are counted between the IDE's lines.
 #[allow(clippy::too_many_arguments)]
-pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, far: &FarWrapper, prog: &StepProgram, p: &StepParams, tap: bool) -> Result<StepRun> {
+pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, far: &FarWrapper, prog: &StepProgram, p: &StepParams, tap: bool, link: Option<&DelayLink>) -> Result<StepRun> {
     jvm.wait_free(Duration::from_secs(30))?;
     jvm.session_ended();
     let t0 = Instant::now();
@@ -197,6 +241,7 @@ pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, f
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    let mut marks = TurnMarks { start: link.map_or(0, DelayLink::turns), ..TurnMarks::default() };
     let mut ide = Proc::spawn("Step", &mut cmd)?;
     let out = ide.take_stdout().context("Step stdout")?;
     let err = ide.take_stderr().context("Step stderr")?;
@@ -233,6 +278,15 @@ pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, f
         match rx.recv_timeout(left) {
             Ok(l) => {
                 printed.line(&l);
+                let count = link.map(DelayLink::turns);
+                if l.starts_with("stop_ns=") {
+                    marks.stop = count;
+                } else if l.starts_with("first_ns=") {
+                    marks.first = count;
+                }
+                if l.starts_with("step_ns=") {
+                    marks.end = count;
+                }
                 if l.starts_with("first_ns=") {
                     at_first = Some(snap());
                 } else if l.starts_with("step_ns=") {
@@ -278,7 +332,9 @@ pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, f
     };
     let steps = printed.step_ns.len().max(1) as f64;
     let sched = sched.map(|g| g.map(|(run, wait)| (run as f64 / 1e3 / steps, wait as f64 / 1e3 / steps)));
-    Ok(StepRun { setup_ms, first_ms: first as f64 / 1e6, step_ms: printed.step_ns.iter().map(|n| *n as f64 / 1e6).collect(), tap: summary, sched })
+    let turns = link.and_then(|_| marks.figures(printed.step_ns.len()));
+    let first_stop_ms = printed.stop_ns.filter(|s| *s <= first).map(|s| (first - s) as f64 / 1e6);
+    Ok(StepRun { setup_ms, first_ms: first as f64 / 1e6, first_stop_ms, step_ms: printed.step_ns.iter().map(|n| *n as f64 / 1e6).collect(), tap: summary, sched, turns })
 }
 
 /// The far side's processes on the host of namespace `ns` (`jdwpmux far`).
@@ -309,13 +365,21 @@ mod tests {
     #[test]
     fn the_programs_lines_are_read() {
         let mut p = Printed::default();
-        for l in ["first_ns=123456789", "step_ns=1000000,2500000", "something else", "done steps=2 values=40"] {
+        for l in ["stop_ns=100000000", "first_ns=123456789", "step_ns=1000000,2500000", "something else", "done steps=2 values=40"] {
             p.line(l);
         }
-        assert_eq!(p, Printed { first_ns: Some(123_456_789), step_ns: vec![1_000_000, 2_500_000], done: true });
+        assert_eq!(p, Printed { stop_ns: Some(100_000_000), first_ns: Some(123_456_789), step_ns: vec![1_000_000, 2_500_000], done: true });
         let mut none = Printed::default();
         none.line("step_ns=");
         assert!(none.step_ns.is_empty() && !none.done);
+    }
+
+    #[test]
+    fn link_turns_between_the_ides_lines() {
+        let m = TurnMarks { start: 10, stop: Some(28), first: Some(31), end: Some(61) };
+        assert_eq!(m.figures(20), Some(LinkTurns { attach: 18, first_stop: 3, per_step: 1.5 }));
+        assert_eq!(m.figures(0), None);
+        assert_eq!(TurnMarks { end: None, ..m }.figures(20), None);
     }
 
     #[test]

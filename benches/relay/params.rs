@@ -197,6 +197,9 @@ impl Params {
         if o.far_no_idle {
             p.far.idle.jvms.clear();
         }
+        if let Some(r) = o.reps {
+            p.far.reps = r;
+        }
         p
     }
 
@@ -326,6 +329,8 @@ mod tests {
         let p = Params::new(&o);
         assert_eq!(p.far.links, vec![None, Some(Duration::from_millis(10))]);
         assert!(p.far.idle.jvms.is_empty());
+        assert_eq!((p.reps, p.far.reps), (9, 3), "the far section's own repetitions");
+        assert_eq!(Params::new(&parse(&["--bench", "--reps", "5"]).unwrap()).far.reps, 5);
         assert!(parse(&["--far-links", "10,veth"]).is_err());
         assert!(parse(&["--far-links", "fast"]).is_err());
         let o = parse(&["--bench", "--smoke", "--reps", "3", "--vms", "7", "--only", "jvm,ddm"]).unwrap();

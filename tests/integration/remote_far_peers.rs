@@ -63,14 +63,19 @@ fn without_ids(text: &str) -> String {
 /// What jdb (under `prefix`, attached to 127.0.0.1:`port`) answers at a breakpoint in
 /// Ledger.work: where, locals, `this` dumped, statics, two steps, locals again, an invoked
 /// toString; each answer read up to the prompt that follows it, ids left out.
-async fn jdb_transcript(prefix: &[String], port: u16) -> String {
+pub async fn jdb_transcript(prefix: &[String], port: u16) -> String {
     const PROMPT: &str = "ledger-worker[1] ";
     let mut j = Jdb::attach_as(prefix, &format!("127.0.0.1:{port}")).await.unwrap();
     j.expect("> ", SLOW).await.unwrap();
     j.send("stop in Ledger.work").await.unwrap();
     let hit = j.expect_all(&["Set breakpoint Ledger.work", "Breakpoint hit"], SLOW).await.unwrap();
-    let hit_line = hit.lines().find(|l| l.starts_with("Breakpoint hit")).unwrap_or_default().to_string();
-    let mut text = format!("{hit_line}\n{}", j.expect(PROMPT, SLOW).await.unwrap());
+    // jdb's command and event threads print at once: the breakpoint's report may come
+    // before, after or inside "Set breakpoint ...", as the reply and the event happen to
+    // arrive. Kept: where it stopped and the source line it shows.
+    let both = format!("{hit}{}", j.expect(PROMPT, SLOW).await.unwrap());
+    let at = both.find("Ledger.work(), line=").and_then(|i| both[i..].lines().next()).unwrap_or("no location");
+    let source = both.lines().find(|l| l.starts_with(|c: char| c.is_ascii_digit())).unwrap_or("no source line");
+    let mut text = format!("Breakpoint hit: {at}\n{source}\n");
     for cmd in ["where", "locals", "dump this", "print Ledger.title", "dump Ledger.history", "next", "next", "locals", "print this.toString()", "clear Ledger.work"] {
         j.send(cmd).await.unwrap();
         text.push_str(&format!("### {cmd}\n{}", j.expect(PROMPT, SLOW).await.unwrap()));

@@ -7,6 +7,7 @@ pub mod browser;
 pub mod client;
 pub mod console;
 pub mod consts;
+pub mod delay_link;
 pub mod ddm;
 pub mod fake_adb;
 pub mod fake_vm;
