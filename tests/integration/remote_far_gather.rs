@@ -1,4 +1,4 @@
-//! A stop's answers gathered on the VM's host and answered near (issue 36), through
+//! A stop's answers gathered on the VM's host and answered near, through
 //! `serve --ssh HOST --far always` with a delay relay in front of the host's sshd (10 ms each
 //! way, `support/delay_link.rs`), against real peers: a test host (a network namespace with
 //! Debian's sshd), a real JVM on its loopback, JDI programs compiled here.
