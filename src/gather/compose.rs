@@ -23,24 +23,11 @@
 
 use std::collections::HashMap;
 
-use crate::jdwp::events::IdSizes;
+use crate::jdwp::events::{value_width, IdSizes};
 use crate::jdwp::reader::{ReadError, Reader};
 
 /// Tags whose value is an object id (JDWP Tag constants).
 pub const OBJECT_TAGS: &[u8] = b"Lstglc[";
-
-/// The width of a value of this tag, without its tag byte; None for a tag JDWP does not have.
-pub fn width(tag: u8, sizes: &IdSizes) -> Option<usize> {
-    Some(match tag {
-        b'B' | b'Z' => 1,
-        b'C' | b'S' => 2,
-        b'F' | b'I' => 4,
-        b'D' | b'J' => 8,
-        b'V' => 0,
-        t if OBJECT_TAGS.contains(&t) => sizes.object,
-        _ => return None,
-    })
-}
 
 /// One value as the VM wrote it: the tag byte (when the wire has one) and the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +44,7 @@ fn tagged(r: &mut Reader<'_>, sizes: &IdSizes) -> Result<Option<Value>, ReadErro
 
 /// A value of `tag`; `with_tag`: its bytes start with the tag (a tagged value).
 fn untagged(r: &mut Reader<'_>, tag: u8, sizes: &IdSizes, with_tag: bool) -> Result<Option<Value>, ReadError> {
-    let Some(w) = width(tag, sizes) else { return Ok(None) };
+    let Some(w) = value_width(tag, sizes) else { return Ok(None) };
     let body = r.bytes(w, "value")?;
     let object = if OBJECT_TAGS.contains(&tag) { Reader::new(body).id(w, "object")? } else { 0 };
     let mut bytes = Vec::with_capacity(w + 1);

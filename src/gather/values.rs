@@ -2,7 +2,7 @@
 //! specification lays them out. Pure; each parser reads a reply to its last byte or gives
 //! None, and bounds a count by the bytes left before allocating for it.
 
-use crate::jdwp::events::IdSizes;
+use crate::jdwp::events::{value_width, IdSizes};
 use crate::jdwp::reader::Reader;
 
 /// JDWP's modifier bit of a static field (`ACC_STATIC`).
@@ -17,19 +17,6 @@ pub struct Value {
     pub object: Option<u64>,
 }
 
-/// Bytes a value of `tag` takes after its tag; None for a tag JDWP does not have.
-pub fn value_len(tag: u8, s: &IdSizes) -> Option<usize> {
-    Some(match tag {
-        b'V' => 0,
-        b'B' | b'Z' => 1,
-        b'C' | b'S' => 2,
-        b'F' | b'I' => 4,
-        b'D' | b'J' => 8,
-        b'[' | b'L' | b's' | b't' | b'g' | b'l' | b'c' => s.object,
-        _ => return None,
-    })
-}
-
 /// `int values; values x (tag, value)`: the reply of StackFrame.GetValues,
 /// ObjectReference.GetValues and ReferenceType.GetValues.
 pub fn parse_values(data: &[u8], s: &IdSizes) -> Option<Vec<Value>> {
@@ -42,7 +29,7 @@ pub fn parse_values(data: &[u8], s: &IdSizes) -> Option<Vec<Value>> {
     let mut values = Vec::with_capacity(n);
     for _ in 0..n {
         let tag = r.u8("tag").ok()?;
-        let len = value_len(tag, s)?;
+        let len = value_width(tag, s)?;
         let object = if matches!(tag, b'[' | b'L' | b's' | b't' | b'g' | b'l' | b'c') {
             Some(r.id(len, "object").ok()?)
         } else {

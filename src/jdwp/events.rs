@@ -204,18 +204,23 @@ fn skip_body(r: &mut Reader<'_>, kind: u8, s: &IdSizes) -> Result<Option<u64>, E
     Ok(Some(thread))
 }
 
-/// Reads past a tagged value.
-fn skip_value(r: &mut Reader<'_>, s: &IdSizes) -> Result<(), EventError> {
-    let tag = r.u8("value tag")?;
-    let len = match tag {
+/// Bytes a value of `tag` takes after its tag byte; None for a tag JDWP does not have.
+pub fn value_width(tag: u8, s: &IdSizes) -> Option<usize> {
+    Some(match tag {
         b'V' => 0,
         b'B' | b'Z' => 1,
         b'C' | b'S' => 2,
         b'F' | b'I' => 4,
         b'D' | b'J' => 8,
         b'[' | b'L' | b's' | b't' | b'g' | b'l' | b'c' => s.object,
-        other => return Err(EventError::UnknownTag(other)),
-    };
+        _ => return None,
+    })
+}
+
+/// Reads past a tagged value.
+fn skip_value(r: &mut Reader<'_>, s: &IdSizes) -> Result<(), EventError> {
+    let tag = r.u8("value tag")?;
+    let len = value_width(tag, s).ok_or(EventError::UnknownTag(tag))?;
     r.bytes(len, "value")?;
     Ok(())
 }
