@@ -6,6 +6,8 @@
 //!   take ids from earlier replies; bounded in commands and bytes. Each gathered answer is
 //!   keyed by the exact command bytes (command set, command, data) a debugger would send.
 //! - [`values`]: the replies the plan reads classes, fields and values from, parsed.
+//! - [`known`]: what the far side read that cannot change while the connection lives
+//!   (fields, superclasses, objects' types, arrays' lengths), answered from there at later stops.
 //! - [`validity`]: whether a gathered answer may still be served, given what happened since
 //!   it was read (commands sent to the VM by anyone, events delivered), with the reason for
 //!   every row. When in doubt the answer is dropped and the command goes to the VM.
@@ -29,6 +31,7 @@
 pub mod compose;
 pub mod early;
 pub mod inband;
+pub mod known;
 pub mod plan;
 pub mod relay;
 pub mod store;

@@ -1,7 +1,9 @@
 //! The gather plan: at a stop event, which commands the far side sends the VM and how later
 //! ones are made from earlier replies. Sans-I/O: the far side's channel task sends what
 //! [`Plan::at_stop`] and [`Plan::on_reply`] return (under ids of its own), feeds each reply
-//! back, and when [`Plan::done`] sends [`Plan::gathered`] to the near side before the event.
+//! back by its position, and when [`Plan::done`] sends [`Plan::gathered`] to the near side
+//! before the event. A command whose reply cannot have changed since an earlier stop
+//! ([`Known`]) is answered from there, without asking the VM.
 //!
 //! The commands are the ones a JDI debugger sends after a stop, byte for byte as JDI makes
 //! them (JDK 17 and 25, `com.sun.tools.jdi`), so the near side can find an IDE's command by
@@ -35,6 +37,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::known::Known;
 use super::values::{self, Field, CLASS};
 use super::Key;
 use crate::jdwp::events::{self, kind, suspend, IdSizes};
@@ -144,7 +147,7 @@ pub struct Plan {
 impl Plan {
     /// The plan for an Event.Composite body (`data`), with the first commands to send; None
     /// when the composite suspends nothing or holds no stop of a thread.
-    pub fn at_stop(data: &[u8], sizes: IdSizes, limits: Limits) -> Option<(Plan, Vec<Key>)> {
+    pub fn at_stop(data: &[u8], sizes: IdSizes, limits: Limits, known: &mut Known) -> Option<(Plan, Vec<(usize, Key)>)> {
         let composite = events::parse_composite(data, &sizes).ok()?;
         if composite.suspend_policy != suspend::EVENT_THREAD && composite.suspend_policy != suspend::ALL {
             return None;
@@ -168,11 +171,11 @@ impl Plan {
         };
         let t = plan.thread_data();
         let mut first = Vec::new();
-        plan.issue(&mut first, Key::new(11, 1, t.clone()), Step::Plain);
-        plan.issue(&mut first, Key::new(11, 4, t.clone()), Step::Plain);
-        plan.issue(&mut first, Key::new(11, 7, t.clone()), Step::Plain);
-        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, -1)), Step::AllFrames);
-        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, 1)), Step::Plain);
+        plan.issue(&mut first, Key::new(11, 1, t.clone()), Step::Plain, known);
+        plan.issue(&mut first, Key::new(11, 4, t.clone()), Step::Plain, known);
+        plan.issue(&mut first, Key::new(11, 7, t.clone()), Step::Plain, known);
+        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, -1)), Step::AllFrames, known);
+        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, 1)), Step::Plain, known);
         Some((plan, first))
     }
 
@@ -203,7 +206,7 @@ impl Plan {
 
     /// The reply to the command issued at position `n`; returns the commands it leads to.
     /// A position not issued or already answered changes nothing.
-    pub fn on_reply(&mut self, n: usize, error: u16, data: &[u8]) -> Vec<Key> {
+    pub fn on_reply(&mut self, n: usize, error: u16, data: &[u8], known: &mut Known) -> Vec<(usize, Key)> {
         let mut next = Vec::new();
         if n >= self.issued.len() || self.answered[n] {
             return next;
@@ -214,6 +217,7 @@ impl Plan {
             return next;
         }
         let (key, step) = self.issued[n].clone();
+        known.learn(&key, data);
         if self.bytes + data.len() <= self.limits.bytes {
             self.bytes += data.len();
             self.gathered.push(Gathered { key: key.clone(), reply: data.to_vec() });
@@ -227,15 +231,15 @@ impl Plan {
                     let f = self.frames[i];
                     let mut this = self.thread_data();
                     put_id(&mut this, f.id, self.sizes.frame);
-                    self.issue(&mut next, Key::new(16, 3, this), Step::ThisObject(i));
+                    self.issue(&mut next, Key::new(16, 3, this), Step::ThisObject(i), known);
                     let mut method = Vec::new();
                     put_id(&mut method, f.class, self.sizes.reference_type);
                     put_id(&mut method, f.method, self.sizes.method);
-                    self.issue(&mut next, Key::new(6, 5, method), Step::VariableTable(i));
+                    self.issue(&mut next, Key::new(6, 5, method), Step::VariableTable(i), known);
                 }
                 if let Some(top) = self.frames.first().copied() {
                     self.statics = Some(top.class);
-                    self.want_class(&mut next, top.class, top.type_tag);
+                    self.want_class(&mut next, top.class, top.type_tag, known);
                 }
             }
             Step::ThisObject(i) => {
@@ -243,34 +247,34 @@ impl Plan {
                 let (Ok(_tag), Ok(object)) = (r.u8("tag"), r.id(self.sizes.object, "object")) else { return next };
                 if object != 0 && r.remaining() == 0 {
                     let step = if i == 0 { Step::ThisType(object) } else { Step::Plain };
-                    self.issue(&mut next, Key::new(9, 1, self.id(object, self.sizes.object)), step);
+                    self.issue(&mut next, Key::new(9, 1, self.id(object, self.sizes.object)), step, known);
                 }
             }
             Step::ThisType(object) => {
                 let Some((tag, ty)) = values::parse_reference_type(data, &self.sizes) else { return next };
                 self.this = Some((object, ty));
-                self.want_class(&mut next, ty, tag);
-                self.read_fields(&mut next);
+                self.want_class(&mut next, ty, tag, known);
+                self.read_fields(&mut next, known);
             }
             Step::Fields(class) => {
                 let Some(fields) = values::parse_fields(data, &self.sizes) else { return next };
                 self.classes.entry(class).or_default().fields = Some(fields);
-                self.read_fields(&mut next);
+                self.read_fields(&mut next, known);
             }
             Step::Superclass(class) => {
                 let Some(superclass) = values::parse_superclass(data, &self.sizes) else { return next };
                 self.classes.entry(class).or_default().superclass = Some(superclass);
                 if superclass != 0 {
-                    self.want_class(&mut next, superclass, CLASS);
+                    self.want_class(&mut next, superclass, CLASS, known);
                 }
-                self.read_fields(&mut next);
+                self.read_fields(&mut next, known);
             }
             Step::Values => {
                 let Some(values) = values::parse_values(data, &self.sizes) else { return next };
                 for v in values {
                     match (v.tag, v.object) {
-                        (b's', Some(s)) if s != 0 => self.issue(&mut next, Key::new(10, 1, self.id(s, self.sizes.object)), Step::Plain),
-                        (b'[', Some(a)) if a != 0 => self.issue(&mut next, Key::new(13, 1, self.id(a, self.sizes.object)), Step::ArrayLength(a)),
+                        (b's', Some(s)) if s != 0 => self.issue(&mut next, Key::new(10, 1, self.id(s, self.sizes.object)), Step::Plain, known),
+                        (b'[', Some(a)) if a != 0 => self.issue(&mut next, Key::new(13, 1, self.id(a, self.sizes.object)), Step::ArrayLength(a), known),
                         _ => {}
                     }
                 }
@@ -280,7 +284,7 @@ impl Plan {
                 let mut d = self.id(array, self.sizes.object);
                 d.extend_from_slice(&0i32.to_be_bytes());
                 d.extend_from_slice(&(len.min(ARRAY_HEAD) as i32).to_be_bytes());
-                self.issue(&mut next, Key::new(13, 2, d), Step::Plain);
+                self.issue(&mut next, Key::new(13, 2, d), Step::Plain, known);
             }
             Step::VariableTable(i) => {
                 let Some(frame) = self.frames.get(i).copied() else { return next };
@@ -291,11 +295,11 @@ impl Plan {
                 }
                 let mut prefix = self.thread_data();
                 put_id(&mut prefix, frame.id, self.sizes.frame);
-                self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, &visible)), Step::Values);
+                self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, &visible)), Step::Values, known);
                 // One local alone is the same command as all of them. Their values are the
                 // ones read just before: their strings and arrays are asked for once.
                 for v in visible.iter().filter(|_| visible.len() > 1) {
-                    self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, std::slice::from_ref(v))), Step::Plain);
+                    self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, std::slice::from_ref(v))), Step::Plain, known);
                 }
             }
         }
@@ -315,7 +319,7 @@ impl Plan {
     }
 
     /// Asks for a class's fields and (of a class) its superclass, once per class.
-    fn want_class(&mut self, out: &mut Vec<Key>, class: u64, tag: u8) {
+    fn want_class(&mut self, out: &mut Vec<(usize, Key)>, class: u64, tag: u8, known: &mut Known) {
         if class == 0 || self.classes.contains_key(&class) {
             return;
         }
@@ -323,9 +327,9 @@ impl Plan {
         let superclass = (tag != CLASS).then_some(0);
         self.classes.insert(class, Class { fields: None, superclass });
         let d = self.id(class, self.sizes.reference_type);
-        self.issue(out, Key::new(2, 14, d.clone()), Step::Fields(class));
+        self.issue(out, Key::new(2, 14, d.clone()), Step::Fields(class), known);
         if tag == CLASS {
-            self.issue(out, Key::new(3, 1, d), Step::Superclass(class));
+            self.issue(out, Key::new(3, 1, d), Step::Superclass(class), known);
         }
     }
 
@@ -347,14 +351,14 @@ impl Plan {
 
     /// Reads the fields of `this` and the statics of the frame's class once their chains are
     /// known.
-    fn read_fields(&mut self, out: &mut Vec<Key>) {
+    fn read_fields(&mut self, out: &mut Vec<(usize, Key)>, known: &mut Known) {
         if let Some((object, ty)) = self.this {
             if let Some(fields) = self.chain_fields(ty) {
                 self.this = None;
                 let ids: Vec<u64> = fields.iter().filter(|f| !f.is_static()).map(|f| f.id).collect();
                 if !ids.is_empty() {
                     let d = self.fields_data(self.id(object, self.sizes.object), &ids);
-                    self.issue(out, Key::new(9, 2, d), Step::Values);
+                    self.issue(out, Key::new(9, 2, d), Step::Values, known);
                 }
             }
         }
@@ -364,7 +368,7 @@ impl Plan {
                 let ids: Vec<u64> = fields.iter().filter(|f| f.is_static()).map(|f| f.id).collect();
                 if !ids.is_empty() {
                     let d = self.fields_data(self.id(class, self.sizes.reference_type), &ids);
-                    self.issue(out, Key::new(2, 6, d), Step::Values);
+                    self.issue(out, Key::new(2, 6, d), Step::Values, known);
                 }
             }
         }
@@ -379,15 +383,24 @@ impl Plan {
         prefix
     }
 
-    fn issue(&mut self, out: &mut Vec<Key>, key: Key, step: Step) {
+    /// Issues `key` once: to the VM (into `out`, with its position), or, when `known` has
+    /// its reply, answered from there at once.
+    fn issue(&mut self, out: &mut Vec<(usize, Key)>, key: Key, step: Step, known: &mut Known) {
         if self.issued.len() >= self.limits.commands || self.keys.contains(&key) {
             return;
         }
         self.keys.insert(key.clone());
+        let n = self.issued.len();
         self.issued.push((key.clone(), step));
         self.answered.push(false);
         self.outstanding += 1;
-        out.push(key);
+        match known.get(&key).map(<[u8]>::to_vec) {
+            Some(reply) => {
+                let more = self.on_reply(n, 0, &reply, known);
+                out.extend(more);
+            }
+            None => out.push((n, key)),
+        }
     }
 }
 

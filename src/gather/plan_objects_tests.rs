@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use super::known::Known;
 use super::plan::*;
 use super::values::STATIC;
 use super::Key;
@@ -134,26 +135,31 @@ impl Vm {
 
 const CLASS_TAG: u8 = 1;
 
-/// Runs a plan against `vm`: `pick` chooses which outstanding command is answered next,
-/// `fail` which answers are errors. Returns every command issued and the plan.
-fn run(vm: &Vm, limits: Limits, mut pick: impl FnMut(usize) -> usize, mut fail: impl FnMut(&Key) -> bool) -> (Vec<Key>, Plan) {
+/// Runs a plan against `vm`, with what earlier stops left in `known`: `pick` chooses which
+/// outstanding command is answered next, `fail` which answers are errors. Returns every
+/// command sent to the VM and the plan.
+fn run_known(vm: &Vm, limits: Limits, known: &mut Known, mut pick: impl FnMut(usize) -> usize, mut fail: impl FnMut(&Key) -> bool) -> (Vec<Key>, Plan) {
     let mut composite = vec![suspend::ALL, 0, 0, 0, 1, kind::BREAKPOINT, 0, 0, 0, 7];
     composite.extend_from_slice(&THREAD.to_be_bytes());
     composite.extend_from_slice(&[&[1u8][..], &CLASS.to_be_bytes(), &0x40u64.to_be_bytes(), &5u64.to_be_bytes()].concat());
-    let (mut plan, first) = Plan::at_stop(&composite, S8, limits).unwrap();
-    let mut all: Vec<Key> = first.clone();
-    let mut pending: Vec<(usize, Key)> = first.into_iter().enumerate().collect();
+    let (mut plan, first) = Plan::at_stop(&composite, S8, limits, known).unwrap();
+    let mut all: Vec<Key> = first.iter().map(|(_, k)| k.clone()).collect();
+    let mut pending: Vec<(usize, Key)> = first;
     while !pending.is_empty() {
         let (n, key) = pending.remove(pick(pending.len()) % pending.len());
-        let before = plan.issued();
-        let next = if fail(&key) { plan.on_reply(n, 20, &[]) } else { plan.on_reply(n, 0, &vm.answer(&key)) };
-        assert_eq!(plan.issued(), before + next.len());
-        pending.extend((before..).zip(next.iter().cloned()));
-        all.extend(next);
+        let next = if fail(&key) { plan.on_reply(n, 20, &[], known) } else { plan.on_reply(n, 0, &vm.answer(&key), known) };
+        assert!(next.iter().all(|(m, _)| *m < plan.issued()), "positions of issued commands");
+        all.extend(next.iter().map(|(_, k)| k.clone()));
+        pending.extend(next);
         assert!(all.len() < 1000, "the plan ends");
     }
     assert!(plan.done());
     (all, plan)
+}
+
+/// As [`run_known`] with nothing known from earlier stops.
+fn run(vm: &Vm, limits: Limits, pick: impl FnMut(usize) -> usize, fail: impl FnMut(&Key) -> bool) -> (Vec<Key>, Plan) {
+    run_known(vm, limits, &mut Known::default(), pick, fail)
 }
 
 fn key(set: u8, cmd: u8, parts: &[&[u8]]) -> Key {
@@ -228,6 +234,35 @@ fn a_class_whose_fields_cannot_be_read_leaves_its_values_unread_and_the_plan_end
     let (all, _) = run(&vm, big(), |_| 0, |k| (k.set, k.cmd) == (2, 14) && k.data == SUPER.to_be_bytes());
     assert!(!all.iter().any(|k| (k.set, k.cmd) == (9, 2) || (k.set, k.cmd) == (2, 6)), "{all:?}");
     assert!(all.contains(&key(10, 1, &[&LOCAL_TEXT.to_be_bytes()])), "the locals' strings are read still");
+}
+
+#[test]
+fn a_later_stop_takes_classes_types_and_lengths_from_the_first_and_gathers_the_same() {
+    let vm = Vm::new(CLASS_TAG, THIS);
+    let mut known = Known::default();
+    let (first_sent, first) = run_known(&vm, big(), &mut known, |_| 0, |_| false);
+    let (second_sent, second) = run_known(&vm, big(), &mut known, |_| 0, |_| false);
+    let unchanging = |k: &Key| matches!((k.set, k.cmd), (2, 14) | (3, 1) | (9, 1) | (13, 1));
+    assert!(first_sent.iter().filter(|k| unchanging(k)).count() >= 7, "{first_sent:?}");
+    assert!(!second_sent.iter().any(unchanging), "the second stop asked again: {second_sent:?}");
+    assert_eq!(second_sent.len() + first_sent.iter().filter(|k| unchanging(k)).count(), first_sent.len());
+    // The near side gets the same answers, the VM's own bytes, whichever way they came.
+    let by_key = |g: Vec<Gathered>| {
+        let mut v: Vec<(Key, Vec<u8>)> = g.into_iter().map(|g| (g.key, g.reply)).collect();
+        v.sort_by(|a, b| (a.0.set, a.0.cmd, &a.0.data).cmp(&(b.0.set, b.0.cmd, &b.0.data)));
+        v
+    };
+    assert_eq!(by_key(first.gathered()), by_key(second.gathered()));
+}
+
+#[test]
+fn after_a_redefinition_the_classes_are_asked_again() {
+    let vm = Vm::new(CLASS_TAG, THIS);
+    let mut known = Known::default();
+    run_known(&vm, big(), &mut known, |_| 0, |_| false);
+    known.command(1, 18);
+    let (sent, _) = run_known(&vm, big(), &mut known, |_| 0, |_| false);
+    assert!(sent.contains(&key(2, 14, &[&CLASS.to_be_bytes()])) && sent.contains(&key(9, 1, &[&THIS.to_be_bytes()])), "{sent:?}");
 }
 
 proptest! {

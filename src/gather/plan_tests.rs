@@ -1,3 +1,4 @@
+use super::known::Known;
 use super::plan::*;
 use super::Key;
 use crate::jdwp::events::{kind, suspend, IdSizes};
@@ -5,6 +6,16 @@ use proptest::prelude::*;
 
 const S8: IdSizes = IdSizes { field: 8, method: 8, object: 8, reference_type: 8, frame: 8 };
 const THREAD: u64 = 0x0102;
+
+/// A plan with nothing known from earlier stops, and the keys of its first commands.
+fn stop(data: &[u8], limits: Limits) -> Option<(Plan, Vec<Key>)> {
+    Plan::at_stop(data, S8, limits, &mut Known::default()).map(|(p, first)| (p, first.into_iter().map(|(_, k)| k).collect()))
+}
+
+/// A reply given to a plan with nothing known; the keys of the commands it leads to.
+fn reply(plan: &mut Plan, n: usize, error: u16, data: &[u8]) -> Vec<Key> {
+    plan.on_reply(n, error, data, &mut Known::default()).into_iter().map(|(_, k)| k).collect()
+}
 
 fn composite(policy: u8, event_kind: u8, thread: u64) -> Vec<u8> {
     let mut d = vec![policy];
@@ -60,7 +71,7 @@ fn cat(parts: &[&[u8]]) -> Vec<u8> {
 
 #[test]
 fn a_stop_first_asks_the_threads_name_status_count_and_frames_as_jdi_does() {
-    let (plan, first) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
+    let (plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
     let t = thread_bytes();
     assert_eq!(
         first,
@@ -97,7 +108,7 @@ fn composite_of(policy: u8, event_kind: u8) -> Vec<u8> {
 fn stops_of_every_location_kind_and_both_policies_are_gathered() {
     for k in STOP_KINDS {
         for policy in [suspend::EVENT_THREAD, suspend::ALL] {
-            let (plan, _) = Plan::at_stop(&composite_of(policy, *k), S8, Limits::default()).unwrap_or_else(|| panic!("kind {k} policy {policy}"));
+            let (plan, _) = stop(&composite_of(policy, *k), Limits::default()).unwrap_or_else(|| panic!("kind {k} policy {policy}"));
             assert_eq!(plan.thread(), THREAD);
         }
     }
@@ -105,21 +116,21 @@ fn stops_of_every_location_kind_and_both_policies_are_gathered() {
 
 #[test]
 fn nothing_is_gathered_when_nothing_is_suspended_or_no_thread_stopped() {
-    assert!(Plan::at_stop(&composite(suspend::NONE, kind::BREAKPOINT, THREAD), S8, Limits::default()).is_none());
+    assert!(stop(&composite(suspend::NONE, kind::BREAKPOINT, THREAD), Limits::default()).is_none());
     // A thread start suspends its thread but stands at no location an IDE shows.
     let mut start = vec![suspend::ALL];
     start.extend_from_slice(&1u32.to_be_bytes());
     start.push(kind::THREAD_START);
     start.extend_from_slice(&3u32.to_be_bytes());
     start.extend_from_slice(&THREAD.to_be_bytes());
-    assert!(Plan::at_stop(&start, S8, Limits::default()).is_none());
-    assert!(Plan::at_stop(&[2, 0, 0], S8, Limits::default()).is_none(), "a malformed composite");
+    assert!(stop(&start, Limits::default()).is_none());
+    assert!(stop(&[2, 0, 0], Limits::default()).is_none(), "a malformed composite");
 }
 
 #[test]
 fn the_frames_lead_to_this_and_the_variable_table_of_the_top_frame() {
-    let (mut plan, first) = Plan::at_stop(&composite(suspend::ALL, kind::SINGLE_STEP, THREAD), S8, Limits::default()).unwrap();
-    let next = plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5), (0xF2, 0x31, 0x41, 9)]));
+    let (mut plan, first) = stop(&composite(suspend::ALL, kind::SINGLE_STEP, THREAD), Limits::default()).unwrap();
+    let next = reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5), (0xF2, 0x31, 0x41, 9)]));
     let t = thread_bytes();
     assert_eq!(
         next,
@@ -136,15 +147,15 @@ fn the_frames_lead_to_this_and_the_variable_table_of_the_top_frame() {
 
 #[test]
 fn visible_locals_lead_to_get_values_of_all_and_of_each_in_slot_order() {
-    let (mut plan, _) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
-    plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
+    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
     let table = var_table(&[
         (0, "this", "LStep;", 20, 0),
         (0, "n", "I", 20, 2),
         (0, "s", "Ljava/lang/String;", 20, 1),
         (6, "later", "J", 10, 3), // not yet in scope at 5
     ]);
-    let next = plan.on_reply(6, 0, &table);
+    let next = reply(&mut plan, 6, 0, &table);
     let prefix = cat(&[&thread_bytes(), &0xF1u64.to_be_bytes()]);
     let values = |slots: &[(i32, u8)]| {
         let mut d = prefix.clone();
@@ -160,26 +171,26 @@ fn visible_locals_lead_to_get_values_of_all_and_of_each_in_slot_order() {
 
 #[test]
 fn this_leads_to_its_type_and_a_null_this_to_nothing() {
-    let (mut plan, _) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
-    plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
+    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
     let this = cat(&[b"L", &0x77u64.to_be_bytes()]);
-    assert_eq!(plan.on_reply(5, 0, &this), vec![Key::new(9, 1, 0x77u64.to_be_bytes().to_vec())]);
-    let (mut plan, _) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
-    plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
-    assert!(plan.on_reply(5, 0, &cat(&[b"L", &0u64.to_be_bytes()])).is_empty());
+    assert_eq!(reply(&mut plan, 5, 0, &this), vec![Key::new(9, 1, 0x77u64.to_be_bytes().to_vec())]);
+    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
+    assert!(reply(&mut plan, 5, 0, &cat(&[b"L", &0u64.to_be_bytes()])).is_empty());
 }
 
 #[test]
 fn only_successful_replies_are_kept_and_each_position_counts_once() {
-    let (mut plan, first) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
-    plan.on_reply(0, 0, b"\0\0\0\x04main");
-    plan.on_reply(0, 0, b"\0\0\0\x05other");
-    plan.on_reply(1, 13, &[]); // THREAD_NOT_SUSPENDED, say
-    plan.on_reply(2, 0, &3u32.to_be_bytes());
-    plan.on_reply(3, 0, &frames_reply(&[]));
+    let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    reply(&mut plan, 0, 0, b"\0\0\0\x04main");
+    reply(&mut plan, 0, 0, b"\0\0\0\x05other");
+    reply(&mut plan, 1, 13, &[]); // THREAD_NOT_SUSPENDED, say
+    reply(&mut plan, 2, 0, &3u32.to_be_bytes());
+    reply(&mut plan, 3, 0, &frames_reply(&[]));
     assert!(!plan.done());
-    plan.on_reply(4, 0, &frames_reply(&[]));
-    plan.on_reply(99, 0, &[]);
+    reply(&mut plan, 4, 0, &frames_reply(&[]));
+    reply(&mut plan, 99, 0, &[]);
     assert!(plan.done());
     let got = plan.gathered();
     assert_eq!(got.len(), 4);
@@ -190,12 +201,12 @@ fn only_successful_replies_are_kept_and_each_position_counts_once() {
 #[test]
 fn a_plan_stays_within_its_command_and_byte_bounds() {
     let limits = Limits { commands: 6, bytes: 10, top_frames: 1 };
-    let (mut plan, first) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, limits).unwrap();
+    let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), limits).unwrap();
     assert_eq!(first.len(), 5);
-    let next = plan.on_reply(3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
+    let next = reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
     assert_eq!(next.len(), 1, "the sixth command, no seventh");
-    plan.on_reply(0, 0, b"\0\0\0\x04main"); // 8 bytes: kept
-    plan.on_reply(1, 0, &[0, 0, 0, 1, 0, 0, 0, 1]); // 8 more: over 10, dropped
+    reply(&mut plan, 0, 0, b"\0\0\0\x04main"); // 8 bytes: kept
+    reply(&mut plan, 1, 0, &[0, 0, 0, 1, 0, 0, 0, 1]); // 8 more: over 10, dropped
     let kept: usize = plan.gathered().iter().map(|g| g.reply.len()).sum();
     assert_eq!(kept, 8);
 }
@@ -218,8 +229,8 @@ fn replies_that_do_not_parse_end_their_branch_only() {
     assert!(parse_frames(&[0, 0, 0, 1, 9], &S8).is_none());
     assert!(parse_frames(&[0xFF, 0xFF, 0xFF, 0xFF], &S8).is_none());
     assert!(parse_variable_table(&[0, 0, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF]).is_none());
-    let (mut plan, _) = Plan::at_stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), S8, Limits::default()).unwrap();
-    assert!(plan.on_reply(3, 0, &[1, 2, 3]).is_empty());
+    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    assert!(reply(&mut plan, 3, 0, &[1, 2, 3]).is_empty());
     assert_eq!(plan.issued(), 5);
 }
 
@@ -234,7 +245,7 @@ proptest! {
         bytes in 0usize..400,
     ) {
         let limits = Limits { commands, bytes, top_frames: top };
-        let (mut plan, first) = Plan::at_stop(&composite(suspend::EVENT_THREAD, kind::BREAKPOINT, THREAD), S8, limits).unwrap();
+        let (mut plan, first) = stop(&composite(suspend::EVENT_THREAD, kind::BREAKPOINT, THREAD), limits).unwrap();
         let mut pending: Vec<usize> = (0..first.len()).collect();
         let mut script = replies.into_iter();
         while let Some(n) = pending.pop() {
@@ -243,7 +254,7 @@ proptest! {
             let data = if frames && n == 3 { frames_reply(&[(1, 2, 3, 4), (5, 6, 7, 8)]) }
                 else if frames { var_table(&[(0, "a", "I", 9, 1)]) } else { data };
             let before = plan.issued();
-            let next = plan.on_reply(n, error, &data);
+            let next = reply(&mut plan, n, error, &data);
             prop_assert_eq!(plan.issued(), before + next.len());
             pending.extend(before..plan.issued());
         }

@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::known::Known;
 use super::plan::{Gathered, Limits, Plan};
 use super::{Key, FAR_IDS};
 use crate::jdwp::events::IdSizes;
@@ -91,6 +92,8 @@ pub struct Relay {
     sizes_id: Option<u32>,
     sizes: Option<IdSizes>,
     hold: Option<Hold>,
+    /// Replies that cannot change while this connection lives, for later stops.
+    known: Known,
 }
 
 impl Relay {
@@ -109,6 +112,7 @@ impl Relay {
             sizes_id: None,
             sizes: None,
             hold: None,
+            known: Known::default(),
         }
     }
 
@@ -144,6 +148,9 @@ impl Relay {
             self.near_header.extend_from_slice(&bytes[..n]);
             bytes = &bytes[n..];
             if let Some(h) = Header::parse(&self.near_header) {
+                if !h.is_reply() {
+                    self.known.command(h.cmd_set(), h.cmd());
+                }
                 // A length below the header's is the VM's to refuse; count it as the header.
                 self.near_left = (h.length as usize).saturating_sub(HEADER_LEN);
                 self.near_header.clear();
@@ -280,18 +287,17 @@ impl Relay {
         }
         // An event taken whole: a stop starts a hold, anything else goes on.
         let Some(sizes) = self.sizes else { return self.for_near(out, &packet) };
-        let Some((plan, first)) = Plan::at_stop(data, sizes, self.limits) else { return self.for_near(out, &packet) };
+        let Some((plan, first)) = Plan::at_stop(data, sizes, self.limits, &mut self.known) else { return self.for_near(out, &packet) };
         self.hold = Some(Hold { plan, event_id: h.id, ids: HashMap::new(), held: packet, deadline: now + HOLD_TIME });
         self.send_plan(out, first);
     }
 
-    /// Sends the plan's new commands; `keys` are the last the plan issued, in order.
-    fn send_plan(&mut self, out: &mut Vec<Out>, keys: Vec<Key>) {
-        let base = self.hold.as_ref().map_or(0, |h| h.plan.issued() - keys.len());
-        for (i, key) in keys.iter().enumerate() {
-            let id = self.send_own(out, key);
+    /// Sends the plan's new commands, each with its position in the plan.
+    fn send_plan(&mut self, out: &mut Vec<Out>, keys: Vec<(usize, Key)>) {
+        for (n, key) in keys {
+            let id = self.send_own(out, &key);
             if let Some(h) = &mut self.hold {
-                h.ids.insert(id, base + i);
+                h.ids.insert(id, n);
             }
         }
         if self.hold.as_ref().is_some_and(|h| h.plan.done()) {
@@ -308,7 +314,7 @@ impl Relay {
         // A reply of a hold given up is dropped.
         let Some(h) = &mut self.hold else { return };
         let Some(n) = h.ids.remove(&id) else { return };
-        let next = h.plan.on_reply(n, error, data);
+        let next = h.plan.on_reply(n, error, data, &mut self.known);
         self.send_plan(out, next);
     }
 
