@@ -401,11 +401,16 @@ fn simple_name(app: &str) -> &str {
 /// The VM the current-VM port leads to when nothing was selected: the one whose process
 /// started last, among those whose start is known (a JVM on this machine; of two started in
 /// the same clock tick, the one found later); when none is known (VMs behind adb, on other
-/// hosts), the first one found.
+/// hosts), the first one found. A VM that cannot be reached (a JVM of a container whose
+/// agent listens on the container's loopback) comes after every one that can: a debugger
+/// on the current port would find nothing there.
 fn newest(entries: Vec<VmEntry>) -> Option<VmEntry> {
-    entries.into_iter().max_by_key(|e| match e.started {
-        Some(t) => (true, t, e.id),
-        None => (false, 0, VmId::MAX - e.id),
+    entries.into_iter().max_by_key(|e| {
+        let reachable = e.handle.status().state != crate::session::VmState::Unreachable;
+        match e.started {
+            Some(t) => (reachable, true, t, e.id),
+            None => (reachable, false, 0, VmId::MAX - e.id),
+        }
     })
 }
 

@@ -37,6 +37,35 @@ fn a_known_start_beats_an_unknown_one_and_without_any_the_first_found_is_current
 }
 
 #[test]
+fn a_vm_that_cannot_be_reached_is_current_only_when_no_other_can_be() {
+    let reg = Registry::default();
+    let add = |app: &str, port: u16, state: crate::session::VmState, started: Option<u64>| {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let status = VmStatus { app: Some(app.to_string()), state, ..VmStatus::default() };
+        let id = reg.add_unbound(addr.to_string(), addr.to_string(), addr, Source::Cli, VmHandle::fixed(status));
+        reg.set_started(id, started);
+    };
+    // A container's JVM started last, a far host's JVM (start unknown), an older local one.
+    add("Local", 8000, crate::session::VmState::Ready, Some(100));
+    add("Container", 8001, crate::session::VmState::Unreachable, Some(900));
+    assert_eq!(current_app(&reg).as_deref(), Some("Local"));
+    let reg2 = Registry::default();
+    let only = |reg: &Registry, app: &str, port: u16, state| {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let status = VmStatus { app: Some(app.to_string()), state, ..VmStatus::default() };
+        reg.add_unbound(addr.to_string(), addr.to_string(), addr, Source::Cli, VmHandle::fixed(status))
+    };
+    let c = only(&reg2, "Container", 8001, crate::session::VmState::Unreachable);
+    reg2.set_started(c, Some(900));
+    only(&reg2, "Far", 8002, crate::session::VmState::Connecting);
+    assert_eq!(current_app(&reg2).as_deref(), Some("Far"), "a VM still connecting can be reached");
+    // With nothing else, the unreachable one is still the current VM (the port says why).
+    let reg3 = Registry::default();
+    only(&reg3, "Container", 8001, crate::session::VmState::Unreachable);
+    assert_eq!(current_app(&reg3).as_deref(), Some("Container"));
+}
+
+#[test]
 fn a_selection_pins_the_current_vm_over_the_newest() {
     let reg = registry(&[("Billing", 10, Some(500)), ("Newest", 30, Some(900))]);
     reg.select("Billing").unwrap();

@@ -215,6 +215,15 @@ impl VmHandle {
         VmHandle { tx, status: rx }
     }
 
+    /// A handle with no session behind it whose status stays `status` (tests of what reads
+    /// states, such as which VM is current).
+    #[cfg(test)]
+    pub fn fixed(status: VmStatus) -> VmHandle {
+        let (tx, _) = mpsc::channel(1);
+        let (_, rx) = watch::channel(status);
+        VmHandle { tx, status: rx }
+    }
+
     /// Attaches a debugger; waits while the session (re)connects, up to its own deadline.
     pub async fn attach(&self, link: DebuggerLink) -> Result<(), AttachError> {
         let (reply, rx) = oneshot::channel();
