@@ -13,6 +13,8 @@
 //! - Two debuggers on one VM: the second reads the first one's change, changes a static and
 //!   resumes; the first one's stop holds and it reads the second one's change.
 //! - A thread that ends between a stop and the next read (`jdi/Dying.java`) is seen ended.
+//! - A class that unloads between a stop and the next read (`jdi/Unloads.java` against
+//!   `jdi/Loaders.java`) leaves every read the VM's truth and is seen gone.
 //! - After each, `jdwpmux stats --json` shows answers served from gathered answers and early
 //!   answers, more than before, and no early answer that the VM's reply then contradicted.
 
@@ -34,6 +36,8 @@ use crate::support::{JavaApp, JvmSpec};
 const MEDDLER_JAVA: &str = include_str!("../support/jdi/Meddler.java");
 const DYING_JAVA: &str = include_str!("../support/jdi/Dying.java");
 const BRIEF_JAVA: &str = include_str!("../support/jdi/Brief.java");
+const UNLOADS_JAVA: &str = include_str!("../support/jdi/Unloads.java");
+const LOADERS_JAVA: &str = include_str!("../support/jdi/Loaders.java");
 
 /// One way; a round trip on the link is 20 ms more than on the veth.
 const DELAY: Duration = Duration::from_millis(10);
@@ -81,7 +85,8 @@ struct Programs {
 impl Programs {
     async fn compile() -> Programs {
         let dir = tempfile::tempdir().unwrap();
-        javac(dir.path(), &[("Meddler.java", MEDDLER_JAVA), ("Dying.java", DYING_JAVA)]).await.unwrap();
+        let sources = [("Meddler.java", MEDDLER_JAVA), ("Dying.java", DYING_JAVA), ("Unloads.java", UNLOADS_JAVA)];
+        javac(dir.path(), &sources).await.unwrap();
         Programs { dir }
     }
 
@@ -286,6 +291,60 @@ async fn remote_far_gather_a_thread_ending_after_a_stop_is_seen_ended() {
     assert!(link.turns() > turns_before, "the session did not go through the delayed link");
     let mut near = NearChecks::default();
     near.after(&served, "a thread ending after a stop");
+    assert!(app.is_running(), "the VM died: {}", app.output());
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    near.assert_all();
+    drop(served);
+    drop(link);
+}
+
+/// A class that unloads between a stop and the next read: `Unloads` stops in Staying.hold
+/// (a class of its own loader) with SUSPEND_ALL and SUSPEND_EVENT_THREAD, reads the views,
+/// asks for ClassUnload events (suspend NONE) and sets `Loaders.drop`; while the stopped
+/// thread stays suspended the debuggee's other thread drops the loader of Passing and calls
+/// System.gc() until the class unloads; then the same views are read again, through the far
+/// side over the delayed link and directly on the host, and both print the same. Bounded:
+/// the program gives up 30 s after the loader was dropped ("NO-UNLOAD").
+///
+/// What of the stop may still be served is the gathered answers' validity table
+/// (`gather::validity`): with SUSPEND_EVENT_THREAD only the stopped thread's frames, locals,
+/// `this`, status and variable tables are admitted at all (fields, statics, strings and
+/// arrays are not: other threads run); with SUSPEND_ALL the cue (ClassType.SetValues) and
+/// the other thread resumed alone (ThreadReference.Resume of a thread not the stopped one)
+/// each drop fields, statics, strings and arrays and keep the stopped thread's frames and
+/// locals; the ClassUnload event, like any event after the stop (the debugger's and
+/// jdwpmux's own unload request's alike reach the store), drops the rest, so every read
+/// after it goes to the VM. That last row is caution here, not need: all a stop gathers is
+/// reachable from the stopped frame, and a class unloads only once nothing reaches it, so
+/// no answer kept past the event would be false (the reads after equal the reads before
+/// either way). What an unload does make false is class data kept across stops by the near
+/// cache (here Passing's Method.IsObsolete, asked before the unload, which JDI asks the VM
+/// each time): jdwpmux's own ClassUnload event, in the same composite as the debugger's,
+/// drops what the cache keeps of that signature, so the program reads Passing refused after
+/// the unload, as the VM refuses it; a cache that kept it would answer "false".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_gather_a_class_unloading_after_a_stop_leaves_the_reads_true() {
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "farunload").unwrap();
+    let alias = "farunload-slow";
+    let link = delayed(&keys, &host, alias);
+    let mut app = app_on(&host, "Loaders", LOADERS_JAVA).await;
+    let programs = Programs::compile().await;
+    let policies = ["all".to_string(), "thread".to_string()];
+    let cases = ["class-unload all", "class-unload thread"];
+    let direct = programs.run(&host.prefix(), "Unloads", 8000, &policies).await;
+    assert_cases(&direct, &cases);
+
+    let (served, vm_port) = served_far(&keys, alias, &far.path, "Loaders").await;
+    let turns_before = link.turns();
+    let through = programs.run(&[], "Unloads", vm_port, &policies).await;
+    assert_cases(&through, &cases);
+    assert_same("the class-unload session", &direct, &through);
+    assert!(link.turns() > turns_before, "the session did not go through the delayed link");
+    let mut near = NearChecks::default();
+    near.after(&served, "a class unloaded after a stop");
     assert!(app.is_running(), "the VM died: {}", app.output());
     app.wait_ticks_advance(SLOW).await.unwrap();
     near.assert_all();
