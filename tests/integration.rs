@@ -84,6 +84,8 @@ mod proc_scan;
 mod remote_paths;
 #[path = "integration/remote_link.rs"]
 mod remote_link;
+#[path = "integration/testhost_cut.rs"]
+mod testhost_cut;
 #[path = "integration/remote.rs"]
 mod remote;
 #[path = "integration/remote_faults.rs"]

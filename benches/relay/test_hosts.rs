@@ -29,9 +29,9 @@ pub struct BenchHost {
 impl BenchHost {
     /// A host named `alias` in `keys`' ssh config.
     pub fn start(keys: &Keys, alias: &str) -> Result<BenchHost> {
-        // Sharing this machine's process list, as the measurements were designed: the JVMs' pids are
-        // this namespace's, and the scan looks at as many processes as a server runs.
-        let host = TestHost::start_with(keys, alias, false).with_context(|| format!("test host {alias}"))?;
+        // With a process list of its own, as every test host: sharing this machine's would
+        // make its JVMs this machine's containers to every discovery running here.
+        let host = TestHost::start(keys, alias).with_context(|| format!("test host {alias}"))?;
         let ns = host.net.name.clone();
         crate::procs::netns_made(&ns);
         Ok(BenchHost { jvms: Vec::new(), host: Some(host), ns })
@@ -67,8 +67,13 @@ impl BenchHost {
         Ok(())
     }
 
+    /// The JVMs' processes: each one started (`nsenter`, entering the host's process list)
+    /// and the JVM it runs there, its child.
     pub fn jvm_pids(&self) -> Vec<u32> {
-        self.jvms.iter().map(Jvm::pid).collect()
+        let children = |pid: u32| -> Vec<u32> {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default().split_whitespace().filter_map(|p| p.parse().ok()).collect()
+        };
+        self.jvms.iter().map(Jvm::pid).flat_map(|pid| std::iter::once(pid).chain(children(pid))).collect()
     }
 }
 

@@ -85,13 +85,8 @@ pub struct OneVm {
 }
 
 pub async fn one_vm(alias: &str, extra: &[&str]) -> OneVm {
-    one_vm_on(alias, true, extra).await
-}
-
-/// `one_vm`, the host with a process list of its own or not (`own_pids`).
-pub async fn one_vm_on(alias: &str, own_pids: bool, extra: &[&str]) -> OneVm {
     let keys = Keys::new().unwrap();
-    let host = TestHost::start_with(&keys, alias, own_pids).unwrap();
+    let host = TestHost::start(&keys, alias).unwrap();
     let app = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Billing", agent(false, "8000"))).await.unwrap();
     let served = serve(&keys, &[alias], extra);
     let rows = served.list_until("Billing ready", |r| ready(r, alias, "Billing")).await;
@@ -120,7 +115,7 @@ pub async fn break_step_quit(jdb: &mut Jdb, class: &str, app: &JavaApp) {
 async fn three_kinds_of_remote_jvm(java: PathBuf) {
     crate::need_test_hosts!();
     let keys = Keys::new().unwrap();
-    let host = TestHost::start_with(&keys, "box", true).unwrap();
+    let host = TestHost::start(&keys, "box").unwrap();
     let waiting = JavaApp::spawn(jvm_on(&host, &java, "Billing", agent(true, "8000"))).await.unwrap();
     let picked = JavaApp::spawn(jvm_on(&host, &java, "Worker", agent(false, "127.0.0.1:0"))).await.unwrap();
     let mut env = jvm_on(&host, &java, "Report", None);

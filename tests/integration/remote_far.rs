@@ -209,7 +209,7 @@ async fn remote_far_an_agent_on_all_addresses_is_marked_through_the_far_side() {
     crate::need_test_hosts!();
     let far = far_bin();
     let keys = Keys::new().unwrap();
-    let host = TestHost::start_with(&keys, "farwide", true).unwrap();
+    let host = TestHost::start(&keys, "farwide").unwrap();
     let open = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Open", agent(false, "0.0.0.0:8000"))).await.unwrap();
     let closed = JavaApp::spawn(jvm_on(&host, Path::new("java"), "Closed", agent(false, "127.0.0.1:8001"))).await.unwrap();
     let served = serve(&keys, &["farwide"], &["--far", "always", "--far-path", &far.path]);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::remote::{agent, debug_once, jdb, jvm_on, one_vm, one_vm_on, port, ready, row, OneVm, SLOW};
+use crate::remote::{agent, debug_once, jdb, jvm_on, one_vm, port, ready, row, OneVm, SLOW};
 use crate::support::JavaApp;
 
 fn down_with_note(rows: &[Value], host: &str, app: &str) -> bool {
@@ -47,11 +47,10 @@ async fn a_link_cut_for_ten_seconds_comes_back_on_the_same_port() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sshd_restarted_and_the_jvm_restarted_keep_the_port() {
     crate::need_test_hosts!();
-    // sshd's listener must be able to go alone: a host sharing this machine's process list
-    // (with its own, killing sshd would end every process of the host).
+    // sshd's listener goes alone: the host's pid namespace is held by a process of its own.
     // Scans 3 s apart: the restarted JVM is mostly reached again before a scan sees it go,
     // and must still be listed as the new process once one sees it.
-    let OneVm { keys, mut host, mut app, served, port: vm_port } = one_vm_on("svc", false, &["--ssh-interval", "3"]).await;
+    let OneVm { keys, mut host, mut app, served, port: vm_port } = one_vm("svc", &["--ssh-interval", "3"]).await;
     let rows = served.list_until("ready", |r| ready(r, "svc", "Billing")).await;
     let first_pid = row(&rows, "svc", "Billing").unwrap()["pid"].clone();
 

@@ -59,7 +59,7 @@ async fn users_of_a_host_each_keep_their_own_port() {
     let ann = TestUser::create("ann").expect("a test user");
     let bob = TestUser::create("bob").expect("a test user");
     let keys = Keys::new().unwrap();
-    let host = TestHost::start_with(&keys, "shared", true).unwrap();
+    let host = TestHost::start(&keys, "shared").unwrap();
     let root_app = JavaApp::spawn(billing(&host, None, 8000)).await.expect("java starts");
     let mut ann_app = JavaApp::spawn(billing(&host, Some(&ann), 8001)).await.expect("java starts as ann");
     let bob_app = JavaApp::spawn(billing(&host, Some(&bob), 8002)).await.expect("java starts as bob");

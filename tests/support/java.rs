@@ -312,13 +312,37 @@ impl JavaApp {
 
     /// Kills the JVM and waits for it (bounded).
     pub async fn kill(&mut self) -> Result<Option<ExitStatus>> {
+        self.kill_descendants();
         let _ = self.child.start_kill();
         Ok(tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.ok().transpose()?)
     }
 }
 
+impl JavaApp {
+    /// Kills what the started process started: a JVM run through a prefix that forks (`nsenter
+    /// --pid` into a test host's process list) is the prefix's child, not the process itself.
+    fn kill_descendants(&self) {
+        let Some(pid) = self.child.id() else { return };
+        let mut todo = vec![pid];
+        let mut seen = Vec::new();
+        while let Some(p) = todo.pop() {
+            if seen.len() > 64 || seen.contains(&p) {
+                continue;
+            }
+            seen.push(p);
+            let children = std::fs::read_to_string(format!("/proc/{p}/task/{p}/children")).unwrap_or_default();
+            todo.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+        }
+        for p in seen.into_iter().skip(1) {
+            // SAFETY: plain kill(2) on a process this test started (through its prefix).
+            unsafe { libc::kill(p as i32, libc::SIGKILL) };
+        }
+    }
+}
+
 impl Drop for JavaApp {
     fn drop(&mut self) {
+        self.kill_descendants();
         let _ = self.child.start_kill();
     }
 }

@@ -78,10 +78,21 @@ fn free_subnet(n: u32) -> [u8; 3] {
 }
 
 /// A network namespace joined to this one by a veth pair.
+///
+/// A cut sets the namespace's own veth end down, never this side's: this side's end then
+/// loses its carrier and keeps its route (`linkdown`), so packets for the test host are
+/// dropped here. Setting this side's end down would remove the route, and until the link
+/// came back the kernel would send the test host's packets (ssh's retries, a relay's) to
+/// the default gateway, off this machine. An `unreachable` route for the host's /30 with a
+/// high metric catches any other way that route could go.
 pub struct Netns {
     pub name: String,
-    /// The veth end in this namespace (set it down to cut the link).
+    /// The veth end on this side (in this namespace, or in the front host's).
     pub host_dev: String,
+    /// The veth end inside the namespace: the one a cut sets down.
+    peer_dev: String,
+    /// The namespace `host_dev` is in when it is not this one (a host behind another).
+    front: Option<String>,
     pub addr: Ipv4Addr,
     pub here: Ipv4Addr,
 }
@@ -106,7 +117,14 @@ impl Netns {
         let side = if front.is_some() { 'f' } else { 'h' };
         let (host_dev, peer_dev) = (format!("jm{}{side}{n}", pid % 100_000), format!("jm{}p{n}", pid % 100_000));
         let [a, b, c] = if front.is_some() { subnet(n) } else { free_subnet(n) };
-        let net = Netns { name: name.clone(), host_dev: host_dev.clone(), addr: Ipv4Addr::new(a, b, c, 2), here: Ipv4Addr::new(a, b, c, 1) };
+        let net = Netns {
+            name: name.clone(),
+            host_dev: host_dev.clone(),
+            peer_dev: peer_dev.clone(),
+            front: front.map(|f| f.name.clone()),
+            addr: Ipv4Addr::new(a, b, c, 2),
+            here: Ipv4Addr::new(a, b, c, 1),
+        };
         run(&["ip", "netns", "add", &name])?;
         let here = |args: &[&str]| match front {
             Some(f) => f.exec(args),
@@ -116,6 +134,8 @@ impl Netns {
         here(&["ip", "link", "set", &peer_dev, "netns", &name])?;
         here(&["ip", "addr", "add", &format!("{}/30", net.here), "dev", &host_dev])?;
         here(&["ip", "link", "set", &host_dev, "up"])?;
+        // Removed in `drop`: the test host's packets never take the default route.
+        here(&["ip", "route", "replace", "unreachable", &net.subnet(), "metric", UNREACHABLE_METRIC])?;
         net.exec(&["ip", "addr", "add", &format!("{}/30", net.addr), "dev", &peer_dev])?;
         net.exec(&["ip", "link", "set", &peer_dev, "up"])?;
         net.exec(&["ip", "link", "set", "lo", "up"])?;
@@ -134,15 +154,57 @@ impl Netns {
         vec!["ip".into(), "netns".into(), "exec".into(), self.name.clone()]
     }
 
-    /// Cuts (false) or restores (true) the link to this namespace.
+    /// Cuts (false) or restores (true) the link to this namespace, at the namespace's end.
     pub fn set_link(&self, up: bool) -> Result<()> {
-        run(&["ip", "link", "set", &self.host_dev, if up { "up" } else { "down" }]).map(|_| ())
+        run(&["ip", "-n", &self.name, "link", "set", &self.peer_dev, if up { "up" } else { "down" }]).map(|_| ())
+    }
+
+    /// The host's /30, as `ip route` writes it.
+    pub fn subnet(&self) -> String {
+        let [a, b, c, _] = self.addr.octets();
+        format!("{a}.{b}.{c}.0/30")
+    }
+
+    /// What `ip route get ADDR` says on this side of the link (where the test host's packets
+    /// are routed from).
+    pub fn route_to_host(&self) -> Result<String> {
+        let addr = self.addr.to_string();
+        let mut args = vec!["ip"];
+        if let Some(front) = &self.front {
+            args.extend(["-n", front.as_str()]);
+        }
+        args.extend(["route", "get", &addr]);
+        run(&args).map(|s| s.trim().to_string())
+    }
+
+    /// The routes on this side of the link for the host's /30 (`ip route show`), where a
+    /// cut shows as `linkdown`.
+    pub fn routes_to_subnet(&self) -> Result<String> {
+        let subnet = self.subnet();
+        self.on_this_side(&["ip", "route", "show", &subnet]).map(|s| s.trim().to_string())
+    }
+
+    fn on_this_side(&self, args: &[&str]) -> Result<String> {
+        match &self.front {
+            Some(front) => {
+                let mut all = vec!["ip", "netns", "exec", front.as_str()];
+                all.extend_from_slice(args);
+                run(&all)
+            }
+            None => run(args),
+        }
     }
 }
 
+/// The metric of the `unreachable` route kept for every test host's /30: above any route
+/// the kernel or a test adds, so it only ever catches what no other route does.
+const UNREACHABLE_METRIC: &str = "4000";
+
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = run(&["ip", "link", "del", &self.host_dev]);
+        let subnet = self.subnet();
+        let _ = self.on_this_side(&["ip", "route", "del", "unreachable", &subnet, "metric", UNREACHABLE_METRIC]);
+        let _ = self.on_this_side(&["ip", "link", "del", &self.host_dev]);
         let _ = run(&["ip", "netns", "del", &self.name]);
     }
 }
@@ -238,29 +300,31 @@ pub struct TestHost {
     force: Option<String>,
     /// Keys made for this host (its host key lives here).
     host_dir: tempfile::TempDir,
+    /// The listening sshd (in the host's pid namespace: the `nsenter` that started it).
     sshd: Option<std::process::Child>,
-    own_pids: bool,
+    /// The host's pid namespace: `unshare --pid --fork --mount-proc --kill-child` running a
+    /// process that only waits, as the namespace's first process. sshd is not that process,
+    /// so it can be killed alone (the first process of a pid namespace takes every other
+    /// with it), as on a real machine whose ssh service stops.
+    pidns: Option<std::process::Child>,
     pub net: Netns,
 }
 
 impl TestHost {
     /// A host named `alias` in `keys`' ssh config, trusted in its known_hosts, with a process
-    /// list of its own: it sees only its own processes, as another machine would (a host
-    /// sharing this machine's process list would see other tests' hosts as containers).
+    /// list of its own: it sees only its own processes, as another machine would, and this
+    /// machine's discovery never sees them as its own (a JVM in another network namespace
+    /// that shares our process list is a container of this machine's, and is reached).
+    /// sshd, and everything started through it or with `prefix`, runs in that pid namespace
+    /// with its own /proc.
     pub fn start(keys: &Keys, alias: &str) -> Result<TestHost> {
-        Self::start_with(keys, alias, true)
-    }
-
-    /// With `own_pids`, sshd (and so everything started through it or with `prefix`) runs in
-    /// a pid namespace of its own, with its own /proc.
-    pub fn start_with(keys: &Keys, alias: &str, own_pids: bool) -> Result<TestHost> {
-        Self::make(keys, alias, own_pids, Netns::new()?, "id_ed25519", "")
+        Self::make(keys, alias, Netns::new()?, "id_ed25519", "")
     }
 
     /// A host whose sshd runs `command` for every session, whatever the client asked for (a
     /// host that answers jdwpmux's scan with what `command` prints).
     pub fn start_forced(keys: &Keys, alias: &str, command: &str) -> Result<TestHost> {
-        let mut h = Self::make(keys, alias, true, Netns::new()?, "id_ed25519", "")?;
+        let mut h = Self::make(keys, alias, Netns::new()?, "id_ed25519", "")?;
         h.force = Some(command.to_string());
         h.restart_sshd(keys)?;
         Ok(h)
@@ -276,23 +340,23 @@ impl TestHost {
 
     /// A host that `keys`' config logs in to with `identity`.
     pub fn start_as(keys: &Keys, alias: &str, identity: &str) -> Result<TestHost> {
-        Self::make(keys, alias, true, Netns::new()?, identity, "")
+        Self::make(keys, alias, Netns::new()?, identity, "")
     }
 
     /// A host reachable only from `jump` (a link between their namespaces), reached with
     /// `ProxyJump`.
     pub fn start_behind(keys: &Keys, alias: &str, jump: &TestHost) -> Result<TestHost> {
         let net = Netns::behind(&jump.net)?;
-        Self::make(keys, alias, true, net, "id_ed25519", &format!("  ProxyJump {}\n", jump.alias))
+        Self::make(keys, alias, net, "id_ed25519", &format!("  ProxyJump {}\n", jump.alias))
     }
 
-    fn make(keys: &Keys, alias: &str, own_pids: bool, net: Netns, identity: &str, extra: &str) -> Result<TestHost> {
+    fn make(keys: &Keys, alias: &str, net: Netns, identity: &str, extra: &str) -> Result<TestHost> {
         let host_dir = tempfile::tempdir()?;
         let host_key = host_dir.path().join("host_key");
         run(&["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", alias, "-f", host_key.to_str().context("path")?])?;
         keys.trust(net.addr, &host_dir.path().join("host_key.pub"))?;
         keys.add_host(alias, net.addr, identity, extra)?;
-        let mut h = TestHost { alias: alias.to_string(), force: None, host_dir, sshd: None, own_pids, net };
+        let mut h = TestHost { alias: alias.to_string(), force: None, host_dir, sshd: None, pidns: None, net };
         h.start_sshd(keys)?;
         Ok(h)
     }
@@ -332,15 +396,42 @@ impl TestHost {
             ),
         )?;
         let log = std::fs::File::create(self.host_dir.path().join("sshd.log"))?;
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.net.name]);
-        if self.own_pids {
-            cmd.args(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]);
-        }
+        let init = self.pid_namespace()?;
+        let mut cmd = Command::new("nsenter");
+        cmd.args(["--target", &init.to_string(), "--pid", "--mount", "--net", "--"]);
         cmd.args(["/usr/sbin/sshd", "-D", "-e", "-f"]).arg(&cfg);
         let child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log).spawn().context("spawn sshd")?;
         self.sshd = Some(child);
         self.wait_listening(Duration::from_secs(20))
+    }
+
+    /// The first process of the host's pid namespace (in this namespace's numbering),
+    /// started on first use.
+    fn pid_namespace(&mut self) -> Result<u32> {
+        if self.pidns.is_none() {
+            let child = Command::new("ip")
+                .args(["netns", "exec", &self.net.name, "unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sleep", "infinity"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("spawn the host's pid namespace")?;
+            self.pidns = Some(child);
+        }
+        let holder = self.pidns.as_ref().map_or(0, |c| c.id());
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(pid) = first_child(holder) {
+                // `unshare --fork`'s child is ours once it runs `sleep` in the new namespace.
+                if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep") {
+                    return Ok(pid);
+                }
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("the pid namespace of {} did not start within 20 s", self.alias);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     fn wait_listening(&self, within: Duration) -> Result<()> {
@@ -368,17 +459,14 @@ impl TestHost {
     /// Stops the listening sshd (its sessions live on, as on a real host).
     pub fn kill_sshd(&mut self) {
         if let Some(mut c) = self.sshd.take() {
+            // nsenter's child is sshd, in the host's pid namespace: the listener alone goes,
+            // its per-connection children carry on.
+            if let Some(pid) = first_child(c.id()) {
+                // SAFETY: plain kill(2) on the sshd this test started.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
             let _ = c.kill();
             let _ = c.wait();
-        }
-        if !self.own_pids {
-            // The listener only: sshd's per-connection children carry on.
-            if let Ok(pid) = std::fs::read_to_string(self.host_dir.path().join("sshd.pid")) {
-                if let Ok(pid) = pid.trim().parse::<i32>() {
-                    // SAFETY: plain kill(2) on a pid this test started.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                }
-            }
         }
     }
 
@@ -413,22 +501,18 @@ impl TestHost {
         self.restart_sshd(keys)
     }
 
-    /// The prefix that runs a command on this host (its network, and its own process list
-    /// when it has one).
+    /// The prefix that runs a command on this host: its network and its own process list.
     pub fn prefix(&self) -> Vec<String> {
-        let mut p = self.net.prefix();
-        if self.own_pids {
-            if let Some(pid) = self.sshd.as_ref().and_then(|c| sshd_in_pidns(c.id())) {
-                p = vec!["nsenter".into(), "--target".into(), pid.to_string(), "--pid".into(), "--mount".into(), "--net".into(), "--".into()];
-            }
+        match self.pidns.as_ref().and_then(|c| first_child(c.id())) {
+            Some(pid) => vec!["nsenter".into(), "--target".into(), pid.to_string(), "--pid".into(), "--mount".into(), "--net".into(), "--".into()],
+            None => self.net.prefix(),
         }
-        p
     }
 }
 
-/// The pid (in this namespace) of the process that `unshare --fork` started under `parent`:
-/// the new pid namespace's first process.
-fn sshd_in_pidns(parent: u32) -> Option<u32> {
+/// The first child (in this namespace's numbering) of `parent`: for `unshare --fork`, the
+/// new pid namespace's first process; for `nsenter --pid`, the command it runs there.
+fn first_child(parent: u32) -> Option<u32> {
     let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).ok()?;
     children.split_whitespace().next()?.parse().ok()
 }
@@ -442,7 +526,8 @@ impl Drop for TestHost {
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         }
-        if let Some(mut c) = self.sshd.take() {
+        for c in [self.sshd.take(), self.pidns.take()].into_iter().flatten() {
+            let mut c = c;
             let _ = c.kill();
             let _ = c.wait();
         }
