@@ -132,14 +132,30 @@ fn remove_process_dir(dir: &Path) {
     remove_unmounted(dir);
 }
 
-/// Other test processes' folders whose process is gone (killed before its atexit ran).
+/// What test processes that are gone (killed before their drops and atexit ran) left: their
+/// folders with any containers still running, and their rootless users with the pause
+/// process and containers those still run.
 fn sweep_stale() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix("jmpod-").and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            remove_process_dir(&e.path());
+    let dead = |pid: u32| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists();
+    if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.strip_prefix("jmpod-").and_then(|p| p.parse::<u32>().ok()).is_some_and(dead) {
+                remove_process_dir(&e.path());
+            }
+        }
+    }
+    // Test users are `jm<letters><pid>x<n>` (users.rs); only those whose home holds a
+    // configuration of ours are rootless engines' users.
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    for line in passwd.lines() {
+        let f: Vec<&str> = line.split(':').collect();
+        let (Some(name), Some(uid), Some(home)) = (f.first(), f.get(2).and_then(|u| u.parse::<u32>().ok()), f.get(5)) else { continue };
+        let Some(rest) = name.strip_prefix("jm") else { continue };
+        let digits: String = rest.trim_start_matches(|c: char| c.is_ascii_lowercase()).chars().take_while(char::is_ascii_digit).collect();
+        if digits.parse::<u32>().is_ok_and(dead) && Path::new(home).join("podman/containers.conf").exists() {
+            kill_uid(uid);
+            let _ = run_tool(&["userdel", "--force", "--remove", name]);
         }
     }
 }
@@ -444,25 +460,26 @@ impl Engine {
         self.podman_blocking(&["rm", "--all", "--force", "--time", "0"])
     }
 
-    /// The rootless user's processes: its pause process (which holds the user namespace all
-    /// its containers share, and outlives them) and anything left of its containers. The
-    /// user is this test's own, so every process of its uid is one the test started.
-    fn kill_user_processes(&self, uid: u32) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let pids = pids_of_uid(uid);
-            if pids.is_empty() || Instant::now() >= deadline {
-                if !pids.is_empty() {
-                    eprintln!("processes of test user uid {uid} would not end: {pids:?}");
-                }
-                return;
+}
+
+/// Ends a rootless test user's processes: its pause process (which holds the user namespace
+/// all its containers share, and outlives them) and anything left of its containers. The
+/// user is a test's own, so every process of its uid is one the tests started.
+fn kill_uid(uid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pids = pids_of_uid(uid);
+        if pids.is_empty() || Instant::now() >= deadline {
+            if !pids.is_empty() {
+                eprintln!("processes of test user uid {uid} would not end: {pids:?}");
             }
-            for pid in pids {
-                // SAFETY: kill(2) with plain integers.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            return;
         }
+        for pid in pids {
+            // SAFETY: kill(2) with plain integers.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -473,7 +490,7 @@ impl Drop for Engine {
         }
         if let Some(u) = &self.user {
             // Its pause process (pid in its tmp folder's pause.pid) is among them.
-            self.kill_user_processes(u.uid);
+            kill_uid(u.uid);
         }
         if self.owns_dir {
             remove_unmounted(&self.dir);
