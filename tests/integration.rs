@@ -118,3 +118,5 @@ mod quiet;
 mod owner;
 #[path = "integration/remote_hosts.rs"]
 mod remote_hosts;
+#[path = "integration/containers_support.rs"]
+mod containers_support;

@@ -6,6 +6,7 @@
 pub mod browser;
 pub mod client;
 pub mod console;
+pub mod containers;
 pub mod consts;
 pub mod delay_link;
 pub mod ddm;
