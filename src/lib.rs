@@ -24,6 +24,9 @@
 //!   (the validity table). Pure.
 //! - [`nearlink`]: the near side of that stream: one task per far side that keeps it up
 //!   through cuts and gives its VM list and a byte stream per VM connection.
+//! - [`netns`]: a connected socket inside another process's network namespace (a JVM on its
+//!   container's own loopback): a thread of ours when root, a single-threaded helper process
+//!   of this binary when not.
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
 //! - [`stats`]: traffic figures per debugger and command (latency histograms), live and
@@ -53,6 +56,7 @@ pub mod listen;
 pub mod logwriter;
 pub mod manpage;
 pub mod nearlink;
+pub mod netns;
 pub mod park;
 pub mod registry;
 pub mod remote;

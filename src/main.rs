@@ -14,6 +14,12 @@ use tracing_subscriber::EnvFilter;
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 fn main() -> ExitCode {
+    // The namespace helper (`netns::helper` starts this binary as one) must stay
+    // single-threaded to join a user namespace: it runs before the CLI, logging or the
+    // runtime can start any thread.
+    if let Some(code) = jdwpmux::netns::child::intercept() {
+        return code;
+    }
     let cli = match parse_command_line() {
         Ok(cli) => cli,
         Err(code) => return code,
