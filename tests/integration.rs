@@ -120,3 +120,5 @@ mod owner;
 mod remote_hosts;
 #[path = "integration/containers_support.rs"]
 mod containers_support;
+#[path = "integration/netns_connect.rs"]
+mod netns_connect;
