@@ -44,6 +44,7 @@ pub(super) async fn connect(t: &NsTarget, timeout: Duration, program: &[OsString
         .stdin(Stdio::from(OwnedFd::from(theirs)))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
+        // If the caller gives up (drops this future), the helper is killed; tokio reaps it.
         .kill_on_drop(true);
     let mut proc = cmd.spawn().map_err(system("start the helper process"))?;
     // The command holds our copy of the helper's end: it must be closed now, or a helper
@@ -108,7 +109,7 @@ pub fn os_error(line: &str) -> Option<i32> {
     rest[..rest.find(')')?].parse().ok()
 }
 
-/// The first non-empty line of a helper's stderr, trimmed, at most [`LINE_MAX`] characters.
+/// The first non-empty line of a helper's stderr, trimmed, at most `LINE_MAX` characters.
 pub fn first_line(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");

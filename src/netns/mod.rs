@@ -6,7 +6,7 @@
 //! A socket belongs to the namespace it was created in for its whole life and works from any
 //! thread, so entering costs only the socket's creation. Two ways in, chosen by [`way`]:
 //!
-//! - [`thread`]: jdwpmux runs as root. A short-lived thread of this process joins the target's
+//! - `thread`: jdwpmux runs as root. A short-lived thread of this process joins the target's
 //!   network namespace (`setns` on that thread only), connects, and ends. Root holds
 //!   CAP_SYS_ADMIN over every user namespace, so the network namespace alone is enough.
 //! - [`helper`] and [`child`]: jdwpmux runs as a user (the owner of a rootless container).
@@ -17,7 +17,7 @@
 //!   thread); [`child`] is what that process runs: it joins both namespaces, connects, and
 //!   hands the socket back over its stdin, a Unix socket pair ([`fdpass`], SCM_RIGHTS).
 //!
-//! [`enter`] holds the steps both ways share (open a namespace, check it is still the one
+//! `enter` holds the steps both ways share (open a namespace, check it is still the one
 //! named, join it, connect under the timeout), so they fail with the same errors.
 //!
 //! The one rule that keeps it honest: a target names its namespace by inode as well as by
