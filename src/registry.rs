@@ -84,6 +84,10 @@ pub struct ProcessInfo {
     /// to its host (`discovery::jvms::exposed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exposed: Option<String>,
+    /// Where it runs when that is not the host itself: `container billing-api (podman)`,
+    /// `pod shop/orders-5f7c`, `netns NAME` (`discovery::jvms::place`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<String>,
 }
 
 impl VmEntry {

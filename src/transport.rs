@@ -18,6 +18,9 @@ pub enum Endpoint {
     Tcp(SocketAddr),
     /// A Unix socket, forwarded by an ssh link to an address on another host.
     Unix(PathBuf),
+    /// A TCP address inside another process's network namespace (a container's own
+    /// loopback), entered by `netns::connect`.
+    Netns(crate::netns::NsTarget),
 }
 
 impl std::fmt::Display for Endpoint {
@@ -25,9 +28,13 @@ impl std::fmt::Display for Endpoint {
         match self {
             Endpoint::Tcp(a) => write!(f, "{a}"),
             Endpoint::Unix(p) => write!(f, "{}", p.display()),
+            Endpoint::Netns(t) => write!(f, "{} in the network namespace of pid {}", t.addr, t.pid),
         }
     }
 }
+
+/// How long `Stream::connect` gives entering a namespace and connecting there.
+const NETNS_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A connected stream of either kind.
 #[derive(Debug)]
@@ -58,6 +65,10 @@ impl Stream {
                 Ok(Stream::Tcp(s))
             }
             Endpoint::Unix(p) => Ok(Stream::Unix(UnixStream::connect(p).await?)),
+            Endpoint::Netns(t) => {
+                let s = crate::netns::connect(t, NETNS_CONNECT_TIMEOUT).await.map_err(io::Error::other)?;
+                Ok(Stream::Tcp(s))
+            }
         }
     }
 

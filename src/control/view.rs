@@ -20,6 +20,7 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
         "".to_string(),
         "PORT".to_string(),
         "HOST".to_string(),
+        "WHERE".to_string(),
         "PID".to_string(),
         "APP".to_string(),
         "VM".to_string(),
@@ -41,6 +42,7 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
             if v.current { "*".into() } else { " ".into() },
             v.debugger_port.map_or("-".into(), |p| p.to_string()),
             shown(&v.host).into_owned(),
+            v.process.as_ref().and_then(|p| p.place.as_deref()).map_or_else(|| "-".into(), |w| shown(w).into_owned()),
             s.pid.map_or("-".into(), |p| p.to_string()),
             app,
             s.vm_ident.as_deref().map_or_else(|| "-".into(), |n| shown(n).into_owned()),
@@ -143,7 +145,7 @@ mod tests {
         assert_eq!(lines[2], "    debugger 127.0.0.1:5005 for 2m05s, ddm, 3 requests, 1 suspension, 512 commands");
         assert_eq!(lines[3], "    debugger 127.0.0.1:5006 for 3s, 3 requests, 1 suspension, 512 commands");
         assert!(lines[4].contains(" -  "), "{text}");
-        assert!(lines[0].starts_with("   PORT  HOST   PID"), "{text}");
+        assert!(lines[0].starts_with("   PORT  HOST   WHERE  PID"), "{text}");
         let mut far = vm(vec![]);
         far.host = "staging-2".into();
         far.note = Some("the ssh link to staging-2 is down: no route to host".into());
@@ -167,10 +169,19 @@ mod tests {
             waiting: false,
             listening: true,
             exposed: Some(crate::discovery::jvms::exposed::warning(None, 8000, false)),
+            place: None,
         });
-        let text = table_at(&[open], now);
+        let text = table_at(&[open.clone()], now);
         assert!(text.lines().nth(1).is_some_and(|l| l.ends_with("127.0.0.1:8000 (all addresses)")), "{text}");
         assert!(text.lines().nth(2).is_some_and(|l| l.starts_with("    ! its JDWP agent listens on all addresses: anyone who can reach this machine's port 8000")), "{text}");
+        // A container's JVM says which container, in its own column.
+        let mut boxed = open;
+        if let Some(p) = boxed.process.as_mut() {
+            (p.exposed, p.place) = (None, Some("container billing-api (podman)".into()));
+        }
+        let text = table_at(&[boxed], now);
+        assert!(text.lines().next().is_some_and(|l| l.contains("HOST   WHERE                           PID")), "{text}");
+        assert!(text.lines().nth(1).is_some_and(|l| l.contains("local  container billing-api (podman)  -")), "{text}");
         assert_eq!(duration(3 * 3600 + 7 * 60 + 5), "3h07m");
     }
 

@@ -207,7 +207,9 @@ fn found_as(registry: &Registry, id: VmId) -> String {
         (Source::Ssh, None) => "found through ssh".to_string(),
     };
     let who: Vec<String> = status.app.into_iter().chain(status.pid.map(|p| format!("pid {p}"))).collect();
-    if who.is_empty() { format!(" ({how})") } else { format!(" ({}, {how})", who.join(" ")) }
+    // Which container, pod or namespace, so that ten `java` lines can be told apart.
+    let place = e.process.as_ref().and_then(|p| p.place.as_deref()).map(|w| format!("{}, ", crate::safe_text::Shown(w))).unwrap_or_default();
+    if who.is_empty() { format!(" ({place}{how})") } else { format!(" ({}, {place}{how})", who.join(" ")) }
 }
 
 /// Starts the daemon: VM sessions, their debugger ports, the current-VM port, discovery.

@@ -26,7 +26,11 @@ pub(super) type Claimed = Arc<Mutex<HashSet<SocketAddr>>>;
 pub(crate) struct Decision {
     pub key: String,
     pub name: String,
+    /// Where its agent listens: on this machine, or inside its network namespace (see
+    /// `endpoint`).
     pub addr: SocketAddr,
+    /// How it is reached.
+    pub endpoint: Endpoint,
     /// None: reachable at `addr`; Some: why not.
     pub unreachable: Option<String>,
     /// Something worth a note while it is reachable (a container's own address).
@@ -38,22 +42,35 @@ pub(crate) struct Decision {
 /// whose agent picked its port, by what it runs (`jvms::keys`: it keeps its key while it
 /// runs, and a restarted one takes it again).
 pub(crate) fn decide(found: &[FoundJvm], scanner: Option<u32>, book: &mut KeyBook) -> Vec<Decision> {
-    let picked: Vec<FoundJvm> = found.iter().filter(|f| f.agent.ephemeral() && matches!(f.reach, Reach::At(_))).cloned().collect();
-    let mut picked_keys = book.keys("proc:", scanner, &picked).into_iter();
+    // Keyed by what they run, in one call: the book forgets whatever a call does not list.
+    let by_run = |f: &FoundJvm| matches!(f.reach, Reach::Inside { .. }) || (f.agent.ephemeral() && matches!(f.reach, Reach::At(_)));
+    let keyed: Vec<FoundJvm> = found.iter().filter(|f| by_run(f)).cloned().collect();
+    let mut keys = book.keys("proc:", scanner, &keyed).into_iter();
     found
         .iter()
         .map(|f| {
             let name = f.name();
             match &f.reach {
                 Reach::At(addr) => {
-                    let key = if f.agent.ephemeral() { picked_keys.next().unwrap_or_default() } else { addr.to_string() };
+                    let key = if f.agent.ephemeral() { keys.next().unwrap_or_default() } else { addr.to_string() };
                     let note = f.other_net.then(|| format!("runs in another network namespace (a container); reached at {addr}"));
-                    Decision { key, name: addr.to_string(), addr: *addr, unreachable: None, note }
+                    Decision { key, name: addr.to_string(), addr: *addr, endpoint: Endpoint::Tcp(*addr), unreachable: None, note }
                 }
+                // Keyed by what it runs and where, never by its address: every container's
+                // loopback is 127.0.0.1, and this machine's own 127.0.0.1:PORT is another VM.
+                &Reach::Inside { pid, net, addr } => Decision {
+                    key: keys.next().unwrap_or_default(),
+                    name: format!("{addr} in pid {pid}'s network namespace"),
+                    addr,
+                    endpoint: Endpoint::Netns(crate::netns::NsTarget { pid, net, addr }),
+                    unreachable: None,
+                    note: None,
+                },
                 Reach::Unreachable(why) => Decision {
                     key: format!("proc:{name}#{}!", f.pid),
                     name: format!("pid {}", f.pid),
                     addr: SocketAddr::from(([0, 0, 0, 0], f.port.unwrap_or(0))),
+                    endpoint: Endpoint::Tcp(SocketAddr::from(([0, 0, 0, 0], f.port.unwrap_or(0)))),
                     unreachable: Some(why.clone()),
                     note: None,
                 },
@@ -166,7 +183,8 @@ impl ProcFollower {
         let decisions = decide(&found, scanner, &mut self.keys);
         if let Ok(mut c) = self.claimed.lock() {
             c.clear();
-            c.extend(decisions.iter().filter(|d| d.unreachable.is_none()).map(|d| d.addr));
+            // Only this machine's own addresses: a container's 127.0.0.1:PORT is not ours.
+            c.extend(decisions.iter().filter(|d| d.unreachable.is_none() && matches!(d.endpoint, Endpoint::Tcp(_))).map(|d| d.addr));
         }
         let slots: Vec<(u32, String)> = found.iter().zip(&decisions).map(|(f, d)| (f.pid, d.key.clone())).collect();
         // The gone first: a JVM restarted on its port is a new process under the same key,
@@ -182,7 +200,7 @@ impl ProcFollower {
         }
         for (((f, d), slot), busy) in found.iter().zip(decisions).zip(slots).zip(busy) {
             let busy = busy.filter(|_| !connected(&self.spawner, self.live.get(&slot)));
-            let located = Located { endpoint: Endpoint::Tcp(d.addr), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()), busy: busy.clone() };
+            let located = Located { endpoint: d.endpoint.clone(), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()), busy: busy.clone() };
             match self.live.get_mut(&slot) {
                 Some(Live::Session(followed)) => {
                     followed.moved(&self.spawner, d.name.clone(), located);
@@ -193,7 +211,7 @@ impl ProcFollower {
                 None => {
                     // A VM named with --vm or found by the port scan is theirs already; the
                     // process says when it started.
-                    if d.unreachable.is_none() {
+                    if d.unreachable.is_none() && matches!(d.endpoint, Endpoint::Tcp(_)) {
                         if let Some(e) = self.spawner.registry.by_key(&d.key).filter(|e| e.source != Source::Proc) {
                             self.spawner.registry.set_started(e.id, super::started::of_pid(f.pid));
                             continue;

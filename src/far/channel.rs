@@ -6,19 +6,19 @@
 //! over a bounded channel of its own. A channel whose near side asked for stops' answers
 //! relays through `super::gathering` instead.
 
-use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{debug, Instrument};
 
 use crate::farlink::frame::{CloseReason, OpenStatus, MAX_DATA};
+use crate::session::connect::ConnectError;
+use crate::transport::Endpoint;
 
 /// How long connecting to a VM's agent may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,27 +49,27 @@ impl Drop for Channel {
 
 /// Starts channel `channel` to the VM at `addr`; `gather`: the near side asked for stops'
 /// answers (see `super::gathering`), else the bytes are relayed unchanged.
-pub fn open(channel: u32, addr: SocketAddr, gather: bool, events: mpsc::Sender<Event>) -> Channel {
+pub fn open(channel: u32, endpoint: Endpoint, gather: bool, events: mpsc::Sender<Event>) -> Channel {
     let (to_vm, from_near) = mpsc::channel(TO_VM_QUEUE);
-    let span = tracing::info_span!("channel", channel, vm = %addr, gather);
-    let task = tokio::spawn(run(channel, addr, gather, events, from_near).instrument(span));
+    let span = tracing::info_span!("channel", channel, vm = %endpoint, gather);
+    let task = tokio::spawn(run(channel, endpoint, gather, events, from_near).instrument(span));
     Channel { to_vm, task }
 }
 
-async fn run(channel: u32, addr: SocketAddr, gather: bool, events: mpsc::Sender<Event>, mut from_near: mpsc::Receiver<Bytes>) {
-    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            let _ = events.send(Event::Opened { channel, result: Err((OpenStatus::ConnectFailed, format!("{addr}: {e}"))) }).await;
-            return;
-        }
-        Err(_) => {
-            let text = format!("{addr}: no answer within {} s", CONNECT_TIMEOUT.as_secs());
+async fn run(channel: u32, endpoint: Endpoint, gather: bool, events: mpsc::Sender<Event>, mut from_near: mpsc::Receiver<Bytes>) {
+    // The sessions' own connect step: a container's JVM is entered the same way here.
+    let stream = match crate::session::connect::connect_agent(&endpoint, CONNECT_TIMEOUT).await {
+        Ok(s) => s,
+        Err(ConnectError::ConnectTimeout(_)) => {
+            let text = format!("{endpoint}: no answer within {} s", CONNECT_TIMEOUT.as_secs());
             let _ = events.send(Event::Opened { channel, result: Err((OpenStatus::ConnectFailed, text)) }).await;
             return;
         }
+        Err(e) => {
+            let _ = events.send(Event::Opened { channel, result: Err((OpenStatus::ConnectFailed, format!("{endpoint}: {e}"))) }).await;
+            return;
+        }
     };
-    let _ = stream.set_nodelay(true);
     if events.send(Event::Opened { channel, result: Ok(()) }).await.is_err() {
         return;
     }

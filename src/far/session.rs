@@ -363,10 +363,10 @@ impl Session {
         if self.channels.contains_key(&channel) {
             return self.lose_connection("bad stream", Some((ByeReason::Protocol, format!("channel {channel} is open already"))));
         }
-        match self.vms.addr(vm) {
-            Some(addr) => {
-                debug!(channel, vm, %addr, "opening a channel");
-                self.channels.insert(channel, channel::open(channel, addr, self.gather, self.events_tx.clone()));
+        match self.vms.endpoint(vm) {
+            Some(endpoint) => {
+                debug!(channel, vm, %endpoint, "opening a channel");
+                self.channels.insert(channel, channel::open(channel, endpoint, self.gather, self.events_tx.clone()));
             }
             None => {
                 // Past the limit if need be: this answers a frame already taken, and there is

@@ -7,11 +7,11 @@
 //! different VM than the one the near side saw. Numbers are never reused in a far side's life.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 
 use crate::daemon::proc_vms::Decision;
 use crate::discovery::jvms::cmdline::MainName;
 use crate::discovery::jvms::FoundJvm;
+use crate::transport::Endpoint;
 use crate::farlink::frame::{MainKind, VmInfo, MAX_COMMAND, MAX_NAME, MAX_TEXT, MAX_VMS};
 
 #[derive(Debug, Default)]
@@ -20,7 +20,7 @@ pub struct VmTable {
     /// Numbers by (pid, discovery key).
     numbers: HashMap<(u32, String), u32>,
     list: Vec<VmInfo>,
-    addrs: HashMap<u32, SocketAddr>,
+    addrs: HashMap<u32, Endpoint>,
 }
 
 impl VmTable {
@@ -41,7 +41,7 @@ impl VmTable {
             };
             numbers.insert(slot, key);
             if d.unreachable.is_none() {
-                addrs.insert(key, d.addr);
+                addrs.insert(key, d.endpoint.clone());
             }
             list.push(info(key, f, d));
         }
@@ -57,9 +57,10 @@ impl VmTable {
         &self.list
     }
 
-    /// Where the VM numbered `key` is reached, when it is listed and reachable.
-    pub fn addr(&self, key: u32) -> Option<SocketAddr> {
-        self.addrs.get(&key).copied()
+    /// Where the VM numbered `key` is reached, when it is listed and reachable: an address
+    /// here, or one inside a container's network namespace.
+    pub fn endpoint(&self, key: u32) -> Option<Endpoint> {
+        self.addrs.get(&key).cloned()
     }
 }
 
@@ -97,6 +98,7 @@ fn cut(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::SocketAddr;
     use crate::daemon::proc_vms::decide;
     use crate::discovery::jvms::keys::KeyBook;
     use crate::discovery::jvms::Reach;
@@ -113,7 +115,7 @@ mod tests {
         assert!(table.update(&round1, &decide(&round1, None, &mut book)));
         let keys: Vec<(u32, u32)> = table.list().iter().map(|v| (v.pid, v.key)).collect();
         assert_eq!(keys, vec![(100, 1), (200, 2)]);
-        assert_eq!(table.addr(2), Some(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        assert_eq!(table.endpoint(2), Some(Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], 40000)))));
         // The same round again: nothing changed.
         assert!(!table.update(&round1, &decide(&round1, None, &mut book)));
         // B restarted (new pid, same program): a new number; A keeps its own.
@@ -121,7 +123,7 @@ mod tests {
         assert!(table.update(&round2, &decide(&round2, None, &mut book)));
         let keys: Vec<(u32, u32)> = table.list().iter().map(|v| (v.pid, v.key)).collect();
         assert_eq!(keys, vec![(100, 1), (300, 3)]);
-        assert_eq!(table.addr(2), None, "a gone VM cannot be opened");
+        assert_eq!(table.endpoint(2), None, "a gone VM cannot be opened");
         // All gone, then one back: numbers are never reused.
         assert!(table.update(&[], &[]));
         assert!(table.list().is_empty());
@@ -137,7 +139,7 @@ mod tests {
         let found = vec![FoundJvm::sample(100, "A", 8000, 8000, Reach::Unreachable("listens in a container".into()))];
         table.update(&found, &decide(&found, None, &mut book));
         assert_eq!(table.list()[0].unreachable, "listens in a container");
-        assert_eq!(table.addr(table.list()[0].key), None);
+        assert_eq!(table.endpoint(table.list()[0].key), None);
     }
 
     #[test]

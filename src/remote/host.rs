@@ -341,11 +341,20 @@ async fn update_forwards(
 ) -> Vec<RemoteVm> {
     let named = names.name(&cfg.label, &cfg.dir, &cfg.prefix, login, &found);
     let mut vms = Vec::new();
-    for (f, n) in found.into_iter().zip(named) {
+    for (mut f, n) in found.into_iter().zip(named) {
         let Some(n) = n else { continue };
+        if let Reach::Inside { addr, .. } = f.reach {
+            // ssh forwards to the host's own network namespace: a container's loopback is
+            // reached only from on the host, by jdwpmux there.
+            f.reach = Reach::Unreachable(format!(
+                "it runs in a container on {} and its agent listens on that container's own {addr} only; \
+                 jdwpmux on that host reaches it: serve --ssh {} --far always",
+                cfg.label, cfg.label
+            ));
+        }
         let forwarded = match &f.reach {
             Reach::At(target) => ensure_forward(cfg, link, forwards, &n.socket, *target).await,
-            Reach::Unreachable(_) => false,
+            Reach::Unreachable(_) | Reach::Inside { .. } => false,
         };
         vms.push(RemoteVm { key: n.key, socket: n.socket, found: f, login, forwarded });
     }

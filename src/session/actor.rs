@@ -339,8 +339,8 @@ impl Session {
             };
             let s: Stream = match (adb, &endpoint) {
                 (Some(a), _) => a.server.open_jdwp(&a.serial, a.pid).await.map_err(|e| ConnectError::Adb(e.to_string()))?,
-                (None, Endpoint::Tcp(addr)) => connect::connect_tcp(*addr, t.connect).await?.into(),
                 (None, Endpoint::Unix(path)) => connect::connect_unix(path, t.connect).await?,
+                (None, tcp) => connect::connect_agent(tcp, t.connect).await?.into(),
             };
             let unix = matches!(s, Stream::Unix(_));
             let c = match connect::handshake(s, t.handshake).await {

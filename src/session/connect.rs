@@ -14,7 +14,7 @@ use tokio::time::{timeout, Instant};
 use crate::jdwp::codec::{Frame, JdwpCodec};
 use crate::jdwp::handshake::{scan_vm, Scan, HANDSHAKE};
 use crate::jdwp::Packet;
-use crate::transport::Stream;
+use crate::transport::{Endpoint, Stream};
 use tokio_util::codec::Decoder;
 
 /// Largest packet accepted before the handshake echo (an APNM is a few hundred bytes).
@@ -42,6 +42,33 @@ pub enum ConnectError {
     NotJdwp(String),
     #[error("adb: {0}")]
     Adb(String),
+    /// Entering a container's network namespace failed (connection refused there is
+    /// `Refused`).
+    #[error("{0}")]
+    Netns(crate::netns::NsError),
+}
+
+/// Connects to a VM's agent over TCP: at an address of this machine, or inside another
+/// network namespace (a container's own loopback). Sessions and the far side's channels
+/// both connect through here, so a container's JVM is reached the same way by both.
+pub async fn connect_agent(endpoint: &Endpoint, connect_timeout: Duration) -> Result<TcpStream, ConnectError> {
+    match endpoint {
+        Endpoint::Tcp(addr) => connect_tcp(*addr, connect_timeout).await,
+        Endpoint::Netns(target) => match crate::netns::connect(target, connect_timeout).await {
+            Ok(s) if is_self_connected(&s) => Err(ConnectError::SelfConnected(target.addr)),
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                Ok(s)
+            }
+            // Nothing listens there yet: as a refused connect here, retried quietly.
+            Err(crate::netns::NsError::Connect { source, .. }) if source.kind() == std::io::ErrorKind::ConnectionRefused => Err(ConnectError::Refused),
+            Err(e) => Err(ConnectError::Netns(e)),
+        },
+        Endpoint::Unix(path) => Err(ConnectError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is a Unix socket, not a TCP agent", path.display()),
+        ))),
+    }
 }
 
 pub struct Connected {

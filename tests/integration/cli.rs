@@ -30,6 +30,13 @@ impl Served {
         Self::spawn(&[], control, args, env, |_| {})
     }
 
+    /// `start` run as another user (`wrapper`: `setpriv ...` as `TestUser::prefix` gives),
+    /// its control socket at `control`, in a folder that user owns.
+    pub fn start_as(wrapper: &[String], control: &std::path::Path, args: &[&str]) -> Served {
+        let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
+        Self::spawn(&wrapper, Some(control), args, &[], |_| {})
+    }
+
     /// `start` run through a wrapper command (`prlimit --nofile=...`, say).
     pub fn start_wrapped(wrapper: &[&str], args: &[&str]) -> Served {
         Self::spawn(wrapper, None, args, &[], |_| {})

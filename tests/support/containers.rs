@@ -910,6 +910,12 @@ pub struct NetnsJvm {
 impl NetnsJvm {
     /// `Main` on `jdk`, in a namespace named `jm<tag>...` when `named`, else anonymous.
     pub async fn start(jdk: Jdk, named: bool, tag: &str) -> Result<NetnsJvm> {
+        Self::start_marked(jdk, named, tag, "", "Main").await
+    }
+
+    /// `start`, running `Main` renamed `class`, with `-D<marker>` on its command line (for a
+    /// daemon's `--proc-match`) unless `marker` is empty.
+    pub async fn start_marked(jdk: Jdk, named: bool, tag: &str, marker: &str, class: &str) -> Result<NetnsJvm> {
         let java = jdk.java_on_host().ok_or_else(|| anyhow!("{jdk:?} is not installed"))?;
         let port = free_port();
         let mut me = NetnsJvm { app: None, netns: None, port };
@@ -924,7 +930,14 @@ impl NetnsJvm {
             // the JVM keeps the pid the test started.
             ["unshare", "--net", "--", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""].map(String::from).to_vec()
         };
-        let spec = JvmSpec { prefix, ..JvmSpec::main_at(&java, false, &format!("127.0.0.1:{port}")) };
+        let mut spec = JvmSpec { prefix, ..JvmSpec::main_at(&java, false, &format!("127.0.0.1:{port}")) };
+        if class != "Main" {
+            spec.sources = vec![(format!("{class}.java"), super::java::MAIN_JAVA.replace("Main", class))];
+            spec.class = class.into();
+        }
+        if !marker.is_empty() {
+            spec.jvm.push(format!("-D{marker}"));
+        }
         me.app = Some(JavaApp::spawn(spec).await?);
         let pid = me.pid();
         let deadline = Instant::now() + START_TIMEOUT;

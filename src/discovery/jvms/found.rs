@@ -30,6 +30,11 @@ pub struct AgentOf {
 pub enum Reach {
     /// Connect to this address.
     At(SocketAddr),
+    /// Connect to `addr` inside the network namespace of process `pid`: its agent listens on
+    /// that namespace's own addresses only (a container's loopback), which nothing outside
+    /// reaches. `net` is that namespace's inode, so that a pid taken by another process
+    /// since the scan is never entered.
+    Inside { pid: u32, net: u64, addr: SocketAddr },
     /// It cannot be reached; the text says why and what to do.
     Unreachable(String),
 }
@@ -157,7 +162,7 @@ pub fn waiting(p: &ProcView) -> Option<bool> {
 /// takes the old one's key (and debugger port) rather than one of its own.
 pub fn found(view: &HostView) -> Vec<FoundJvm> {
     let all: Vec<(Option<u64>, FoundJvm)> =
-        view.procs.iter().filter(|(_, p)| !view.elsewhere(p)).filter_map(|(&pid, p)| Some((p.net, found_one(view, pid, p)?))).collect();
+        view.procs.iter().filter_map(|(&pid, p)| Some((p.net, found_one(view, pid, p)?))).collect();
     let listened: Vec<(Option<u64>, u16)> = all.iter().filter(|(_, f)| f.listening).filter_map(|(net, f)| Some((*net, f.port?))).collect();
     let superseded = |net: Option<u64>, f: &FoundJvm| !f.listening && !f.attached && f.port.is_some_and(|port| listened.contains(&(net, port)));
     all.into_iter().filter(|(net, f)| !superseded(*net, f)).map(|(_, f)| f).collect()
@@ -186,7 +191,7 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         _ => None,
     };
     let user = p.user.clone().filter(|u| !u.is_empty()).or_else(|| p.uid.map(|u| format!("uid {u}")));
-    let reach = reach(view, p, &agent, listen, port, other_net);
+    let reach = reach(view, pid, p, &agent, listen, port, other_net);
     let bound = super::exposed::bound(listen.map(|s| s.local.ip()), &agent);
     Some(FoundJvm {
         pid,
@@ -230,7 +235,7 @@ pub fn agent_socket_of<'a>(view: &'a HostView, p: &'a ProcView) -> Option<&'a So
     listening.into_iter().filter(|s| !p.other_listeners.contains(&s.inode)).min_by_key(|s| s.inode)
 }
 
-fn reach(view: &HostView, p: &ProcView, agent: &Agent, listen: Option<&Socket>, port: Option<u16>, other_net: bool) -> Reach {
+fn reach(view: &HostView, pid: u32, p: &ProcView, agent: &Agent, listen: Option<&Socket>, port: Option<u16>, other_net: bool) -> Reach {
     let Some(port) = port else {
         let why = if p.fd_sockets.is_none() && view.uid != Some(0) {
             let owner = p.user.clone().or(p.uid.map(|u| format!("uid {u}"))).unwrap_or_else(|| "another user".into());
@@ -254,20 +259,42 @@ fn reach(view: &HostView, p: &ProcView, agent: &Agent, listen: Option<&Socket>, 
         let ip = if bound.is_unspecified() { Ipv4Addr::LOCALHOST.into() } else { bound };
         return Reach::At(SocketAddr::new(ip, port));
     }
-    if bound.is_loopback() {
-        return Reach::Unreachable(format!(
-            "it runs in another network namespace (a container) and its agent listens on that namespace's loopback only; \
-             start it with address=*:{port} and publish the port (docker run -p 127.0.0.1:{port}:{port})"
-        ));
-    }
-    if !bound.is_unspecified() {
+    if !bound.is_loopback() && !bound.is_unspecified() {
         return Reach::At(SocketAddr::new(bound, port));
     }
-    match p.net_addrs.first() {
-        Some(ip) => Reach::At(SocketAddr::new(*ip, port)),
-        None => Reach::Unreachable(format!(
-            "it runs in another network namespace (a container) with no address of its own that is reachable from here; publish the port (docker run -p 127.0.0.1:{port}:{port})"
+    if bound.is_unspecified() {
+        // On every address of its namespace: its own address, where it has one that is
+        // routed from here (a bridge network), costs nothing to reach.
+        if let Some(ip) = p.net_addrs.first() {
+            return Reach::At(SocketAddr::new(*ip, port));
+        }
+    }
+    let addr = SocketAddr::new(if bound.is_unspecified() { Ipv4Addr::LOCALHOST.into() } else { bound }, port);
+    inside(view, pid, p, addr)
+}
+
+/// A JVM of another network namespace whose agent only that namespace reaches: entered, when
+/// the scanner may (root enters any namespace; a user, the namespaces of their own rootless
+/// containers), else why not and what to do.
+fn inside(view: &HostView, pid: u32, p: &ProcView, addr: SocketAddr) -> Reach {
+    let Some(net) = p.net else {
+        return Reach::Unreachable("it runs in another network namespace that cannot be read".into());
+    };
+    let owner = p.user.clone().filter(|u| !u.is_empty()).or(p.uid.map(|u| format!("uid {u}")));
+    match (view.uid, p.uid) {
+        (Some(0), _) => Reach::Inside { pid, net, addr },
+        (Some(me), Some(them)) if me == them => Reach::Inside { pid, net, addr },
+        (_, Some(0)) => Reach::Unreachable(format!(
+            "it runs in a container of root's and its agent listens on that container's own {addr} only; \
+             only root can enter its network namespace: run jdwpmux as root, or reach it through the container runtime's exec"
         )),
+        _ => {
+            let owner = owner.unwrap_or_else(|| "its owner".into());
+            Reach::Unreachable(format!(
+                "it runs in a container of {owner}'s and its agent listens on that container's own {addr} only; \
+                 only root or {owner} can enter its network namespace: run jdwpmux as {owner}, or as root with --other-users"
+            ))
+        }
     }
 }
 
@@ -401,7 +428,7 @@ mod tests {
     }
 
     #[test]
-    fn containers_are_reached_at_their_own_address_or_explained() {
+    fn containers_are_reached_at_their_own_address_or_inside_their_namespace() {
         let mut p = proc_("java -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=*:8000 Main", Some(vec![5]));
         p.net = Some(2);
         p.pids = Some(8);
@@ -410,14 +437,28 @@ mod tests {
         let j = &found(&view(vec![(10, p.clone())], vec![]))[0];
         assert!(j.other_net);
         assert_eq!(j.reach, Reach::At("172.17.0.2:8000".parse().unwrap()));
+        // No address of its own (--network=none): its loopback, inside its namespace, by its
+        // owner (the scanner here: a rootless container).
         p.net_addrs.clear();
-        assert!(matches!(&found(&view(vec![(10, p.clone())], vec![]))[0].reach, Reach::Unreachable(w) if w.contains("publish the port")));
+        let inside = Reach::Inside { pid: 10, net: 2, addr: "127.0.0.1:8000".parse().unwrap() };
+        assert_eq!(found(&view(vec![(10, p.clone())], vec![]))[0].reach, inside);
+        // On its loopback only: the same, whatever addresses it has.
         p.net_sockets = Some(vec![sock("127.0.0.1:8000", LISTEN, 5)]);
         p.net_addrs = vec![IpAddr::from([172, 17, 0, 2])];
-        assert!(matches!(&found(&view(vec![(10, p.clone())], vec![]))[0].reach, Reach::Unreachable(w) if w.contains("address=*:8000")));
-        // Another network namespace sharing our process list is another host: left out.
+        assert_eq!(found(&view(vec![(10, p.clone())], vec![]))[0].reach, inside);
+        // Sharing our process list (`ip netns exec`, `--pid=host`): on this machine all the same.
         p.pids = Some(7);
-        assert!(found(&view(vec![(10, p)], vec![])).is_empty());
+        assert_eq!(found(&view(vec![(10, p.clone())], vec![]))[0].reach, inside);
+        // Root enters anyone's; another user cannot, and is told who can.
+        let mut root = view(vec![(10, p.clone())], vec![]);
+        root.uid = Some(0);
+        assert_eq!(found(&root)[0].reach, inside);
+        let mut theirs = view(vec![(10, p.clone())], vec![]);
+        theirs.uid = Some(1001);
+        assert!(matches!(&found(&theirs)[0].reach, Reach::Unreachable(w) if w.contains("only root or ann") && w.contains("--other-users")), "{:?}", found(&theirs)[0].reach);
+        p.uid = Some(0);
+        let rootful = view(vec![(10, p)], vec![]);
+        assert!(matches!(&found(&rootful)[0].reach, Reach::Unreachable(w) if w.contains("run jdwpmux as root")), "{:?}", found(&rootful)[0].reach);
     }
 
     #[test]

@@ -35,6 +35,9 @@ impl KeyBook {
             };
             let base = match (&f.reach, f.other_net) {
                 (super::Reach::At(addr), true) => format!("{prefix}{name}@{}", addr.ip()),
+                // Its namespace's own loopback is every container's: the namespace tells it
+                // apart (a restarted container is another namespace, another key).
+                (super::Reach::Inside { net, .. }, true) => format!("{prefix}{name}@net{net}"),
                 (super::Reach::Unreachable(_), true) => format!("{prefix}{name}@container#{}", f.pid),
                 (_, false) => format!("{prefix}{name}"),
             };

@@ -252,13 +252,6 @@ impl HostView {
         matches!((p.net, self.own_net), (Some(a), Some(b)) if a != b)
     }
 
-    /// A process of another network namespace that shares the scanner's process list: it
-    /// belongs to another host made of a network namespace alone (`ip netns exec`), not to
-    /// a container of this one (a container has its own pid namespace as well). Left out.
-    pub fn elsewhere(&self, p: &ProcView) -> bool {
-        self.in_other_net(p) && matches!((p.pids, self.own_pids), (Some(a), Some(b)) if a == b)
-    }
-
     /// What to read next, after a round's `ns` and `tcp` records: new processes' command
     /// lines, and for JVMs with a listening agent their sockets (when the ones known are gone
     /// from the table), threads (while they may wait for a debugger) and, in another network
@@ -266,7 +259,10 @@ impl HostView {
     pub fn requests(&self) -> Vec<Request> {
         let mut proc_ = Vec::new();
         let (mut fd, mut threads, mut net_) = (Vec::new(), Vec::new(), Vec::new());
-        for (&pid, p) in self.procs.iter().filter(|(_, p)| !self.elsewhere(p)) {
+        // Every process, whatever its network namespace: one that shares our process list
+        // (a bare `ip netns exec` namespace, a `--pid=host` container) is on this machine all
+        // the same, and is reached inside its namespace.
+        for (&pid, p) in &self.procs {
             if p.command.is_none() {
                 proc_.push(pid);
                 continue;
@@ -359,11 +355,12 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
         let mut v = HostView::default();
         apply(&mut v, &records(&[("id", "-", b"0"), ("tcp", "-", b""), ("ns", "-", NS)]));
         assert_eq!((v.uid, v.own_net, v.own_pids, v.procs.len()), (Some(0), Some(100), Some(300), 3));
-        // 44 is in another network namespace that shares our process list: another host's.
-        assert!(v.elsewhere(&v.procs[&44]) && !v.elsewhere(&v.procs[&43]));
-        assert_eq!(v.requests(), vec![Request { command: "jdwpmux_proc", pids: vec![42, 43] }]);
+        // 44 is in another network namespace that shares our process list (`ip netns exec`,
+        // a `--pid=host` container): on this machine all the same, and looked at.
+        assert!(v.in_other_net(&v.procs[&44]) && v.in_other_net(&v.procs[&43]));
+        assert_eq!(v.requests(), vec![Request { command: "jdwpmux_proc", pids: vec![42, 43, 44] }]);
         let cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=8000\0Main\0";
-        apply(&mut v, &records(&[("proc", "42", b"0 root"), ("cmdline", "42", cmd), ("proc", "43", b"1000 ann"), ("cmdline", "43", b"bash\0")]));
+        apply(&mut v, &records(&[("proc", "42", b"0 root"), ("cmdline", "42", cmd), ("proc", "43", b"1000 ann"), ("cmdline", "43", b"bash\0"), ("proc", "44", b"0 root"), ("cmdline", "44", b"sleep\0")]));
         assert_eq!(v.procs[&42].user.as_deref(), Some("root"));
         // 42 is a JVM with an agent: its sockets are wanted; 43 is not a JVM.
         assert_eq!(v.requests(), vec![Request { command: "jdwpmux_fd", pids: vec![42] }]);
@@ -402,7 +399,7 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
         apply(&mut v, &records(&[("cmdline", "43", cmd)]));
         let r = v.requests();
         assert!(r.contains(&Request { command: "jdwpmux_net", pids: vec![43] }), "{r:?}");
-        assert_eq!(request_line(&r, "n"), "jdwpmux_proc n 42; jdwpmux_fd n 43; jdwpmux_net n 43; jdwpmux_done n\n");
+        assert_eq!(request_line(&r, "n"), "jdwpmux_proc n 42 44; jdwpmux_fd n 43; jdwpmux_net n 43; jdwpmux_done n\n");
     }
 
     #[test]
