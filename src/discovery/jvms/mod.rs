@@ -6,8 +6,9 @@
 //!
 //! The same scan runs on this machine (`local`, reading /proc directly) and on other hosts
 //! (`scan.sh`, plain POSIX sh run through ssh). Both print records (`wire`) that one host
-//! view takes in (`view`); `found` says what they mean. Everything but `local` is pure: a
-//! remote host's output is untrusted input, table-tested and fuzzed.
+//! view takes in (`view`); `found` says what they mean, and `place` where each JVM runs (the
+//! host, a container, a pod or a network namespace, named). Everything but `local` is pure:
+//! a remote host's output is untrusted input, table-tested and fuzzed.
 
 pub mod agent;
 pub mod cmdline;
@@ -17,11 +18,13 @@ pub mod holder;
 pub mod keys;
 pub mod local;
 pub mod net;
+pub mod place;
 pub mod shell;
 pub mod view;
 pub mod wire;
 
 pub use found::{FoundJvm, Reach};
+pub use place::Place;
 pub use view::{HostView, Request};
 
 /// The remote half of the scan: shell functions a host's `sh` reads once.
