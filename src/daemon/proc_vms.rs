@@ -221,7 +221,7 @@ impl ProcFollower {
                     let live = match &d.unreachable {
                         None => {
                             // Said at INFO by the line naming its debugger port.
-                            debug!(pid = f.pid, app = %f.name(), addr = %d.addr, "found a JVM by its process");
+                            debug!(pid = f.pid, app = %f.name(), place = %f.place, addr = %d.addr, "found a JVM by its process");
                             let followed = self.spawner.follow(s);
                             self.spawner.registry.set_held(followed.id, true, note(busy.as_deref(), &d));
                             let info = super::followed::process_info(f, scanner, None);
@@ -230,7 +230,7 @@ impl ProcFollower {
                             Live::Session(followed)
                         }
                         Some(why) => {
-                            info!(pid = f.pid, app = %f.name(), "found a JVM that cannot be reached: {why}");
+                            info!(pid = f.pid, app = %f.name(), place = %f.place, "found a JVM that cannot be reached: {why}");
                             let id = self.spawner.list_unreachable(s, why.clone());
                             let info = super::followed::process_info(f, scanner, None);
                             super::followed::warn_exposed(f, &info, None);

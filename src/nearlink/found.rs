@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use crate::discovery::jvms::agent::{Agent, Bind};
 use crate::discovery::jvms::cmdline::MainName;
 use crate::discovery::jvms::found::AgentFrom;
-use crate::discovery::jvms::{FoundJvm, Reach};
+use crate::discovery::jvms::{FoundJvm, Place, Reach};
 use crate::farlink::frame::{MainKind, VmInfo};
 
 /// `vm` as a found JVM of the host; `login`: the uid the far side runs as (the ssh login's),
@@ -40,6 +40,8 @@ pub fn found_jvm(vm: &VmInfo, login: Option<u32>) -> FoundJvm {
         bound: vm.bind,
         reach,
         command: vm.command.clone(),
+        // The far side does not say which container; another namespace is all it tells.
+        place: if vm.other_net { Place::Netns { name: None } } else { Place::Host },
     }
 }
 

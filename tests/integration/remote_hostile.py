@@ -42,12 +42,19 @@ for line in sys.stdin.buffer:
         ns += b"".join(b"/proc/%d/ns/net -> net:[1]\n/proc/%d/ns/pid -> pid:[2]\n" % (p, p) for p in range(100, 6100))
         rec(b"ns", b"-", ns, nonce)
     pids = [w for w in words if w.isdigit()]
+    if b"jdwpmux_proc" in words:
+        rec(b"pods", b"-", b"".join(b"pods/ns_\x1b[2Jpod-%d_%s\n" % (i, b"u" * 36) for i in range(20000)), nonce)
+        rec(b"netns", b"-", b"".join(b"1 /run/netns/\x1b]0;t\x07%d\n" % i for i in range(20000)), nonce)
     for p in pids:
         if b"jdwpmux_proc" in words:
             rec(b"proc", p, b"0 root\x1b[31m", nonce)
             cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=9000\0-cp\0" + b"a:" * 50000 + b"\0\x1b]0;pwned\x07Evil\0"
             rec(b"cmdline", p, cmd, nonce)
-            rec(b"environ", p, b"JAVA_TOOL_OPTIONS=" + b"y" * 100000, nonce)
+            rec(b"environ", p, b"JAVA_TOOL_OPTIONS=" + b"y" * 100000 + b"\ncontainer=\x1b[31m" + b"c" * 1000, nonce)
+            rec(b"cgroup", p, b"".join(b"%d:x:/libpod_parent/libpod-%s\n" % (i, b"f" * 64) for i in range(100)), nonce)
+            for _ in range(8):
+                rec(b"parent", p, b"conmon\0-n\0\x1b]0;pwned\x07" + b"n" * 300 + b"\0", nonce)
+            rec(b"docker", p, b'{"Name":"/\\u001b[2J' + b"d" * 2000 + b'"}', nonce)
         if b"jdwpmux_fd" in words:
             rec(b"fd", p, b"".join(b"l %d -> socket:[%d]\n" % (i, 70000 + i) for i in range(10000)), nonce)
         if b"jdwpmux_threads" in words:

@@ -8,6 +8,7 @@ use super::agent::{self, Agent, Bind};
 use super::holder::{holder, Holder};
 use super::cmdline::MainName;
 use super::net::{Socket, ESTABLISHED};
+use super::place::Place;
 use super::view::{HostView, ProcView};
 
 /// Where a JVM's agent options came from.
@@ -70,6 +71,8 @@ pub struct FoundJvm {
     /// Its command line, arguments joined by spaces (cut at `MAX_COMMAND`): for filters,
     /// never shown (it may hold secrets).
     pub command: String,
+    /// Where it runs: the host, a container, a pod, a network namespace.
+    pub place: Place,
 }
 
 /// Bytes of a command line kept in `FoundJvm::command`.
@@ -96,6 +99,7 @@ impl FoundJvm {
             bound: Some(Ipv4Addr::LOCALHOST.into()),
             reach,
             command: String::new(),
+            place: Place::Host,
         }
     }
 
@@ -209,6 +213,7 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         bound,
         reach,
         command: command.text,
+        place: view.place_of(p),
     })
 }
 
@@ -326,7 +331,7 @@ mod tests {
     }
 
     fn view(procs: Vec<(u32, ProcView)>, sockets: Vec<Socket>) -> HostView {
-        HostView { uid: Some(1000), own_net: Some(1), own_pids: Some(7), sockets, procs: procs.into_iter().collect() }
+        HostView { uid: Some(1000), own_net: Some(1), own_pids: Some(7), sockets, procs: procs.into_iter().collect(), ..Default::default() }
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! costs no process, and goes through the same parsing as a remote host's output.
 
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::holder::Holder;
+use super::place;
 use super::view::Request;
 use super::wire::write_record;
 
@@ -43,6 +45,9 @@ pub fn scan(nonce: &str) -> Vec<u8> {
 /// The records one request asks for.
 pub fn request(r: &Request, nonce: &str) -> Vec<u8> {
     let mut out = Vec::new();
+    if r.command == "jdwpmux_proc" {
+        host_places(&mut out, nonce);
+    }
     for pid in &r.pids {
         let base = format!("/proc/{pid}");
         if !Path::new(&base).is_dir() {
@@ -61,9 +66,16 @@ pub fn request(r: &Request, nonce: &str) -> Vec<u8> {
                 let env = fs::read(format!("{base}/environ")).unwrap_or_default();
                 let kept: Vec<&[u8]> = env
                     .split(|b| *b == 0)
-                    .filter(|e| e.starts_with(b"JAVA_TOOL_OPTIONS=") || e.starts_with(b"JDK_JAVA_OPTIONS="))
+                    .filter(|e| ENV_KEPT.iter().any(|k| e.starts_with(k)))
                     .collect();
                 write_record(&mut out, "environ", &arg, &kept.join(&b'\n'), nonce);
+                let cgroup = fs::read_to_string(format!("{base}/cgroup")).unwrap_or_default();
+                write_record(&mut out, "cgroup", &arg, cgroup.as_bytes(), nonce);
+                ancestors(&mut out, *pid, &arg, nonce);
+                if let Some(id) = place::docker_id(&cgroup) {
+                    let config = fs::read(format!("/var/lib/docker/containers/{id}/config.v2.json")).unwrap_or_default();
+                    write_record(&mut out, "docker", &arg, &config, nonce);
+                }
             }
             "jdwpmux_fd" => {
                 let mut text = String::new();
@@ -122,6 +134,48 @@ pub fn describe_holder(h: &Holder) -> Option<String> {
         }
         None => format!("a process of user {user} at {}", h.addr),
     })
+}
+
+/// Environment entries a `proc` request reads: the JDWP options, and what names a container.
+const ENV_KEPT: &[&[u8]] = &[b"JAVA_TOOL_OPTIONS=", b"JDK_JAVA_OPTIONS=", b"container=", b"HOSTNAME="];
+
+/// The `pods` and `netns` records: what names a pod (`/var/log/pods`, `/var/log/containers`)
+/// and a network namespace (`/run/netns`) on this host.
+fn host_places(out: &mut Vec<u8>, nonce: &str) {
+    let names = |dir: &str| -> Vec<String> {
+        let mut n: Vec<String> = fs::read_dir(dir).into_iter().flatten().flatten().take(place::MAX_HOST_ENTRIES).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        n.sort();
+        n
+    };
+    let mut pods = String::new();
+    for (folder, list) in [("pods", names("/var/log/pods")), ("containers", names("/var/log/containers"))] {
+        for n in list {
+            pods.push_str(&format!("{folder}/{n}\n"));
+        }
+    }
+    write_record(out, "pods", "-", pods.as_bytes(), nonce);
+    let mut netns = String::new();
+    for n in names("/run/netns") {
+        // A bind mount of the namespace: its inode is the namespace's.
+        if let Ok(m) = fs::metadata(format!("/run/netns/{n}")) {
+            netns.push_str(&format!("{} /run/netns/{n}\n", m.ino()));
+        }
+    }
+    write_record(out, "netns", "-", netns.as_bytes(), nonce);
+}
+
+/// A `parent` record for each of `pid`'s ancestors up to `place::MAX_ANCESTORS`, its parent's
+/// first; init (pid 1) and what is above it are no container's.
+fn ancestors(out: &mut Vec<u8>, pid: u32, arg: &str, nonce: &str) {
+    let mut at = pid;
+    for _ in 0..place::MAX_ANCESTORS {
+        let ppid = fs::read_to_string(format!("/proc/{at}/status"))
+            .ok()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("PPid:").and_then(|v| v.trim().parse::<u32>().ok())));
+        let Some(ppid) = ppid.filter(|p| *p > 1) else { break };
+        write_record(out, "parent", arg, &fs::read(format!("/proc/{ppid}/cmdline")).unwrap_or_default(), nonce);
+        at = ppid;
+    }
 }
 
 fn tcp_tables(dir: &Path) -> Vec<u8> {

@@ -237,6 +237,9 @@ impl HostFacts {
                 list.push(entry.to_string());
             }
         }
+        // Globs and folder reads list in different orders.
+        self.pods.sort();
+        self.containers.sort();
     }
 
     /// Takes the `netns` record: `INODE /run/netns/NAME` lines (as `ls -iLd` prints them).
@@ -249,6 +252,7 @@ impl HostFacts {
                 self.netns.push((inode, name(n)));
             }
         }
+        self.netns.sort_by(|a, b| a.1.cmp(&b.1));
     }
 }
 
@@ -331,9 +335,17 @@ fn pod_uid(part: &str, parent: &str) -> Option<String> {
     ok.then_some(uid)
 }
 
-/// A container id: 64 hex digits.
+/// A container id: 64 lowercase hex digits.
 fn is_id(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The Docker container a process's `/proc/PID/cgroup` names (its `config.v2.json` is read
+/// for no other process: `scan.sh`'s `jdwpmux_docker` is the same rule in sh).
+pub fn docker_id(cgroup: &str) -> Option<String> {
+    let mut p = ProcFacts::default();
+    p.set_cgroups(cgroup);
+    p.cgroups.iter().find_map(|c| from_cgroup(c).filter(|c| c.runtime == Some(Runtime::Docker) && c.pod_uid.is_none())?.id)
 }
 
 /// `conmon ... -n NAME ... -c ID`: the name and id Podman gave the container it watches.

@@ -26,8 +26,43 @@ jdwpmux_scan() {
   done
   jdwpmux_rec ns -; ls -l /proc/self/ns/net /proc/self/ns/pid "$@"; jdwpmux_end
 }
+# What names a pod or a network namespace on this host, once per proc request (asked only
+# when a process is new): lines "pods/NS_POD_UID", "containers/POD_NS_CONTAINER-ID.log";
+# "INODE /run/netns/NAME".
+jdwpmux_places() {
+  jdwpmux_rec pods -; for d in /var/log/pods/* /var/log/containers/*; do echo "${d#/var/log/}"; done; jdwpmux_end
+  jdwpmux_rec netns -; ls -iLd /run/netns/*; jdwpmux_end
+}
+# Up to 4 ancestors' command lines ("parent" records, the parent's first), up to init.
+jdwpmux_parents() {
+  a=$1; i=0
+  while [ "$i" -lt 4 ]; do
+    q=
+    while read -r k v rest; do [ "$k" = "PPid:" ] && { q=$v; break; }; done < "/proc/$a/status"
+    case $q in '' | 0 | 1 | *[!0-9]*) break ;; esac
+    jdwpmux_rec parent "$1"; cat "/proc/$q/cmdline"; jdwpmux_end
+    a=$q; i=$((i + 1))
+  done
+}
+# The config of the Docker container the process's cgroup names (.../docker-ID.scope or
+# .../docker/ID, ID 64 lowercase hex digits), read for no other process.
+jdwpmux_docker() {
+  while IFS= read -r l; do
+    case $l in
+      */docker-*) d=${l##*/docker-}; d=${d%%/*}; d=${d%.scope} ;;
+      */docker/*) d=${l##*/docker/}; d=${d%%/*} ;;
+      *) continue ;;
+    esac
+    case $l in *kubepods*) continue ;; esac
+    case $d in *[!0-9a-f]*) continue ;; esac
+    [ "${#d}" -eq 64 ] || continue
+    jdwpmux_rec docker "$1"; cat "/var/lib/docker/containers/$d/config.v2.json"; jdwpmux_end
+    break
+  done < "/proc/$1/cgroup"
+}
 jdwpmux_proc() {
   jdwpmux_nonce=$1; shift
+  jdwpmux_places
   for p in $(jdwpmux_pids "$@"); do
     u=
     while read -r k v rest; do [ "$k" = "Uid:" ] && { u=$v; break; }; done < "/proc/$p/status"
@@ -37,11 +72,14 @@ jdwpmux_proc() {
     jdwpmux_rec cmdline "$p"; cat "/proc/$p/cmdline"; jdwpmux_end
     jdwpmux_rec environ "$p"
     if command -v tr >/dev/null && command -v grep >/dev/null; then
-      tr '\000' '\n' < "/proc/$p/environ" | grep -e '^JAVA_TOOL_OPTIONS=' -e '^JDK_JAVA_OPTIONS='
+      tr '\000' '\n' < "/proc/$p/environ" | grep -e '^JAVA_TOOL_OPTIONS=' -e '^JDK_JAVA_OPTIONS=' -e '^container=' -e '^HOSTNAME='
     else
       cat "/proc/$p/environ"
     fi
     jdwpmux_end
+    jdwpmux_rec cgroup "$p"; cat "/proc/$p/cgroup"; jdwpmux_end
+    jdwpmux_parents "$p"
+    jdwpmux_docker "$p"
   done
 }
 jdwpmux_fd() {

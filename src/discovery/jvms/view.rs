@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use super::net::{self, Socket};
+use super::place::{self, HostFacts, Place, ProcFacts};
 use super::wire::Record;
 
 /// Processes one host may list at most (a host claiming more is cut there). With the bounds
@@ -50,6 +51,8 @@ pub struct ProcView {
     /// again on a new port, it is the listening socket that is neither.
     pub agent_inode: Option<u64>,
     pub other_listeners: Vec<u64>,
+    /// What tells where it runs (its cgroup, container variables, ancestors).
+    pub place: ProcFacts,
 }
 
 /// A command line, read once: only what it says is kept (class paths make them long).
@@ -120,6 +123,8 @@ pub struct HostView {
     /// The TCP table of that namespace.
     pub sockets: Vec<Socket>,
     pub procs: BTreeMap<u32, ProcView>,
+    /// What the host shows of its pods and named network namespaces.
+    pub places: HostFacts,
 }
 
 /// A scan command and the pids it is about.
@@ -137,6 +142,8 @@ impl HostView {
                 "id" => self.uid = r.text().trim().parse().ok(),
                 "tcp" => self.sockets = net::parse_tcp_table(&r.text()),
                 "ns" => self.apply_namespaces(&r.text()),
+                "pods" => self.places.set_pods(&r.text()),
+                "netns" => self.places.set_netns(&r.text()),
                 _ => self.apply_proc_record(r),
             }
         }
@@ -215,9 +222,12 @@ impl HostView {
                 // Read once: an empty command line is a process that went away (or a
                 // kernel thread).
                 p.command = Some(CommandLine::default());
+                // The records of its place follow; `parent` ones add up.
+                p.place = ProcFacts::default();
             }
             "cmdline" => p.command = Some(CommandLine::from_args(&super::cmdline::split_cmdline(r.body))),
             "environ" => {
+                p.place.set_env(r.body.split(|b| *b == 0 || *b == b'\n'));
                 p.env = r
                     .body
                     .split(|b| *b == 0 || *b == b'\n')
@@ -235,6 +245,9 @@ impl HostView {
             "threads" => p.threads = Some(ThreadMarks::from_names(text().lines())),
             "nettcp" => p.net_sockets = Some(net::parse_tcp_table(&text()).into_iter().take(MAX_NET_SOCKETS).collect()),
             "fib" => p.net_addrs = net::fib_local_addrs(&text()),
+            "cgroup" => p.place.set_cgroups(&text()),
+            "parent" => p.place.add_ancestor(r.body),
+            "docker" => p.place.set_docker_config(r.body),
             _ => {}
         }
     }
@@ -250,6 +263,11 @@ impl HostView {
 
     pub fn in_other_net(&self, p: &ProcView) -> bool {
         matches!((p.net, self.own_net), (Some(a), Some(b)) if a != b)
+    }
+
+    /// Where a process runs, from what its records and the host's showed.
+    pub fn place_of(&self, p: &ProcView) -> Place {
+        place::place_of(&p.place, &self.places, p.net.filter(|_| self.in_other_net(p)))
     }
 
     /// What to read next, after a round's `ns` and `tcp` records: new processes' command
@@ -437,6 +455,67 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
         assert_eq!(v.uid, Some(1000), "what came before the bad output is kept");
     }
 
+    const CMD: &[u8] = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=*:8000\0Main\0";
+    const ID: &str = "3f1c9e0b7d2a4c6e8f0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6a";
+
+    /// The records a `jdwpmux_proc` request gives, in the order it gives them.
+    fn proc_records(pid: &str, cgroup: &str, env: &[u8], parents: &[&[u8]]) -> Vec<u8> {
+        let mut out = records(&[("proc", pid, b"0 root"), ("cmdline", pid, CMD), ("environ", pid, env), ("cgroup", pid, cgroup.as_bytes())]);
+        for p in parents {
+            out.extend(records(&[("parent", pid, p)]));
+        }
+        out
+    }
+
+    #[test]
+    fn places_from_records() {
+        let mut v = HostView::default();
+        apply(&mut v, &records(&[("ns", "-", NS)]));
+        let conmon = format!("/usr/bin/conmon\0--api-version\x001\0-c\0{ID}\0-u\0{ID}\0-n\0billing-api\0--exit-dir\0/run/libpod/exits\0");
+        let mut round = records(&[("pods", "-", b"pods/*\ncontainers/*\n"), ("netns", "-", b"4026532388 /run/netns/jmh1\n500 /run/netns/other\n")]);
+        // 42: on the host. 43: rootful Podman under a shell (own pid namespace). 44: a
+        // `--pid=host` rootless Podman container, known by its environment and conmon.
+        round.extend(proc_records("42", "0::/user.slice/session-2.scope\n", b"HOSTNAME=build1", &[b"bash\0", b"sshd: root@pts/0\0"]));
+        round.extend(proc_records("43", &format!("1:name=systemd:/libpod_parent/libpod-{ID}\n0::/\n"), b"container=podman\nHOSTNAME=3f1c9e0b7d2a", &[b"/bin/sh\0-c\0java Main\0", conmon.as_bytes()]));
+        round.extend(proc_records("44", "0::/\n", b"container=podman\nHOSTNAME=3f1c9e0b7d2a", &[conmon.as_bytes()]));
+        apply(&mut v, &round);
+        let shown = |v: &HostView, pid: u32| v.place_of(&v.procs[&pid]).to_string();
+        assert_eq!(shown(&v, 42), "-");
+        assert_eq!(shown(&v, 43), "container billing-api (podman)");
+        assert_eq!(shown(&v, 44), "container billing-api (podman)");
+        assert_eq!(v.places.netns.len(), 2);
+        // Its records read again (its pid came back): the ancestors are the new ones only.
+        apply(&mut v, &proc_records("43", "0::/\n", b"", &[b"bash\0"]));
+        assert_eq!(v.procs[&43].place.ancestors, vec![vec!["bash".to_string()]]);
+        // A bare network namespace named by `ip netns`, then one that is not.
+        let ns = b"/proc/self/ns/net -> net:[100]\n/proc/self/ns/pid -> pid:[300]\n/proc/45/ns/net -> net:[4026532388]\n/proc/45/ns/pid -> pid:[301]\n";
+        apply(&mut v, &records(&[("ns", "-", ns)]));
+        apply(&mut v, &proc_records("45", "0::/\n", b"", &[]));
+        assert_eq!(shown(&v, 45), "netns jmh1");
+        apply(&mut v, &records(&[("netns", "-", b"")]));
+        assert_eq!(shown(&v, 45), "network namespace");
+        let f = super::super::found::found(&v);
+        assert_eq!(f.iter().map(|j| (j.pid, j.place.to_string())).collect::<Vec<_>>(), [(45, "network namespace".to_string())]);
+    }
+
+    #[test]
+    fn pods_and_docker_from_records() {
+        let uid = "0f5a2c1e-7b3d-4e9a-8c6f-1d2e3f4a5b6c";
+        let mut v = HostView::default();
+        apply(&mut v, &records(&[("ns", "-", NS)]));
+        let pods = format!("pods/shop_orders-7d9f8b6c4-x2z9q_{uid}\ncontainers/orders-7d9f8b6c4-x2z9q_shop_app-{ID}.log\n");
+        let cg = format!("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{ID}.scope\n", uid.replace('-', "_"));
+        let mut round = records(&[("pods", "-", pods.as_bytes())]);
+        round.extend(proc_records("43", &cg, b"HOSTNAME=orders-7d9f8b6c4-x2z9q", &[b"/usr/bin/containerd-shim-runc-v2\0-namespace\0k8s.io\0"]));
+        round.extend(proc_records("42", &format!("0::/system.slice/docker-{ID}.scope\n"), b"", &[]));
+        round.extend(records(&[("docker", "42", format!(r#"{{"ID":"{ID}","Name":"/billing"}}"#).as_bytes())]));
+        apply(&mut v, &round);
+        let p = v.place_of(&v.procs[&43]);
+        assert_eq!((p.to_string(), p.workload()), ("pod shop/orders-7d9f8b6c4-x2z9q".into(), Some("shop/orders".into())));
+        assert!(matches!(&p, Place::Pod { container: Some(c), .. } if c == "app"), "{p:?}");
+        assert_eq!(v.place_of(&v.procs[&42]).to_string(), "container billing (docker)");
+    }
+
     #[test]
     fn hostile_records_are_bounded() {
         let mut v = HostView::default();
@@ -455,5 +534,18 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
         assert_eq!(c.java.main.as_ref().map(|m| m.to_string()).as_deref(), Some("Main"), "read whole, kept short");
         assert!(c.text.len() <= super::super::found::MAX_COMMAND && p.env[0].len() <= MAX_ENV_VALUE);
         apply(&mut v, &records(&[("cmdline", "99999999", b"x"), ("zzz", "1", b"")]));
+        // Where it runs: every list bounded, every name short.
+        let many = |line: &str| line.repeat(100_000);
+        let mut flood = records(&[("cgroup", "7", many("1:x:/libpod_parent/zzzz\n").as_bytes()), ("pods", "-", many("pods/a_b_c\n").as_bytes()), ("netns", "-", many("1 /run/netns/n\n").as_bytes())]);
+        for _ in 0..1000 {
+            flood.extend(records(&[("parent", "7", format!("conmon\0-n\0{}\0", "n".repeat(1 << 16)).as_bytes())]));
+        }
+        flood.extend(records(&[("docker", "7", format!("{{\"Name\":\"/{}\"}}", "d".repeat(1 << 20)).as_bytes())]));
+        apply(&mut v, &flood);
+        let f = &v.procs[&7].place;
+        assert!(f.cgroups.len() <= place::MAX_CGROUPS && f.ancestors.len() <= place::MAX_ANCESTORS);
+        assert!(f.ancestors.iter().flatten().all(|a| a.len() <= place::MAX_CGROUP_PATH), "arguments cut");
+        assert!(v.places.pods.len() <= place::MAX_HOST_ENTRIES && v.places.netns.len() <= place::MAX_HOST_ENTRIES);
+        assert!(v.place_of(&v.procs[&7]).to_string().len() < place::MAX_NAME * 4 + 32);
     }
 }
