@@ -1,6 +1,7 @@
 //! Finding JVMs by their process: real JVMs (one waiting with `suspend=y`, one on a port its
 //! agent picked, one with its agent in `JAVA_TOOL_OPTIONS`) found from /proc directly and by
-//! the remote scan script under dash, busybox sh and bash, with the same results.
+//! the remote scan script under dash, busybox sh and bash, with the same results, down to
+//! what tells where each one runs (its cgroup, ancestors, the host's named namespaces).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -8,6 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use jdwpmux::discovery::jvms::found::AgentFrom;
+use jdwpmux::discovery::jvms::place::ProcFacts;
 use jdwpmux::discovery::jvms::shell::ShellScan;
 use jdwpmux::discovery::jvms::{self, FoundJvm, HostView, Reach};
 
@@ -22,6 +24,7 @@ struct Seen {
     from: AgentFrom,
     reach: Reach,
     user: Option<String>,
+    place: String,
 }
 
 fn seen(found: &[FoundJvm]) -> BTreeMap<u32, Seen> {
@@ -35,6 +38,7 @@ fn seen(found: &[FoundJvm]) -> BTreeMap<u32, Seen> {
                 from: f.from,
                 reach: f.reach.clone(),
                 user: f.user.clone(),
+                place: f.place.to_string(),
             };
             (f.pid, s)
         })
@@ -82,7 +86,22 @@ fn check(apps: &[JavaApp], found: &BTreeMap<u32, Seen>, who: &str) {
     }
 }
 
-async fn script_under(shell: &[&str], ours: &[u32]) -> Option<BTreeMap<u32, Seen>> {
+/// What each of `pids` showed of where it runs.
+fn facts(view: &HostView, pids: &[u32]) -> BTreeMap<u32, ProcFacts> {
+    pids.iter().filter_map(|p| Some((*p, view.procs.get(p)?.place.clone()))).collect()
+}
+
+/// The same `/run/netns` names with the same inodes (test hosts may come and go meanwhile:
+/// only the names both saw are compared).
+fn same_netns(a: &HostView, b: &HostView, who: &str) {
+    for (inode, name) in &a.places.netns {
+        if let Some((other, _)) = b.places.netns.iter().find(|(_, n)| n == name) {
+            assert_eq!(inode, other, "{who}: netns {name}");
+        }
+    }
+}
+
+async fn script_under(shell: &[&str], ours: &[u32], local: &HostView) -> Option<BTreeMap<u32, Seen>> {
     let mut child = tokio::process::Command::new(shell[0])
         .args(&shell[1..])
         .stdin(Stdio::piped())
@@ -97,6 +116,8 @@ async fn script_under(shell: &[&str], ours: &[u32]) -> Option<BTreeMap<u32, Seen
     // A second round finds the same (other tests' JVMs may come and go meanwhile).
     let again = scan.round(Duration::from_secs(30)).await.expect("a second round");
     assert_eq!(only(seen(&found), ours), only(seen(&again), ours), "{shell:?}");
+    assert_eq!(facts(scan.view(), ours), facts(local, ours), "{shell:?} and /proc read the same places");
+    same_netns(scan.view(), local, &format!("{shell:?}"));
     let _ = child.kill().await;
     Some(seen(&found))
 }
@@ -111,9 +132,14 @@ async fn local_and_scripted(java: PathBuf) {
     let local = seen(&jvms::scan_local(&mut view).expect("the system's random source"));
     check(&apps, &local, "local /proc");
     let ours: Vec<u32> = apps.iter().filter_map(|a| a.pid()).collect();
+    for (pid, f) in facts(&view, &ours) {
+        // Started by this test: on the host, with this test among its ancestors.
+        assert!(!f.cgroups.is_empty() && !f.ancestors.is_empty(), "pid {pid}: {f:?}");
+        assert_eq!(local[&pid].place, "-", "pid {pid}");
+    }
     let mut shells = 0;
     for shell in [&["dash"][..], &["busybox", "sh"], &["bash", "--norc"], &["sh"]] {
-        let Some(found) = script_under(shell, &ours).await else {
+        let Some(found) = script_under(shell, &ours, &view).await else {
             eprintln!("{shell:?} is not installed here; the script is checked under the others");
             continue;
         };

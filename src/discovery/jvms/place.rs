@@ -535,6 +535,20 @@ mod tests {
         assert_eq!(place_of(&ProcFacts::default(), &host(), None).to_string(), "-");
     }
 
+    /// The one id whose `config.v2.json` is read (scan.sh's `jdwpmux_docker` gives the same).
+    #[test]
+    fn docker_ids() {
+        for (cgroup, want) in [
+            (format!("4:memory:/docker/{ID}\n0::/"), Some(ID)),
+            (format!("0::/system.slice/docker-{ID}.scope"), Some(ID)),
+            (format!("0::/kubepods/besteffort/pod{UID}/docker-{ID}.scope\n0::/docker-{}", &ID[..63]), None),
+            (format!("0::/machine.slice/libpod-{ID}.scope"), None),
+            (format!("0::/docker/{}", ID.to_uppercase()), None),
+        ] {
+            assert_eq!(docker_id(&cgroup).as_deref(), want, "{cgroup}");
+        }
+    }
+
     #[test]
     fn pod_base_names() {
         for (pod, base) in [
