@@ -1,7 +1,8 @@
 //! Where a JVM runs, named: on the host itself, in a container (Podman, Docker), in a
 //! Kubernetes pod, or in a bare network namespace. Decided from what the host's /proc and a
-//! few well-known folders show of the process (`ProcFacts`, `HostFacts`), by the rules
-//! measured in docs `design-containers.md`:
+//! few well-known folders show of the process (`ProcFacts`, `HostFacts`), by these rules
+//! (the shapes measured with rootful and rootless Podman; Docker's and Kubernetes' as their
+//! cgroup drivers name them):
 //!
 //! | what is seen                                                     | where it runs          |
 //! |------------------------------------------------------------------|------------------------|
@@ -9,7 +10,7 @@
 //! | a cgroup `libpod-<64 hex>[.scope]`                               | Podman container (rootful) |
 //! | a cgroup `docker-<64 hex>.scope` or `/docker/<64 hex>`           | Docker container, named by its `config.v2.json` |
 //! | a cgroup `cri-containerd-<id>.scope` / `crio-<id>` outside a pod | containerd / CRI-O container |
-//! | an ancestor `conmon ... -n NAME -c ID` (up to `MAX_ANCESTORS` up) | Podman container (rootless too) |
+//! | an ancestor `conmon ... -n NAME -c ID` (up to `MAX_ANCESTORS` up) | Podman container (rootless, cgroup `/`, too) |
 //! | `container=X` in its environment                                 | container of runtime X |
 //! | another network namespace, none of the above                     | network namespace, named by `/run/netns` |
 //! | none of these                                                    | the host               |
@@ -31,8 +32,6 @@ pub const MAX_NAME: usize = 128;
 pub const MAX_CGROUPS: usize = 16;
 /// Bytes kept of each cgroup path.
 pub const MAX_CGROUP_PATH: usize = 1024;
-/// Arguments kept of each ancestor's command line.
-pub const MAX_ANCESTOR_ARGS: usize = 64;
 /// Entries of `/var/log/pods` and `/var/log/containers` kept, and `/run/netns` names.
 pub const MAX_HOST_ENTRIES: usize = 4096;
 /// Bytes of a Docker container's `config.v2.json` parsed at most (it holds the container's
@@ -152,10 +151,20 @@ pub struct ProcFacts {
     pub container_env: Option<String>,
     /// `HOSTNAME=` of its environment: a container's id or name, a pod's name.
     pub hostname_env: Option<String>,
-    /// Its ancestors' command lines, its parent's first.
-    pub ancestors: Vec<Vec<String>>,
+    /// Its ancestors' program names (their command line's first word, less its folder), its
+    /// parent's first: only what `conmon` says of them is kept, the rest may be long.
+    pub ancestors: Vec<String>,
+    /// What the nearest `conmon` among them watches.
+    pub conmon: Option<Conmon>,
     /// The `Name` of the Docker container its cgroup names.
     pub docker_name: Option<String>,
+}
+
+/// `conmon ... -n NAME ... -c ID`: the container Podman (or CRI-O) runs it for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Conmon {
+    pub name: Option<String>,
+    pub id: Option<String>,
 }
 
 /// What the host shows of its containers (`view::HostView` keeps it).
@@ -200,10 +209,15 @@ impl ProcFacts {
 
     /// Adds an ancestor's command line (`/proc/PPID/cmdline`); past `MAX_ANCESTORS`, none.
     pub fn add_ancestor(&mut self, raw: &[u8]) {
-        if self.ancestors.len() < MAX_ANCESTORS {
-            let args = super::cmdline::split_cmdline(raw).into_iter().take(MAX_ANCESTOR_ARGS).map(|a| cut(a, MAX_CGROUP_PATH)).collect();
-            self.ancestors.push(args);
+        if self.ancestors.len() == MAX_ANCESTORS {
+            return;
         }
+        let argv = super::cmdline::split_cmdline(raw);
+        let prog = argv.first().map(|a| name(a.rsplit('/').next().unwrap_or(a))).unwrap_or_default();
+        if self.conmon.is_none() {
+            self.conmon = conmon(&argv);
+        }
+        self.ancestors.push(prog);
     }
 
     /// Takes a Docker container's `config.v2.json`: only its `Name` (`"/billing"`) is kept.
@@ -263,18 +277,18 @@ pub fn place_of(p: &ProcFacts, host: &HostFacts, other_net: Option<u64>) -> Plac
     if let Some(Cgroup { pod_uid: Some(uid), id, .. }) = &cg {
         return pod(host, uid, id.as_deref(), p.hostname_env.as_deref());
     }
-    let conmon = p.ancestors.iter().find_map(|a| conmon(a));
+    let conmon = p.conmon.as_ref();
     if let Some(Cgroup { runtime: Some(runtime), id, .. }) = cg {
         let named = match runtime {
             Runtime::Docker => p.docker_name.clone(),
-            _ => conmon.as_ref().and_then(|c| c.0.clone()),
+            _ => conmon.and_then(|c| c.name.clone()),
         };
         let name = named.or_else(|| id.as_ref().map(|i| i[..12].to_string())).unwrap_or_default();
         return Place::Container { runtime, name, id };
     }
-    if let Some((name, id)) = conmon {
-        let name = name.or_else(|| p.hostname_env.clone()).unwrap_or_default();
-        return Place::Container { runtime: Runtime::Podman, name, id };
+    if let Some(Conmon { name, id }) = conmon {
+        let name = name.clone().or_else(|| p.hostname_env.clone()).unwrap_or_default();
+        return Place::Container { runtime: Runtime::Podman, name, id: id.clone() };
     }
     if let Some(kind) = &p.container_env {
         let runtime = match kind.as_str() {
@@ -349,27 +363,37 @@ pub fn docker_id(cgroup: &str) -> Option<String> {
 }
 
 /// `conmon ... -n NAME ... -c ID`: the name and id Podman gave the container it watches.
-fn conmon(argv: &[String]) -> Option<(Option<String>, Option<String>)> {
+/// The values conmon passes on to others (`--exit-command-arg -n`, say) are no option of
+/// its own; the first of each option counts.
+fn conmon(argv: &[String]) -> Option<Conmon> {
     let prog = argv.first()?;
     if prog.rsplit('/').next() != Some("conmon") {
         return None;
     }
-    let (mut name_, mut id) = (None, None);
+    let mut c = Conmon::default();
     let mut it = argv.iter().skip(1);
     while let Some(a) = it.next() {
-        match a.as_str() {
-            "-n" | "--name" => name_ = it.next().map(|n| name(n)),
-            "-c" | "--cid" => id = it.next().filter(|i| is_id(i)).cloned(),
-            _ => {
-                if let Some(n) = a.strip_prefix("--name=") {
-                    name_ = Some(name(n));
-                } else if let Some(i) = a.strip_prefix("--cid=").filter(|i| is_id(i)) {
-                    id = Some(i.to_string());
-                }
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = || inline.clone().or_else(|| it.next().cloned());
+        match key {
+            "-n" | "--name" => {
+                let v = value();
+                c.name = c.name.take().or(v.map(|n| name(&n)).filter(|n| !n.is_empty()));
             }
+            "-c" | "--cid" => {
+                let v = value();
+                c.id = c.id.take().or(v.filter(|i| is_id(i)));
+            }
+            "--exit-command-arg" | "--runtime-arg" | "--runtime-opt" | "--exit-command" => {
+                value();
+            }
+            _ => {}
         }
     }
-    Some((name_.filter(|n| !n.is_empty()), id))
+    Some(c)
 }
 
 /// The pod of `uid`, named by its `/var/log/pods` entry (`<namespace>_<pod>_<uid>`), its
@@ -424,13 +448,18 @@ mod tests {
         p
     }
 
-    fn conmon_args(extra: &[&str]) -> Vec<String> {
-        let mut a: Vec<String> = ["/usr/bin/conmon", "--api-version", "1", "-c", ID, "-u", ID, "-r", "/usr/sbin/runc", "-b", "/var/lib/containers/storage/overlay-containers/x/userdata", "-p", "/run/containers/storage/overlay-containers/x/userdata/pidfile", "-n", "billing-api", "--exit-dir", "/run/libpod/exits", "-s"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        a.extend(extra.iter().map(|s| s.to_string()));
-        a
+    /// conmon's command line as rootful Podman 4.3 started it here (runc, cgroupfs).
+    fn conmon_args() -> Vec<String> {
+        format!(
+            "/usr/bin/conmon --api-version 1 -c {ID} -u {ID} -r /usr/bin/runc -b /var/lib/containers/storage/overlay-containers/{ID}/userdata \
+             -p /run/containers/storage/overlay-containers/{ID}/userdata/pidfile -n billing-api --exit-dir /run/libpod/exits --full-attach \
+             -l k8s-file:/var/lib/containers/storage/overlay-containers/{ID}/userdata/ctr.log --log-level warning --runtime-arg --log-format=json \
+             --exit-command /usr/bin/podman --exit-command-arg --root --exit-command-arg /var/lib/containers/storage --exit-command-arg -n \
+             --exit-command-arg container --exit-command-arg cleanup --exit-command-arg {ID}"
+        )
+        .split_whitespace()
+        .map(String::from)
+        .collect()
     }
 
     fn host() -> HostFacts {
@@ -491,12 +520,12 @@ mod tests {
         // shell) the name.
         let mut p = cgroups(&format!("1:name=systemd:/libpod_parent/libpod-{ID}"));
         p.add_ancestor(b"/bin/sh\0-c\0java -jar app.jar\0");
-        p.add_ancestor(conmon_args(&[]).join("\0").as_bytes());
+        p.add_ancestor(conmon_args().join("\0").as_bytes());
         assert_eq!(place_of(&p, &host(), Some(9)), container(Runtime::Podman, "billing-api", Some(ID)));
         assert_eq!(place_of(&p, &host(), Some(9)).to_string(), "container billing-api (podman)");
         // Rootless Podman: cgroup `/`, conmon alone; with `--pid=host` too (our pid namespace).
         let mut p = cgroups("0::/");
-        p.add_ancestor(conmon_args(&[]).join("\0").as_bytes());
+        p.add_ancestor(conmon_args().join("\0").as_bytes());
         assert_eq!(place_of(&p, &host(), Some(9)), container(Runtime::Podman, "billing-api", Some(ID)));
         // Its environment alone (conmon's parent chain cut short).
         let mut p = cgroups("0::/");
