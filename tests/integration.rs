@@ -122,3 +122,5 @@ mod remote_hosts;
 mod containers_support;
 #[path = "integration/netns_connect.rs"]
 mod netns_connect;
+#[path = "integration/containers.rs"]
+mod containers;

@@ -128,7 +128,7 @@ pub(super) fn process_info(f: &FoundJvm, scanner: Option<u32>, host: Option<&str
         waiting: f.waiting == Some(true),
         listening: f.listening,
         exposed: f.port.filter(|_| f.all_addresses()).map(|port| crate::discovery::jvms::exposed::warning(host, port, f.other_net)),
-        place: None,
+        place: (f.place != crate::discovery::jvms::Place::Host).then(|| f.place.to_string()),
     }
 }
 

@@ -288,6 +288,9 @@ fn build_rootfs(root: &Path) -> Result<()> {
     }
     std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")?;
     std::fs::write(root.join("etc/group"), "root:x:0:\n")?;
+    // Podman makes /etc/mtab when an image has none, which a rootless user cannot do in a
+    // folder root owns: the image has it, as images do.
+    std::os::unix::fs::symlink("/proc/mounts", root.join("etc/mtab"))?;
     // Mount points Podman binds files onto.
     for f in ["etc/hostname", "etc/hosts", "etc/resolv.conf", "run/.containerenv"] {
         std::fs::write(root.join(f), "")?;

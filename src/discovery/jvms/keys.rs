@@ -35,9 +35,13 @@ impl KeyBook {
             };
             let base = match (&f.reach, f.other_net) {
                 (super::Reach::At(addr), true) => format!("{prefix}{name}@{}", addr.ip()),
-                // Its namespace's own loopback is every container's: the namespace tells it
-                // apart (a restarted container is another namespace, another key).
-                (super::Reach::Inside { net, .. }, true) => format!("{prefix}{name}@net{net}"),
+                // Its namespace's own loopback is every container's: what runs it tells it
+                // apart, so that a restarted container (a new namespace) or a replaced pod of
+                // the same workload keeps its key; a bare namespace has only its inode.
+                (super::Reach::Inside { net, .. }, true) => match f.place.workload() {
+                    Some(w) => format!("{prefix}{name}@{w}"),
+                    None => format!("{prefix}{name}@net{net}"),
+                },
                 (super::Reach::Unreachable(_), true) => format!("{prefix}{name}@container#{}", f.pid),
                 (_, false) => format!("{prefix}{name}"),
             };
@@ -97,6 +101,24 @@ mod tests {
         // Nothing is kept for processes that are gone.
         assert_eq!(book.keys("h/", Some(1000), &[]), Vec::<String>::new());
         assert!(book.owners.is_empty());
+    }
+
+    #[test]
+    fn a_restarted_container_keeps_its_key_and_a_bare_namespace_has_its_own() {
+        use crate::discovery::jvms::place::{Place, Runtime};
+        let boxed = |pid: u32, net: u64, name: &str| FoundJvm {
+            other_net: true,
+            reach: Reach::Inside { pid, net, addr: ([127, 0, 0, 1], 8000).into() },
+            place: Place::Container { runtime: Runtime::Podman, name: name.into(), id: None },
+            ..jvm(pid, "Billing", 8000)
+        };
+        let mut book = KeyBook::default();
+        let keys = book.keys("h/", Some(1000), &[boxed(10, 1, "billing-api"), boxed(11, 2, "billing-eu"), jvm(12, "Billing", 8000)]);
+        assert_eq!(keys, ["h/Billing@billing-api", "h/Billing@billing-eu", "h/Billing"]);
+        // Restarted: a new process in a new namespace, the same container name and key.
+        assert_eq!(book.keys("h/", Some(1000), &[boxed(20, 3, "billing-api")]), ["h/Billing@billing-api"]);
+        let bare = FoundJvm { place: Place::Netns { name: None }, ..boxed(21, 4, "") };
+        assert_eq!(book.keys("h/", Some(1000), &[boxed(20, 3, "billing-api"), bare]), ["h/Billing@billing-api", "h/Billing@net4"]);
     }
 
     #[test]
