@@ -102,6 +102,8 @@ mod remote_far_copy;
 mod remote_far_hostile;
 #[path = "integration/remote_far_gather.rs"]
 mod remote_far_gather;
+#[path = "integration/remote_far_containers.rs"]
+mod remote_far_containers;
 #[path = "integration/remote_ddm.rs"]
 mod remote_ddm;
 #[path = "integration/proc_serve.rs"]
