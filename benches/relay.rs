@@ -11,6 +11,8 @@
 mod bulk;
 #[path = "relay/capture_gen.rs"]
 mod capture_gen;
+#[path = "relay/containers.rs"]
+mod containers;
 #[path = "relay/cpu_budget.rs"]
 mod cpu_budget;
 #[path = "../tests/support/delay_link.rs"]
@@ -147,7 +149,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 12] = [
+    let sections: [(Section, SectionFn); 13] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -160,6 +162,7 @@ fn main() -> ExitCode {
         (Section::Soak, soak_section),
         (Section::Remote, remote_section),
         (Section::Far, far_section),
+        (Section::Containers, containers_section),
     ];
     for (s, run) in sections {
         if !opts.wants(s) {
@@ -588,6 +591,19 @@ fn soak_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
 
 fn remote_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     remote::run(bin, &p.remote, p.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
+}
+
+fn containers_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    let (jvms, rounds) = if p.reps <= 1 { (3, 20) } else { (50, 200) };
+    let mut runs = Vec::new();
+    for rep in 0..p.reps.min(3) {
+        eprintln!("containers: {jvms} JVMs in namespaces of their own, repetition {rep} ...");
+        match containers::run(bin, jvms, rounds) {
+            Ok(r) => runs.push(r),
+            Err(e) => return f.add("containers", format!("{e:#}")),
+        }
+    }
+    containers::rows(t, &runs);
 }
 
 fn far_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {

@@ -131,6 +131,11 @@ pub struct Debuggee {
 }
 
 impl Debuggee {
+    /// The folder its classes are run from (on every JVM's command line: a run's marker).
+    pub fn out_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("out")
+    }
+
     /// Compiles `Main`, `Big`, `Work` and `classes` generated classes with javac.
     pub fn compile(classes: usize) -> Result<Arc<Debuggee>> {
         let dir = tempfile::tempdir().context("tempdir")?;

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far] [--soak-minutes N]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,containers] [--soak-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -25,6 +25,8 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             iproute2, openssh-server; skipped with a line saying why otherwise)
             far: an IDE stepping through ssh -L, serve --ssh --far never and --far
             always, with and without added link delay; the far side's idle cost (as remote)
+            containers: JVMs in network namespaces of their own (50; 3 in smoke mode) beside
+            one here: connect cost, round trips, time to be listed, idle cost (needs root)
 env: JDWPMUX_BIN (proxy binary), JDWPMUX_ARGS (extra serve arguments)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +48,8 @@ pub enum Section {
     Remote,
     /// An IDE stepping through jdwpmux on the far side, `ssh -L` and today's forward.
     Far,
+    /// JVMs reached inside network namespaces of their own (a container's way in).
+    Containers,
 }
 
 impl Section {
@@ -63,11 +67,12 @@ impl Section {
             Section::Soak => "soak",
             Section::Remote => "remote",
             Section::Far => "far",
+            Section::Containers => "containers",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::Containers]
             .into_iter()
             .find(|x| x.name() == s)
     }
