@@ -9,10 +9,13 @@ use crate::farlink::frame::{ByeReason, Hello, Role, SessionKey};
 /// agent's bind address; see `farlink`'s protocol history).
 pub const PROTOCOL_MIN: u16 = 2;
 /// The newest protocol this jdwpmux speaks, on either side (3: a stop's answers in the
-/// channel's stream, for a near side that asks for them).
-pub const PROTOCOL: u16 = 3;
+/// channel's stream, for a near side that asks for them; 4: the VM list says where each VM
+/// runs, a container's name among them).
+pub const PROTOCOL: u16 = 4;
 /// The first protocol under which the far side gathers a stop's answers.
 pub const GATHER_PROTOCOL: u16 = 3;
+/// The first protocol whose VM list carries each VM's place (`Body::VmListPlaced`).
+pub const PLACE_PROTOCOL: u16 = 4;
 /// The longest hold a near side may ask for: a day.
 pub const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 
@@ -115,12 +118,13 @@ mod tests {
             ("new session", hello(Role::Near, 2, 2, none), Ok(Verdict::New)),
             ("new session, a range of versions", hello(Role::Near, 1, 3, none), Ok(Verdict::New)),
             ("a near side of protocol 3 only", hello(Role::Near, 3, 3, none), Ok(Verdict::New)),
-            ("a newer near side that still speaks 3", hello(Role::Near, 3, 4, none), Ok(Verdict::New)),
+            ("a newer near side that still speaks 3", hello(Role::Near, 3, 5, none), Ok(Verdict::New)),
+            ("a near side of protocol 4", hello(Role::Near, 2, 4, none), Ok(Verdict::New)),
             ("resume", hello(Role::Near, 2, 2, ours), Ok(Verdict::Resume)),
             (
                 "a newer near side",
-                hello(Role::Near, 4, 5, ours),
-                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 2..3, jdwpmux 9.9.9 near the IDE speaks 4..5")),
+                hello(Role::Near, 5, 6, ours),
+                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 2..4, jdwpmux 9.9.9 near the IDE speaks 5..6")),
             ),
             ("a near side of protocol 1", hello(Role::Near, 1, 1, none), Err((ByeReason::Version, "near the IDE speaks 1: install the same version"))),
             ("a far side's hello", hello(Role::Far, 2, 2, none), Err((ByeReason::Protocol, "a far side's hello"))),
@@ -148,10 +152,11 @@ mod tests {
             ((2, 3), Some(3)),
             ((3, 3), Some(3)),
             ((1, 2), Some(2)),
-            ((1, 9), Some(3)),
-            ((3, 9), Some(3)),
+            ((1, 9), Some(4)),
+            ((3, 9), Some(4)),
+            ((3, 3), Some(3)),
             ((1, 1), None),
-            ((4, 9), None),
+            ((5, 9), None),
             ((0, 0), None),
         ];
         for ((min, max), want) in cases {
@@ -166,7 +171,8 @@ mod tests {
         assert!(gathers(&with(3, 3, true)));
         assert!(!gathers(&with(2, 3, false)), "a near side with its near cache off does not ask");
         assert!(!gathers(&with(2, 2, true)), "under protocol 2 nothing is gathered, whatever the byte says");
-        assert!(!gathers(&with(4, 5, true)), "no protocol in common");
+        assert!(gathers(&with(4, 5, true)), "protocol 4 gathers as 3 does");
+        assert!(!gathers(&with(5, 6, true)), "no protocol in common");
     }
 
     #[test]

@@ -33,6 +33,8 @@ use tokio_util::codec::{Decoder, Encoder};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::farlink::frame::VmInfo;
+
 use super::channel::{self, Channel, Event};
 use super::conn::{flush_and_close, read_some, refuse, reserve, sleep_until, write_some, ConnReader, ConnWriter};
 use super::handshake::{agree, gathers, grant_hold, judge, new_session, Verdict};
@@ -110,6 +112,10 @@ pub struct Session {
     /// Set when the session starts: the near side that resumes a session is the one that
     /// started it, and a channel keeps what its stream began with.
     gather: bool,
+    /// The session's VM lists say where each VM runs (`VmListPlaced`): its near side speaks
+    /// protocol 4. Set when the session starts, as `gather`: frames queued before a cut are
+    /// replayed to the same near side.
+    placed: bool,
     vms: VmTable,
     /// The VM list changed since it was last sent in this session.
     list_due: bool,
@@ -142,6 +148,7 @@ impl Session {
             key,
             channels: HashMap::new(),
             gather: false,
+            placed: false,
             vms: VmTable::default(),
             list_due: true,
             scanned: false,
@@ -251,6 +258,7 @@ impl Session {
             Verdict::New => {
                 self.new_session();
                 self.gather = gathers(&a.hello);
+                self.placed = agree(a.hello.proto_min, a.hello.proto_max).is_some_and(|p| p >= crate::far::handshake::PLACE_PROTOCOL);
             }
             Verdict::Resume => {}
         }
@@ -425,7 +433,12 @@ impl Session {
         if !self.list_due {
             return;
         }
-        let body = Body::VmList(self.vms.list().to_vec());
+        let body = if self.placed {
+            Body::VmListPlaced(self.vms.list().to_vec())
+        } else {
+            // A near side of protocol 3 has no place in its list.
+            Body::VmList(self.vms.list().iter().map(|v| VmInfo { place: String::new(), ..v.clone() }).collect())
+        };
         match wire_len(&body) {
             Ok(cost) if self.resume.out.has_room(cost) => {
                 self.list_due = false;

@@ -123,7 +123,7 @@ async fn a_long_stream_through_many_cuts_arrives_once_in_order_and_bounded() {
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
     let vm = loop {
-        if let Body::VmList(vms) = near.next(&mut resume).await.body {
+        if let Body::VmListPlaced(vms) = near.next(&mut resume).await.body {
             break vms[0].key;
         }
     };
@@ -205,7 +205,7 @@ async fn a_broken_near_side_is_told_why_and_the_session_goes_on() {
     scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
-    assert!(matches!(near.next(&mut resume).await.body, Body::VmList(v) if v.is_empty()));
+    assert!(matches!(near.next(&mut resume).await.body, Body::VmListPlaced(v) if v.is_empty()));
 
     // A frame out of order: a Bye that says so, then the end of the stream.
     near.write(&Frame { channel: 1, seq: 5, ack: 0, body: Body::Data(Bytes::from_static(b"x")) }).await;
@@ -276,7 +276,7 @@ async fn a_vm_that_does_not_read_stops_the_stream_and_nothing_is_lost() {
     let mut resume = Resume::new(Outbound::new(2 * TOTAL));
     let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
     let vm = loop {
-        if let Body::VmList(vms) = near.next(&mut resume).await.body {
+        if let Body::VmListPlaced(vms) = near.next(&mut resume).await.body {
             break vms[0].key;
         }
     };
@@ -390,7 +390,7 @@ async fn no_near_side_is_taken_before_the_first_scan() {
     let first = near.frame().await;
     assert!(matches!(first.body, Body::Hello(_)), "{first:?}");
     assert!(resume.reconnect(first.ack).unwrap().is_empty());
-    let Body::VmList(vms) = near.next(&mut resume).await.body else { panic!("the first numbered frame is the list") };
+    let Body::VmListPlaced(vms) = near.next(&mut resume).await.body else { panic!("the first numbered frame is the list") };
     assert_eq!(vms.iter().map(|v| v.pid).collect::<Vec<_>>(), vec![4242]);
     near.write(&resume.send(1, Body::Open { vm: vms[0].key }).unwrap()).await;
     assert!(matches!(near.next(&mut resume).await.body, Body::Opened { status: OpenStatus::Ok, .. }));
@@ -413,7 +413,7 @@ async fn a_silent_near_side_is_pinged_then_held_for_from_when_it_was_last_heard(
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, _) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
     // The first VM list, acked: the last the far side hears of this near side.
-    assert!(matches!(near.next(&mut resume).await.body, Body::VmList(_)));
+    assert!(matches!(near.next(&mut resume).await.body, Body::VmListPlaced(_)));
     let heard = tokio::time::Instant::now();
     let mut pings = 0;
     loop {

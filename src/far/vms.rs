@@ -83,6 +83,7 @@ fn info(key: u32, f: &FoundJvm, d: &Decision) -> VmInfo {
         main,
         unreachable: cut(d.unreachable.as_deref().unwrap_or(""), MAX_TEXT),
         command: cut(&f.command, MAX_COMMAND),
+        place: if f.place == crate::discovery::jvms::Place::Host { String::new() } else { cut(&f.place.to_string(), MAX_NAME) },
     }
 }
 

@@ -48,6 +48,7 @@ fn one_vm() -> VmInfo {
         main: Some((MainKind::Class, "Main".into())),
         unreachable: String::new(),
         command: "java Main".into(),
+        place: String::new(),
     }
 }
 
@@ -129,6 +130,21 @@ fn fixtures() -> Vec<(&'static str, Frame, Vec<u8>)> {
             )),
         ),
         ("empty vm list", frame(0, 1, 0, Body::VmList(Vec::new())), hex(&format!("00000002 10 00 00000000 0000000000000001 {z8} 0000"))),
+        // Protocol 4: each VM followed by where it runs, a text as every other.
+        (
+            "placed vm list",
+            frame(0, 1, 0, Body::VmListPlaced(vec![VmInfo { place: "pod shop/orders".into(), ..one_vm() }])),
+            {
+                let mut plain = Vec::new();
+                crate::farlink::payload::encode(&Body::VmList(vec![one_vm()]), &mut plain).unwrap();
+                let mut payload = plain.clone();
+                payload.extend_from_slice(&(15u16).to_be_bytes());
+                payload.extend_from_slice(b"pod shop/orders");
+                let mut out = hex(&format!("{:08x} 15 00 00000000 0000000000000001 {z8}", payload.len()));
+                out.extend_from_slice(&payload);
+                out
+            },
+        ),
     ]
 }
 
@@ -341,6 +357,7 @@ fn vm_info() -> impl Strategy<Value = VmInfo> {
             main,
             unreachable,
             command,
+            place: String::new(),
         },
     )
 }
@@ -378,6 +395,9 @@ fn any_frame() -> impl Strategy<Value = Frame> {
     prop_oneof![
         (link, any::<u64>()).prop_map(|(body, ack)| frame(0, 0, ack, body)),
         (proptest::collection::vec(vm_info(), 0..4), 1u64.., any::<u64>()).prop_map(|(vms, seq, ack)| frame(0, seq, ack, Body::VmList(vms))),
+        (proptest::collection::vec((vm_info(), text(64)), 0..4), 1u64.., any::<u64>()).prop_map(|(vms, seq, ack)| {
+            frame(0, seq, ack, Body::VmListPlaced(vms.into_iter().map(|(v, place)| VmInfo { place, ..v }).collect()))
+        }),
         (channel, 1u32.., 1u64.., any::<u64>()).prop_map(|(body, ch, seq, ack)| frame(ch, seq, ack, body)),
     ]
 }

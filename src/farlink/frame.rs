@@ -56,11 +56,14 @@ pub enum Kind {
     Opened = 18,
     Close = 19,
     Data = 20,
+    /// The VM list with where each VM runs (a container, a pod, a network namespace):
+    /// protocol 4. A near side of protocol 3 is sent `VmList`.
+    VmListPlaced = 21,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] =
-        [Kind::Hello, Kind::Bye, Kind::Ack, Kind::Ping, Kind::Pong, Kind::VmList, Kind::Open, Kind::Opened, Kind::Close, Kind::Data];
+    pub const ALL: [Kind; 11] =
+        [Kind::Hello, Kind::Bye, Kind::Ack, Kind::Ping, Kind::Pong, Kind::VmList, Kind::Open, Kind::Opened, Kind::Close, Kind::Data, Kind::VmListPlaced];
 
     /// The kind numbered `n`, if this protocol has one.
     pub fn from_u8(n: u8) -> Option<Kind> {
@@ -85,7 +88,7 @@ impl Kind {
             Kind::Bye | Kind::Opened | Kind::Close => 1 + 2 + MAX_TEXT,
             Kind::Ack => 0,
             Kind::Ping | Kind::Pong => 8,
-            Kind::VmList => MAX_PAYLOAD,
+            Kind::VmList | Kind::VmListPlaced => MAX_PAYLOAD,
             Kind::Open => 4,
             Kind::Data => MAX_DATA,
         }
@@ -227,6 +230,10 @@ pub struct VmInfo {
     pub unreachable: String,
     /// Its command line, for filters (never shown: it may hold secrets).
     pub command: String,
+    /// Where it runs on its host, as `list` shows it (`container billing-api (podman)`, `pod
+    /// shop/orders-5f7c`, `netns NAME`); empty on the host itself, or from a far side of
+    /// protocol 3. Protocol 4.
+    pub place: String,
 }
 
 /// The kind of name `VmInfo::main` holds (as `discovery::jvms::cmdline::MainName`).
@@ -249,6 +256,8 @@ pub enum Body {
     Pong(u64),
     /// Every VM the far side knows now: each list replaces the one before.
     VmList(Vec<VmInfo>),
+    /// The same, each VM with its `place` (protocol 4).
+    VmListPlaced(Vec<VmInfo>),
     /// Connect the frame's channel to the VM with this key.
     Open { vm: u32 },
     Opened { status: OpenStatus, text: String },
@@ -266,6 +275,7 @@ impl Body {
             Body::Ping(_) => Kind::Ping,
             Body::Pong(_) => Kind::Pong,
             Body::VmList(_) => Kind::VmList,
+            Body::VmListPlaced(_) => Kind::VmListPlaced,
             Body::Open { .. } => Kind::Open,
             Body::Opened { .. } => Kind::Opened,
             Body::Close { .. } => Kind::Close,

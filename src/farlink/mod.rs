@@ -33,7 +33,7 @@
 //!   version; the far side picks the highest both speak (`far::handshake::agree`) and
 //!   answers with it alone (min = max), or says Bye (`Version`) with a line saying what it
 //!   speaks. A kind is only sent when the agreed version has it; an unknown kind is refused
-//!   before its payload is read. This jdwpmux speaks 2 and 3 on both sides, so either side
+//!   before its payload is read. This jdwpmux speaks 2 to 4 on both sides, so either side
 //!   of protocol 2 and a new one agree on 2.
 //! - **Protocol history**: 1, the first; 2, each VM of a list carries its agent's bind
 //!   address (a VM list of 1 does not decode as one of 2, so the two do not talk); 3, the
@@ -43,7 +43,10 @@
 //!   that agreed on 3 with a near side that asked puts them in the channel's Data. No new
 //!   frame kind: the answers travel as a JDWP command packet inside the channel's stream
 //!   (`gather::inband`: command set 0xF0, command 1, an id of `gather::FAR_IDS`), just
-//!   before the stop's event.
+//!   before the stop's event. 4, the VM list says where each VM runs on its host (a
+//!   container's name, a pod, a network namespace): a new numbered kind, `VmListPlaced` (the
+//!   list of 2 with a text after each VM), sent instead of `VmList` to a near side that
+//!   agreed on 4; a near side of 3 still gets `VmList`, without places.
 //! - **Sessions**: the far side names a session with a random id and a secret token, given in
 //!   its first Hello over the (ssh-authenticated, 0700-folder) stream; a near side that comes
 //!   back presents both and is recognised. A wrong token or an unknown session is a Bye, and

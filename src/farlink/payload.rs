@@ -44,16 +44,21 @@ pub fn decode(kind: Kind, bytes: Bytes) -> Result<Body, PayloadError> {
         Kind::Ack => Body::Ack,
         Kind::Ping => Body::Ping(u64(&mut r, "ping stamp")?),
         Kind::Pong => Body::Pong(u64(&mut r, "pong stamp")?),
-        Kind::VmList => {
+        Kind::VmList | Kind::VmListPlaced => {
+            let placed = kind == Kind::VmListPlaced;
             let n = usize::from(u16(&mut r, "vm count")?);
             if n > MAX_VMS {
                 return Err(PayloadError::TooLong { what: "vm list", len: n, max: MAX_VMS });
             }
             let mut vms = Vec::with_capacity(n);
             for _ in 0..n {
-                vms.push(vm(&mut r)?);
+                let mut v = vm(&mut r)?;
+                if placed {
+                    v.place = text(&mut r, "vm place", MAX_NAME)?;
+                }
+                vms.push(v);
             }
-            Body::VmList(vms)
+            if placed { Body::VmListPlaced(vms) } else { Body::VmList(vms) }
         }
         Kind::Open => Body::Open { vm: r.u32("open vm")? },
         Kind::Opened => {
@@ -99,13 +104,21 @@ pub fn encode(body: &Body, out: &mut Vec<u8>) -> Result<(), PayloadError> {
         }
         Body::Ack => {}
         Body::Ping(stamp) | Body::Pong(stamp) => out.extend_from_slice(&stamp.to_be_bytes()),
-        Body::VmList(vms) => {
+        Body::VmList(vms) | Body::VmListPlaced(vms) => {
+            let placed = matches!(body, Body::VmListPlaced(_));
             if vms.len() > MAX_VMS {
                 return Err(PayloadError::TooLong { what: "vm list", len: vms.len(), max: MAX_VMS });
             }
             out.extend_from_slice(&(vms.len() as u16).to_be_bytes());
             for v in vms {
                 put_vm(out, v)?;
+                if placed {
+                    put_text(out, &v.place, "vm place", MAX_NAME)?;
+                } else if !v.place.is_empty() {
+                    // A protocol-3 list has no room for it: the decoder would give it back
+                    // empty, so the encoding would not be the VM's.
+                    return Err(PayloadError::Invalid { what: "a place in a protocol-3 vm list", value: 1 });
+                }
             }
         }
         Body::Open { vm } => out.extend_from_slice(&vm.to_be_bytes()),
@@ -204,6 +217,7 @@ fn vm(r: &mut Reader<'_>) -> Result<VmInfo, PayloadError> {
         main,
         unreachable,
         command,
+        place: String::new(),
     })
 }
 

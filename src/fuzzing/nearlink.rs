@@ -216,6 +216,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         main: Some((MainKind::Class, main.into())),
         unreachable: String::new(),
         command: format!("java -agentlib:jdwp=transport=dt_socket,server=y,address=8000 {main}"),
+        place: String::new(),
     };
     let n = |seq, channel, body| Frame { channel, seq, ack: 3, body };
     let link = |body| Frame { channel: 0, seq: 0, ack: 3, body };

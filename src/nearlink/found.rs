@@ -40,8 +40,12 @@ pub fn found_jvm(vm: &VmInfo, login: Option<u32>) -> FoundJvm {
         bound: vm.bind,
         reach,
         command: vm.command.clone(),
-        // The far side does not say which container; another namespace is all it tells.
-        place: if vm.other_net { Place::Netns { name: None } } else { Place::Host },
+        // What jdwpmux there said (protocol 4); an older one tells only another namespace.
+        place: match (vm.place.is_empty(), vm.other_net) {
+            (false, _) => Place::Reported(crate::discovery::jvms::cmdline::printable(&vm.place)),
+            (true, true) => Place::Netns { name: None },
+            (true, false) => Place::Host,
+        },
     }
 }
 
@@ -63,7 +67,18 @@ mod tests {
             main: Some((MainKind::Class, "Billing".into())),
             unreachable: String::new(),
             command: "java -agentlib:jdwp=... Billing".into(),
+            place: String::new(),
         }
+    }
+
+    #[test]
+    fn a_place_the_far_side_reported_is_shown_and_keys_its_workload() {
+        let f = found_jvm(&VmInfo { other_net: true, place: "container billing-api (podman)\u{1b}[31m".into(), ..info() }, Some(1000));
+        assert_eq!(f.place.to_string(), "container billing-api (podman)?[31m", "shown as text, never as terminal controls");
+        assert!(f.place.contained() && f.place.workload().is_some());
+        // From a far side of protocol 3: another namespace is all it says.
+        assert_eq!(found_jvm(&VmInfo { other_net: true, ..info() }, Some(1000)).place.to_string(), "network namespace");
+        assert_eq!(found_jvm(&info(), Some(1000)).place.to_string(), "-");
     }
 
     #[test]

@@ -125,7 +125,7 @@ pub fn judge(resume: &mut Resume, frame: Frame) -> Inbound {
         Ok(Received::Deliver) => {
             let channel = frame.channel;
             match frame.body {
-                Body::VmList(vms) => Inbound::VmList(vms),
+                Body::VmList(vms) | Body::VmListPlaced(vms) => Inbound::VmList(vms),
                 Body::Opened { status, text } => Inbound::Opened { channel, status, text },
                 Body::Close { reason, text } => Inbound::Closed { channel, reason, text },
                 Body::Data(bytes) => Inbound::Data { channel, bytes },

@@ -41,7 +41,7 @@ fn a_new_session_refused_as_unknown_waits_the_backoff() {
 
 #[test]
 fn a_hello_with_odd_fields_is_refused_with_what_it_said() {
-    let want = |role: &str, min: u16, max: u16| format!("the far side (jdwpmux 9.9.9) answered{role} with far-side protocol {}; this jdwpmux speaks 2..3", crate::far::handshake::protocols(min, max));
+    let want = |role: &str, min: u16, max: u16| format!("the far side (jdwpmux 9.9.9) answered{role} with far-side protocol {}; this jdwpmux speaks 2..4", crate::far::handshake::protocols(min, max));
     let cases = [
         (hello(Role::Near, PROTOCOL, PROTOCOL), want(" as a Near side", PROTOCOL, PROTOCOL)),
         (hello(Role::Far, PROTOCOL, PROTOCOL + 1), want("", PROTOCOL, PROTOCOL + 1)),

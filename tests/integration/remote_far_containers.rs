@@ -32,6 +32,7 @@ async fn remote_far_reaches_a_jvm_in_a_namespace_of_its_host() {
     let rows = served.list_until("listed, not reachable by a forward", |r| row(r, "boxhost", "Boxed").is_some_and(|v| v["note"].is_string())).await;
     let note = row(&rows, "boxhost", "Boxed").unwrap()["note"].as_str().unwrap_or_default().to_string();
     assert!(note.contains("--far always") && note.contains("127.0.0.1:8000"), "{note}");
+    assert_eq!(row(&rows, "boxhost", "Boxed").unwrap()["process"]["place"], "network namespace", "{rows:?}");
     drop(served);
 
     // jdwpmux on the host enters the namespace and serves it like any other.
@@ -39,6 +40,10 @@ async fn remote_far_reaches_a_jvm_in_a_namespace_of_its_host() {
     let served = serve(&keys, &["boxhost"], &["--far", "always", "--far-path", &far.path]);
     served.wait_log("using jdwpmux on boxhost").await;
     let rows = served.list_until("reached through the far side", |r| row(r, "boxhost", "Boxed").is_some_and(|v| v["state"] == "ready" && v["debugger_port"].is_u64())).await;
+    // Where it runs, as the far side said it (protocol 4).
+    assert_eq!(row(&rows, "boxhost", "Boxed").unwrap()["process"]["place"], "network namespace", "{rows:?}");
+    let line = served.wait_log("connected to the far side").await;
+    assert!(line.contains("protocol=4"), "{line}");
     let port = row(&rows, "boxhost", "Boxed").and_then(|v| v["debugger_port"].as_u64()).unwrap() as u16;
     debug_once(port, "Boxed", &app).await;
     drop(served);

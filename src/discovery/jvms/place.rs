@@ -72,6 +72,9 @@ pub enum Place {
     /// `name` is its hostname when that was readable).
     Pod { namespace: String, name: String, uid: String, container: Option<String> },
     Netns { name: Option<String> },
+    /// As jdwpmux on another host said it (`Display` of one of the above there), already
+    /// bounded by the link's frame; its name is kept as the workload, as there.
+    Reported(String),
 }
 
 impl fmt::Display for Place {
@@ -87,6 +90,7 @@ impl fmt::Display for Place {
             },
             Place::Netns { name: Some(n) } => write!(f, "netns {n}"),
             Place::Netns { name: None } => f.write_str("network namespace"),
+            Place::Reported(text) => f.write_str(text),
         }
     }
 }
@@ -94,7 +98,7 @@ impl fmt::Display for Place {
 impl Place {
     /// It runs in a container or a pod (not merely in a namespace of its own).
     pub fn contained(&self) -> bool {
-        matches!(self, Place::Container { .. } | Place::Pod { .. })
+        matches!(self, Place::Container { .. } | Place::Pod { .. } | Place::Reported(_))
     }
 
     /// What stays the same when the container is restarted or the pod replaced, so that the
@@ -111,6 +115,7 @@ impl Place {
             }
             Place::Pod { .. } => None,
             Place::Netns { name: Some(n) } => Some(n.clone()),
+            Place::Reported(text) => Some(text.clone()),
         }
     }
 }
