@@ -21,6 +21,12 @@ pub fn found_jvm(vm: &VmInfo, login: Option<u32>) -> FoundJvm {
     let reach = if vm.unreachable.is_empty() {
         // Where the far side reaches it on its host: shown, never connected to from here.
         Reach::At(SocketAddr::from((Ipv4Addr::LOCALHOST, vm.port)))
+    } else if vm.other_net {
+        // A container there that jdwpmux on the host may not enter: it runs as the ssh login.
+        Reach::Unreachable(format!(
+            "{}; jdwpmux on that host runs as the ssh login: to enter its containers there, log in to it as root (--ssh root@HOST, or User root in its ssh config)",
+            vm.unreachable
+        ))
     } else {
         Reach::Unreachable(vm.unreachable.clone())
     };
@@ -69,6 +75,16 @@ mod tests {
             command: "java -agentlib:jdwp=... Billing".into(),
             place: String::new(),
         }
+    }
+
+    #[test]
+    fn a_container_the_far_side_may_not_enter_says_how_it_could() {
+        let why = "it runs in a container of root's and its agent listens on that container's own 127.0.0.1:8000 only; only root can enter its network namespace";
+        let f = found_jvm(&VmInfo { other_net: true, unreachable: why.into(), ..info() }, Some(1000));
+        assert!(matches!(&f.reach, Reach::Unreachable(w) if w.starts_with(why) && w.contains("log in to it as root")), "{:?}", f.reach);
+        // Not a container: said as the far side said it.
+        let f = found_jvm(&VmInfo { unreachable: "its agent picked a port".into(), ..info() }, Some(1000));
+        assert_eq!(f.reach, Reach::Unreachable("its agent picked a port".into()));
     }
 
     #[test]
