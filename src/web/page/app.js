@@ -200,7 +200,7 @@ function compare(a, b) {
 function matches(vm) {
   if (!ui.filter) return true;
   const peers = vm.debuggers.map((d) => d.peer);
-  const hay = [vm.debugger_port, vm.host, vm.pid, vm.app, vm.vm_ident, vm.addr, vmState(vm), vm.ddm ? "ddm" : "", vm.note || "", ...peers].join(" ").toLowerCase();
+  const hay = [vm.debugger_port, vm.host, placeOf(vm), vm.pid, vm.app, vm.vm_ident, vm.addr, vmState(vm), vm.ddm ? "ddm" : "", vm.note || "", ...peers].join(" ").toLowerCase();
   return ui.filter.split(/\s+/).every((w) => hay.includes(w));
 }
 
@@ -227,6 +227,11 @@ function debuggersTip(vm) {
     + rate(ui.rates.get(vm.id + "/" + d.conn)) + " cmd/s").join("\n");
 }
 
+/** Where a VM runs on its host (a container, a pod, a network namespace), or "". */
+function placeOf(v) {
+  return (v.process && v.process.place) || "";
+}
+
 /** What is said of a VM whose agent listens on every address of its host, or "". */
 function exposedOf(v) {
   return (v.process && v.process.exposed) || "";
@@ -237,7 +242,7 @@ function renderVms() {
   sync($("vms").tBodies[0], ui.rows.vms, shown, (v) => v.id, (v) => [
     [v.current ? "★" : "", "current"],
     [v.debugger_port, "num"],
-    [v.host, "host", v.host],
+    [v.host + (placeOf(v) ? " · " + placeOf(v) : ""), "host", [v.host, placeOf(v)].filter(Boolean).join(": ")],
     [v.pid, "num"],
     [(v.app || "-") + (v.waiting_for_debugger ? " (waiting)" : ""), "app", (v.app ? v.app + " at " : "") + v.addr],
     [v.vm_ident || "-", "ident", v.vm_ident || ""],
@@ -347,7 +352,7 @@ function renderShown() {
     "state " + vmState(vm),
     vm.ddm === true ? "DDM-aware" : vm.ddm === false ? "no DDM" : "DDM unknown",
     "debugger port " + (vm.debugger_port ?? "-"),
-    "address " + vm.addr + (vm.host !== "local" ? " on " + vm.host : ""),
+    "address " + vm.addr + (vm.host !== "local" ? " on " + vm.host : "") + (placeOf(vm) ? " in " + placeOf(vm) : ""),
   ].concat(vm.process ? [
     "agent address=" + vm.process.agent + (vm.process.suspend ? ", suspend=y" : "") + " (" + vm.process.agent_from + ")",
     "user " + (vm.process.user || "?"),
