@@ -221,7 +221,7 @@ impl Session {
         let stall_tx = self.stalled.as_ref().and_then(|(c, _)| self.channels.get(c)).map(|c| c.to_vm.clone());
         let hold_at = self.lost_at.map(|t| t + self.hold);
         // Silence counts only while the stream is read: a stall is this side's own doing.
-        let l = self.cfg.liveness;
+        let l = self.liveness();
         let beat_at = self.reader.as_ref().filter(|_| reading).map(|_| {
             let last = self.pinged.map_or(self.last_heard, |p| p.max(self.last_heard));
             (last + l.ping_every).min(self.last_heard + l.dead_after)
@@ -447,11 +447,18 @@ impl Session {
         }
     }
 
+    /// How this session's connection is judged: within the hold granted (see
+    /// `Liveness::within_hold`), so the VMs are let go a hold after the near side was last
+    /// heard, not after the longer silence the default would wait for.
+    fn liveness(&self) -> liveness::Liveness {
+        self.cfg.liveness.within_hold(self.hold)
+    }
+
     /// A quiet connection is pinged, a silent one dropped: the hold then runs from when the
     /// near side was last heard (the cut began about then; the socket said nothing).
     fn on_beat(&mut self) {
         let now = Instant::now();
-        match self.cfg.liveness.judge(now - self.last_heard, self.pinged.map(|p| now - p)) {
+        match self.liveness().judge(now - self.last_heard, self.pinged.map(|p| now - p)) {
             Beat::Quiet => {}
             Beat::Ping => {
                 let ping = self.resume.link(Body::Ping(0));
@@ -460,7 +467,7 @@ impl Session {
             }
             Beat::Dead => {
                 let heard = self.last_heard;
-                self.lose_connection(&format!("nothing heard for {} s", (now - heard).as_secs()), None);
+                self.lose_connection(&format!("nothing heard for {} s; the hold runs from then", (now - heard).as_secs()), None);
                 if self.lost_at.is_some() {
                     self.lost_at = Some(heard);
                 }
@@ -481,7 +488,7 @@ impl Session {
         }
         self.lost_at = Some(Instant::now());
         self.ack_at = None;
-        info!(channels = self.channels.len(), hold_s = self.hold.as_secs(), "the near side is gone ({why}); holding the VM connections");
+        info!(channels = self.channels.len(), hold_s = self.hold.as_secs(), "the near side is gone ({why}); holding the VM connections for the hold");
     }
 }
 
