@@ -120,6 +120,8 @@ pub struct Session {
     scanned: bool,
     reader: Option<ConnReader>,
     writer: Option<ConnWriter>,
+    /// The near side connected (or last connected), as its Hello named itself.
+    near: Option<String>,
     lost_at: Option<Instant>,
     last_heard: Instant,
     /// When this connection's last Ping went out.
@@ -147,6 +149,7 @@ impl Session {
             scanned: false,
             reader: None,
             writer: None,
+            near: None,
             // The hold runs from the start: a far side nobody connects to ends by itself.
             lost_at: Some(Instant::now()),
             last_heard: Instant::now(),
@@ -242,7 +245,8 @@ impl Session {
     }
 
     fn take_connection(&mut self, a: Accepted) {
-        let verdict = judge(&a.hello, &self.key, &self.cfg.binary);
+        let connected = self.writer.as_ref().and(self.near.as_deref());
+        let verdict = judge(&a.hello, &self.key, &self.cfg.binary, connected);
         match &verdict {
             Verdict::Refuse(reason, text) => {
                 info!(?reason, near = %a.hello.binary, "refused a near side: {text}");
@@ -267,6 +271,7 @@ impl Session {
             self.lose_connection("another near side took the session over", Some((ByeReason::Replaced, "another near side took the session over".into())));
         }
         self.hold = grant_hold(a.hello.hold_secs, self.cfg.hold);
+        self.near = Some(a.hello.binary.clone());
         let (half, write) = a.stream.into_split();
         self.reader = Some(ConnReader { half, buf: a.rest });
         self.writer = Some(ConnWriter { half: write, buf: BytesMut::new() });

@@ -78,6 +78,9 @@ pub enum LinkState {
     /// (they run on), and the link has closed its channels (their debuggers with them); it
     /// goes on trying, for a new session. `hold_secs`: the hold that ran out.
     Released { hold_secs: u64 },
+    /// The far side serves another near side (the text names it): tried again every minute
+    /// at most, so this one takes over once that one stops.
+    Busy(String),
     /// The far side refused this near side (another protocol version): the link has ended.
     Refused(String),
     /// The link has ended.

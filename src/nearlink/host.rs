@@ -351,6 +351,13 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                                 }
                             }
                         }
+                        // It answered as a far side: from now on a link down is a far side to
+                        // find again (the other serve may stop it), not one that never worked.
+                        NearState::Busy(text) => {
+                            ever_up = true;
+                            say_once(&mut said, &cfg.label, format!("jdwpmux on {} will not take this serve: {text}; this one waits for it", cfg.label));
+                            report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
+                        }
                         NearState::Connecting | NearState::Ended => {}
                     }
                 }

@@ -124,6 +124,29 @@ impl Drop for ChannelEnds {
     }
 }
 
+/// How this near side names itself in its Hello: the version, and the machine and pid of
+/// this `serve`, within the Hello's limit (`MAX_VERSION`): what a far side that refuses a
+/// second near side says of the first.
+pub fn near_name() -> String {
+    // SAFETY: uname fills the struct it is given; a zeroed utsname is a valid one.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    let node = if unsafe { libc::uname(&mut uts) } == 0 {
+        // SAFETY: uname wrote a NUL-terminated name within the field.
+        unsafe { std::ffi::CStr::from_ptr(uts.nodename.as_ptr()) }.to_string_lossy().into_owned()
+    } else {
+        String::new()
+    };
+    let host = node.chars().filter(|c| c.is_ascii_graphic()).take(28).collect::<String>();
+    let host = if host.is_empty() { "this machine".to_string() } else { host };
+    let name = format!("{} ({host} pid {})", env!("CARGO_PKG_VERSION"), std::process::id());
+    name.chars().take(crate::farlink::frame::MAX_VERSION).collect()
+}
+
+/// The first and the longest wait before trying again a far side that serves another near
+/// side: that one may be stopped any time, but it is not asked every second.
+const BUSY_FIRST: Duration = Duration::from_secs(5);
+const BUSY_MAX: Duration = Duration::from_secs(60);
+
 /// Starts the link to the far side reached by `dial`.
 pub fn start(dial: Dial, cfg: Config) -> NearLink {
     let (cmds_tx, cmds) = mpsc::channel(COMMANDS_QUEUE);
@@ -134,6 +157,7 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
     let task = Task {
         resume: Resume::new(Outbound::new(cfg.limit)),
         backoff: Backoff::new(cfg.first_retry, cfg.max_retry),
+        busy: Backoff::new(BUSY_FIRST, BUSY_MAX),
         dial,
         cfg,
         key: SessionKey::default(),
@@ -182,6 +206,8 @@ enum Attempt {
     Now(String),
     /// Do not try again.
     Refused(String),
+    /// The far side serves another near side: try again after a longer wait.
+    Busy(String),
 }
 
 struct Task {
@@ -201,6 +227,8 @@ struct Task {
     pinged: Option<Instant>,
     stamp: u64,
     backoff: Backoff,
+    /// Waits while the far side serves another near side.
+    busy: Backoff,
     retry_at: Option<Instant>,
     ack_at: Option<Instant>,
     stalled: Option<Stalled>,
@@ -350,6 +378,17 @@ impl Task {
                 self.down(why);
                 None
             }
+            Attempt::Busy(text) => {
+                let wait = self.busy.next_wait();
+                debug!("the far side serves another near side ({text}); trying again in {wait:?}");
+                self.retry_at = Some(Instant::now() + wait);
+                self.state_tx.send_if_modified(|s| {
+                    let changed = !matches!(s, LinkState::Busy(t) if *t == text);
+                    *s = LinkState::Busy(text);
+                    changed
+                });
+                None
+            }
         }
     }
 
@@ -369,7 +408,7 @@ impl Task {
             role: Role::Near,
             proto_min: PROTOCOL_MIN,
             proto_max: PROTOCOL,
-            binary: env!("CARGO_PKG_VERSION").to_string(),
+            binary: near_name(),
             session: self.key,
             hold_secs: self.cfg.hold_secs,
             resumed: false,
@@ -403,6 +442,7 @@ impl Task {
                 return Err(Attempt::Now(text));
             }
             First::Retry(text) => return Err(Attempt::Retry(text)),
+            First::Busy(text) => return Err(Attempt::Busy(text)),
         };
         if !far.resumed && !self.key.is_none() {
             self.lose_session("the far side started a new session");
@@ -427,6 +467,7 @@ impl Task {
         self.pinged = None;
         self.retry_at = None;
         self.backoff.reset();
+        self.busy.reset();
         for f in &replay {
             self.emit(f);
         }
