@@ -82,6 +82,17 @@ impl HostFollower {
             }
             LinkState::Connecting => {}
         }
+        // jdwpmux on the host let the VMs go (its hold ran out): said over any other note,
+        // so no row looks held (or stopped) that is not.
+        if let Some(note) = &report.released {
+            for live in self.live.values() {
+                let id = match live {
+                    Live::Session(f) => f.id,
+                    Live::Unreachable(id) => *id,
+                };
+                self.spawner.registry.set_held(id, true, Some(note.clone()));
+            }
+        }
         self.follow_adb(report.adb);
     }
 

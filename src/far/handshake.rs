@@ -29,8 +29,9 @@ pub enum Verdict {
     Refuse(ByeReason, String),
 }
 
-/// Judges `hello` against the running session `ours`; `binary` is this jdwpmux's version.
-pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str) -> Verdict {
+/// Judges `hello` against the running session `ours`; `binary` is this jdwpmux's version;
+/// `connected`: the near side connected now, as its Hello named itself (see `Hello::binary`).
+pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str, connected: Option<&str>) -> Verdict {
     if hello.role != Role::Near {
         return Verdict::Refuse(ByeReason::Protocol, "a far side's hello came to a far side".into());
     }
@@ -46,6 +47,16 @@ pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str) -> Verdict {
         );
     }
     if hello.session.is_none() {
+        // Another near side (another `serve` of this login: a second terminal, a colleague)
+        // would take the session, and every VM with its debuggers' stops, from the one
+        // connected now, which would take it back: refused, naming the one connected. The
+        // same near side asking again (its session lost) is no other.
+        if let Some(other) = connected.filter(|c| *c != hello.binary) {
+            return Verdict::Refuse(
+                ByeReason::Busy,
+                format!("it serves another serve now (jdwpmux {other}); to take over, stop that one (or this far side: kill {})", std::process::id()),
+            );
+        }
         return Verdict::New;
     }
     if hello.session.id != ours.id {
@@ -132,7 +143,7 @@ mod tests {
             ("a wrong token", hello(Role::Near, 2, 2, SessionKey { token: [9; 16], ..ours }), Err((ByeReason::BadToken, "wrong resume token"))),
         ];
         for (name, h, want) in cases {
-            let got = judge(&h, &ours, "0.1.0");
+            let got = judge(&h, &ours, "0.1.0", None);
             match (got, want) {
                 (Verdict::Refuse(reason, text), Err((want_reason, want_text))) => {
                     assert_eq!(reason, want_reason, "{name}");
@@ -142,6 +153,20 @@ mod tests {
                 (got, Err(_)) => panic!("{name}: {got:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_second_near_side_is_refused_while_the_first_is_connected() {
+        let ours = SessionKey { id: [7; 16], token: [8; 16] };
+        let other = Hello { binary: "0.1.0 (laptop pid 42)".into(), ..hello(Role::Near, 2, 3, SessionKey::default()) };
+        match judge(&other, &ours, "0.1.0", Some("0.1.0 (desk pid 7)")) {
+            Verdict::Refuse(ByeReason::Busy, text) => assert!(text.starts_with("it serves another serve now (jdwpmux 0.1.0 (desk pid 7)); to take over, stop that one"), "{text}"),
+            v => panic!("{v:?}"),
+        }
+        assert_eq!(judge(&other, &ours, "0.1.0", Some("0.1.0 (laptop pid 42)")), Verdict::New, "the same near side again");
+        assert_eq!(judge(&other, &ours, "0.1.0", None), Verdict::New, "nobody connected: a near side that restarted takes over");
+        let back = Hello { session: ours, ..other };
+        assert_eq!(judge(&back, &ours, "0.1.0", Some("0.1.0 (desk pid 7)")), Verdict::Resume, "its own session resumed");
     }
 
     #[test]

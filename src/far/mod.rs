@@ -20,6 +20,19 @@
 //! asks for a new session closes the earlier one's channels, and the process ends with the
 //! session (after the hold, or when the near side says it is leaving for good).
 //!
+//! Two near sides of one login (two `serve`s: two terminals, two people sharing a service
+//! login) share this one far side, found by its folder. While one is connected, another's
+//! new session is refused (`ByeReason::Busy`), with a line naming the one connected (its
+//! Hello names its machine and pid, `nearlink::link::near_name`) and how to take over (stop
+//! that `serve`, or this far side); the refused one tries again every minute at most and
+//! takes the far side once the other has stopped. Before, each new session closed the
+//! other's VM connections and the other took them back, five times a second, stops and
+//! breakpoints lost. Refusing is the simplest rule that cannot loop: a session is taken only
+//! from a near side that is not connected (it crashed, or is cut: then it finds its session
+//! gone when back, and is refused in turn). Serving both at once would need a session per
+//! near side, and a JVM's agent takes one connection, which the first near side's VM
+//! sessions hold from the moment they are listed: the second would see every VM busy anyway.
+//!
 //! Decisions the near side builds on:
 //! - The far side is started over ssh as `jdwpmux far --detach`: it prints one line,
 //!   `jdwpmux far: listening on SOCKET (pid N, protocol MIN..MAX, jdwpmux V)` (or `already

@@ -126,6 +126,8 @@ pub struct Session {
     scanned: bool,
     reader: Option<ConnReader>,
     writer: Option<ConnWriter>,
+    /// The near side connected (or last connected), as its Hello named itself.
+    near: Option<String>,
     lost_at: Option<Instant>,
     last_heard: Instant,
     /// When this connection's last Ping went out.
@@ -154,6 +156,7 @@ impl Session {
             scanned: false,
             reader: None,
             writer: None,
+            near: None,
             // The hold runs from the start: a far side nobody connects to ends by itself.
             lost_at: Some(Instant::now()),
             last_heard: Instant::now(),
@@ -228,7 +231,7 @@ impl Session {
         let stall_tx = self.stalled.as_ref().and_then(|(c, _)| self.channels.get(c)).map(|c| c.to_vm.clone());
         let hold_at = self.lost_at.map(|t| t + self.hold);
         // Silence counts only while the stream is read: a stall is this side's own doing.
-        let l = self.cfg.liveness;
+        let l = self.liveness();
         let beat_at = self.reader.as_ref().filter(|_| reading).map(|_| {
             let last = self.pinged.map_or(self.last_heard, |p| p.max(self.last_heard));
             (last + l.ping_every).min(self.last_heard + l.dead_after)
@@ -249,7 +252,8 @@ impl Session {
     }
 
     fn take_connection(&mut self, a: Accepted) {
-        let verdict = judge(&a.hello, &self.key, &self.cfg.binary);
+        let connected = self.writer.as_ref().and(self.near.as_deref());
+        let verdict = judge(&a.hello, &self.key, &self.cfg.binary, connected);
         match &verdict {
             Verdict::Refuse(reason, text) => {
                 info!(?reason, near = %a.hello.binary, "refused a near side: {text}");
@@ -275,6 +279,7 @@ impl Session {
             self.lose_connection("another near side took the session over", Some((ByeReason::Replaced, "another near side took the session over".into())));
         }
         self.hold = grant_hold(a.hello.hold_secs, self.cfg.hold);
+        self.near = Some(a.hello.binary.clone());
         let (half, write) = a.stream.into_split();
         self.reader = Some(ConnReader { half, buf: a.rest });
         self.writer = Some(ConnWriter { half: write, buf: BytesMut::new() });
@@ -460,11 +465,18 @@ impl Session {
         }
     }
 
+    /// How this session's connection is judged: within the hold granted (see
+    /// `Liveness::within_hold`), so the VMs are let go a hold after the near side was last
+    /// heard, not after the longer silence the default would wait for.
+    fn liveness(&self) -> liveness::Liveness {
+        self.cfg.liveness.within_hold(self.hold)
+    }
+
     /// A quiet connection is pinged, a silent one dropped: the hold then runs from when the
     /// near side was last heard (the cut began about then; the socket said nothing).
     fn on_beat(&mut self) {
         let now = Instant::now();
-        match self.cfg.liveness.judge(now - self.last_heard, self.pinged.map(|p| now - p)) {
+        match self.liveness().judge(now - self.last_heard, self.pinged.map(|p| now - p)) {
             Beat::Quiet => {}
             Beat::Ping => {
                 let ping = self.resume.link(Body::Ping(0));
@@ -473,7 +485,7 @@ impl Session {
             }
             Beat::Dead => {
                 let heard = self.last_heard;
-                self.lose_connection(&format!("nothing heard for {} s", (now - heard).as_secs()), None);
+                self.lose_connection(&format!("nothing heard for {} s; the hold runs from then", (now - heard).as_secs()), None);
                 if self.lost_at.is_some() {
                     self.lost_at = Some(heard);
                 }
@@ -494,7 +506,7 @@ impl Session {
         }
         self.lost_at = Some(Instant::now());
         self.ack_at = None;
-        info!(channels = self.channels.len(), hold_s = self.hold.as_secs(), "the near side is gone ({why}); holding the VM connections");
+        info!(channels = self.channels.len(), hold_s = self.hold.as_secs(), "the near side is gone ({why}); holding the VM connections for the hold");
     }
 }
 

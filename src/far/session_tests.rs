@@ -433,3 +433,24 @@ async fn a_silent_near_side_is_pinged_then_held_for_from_when_it_was_last_heard(
     assert!(held >= Duration::from_secs(30) && held < Duration::from_secs(31), "held {held:?} from the last word, not from the silence noticed");
     drop(near);
 }
+
+/// With a hold shorter than the default silence (`--far-hold 10`, 20 s of silence before a
+/// cut was noticed), the hold is still the hold: silence is judged within it, and the VMs
+/// are released 10 s after the near side was last heard, not 20.
+#[tokio::test(start_paused = true)]
+async fn a_short_hold_is_kept_from_the_last_word_not_after_the_default_silence() {
+    let cfg = Config { hold: Duration::from_secs(10), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
+    let (accepted_tx, accepted_rx) = mpsc::channel(1);
+    let (scans_tx, scans_rx) = mpsc::channel(1);
+    let stop = CancellationToken::new();
+    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, stop.clone()));
+    scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
+    let mut resume = Resume::new(Outbound::new(1 << 20));
+    let (mut near, _) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
+    assert!(matches!(near.next(&mut resume).await.body, Body::VmList(_)));
+    let heard = tokio::time::Instant::now();
+    assert_eq!(session.await.unwrap(), Ended::HoldExpired);
+    let held = heard.elapsed();
+    assert!(held >= Duration::from_secs(10) && held < Duration::from_secs(11), "held {held:?}, not the hold of 10 s");
+    drop(near);
+}

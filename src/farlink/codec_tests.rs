@@ -381,7 +381,7 @@ fn any_frame() -> impl Strategy<Value = Frame> {
     );
     let link = prop_oneof![
         hello,
-        (7u8.., text(MAX_TEXT)).prop_map(|(c, text)| Body::Bye { reason: ByeReason::Other(c), text }),
+        (8u8.., text(MAX_TEXT)).prop_map(|(c, text)| Body::Bye { reason: ByeReason::Other(c), text }),
         Just(Body::Ack),
         any::<u64>().prop_map(Body::Ping),
         any::<u64>().prop_map(Body::Pong),

@@ -143,7 +143,9 @@ pub struct Hello {
     /// min = max).
     pub proto_min: u16,
     pub proto_max: u16,
-    /// The binary's version, for the line that explains a refusal.
+    /// The binary's version, for the line that explains a refusal; a near side adds where it
+    /// runs, `0.1.0 (laptop pid 4242)` (`nearlink::link::near_name`), which a far side
+    /// quotes to a second near side it refuses. Text for lines only: no side parses it.
     pub binary: String,
     /// The session to resume (near side; zero for a new one), or the session this is (far).
     pub session: SessionKey,
@@ -175,6 +177,9 @@ pub enum ByeReason {
     ShuttingDown,
     /// The other side broke the protocol.
     Protocol,
+    /// The far side serves another near side, connected now (the text names it): a new
+    /// session would take its VMs from under its debuggers. Try again later.
+    Busy,
     /// A reason a later version added: the text says what it is.
     Other(u8),
 }

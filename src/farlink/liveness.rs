@@ -41,6 +41,25 @@ impl Liveness {
 /// unanswered, or a stream stuck that long), well within ssh's own give-up time.
 pub const DEFAULT: Liveness = Liveness { ping_every: Duration::from_secs(5), dead_after: Duration::from_secs(20) };
 
+/// The shortest silence taken for a cut, whatever the hold.
+pub const MIN_DEAD: Duration = Duration::from_secs(1);
+
+impl Liveness {
+    /// This liveness for a session whose far side holds the VMs for `hold` after the near
+    /// side was last heard: silence is judged within half the hold (at least `MIN_DEAD`), and
+    /// Pings go four times as often as that. So a far side notices a cut while there is hold
+    /// left to hold for, and the hold it grants is the hold it keeps (with 20 s of silence
+    /// before anything, `--far-hold 10` meant 20 s). Both sides judge alike from the hold the
+    /// far side granted; a long hold keeps `self` (the default: 5 s and 20 s).
+    pub fn within_hold(self, hold: Duration) -> Liveness {
+        if hold.is_zero() {
+            return self;
+        }
+        let dead_after = self.dead_after.min((hold / 2).max(MIN_DEAD));
+        Liveness { ping_every: self.ping_every.min(dead_after / 4), dead_after }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +82,24 @@ mod tests {
         for (heard, pinged, want) in cases {
             assert_eq!(l.judge(heard, pinged), want, "heard {heard:?} ago, pinged {pinged:?} ago");
         }
+    }
+
+    #[test]
+    fn a_short_hold_is_judged_within_it() {
+        let s = Duration::from_secs;
+        // (hold, ping_every, dead_after)
+        let cases = [
+            (s(300), s(5), s(20)),
+            (s(40), s(5), s(20)),
+            (s(20), MS(2500), s(10)),
+            (s(10), MS(1250), s(5)),
+            (s(1), MS(250), s(1)),
+            (Duration::ZERO, s(5), s(20)),
+        ];
+        for (hold, ping_every, dead_after) in cases {
+            assert_eq!(DEFAULT.within_hold(hold), Liveness { ping_every, dead_after }, "hold {hold:?}");
+        }
+        let brisk = Liveness { ping_every: MS(100), dead_after: MS(400) };
+        assert_eq!(brisk.within_hold(s(10)), brisk, "a test's own shorter liveness stays");
     }
 }

@@ -57,10 +57,12 @@
 //!   Each side acks within a few milliseconds, or at once after many frames. The near side
 //!   uses the same `Resume` table for what it sends (commands to the VMs).
 //! - **Liveness** is judged by both sides alike ([`liveness`]): each Pings a quiet connection
-//!   and drops one it heard nothing on for 20 s. The near side then reconnects; the far
-//!   side's hold runs from when it last heard the near side, so a cut link (which ends no
-//!   socket on the host: sshd keeps its end while TCP retries) releases the VMs a hold after
-//!   the cut, not after TCP gives up.
+//!   and drops one it heard nothing on for half the granted hold (at most 20 s). The near
+//!   side then reconnects; the far side's hold runs from when it last heard the near side, so
+//!   a cut link (which ends no socket on the host: sshd keeps its end while TCP retries)
+//!   releases the VMs a hold after the cut, not after TCP gives up. The near side keeps the
+//!   same clock (`nearlink::timing::release_after`, a little early), so it says the VMs are
+//!   let go without a word from the far side.
 //! - **For hiding round trips** (answers gathered at a stop, protocol 3): the far side reads
 //!   the JDWP stream of a gathering channel (to see stop events, `gather::relay`), sends its
 //!   own commands to the VM in an id range the near side's sessions never use (their

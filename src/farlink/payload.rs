@@ -308,6 +308,7 @@ fn bye_reason(c: u8) -> ByeReason {
         4 => ByeReason::Replaced,
         5 => ByeReason::ShuttingDown,
         6 => ByeReason::Protocol,
+        7 => ByeReason::Busy,
         other => ByeReason::Other(other),
     }
 }
@@ -320,6 +321,7 @@ fn bye_code(r: ByeReason) -> u8 {
         ByeReason::Replaced => 4,
         ByeReason::ShuttingDown => 5,
         ByeReason::Protocol => 6,
+        ByeReason::Busy => 7,
         ByeReason::Other(c) => c,
     }
 }

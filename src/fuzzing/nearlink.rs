@@ -116,7 +116,7 @@ impl Near {
                 }
                 Err(e) => reason(&e.to_string()),
             },
-            First::Refused(t) | First::SessionGone(t) | First::Retry(t) => reason(&t),
+            First::Refused(t) | First::SessionGone(t) | First::Retry(t) | First::Busy(t) => reason(&t),
         }
     }
 

@@ -74,6 +74,13 @@ pub enum LinkState {
     Up { connections: u64, resumed: bool, hold_secs: u32 },
     /// Cut; trying again.
     Down { why: String },
+    /// Cut for longer than the far side's hold: the far side has let the session's VMs go
+    /// (they run on), and the link has closed its channels (their debuggers with them); it
+    /// goes on trying, for a new session. `hold_secs`: the hold that ran out.
+    Released { hold_secs: u64 },
+    /// The far side serves another near side (the text names it): tried again every minute
+    /// at most, so this one takes over once that one stops.
+    Busy(String),
     /// The far side refused this near side (another protocol version): the link has ended.
     Refused(String),
     /// The link has ended.

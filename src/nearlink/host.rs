@@ -187,6 +187,29 @@ async fn mirror_rows(label: String, mut rx: watch::Receiver<HostReport>, rows: A
     }
 }
 
+/// Puts the near link's release of a cut session in the host's report, so the VMs' rows say
+/// so while the host stays cut (the link said it in its WARN line and closed their
+/// debuggers); taken out when the link is up again. The link keeps the hold's clock, not
+/// this task: it runs while the master is being made again, and the link knows when the far
+/// side was last heard.
+async fn follow_release(mut state: watch::Receiver<NearState>, report: watch::Sender<HostReport>, label: String) {
+    while state.changed().await.is_ok() {
+        let now = state.borrow_and_update().clone();
+        match now {
+            NearState::Released { hold_secs } => report.send_modify(|r| r.released = Some(released_note(&label, hold_secs))),
+            NearState::Up { .. } => {
+                report.send_if_modified(|r| r.released.take().is_some());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The note of a VM that jdwpmux on its host let go when the hold ran out.
+pub fn released_note(label: &str, hold_secs: u64) -> String {
+    format!("released (the hold ran out): the link to {label} was down past jdwpmux's hold there ({hold_secs} s, --far-hold); the VM runs on, its debuggers were closed")
+}
+
 /// How serving a host through its far side ended.
 #[derive(Debug, PartialEq, Eq)]
 enum Ended {
@@ -271,6 +294,8 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
         }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
             let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), hold_secs: far.hold_secs, gather: far.gather, ..link::Config::default() });
+            // Ends with the link's task.
+            tokio::spawn(follow_release(nl.state(), report.clone(), cfg.label.clone()));
             let sockets = Sockets::new(nl.clone());
             (nl, sockets)
         });
@@ -311,7 +336,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                             say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
                             report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
                         }
-                        NearState::Down { .. } => {
+                        NearState::Down { .. } | NearState::Released { .. } => {
                             check_at.get_or_insert_with(Instant::now);
                         }
                         NearState::Up { hold_secs, .. } => {
@@ -325,6 +350,13 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                                     warn!(host = %cfg.label, "{line}");
                                 }
                             }
+                        }
+                        // It answered as a far side: from now on a link down is a far side to
+                        // find again (the other serve may stop it), not one that never worked.
+                        NearState::Busy(text) => {
+                            ever_up = true;
+                            say_once(&mut said, &cfg.label, format!("jdwpmux on {} will not take this serve: {text}; this one waits for it", cfg.label));
+                            report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
                         }
                         NearState::Connecting | NearState::Ended => {}
                     }
@@ -529,7 +561,7 @@ fn publish(cfg: &HostConfig, names: &mut Names, sockets: &mut Sockets, login: Op
     }
     sockets.retain(&keep);
     report.send_if_modified(|r| {
-        let new = HostReport { link: LinkState::Up, vms, adb: None };
+        let new = HostReport { link: LinkState::Up, vms, adb: None, released: None };
         let changed = *r != new;
         *r = new;
         changed

@@ -24,6 +24,8 @@ pub enum First {
     SessionGone(String),
     /// Not now: try again after the backoff.
     Retry(String),
+    /// It serves another near side now (the text names it): try again, after a longer wait.
+    Busy(String),
 }
 
 /// The first frame of a connection, judged; `new_session`: the near side's Hello asked for a
@@ -42,6 +44,7 @@ pub fn first(frame: Frame, new_session: bool) -> First {
             return First::Retry(format!("the far side refused a new session ({reason:?}): {text}"))
         }
         Body::Bye { reason: reason @ (ByeReason::UnknownSession | ByeReason::BadToken), text } => return First::SessionGone(format!("{text} ({reason:?})")),
+        Body::Bye { reason: ByeReason::Busy, text } => return First::Busy(text),
         Body::Bye { reason, text } => return First::Retry(format!("the far side said goodbye ({reason:?}): {text}")),
         other => return First::Retry(format!("the far side began with a {:?} frame", other.kind())),
     };

@@ -9,7 +9,9 @@
 //! and its stream: the task tries again with a backoff and resumes the session, so the VM
 //! session reading a channel sees its bytes go on, none lost, none twice. A far side that
 //! no longer knows the session (it restarted, or its hold ran out) ends every channel: the
-//! VM sessions see their VM connection close, as with a VM that went away.
+//! VM sessions see their VM connection close, as with a VM that went away. The task does the
+//! same by itself when the far side has not been heard for its hold (`timing::release_after`):
+//! the far side has let the VMs go by then, whether or not the host ever comes back.
 //!
 //! Memory is bounded both ways: what the VM sessions write is taken only while the resume
 //! table has room (else they wait on their stream, as on a slow socket); what the far side
@@ -29,7 +31,7 @@ use super::api::Cmd;
 pub use super::api::{Config, Dial, LinkState, NearLink, OpenError};
 use super::channels::{Channels, Opened, Route};
 use super::inbound::{self, Broken, First, Inbound};
-use super::timing::{Backoff, Beat};
+use super::timing::{release_after, Backoff, Beat, Liveness};
 use crate::far::handshake::{PROTOCOL, PROTOCOL_MIN};
 use crate::farlink::frame::{Body, ByeReason, CloseReason, Hello, OpenStatus, Role, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
 use crate::farlink::resume::{Outbound, Resume};
@@ -122,6 +124,29 @@ impl Drop for ChannelEnds {
     }
 }
 
+/// How this near side names itself in its Hello: the version, and the machine and pid of
+/// this `serve`, within the Hello's limit (`MAX_VERSION`): what a far side that refuses a
+/// second near side says of the first.
+pub fn near_name() -> String {
+    // SAFETY: uname fills the struct it is given; a zeroed utsname is a valid one.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    let node = if unsafe { libc::uname(&mut uts) } == 0 {
+        // SAFETY: uname wrote a NUL-terminated name within the field.
+        unsafe { std::ffi::CStr::from_ptr(uts.nodename.as_ptr()) }.to_string_lossy().into_owned()
+    } else {
+        String::new()
+    };
+    let host = node.chars().filter(|c| c.is_ascii_graphic()).take(28).collect::<String>();
+    let host = if host.is_empty() { "this machine".to_string() } else { host };
+    let name = format!("{} ({host} pid {})", env!("CARGO_PKG_VERSION"), std::process::id());
+    name.chars().take(crate::farlink::frame::MAX_VERSION).collect()
+}
+
+/// The first and the longest wait before trying again a far side that serves another near
+/// side: that one may be stopped any time, but it is not asked every second.
+const BUSY_FIRST: Duration = Duration::from_secs(5);
+const BUSY_MAX: Duration = Duration::from_secs(60);
+
 /// Starts the link to the far side reached by `dial`.
 pub fn start(dial: Dial, cfg: Config) -> NearLink {
     let (cmds_tx, cmds) = mpsc::channel(COMMANDS_QUEUE);
@@ -132,6 +157,7 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
     let task = Task {
         resume: Resume::new(Outbound::new(cfg.limit)),
         backoff: Backoff::new(cfg.first_retry, cfg.max_retry),
+        busy: Backoff::new(BUSY_FIRST, BUSY_MAX),
         dial,
         cfg,
         key: SessionKey::default(),
@@ -139,6 +165,7 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
         rd: None,
         wr: None,
         heard: Instant::now(),
+        hold: None,
         pinged: None,
         stamp: 0,
         retry_at: Some(Instant::now()),
@@ -179,6 +206,8 @@ enum Attempt {
     Now(String),
     /// Do not try again.
     Refused(String),
+    /// The far side serves another near side: try again after a longer wait.
+    Busy(String),
 }
 
 struct Task {
@@ -190,9 +219,16 @@ struct Task {
     rd: Option<ReadSide>,
     wr: Option<WriteSide>,
     heard: Instant,
+    /// The hold the far side granted this session (None: no session yet). The near side
+    /// keeps the hold's clock too: a link down for it gives the session up itself
+    /// (`release_after`), so nothing is shown held that the far side has let go, even when
+    /// the host never comes back.
+    hold: Option<Duration>,
     pinged: Option<Instant>,
     stamp: u64,
     backoff: Backoff,
+    /// Waits while the far side serves another near side.
+    busy: Backoff,
     retry_at: Option<Instant>,
     ack_at: Option<Instant>,
     stalled: Option<Stalled>,
@@ -259,15 +295,48 @@ impl Task {
         if self.rd.is_none() {
             due = due.min(self.retry_at.unwrap_or(far));
         } else if self.stalled.is_none() {
-            let l = self.cfg.liveness;
+            let l = self.liveness();
             let last = self.pinged.map_or(self.heard, |p| p.max(self.heard));
             due = due.min(last + l.ping_every).min(self.heard + l.dead_after);
         }
-        due
+        due.min(self.release_at().unwrap_or(far))
+    }
+
+    /// How the connection is judged: within the hold granted (`Liveness::within_hold`), as
+    /// the far side judges it.
+    fn liveness(&self) -> Liveness {
+        self.hold.map_or(self.cfg.liveness, |h| self.cfg.liveness.within_hold(h))
+    }
+
+    /// When the session's VMs are taken for let go, while there is a session whose far side
+    /// is not being read (cut, or silent): its hold counted from when it was last heard. A
+    /// stall is this side's own doing and counts for nothing.
+    fn release_at(&self) -> Option<Instant> {
+        let hold = self.hold?;
+        if self.key.is_none() || self.stalled.is_some() {
+            return None;
+        }
+        Some(self.heard + release_after(hold, self.liveness()))
+    }
+
+    /// The link has been down (or silent) for the far side's hold: it has let the session's
+    /// VMs go, so they are said released and their debuggers closed now, with one line
+    /// naming the host, not when (if ever) the host is back.
+    fn release(&mut self) {
+        let Some(hold) = self.hold else { return };
+        if self.rd.is_some() {
+            self.lose(&format!("nothing heard from the far side for {:?}", Instant::now() - self.heard));
+        }
+        let why = format!("the link to it has been down for its hold ({} s, --far-hold), so they run on", hold.as_secs());
+        self.lose_session(&why);
+        self.state_tx.send_replace(LinkState::Released { hold_secs: hold.as_secs() });
     }
 
     fn on_timer(&mut self) {
         let now = Instant::now();
+        if self.release_at().is_some_and(|t| t <= now) {
+            self.release();
+        }
         if self.ack_at.is_some_and(|t| t <= now) {
             self.ack_at = None;
             if self.resume.inn.unacked() > 0 {
@@ -278,7 +347,7 @@ impl Task {
         if self.rd.is_none() || self.stalled.is_some() {
             return;
         }
-        match self.cfg.liveness.judge(now - self.heard, self.pinged.map(|p| now - p)) {
+        match self.liveness().judge(now - self.heard, self.pinged.map(|p| now - p)) {
             Beat::Quiet => {}
             Beat::Ping => {
                 self.stamp += 1;
@@ -309,6 +378,17 @@ impl Task {
                 self.down(why);
                 None
             }
+            Attempt::Busy(text) => {
+                let wait = self.busy.next_wait();
+                debug!("the far side serves another near side ({text}); trying again in {wait:?}");
+                self.retry_at = Some(Instant::now() + wait);
+                self.state_tx.send_if_modified(|s| {
+                    let changed = !matches!(s, LinkState::Busy(t) if *t == text);
+                    *s = LinkState::Busy(text);
+                    changed
+                });
+                None
+            }
         }
     }
 
@@ -328,7 +408,7 @@ impl Task {
             role: Role::Near,
             proto_min: PROTOCOL_MIN,
             proto_max: PROTOCOL,
-            binary: env!("CARGO_PKG_VERSION").to_string(),
+            binary: near_name(),
             session: self.key,
             hold_secs: self.cfg.hold_secs,
             resumed: false,
@@ -362,6 +442,7 @@ impl Task {
                 return Err(Attempt::Now(text));
             }
             First::Retry(text) => return Err(Attempt::Retry(text)),
+            First::Busy(text) => return Err(Attempt::Busy(text)),
         };
         if !far.resumed && !self.key.is_none() {
             self.lose_session("the far side started a new session");
@@ -377,6 +458,7 @@ impl Task {
             }
         };
         self.key = far.session;
+        self.hold = (far.hold_secs > 0).then(|| Duration::from_secs(u64::from(far.hold_secs)));
         self.connections += 1;
         info!(resumed = far.resumed, replayed = replay.len(), far = %far.binary, protocol = far.proto_max, gathered = self.cfg.gather && far.proto_max >= crate::far::handshake::GATHER_PROTOCOL, hold_s = far.hold_secs, hold_asked_s = self.cfg.hold_secs, connections = self.connections, "connected to the far side");
         self.rd = Some(ReadSide { half: read, buf });
@@ -385,6 +467,7 @@ impl Task {
         self.pinged = None;
         self.retry_at = None;
         self.backoff.reset();
+        self.busy.reset();
         for f in &replay {
             self.emit(f);
         }

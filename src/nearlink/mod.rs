@@ -9,8 +9,8 @@
 //! - [`api`]: the link's handle, settings and states.
 //! - [`channels`]: the channel table the task keeps. Pure.
 //! - [`inbound`]: what each frame from the far side means (its Hello, then every frame). Pure.
-//! - [`timing`]: when to try again after a cut (promptly while the far side holds) and when a
-//!   connection is dead. Pure.
+//! - [`timing`]: when to try again after a cut (promptly while the far side holds), and when
+//!   a cut session is taken for let go (the near side keeps the hold's clock too). Pure.
 //! - [`restart`]: whether the far side still runs when the link goes down, and what then. Pure.
 //! - [`netwatch`]: this machine's network changes, to try a cut host again at once.
 //! - [`ready`]: the line `jdwpmux far --detach` prints, read to find its socket. Pure.

@@ -5,6 +5,19 @@ use std::time::Duration;
 
 pub use crate::farlink::liveness::{Beat, Liveness};
 
+/// How much sooner than the far side the near side gives a cut session up (besides a Ping's
+/// interval): for the round trip a last frame of this side may still have been on its way.
+pub const RELEASE_MARGIN: Duration = Duration::from_secs(1);
+
+/// How long after the far side was last heard the near side takes a cut session's VMs for
+/// let go: the far side lets them go `hold` after it last heard this side, which may be up to
+/// a Ping's interval (and a round trip) before this side last heard it. So this side says so
+/// a little early, never late: `list` never shows a suspension the far side has let go, and
+/// a link back in between finds a new session (the far side then lets go of the old one).
+pub fn release_after(hold: Duration, liveness: Liveness) -> Duration {
+    hold.saturating_sub(liveness.ping_every + RELEASE_MARGIN)
+}
+
 /// Waits between attempts to reach the far side: short at first (a cut is often brief),
 /// doubling to a ceiling, back to the start after a connection works.
 #[derive(Debug, Clone)]
@@ -89,6 +102,19 @@ mod tests {
         assert_eq!(b.next_wait(), MS(200));
         let mut odd = Backoff::new(MS(500), MS(100));
         assert_eq!((odd.next_wait(), odd.next_wait()), (MS(500), MS(500)), "a ceiling below the start is the start");
+    }
+
+    #[test]
+    fn a_cut_session_is_given_up_a_little_before_the_far_side_lets_go() {
+        let s = Duration::from_secs;
+        let l = |hold| crate::farlink::liveness::DEFAULT.within_hold(hold);
+        // (hold, given up after): the far side lets go at the hold, counted from its own last
+        // word, which is at most a Ping's interval before this side's.
+        let cases = [(s(300), s(294)), (s(20), MS(16_500)), (s(10), MS(7_750)), (s(2), MS(750)), (s(1), Duration::ZERO)];
+        for (hold, want) in cases {
+            assert_eq!(release_after(hold, l(hold)), want, "hold {hold:?}");
+            assert!(release_after(hold, l(hold)) + l(hold).ping_every <= hold);
+        }
     }
 
     #[test]

@@ -103,11 +103,14 @@ pub struct HostReport {
     pub vms: Vec<RemoteVm>,
     /// The local socket forwarded to an adb server on the host's loopback, when one listens.
     pub adb: Option<PathBuf>,
+    /// Through jdwpmux on the host: the link was down past its hold, so it let the VMs go
+    /// (the note their rows show until the link is back).
+    pub released: Option<String>,
 }
 
 impl Default for HostReport {
     fn default() -> Self {
-        HostReport { link: LinkState::Connecting, vms: Vec::new(), adb: None }
+        HostReport { link: LinkState::Connecting, vms: Vec::new(), adb: None, released: None }
     }
 }
 
@@ -311,7 +314,7 @@ async fn serve(
         let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         rows.update(&cfg.label, |r| r.scanned(vms.len(), now_ms));
         report.send_if_modified(|r| {
-            let new = HostReport { link: LinkState::Up, vms, adb };
+            let new = HostReport { link: LinkState::Up, vms, adb, released: None };
             let changed = *r != new;
             *r = new;
             changed

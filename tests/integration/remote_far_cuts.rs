@@ -6,9 +6,11 @@
 //!   step completes after, and every stop shows what a run without the cut shows.
 //! - A cut with events and commands in flight both ways: every event arrives once and in
 //!   order, every command gets its own reply once.
-//! - A cut longer than the far side's hold: the far side lets the VM go as a debugger
-//!   leaving does, ends itself, and the IDE is closed with a line naming the host; the VM is
-//!   served again. And a near side that dies: the far side ends after the hold.
+//! - A cut shorter than the hold with jdb stopped: it stays stopped, then carries on.
+//! - A cut longer than the hold: within the hold the near side closes jdb with a line naming
+//!   the host and lists the VM released, as the far side lets it go (a debugger leaving);
+//!   the VM is served again once the host is back. And a near side that dies: the far side
+//!   ends after the hold.
 
 use std::time::Duration;
 
@@ -284,41 +286,136 @@ async fn status_until(w: &mut Console, what: &str, cond: impl Fn(&Seen) -> bool)
     }
 }
 
-/// A cut longer than the far side's hold (`--far-hold 8`) while jdb is stopped at a breakpoint:
-/// the far side lets the VM go as a debugger leaving does (the VM's agent resumes it and
-/// forgets the breakpoint: the app ticks again during the cut) and ends itself. When the
-/// link is back, jdb's connection is closed (it sees the VM go) with a line naming the
-/// host, the VM is listed again through a new far side, and a new jdb breaks and steps.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn remote_far_a_cut_longer_than_the_hold_lets_the_vm_go_and_says_so() {
-    use crate::remote::{break_step_quit, one_vm, port, ready, OneVm};
-    crate::need_test_hosts!();
-    let far = FarBin::new(&[]);
-    let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm("farhold", &["--far", "always", "--far-path", &far.path, "--far-hold", "8"]).await;
-    served.wait_log("using jdwpmux on farhold").await;
+/// A row's debuggers' suspensions, summed.
+fn suspensions(row: &serde_json::Value) -> u64 {
+    row["debuggers"].as_array().map_or(0, |ds| ds.iter().map(|d| d["suspensions"].as_u64().unwrap_or(0)).sum())
+}
+
+/// jdb stopped at Billing.tick's breakpoint through `serve`; the app's tick count then.
+async fn stopped_at_tick(vm_port: u16, app: &JavaApp) -> (crate::support::Jdb, Option<u64>) {
     let mut j = jdb(vm_port).await;
     j.expect("> ", SLOW).await.unwrap();
     j.send("stop in Billing.tick").await.unwrap();
     j.expect_all(&["Set breakpoint Billing.tick", "Breakpoint hit"], SLOW).await.unwrap();
     j.expect("main[1] ", SLOW).await.unwrap();
-    let stopped = app.ticks_seen();
+    (j, app.ticks_seen())
+}
+
+/// A cut shorter than the hold (`--far-hold 30`, a 12 s cut, which ssh notices: its master is
+/// lost and made again) while jdb is stopped at a breakpoint: jdb stays stopped (the app does not tick, `list` shows its suspension all
+/// along and no release), nothing is said released, and when the link is back jdb steps
+/// and carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_cut_shorter_than_the_hold_keeps_jdb_stopped_then_it_carries_on() {
+    use crate::remote::{one_vm, row, OneVm};
+    crate::need_test_hosts!();
+    let far = FarBin::new(&[]);
+    let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm("farshort", &["--far", "always", "--far-path", &far.path, "--far-hold", "30", "--ssh-keepalive", "2"]).await;
+    served.wait_log("using jdwpmux on farshort").await;
+    let (mut j, stopped) = stopped_at_tick(vm_port, &app).await;
+    let held = served.list_until("jdb's suspension listed", |r| row(r, "farshort", "Billing").is_some_and(|v| suspensions(v) >= 1)).await;
+    let before = suspensions(row(&held, "farshort", "Billing").unwrap());
 
     host.net.set_link(false).unwrap();
     let cut_at = Instant::now();
-    served.wait_log("lost the ssh link to farhold").await;
-    // The hold runs out on the host: the VM runs on, its breakpoint gone.
+    let mut reads = 0;
+    while cut_at.elapsed() < Duration::from_secs(12) {
+        let (code, out, _) = served.run(&["list", "--json"]);
+        if code == 0 {
+            let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+            let r = row(&rows, "farshort", "Billing").expect("Billing stays listed through the cut");
+            assert_eq!(suspensions(r), before, "the suspension is listed all through the cut: {r}");
+            assert!(!r["note"].as_str().unwrap_or("").contains("released"), "{r}");
+            reads += 1;
+        }
+        assert_eq!(app.ticks_seen(), stopped, "the VM ran during the cut");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(reads >= 10, "list answered {reads} times in the cut");
+    served.wait_log("lost the ssh link to farshort").await;
+    host.net.set_link(true).unwrap();
+    let up = Instant::now();
+    assert_eq!(app.ticks_seen(), stopped, "the VM stayed stopped through the cut");
+    j.send("step").await.unwrap();
+    j.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    println!("jdb stepped {:?} after a 12 s cut ended; list read {reads} times during it", up.elapsed());
+    j.send("clear Billing.tick").await.unwrap();
+    j.expect_all(&["Removed: breakpoint Billing.tick", "main[1] "], SLOW).await.unwrap();
+    j.send("cont").await.unwrap();
     app.wait_ticks_advance(SLOW).await.unwrap();
-    assert!(app.ticks_seen() > stopped);
-    let released = cut_at.elapsed();
+    j.quit().await.unwrap();
+    let log = served.log_text();
+    assert!(!log.contains("let its VMs go") && !log.contains("ended (pid"), "{log}");
+    assert_eq!(far.pids().len(), 1, "the same far side serves on");
+    drop(served);
+}
+
+/// A cut longer than the far side's hold (`--far-hold 10`) while jdb is stopped at a
+/// breakpoint, and the host does not come back for a while: within the hold (counted from
+/// the last word heard) the near side closes jdb's connection with one line naming the host,
+/// and `list` read all through the cut shows the VM `released (the hold ran out)`, never a
+/// suspension the far side has let go. The far side lets the VM go at its hold too, not the
+/// 20 s of silence it took to notice a cut before (the app runs on, its breakpoint gone).
+/// When the link is back, the VM is listed again through a new far side, and a new jdb
+/// breaks and steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_cut_longer_than_the_hold_closes_jdb_and_lists_the_release_during_the_cut() {
+    use crate::remote::{break_step_quit, one_vm, port, ready, row, OneVm};
+    crate::need_test_hosts!();
+    const HOLD: Duration = Duration::from_secs(10);
+    let far = FarBin::new(&[]);
+    let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm("farhold", &["--far", "always", "--far-path", &far.path, "--far-hold", "10"]).await;
+    served.wait_log("using jdwpmux on farhold").await;
+    let (mut j, stopped) = stopped_at_tick(vm_port, &app).await;
+    served.list_until("jdb's suspension listed", |r| row(r, "farhold", "Billing").is_some_and(|v| suspensions(v) >= 1)).await;
+
+    host.net.set_link(false).unwrap();
+    let cut_at = Instant::now();
+    let (mut closed, mut said, mut listed, mut ran) = (None, None, None, None);
+    let mut reads = 0;
+    while closed.is_none() || said.is_none() || listed.is_none() || ran.is_none() {
+        assert!(cut_at.elapsed() < HOLD + SLOW, "after {:?}: jdb closed {closed:?}, said {said:?}, listed {listed:?}, ran {ran:?}\n{}", cut_at.elapsed(), served.log_text());
+        // The app's ticks are read before `list`: once the far side has let the VM go, no
+        // list read after may show it suspended.
+        let running = app.ticks_seen() > stopped;
+        if running && ran.is_none() {
+            ran = Some(cut_at.elapsed());
+        }
+        let (code, out, _) = served.run(&["list", "--json"]);
+        if code == 0 {
+            let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+            let r = row(&rows, "farhold", "Billing").expect("Billing stays listed through the cut");
+            reads += 1;
+            if running {
+                assert_eq!(suspensions(r), 0, "a suspension listed {:?} into the cut, after the far side let the VM go: {r}", cut_at.elapsed());
+            }
+            if r["note"].as_str().is_some_and(|n| n.starts_with("released (the hold ran out)")) && listed.is_none() {
+                assert_eq!(suspensions(r), 0, "{r}");
+                listed = Some(cut_at.elapsed());
+            }
+        }
+        if said.is_none() && served.log_text().contains("jdwpmux on farhold let its VMs go") {
+            said = Some(cut_at.elapsed());
+        }
+        if closed.is_none() && j.wait_exit(Duration::from_millis(1)).await.is_ok() {
+            closed = Some(cut_at.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("a cut past a hold of {HOLD:?}: jdb closed {closed:?}, the line {said:?}, `list` said released {listed:?} ({reads} reads), the app ran {ran:?} into the cut");
+    let line = served.log_text().lines().find(|l| l.contains("jdwpmux on farhold let its VMs go")).unwrap().to_string();
+    assert!(line.contains("WARN") && line.contains("hold (10 s, --far-hold)") && line.contains("debuggers are disconnected"), "{line}");
+    for (what, at) in [("jdb closed", closed), ("the line", said), ("the release listed", listed)] {
+        assert!(at.unwrap() <= HOLD + Duration::from_secs(3), "{what} {at:?} into the cut");
+    }
+    assert!(ran.unwrap() <= HOLD + Duration::from_secs(4), "the far side let the VM go {ran:?} into the cut: its hold is 10 s");
+    let lines = served.log_text().lines().filter(|l| l.contains("let its VMs go")).count();
+    assert_eq!(lines, 1, "{}", served.log_text());
+    app.wait_ticks_advance(SLOW).await.unwrap();
     far.wait_gone(SLOW).await;
-    println!("the far side let the VM go {released:?} into the cut and ended {:?} into it", cut_at.elapsed());
-    app.wait_ticks_advance(SLOW).await.unwrap();
     host.net.set_link(true).unwrap();
 
-    let line = served.wait_log("jdwpmux on farhold let its VMs go").await;
-    assert!(line.contains("hold"), "{line}");
-    j.wait_exit(SLOW).await.unwrap();
-    let rows = served.list_until("Billing listed again", |r| ready(r, "farhold", "Billing")).await;
+    let rows = served.list_until("Billing listed again", |r| ready(r, "farhold", "Billing") && row(r, "farhold", "Billing").is_some_and(|v| v["note"].is_null())).await;
     let mut again = jdb(port(&rows, "farhold", "Billing")).await;
     again.expect("> ", SLOW).await.unwrap();
     break_step_quit(&mut again, "Billing", &app).await;
@@ -361,4 +458,55 @@ async fn remote_far_a_near_side_that_dies_is_held_for_and_then_the_far_side_ends
     assert!(ended >= Duration::from_secs(7), "ended after {ended:?}, before its hold ran out");
     app.wait_ticks_advance(SLOW).await.unwrap();
     j.kill().await;
+}
+
+/// Two `serve` daemons of one login on one host (two terminals, or two people sharing a
+/// service login): jdb stopped at a breakpoint through the first is not disturbed by the
+/// second starting (no loop of sessions taking the far side from each other: the second is
+/// refused, with one WARN line naming the first's machine and pid, and waits); once the
+/// first stops, the second takes the far side over and serves the VM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_second_serve_of_the_login_waits_and_never_takes_the_vms_from_the_first() {
+    use crate::remote::{one_vm, ready, row, serve, OneVm};
+    crate::need_test_hosts!();
+    let far = FarBin::new(&[]);
+    let args = ["--far", "always", "--far-path", &far.path];
+    let OneVm { keys, host: _host, app, served: mut first, port: vm_port } = one_vm("fartwo", &args).await;
+    first.wait_log("using jdwpmux on fartwo").await;
+    let (mut j, stopped) = stopped_at_tick(vm_port, &app).await;
+
+    let second = serve(&keys, &["fartwo"], &args);
+    let started = Instant::now();
+    let line = second.wait_log("serves another serve now").await;
+    println!("the second serve was refused {:?} after it started: {line}", started.elapsed());
+    assert!(line.contains("WARN") && line.contains(&format!("pid {})", first.pid())) && line.contains("to take over, stop that one"), "{line}");
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(app.ticks_seen(), stopped, "the VM ran: the first serve's stop was taken");
+    j.send("step").await.unwrap();
+    j.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    let (log1, log2) = (first.log_text(), second.log_text());
+    let noisy = |log: &str| log.lines().filter(|l| l.contains(" WARN ") || l.contains(" INFO ")).count();
+    let refusals = log2.lines().filter(|l| l.contains("serves another serve now")).count();
+    println!("in 20 s beside the first: the second said {} WARN/INFO lines ({refusals} about the first), the first {}", noisy(&log2), noisy(&log1));
+    assert_eq!(refusals, 1, "{log2}");
+    assert!(noisy(&log2) <= 15, "{log2}");
+    assert!(!log1.contains("let its VMs go") && !log1.contains("lost the ssh link") && !log1.contains("ended (pid"), "{log1}");
+    let far_log = std::fs::read_to_string(far.dir.path().join("far/far.log")).unwrap_or_default();
+    assert!(!far_log.contains("a new session"), "{far_log}");
+    assert!(far_log.lines().filter(|l| l.contains("refused a near side")).count() <= 4, "{far_log}");
+    j.send("clear Billing.tick").await.unwrap();
+    j.expect_all(&["Removed: breakpoint Billing.tick", "main[1] "], SLOW).await.unwrap();
+    j.send("cont").await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    j.quit().await.unwrap();
+
+    // The first stops (its far side with it): the second takes over and serves the VM.
+    first.terminate(SLOW);
+    let gone = Instant::now();
+    let rows = second.list_until("Billing served by the second", |r| ready(r, "fartwo", "Billing") && row(r, "fartwo", "Billing").is_some_and(|v| v["note"].is_null())).await;
+    println!("the second serve took over {:?} after the first stopped", gone.elapsed());
+    let mut again = jdb(crate::remote::port(&rows, "fartwo", "Billing")).await;
+    again.expect("> ", SLOW).await.unwrap();
+    crate::remote::break_step_quit(&mut again, "Billing", &app).await;
+    drop(second);
 }
