@@ -447,7 +447,7 @@ async fn a_short_hold_is_kept_from_the_last_word_not_after_the_default_silence()
     scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, _) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
-    assert!(matches!(near.next(&mut resume).await.body, Body::VmList(_)));
+    assert!(matches!(near.next(&mut resume).await.body, Body::VmListPlaced(_)));
     let heard = tokio::time::Instant::now();
     assert_eq!(session.await.unwrap(), Ended::HoldExpired);
     let held = heard.elapsed();
