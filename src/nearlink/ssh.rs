@@ -104,16 +104,73 @@ pub fn judge_start(status: Option<i32>, stdout: &str, stderr: &str, far_path: &s
     }
 }
 
+/// The most the far side's start may print on each of stdout and stderr: its answer is one
+/// line. A command that prints more is not a far side, and is ended there.
+pub const MAX_START_OUTPUT: usize = 64 * 1024;
+
 /// Starts the far side on the host (or finds it running) through the master.
 pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, far_path: &str) -> Result<Ready, FarUnusable> {
     let args = start_command(ssh, control, dest, far_path).map_err(|e| FarUnusable::Failed(e.to_string()))?;
-    let run = Command::new(&ssh.program).args(args).stdin(Stdio::null()).kill_on_drop(true).output();
-    let out = match tokio::time::timeout(START_TIMEOUT, run).await {
+    let mut cmd = Command::new(&ssh.program);
+    cmd.args(args).stdin(Stdio::null()).kill_on_drop(true);
+    let out = match tokio::time::timeout(START_TIMEOUT, bounded_output(cmd, MAX_START_OUTPUT)).await {
         Err(_) => return Err(FarUnusable::Failed(format!("{far_path} far --detach did not answer within {START_TIMEOUT:?}"))),
         Ok(Err(e)) => return Err(FarUnusable::Failed(format!("cannot run {}: {e}", ssh.program.display()))),
         Ok(Ok(o)) => o,
     };
-    judge_start(out.status.code(), &String::from_utf8_lossy(&out.stdout), &String::from_utf8_lossy(&out.stderr), far_path)
+    if out.cut {
+        let first: String = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").chars().take(120).collect();
+        return Err(FarUnusable::Failed(format!(
+            "{far_path} far --detach printed more than {} KiB, which no far side does (it began: {first:?}); it was ended",
+            MAX_START_OUTPUT / 1024
+        )));
+    }
+    judge_start(out.status, &String::from_utf8_lossy(&out.stdout), &String::from_utf8_lossy(&out.stderr), far_path)
+}
+
+/// What a command printed, each stream kept to a bound.
+struct Bounded {
+    /// Its exit code (None: ended by a signal, or by us when it printed too much).
+    status: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    /// It printed more than the bound on either stream, and was killed.
+    cut: bool,
+}
+
+/// Runs `cmd`, reading its stdout and stderr up to `max` bytes each; a command that prints
+/// more is killed, so what it prints never costs more than `2 * max` here.
+async fn bounded_output(mut cmd: Command, max: usize) -> std::io::Result<Bounded> {
+    use tokio::io::AsyncReadExt;
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(std::io::Error::other("no pipes to the command"));
+    };
+    // One byte past the bound says that it went past it.
+    let read = |pipe: Box<dyn tokio::io::AsyncRead + Unpin + Send>| async move {
+        let mut kept = Vec::new();
+        let _ = pipe.take(max as u64 + 1).read_to_end(&mut kept).await;
+        kept
+    };
+    let (out_f, err_f) = (read(Box::new(out)), read(Box::new(err)));
+    tokio::pin!(out_f, err_f);
+    let (mut stdout, mut stderr) = (None::<Vec<u8>>, None::<Vec<u8>>);
+    // The first stream past its bound ends the command, which closes the other one.
+    while stdout.is_none() || stderr.is_none() {
+        tokio::select! {
+            v = &mut out_f, if stdout.is_none() => stdout = Some(v),
+            v = &mut err_f, if stderr.is_none() => stderr = Some(v),
+        }
+        if stdout.iter().chain(stderr.iter()).any(|v| v.len() > max) {
+            let _ = child.start_kill();
+        }
+    }
+    let (mut stdout, mut stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
+    let cut = stdout.len() > max || stderr.len() > max;
+    stdout.truncate(max);
+    stderr.truncate(max);
+    let status = child.wait().await?.code().filter(|_| !cut);
+    Ok(Bounded { status, stdout, stderr, cut })
 }
 
 /// Has the master forward `local` to the far side's socket `remote` (a stale `local` is
@@ -138,6 +195,26 @@ pub fn local_socket(dir: &Path, prefix: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]).stdin(Stdio::null()).kill_on_drop(true);
+        c
+    }
+
+    #[tokio::test]
+    async fn a_start_that_floods_is_cut_at_the_bound_and_ended() {
+        // 200 MB on stdout, or on stderr while stdout says nothing: read to the bound only.
+        for script in ["yes garbage | head -c 200000000", "yes garbage | head -c 200000000 >&2; sleep 60"] {
+            let t = std::time::Instant::now();
+            let out = bounded_output(sh(script), MAX_START_OUTPUT).await.unwrap();
+            assert!(out.cut && out.status.is_none(), "{script}");
+            assert!(out.stdout.len() <= MAX_START_OUTPUT && out.stderr.len() <= MAX_START_OUTPUT, "{script}");
+            assert!(t.elapsed() < Duration::from_secs(10), "{script}: ended, not waited out ({:?})", t.elapsed());
+        }
+        let out = bounded_output(sh("echo 'jdwpmux far: ready'; echo said >&2; exit 3"), MAX_START_OUTPUT).await.unwrap();
+        assert_eq!((out.cut, out.status, out.stdout.as_slice(), out.stderr.as_slice()), (false, Some(3), &b"jdwpmux far: ready\n"[..], &b"said\n"[..]));
+    }
 
     fn words(a: &[OsString]) -> Vec<String> {
         a.iter().map(|s| s.to_string_lossy().into_owned()).collect()
