@@ -182,7 +182,10 @@ pub async fn forward(ssh: &SshOptions, control: &Path, dest: &Destination, local
     match tokio::time::timeout(CONTROL_TIMEOUT, out).await {
         Err(_) => Err(format!("ssh -O forward did not answer within {CONTROL_TIMEOUT:?}")),
         Ok(Err(e)) => Err(e.to_string()),
-        Ok(Ok(o)) if o.status.success() => Ok(()),
+        Ok(Ok(o)) if o.status.success() => {
+            crate::remote::link::owner_only(local);
+            Ok(())
+        }
         Ok(Ok(o)) => Err(String::from_utf8_lossy(&o.stderr).trim().lines().last().unwrap_or("failed").to_string()),
     }
 }

@@ -84,7 +84,12 @@ impl Link {
         match tokio::time::timeout(CONTROL_TIMEOUT, out).await {
             Err(_) => Err(format!("ssh -O did not answer within {CONTROL_TIMEOUT:?}")),
             Ok(Err(e)) => Err(e.to_string()),
-            Ok(Ok(o)) if o.status.success() => Ok(()),
+            Ok(Ok(o)) if o.status.success() => {
+                if !cancel {
+                    owner_only(socket);
+                }
+                Ok(())
+            }
             Ok(Ok(o)) => Err(String::from_utf8_lossy(&o.stderr).trim().lines().last().unwrap_or("failed").to_string()),
         }
     }
@@ -168,4 +173,12 @@ async fn keep_stderr(mut err: tokio::process::ChildStderr, keep: Arc<Mutex<VecDe
             }
         }
     }
+}
+
+/// Makes a forward's local socket (made by the master with its umask, 0755 here) readable
+/// and writable by its owner only, as the docs say: its folder is the owner's only already,
+/// so this is a second lock, not the first.
+pub fn owner_only(socket: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
 }

@@ -143,7 +143,7 @@ async fn read_packets(near: &mut Near, resume: &mut Resume, stream: &mut BytesMu
 pub(crate) async fn wait_for_vm(near: &mut Near, resume: &mut Resume, pid: u32) -> Result<VmInfo> {
     loop {
         let f = near.next(resume).await?;
-        if let Body::VmList(vms) = f.body {
+        if let Body::VmList(vms) | Body::VmListPlaced(vms) = f.body {
             if let Some(vm) = vms.into_iter().find(|v| v.pid == pid) {
                 return Ok(vm);
             }
@@ -161,7 +161,7 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     cmd.args(["far", "--hold", &HOLD_SECS.to_string(), "--scan-interval", "0.2", "--dir"]).arg(&dir);
     let mut far = Console::spawn(cmd, "jdwpmux far")?;
     let socket = dir.join("far.sock");
-    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol 2..3", socket.display(), far.pid().unwrap_or(0)), SLOW).await?;
+    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol 2..4", socket.display(), far.pid().unwrap_or(0)), SLOW).await?;
     assert_eq!(std::fs::metadata(&dir)?.mode() & 0o777, 0o700, "the far side's folder is private");
 
     // A second start finds the first and leaves it alone.
@@ -174,7 +174,7 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&socket, SessionKey::default(), &mut resume).await?;
     assert_eq!((hello.role, hello.resumed, hello.hold_secs), (Role::Far, false, HOLD_SECS as u32));
-    assert_eq!((hello.proto_min, hello.proto_max), (3, 3), "the highest protocol both speak");
+    assert_eq!((hello.proto_min, hello.proto_max), (4, 4), "the highest protocol both speak");
     let session = hello.session;
     let pid = app.pid().context("the JVM's pid")?;
     let vm = wait_for_vm(&mut near, &mut resume, pid).await?;

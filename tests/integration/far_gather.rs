@@ -84,7 +84,7 @@ impl Client {
             match self.near.next(&mut self.resume).await?.body {
                 Body::Data(b) => self.stream.extend_from_slice(&b),
                 // The list changes as the VM is attached to: not the channel's.
-                Body::VmList(_) => {}
+                Body::VmList(_) | Body::VmListPlaced(_) => {}
                 other => bail!("on the channel: {other:?}"),
             }
         }
@@ -159,7 +159,7 @@ async fn far_side_gathers_a_stops_answers_before_its_event_as_the_vm_answers_the
     loop {
         match c.near.next(&mut c.resume).await?.body {
             Body::Opened { status: OpenStatus::Ok, .. } => break,
-            Body::VmList(_) => {}
+            Body::VmList(_) | Body::VmListPlaced(_) => {}
             other => bail!("opening the channel: {other:?}"),
         }
     }

@@ -59,6 +59,10 @@ async fn link_and_handshake(keys: &Keys, dir: &std::path::Path) {
     assert_eq!(vm.found.port, Some(8000));
     assert_eq!(vm.found.main.as_ref().map(|m| m.to_string()).as_deref(), Some("Main"));
     assert!(vm.socket.starts_with(dir), "{}", vm.socket.display());
+    // Its owner's only, as the docs say (the master makes it with its umask).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&vm.socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{}: {mode:o}", vm.socket.display());
     let mut s = tokio::net::UnixStream::connect(&vm.socket).await.unwrap();
     s.write_all(b"JDWP-Handshake").await.unwrap();
     let mut echo = [0u8; 14];
