@@ -28,6 +28,7 @@ use tokio_util::codec::{Decoder, Encoder};
 use tracing::{debug, info, warn, Instrument};
 
 use super::api::Cmd;
+
 pub use super::api::{Config, Dial, LinkState, NearLink, OpenError};
 use super::channels::{Channels, Opened, Route};
 use super::inbound::{self, Broken, First, Inbound};
@@ -36,6 +37,10 @@ use crate::far::handshake::{PROTOCOL, PROTOCOL_MIN};
 use crate::farlink::frame::{Body, ByeReason, CloseReason, Hello, OpenStatus, Role, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
 use crate::farlink::resume::{Outbound, Resume};
 use crate::farlink::{FarCodec, Frame};
+
+/// How long a connection to the far side must last before a cut is tried again from the
+/// backoff's first wait: shorter ones are a far side that breaks, and wait longer each time.
+const STABLE_AFTER: Duration = Duration::from_secs(10);
 
 /// How long connecting and the far side's Hello may take.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -169,6 +174,7 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
         pinged: None,
         stamp: 0,
         retry_at: Some(Instant::now()),
+        up_since: None,
         ack_at: None,
         stalled: None,
         connections: 0,
@@ -227,6 +233,10 @@ struct Task {
     pinged: Option<Instant>,
     stamp: u64,
     backoff: Backoff,
+    /// When the connection now up was made: the backoff starts again from its first wait
+    /// only after a connection that lasted (`STABLE_AFTER`), so a far side that answers the
+    /// Hello and then breaks is tried at the backoff's growing pace, not every few 100 ms.
+    up_since: Option<Instant>,
     /// Waits while the far side serves another near side.
     busy: Backoff,
     retry_at: Option<Instant>,
@@ -466,7 +476,7 @@ impl Task {
         self.heard = Instant::now();
         self.pinged = None;
         self.retry_at = None;
-        self.backoff.reset();
+        self.up_since = Some(Instant::now());
         self.busy.reset();
         for f in &replay {
             self.emit(f);
@@ -483,6 +493,9 @@ impl Task {
             return;
         }
         self.wr = None;
+        if self.up_since.take().is_some_and(|t| t.elapsed() >= STABLE_AFTER) {
+            self.backoff.reset();
+        }
         self.retry_at = Some(Instant::now() + self.backoff.next_wait());
         info!(channels = self.channels.len(), "the stream to the far side is cut ({why}); trying again");
         self.state_tx.send_replace(LinkState::Down { why: why.to_string() });

@@ -138,3 +138,47 @@ async fn remote_far_hostile_answers_with_always_are_retried_at_the_backoffs_pace
         drop(host);
     }
 }
+
+/// A far side that answers the Hello as a far side does and then sends garbage: each
+/// connection lives a moment, and the link tries again at its backoff's growing pace, not
+/// every few hundred milliseconds (the backoff starts again only after a connection that
+/// lasted); the daemon stays up, and its WARN lines stay few.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_hostile_a_hello_then_garbage_is_retried_at_the_backoffs_pace() {
+    use jdwpmux::farlink::frame::{Hello, Role, SessionKey};
+    crate::need_test_hosts!();
+    let hello = Hello {
+        role: Role::Far,
+        proto_min: jdwpmux::far::handshake::PROTOCOL,
+        proto_max: jdwpmux::far::handshake::PROTOCOL,
+        binary: jdwpmux_version(),
+        session: SessionKey { id: [1; 16], token: [2; 16] },
+        hold_secs: 60,
+        resumed: false,
+        gather: false,
+    };
+    let mut answer = encoded(&Frame { channel: 0, seq: 0, ack: 0, body: Body::Hello(hello) });
+    answer.extend_from_slice(b"garbage, not a frame header at all\n");
+    let fake = Fake::new(&answer);
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "farhello").unwrap();
+    let mut served = serve(&keys, &["farhello"], &["--far", "always", "--far-path", &fake.path]);
+    let deadline = Instant::now() + SLOW;
+    while fake.connections().len() < 6 {
+        assert!(Instant::now() < deadline, "{} connections in {SLOW:?}", fake.connections().len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let at = fake.connections();
+    // 200 ms doubling: 200 + 400 + 800 + 1600 + 3200 ms at least between the first and sixth.
+    assert!(at[5] - at[0] >= 5.5, "six connections in {:.3} s: not at the backoff's pace ({at:?})", at[5] - at[0]);
+    assert!(served.is_running(), "the daemon ended");
+    let log = served.log_text();
+    let warns = log.lines().filter(|l| l.contains(" WARN ")).count();
+    assert!(warns <= 6, "{warns} WARN lines for {} tries: {log}", at.len());
+    drop(served);
+    drop(host);
+}
+
+fn jdwpmux_version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
