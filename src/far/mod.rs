@@ -54,6 +54,7 @@
 pub(crate) mod channel;
 mod conn;
 mod gathering;
+pub mod logcap;
 pub mod dir;
 pub mod handshake;
 pub(crate) mod session;
@@ -153,11 +154,13 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     let acceptor = tokio::spawn(accept_loop(listener, accepted_tx).instrument(tracing::info_span!("accept")));
     let scanner = tokio::spawn(scan_loop(scans_tx, opts.scan_interval));
     let signals = tokio::spawn(stop_on_signal(stop.clone()));
+    let log_cap = tokio::spawn(keep_log_small(dir.clone()));
     let cfg = Config { hold: opts.hold, limit: opts.limit, binary: env!("CARGO_PKG_VERSION").to_string(), liveness: crate::farlink::liveness::DEFAULT };
     let ended = Session::new(cfg, key).run(accepted_rx, scans_rx, stop).instrument(tracing::info_span!("far")).await;
     acceptor.abort();
     scanner.abort();
     signals.abort();
+    log_cap.abort();
     let _ = std::fs::remove_file(&socket);
     let why = match ended {
         Ended::HoldExpired => "no near side came back within the hold",
@@ -207,6 +210,18 @@ pub fn detach(opts: &Options) -> Result<(), FarError> {
             Ok(())
         }
         None => Err(FarError::Silent(log_path)),
+    }
+}
+
+/// Keeps the detached far side's log (its stderr) to `logcap::MAX_LOG` by rotating it.
+async fn keep_log_small(dir: PathBuf) {
+    loop {
+        tokio::time::sleep(logcap::CHECK_EVERY).await;
+        match logcap::rotate_if_big(&dir, 2, logcap::MAX_LOG) {
+            Ok(true) => info!("the log was rotated: the lines before are in {}.1", dir::LOG_FILE),
+            Ok(false) => {}
+            Err(e) => debug!("the log could not be rotated: {e}"),
+        }
     }
 }
 
