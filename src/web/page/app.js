@@ -180,11 +180,11 @@ const SORT_VALUE = {
 };
 
 /**
- * A VM's state as people mean it: "stopped" while a debugger holds it suspended (at a
- * breakpoint, after a step, or by Suspend), which the session reports as ready.
+ * A VM's state as `list` shows it: the daemon derives "stopped" (a debugger holds it
+ * suspended) and "link down" (its host's link is not up) in one place (`VmState::shown`).
  */
 function vmState(v) {
-  return v.state === "ready" && v.debuggers.some((d) => d.suspensions > 0) ? "stopped" : v.state;
+  return v.state;
 }
 
 function compare(a, b) {
@@ -244,7 +244,7 @@ function renderVms() {
     [v.ddm === true ? "yes" : v.ddm === false ? "no" : "?"],
     [v.debuggers.length || "-", "num", debuggersTip(v)],
     [rate(vmRate(v)), "num"],
-    [vmState(v) + (exposedOf(v) ? " · all addresses" : ""), "state vm-" + vmState(v) + (exposedOf(v) ? " exposed" : ""),
+    [vmState(v) + (exposedOf(v) ? " · all addresses" : ""), "state vm-" + vmState(v).replace(" ", "-") + (exposedOf(v) ? " exposed" : ""),
       [v.note || (vmState(v) === "stopped" ? "a debugger holds it suspended (a breakpoint, a step or Suspend)" : ""), exposedOf(v)].filter(Boolean).join("\n")],
   ]);
   for (const tr of ui.rows.vms.values()) {
