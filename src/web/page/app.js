@@ -256,11 +256,23 @@ function renderVms() {
   const current = ui.vms.find((v) => v.current);
   const debuggers = ui.vms.reduce((n, v) => n + v.debuggers.length, 0);
   const plural = (n, one) => n + " " + one + (n === 1 ? "" : "s");
-  $("summary").textContent = plural(ui.vms.length, "VM") + ", " + plural(debuggers, "debugger") + (current ? ", current: " + (current.app || current.addr) : "");
+  $("summary").textContent = plural(ui.vms.length, "VM") + ", " + plural(debuggers, "debugger") + (current ? ", current: " + currentName(current) : "");
   for (const th of $("vms").tHead.rows[0].cells) {
     th.classList.toggle("asc", th.dataset.key === ui.sort.key && ui.sort.dir > 0);
     th.classList.toggle("desc", th.dataset.key === ui.sort.key && ui.sort.dir < 0);
   }
+}
+
+/**
+ * The current VM as the header names it: its app, with its host when a VM of that name runs
+ * on another host too (a local Worker and a remote one), or its pid when on the same host.
+ */
+function currentName(c) {
+  const name = (v) => v.app || v.addr;
+  const same = ui.vms.filter((v) => v.id !== c.id && name(v) === name(c));
+  if (same.some((v) => v.host !== c.host)) return name(c) + " on " + c.host;
+  if (same.length > 0 && c.pid) return name(c) + " pid " + c.pid;
+  return name(c);
 }
 
 /** A row per --ssh host, and under it why it is down or refused (with what to do) or that it runs no JVM to debug. */
