@@ -114,10 +114,9 @@ pub fn classify(dest: &str, stderr: &str, seen: &ConfigSeen) -> LinkFailure {
     if has("Could not resolve hostname") && seen.host_entry == Some(false) {
         let host = dest.rsplit('@').next().unwrap_or(dest);
         let config = seen.file.as_deref().unwrap_or("~/.ssh/config");
-        return LinkFailure::Other(format!(
-            "ssh to {dest}: {last}: {config} has no `Host` entry for {host} and DNS does not know the name; \
-             add one (`Host {host}` with its `HostName`) or check the name"
-        ));
+        // Short: it is shown on one line of the page's host table.
+        let said = last.strip_prefix("ssh: ").unwrap_or(last);
+        return LinkFailure::Other(format!("ssh to {dest}: {said}; no `Host {host}` entry in {config}"));
     }
     LinkFailure::Other(format!("ssh to {dest}: {last}"))
 }
@@ -181,11 +180,11 @@ Host key verification failed.
         let f = classify("me@nchost-x", err, &seen);
         assert!(f.transient(), "still tried again: DNS may learn it");
         let text = f.to_string();
-        assert!(text.contains("Could not resolve hostname nchost-x") && text.contains("/tmp/t/cfg has no `Host` entry for nchost-x"), "{text}");
+        assert!(text.contains("Could not resolve hostname nchost-x") && text.ends_with("; no `Host nchost-x` entry in /tmp/t/cfg"), "{text}");
         // Named in the config (a HostName DNS lacks), or unknown: ssh's words alone.
         for entry in [Some(true), None] {
             let text = classify("nchost-x", err, &ConfigSeen { host_entry: entry, ..seen.clone() }).to_string();
-            assert!(!text.contains("no `Host` entry"), "{text}");
+            assert!(!text.contains("entry in"), "{text}");
         }
     }
 }

@@ -99,7 +99,7 @@ async fn hosts_are_rows_of_their_own_and_a_fixed_known_hosts_is_noticed() {
     let unknown = host(&rows, "nowhere.invalid")["reason"].as_str().unwrap();
     assert!(unknown.contains("Could not resolve hostname nowhere.invalid"), "{unknown}");
     // A name the config given has no `Host` entry for: said, beside ssh's words.
-    let no_entry = format!("{} has no `Host` entry for nowhere.invalid", keys.ssh_config().display());
+    let no_entry = format!("no `Host nowhere.invalid` entry in {}", keys.ssh_config().display());
     assert!(unknown.contains(&no_entry), "{unknown}");
 
     // Plain `list`: the VMs, then a row per host and why under it.
