@@ -54,8 +54,8 @@ pub const HEADINGS: &[&str] = &[FINDING_VMS, OTHER_MACHINES, PORTS, SHARING, CAP
 /// Shown after `--help`, and the source of the man page's extra sections.
 pub const AFTER_HELP: &str = "\
 Quick start:
-  java -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000 -cp . Main
-  jdwpmux serve --vm 127.0.0.1:8000
+  java -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000 -cp . Main &
+  jdwpmux serve &                   # finds the JVM by its process; or --vm 127.0.0.1:8000
   jdb -attach 127.0.0.1:8700
 
 Ports: 8700 leads to the current VM; VM k has its own port 8600+k.

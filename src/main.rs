@@ -306,6 +306,9 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         .ok()
         .filter(|d| settings::SSH_INTERVAL_RANGE.contains(d))
         .ok_or_else(|| SettingsError::BadSshInterval(args.ssh_interval.to_string()))?;
+    if let Some(path) = &args.ssh_config {
+        settings::check_ssh_config(path)?;
+    }
     let ssh_options = jdwpmux::remote::SshOptions {
         config: args.ssh_config,
         keepalive: Duration::from_secs(args.ssh_keepalive),

@@ -287,4 +287,19 @@ mod tests {
         }
         assert!(readme.lines().count() <= 350, "the README is for users: 350 lines at most");
     }
+
+    /// The README's first steps work in the order written (`jdwpmux` is run only after the
+    /// first block put it on PATH), and `--help`'s quick start is the README's.
+    #[test]
+    fn the_quick_start_is_one_and_works_in_order() {
+        let readme = include_str!("../README.md");
+        let first_run = readme.lines().position(|l| l.starts_with("jdwpmux ")).expect("a jdwpmux line");
+        let install = readme.lines().position(|l| l.starts_with("cargo install --locked --path .")).expect("an install line");
+        assert!(install < first_run, "README line {}: jdwpmux run before it is installed", first_run + 1);
+        let quick = readme.split("## Quick start").nth(1).expect("a quick start");
+        for line in crate::cli::AFTER_HELP.lines().skip(1).take_while(|l| !l.is_empty()) {
+            let command = |l: &str| l.split(" #").next().unwrap_or_default().trim().to_string();
+            assert!(quick.lines().any(|r| command(r) == command(line)), "--help's {line:?} is not the README's");
+        }
+    }
 }

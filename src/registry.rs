@@ -298,6 +298,10 @@ impl Registry {
 
     pub fn list(&self) -> Vec<VmInfo> {
         let current = self.current().map(|e| e.id);
+        let hosts = self.hosts.rows();
+        let link_up = |e: &VmEntry| {
+            e.host.as_ref().is_none_or(|h| hosts.iter().find(|r| &r.host == h).is_none_or(|r| r.state == crate::remote::status::HostState::Up))
+        };
         self.entries()
             .into_iter()
             .map(|e| VmInfo {
@@ -313,6 +317,7 @@ impl Registry {
                 status: {
                     let mut s = e.handle.status();
                     s.waiting_for_debugger |= e.process.as_ref().is_some_and(|p| p.waiting);
+                    s.state = s.state.shown(&s.debuggers, link_up(&e));
                     s
                 },
             })

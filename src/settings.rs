@@ -238,6 +238,23 @@ pub enum SettingsError {
     UnknownUser(String),
     #[error("--ssh {0} is given twice")]
     SshTwice(String),
+    /// ssh would fail on every try with it (`Can't open user config file`), forever.
+    #[error("--ssh-config {path}: {why}")]
+    SshConfig { path: String, why: String },
+}
+
+/// Checks at start that the `--ssh-config` file can be read: ssh refuses to run without
+/// it, so a mistyped path would leave every host down, retried forever.
+pub fn check_ssh_config(path: &std::path::Path) -> Result<(), SettingsError> {
+    let bad = |why: String| SettingsError::SshConfig { path: path.display().to_string(), why };
+    let meta = std::fs::metadata(path).map_err(|e| bad(match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        _ => e.to_string(),
+    }))?;
+    if meta.is_dir() {
+        return Err(bad("a folder, not an ssh config file".into()));
+    }
+    std::fs::File::open(path).map(drop).map_err(|e| bad(format!("cannot read it: {e}")))
 }
 
 impl Settings {

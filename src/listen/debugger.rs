@@ -14,7 +14,7 @@ use crate::capture::CaptureHandle;
 use crate::jdwp::handshake::{scan_debugger, Scan, HANDSHAKE};
 use crate::registry::Registry;
 use crate::session::connect::describe;
-use crate::session::DebuggerLink;
+use crate::session::{DebuggerLink, VmState};
 
 /// First read size for a debugger connection (the handshake and its first commands).
 const READ_CHUNK: usize = 64 * 1024;
@@ -61,16 +61,25 @@ pub async fn serve(
 
     // 2. Hand the connection to the VM's session, which serves it from then on (one task
     //    per VM owns both sockets). A refusal closes it without the handshake echo.
-    let (vm_name, handle) = match target {
+    let (vm_name, handle, which) = match target {
         Target::Vm { registry, id } => match registry.get(id) {
-            Some(e) => (e.name, e.handle),
+            Some(e) => (e.name, e.handle, "the VM"),
             None => return info!("closing: the VM is gone"),
         },
         Target::Current(reg) => match reg.current() {
-            Some(e) => (e.name, e.handle),
+            Some(e) => (e.name, e.handle, "the current VM"),
             None => return info!("closing: no current VM (none found yet, or the selection matches none)"),
         },
     };
+    // A VM its session cannot reach now: waiting for the attach deadline would only leave
+    // the debugger with a bare "handshake failed" seconds later. Closed at once, with why.
+    match handle.status().state {
+        VmState::Unreachable => {
+            return info!(vm = %vm_name, "closing: {which} cannot be reached now (`jdwpmux list` says why; `jdwpmux select` picks another)")
+        }
+        VmState::Busy => return info!(vm = %vm_name, "closing: another debugger holds {which}'s agent (`jdwpmux list` names it)"),
+        _ => {}
+    }
     let capture = capture.map(|c| (c, vm_name.clone()));
     let link = DebuggerLink { conn, peer, sock, input, capture };
     let attached = tokio::select! {

@@ -60,7 +60,7 @@ impl Link {
         };
         let scan = match ShellScan::start(stdin, stdout, limit).await {
             Ok(s) => s,
-            Err(e) => return Err(failed(&mut child, &stderr, dest, e).await),
+            Err(e) => return Err(failed(&mut child, &stderr, dest, ssh, e).await),
         };
         let deadline = Instant::now() + CONTROL_SOCKET_WAIT;
         while !control.exists() {
@@ -125,7 +125,7 @@ impl Link {
 }
 
 /// Why a master did not come up: what ssh said, once it has exited.
-async fn failed(child: &mut Child, stderr: &Arc<Mutex<VecDeque<String>>>, dest: &Destination, e: ShellError) -> LinkFailure {
+async fn failed(child: &mut Child, stderr: &Arc<Mutex<VecDeque<String>>>, dest: &Destination, ssh: &SshOptions, e: ShellError) -> LinkFailure {
     if let ShellError::Timeout(t) = e {
         let _ = child.start_kill();
         let _ = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
@@ -142,10 +142,31 @@ async fn failed(child: &mut Child, stderr: &Arc<Mutex<VecDeque<String>>>, dest: 
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let text = stderr.lock().map(|l| l.iter().cloned().collect::<Vec<_>>().join("\n")).unwrap_or_default();
-    match (ssh_errors::classify(&dest.dest, &text), e) {
+    let seen = config_seen(ssh, dest, &text).await;
+    match (ssh_errors::classify(&dest.dest, &text, &seen), e) {
         (LinkFailure::Other(_), ShellError::Wire(w)) => LinkFailure::Other(format!("ssh to {dest}: the remote shell answered oddly: {w}")),
         (f, _) => f,
     }
+}
+
+/// What a hint needs of the ssh config: the file given, and (when ssh could not resolve the
+/// name) whether that file, else `~/.ssh/config`, has a `Host` entry for the host.
+async fn config_seen(ssh: &SshOptions, dest: &Destination, said: &str) -> ssh_errors::ConfigSeen {
+    let file = ssh.config.as_ref().map(|p| p.display().to_string());
+    let host_entry = if said.contains("Could not resolve hostname") {
+        let path = ssh.config.clone().or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".ssh/config")));
+        match path {
+            Some(p) => match tokio::fs::read_to_string(&p).await {
+                Ok(text) => super::ssh_config::host_entry(&text, &dest.host),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+                Err(_) => None,
+            },
+            None => None,
+        }
+    } else {
+        None
+    };
+    ssh_errors::ConfigSeen { file, host_entry }
 }
 
 /// Keeps the master's last lines (each cut at 512 bytes: the remote side can write to it).

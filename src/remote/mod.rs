@@ -5,7 +5,7 @@
 //! opened: the sockets are in a folder only the daemon's user can enter.
 //!
 //! Pure parts: `destination` (what may be given to ssh), `ssh_cmd` (the command lines),
-//! `ssh_errors` (what ssh's failures mean), `ssh_path` (paths escaped for ssh's tokens),
+//! `ssh_errors` (what ssh's failures mean), `ssh_config` (whether a config names a host), `ssh_path` (paths escaped for ssh's tokens),
 //! `naming` (stable keys and sockets per JVM), `known_hosts` (which files to watch for a host
 //! refused for its key), `status` (a host's row in `list` and on the page).
 
@@ -15,6 +15,7 @@ pub mod known_hosts;
 pub mod link;
 pub mod naming;
 pub mod ssh_cmd;
+pub mod ssh_config;
 pub mod ssh_errors;
 pub mod ssh_path;
 pub mod status;

@@ -33,24 +33,55 @@ pub fn is_channel_noise(line: &str) -> bool {
     line.starts_with("channel ") || line.contains("open failed: connect failed")
 }
 
+/// What the hints know of the ssh config in use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigSeen {
+    /// `--ssh-config FILE`: the commands a hint names need `-F FILE` too, or plain `ssh`
+    /// would not know the host.
+    pub file: Option<String>,
+    /// Whether that config (else `~/.ssh/config`) has a `Host` entry for the host; None:
+    /// not known (not read, or it includes other files).
+    pub host_entry: Option<bool>,
+}
+
+impl ConfigSeen {
+    /// The ssh command line a user runs to reach `dest` as jdwpmux does.
+    fn ssh(&self, dest: &str) -> String {
+        match &self.file {
+            Some(f) => format!("ssh -F {} {dest}", shell_word(f)),
+            None => format!("ssh {dest}"),
+        }
+    }
+}
+
+/// `word` as one shell word: quoted when it holds anything a shell would split or expand.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=~".contains(c)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 /// What to do about a refused host key, and why jdwpmux does not do it itself.
-fn host_key_remedy(dest: &str, changed: bool) -> String {
+fn host_key_remedy(dest: &str, changed: bool, seen: &ConfigSeen) -> String {
     let again = "jdwpmux tries again as soon as known_hosts changes";
+    let ssh = seen.ssh(dest);
     if changed {
         format!(
-            "if {dest} was reinstalled, remove its old key with `ssh-keygen -R HOST` and connect once with `ssh {dest}` to check and accept the new one ({again}); \
+            "if {dest} was reinstalled, remove its old key with `ssh-keygen -R HOST` and connect once with `{ssh}` to check and accept the new one ({again}); \
              jdwpmux never replaces a key itself"
         )
     } else {
         format!(
-            "connect once with `ssh {dest}` and accept its key if the fingerprint is the right one ({again}); \
+            "connect once with `{ssh}` and accept its key if the fingerprint is the right one ({again}); \
              jdwpmux never answers ssh's prompt, as accepting an unseen key would trust it on first use for you"
         )
     }
 }
 
 /// Classifies what ssh printed on stderr before it exited.
-pub fn classify(dest: &str, stderr: &str) -> LinkFailure {
+pub fn classify(dest: &str, stderr: &str, seen: &ConfigSeen) -> LinkFailure {
     let lines: Vec<&str> = stderr
         .lines()
         .map(str::trim)
@@ -71,7 +102,7 @@ pub fn classify(dest: &str, stderr: &str) -> LinkFailure {
             .collect();
         let changed = has("IDENTIFICATION HAS CHANGED") || has("has changed and you have requested strict checking");
         let said = words.join(" ");
-        return LinkFailure::HostKey(format!("ssh refused {dest}: {}; {}", said.trim_end_matches('.'), host_key_remedy(dest, changed)));
+        return LinkFailure::HostKey(format!("ssh refused {dest}: {}; {}", said.trim_end_matches('.'), host_key_remedy(dest, changed, seen)));
     }
     if has("Permission denied") || has("Too many authentication failures") {
         let line = lines.iter().find(|l| l.contains("Permission denied") || l.contains("Too many")).copied().unwrap_or_default();
@@ -80,6 +111,13 @@ pub fn classify(dest: &str, stderr: &str) -> LinkFailure {
         ));
     }
     let last = lines.last().copied().unwrap_or("ssh exited without saying why");
+    if has("Could not resolve hostname") && seen.host_entry == Some(false) {
+        let host = dest.rsplit('@').next().unwrap_or(dest);
+        let config = seen.file.as_deref().unwrap_or("~/.ssh/config");
+        // Short: it is shown on one line of the page's host table.
+        let said = last.strip_prefix("ssh: ").unwrap_or(last);
+        return LinkFailure::Other(format!("ssh to {dest}: {said}; no `Host {host}` entry in {config}"));
+    }
     LinkFailure::Other(format!("ssh to {dest}: {last}"))
 }
 
@@ -98,14 +136,14 @@ Offending ED25519 key in /tmp/t/known_hosts:1
 Host key for 10.9.0.2 has changed and you have requested strict checking.
 Host key verification failed.
 ";
-        let f = classify("box", err);
+        let f = classify("box", err, &ConfigSeen::default());
         assert!(!f.transient());
         let text = f.to_string();
         assert!(text.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") && text.contains("Host key verification failed; if box was reinstalled"), "{text}");
         assert!(!text.contains('\n'), "one line");
         let unknown = "No ED25519 host key is known for 10.9.0.3 and you have requested strict checking.\nHost key verification failed.\n";
         assert!(text.contains("ssh-keygen -R HOST") && text.contains("`ssh box`") && text.contains("as soon as known_hosts changes"), "{text}");
-        let f = classify("b", unknown);
+        let f = classify("b", unknown, &ConfigSeen::default());
         let text = f.to_string();
         assert!(matches!(f, LinkFailure::HostKey(_)) && text.contains("No ED25519 host key is known"), "{text}");
         assert!(text.contains("connect once with `ssh b`") && text.contains("trust it on first use") && !text.contains("ssh-keygen -R"), "{text}");
@@ -113,15 +151,40 @@ Host key verification failed.
 
     #[test]
     fn a_password_is_never_asked() {
-        let f = classify("deploy@staging-2", "deploy@10.9.0.2: Permission denied (publickey,password).\n");
+        let f = classify("deploy@staging-2", "deploy@10.9.0.2: Permission denied (publickey,password).\n", &ConfigSeen::default());
         assert!(matches!(&f, LinkFailure::Auth(t) if t.contains("ssh-agent") && t.contains("Permission denied (publickey,password)")), "{f}");
     }
 
     #[test]
     fn the_rest_is_transient() {
-        let f = classify("box", "channel 3: open failed: connect failed: Connection refused\nssh: connect to host 10.9.0.2 port 22: Connection refused\n");
+        let f = classify("box", "channel 3: open failed: connect failed: Connection refused\nssh: connect to host 10.9.0.2 port 22: Connection refused\n", &ConfigSeen::default());
         assert_eq!(f, LinkFailure::Other("ssh to box: ssh: connect to host 10.9.0.2 port 22: Connection refused".into()));
         assert!(f.transient());
-        assert!(matches!(classify("box", ""), LinkFailure::Other(t) if t.contains("without saying why")));
+        assert!(matches!(classify("box", "", &ConfigSeen::default()), LinkFailure::Other(t) if t.contains("without saying why")));
+    }
+
+    #[test]
+    fn hints_name_the_config_given() {
+        let unknown = "No ED25519 host key is known for 10.9.0.3 and you have requested strict checking.\nHost key verification failed.\n";
+        let seen = ConfigSeen { file: Some("/tmp/t/ssh config".into()), host_entry: Some(true) };
+        let text = classify("nchost-new", unknown, &seen).to_string();
+        assert!(text.contains("connect once with `ssh -F '/tmp/t/ssh config' nchost-new`"), "{text}");
+        let plain = ConfigSeen { file: Some("/tmp/t/cfg".into()), host_entry: None };
+        assert!(classify("b", unknown, &plain).to_string().contains("`ssh -F /tmp/t/cfg b`"));
+    }
+
+    #[test]
+    fn a_name_no_host_entry_knows_says_so() {
+        let err = "ssh: Could not resolve hostname nchost-x: Name or service not known\n";
+        let seen = ConfigSeen { file: Some("/tmp/t/cfg".into()), host_entry: Some(false) };
+        let f = classify("me@nchost-x", err, &seen);
+        assert!(f.transient(), "still tried again: DNS may learn it");
+        let text = f.to_string();
+        assert!(text.contains("Could not resolve hostname nchost-x") && text.ends_with("; no `Host nchost-x` entry in /tmp/t/cfg"), "{text}");
+        // Named in the config (a HostName DNS lacks), or unknown: ssh's words alone.
+        for entry in [Some(true), None] {
+            let text = classify("nchost-x", err, &ConfigSeen { host_entry: entry, ..seen.clone() }).to_string();
+            assert!(!text.contains("entry in"), "{text}");
+        }
     }
 }

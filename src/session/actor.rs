@@ -140,6 +140,8 @@ pub(super) struct Session {
     /// How to talk to this VM: THST form, Android over TCP, DDM requests in flight
     /// (`dialect`, `ddm_commands`, `android_tcp`).
     pub dialect: super::dialect::VmDialect,
+    /// Whether the VM was ever reached, and since when it is known (`arrival`).
+    pub arrival: super::arrival::Arrival,
 }
 
 /// Starts a session task for one VM and returns its handle.
@@ -206,6 +208,7 @@ pub fn spawn(
         tracker: tracker.clone(),
         stats: crate::stats::TrafficStats::live(),
         dialect: Default::default(),
+        arrival: super::arrival::Arrival::new(Instant::now()),
     };
     tracker.spawn(session.run(initial).instrument(span));
     VmHandle { tx, status: status_rx }
@@ -238,6 +241,7 @@ impl Session {
                 Ok(c) => {
                     attempt = 0;
                     last_error = None;
+                    self.arrival.connected();
                     debug!(addr = %self.cfg.addr, "connected to the VM");
                     match self.run_connected(c).await {
                         Ended::Shutdown => {
@@ -285,8 +289,11 @@ impl Session {
                         }
                         _ => e.to_string(),
                     };
+                    let starting = self.arrival.starting(Instant::now());
                     if quiet_until.is_some_and(|t| Instant::now() < t) {
                         debug!(error = %text, "VM not back yet");
+                    } else if starting {
+                        debug!(error = %text, "VM not listening yet; its agent may still be starting");
                     } else if self.ssh_host().is_some() {
                         // Its host's link line (a WARN once for all its VMs) or its discovery
                         // says why: a link down makes every VM of the host unreachable at once.
@@ -298,7 +305,7 @@ impl Session {
                     // Refused right after we dropped the connection on purpose: someone else
                     // may have taken the VM's single debugger slot; it is not gone.
                     let after_reset = quiet_until.is_some();
-                    if attempt >= 3 && !(after_reset && matches!(e, ConnectError::Refused)) {
+                    if attempt >= 3 && !starting && !(after_reset && matches!(e, ConnectError::Refused)) {
                         self.set_state(VmState::Unreachable);
                     }
                 }

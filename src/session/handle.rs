@@ -100,6 +100,26 @@ pub enum VmState {
     Unreachable,
     /// Another debugger holds its agent (which takes one): jdwpmux connects when it leaves.
     Busy,
+    /// Ready, and a debugger holds it suspended (a breakpoint, a step, Suspend). Never set by
+    /// a session: [`VmState::shown`] derives it for `list`, its JSON and the page.
+    Stopped,
+    /// Its `--ssh` host's link is not up: what the session last saw is stale. Derived by
+    /// [`VmState::shown`] alone, as `Stopped`.
+    #[serde(rename = "link down")]
+    LinkDown,
+}
+
+impl VmState {
+    /// The state people are shown, one rule for `list`, `list --json` and the page: `link
+    /// down` while the VM's host's link is not up, `stopped` while a debugger holds a
+    /// suspension of a ready VM, else the session's own state.
+    pub fn shown(self, debuggers: &[DebuggerInfo], link_up: bool) -> VmState {
+        match self {
+            _ if !link_up => VmState::LinkDown,
+            VmState::Ready if debuggers.iter().any(|d| d.suspensions > 0) => VmState::Stopped,
+            s => s,
+        }
+    }
 }
 
 impl std::fmt::Display for VmState {
@@ -111,6 +131,8 @@ impl std::fmt::Display for VmState {
             VmState::Reconnecting => "reconnecting",
             VmState::Unreachable => "unreachable",
             VmState::Busy => "busy",
+            VmState::Stopped => "stopped",
+            VmState::LinkDown => "link down",
         };
         f.write_str(s)
     }

@@ -32,6 +32,7 @@
 //! - `vm_reads`: how much to read from the VM at a time, and when to let others run.
 //! - `packet_log`: jdwpspy-style log lines, one per packet.
 //! - `local_process`: the pid and main class of a local JVM, from /proc.
+//! - `arrival`: a VM's first moments: quiet while its agent starts, one line when first ready.
 //!
 //! The actor.
 //! - `actor`: `Session`, the actor's state; `spawn`; its life across connections (connect,
@@ -85,6 +86,7 @@ mod debuggers;
 mod vm_reads;
 mod packet_log;
 pub mod local_process;
+mod arrival;
 
 mod actor;
 

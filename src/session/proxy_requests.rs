@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::actor::Session;
 use super::handle::VmState;
@@ -127,8 +127,16 @@ impl Session {
     pub(super) fn become_ready(&mut self) {
         if !self.ready {
             self.ready = true;
+            // Said before `list` can show it ready, so that a reader of both sees the line.
+            if self.arrival.first_ready() {
+                let s = self.status.borrow();
+                let who = [s.vm_ident.clone(), s.app.clone(), s.pid.map(|p| format!("pid {p}"))].into_iter().flatten().collect::<Vec<_>>().join(", ");
+                drop(s);
+                info!("VM ready: {who}");
+            } else {
+                debug!(ddm = ?self.ddm_aware, "VM ready");
+            }
             self.set_state(VmState::Ready);
-            debug!(ddm = ?self.ddm_aware, "VM ready");
         }
         self.serve_waiting();
     }

@@ -270,3 +270,39 @@ async fn list_shows_every_debugger_and_max_debuggers_refuses_with_a_log_line() {
     assert_eq!((debuggers[0]["event_requests"].as_u64(), debuggers[1]["suspensions"].as_u64()), (Some(1), Some(1)));
     assert!(debuggers[0]["since_ms"].as_u64().unwrap() > 1_600_000_000_000);
 }
+
+/// One state vocabulary: a VM a debugger holds suspended (as at a breakpoint) is `stopped` in
+/// `list` and its JSON, as on the page, and `ready` again once resumed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_vm_is_stopped_in_list_and_json() {
+    use crate::support::consts::*;
+    let vm = FakeVm::start(FakeVmConfig::default()).await;
+    let served = Served::start(&["--vm", &vm.addr().to_string()]);
+    let current = port_of(&served.wait_log("for the current VM").await);
+    served.wait_ready().await;
+    let mut dbg = crate::support::RawClient::connect(("127.0.0.1", current)).await.unwrap();
+    dbg.request(1, SET_VM, VM_SUSPEND, &[], Duration::from_secs(20)).await.unwrap();
+    served.list_until("stopped in the JSON", |r| r.len() == 1 && r[0]["state"] == "stopped").await;
+    let (code, out, err) = served.run(&["list"]);
+    assert_eq!(code, 0, "{err}");
+    let row = out.lines().nth(1).unwrap_or_default();
+    assert!(row.contains(" stopped ") && out.contains("1 suspension"), "{out}");
+    dbg.request(2, SET_VM, VM_RESUME, &[], Duration::from_secs(20)).await.unwrap();
+    served.list_until("ready once resumed", |r| r.len() == 1 && r[0]["state"] == "ready").await;
+}
+
+/// A debugger on the current-VM port while that VM cannot be reached is closed at once,
+/// with a line saying why, not after the attach deadline with a bare "handshake failed".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debugger_for_an_unreachable_vm_is_closed_at_once() {
+    let hold = crate::support::PortHold::new();
+    let served = Served::start(&["--vm", &format!("127.0.0.1:{}", hold.port()), "--no-scan", "--no-adb", "--no-proc"]);
+    let current = port_of(&served.wait_log("for the current VM").await);
+    served.list_until("unreachable", |r| r.len() == 1 && r[0]["state"] == "unreachable").await;
+    let mut c = crate::support::RawClient::connect_no_handshake(("127.0.0.1", current)).await.unwrap();
+    let asked = std::time::Instant::now();
+    assert!(c.handshake(Duration::from_secs(30)).await.is_err(), "no VM, no handshake");
+    assert!(asked.elapsed() < Duration::from_secs(3), "closed after {:?}", asked.elapsed());
+    let line = served.wait_log("cannot be reached now").await;
+    assert!(line.contains("INFO") && line.contains("the current VM") && line.contains("jdwpmux list"), "{line}");
+}

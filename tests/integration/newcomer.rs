@@ -91,6 +91,27 @@ fn run(args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// `run` for a command that may serve on instead of exiting: its exit code within 20 s
+/// (None: still running then, and stopped), and its stderr.
+fn run_within(args: &[&str]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("err");
+    let mut child = Command::new(BIN).args(args).env_remove("JDWPMUX_CONFIG").stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (code, std::fs::read_to_string(&log).unwrap_or_default())
+}
+
 #[test]
 fn config_errors_name_file_line_and_key_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -109,6 +130,16 @@ fn config_errors_name_file_line_and_key_and_exit_2() {
     let (code, err) = run(&["serve", "--config", dir.path().join("missing.toml").to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("missing.toml"), "{err}");
+
+    // A mistyped --ssh-config: ssh would refuse every try, the host down forever.
+    let sock = dir.path().join("c.sock");
+    let typo = dir.path().join("ssh_cofnig");
+    let (code, err) = run_within(&["serve", "--no-scan", "--no-adb", "--no-proc", "--ssh", "box", "--ssh-config", typo.to_str().unwrap(), "--control", sock.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--ssh-config") && err.contains(typo.to_str().unwrap()) && err.contains("no such file"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let (code, err) = run_within(&["serve", "--no-scan", "--no-adb", "--no-proc", "--ssh", "box", "--ssh-config", dir.path().to_str().unwrap(), "--control", sock.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "a folder: {err}");
 }
 
 #[test]

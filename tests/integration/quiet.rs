@@ -4,7 +4,7 @@
 
 use crate::cli::{port_of, Served};
 use crate::remote::{agent, program, SLOW};
-use crate::support::{java_available, jdb_available, Jdb, JavaApp, JvmSpec};
+use crate::support::{java_available, jdb_available, Jdb, JavaApp, JvmSpec, PortHold};
 
 /// The log's INFO and WARN lines (the others are debug, not written at `RUST_LOG=info`).
 fn said(served: &Served) -> Vec<String> {
@@ -12,7 +12,7 @@ fn said(served: &Served) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_jvms_start_in_seven_lines_and_a_jdb_session_in_two() {
+async fn four_jvms_start_in_eleven_lines_and_a_jdb_session_in_two() {
     assert!(java_available() && jdb_available(), "java, javac and jdb are needed (install a JDK)");
     let marker = format!("jdwpmux.test=quiet-{}", std::process::id());
     let spec = |class: &str| JvmSpec {
@@ -44,7 +44,10 @@ async fn four_jvms_start_in_seven_lines_and_a_jdb_session_in_two() {
         assert!(line.len() == 1 && port_of(line[0]) == port, "one line for {class}, with its port {port}:\n{text}");
     }
     assert_eq!(lines.iter().filter(|l| l.contains("the current VM is")).count(), 1, "{text}");
-    assert_eq!(lines.len(), 7, "a start with four JVMs fits a screen:\n{text}");
+    for class in classes {
+        assert_eq!(lines.iter().filter(|l| l.contains("VM ready: ") && l.contains(&format!(", {class}, pid "))).count(), 1, "{class} ready:\n{text}");
+    }
+    assert_eq!(lines.len(), 11, "a start with four JVMs fits a screen:\n{text}");
 
     // jdb through the current port, then quit: one line each way, nothing of the session's
     // reconnection to the VM after it.
@@ -59,4 +62,62 @@ async fn four_jvms_start_in_seven_lines_and_a_jdb_session_in_two() {
     let session: Vec<&String> = lines[before..].iter().collect();
     assert_eq!(session.len(), 2, "{session:#?}");
     assert!(session[0].contains("debugger attached") && session[1].contains("debugger detached"), "{session:#?}");
+}
+
+/// A JVM that sleeps before its agent listens: the agent starts on the first throw of an
+/// IllegalStateException (`onthrow`), a few seconds in, as a JVM still starting. Its
+/// argument is the agent's port.
+const LATE_JAVA: &str = r#"
+public class Late {
+    public static void main(String[] a) throws Exception {
+        Thread.sleep(3000);
+        try { throw new IllegalStateException("the agent starts now"); } catch (IllegalStateException e) { }
+        // Started this way the agent does not say it listens: said for it, as the tests read it.
+        System.out.println("Listening for transport dt_socket at address: " + a[0]);
+        for (int i = 0; ; i++) { Thread.sleep(200); }
+    }
+}
+"#;
+
+/// The quick start as written (`java ... &` then `jdwpmux serve &` at once): the daemon finds
+/// the JVM by its process before its agent listens. No warning while the agent starts, and
+/// one line when the VM is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jvm_found_before_its_agent_listens_gets_no_warning_and_one_ready_line() {
+    assert!(java_available(), "java and javac are needed (install a JDK)");
+    let marker = format!("jdwpmux.test=late-{}", std::process::id());
+    // Refused until the agent binds it (with SO_REUSEADDR, as HotSpot does).
+    let hold = PortHold::new();
+    let agent = format!(
+        "-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:{},onthrow=java.lang.IllegalStateException,launch=/bin/true",
+        hold.port()
+    );
+    let served = Served::start(&["--proc", "--proc-match", &marker, "--no-scan", "--no-adb", "--scan-interval", "0.2"]);
+    let spec = JvmSpec {
+        jvm: vec![format!("-D{marker}")],
+        agent: Some(agent),
+        sources: vec![("Late.java".into(), LATE_JAVA.into())],
+        class: "Late".into(),
+        args: vec![hold.port().to_string()],
+        ..JvmSpec::default()
+    };
+    let (jvm, found) = tokio::join!(
+        async {
+            let jvm = JavaApp::spawn(spec).await.unwrap();
+            (jvm, tokio::time::Instant::now())
+        },
+        async {
+            served.wait_log("(Late pid").await;
+            tokio::time::Instant::now()
+        }
+    );
+    let (_jvm, listening) = jvm;
+    drop(hold);
+    assert!(found < listening, "found by its process before its agent listened");
+    served.list_until("Late ready", |r| r.len() == 1 && r[0]["state"] == "ready").await;
+    let lines = said(&served);
+    let text = lines.join("\n");
+    assert!(!lines.iter().any(|l| l.contains(" WARN ")), "no warning while the agent starts:\n{text}");
+    let ready: Vec<&String> = lines.iter().filter(|l| l.contains("VM ready: ") && l.contains("Late")).collect();
+    assert_eq!(ready.len(), 1, "one line when it is ready:\n{text}");
 }

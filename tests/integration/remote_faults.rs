@@ -11,7 +11,7 @@ use crate::remote::{agent, debug_once, jdb, jvm_on, one_vm, port, ready, row, On
 use crate::support::JavaApp;
 
 fn down_with_note(rows: &[Value], host: &str, app: &str) -> bool {
-    row(rows, host, app).is_some_and(|r| r["state"] != "ready" && r["note"].as_str().is_some_and(|n| n.contains(&format!("ssh link to {host} is down"))))
+    row(rows, host, app).is_some_and(|r| r["state"] == "link down" && r["note"].as_str().is_some_and(|n| n.contains(&format!("ssh link to {host} is down"))))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -90,12 +90,17 @@ async fn hosts_are_rows_of_their_own_and_a_fixed_known_hosts_is_noticed() {
     assert_eq!(rows.iter().map(|r| r["host"].as_str().unwrap()).collect::<Vec<_>>(), ["up", "idle", "stranger", "nowhere.invalid"], "in the order given");
     assert_eq!((&host(&rows, "up")["state"], &host(&rows, "up")["note"]), (&json!("up"), &Value::Null), "{rows:?}");
     assert!(host(&rows, "up")["last_scan_ms"].is_u64() && host(&rows, "idle")["jvms"] == 0, "{rows:?}");
+    // The command that works: plain `ssh stranger` would not read the --ssh-config file.
+    let connect_once = format!("connect once with `ssh -F {} stranger`", keys.ssh_config().display());
     let refused = host(&rows, "stranger")["reason"].as_str().unwrap();
-    assert!(refused.contains("No ED25519 host key is known") && refused.contains("connect once with `ssh stranger`"), "{refused}");
+    assert!(refused.contains("No ED25519 host key is known") && refused.contains(&connect_once), "{refused}");
     assert!(refused.contains("trust it on first use") && refused.contains("as soon as known_hosts changes"), "{refused}");
     assert_eq!(host(&rows, "stranger")["last_scan_ms"], Value::Null);
     let unknown = host(&rows, "nowhere.invalid")["reason"].as_str().unwrap();
     assert!(unknown.contains("Could not resolve hostname nowhere.invalid"), "{unknown}");
+    // A name the config given has no `Host` entry for: said, beside ssh's words.
+    let no_entry = format!("no `Host nowhere.invalid` entry in {}", keys.ssh_config().display());
+    assert!(unknown.contains(&no_entry), "{unknown}");
 
     // Plain `list`: the VMs, then a row per host and why under it.
     let vms = served.list_until("Billing on up", |r| ready(r, "up", "Billing")).await;
@@ -106,7 +111,7 @@ async fn hosts_are_rows_of_their_own_and_a_fixed_known_hosts_is_noticed() {
     assert!(header.is_some_and(|h| h > at("Billing")), "the hosts under the VMs: {text}");
     assert!(text.lines().nth(at("idle ") + 1).is_some_and(|l| l == "    ! no JVM with a JDWP agent"), "{text}");
     assert!(text.lines().nth(at("stranger ")).is_some_and(|l| l.contains("refused")), "{text}");
-    assert!(text.lines().nth(at("stranger ") + 1).is_some_and(|l| l.contains("connect once with `ssh stranger`")), "{text}");
+    assert!(text.lines().nth(at("stranger ") + 1).is_some_and(|l| l.contains(&connect_once)), "{text}");
     assert!(text.lines().nth(at("nowhere.invalid ")).is_some_and(|l| l.contains("down")), "{text}");
 
     // The agent on all of up's addresses: in the list, its JSON, and once in the log.
@@ -129,7 +134,7 @@ async fn hosts_are_rows_of_their_own_and_a_fixed_known_hosts_is_noticed() {
     assert_eq!(cells[find("up")][1..3], ["up".to_string(), "1".into()], "{cells:?}");
     assert_eq!(cells[find("idle") + 1], ["no JVM with a JDWP agent"], "{cells:?}");
     assert_eq!(cells[find("stranger")][1], "refused", "{cells:?}");
-    assert!(cells[find("stranger") + 1][0].contains("connect once with `ssh stranger`"), "{cells:?}");
+    assert!(cells[find("stranger") + 1][0].contains(&connect_once), "{cells:?}");
     assert_eq!(cells[find("nowhere.invalid")][1], "down", "{cells:?}");
     let marked = "return Array.from(document.querySelectorAll('#vms td.state.exposed')).map(td => td.title)";
     let marked = browser.wait_for("the exposed VM marked", &format!("const m = (() => {{ {marked} }})(); return m.length ? m : null"), SLOW).await.unwrap();

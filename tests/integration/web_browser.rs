@@ -254,3 +254,26 @@ async fn the_page_in_a_real_browser() {
     drop((dbg, other));
     proxy.stop().await;
 }
+
+/// Two VMs of one name: the header names which one is current (here by its pid; a VM of
+/// that name on another host makes it "NAME on HOST").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_header_tells_apart_vms_of_one_name() {
+    assert!(browser_available(), "chromium and chromedriver are needed (apt-get install chromium chromium-driver; .ci/run does)");
+    let worker = |pid| FakeVmConfig { app_name: "Worker".into(), pid, ..Default::default() };
+    let (a, b) = (FakeVm::start(worker(3131)).await, FakeVm::start(worker(3232)).await);
+    let (proxy, page) = monitor_sharing(&[a.addr(), b.addr()]).await;
+    proxy.ready(0).await;
+    proxy.ready(1).await;
+    let current = proxy.list().into_iter().find(|v| v.current).expect("a current VM");
+    let pid = current.status.pid.expect("its pid");
+    let browser = Browser::start().await.unwrap();
+    browser.goto(&page.url).await.unwrap();
+    let summary = "return document.getElementById('summary').textContent";
+    let want = format!("current: Worker pid {pid}");
+    let shown = browser.wait_for("the header", &format!("{summary}.endsWith({})", json!(want)), SOON).await;
+    let text = browser.run(summary, json!([])).await.unwrap();
+    assert!(shown.is_ok(), "{want:?} in {text}");
+    drop(browser);
+    proxy.stop().await;
+}

@@ -180,11 +180,11 @@ const SORT_VALUE = {
 };
 
 /**
- * A VM's state as people mean it: "stopped" while a debugger holds it suspended (at a
- * breakpoint, after a step, or by Suspend), which the session reports as ready.
+ * A VM's state as `list` shows it: the daemon derives "stopped" (a debugger holds it
+ * suspended) and "link down" (its host's link is not up) in one place (`VmState::shown`).
  */
 function vmState(v) {
-  return v.state === "ready" && v.debuggers.some((d) => d.suspensions > 0) ? "stopped" : v.state;
+  return v.state;
 }
 
 function compare(a, b) {
@@ -249,7 +249,7 @@ function renderVms() {
     [v.ddm === true ? "yes" : v.ddm === false ? "no" : "?"],
     [v.debuggers.length || "-", "num", debuggersTip(v)],
     [rate(vmRate(v)), "num"],
-    [vmState(v) + (exposedOf(v) ? " · all addresses" : ""), "state vm-" + vmState(v) + (exposedOf(v) ? " exposed" : ""),
+    [vmState(v) + (exposedOf(v) ? " · all addresses" : ""), "state vm-" + vmState(v).replace(" ", "-") + (exposedOf(v) ? " exposed" : ""),
       [v.note || (vmState(v) === "stopped" ? "a debugger holds it suspended (a breakpoint, a step or Suspend)" : ""), exposedOf(v)].filter(Boolean).join("\n")],
   ]);
   for (const tr of ui.rows.vms.values()) {
@@ -261,11 +261,23 @@ function renderVms() {
   const current = ui.vms.find((v) => v.current);
   const debuggers = ui.vms.reduce((n, v) => n + v.debuggers.length, 0);
   const plural = (n, one) => n + " " + one + (n === 1 ? "" : "s");
-  $("summary").textContent = plural(ui.vms.length, "VM") + ", " + plural(debuggers, "debugger") + (current ? ", current: " + (current.app || current.addr) : "");
+  $("summary").textContent = plural(ui.vms.length, "VM") + ", " + plural(debuggers, "debugger") + (current ? ", current: " + currentName(current) : "");
   for (const th of $("vms").tHead.rows[0].cells) {
     th.classList.toggle("asc", th.dataset.key === ui.sort.key && ui.sort.dir > 0);
     th.classList.toggle("desc", th.dataset.key === ui.sort.key && ui.sort.dir < 0);
   }
+}
+
+/**
+ * The current VM as the header names it: its app, with its host when a VM of that name runs
+ * on another host too (a local Worker and a remote one), or its pid when on the same host.
+ */
+function currentName(c) {
+  const name = (v) => v.app || v.addr;
+  const same = ui.vms.filter((v) => v.id !== c.id && name(v) === name(c));
+  if (same.some((v) => v.host !== c.host)) return name(c) + " on " + c.host;
+  if (same.length > 0 && c.pid) return name(c) + " pid " + c.pid;
+  return name(c);
 }
 
 /** A row per --ssh host, and under it why it is down or refused (with what to do) or that it runs no JVM to debug. */
