@@ -293,8 +293,21 @@ mod tests {
     #[test]
     fn the_quick_start_is_one_and_works_in_order() {
         let readme = include_str!("../README.md");
-        let first_run = readme.lines().position(|l| l.starts_with("jdwpmux ")).expect("a jdwpmux line");
-        let install = readme.lines().position(|l| l.starts_with("cargo install --locked --path .")).expect("an install line");
+        // Commands only: the lines of the README's code blocks, with their line numbers.
+        let mut in_code = false;
+        let commands: Vec<(usize, &str)> = readme
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| {
+                if l.starts_with("```") {
+                    in_code = !in_code;
+                    return false;
+                }
+                in_code
+            })
+            .collect();
+        let first_run = commands.iter().find(|(_, l)| l.starts_with("jdwpmux ")).map(|(n, _)| *n).expect("a jdwpmux line");
+        let install = commands.iter().find(|(_, l)| l.starts_with("cargo install --locked --path .")).map(|(n, _)| *n).expect("an install line");
         assert!(install < first_run, "README line {}: jdwpmux run before it is installed", first_run + 1);
         let quick = readme.split("## Quick start").nth(1).expect("a quick start");
         for line in crate::cli::AFTER_HELP.lines().skip(1).take_while(|l| !l.is_empty()) {
