@@ -128,6 +128,9 @@ pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, far_pat
     judge_start(out.status, &String::from_utf8_lossy(&out.stdout), &String::from_utf8_lossy(&out.stderr), far_path)
 }
 
+/// How long the other stream of a command killed for printing too much is still read.
+const KILLED_GRACE: Duration = Duration::from_secs(1);
+
 /// What a command printed, each stream kept to a bound.
 struct Bounded {
     /// Its exit code (None: ended by a signal, or by us when it printed too much).
@@ -155,14 +158,19 @@ async fn bounded_output(mut cmd: Command, max: usize) -> std::io::Result<Bounded
     let (out_f, err_f) = (read(Box::new(out)), read(Box::new(err)));
     tokio::pin!(out_f, err_f);
     let (mut stdout, mut stderr) = (None::<Vec<u8>>, None::<Vec<u8>>);
-    // The first stream past its bound ends the command, which closes the other one.
+    // The first stream past its bound ends the command. The other one closes with it, unless
+    // a process it started holds it open: that one is given a moment, then left.
+    let mut killed: Option<tokio::time::Instant> = None;
     while stdout.is_none() || stderr.is_none() {
+        let grace = killed.map(|t| t + KILLED_GRACE);
         tokio::select! {
             v = &mut out_f, if stdout.is_none() => stdout = Some(v),
             v = &mut err_f, if stderr.is_none() => stderr = Some(v),
+            _ = async { if let Some(g) = grace { tokio::time::sleep_until(g).await } }, if grace.is_some() => break,
         }
-        if stdout.iter().chain(stderr.iter()).any(|v| v.len() > max) {
+        if killed.is_none() && stdout.iter().chain(stderr.iter()).any(|v| v.len() > max) {
             let _ = child.start_kill();
+            killed = Some(tokio::time::Instant::now());
         }
     }
     let (mut stdout, mut stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
