@@ -8,6 +8,13 @@
 //! and says why. Nothing in it is ever chmod'ed into shape: a folder in the wrong state may
 //! already hold someone else's socket.
 //!
+//! Any user may make `/tmp/jdwpmux-far-UID` before its owner does, and so would keep every
+//! far side of that user from starting. When the default folder is in /tmp and is someone
+//! else's (or not a folder, or open to others), the far side uses `~/.cache/jdwpmux/far`
+//! instead (`choose_default`): a folder under the user's own home, which nobody else can make.
+//! The choice is the same for every start of that user's, so a second start still finds the
+//! first.
+//!
 //! `far.pid` is both the lock (an exclusive `flock` held for the life of the process) and the
 //! pid file (it holds the pid): a second start that cannot take the lock reads the pid of the
 //! one running and points to its socket instead of starting another.
@@ -48,6 +55,40 @@ pub fn default_dir() -> PathBuf {
         }
     }
     PathBuf::from(format!("/tmp/jdwpmux-far-{uid}"))
+}
+
+/// The folder to use when none was named: `default_dir()`, unless that is in /tmp and was
+/// taken by someone else first; then `~/.cache/jdwpmux/far` (made 0700), with the reason the
+/// default was passed over, for the log.
+pub fn choose_default() -> Result<(PathBuf, Option<String>), DirError> {
+    let first = default_dir();
+    match prepare(&first) {
+        Ok(()) => Ok((first, None)),
+        Err(e) if first.starts_with("/tmp") && taken(&e) => {
+            let Some(home) = own_home() else { return Err(e) };
+            let alt = home.join(".cache").join("jdwpmux").join("far");
+            if let Some(parent) = alt.parent() {
+                DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(|source| DirError::Io { path: parent.to_path_buf(), source })?;
+            }
+            prepare(&alt)?;
+            Ok((alt, Some(e.to_string())))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a folder's refusal means that someone else has the name (so another name is
+/// the way on), not that something failed.
+fn taken(e: &DirError) -> bool {
+    matches!(e, DirError::Owner { .. } | DirError::NotAFolder { .. } | DirError::Mode { .. })
+}
+
+/// `$HOME`, when it is an absolute folder of this user's that no one else may write to.
+fn own_home() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from)?;
+    let meta = std::fs::metadata(&home).ok()?;
+    let ok = home.is_absolute() && meta.is_dir() && meta.uid() == rustix::process::getuid().as_raw() && meta.mode() & 0o022 == 0;
+    ok.then_some(home)
 }
 
 /// Makes the folder (mode 0700) or checks the one there: a folder, this user's, 0700 or

@@ -131,8 +131,10 @@ fn say(line: &str) {
 
 /// Runs the far side in this process until its session ends.
 pub async fn serve(opts: Options) -> Result<(), FarError> {
-    let dir = opts.dir.clone().unwrap_or_else(dir::default_dir);
-    dir::prepare(&dir)?;
+    let (dir, passed_over) = folder(&opts)?;
+    if let Some(why) = passed_over {
+        warn!("the default folder is not this user's to use ({why}); using {} instead", dir.display());
+    }
     let socket = dir.join(dir::SOCKET);
     let _lock = match dir::lock(&dir)? {
         dir::Locked::Running(pid) => {
@@ -175,8 +177,7 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
 /// log in the folder), waits for its ready line and prints it: what `ssh HOST jdwpmux far
 /// --detach` runs, so the far side outlives the ssh session that started it.
 pub fn detach(opts: &Options) -> Result<(), FarError> {
-    let dir = opts.dir.clone().unwrap_or_else(dir::default_dir);
-    dir::prepare(&dir)?;
+    let (dir, _) = folder(opts)?;
     let log_path = dir.join(dir::LOG_FILE);
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -210,6 +211,18 @@ pub fn detach(opts: &Options) -> Result<(), FarError> {
             Ok(())
         }
         None => Err(FarError::Silent(log_path)),
+    }
+}
+
+/// The private folder: the one named, checked; else the default (`dir::choose_default`),
+/// with why the default in /tmp was passed over, if it was.
+fn folder(opts: &Options) -> Result<(PathBuf, Option<String>), FarError> {
+    match &opts.dir {
+        Some(d) => {
+            dir::prepare(d)?;
+            Ok((d.clone(), None))
+        }
+        None => Ok(dir::choose_default()?),
     }
 }
 

@@ -323,3 +323,46 @@ async fn a_folder_others_can_reach_is_refused() -> Result<()> {
     assert!(!dir.join("far.sock").exists());
     Ok(())
 }
+
+/// Another user makes a user's default far-side folder in /tmp first (anyone may): that
+/// user's far side still starts, in a folder under its own home that nobody else can make,
+/// and a second start finds it there; the squatter's folder is left as it is.
+#[tokio::test]
+async fn a_default_folder_taken_by_another_user_first_is_passed_over() -> Result<()> {
+    use crate::support::users::{is_root, TestUser};
+    if !is_root() {
+        eprintln!("skipped: needs root to act as other users");
+        return Ok(());
+    }
+    let owner = TestUser::with_home("farown")?;
+    let squatter = TestUser::create("farsquat")?;
+    let taken = std::path::PathBuf::from(format!("/tmp/jdwpmux-far-{}", owner.uid));
+    let _ = std::fs::remove_dir_all(&taken);
+    let made = Command::new(&squatter.prefix()[0]).args(&squatter.prefix()[1..]).args(["mkdir", "-m", "0777"]).arg(&taken).status().await?;
+    assert!(made.success(), "the squatter's mkdir");
+    let start = || {
+        let mut c = Command::new(&owner.prefix()[0]);
+        c.args(&owner.prefix()[1..]).args([BIN, "far", "--detach", "--hold", "2"]).stdin(std::process::Stdio::null());
+        c
+    };
+    let out = tokio::time::timeout(SLOW, start().output()).await??;
+    let said = String::from_utf8_lossy(&out.stdout);
+    let home = owner.home.clone().context("a home")?;
+    let socket = home.join(".cache/jdwpmux/far/far.sock");
+    assert!(out.status.success() && said.contains(&format!("listening on {}", socket.display())), "{out:?}");
+    let again = tokio::time::timeout(SLOW, start().output()).await??;
+    assert!(String::from_utf8_lossy(&again.stdout).contains(&format!("already running on {}", socket.display())), "{again:?}");
+    // The squatter's folder is theirs still, untouched and empty.
+    assert_eq!(std::fs::metadata(&taken)?.uid(), squatter.uid);
+    assert_eq!(std::fs::read_dir(&taken)?.count(), 0);
+    // With no near side the far side ends at its hold: nothing is left running.
+    let pid_file = home.join(".cache/jdwpmux/far/far.pid");
+    let pid: i32 = std::fs::read_to_string(&pid_file)?.trim().parse()?;
+    let deadline = tokio::time::Instant::now() + SLOW;
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(tokio::time::Instant::now() < deadline, "the far side (pid {pid}) did not end after its hold");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    std::fs::remove_dir_all(&taken)?;
+    Ok(())
+}

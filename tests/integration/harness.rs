@@ -68,7 +68,8 @@ impl Proxy {
         wait_until("VM ready", || {
             let l = self.list();
             let v = l.get(index).cloned();
-            let ok = v.as_ref().is_some_and(|v| v.status.state == jdwpmux::session::VmState::Ready && v.debugger_port.is_some());
+            // Stopped is ready too: a debugger holds a suspension (`VmState::shown`).
+            let ok = v.as_ref().is_some_and(|v| matches!(v.status.state, jdwpmux::session::VmState::Ready | jdwpmux::session::VmState::Stopped) && v.debugger_port.is_some());
             if ok {
                 found = v;
             }
