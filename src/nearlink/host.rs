@@ -239,6 +239,9 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
     // When the master was lost with a far side holding this near side's session, and the
     // hold it granted: until then the link is tried promptly (`timing::retry_plan`).
     let mut lost_at: Option<Instant> = None;
+    // A cut now being ridden out: when it began and the tries made since. Said once when it
+    // begins and once when it ends; the tries between are debug lines.
+    let mut cut: Option<(Instant, u32)> = None;
     let mut hold = Duration::ZERO;
     let mut retry = Retrying { change_said: false, for_change: false, net: NetChanges::open().map_err(|e| debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone")).ok() };
     // The near link has been up once: a cut after that is a cut, not an unusable far side.
@@ -247,9 +250,12 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
         let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
         let (mut master, mut ready) = match first.take() {
             Some(found) => found,
-            None => match reach_again(cfg, far, report, &control, &mut said, near.is_none(), plan, &mut retry, cancel).await {
+            None => match reach_again(cfg, far, report, &control, &mut said, near.is_none(), cut.is_some(), plan, &mut retry, cancel).await {
                 Reached::Yes(found) => *found,
                 Reached::No => {
+                    if let Some((_, tries)) = &mut cut {
+                        *tries += 1;
+                    }
                     if !pause(&mut backoff, plan, &mut retry, &cfg.label, cancel).await {
                         return end(near).await;
                     }
@@ -279,7 +285,13 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                 },
             };
         }
-        info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, hold_s = far.hold_secs, "using jdwpmux on {}", cfg.label);
+        match cut.take() {
+            Some((since, tries)) => info!(
+                host = %cfg.label, socket = %ready.socket.display(), already = ready.already,
+                "the ssh link to {} is back after {:.1} s and {} tries; using jdwpmux there", cfg.label, since.elapsed().as_secs_f64(), tries + 1
+            ),
+            None => info!(host = %cfg.label, socket = %ready.socket.display(), version = %ready.version, already = ready.already, hold_s = far.hold_secs, "using jdwpmux on {}", cfg.label),
+        }
         // The far side the link spoke to may have ended while the master was down (killed,
         // or its hold ran out): said here, the link finds its session gone by itself.
         if let (Some(before), Some(_)) = (&spoke_to, &near) {
@@ -426,6 +438,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
         near = Some((nl, sockets));
         spoke_to = Some(ready);
         lost_at = Some(Instant::now());
+        cut = Some((Instant::now(), 0));
         retry.change_said = false;
         // Changes while the link was up are no news now.
         if let Some(n) = &mut retry.net {
@@ -480,6 +493,7 @@ async fn reach_again(
     control: &Path,
     said: &mut Option<String>,
     fresh: bool,
+    in_cut: bool,
     plan: Retry,
     retry: &mut Retrying,
     cancel: &CancellationToken,
@@ -514,7 +528,12 @@ async fn reach_again(
         Ok(l) => l,
         Err(failure) => {
             let text = failure.to_string();
-            say_once(said, &cfg.label, text.clone());
+            if in_cut {
+                // The cut was said when it began; its tries are not news.
+                debug!(host = %cfg.label, "{text}; trying again");
+            } else {
+                say_once(said, &cfg.label, text.clone());
+            }
             report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
             return Reached::No;
         }

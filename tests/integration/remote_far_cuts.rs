@@ -347,6 +347,12 @@ async fn remote_far_a_cut_shorter_than_the_hold_keeps_jdb_stopped_then_it_carrie
     let log = served.log_text();
     assert!(!log.contains("let its VMs go") && !log.contains("ended (pid"), "{log}");
     assert_eq!(far.pids().len(), 1, "the same far side serves on");
+    // The cut is said when it begins and when it ends (with its tries), not at every try.
+    let back = served.wait_log("the ssh link to farshort is back after").await;
+    assert!(back.contains(" INFO ") && back.contains(" tries"), "{back}");
+    let since_cut: String = log.lines().skip_while(|l| !l.contains("lost the ssh link to farshort")).collect::<Vec<_>>().join("\n");
+    let warns = since_cut.lines().filter(|l| l.contains(" WARN ")).count();
+    assert!(warns <= 2, "{warns} WARN lines during a 12 s cut: {since_cut}");
     drop(served);
 }
 
