@@ -150,3 +150,72 @@ async fn jdb_and_an_ide_share_a_jdk17_jvm() {
 async fn jdb_and_an_ide_share_a_jdk25_jvm() {
     jdb_and_an_ide_share_a_jvm(&java25()).await;
 }
+
+/// The waits `list --json` shows for the debugger at `index` under the first VM.
+fn waits_shown(proxy: &Proxy, index: usize) -> Vec<serde_json::Value> {
+    let json = serde_json::to_value(proxy.list()).unwrap();
+    json[0]["debuggers"][index]["waits"].as_array().cloned().unwrap_or_default()
+}
+
+/// jdb evaluates a call at its stop while an IDE holds the VM suspended too: the call waits
+/// for the IDE, `list` shows that wait (thread, holder) within two seconds, and once the IDE
+/// resumes the call runs and jdb prints its value.
+async fn an_invoke_waits_visibly_for_the_other_debugger(java: &Path) {
+    let mut app = start_shared(java).await.unwrap();
+    let proxy = Proxy::start(&[app.addr()], DdmMode::Auto).await;
+    let port = proxy.ready(0).await.debugger_port.unwrap();
+    let jdi = JdiProgram::compile().await.unwrap();
+    let mut jdb = Jdb::attach(&format!("127.0.0.1:{port}")).await.unwrap();
+    jdb.expect("> ", SLOW).await.unwrap();
+    let mut ide = jdi.attach("IDE", port).await.unwrap();
+    wait_until("both listed", || proxy.list()[0].status.debuggers.len() == 2).await.unwrap();
+    jdb.send("stop in Shared.beta").await.unwrap();
+    jdb.expect_all(&["Set breakpoint Shared.beta", "Breakpoint hit"], SLOW).await.unwrap();
+    jdb.expect("main[1] ", SLOW).await.unwrap();
+    // The IDE suspends the VM as well: main now holds jdb's stop and the IDE's suspension.
+    command(&mut ide, "suspend", "suspended").await.unwrap();
+    command(&mut ide, "status main", "status main 2").await.unwrap();
+    assert!(waits_shown(&proxy, 0).is_empty());
+
+    jdb.send("eval Shared.alpha(0)").await.unwrap();
+    let shown = tokio::time::timeout(Duration::from_secs(2), async {
+        loop {
+            if let Some(w) = waits_shown(&proxy, 0).first().cloned() {
+                return w;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("jdb's invoke was not shown as waiting within 2 s");
+    let ide_conn = proxy.list()[0].status.debuggers[1].conn;
+    assert_eq!(shown["command"], "ClassType.InvokeMethod", "{shown}");
+    assert_eq!(shown["waits_for"][0]["conn"], ide_conn, "{shown}");
+    assert!(shown["thread"].as_u64().is_some_and(|t| t != 0), "{shown}");
+    let text = jdwpmux::control::view::table(&proxy.list());
+    assert!(text.contains("an invoke (ClassType.InvokeMethod) waits for #"), "{text}");
+    // It keeps waiting while the IDE holds main: no value yet, and still shown.
+    assert!(!jdb.output().contains("alpha(0) = "), "the call ran while the IDE held main");
+    assert_eq!(waits_shown(&proxy, 0).len(), 1);
+
+    // The IDE resumes: the call runs, jdb prints its value, and the wait is gone.
+    command(&mut ide, "resume", "resumed").await.unwrap();
+    jdb.expect("alpha(0) = ", SLOW).await.unwrap();
+    wait_until("the wait cleared", || waits_shown(&proxy, 0).is_empty()).await.unwrap();
+    assert_stopped(&app, "jdb's own stop").await;
+
+    jdb.send("clear Shared.beta").await.unwrap();
+    jdb.expect("Removed: breakpoint Shared.beta", SLOW).await.unwrap();
+    jdb.send("cont").await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    jdb.quit().await.unwrap();
+    ide.quit_with("exit").await.unwrap();
+    wait_until("both gone", || proxy.list()[0].status.debuggers.is_empty()).await.unwrap();
+    proxy.stop().await;
+    app.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invoke_waits_visibly_for_the_other_debugger_jdk17() {
+    an_invoke_waits_visibly_for_the_other_debugger(&system_java()).await;
+}
