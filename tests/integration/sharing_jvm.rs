@@ -219,3 +219,43 @@ async fn an_invoke_waits_visibly_for_the_other_debugger(java: &Path) {
 async fn an_invoke_waits_visibly_for_the_other_debugger_jdk17() {
     an_invoke_waits_visibly_for_the_other_debugger(&system_java()).await;
 }
+
+/// HotSpot pops frames by resuming the thread itself, whatever its suspend count: jdb's `pop`
+/// at its stop is answered while an IDE holds the VM too, so PopFrames never waits for
+/// another debugger (docs/sharing.md says so; this keeps it true).
+async fn pop_frames_does_not_wait_for_the_other_debugger(java: &Path) {
+    let mut app = start_shared(java).await.unwrap();
+    let proxy = Proxy::start(&[app.addr()], DdmMode::Auto).await;
+    let port = proxy.ready(0).await.debugger_port.unwrap();
+    let jdi = JdiProgram::compile().await.unwrap();
+    let mut jdb = Jdb::attach(&format!("127.0.0.1:{port}")).await.unwrap();
+    jdb.expect("> ", SLOW).await.unwrap();
+    let mut ide = jdi.attach("IDE", port).await.unwrap();
+    jdb.send("stop in Shared.beta").await.unwrap();
+    jdb.expect_all(&["Set breakpoint Shared.beta", "Breakpoint hit"], SLOW).await.unwrap();
+    jdb.expect("main[1] ", SLOW).await.unwrap();
+    command(&mut ide, "suspend", "suspended").await.unwrap();
+    command(&mut ide, "status main", "status main 2").await.unwrap();
+    jdb.send("pop").await.unwrap();
+    jdb.send("where").await.unwrap();
+    // After the pop, main's top frame is main itself (beta is gone), with the IDE still holding.
+    let out = jdb.expect("[1] Shared.main", SLOW).await.unwrap();
+    assert!(!out.contains("[1] Shared.beta"), "{out}");
+    command(&mut ide, "status main", "status main 2").await.unwrap();
+    assert!(waits_shown(&proxy, 0).is_empty());
+    command(&mut ide, "resume", "resumed").await.unwrap();
+    jdb.send("clear Shared.beta").await.unwrap();
+    jdb.expect("Removed: breakpoint Shared.beta", SLOW).await.unwrap();
+    jdb.send("cont").await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    jdb.quit().await.unwrap();
+    ide.quit_with("exit").await.unwrap();
+    wait_until("both gone", || proxy.list()[0].status.debuggers.is_empty()).await.unwrap();
+    proxy.stop().await;
+    app.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pop_frames_does_not_wait_for_the_other_debugger_jdk17() {
+    pop_frames_does_not_wait_for_the_other_debugger(&system_java()).await;
+}
