@@ -10,9 +10,12 @@
 //! from the moment the invoke is forwarded until its reply, its debugger leaves, or nobody
 //! else holds the thread any more, and `list` and the page show it.
 //!
-//! ThreadReference.Resume and Suspend never wait (the VM answers at once; a thread another
-//! debugger holds just stays suspended, as `list`'s suspensions show), and HotSpot pops frames
-//! (StackFrame.PopFrames) by resuming the thread itself, whatever the counts: neither is here.
+//! ThreadReference.Resume and VirtualMachine.Resume never wait: the VM answers at once. But a
+//! Resume can leave its debugger's threads suspended, because another debugger holds them
+//! too: the user pressed resume and nothing runs. That is kept here as well ([`Waits::resumed`]),
+//! until the debugger holds the thread again, nobody else does, or it leaves. HotSpot pops
+//! frames (StackFrame.PopFrames) by resuming the thread itself, whatever the counts: a pop
+//! never waits, and is not here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -65,10 +68,38 @@ pub struct Wait {
     pub since_ms: u64,
 }
 
-/// The invokes waiting on one VM connection, by debugger and the debugger's own request id.
+/// A Resume that left threads suspended: another debugger holds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StillHeld {
+    /// The thread of a ThreadReference.Resume; `None` for a VirtualMachine.Resume, whose
+    /// threads the other debuggers' VM-wide suspensions keep.
+    pub thread: Option<ThreadId>,
+    /// The debuggers that hold them.
+    pub holders: BTreeSet<Debugger>,
+    /// When the Resume came, in milliseconds since the Unix epoch.
+    pub since_ms: u64,
+}
+
+/// Who else keeps `d`'s resumed thread (or, for `None`, every thread) suspended: empty once
+/// `d` holds it again itself (or holds anything, for `None`) or nobody else does.
+fn still_held_by(holds: &Holds, d: Debugger, thread: Option<ThreadId>) -> BTreeSet<Debugger> {
+    let (mine, mut others) = match thread {
+        Some(t) => (holds.debugger_count(d, t) > 0, holds.holders_of(t)),
+        None => (holds.held_by(d) > 0, holds.vm_wide_holders()),
+    };
+    if mine {
+        return BTreeSet::new();
+    }
+    others.remove(&d);
+    others
+}
+
+/// The invokes waiting on one VM connection, by debugger and the debugger's own request id;
+/// and the Resumes that left threads suspended, by debugger and thread.
 #[derive(Debug, Default, Clone)]
 pub struct Waits {
     waits: BTreeMap<(Debugger, u32), Wait>,
+    held: BTreeMap<(Debugger, Option<ThreadId>), StillHeld>,
 }
 
 impl Waits {
@@ -91,9 +122,26 @@ impl Waits {
         self.waits.remove(&(d, id))
     }
 
-    /// The holds changed (a Resume, a debugger leaving): each wait now waits for the
-    /// debuggers that still hold its thread; those nobody blocks any more are over (the VM
-    /// runs the call and its reply follows). True when anything changed.
+    /// `d`'s Resume (of thread `t`, or of the VM: `None`) was carried out: recorded (and
+    /// returned, to be told) when other debuggers still keep what it resumed suspended.
+    pub fn resumed(&mut self, d: Debugger, thread: Option<ThreadId>, holds: &Holds, since_ms: u64) -> Option<&StillHeld> {
+        let holders = still_held_by(holds, d, thread);
+        if holders.is_empty() {
+            return None;
+        }
+        // A Resume of the VM covers each thread it resumed before.
+        if thread.is_none() {
+            self.held.retain(|(w, _), _| *w != d);
+        }
+        let h = self.held.entry((d, thread)).or_insert(StillHeld { thread, holders: BTreeSet::new(), since_ms });
+        h.holders = holders;
+        Some(h)
+    }
+
+    /// The holds changed (a Resume, a suspension, an event, a debugger leaving): each wait
+    /// now waits for the debuggers that still hold its thread; those nobody blocks any more
+    /// are over (the VM runs the call and its reply follows), and so are resumed threads held
+    /// again by their debugger or by nobody else. True when anything changed.
     pub fn holds_changed(&mut self, holds: &Holds) -> bool {
         let mut changed = false;
         self.waits.retain(|(d, _), w| {
@@ -102,14 +150,26 @@ impl Waits {
             w.holders = now;
             !w.holders.is_empty()
         });
+        self.held.retain(|(d, _), h| {
+            let now = still_held_by(holds, *d, h.thread);
+            changed |= now != h.holders;
+            h.holders = now;
+            !h.holders.is_empty()
+        });
         changed
     }
 
     /// `d` left: its waits are gone. True when it had any.
     pub fn leave(&mut self, d: Debugger) -> bool {
-        let before = self.waits.len();
+        let before = self.waits.len() + self.held.len();
         self.waits.retain(|(w, _), _| *w != d);
-        self.waits.len() != before
+        self.held.retain(|(w, _), _| *w != d);
+        self.waits.len() + self.held.len() != before
+    }
+
+    /// What `d` resumed that others keep suspended, the VM first, then by thread.
+    pub fn held_of(&self, d: Debugger) -> impl Iterator<Item = &StillHeld> {
+        self.held.range((d, None)..=(d, Some(ThreadId::MAX))).map(|(_, h)| h)
     }
 
     /// `d`'s waits, oldest request id first.
@@ -119,11 +179,11 @@ impl Waits {
 
     /// Entries in the table.
     pub fn len(&self) -> usize {
-        self.waits.len()
+        self.waits.len() + self.held.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.waits.is_empty()
+        self.waits.is_empty() && self.held.is_empty()
     }
 }
 

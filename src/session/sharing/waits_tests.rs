@@ -84,6 +84,39 @@ fn a_stop_two_debuggers_share_does_not_make_an_invoke_wait() {
     assert!(Waits::default().sent(A, 1, INVOKE, T1, &holds, 0).is_none());
 }
 
+#[test]
+fn a_resume_that_leaves_threads_held_by_another_is_kept_until_it_holds_again_or_they_go() {
+    let mut holds = Holds::default();
+    let mut waits = Waits::default();
+    // A and B stop T1 each; A resumes it: B still holds it.
+    holds.event(Suspended::Thread(T1), &[A]);
+    holds.suspend_thread(B, T1);
+    holds.resume_thread(A, T1);
+    let h = waits.resumed(A, Some(T1), &holds, 5).cloned().unwrap();
+    assert_eq!((h.thread, h.holders.iter().copied().collect::<Vec<_>>()), (Some(T1), vec![B]));
+    // A stops it again: nothing to tell.
+    holds.suspend_thread(A, T1);
+    assert!(waits.holds_changed(&holds));
+    assert_eq!(waits.held_of(A).count(), 0);
+    // B suspends the VM, A resumes the VM holding nothing: every thread stays, for B.
+    holds.resume_thread(A, T1);
+    holds.suspend_all(B);
+    assert!(waits.resumed(B, None, &holds, 0).is_none(), "B holds what it would resume");
+    let h = waits.resumed(A, None, &holds, 6).cloned().unwrap();
+    assert_eq!((h.thread, h.holders.iter().copied().collect::<Vec<_>>()), (None, vec![B]));
+    assert_eq!(waits.held_of(A).count(), 1);
+    // B resumes: nothing holds A's threads any more.
+    holds.resume_all(B);
+    holds.resume_thread(B, T1);
+    assert!(waits.holds_changed(&holds));
+    assert!(waits.is_empty());
+    // A resume that leaves nothing held is not kept; a departure ends the rest.
+    assert!(waits.resumed(A, Some(T2), &holds, 0).is_none());
+    holds.suspend_thread(C, T2);
+    waits.resumed(A, Some(T2), &holds, 0);
+    assert!(waits.leave(A) && waits.is_empty());
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     SuspendAll(Debugger),
@@ -125,8 +158,14 @@ proptest! {
                 Op::Event(all, to, t) => {
                     holds.event(if all { Suspended::All } else { Suspended::Thread(t) }, &to);
                 }
-                Op::ResumeAll(d) => { holds.resume_all(d); }
-                Op::ResumeThread(d, t) => { holds.resume_thread(d, t); }
+                Op::ResumeAll(d) => {
+                    holds.resume_all(d);
+                    waits.resumed(d, None, &holds, 0);
+                }
+                Op::ResumeThread(d, t) => {
+                    holds.resume_thread(d, t);
+                    waits.resumed(d, Some(t), &holds, 0);
+                }
                 Op::Invoke(d, id, t) => {
                     let expect = blockers(&holds, d, t);
                     let got = waits.sent(d, id, INVOKE, t, &holds, 0).map(|w| w.holders.clone()).unwrap_or_default();
@@ -149,6 +188,20 @@ proptest! {
                     prop_assert!(holds.vm_count(w.thread) >= 2);
                     for h in &w.holders {
                         prop_assert!(holds.debugger_count(*h, w.thread) > 0);
+                    }
+                }
+                // A resumed thread is shown held only while d holds it not and another does.
+                for h in waits.held_of(d) {
+                    prop_assert!(!h.holders.is_empty() && !h.holders.contains(&d));
+                    match h.thread {
+                        Some(t) => {
+                            prop_assert_eq!(holds.debugger_count(d, t), 0);
+                            prop_assert!(holds.vm_count(t) > 0);
+                        }
+                        None => {
+                            prop_assert_eq!(holds.held_by(d), 0);
+                            prop_assert!(holds.unnamed_count() > 0);
+                        }
                     }
                 }
             }
