@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::registry::VmInfo;
 use crate::safe_text::{shown, Shown};
-use crate::session::{DebuggerInfo, WaitInfo};
+use crate::session::{DebuggerInfo, HeldInfo, WaitInfo};
 
 /// One line per VM under a header; `*` marks the current VM. A VM's note (why it cannot be
 /// reached) and each debugger attached to it get a line of their own under the VM's.
@@ -99,7 +99,20 @@ fn debugger_line(d: &DebuggerInfo, now_ms: u64) -> String {
     for w in &d.waits {
         out.push_str(&format!("      ! {}, for {}\n", wait_text(w), duration(now_ms.saturating_sub(w.since_ms) / 1000)));
     }
+    for h in &d.still_held {
+        out.push_str(&format!("      ! {}, for {}\n", held_text(h), duration(now_ms.saturating_sub(h.since_ms) / 1000)));
+    }
     out
+}
+
+/// `thread 0x1a5 stays suspended after its resume: #2 127.0.0.1:40312 holds it`
+pub fn held_text(h: &HeldInfo) -> String {
+    let holders: Vec<String> = h.held_by.iter().map(|d| format!("#{} {}", d.conn, d.peer)).collect();
+    let holders = if holders.is_empty() { "another debugger".to_string() } else { holders.join(" and ") };
+    match h.thread {
+        Some(t) => format!("thread {t:#x} stays suspended after its resume: {holders} holds it"),
+        None => format!("threads stay suspended after its resume of the VM: {holders} holds the VM suspended"),
+    }
 }
 
 /// `thread 0x1a5: an invoke waits for #2 127.0.0.1:40312 to resume it`
@@ -135,6 +148,7 @@ mod tests {
             suspensions: 1,
             commands: 512,
             waits: Vec::new(),
+            still_held: Vec::new(),
             live: None,
         };
         let vm = |debuggers: Vec<DebuggerInfo>| VmInfo {
@@ -171,6 +185,15 @@ mod tests {
             Some("      ! thread 0x1a5: an invoke (ObjectReference.InvokeMethod) waits for #2 127.0.0.1:5006 to resume it, for 1m07s"),
             "{text}"
         );
+        // So does a resume whose threads another debugger keeps suspended.
+        let mut resumed = d(5005, now, false);
+        let b = crate::session::WaitHolder { conn: 2, peer: ([127, 0, 0, 1], 5006).into() };
+        resumed.still_held.push(HeldInfo { thread: None, since_ms: now - 5_000, held_by: vec![b.clone()] });
+        resumed.still_held.push(HeldInfo { thread: Some(0x1), since_ms: now, held_by: vec![b] });
+        let text = table_at(&[vm(vec![resumed])], now);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[3], "      ! threads stay suspended after its resume of the VM: #2 127.0.0.1:5006 holds the VM suspended, for 5s");
+        assert_eq!(lines[4], "      ! thread 0x1 stays suspended after its resume: #2 127.0.0.1:5006 holds it, for 0s");
         assert!(lines[0].starts_with("   PORT  HOST   WHERE  PID"), "{text}");
         let mut far = vm(vec![]);
         far.host = "staging-2".into();

@@ -10,8 +10,8 @@ use tracing::info;
 use super::actor::{PendingAttach, Session, BUSY_GRACE};
 use super::debugger_io::DebuggerIo;
 use super::debuggers::Attached;
-use super::handle::{AttachError, DebuggerLink, WaitHolder, WaitInfo};
-use super::sharing::waits::Wait;
+use super::handle::{AttachError, DebuggerLink, HeldInfo, WaitHolder, WaitInfo};
+use super::sharing::waits::{StillHeld, Wait};
 use crate::capture::tap::Tap;
 use crate::capture::Leg;
 use crate::jdwp::names;
@@ -98,6 +98,7 @@ impl Session {
         let mut infos: Vec<_> = self.debuggers.iter().map(|a| a.info()).collect();
         for info in &mut infos {
             info.waits = self.waits_of(info.conn);
+            info.still_held = self.still_held_of(info.conn);
         }
         for a in self.debuggers.iter() {
             self.refresh_live_of(a);
@@ -115,6 +116,13 @@ impl Session {
             waits_for: w.holders.iter().filter_map(holder).collect(),
         };
         self.sharing.waits.of(conn).map(shown).collect()
+    }
+
+    /// What `conn` resumed that other debuggers keep suspended, as `list` shows it.
+    fn still_held_of(&self, conn: u64) -> Vec<HeldInfo> {
+        let holder = |d: &u64| self.debuggers.get(*d).map(|a| WaitHolder { conn: *d, peer: a.io.peer });
+        let shown = |h: &StillHeld| HeldInfo { thread: h.thread, since_ms: h.since_ms, held_by: h.holders.iter().filter_map(holder).collect() };
+        self.sharing.waits.held_of(conn).map(shown).collect()
     }
 
     /// Brings the request and suspension counts `list` shows for `conn` up to date.

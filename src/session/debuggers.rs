@@ -60,6 +60,7 @@ impl Attached {
             suspensions: 0,
             commands: self.live.commands.load(Relaxed),
             waits: Vec::new(),
+            still_held: Vec::new(),
             live: Some(self.live.clone()),
         }
     }

@@ -113,7 +113,7 @@ pub use config::{AdbTarget, Located, SessionConfig};
 pub use ddm_types::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
 pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
-pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus, WaitHolder, WaitInfo};
+pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus, HeldInfo, WaitHolder, WaitInfo};
 pub use vm_events::MAX_DEFERRED_EVENTS;
 pub use vm_side::COLLECT_PREFIX;
 pub use crate::jdwp::version::is_android_vm;

@@ -63,11 +63,13 @@ impl Session {
             VM_RESUME => {
                 let plan = self.sharing.holds.resume_all(conn);
                 self.carry_out(conn, p, VmCmd::ResumeAll, plan).await;
+                self.resume_noted(conn, None);
             }
             THREAD_RESUME => match only_id(p.data()) {
                 Some(t) => {
                     let plan = self.sharing.holds.resume_thread(conn, t);
                     self.carry_out(conn, p, VmCmd::ResumeThread(t), plan).await;
+                    self.resume_noted(conn, Some(t));
                 }
                 None => self.forward(conn, p, Note::None).await,
             },
@@ -139,6 +141,29 @@ impl Session {
         }
     }
 
+    /// A debugger's Resume is carried out: when other debuggers keep what it resumed
+    /// suspended, that is logged once and shown by `list` while it lasts.
+    fn resume_noted(&mut self, conn: u64, thread: Option<u64>) {
+        let now_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let Some(h) = self.sharing.waits.resumed(conn, thread, &self.sharing.holds, now_ms) else { return };
+        let holders = h.holders.clone();
+        let held_by = holders.iter().map(|d| self.debugger_name(*d)).collect::<Vec<_>>().join(" and ");
+        let who = self.debugger_name(conn);
+        match thread {
+            Some(t) => info!(conn, thread = t, "thread {t:#x}: {who} resumed it, but {held_by} holds it suspended"),
+            None => info!(conn, "{who} resumed the VM, but {held_by} holds every thread suspended"),
+        }
+        self.publish_debuggers();
+    }
+
+    /// "debugger #2 127.0.0.1:40312", as log lines name a debugger.
+    fn debugger_name(&self, d: u64) -> String {
+        match self.debuggers.get(d) {
+            Some(a) => format!("debugger #{d} {}", a.io.peer),
+            None => format!("debugger #{d}"),
+        }
+    }
+
     /// An invoke is on its way to the VM: when another debugger's suspension keeps its thread
     /// from running it, the wait is logged once and shown by `list` until its reply.
     pub(super) fn invoke_sent(&mut self, conn: u64, p: &Packet) {
@@ -149,10 +174,7 @@ impl Session {
         let command = (h.cmd_set(), h.cmd());
         let Some(w) = self.sharing.waits.sent(conn, h.id, command, t, &self.sharing.holds, now_ms) else { return };
         let holders = w.holders.clone();
-        let name = |d: u64| match self.debuggers.get(d) {
-            Some(a) => format!("debugger #{d} {}", a.io.peer),
-            None => format!("debugger #{d}"),
-        };
+        let name = |d: u64| self.debugger_name(d);
         let waits_for = holders.iter().map(|d| name(*d)).collect::<Vec<_>>().join(" and ");
         info!(
             conn,

@@ -54,9 +54,14 @@ async fn two_jdi_debuggers_share_a_jvm(java: &Path) {
     command(&mut b, "resume", "resumed").await.unwrap();
     assert_stopped(&app, "B's resume released A's SUSPEND_ALL stop").await;
     command(&mut b, "status main", "status main 1").await.unwrap();
+    // list says why nothing runs for B: A holds the VM.
+    let held = serde_json::to_value(proxy.list()).unwrap()[0]["debuggers"][1]["still_held"].clone();
+    let a_conn = proxy.list()[0].status.debuggers[0].conn;
+    assert_eq!((held[0]["thread"].clone(), held[0]["held_by"][0]["conn"].clone()), (serde_json::Value::Null, a_conn.into()), "{held}");
     // A resumes: the app runs into B's breakpoint, which stops B alone.
     command(&mut a, "resume", "resumed").await.unwrap();
     b.expect("hit beta policy=1", SLOW).await.unwrap();
+    assert!(proxy.list()[0].status.debuggers[1].still_held.is_empty(), "nothing holds what B resumed any more");
     assert_stopped(&app, "B's stop in beta").await;
     // B resumes with VirtualMachine.resume (it holds only the thread): the app goes on to
     // A's breakpoint again.

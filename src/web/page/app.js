@@ -222,13 +222,19 @@ function onVms(msg) {
 }
 
 /**
- * A debugger's invokes that wait for another debugger to resume their thread, as `list` says
- * them: "thread 0x1a5: an invoke waits for #2 127.0.0.1:40312 to resume it, for 12s"; "" if none.
+ * A debugger's invokes that wait for another debugger to resume their thread, and its resumes
+ * whose threads another debugger keeps suspended, as `list` says them: "thread 0x1a5: an
+ * invoke waits for #2 127.0.0.1:40312 to resume it, for 12s"; "" if none.
  */
 function waitsText(d) {
-  return (d.waits || []).map((w) => "thread 0x" + w.thread.toString(16) + ": an invoke waits for "
-    + (w.waits_for.map((h) => "#" + h.conn + " " + h.peer).join(" and ") || "another debugger")
-    + " to resume it, for " + ago(ui.nowMs - w.since_ms)).join("; ");
+  const names = (hs) => hs.map((h) => "#" + h.conn + " " + h.peer).join(" and ") || "another debugger";
+  const invokes = (d.waits || []).map((w) => "thread 0x" + w.thread.toString(16) + ": an invoke waits for "
+    + names(w.waits_for) + " to resume it, for " + ago(ui.nowMs - w.since_ms));
+  const held = (d.still_held || []).map((h) => (h.thread === null
+    ? "threads stay suspended after its resume of the VM: " + names(h.held_by) + " holds the VM suspended"
+    : "thread 0x" + h.thread.toString(16) + " stays suspended after its resume: " + names(h.held_by) + " holds it")
+    + ", for " + ago(ui.nowMs - h.since_ms));
+  return invokes.concat(held).join("; ");
 }
 
 /** One line per debugger: "#3 127.0.0.1:40312, attached 2m05s ago, 1.5 cmd/s". */
