@@ -145,13 +145,17 @@ impl Session {
     /// suspended, that is logged once and shown by `list` while it lasts.
     fn resume_noted(&mut self, conn: u64, thread: Option<u64>) {
         let now_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let before = self.sharing.waits.held_of(conn).find(|h| h.thread == thread).map(|h| h.holders.clone());
         let Some(h) = self.sharing.waits.resumed(conn, thread, &self.sharing.holds, now_ms) else { return };
         let holders = h.holders.clone();
-        let held_by = holders.iter().map(|d| self.debugger_name(*d)).collect::<Vec<_>>().join(" and ");
-        let who = self.debugger_name(conn);
-        match thread {
-            Some(t) => info!(conn, thread = t, "thread {t:#x}: {who} resumed it, but {held_by} holds it suspended"),
-            None => info!(conn, "{who} resumed the VM, but {held_by} holds every thread suspended"),
+        // Said already when nothing changed: a debugger resuming again and again logs it once.
+        if before.as_ref() != Some(&holders) {
+            let held_by = holders.iter().map(|d| self.debugger_name(*d)).collect::<Vec<_>>().join(" and ");
+            let who = self.debugger_name(conn);
+            match thread {
+                Some(t) => info!(conn, thread = t, "thread {t:#x}: {who} resumed it, but {held_by} holds it suspended"),
+                None => info!(conn, "{who} resumed the VM, but {held_by} holds every thread suspended"),
+            }
         }
         self.publish_debuggers();
     }
