@@ -19,7 +19,8 @@
 //!
 //! The actor's parts: pure tables and the code for one socket; no `Session` in them.
 //! - `ids`: the request-id table: proxy ids to (requester, its own id).
-//! - `sharing`: the tables that let debuggers share a VM: owners, holds, pins, policy.
+//! - `sharing`: the tables that let debuggers share a VM: owners, holds, pins, policy,
+//!   waits.
 //! - `nearcache`: answers that never change (class, method and VM data), kept to answer
 //!   the next asking without a round trip to the VM.
 //! - `purpose`: what each of the proxy's own requests is for, and how long it may wait.

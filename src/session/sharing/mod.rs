@@ -8,8 +8,8 @@
 //!   stop, and a departing debugger releases exactly what it held.
 //! - [`pins`]: which debugger disabled garbage collection of which object.
 //! - [`policy`]: what happens to each command whose effect reaches every debugger.
-//! - [`waits`]: invokes waiting for another debugger to resume their thread, so the wait is
-//!   shown while it lasts.
+//! - [`waits`]: invokes waiting for another debugger to resume their thread, and Resumes
+//!   whose threads another debugger still holds, so each is shown while it lasts.
 
 pub mod holds;
 pub mod owners;
