@@ -264,3 +264,79 @@ async fn pop_frames_does_not_wait_for_the_other_debugger(java: &Path) {
 async fn pop_frames_does_not_wait_for_the_other_debugger_jdk17() {
     pop_frames_does_not_wait_for_the_other_debugger(&system_java()).await;
 }
+
+/// The invoke case through the far side, with 25 ms each way in front of the VM's host: jdb
+/// and an IDE here, the VM on a test host, the real daemon; the wait is in `list --json`
+/// within 2 s and in the daemon's log, and the call runs once the IDE resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invoke_waits_visibly_through_the_far_side() {
+    use crate::remote::{agent, port, ready, serve};
+    use crate::support::delay_link::DelayLink;
+    use crate::support::testhost::{Keys, TestHost};
+    use crate::support::JvmSpec;
+    crate::need_test_hosts!();
+    system_java();
+    let far = crate::remote_far::far_bin();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "farinvoke").unwrap();
+    let alias = "farinvoke-slow";
+    let link = DelayLink::start(std::net::SocketAddr::from((host.net.addr, 22)), Duration::from_millis(25)).unwrap();
+    let extra = format!("  Port {}\n  HostKeyAlias {}\n", link.port(), host.net.addr);
+    keys.add_host(alias, std::net::Ipv4Addr::LOCALHOST, "id_ed25519", &extra).unwrap();
+    let spec = JvmSpec {
+        prefix: host.prefix(),
+        agent: agent(false, "8000"),
+        sources: vec![("Shared.java".into(), crate::support::jdi::SHARED_JAVA.into())],
+        class: "Shared".into(),
+        args: vec!["{dir}/stop".into()],
+        ..JvmSpec::default()
+    };
+    let mut app = JavaApp::spawn(spec).await.unwrap();
+    app.wait_for_output("Shared started", SLOW).await.unwrap();
+    let served = serve(&keys, &[alias], &["--far", "always", "--far-path", &far.path]);
+    served.wait_log(&format!("using jdwpmux on {alias}")).await;
+    let rows = served.list_until("Shared ready", |r| ready(r, alias, "Shared")).await;
+    let vm_port = port(&rows, alias, "Shared");
+    let debuggers = |served: &crate::cli::Served| -> Vec<serde_json::Value> {
+        let (_, out, _) = served.run(&["list", "--json"]);
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap_or_default();
+        let row = rows.into_iter().find(|r| r["app"] == "Shared");
+        row.and_then(|r| r["debuggers"].as_array().cloned()).unwrap_or_default()
+    };
+
+    let jdi = JdiProgram::compile().await.unwrap();
+    let mut jdb = Jdb::attach(&format!("127.0.0.1:{vm_port}")).await.unwrap();
+    jdb.expect("> ", SLOW).await.unwrap();
+    let mut ide = jdi.attach("IDE", vm_port).await.unwrap();
+    jdb.send("stop in Shared.beta").await.unwrap();
+    jdb.expect_all(&["Set breakpoint Shared.beta", "Breakpoint hit"], SLOW).await.unwrap();
+    jdb.expect("main[1] ", SLOW).await.unwrap();
+    command(&mut ide, "suspend", "suspended").await.unwrap();
+    command(&mut ide, "status main", "status main 2").await.unwrap();
+    jdb.send("eval Shared.alpha(0)").await.unwrap();
+    let asked = tokio::time::Instant::now();
+    let shown = loop {
+        let d = debuggers(&served);
+        if let Some(w) = d.first().and_then(|d| d["waits"].as_array()).and_then(|w| w.first()).cloned() {
+            break (w, d[1]["conn"].clone());
+        }
+        assert!(asked.elapsed() < Duration::from_secs(2), "the wait was not in list --json within 2 s: {d:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(shown.0["waits_for"][0]["conn"], shown.1, "{shown:?}");
+    served.wait_log("waits for debugger #").await;
+    assert!(!jdb.output().contains("alpha(0) = "), "the call ran while the IDE held main");
+    command(&mut ide, "resume", "resumed").await.unwrap();
+    jdb.expect("alpha(0) = ", SLOW).await.unwrap();
+    assert!(debuggers(&served).first().is_some_and(|d| d["waits"].as_array().is_some_and(Vec::is_empty)));
+    assert!(link.turns() > 0, "the session did not go through the delayed link");
+
+    jdb.send("clear Shared.beta").await.unwrap();
+    jdb.expect("Removed: breakpoint Shared.beta", SLOW).await.unwrap();
+    jdb.send("cont").await.unwrap();
+    jdb.quit().await.unwrap();
+    ide.quit_with("exit").await.unwrap();
+    drop(served);
+    drop(link);
+    app.kill().await.unwrap();
+}
