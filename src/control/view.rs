@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::registry::VmInfo;
 use crate::safe_text::{shown, Shown};
-use crate::session::DebuggerInfo;
+use crate::session::{DebuggerInfo, HeldInfo, WaitInfo};
 
 /// One line per VM under a header; `*` marks the current VM. A VM's note (why it cannot be
 /// reached) and each debugger attached to it get a line of their own under the VM's.
@@ -95,7 +95,31 @@ fn debugger_line(d: &DebuggerInfo, now_ms: u64) -> String {
     parts.push(plural(d.event_requests.into(), "request", "requests"));
     parts.push(plural(d.suspensions.into(), "suspension", "suspensions"));
     parts.push(plural(d.commands, "command", "commands"));
-    format!("{}\n", parts.join(", "))
+    let mut out = format!("{}\n", parts.join(", "));
+    for w in &d.waits {
+        out.push_str(&format!("      ! {}, for {}\n", wait_text(w), duration(now_ms.saturating_sub(w.since_ms) / 1000)));
+    }
+    for h in &d.still_held {
+        out.push_str(&format!("      ! {}, for {}\n", held_text(h), duration(now_ms.saturating_sub(h.since_ms) / 1000)));
+    }
+    out
+}
+
+/// `thread 0x1a5 stays suspended after its resume: #2 127.0.0.1:40312 holds it`
+pub fn held_text(h: &HeldInfo) -> String {
+    let holders: Vec<String> = h.held_by.iter().map(|d| format!("#{} {}", d.conn, d.peer)).collect();
+    let holders = if holders.is_empty() { "another debugger".to_string() } else { holders.join(" and ") };
+    match h.thread {
+        Some(t) => format!("thread {t:#x} stays suspended after its resume: {holders} holds it"),
+        None => format!("threads stay suspended after its resume of the VM: {holders} holds the VM suspended"),
+    }
+}
+
+/// `thread 0x1a5: an invoke waits for #2 127.0.0.1:40312 to resume it`
+pub fn wait_text(w: &WaitInfo) -> String {
+    let holders: Vec<String> = w.waits_for.iter().map(|h| format!("#{} {}", h.conn, h.peer)).collect();
+    let holders = if holders.is_empty() { "another debugger".to_string() } else { holders.join(" and ") };
+    format!("thread {:#x}: an invoke ({}) waits for {holders} to resume it", w.thread, Shown(&w.command))
 }
 
 /// 45s, 2m05s, 3h07m.
@@ -123,6 +147,8 @@ mod tests {
             event_requests: 3,
             suspensions: 1,
             commands: 512,
+            waits: Vec::new(),
+            still_held: Vec::new(),
             live: None,
         };
         let vm = |debuggers: Vec<DebuggerInfo>| VmInfo {
@@ -145,6 +171,29 @@ mod tests {
         assert_eq!(lines[2], "    debugger 127.0.0.1:5005 for 2m05s, ddm, 3 requests, 1 suspension, 512 commands");
         assert_eq!(lines[3], "    debugger 127.0.0.1:5006 for 3s, 3 requests, 1 suspension, 512 commands");
         assert!(lines[4].contains(" -  "), "{text}");
+        // An invoke waiting for another debugger gets a line under its debugger's.
+        let mut waiting = d(5005, now - 3_000, false);
+        waiting.waits.push(WaitInfo {
+            thread: 0x1a5,
+            command: "ObjectReference.InvokeMethod".into(),
+            since_ms: now - 67_000,
+            waits_for: vec![crate::session::WaitHolder { conn: 2, peer: ([127, 0, 0, 1], 5006).into() }],
+        });
+        let text = table_at(&[vm(vec![waiting, d(5006, now, false)])], now);
+        assert_eq!(
+            text.lines().nth(3),
+            Some("      ! thread 0x1a5: an invoke (ObjectReference.InvokeMethod) waits for #2 127.0.0.1:5006 to resume it, for 1m07s"),
+            "{text}"
+        );
+        // So does a resume whose threads another debugger keeps suspended.
+        let mut resumed = d(5005, now, false);
+        let b = crate::session::WaitHolder { conn: 2, peer: ([127, 0, 0, 1], 5006).into() };
+        resumed.still_held.push(HeldInfo { thread: None, since_ms: now - 5_000, held_by: vec![b.clone()] });
+        resumed.still_held.push(HeldInfo { thread: Some(0x1), since_ms: now, held_by: vec![b] });
+        let text = table_at(&[vm(vec![resumed])], now);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[3], "      ! threads stay suspended after its resume of the VM: #2 127.0.0.1:5006 holds the VM suspended, for 5s");
+        assert_eq!(lines[4], "      ! thread 0x1 stays suspended after its resume: #2 127.0.0.1:5006 holds it, for 0s");
         assert!(lines[0].starts_with("   PORT  HOST   WHERE  PID"), "{text}");
         let mut far = vm(vec![]);
         far.host = "staging-2".into();

@@ -61,8 +61,10 @@ pub const EARLY: &[Row] = &[
               Set is in flight and the last Set's reply was known and not an error (a failed install \
               may have taken an id). A step request fails only for a thread libjdwp does not know \
               (stepControl_beginStep suspends the thread itself): its thread must be one a stop event \
-              named and nothing resumed since, and its modifiers only Count (> 0), ClassMatch, \
-              ClassExclude and one Step of a valid size and depth",
+              named and nothing resumed since (but for an invoke whose reply is in: libjdwp suspends \
+              the invoking thread, and with INVOKE_SINGLE_THREADED the only one that ran, again \
+              before it replies, in invoker_completeInvokeRequest), and its modifiers only Count \
+              (> 0), ClassMatch, ClassExclude and one Step of a valid size and depth",
     },
 ];
 
@@ -107,6 +109,27 @@ pub struct Early {
     last_request: Option<u32>,
     /// EventRequest.Set commands written to the VM and not answered yet.
     sets_in_flight: usize,
+    /// Invokes written and not answered, by the id they went out under: the stopped threads
+    /// their reply brings back stopped (see [`Early::invoke_replied`]).
+    invokes: HashMap<u32, HashSet<u64>>,
+}
+
+/// Invokes in flight whose threads are remembered (a bound; past it, an invoke's threads
+/// stay unknown after its reply).
+const MAX_INVOKES: usize = 64;
+
+/// JDWP InvokeOptions.INVOKE_SINGLE_THREADED.
+const INVOKE_SINGLE_THREADED: u32 = 0x01;
+
+/// The invoke commands, each with the size of what precedes its thread: ClassType
+/// .InvokeMethod and NewInstance and InterfaceType.InvokeMethod name a class
+/// (referenceTypeID), ObjectReference.InvokeMethod an object (objectID).
+fn invoke_prefix(set: u8, cmd: u8, sizes: &IdSizes) -> Option<usize> {
+    match (set, cmd) {
+        (3, 3) | (3, 4) | (5, 1) => Some(sizes.reference_type),
+        (9, 6) => Some(sizes.object),
+        _ => None,
+    }
 }
 
 impl Early {
@@ -170,22 +193,83 @@ impl Early {
         parse().unwrap_or(false)
     }
 
-    /// A command written to the VM (by anyone). `data` empty when only its head is known.
-    pub fn written(&mut self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) {
+    /// A command written to the VM (by anyone) under `id`. `data` empty when only its head
+    /// is known.
+    pub fn written(&mut self, id: u32, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) {
+        if !self.invokes.is_empty() {
+            // An id used again: the invoke it named was answered unseen (its asker left).
+            self.invokes.remove(&id);
+        }
         match (set, cmd) {
             (15, 1) => self.sets_in_flight += 1,
             // ThreadReference.Resume: that thread may run (and end).
             (11, 3) => match Reader::new(data).id(sizes.object, "thread") {
-                Ok(t) if data.len() == sizes.object => {
-                    self.stopped.remove(&t);
-                }
-                _ => self.stopped.clear(),
+                Ok(t) if data.len() == sizes.object => self.may_run(Some(t)),
+                _ => self.may_run(None),
             },
             // Nothing here lets a suspended thread run: reads, requests, suspensions, values
             // written, frames popped or returned from (the thread stays suspended).
             _ if keeps_threads_suspended(set, cmd) => {}
-            // Resume, invokes (they run the thread), and anything not known here.
-            _ => self.stopped.clear(),
+            _ => {
+                // An invoke runs its thread (every thread, unless single-threaded) until its
+                // reply, which libjdwp sends after suspending them again.
+                let back = self.invoke_brings_back(set, cmd, data, sizes);
+                // Resume, invokes, and anything not known here.
+                self.may_run(None);
+                if let Some(back) = back.filter(|_| self.invokes.len() < MAX_INVOKES) {
+                    self.invokes.insert(id, back);
+                }
+            }
+        }
+    }
+
+    /// The stopped threads an invoke's reply finds stopped again: its own thread, and with
+    /// INVOKE_SINGLE_THREADED every other one (they never ran). Without single-threaded,
+    /// the other threads ran for the call and may have ended: they stay unknown.
+    fn invoke_brings_back(&self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) -> Option<HashSet<u64>> {
+        let prefix = invoke_prefix(set, cmd, sizes)?;
+        let mut r = Reader::new(data);
+        r.bytes(prefix, "class or object").ok()?;
+        let t = r.id(sizes.object, "thread").ok()?;
+        // The options are the command's last field.
+        let options = data.len().checked_sub(4).and_then(|at| Reader::new(&data[at..]).u32("options").ok())?;
+        if !self.stopped.contains(&t) {
+            return None;
+        }
+        Some(if options & INVOKE_SINGLE_THREADED != 0 { self.stopped.clone() } else { HashSet::from([t]) })
+    }
+
+    /// The reply to the command written under `id` came (whole or not, any error code): when
+    /// it was an invoke, the threads it brings back are known stopped again. libjdwp
+    /// suspends them before it replies (invoker_completeInvokeRequest), and a refused invoke
+    /// never resumed them.
+    pub fn invoke_replied(&mut self, id: u32) {
+        if self.invokes.is_empty() {
+            return;
+        }
+        if let Some(back) = self.invokes.remove(&id) {
+            for t in back {
+                if self.stopped.len() < MAX_THREADS {
+                    self.stopped.insert(t);
+                }
+            }
+        }
+    }
+
+    /// Thread `t` (every thread: `None`) may run from now on: it is no longer known stopped,
+    /// nor brought back by an invoke's reply.
+    fn may_run(&mut self, t: Option<u64>) {
+        match t {
+            Some(t) => {
+                self.stopped.remove(&t);
+                self.invokes.values_mut().for_each(|back| {
+                    back.remove(&t);
+                });
+            }
+            None => {
+                self.stopped.clear();
+                self.invokes.values_mut().for_each(HashSet::clear);
+            }
         }
     }
 
@@ -210,7 +294,7 @@ impl Early {
     pub fn event(&mut self, policy: u8, events: impl IntoIterator<Item = (u8, Option<u64>)>) {
         for (k, t) in events {
             if k == kind::VM_DEATH {
-                self.stopped.clear();
+                self.may_run(None);
                 return;
             }
             if let (Some(t), true) = (t, policy != crate::jdwp::events::suspend::NONE) {

@@ -24,7 +24,7 @@ fn step(thread: u64, size: u32, depth: u32) -> Vec<u8> {
 /// A connection whose last Set got `last` and where a breakpoint stopped thread `T`.
 fn stopped_after(last: u32) -> Early {
     let mut e = Early::default();
-    e.written(15, 1, &[], &S8);
+    e.written(0, 15, 1, &[], &S8);
     e.set_replied(0, &last.to_be_bytes());
     e.event(suspend::ALL, [(kind::BREAKPOINT, Some(T))]);
     e
@@ -62,31 +62,100 @@ fn the_counter_is_unknown_until_a_set_reply_and_after_a_failed_one() {
     let mut e = Early::default();
     e.event(suspend::ALL, [(kind::BREAKPOINT, Some(T))]);
     assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), None, "no Set reply seen yet");
-    e.written(15, 1, &[], &S8);
+    e.written(0, 15, 1, &[], &S8);
     assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), None, "a Set in flight");
     e.set_replied(0, &7u32.to_be_bytes());
     assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), Some(8u32.to_be_bytes().to_vec()));
-    e.written(15, 1, &[], &S8);
+    e.written(0, 15, 1, &[], &S8);
     e.set_replied(103, &[]);
     assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), None, "a failed Set may have taken an id");
-    e.written(15, 1, &[], &S8);
+    e.written(0, 15, 1, &[], &S8);
     e.set_lost();
     assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), None);
+}
+
+/// ObjectReference.InvokeMethod of `thread` with no arguments and these options, as JDI
+/// sends it: object, thread, class, method, arguments (none), options.
+fn invoke(thread: u64, options: u32) -> Vec<u8> {
+    let mut d = 0x55u64.to_be_bytes().to_vec();
+    d.extend_from_slice(&thread.to_be_bytes());
+    d.extend_from_slice(&0x66u64.to_be_bytes());
+    d.extend_from_slice(&0x88u64.to_be_bytes());
+    d.extend_from_slice(&0u32.to_be_bytes());
+    d.extend_from_slice(&options.to_be_bytes());
+    d
+}
+
+const OTHER: u64 = 0x78;
+
+#[test]
+fn an_invokes_reply_brings_its_thread_back_for_the_next_step() {
+    let mut e = stopped_after(41);
+    e.event(suspend::EVENT_THREAD, [(kind::BREAKPOINT, Some(OTHER))]);
+    e.written(9, 9, 6, &invoke(T, 0), &S8);
+    assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), None, "the thread runs for the call");
+    e.invoke_replied(8);
+    assert!(!e.is_stopped(T), "another id's reply");
+    e.invoke_replied(9);
+    assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), Some(42u32.to_be_bytes().to_vec()), "stopped again once answered");
+    assert!(!e.is_stopped(OTHER), "the other threads ran for the call and may have ended");
+    // Single-threaded: nothing else ran, every stopped thread comes back.
+    let mut e = stopped_after(41);
+    e.event(suspend::EVENT_THREAD, [(kind::BREAKPOINT, Some(OTHER))]);
+    e.written(9, 3, 3, &invoke(T, 1)[..], &S8);
+    e.invoke_replied(9);
+    assert!(e.is_stopped(T) && e.is_stopped(OTHER));
+}
+
+#[test]
+fn what_runs_while_an_invoke_is_out_stays_unknown_after_its_reply() {
+    // A thread resumed meanwhile is not brought back.
+    let mut e = stopped_after(41);
+    e.written(9, 9, 6, &invoke(T, 1), &S8);
+    e.written(10, 11, 3, &T.to_be_bytes(), &S8);
+    e.invoke_replied(9);
+    assert!(!e.is_stopped(T));
+    // Nor after a VirtualMachine.Resume, or a VM's death.
+    let mut e = stopped_after(41);
+    e.written(9, 9, 6, &invoke(T, 1), &S8);
+    e.written(10, 1, 9, &[], &S8);
+    e.invoke_replied(9);
+    assert!(!e.is_stopped(T));
+    let mut e = stopped_after(41);
+    e.written(9, 9, 6, &invoke(T, 1), &S8);
+    e.event(suspend::NONE, [(kind::VM_DEATH, None)]);
+    e.invoke_replied(9);
+    assert!(!e.is_stopped(T));
+    // An invoke on a thread not known stopped brings nothing; nor does a cut-short one, or
+    // one whose id was used again (its reply went unseen).
+    let mut e = stopped_after(41);
+    e.written(9, 9, 6, &invoke(0x99, 1), &S8);
+    e.invoke_replied(9);
+    assert!(!e.is_stopped(T));
+    let mut e = stopped_after(41);
+    e.written(9, 9, 6, &invoke(T, 1)[..12], &S8);
+    e.invoke_replied(9);
+    assert!(!e.is_stopped(T));
+    let mut e = stopped_after(41);
+    e.written(9, 9, 6, &invoke(T, 1), &S8);
+    e.written(9, 1, 1, &[], &S8);
+    e.invoke_replied(9);
+    assert!(!e.is_stopped(T));
 }
 
 #[test]
 fn a_resume_or_an_invoke_forgets_the_stopped_threads() {
     let mut e = stopped_after(3);
-    e.written(11, 1, &T.to_be_bytes(), &S8);
-    e.written(16, 2, &[0; 20], &S8);
+    e.written(0, 11, 1, &T.to_be_bytes(), &S8);
+    e.written(0, 16, 2, &[0; 20], &S8);
     assert!(e.is_stopped(T), "reads and written values keep it suspended");
-    e.written(11, 3, &0x99u64.to_be_bytes(), &S8);
+    e.written(0, 11, 3, &0x99u64.to_be_bytes(), &S8);
     assert!(e.is_stopped(T), "another thread resumed");
-    e.written(11, 3, &T.to_be_bytes(), &S8);
+    e.written(0, 11, 3, &T.to_be_bytes(), &S8);
     assert!(!e.is_stopped(T));
     for (set, cmd) in [(1, 9), (9, 6), (3, 3), (11, 10), (64, 1)] {
         let mut e = stopped_after(3);
-        e.written(set, cmd, &[], &S8);
+        e.written(0, set, cmd, &[], &S8);
         assert!(!e.is_stopped(T), "({set}, {cmd})");
     }
     let mut e = stopped_after(3);
@@ -146,12 +215,12 @@ proptest! {
         let (mut in_flight, mut last): (usize, Option<u32>) = (0, None);
         for (op, n) in ops {
             match op {
-                0 => { e.written(15, 1, &[], &S8); in_flight += 1; }
+                0 => { e.written(0, 15, 1, &[], &S8); in_flight += 1; }
                 1 if in_flight > 0 => { e.set_replied(0, &n.to_be_bytes()); in_flight -= 1; last = Some(n); }
                 2 if in_flight > 0 => { e.set_replied(102, &[]); in_flight -= 1; last = None; }
                 3 => e.event(suspend::ALL, [(kind::SINGLE_STEP, Some(T))]),
-                4 => e.written(1, 9, &[], &S8),
-                _ => e.written(11, 6, &T.to_be_bytes(), &S8),
+                4 => e.written(0, 1, 9, &[], &S8),
+                _ => e.written(0, 11, 6, &T.to_be_bytes(), &S8),
             }
             let got = e.answer(15, 1, &step(T, 1, 1), &S8);
             if let Some(g) = got {

@@ -10,9 +10,11 @@ use tracing::info;
 use super::actor::{PendingAttach, Session, BUSY_GRACE};
 use super::debugger_io::DebuggerIo;
 use super::debuggers::Attached;
-use super::handle::{AttachError, DebuggerLink};
+use super::handle::{AttachError, DebuggerLink, HeldInfo, WaitHolder, WaitInfo};
+use super::sharing::waits::{StillHeld, Wait};
 use crate::capture::tap::Tap;
 use crate::capture::Leg;
+use crate::jdwp::names;
 
 impl Session {
     pub(super) fn on_attach(&mut self, link: DebuggerLink, reply: oneshot::Sender<Result<(), AttachError>>) {
@@ -93,11 +95,34 @@ impl Session {
 
     /// Publishes who is attached (for `list`), with the live counters of each.
     pub(super) fn publish_debuggers(&mut self) {
-        let infos: Vec<_> = self.debuggers.iter().map(|a| a.info()).collect();
+        let mut infos: Vec<_> = self.debuggers.iter().map(|a| a.info()).collect();
+        for info in &mut infos {
+            info.waits = self.waits_of(info.conn);
+            info.still_held = self.still_held_of(info.conn);
+        }
         for a in self.debuggers.iter() {
             self.refresh_live_of(a);
         }
         self.status.send_modify(|s| s.debuggers = infos);
+    }
+
+    /// `conn`'s invokes that wait for other debuggers, as `list` shows them.
+    fn waits_of(&self, conn: u64) -> Vec<WaitInfo> {
+        let holder = |d: &u64| self.debuggers.get(*d).map(|a| WaitHolder { conn: *d, peer: a.io.peer });
+        let shown = |w: &Wait| WaitInfo {
+            thread: w.thread,
+            command: names::display_command(w.command.0, w.command.1).to_string(),
+            since_ms: w.since_ms,
+            waits_for: w.holders.iter().filter_map(holder).collect(),
+        };
+        self.sharing.waits.of(conn).map(shown).collect()
+    }
+
+    /// What `conn` resumed that other debuggers keep suspended, as `list` shows it.
+    fn still_held_of(&self, conn: u64) -> Vec<HeldInfo> {
+        let holder = |d: &u64| self.debuggers.get(*d).map(|a| WaitHolder { conn: *d, peer: a.io.peer });
+        let shown = |h: &StillHeld| HeldInfo { thread: h.thread, since_ms: h.since_ms, held_by: h.holders.iter().filter_map(holder).collect() };
+        self.sharing.waits.held_of(conn).map(shown).collect()
     }
 
     /// Brings the request and suspension counts `list` shows for `conn` up to date.

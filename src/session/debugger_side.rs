@@ -11,6 +11,7 @@ use super::actor::{Session, OUT_HIGH_WATER};
 use super::debugger_io::DebuggerEvent;
 use super::ids::{Entry, Note, Requester};
 use super::nearcache::NearDecision;
+use super::sharing::waits::is_invoke;
 use super::sharing::{policy, Policy};
 use crate::jdwp::codec::Frame;
 use crate::jdwp::names;
@@ -143,6 +144,9 @@ impl Session {
         };
         match policy(h.cmd_set(), h.cmd()) {
             Policy::Forward => {
+                if is_invoke(h.cmd_set(), h.cmd()) {
+                    self.invoke_sent(conn, &p);
+                }
                 let id = self.forward_id(conn, p, Note::None).await;
                 if let (Some(id), Some(key)) = (id, near_key) {
                     self.near.sent(id, conn, key);

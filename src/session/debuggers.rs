@@ -59,6 +59,8 @@ impl Attached {
             event_requests: 0,
             suspensions: 0,
             commands: self.live.commands.load(Relaxed),
+            waits: Vec::new(),
+            still_held: Vec::new(),
             live: Some(self.live.clone()),
         }
     }

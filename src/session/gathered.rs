@@ -101,7 +101,7 @@ impl Session {
         if self.near_on {
             self.gathered.command(h.cmd_set(), h.cmd(), data);
             let sizes = self.id_sizes.unwrap_or(SIZES_UNTIL_KNOWN);
-            self.early.written(h.cmd_set(), h.cmd(), data, &sizes);
+            self.early.written(h.id, h.cmd_set(), h.cmd(), data, &sizes);
         }
     }
 

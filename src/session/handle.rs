@@ -179,6 +179,12 @@ pub struct DebuggerInfo {
     pub suspensions: u32,
     /// Commands it has sent.
     pub commands: u64,
+    /// Its invokes that wait for other debuggers to resume their thread.
+    #[serde(default)]
+    pub waits: Vec<WaitInfo>,
+    /// What its Resumes resumed that other debuggers keep suspended.
+    #[serde(default)]
+    pub still_held: Vec<HeldInfo>,
     /// Where the session keeps the numbers above up to date.
     #[serde(skip)]
     pub live: Option<std::sync::Arc<DebuggerLive>>,
@@ -194,6 +200,40 @@ impl DebuggerInfo {
             self.commands = l.commands.load(Relaxed);
         }
     }
+}
+
+/// An invoke of a debugger that waits for other debuggers to resume its thread, as `list`
+/// shows it: "thread 0x1a5: an invoke waits for #2 127.0.0.1:40312 to resume it".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitInfo {
+    /// The JDWP threadID.
+    pub thread: u64,
+    /// The invoke command, e.g. "ObjectReference.InvokeMethod".
+    pub command: String,
+    /// When it was sent, in milliseconds since the Unix epoch.
+    pub since_ms: u64,
+    /// The debuggers whose suspension keeps the thread from running it.
+    pub waits_for: Vec<WaitHolder>,
+}
+
+/// A debugger's Resume whose threads other debuggers keep suspended, as `list` shows it:
+/// "thread 0x1a5 stays suspended after its resume: #2 127.0.0.1:40312 holds it".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldInfo {
+    /// The thread of a ThreadReference.Resume; null for a VirtualMachine.Resume (the other
+    /// debuggers hold every thread).
+    pub thread: Option<u64>,
+    /// When the Resume came, in milliseconds since the Unix epoch.
+    pub since_ms: u64,
+    /// The debuggers that hold them.
+    pub held_by: Vec<WaitHolder>,
+}
+
+/// A debugger another one waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitHolder {
+    pub conn: u64,
+    pub peer: SocketAddr,
 }
 
 /// Counters a session updates as a debugger works, read by `list` without asking the

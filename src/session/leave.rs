@@ -31,6 +31,9 @@ impl Session {
         let requests = self.sharing.owners.leave(conn);
         let release = self.sharing.holds.leave(conn);
         let unpin = self.sharing.pins.leave(conn);
+        // Its own waits end with it; others' that waited for it can run now.
+        self.sharing.waits.leave(conn);
+        self.sharing.settle_waits();
         self.publish_debuggers();
         if self.debuggers.is_empty() {
             if !self.sharing.is_empty() {

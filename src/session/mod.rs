@@ -19,7 +19,8 @@
 //!
 //! The actor's parts: pure tables and the code for one socket; no `Session` in them.
 //! - `ids`: the request-id table: proxy ids to (requester, its own id).
-//! - `sharing`: the tables that let debuggers share a VM: owners, holds, pins, policy.
+//! - `sharing`: the tables that let debuggers share a VM: owners, holds, pins, policy,
+//!   waits.
 //! - `nearcache`: answers that never change (class, method and VM data), kept to answer
 //!   the next asking without a round trip to the VM.
 //! - `purpose`: what each of the proxy's own requests is for, and how long it may wait.
@@ -115,7 +116,7 @@ pub use config::{AdbTarget, Located, SessionConfig};
 pub use ddm_types::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
 pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
-pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus};
+pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus, HeldInfo, WaitHolder, WaitInfo};
 pub use vm_events::MAX_DEFERRED_EVENTS;
 pub use vm_side::COLLECT_PREFIX;
 pub use crate::jdwp::version::is_android_vm;

@@ -2,14 +2,18 @@
 //! HoldEvents/ReleaseEvents and Dispose; what their replies settle; and the commands the
 //! proxy sends the VM to carry out a release.
 
-use tracing::debug;
+use std::time::SystemTime;
+
+use tracing::{debug, info};
 
 use super::actor::Session;
 use super::ids::{Entry, Note};
 use super::purpose::Purpose;
 use super::sharing::owners::BREAKPOINT;
+use super::sharing::waits::invoke_thread;
 use super::sharing::VmCmd;
 use crate::jdwp::events::IdSizes;
+use crate::jdwp::names;
 use crate::jdwp::packet::error;
 use crate::jdwp::reader::{put_id, Reader};
 use crate::jdwp::Packet;
@@ -59,11 +63,13 @@ impl Session {
             VM_RESUME => {
                 let plan = self.sharing.holds.resume_all(conn);
                 self.carry_out(conn, p, VmCmd::ResumeAll, plan).await;
+                self.resume_noted(conn, None);
             }
             THREAD_RESUME => match only_id(p.data()) {
                 Some(t) => {
                     let plan = self.sharing.holds.resume_thread(conn, t);
                     self.carry_out(conn, p, VmCmd::ResumeThread(t), plan).await;
+                    self.resume_noted(conn, Some(t));
                 }
                 None => self.forward(conn, p, Note::None).await,
             },
@@ -129,6 +135,59 @@ impl Session {
             _ => self.forward(conn, p, Note::None).await,
         }
         self.refresh_live(conn);
+        // A Resume may let a waiting invoke run: the waits follow the holds.
+        if self.sharing.settle_waits() {
+            self.publish_debuggers();
+        }
+    }
+
+    /// A debugger's Resume is carried out: when other debuggers keep what it resumed
+    /// suspended, that is logged once and shown by `list` while it lasts.
+    fn resume_noted(&mut self, conn: u64, thread: Option<u64>) {
+        let now_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let before = self.sharing.waits.held_of(conn).find(|h| h.thread == thread).map(|h| h.holders.clone());
+        let Some(h) = self.sharing.waits.resumed(conn, thread, &self.sharing.holds, now_ms) else { return };
+        let holders = h.holders.clone();
+        // Said already when nothing changed: a debugger resuming again and again logs it once.
+        if before.as_ref() != Some(&holders) {
+            let held_by = holders.iter().map(|d| self.debugger_name(*d)).collect::<Vec<_>>().join(" and ");
+            let who = self.debugger_name(conn);
+            match thread {
+                Some(t) => info!(conn, thread = t, "thread {t:#x}: {who} resumed it, but {held_by} holds it suspended"),
+                None => info!(conn, "{who} resumed the VM, but {held_by} holds every thread suspended"),
+            }
+        }
+        self.publish_debuggers();
+    }
+
+    /// "debugger #2 127.0.0.1:40312", as log lines name a debugger.
+    fn debugger_name(&self, d: u64) -> String {
+        match self.debuggers.get(d) {
+            Some(a) => format!("debugger #{d} {}", a.io.peer),
+            None => format!("debugger #{d}"),
+        }
+    }
+
+    /// An invoke is on its way to the VM: when another debugger's suspension keeps its thread
+    /// from running it, the wait is logged once and shown by `list` until its reply.
+    pub(super) fn invoke_sent(&mut self, conn: u64, p: &Packet) {
+        let h = p.header();
+        let Some(sizes) = self.id_sizes else { return };
+        let Some(t) = invoke_thread(h.cmd_set(), h.cmd(), p.data(), &sizes) else { return };
+        let now_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let command = (h.cmd_set(), h.cmd());
+        let Some(w) = self.sharing.waits.sent(conn, h.id, command, t, &self.sharing.holds, now_ms) else { return };
+        let holders = w.holders.clone();
+        let name = |d: u64| self.debugger_name(d);
+        let waits_for = holders.iter().map(|d| name(*d)).collect::<Vec<_>>().join(" and ");
+        info!(
+            conn,
+            thread = t,
+            command = %names::display_command(command.0, command.1),
+            "thread {t:#x}: an invoke from {} waits for {waits_for} to resume it",
+            name(conn)
+        );
+        self.publish_debuggers();
     }
 
     /// Carries out a release planned by the holds table: the debugger's own command goes to
@@ -186,6 +245,10 @@ impl Session {
     /// reply is relayed.
     pub(super) fn settle_reply(&mut self, conn: u64, e: &Entry, reply: &Packet) {
         let ok = reply.header().error_code() == error::NONE;
+        if let Some(w) = self.sharing.waits.answered(conn, e.orig_id) {
+            debug!(conn, thread = w.thread, "the invoke that waited is answered");
+            self.publish_debuggers();
+        }
         match e.note {
             Note::None => {}
             Note::EventSet(kind) => {

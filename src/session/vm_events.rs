@@ -172,6 +172,10 @@ impl Session {
             self.send_vm_cmd(c);
         }
         self.refresh_all_live();
+        // A debugger stopped again no longer waits on another's hold of what it resumed.
+        if self.sharing.settle_waits() {
+            self.publish_debuggers();
+        }
     }
 
     /// An event nobody will get (too large to read): undo its suspension.

@@ -313,3 +313,43 @@ async fn the_daemon_logs_a_contradicted_early_answer_and_stats_show_it() {
     assert_eq!((near["early"].as_u64(), near["early_differed"].as_u64()), (Some(1), Some(1)), "{out}");
     assert_eq!(served.log_text().matches("differs from the early answer").count(), 1);
 }
+
+/// jdb evaluates a call at its stop (an invoke), then steps: the step's Set is still answered
+/// early, as libjdwp suspends the invoking thread again before the invoke's reply, and the
+/// VM's own reply agrees with it.
+async fn a_step_after_an_invoke_is_answered_early(java: &Path) {
+    const PROMPT: &str = "ledger-worker[1] ";
+    let app = JavaApp::launch(java, &[("Ledger.java", LEDGER_JAVA)], "Ledger", &[], false).await.expect("start the JVM");
+    app.wait_for_output("Ledger started", SLOW).await.expect("Ledger started");
+    let proxy = near_proxy(app.addr()).await;
+    let port = proxy.ready(0).await.debugger_port.expect("a debugger port");
+    let mut j = Jdb::attach(&format!("127.0.0.1:{port}")).await.expect("jdb");
+    j.expect("> ", SLOW).await.unwrap();
+    j.send("stop in Ledger.work").await.unwrap();
+    j.expect_all(&["Set breakpoint Ledger.work", "Breakpoint hit"], SLOW).await.unwrap();
+    j.expect(PROMPT, SLOW).await.unwrap();
+    j.send("clear Ledger.work").await.unwrap();
+    j.expect(PROMPT, SLOW).await.unwrap();
+    j.send("eval this.toString()").await.unwrap();
+    j.expect("this.toString() = \"Ledger(", SLOW).await.unwrap();
+    j.expect(PROMPT, SLOW).await.unwrap();
+    let sets = |n: &jdwpmux::stats::NearReport| {
+        n.commands.iter().find(|r| r.command == "EventRequest.Set").map_or(0, |r| r.count)
+    };
+    let before = near_figures(&proxy).await;
+    j.send("next").await.unwrap();
+    j.expect_all(&["Step completed", PROMPT], SLOW).await.unwrap();
+    j.send("cont").await.unwrap();
+    j.expect("> ", SLOW).await.unwrap();
+    j.quit().await.unwrap();
+    let after = near_figures(&proxy).await;
+    assert_eq!(sets(&after), sets(&before) + 1, "the step's Set after the invoke was not answered early: {after:?}");
+    assert_eq!(after.early_differed, 0, "{after:?}");
+    proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_after_an_invoke_is_answered_early_on_jdk17() {
+    assert!(java_available(), "java and javac are needed (install a JDK)");
+    a_step_after_an_invoke_is_answered_early(Path::new("java")).await;
+}

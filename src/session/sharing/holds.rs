@@ -196,6 +196,16 @@ impl Holds {
         self.holds.iter().filter(|h| h.covers(t)).count() as u32
     }
 
+    /// The debuggers whose holds keep `t` suspended, each once.
+    pub fn holders_of(&self, t: ThreadId) -> BTreeSet<Debugger> {
+        self.holds.iter().flat_map(|h| h.holders.keys().copied().filter(move |d| h.covers_for(*d, t))).collect()
+    }
+
+    /// The debuggers with a share in a VM-wide hold.
+    pub fn vm_wide_holders(&self) -> BTreeSet<Debugger> {
+        self.holds.iter().filter(|h| h.scope == Suspended::All).flat_map(|h| h.holders.keys().copied()).collect()
+    }
+
     /// The count of a thread no hold names: the VM-wide holds.
     pub fn unnamed_count(&self) -> u32 {
         self.holds.iter().filter(|h| h.covers_unnamed()).count() as u32

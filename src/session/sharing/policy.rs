@@ -54,7 +54,8 @@ pub const TABLE: &[Row] = &[
     row(1, 19, "VirtualMachine.SetDefaultStratum", ForwardLogged,
         "the VM has one default stratum for everybody"),
     row(3, 3, "ClassType.InvokeMethod", Forward,
-        "other threads run for the call unless INVOKE_SINGLE_THREADED, other debuggers' stops too"),
+        "other threads run for the call unless INVOKE_SINGLE_THREADED, other debuggers' stops too; \
+         on a thread another debugger also holds, it waits for that debugger to resume (logged, shown by list)"),
     row(3, 4, "ClassType.NewInstance", Forward,
         "as InvokeMethod"),
     row(5, 1, "InterfaceType.InvokeMethod", Forward,
@@ -80,7 +81,7 @@ pub const TABLE: &[Row] = &[
     row(15, 3, "EventRequest.ClearAllBreakpoints", PerDebugger,
         "becomes Clears of this debugger's breakpoint requests"),
     row(16, 4, "StackFrame.PopFrames", Forward,
-        "pops frames of a thread every debugger sees"),
+        "pops frames of a thread every debugger sees, even while another debugger holds it (HotSpot never waits)"),
 ];
 
 /// The policy for a command (Forward for every command not in the table).

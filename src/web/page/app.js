@@ -221,6 +221,22 @@ function onVms(msg) {
   renderShown();
 }
 
+/**
+ * A debugger's invokes that wait for another debugger to resume their thread, and its resumes
+ * whose threads another debugger keeps suspended, as `list` says them: "thread 0x1a5: an
+ * invoke waits for #2 127.0.0.1:40312 to resume it, for 12s"; "" if none.
+ */
+function waitsText(d) {
+  const names = (hs) => hs.map((h) => "#" + h.conn + " " + h.peer).join(" and ") || "another debugger";
+  const invokes = (d.waits || []).map((w) => "thread 0x" + w.thread.toString(16) + ": an invoke waits for "
+    + names(w.waits_for) + " to resume it, for " + ago(ui.nowMs - w.since_ms));
+  const held = (d.still_held || []).map((h) => (h.thread === null
+    ? "threads stay suspended after its resume of the VM: " + names(h.held_by) + " holds the VM suspended"
+    : "thread 0x" + h.thread.toString(16) + " stays suspended after its resume: " + names(h.held_by) + " holds it")
+    + ", for " + ago(ui.nowMs - h.since_ms));
+  return invokes.concat(held).join("; ");
+}
+
 /** One line per debugger: "#3 127.0.0.1:40312, attached 2m05s ago, 1.5 cmd/s". */
 function debuggersTip(vm) {
   return vm.debuggers.map((d) => "#" + d.conn + " " + d.peer + ", attached " + ago(ui.nowMs - d.since_ms) + " ago, "
@@ -381,6 +397,7 @@ function renderShown() {
   sync($("debuggers").tBodies[0], ui.rows.debuggers, vm.debuggers, (d) => vm.id + "/" + d.conn, (d) => [
     [d.conn, "num"], [d.peer], [ago(ui.nowMs - d.since_ms) + " ago"], [d.ddm ? "yes" : "no"],
     [d.event_requests, "num"], [d.suspensions, "num"], [d.commands, "num"], [perSecond(d), "num"],
+    [waitsText(d) || "-"],
   ]);
   $("no-debuggers").hidden = vm.debuggers.length > 0;
 }
