@@ -92,7 +92,9 @@ pub fn run(bin: &ProxyBin, jvms: usize, rounds: usize) -> Result<ContainersRun> 
     let port_of = |pid: u32| rows.iter().find(|r| r["pid"] == pid).and_then(|r| r["debugger_port"].as_u64()).map(|p| p as u16);
     let (pi, ph) = (port_of(first.pid()).context("the namespace JVM's port")?, port_of(here.pid()).context("this JVM's port")?);
     let (rtt_inside_us, rtt_here_us) = (version_rtt(pi, rounds)?, version_rtt(ph, rounds)?);
-    let idle_cpu_pct = idle_cpu(proxy.pid(), Duration::from_secs(if jvms > 10 { 10 } else { 3 }));
+    // Idle: once every VM's session has settled (identified, its first scans done).
+    std::thread::sleep(Duration::from_secs(if jvms > 10 { 10 } else { 2 }));
+    let idle_cpu_pct = idle_cpu(proxy.pid(), Duration::from_secs(if jvms > 10 { 20 } else { 3 }));
     proxy.stop();
     Ok(ContainersRun { jvms, connect_inside_us: inside, connect_here_us: plain, rtt_inside_us, rtt_here_us, listed_s, idle_cpu_pct })
 }
