@@ -66,14 +66,7 @@ async fn runs_on(c: &Container) {
 async fn debug_through(prefix: &[String], port: u16, class: &str) {
     let mut jdb = Jdb::attach_as(prefix, &format!("127.0.0.1:{port}")).await.expect("jdb starts");
     jdb.expect("> ", SLOW).await.expect("jdb attaches");
-    jdb.send(&format!("stop in {class}.tick")).await.unwrap();
-    jdb.expect_all(&[&format!("Set breakpoint {class}.tick"), "Breakpoint hit"], SLOW).await.unwrap();
-    jdb.expect("main[1] ", SLOW).await.unwrap();
-    jdb.send("step").await.unwrap();
-    jdb.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
-    jdb.send(&format!("clear {class}.tick")).await.unwrap();
-    jdb.expect_all(&[&format!("Removed: breakpoint {class}.tick"), "main[1] "], SLOW).await.unwrap();
-    jdb.quit().await.unwrap();
+    crate::remote::break_step_clear_quit(&mut jdb, class).await;
 }
 
 /// Rootful containers on JDK 17 and 25, agents on their own loopback, nothing published:

@@ -96,6 +96,13 @@ pub async fn one_vm(alias: &str, extra: &[&str]) -> OneVm {
 
 /// Stops in `class.tick`, steps, clears, continues and quits; the app runs on.
 pub async fn break_step_quit(jdb: &mut Jdb, class: &str, app: &JavaApp) {
+    break_step_clear_quit(jdb, class).await;
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    app.wait_ticks_advance(SLOW).await.unwrap();
+}
+
+/// Stops in `class.tick`, steps, clears and quits (whoever then checks that the app runs on).
+pub async fn break_step_clear_quit(jdb: &mut Jdb, class: &str) {
     jdb.send(&format!("stop in {class}.tick")).await.unwrap();
     jdb.expect_all(&[&format!("Set breakpoint {class}.tick"), "Breakpoint hit"], SLOW).await.unwrap();
     jdb.expect("main[1] ", SLOW).await.unwrap();
@@ -104,8 +111,6 @@ pub async fn break_step_quit(jdb: &mut Jdb, class: &str, app: &JavaApp) {
     jdb.send(&format!("clear {class}.tick")).await.unwrap();
     jdb.expect_all(&[&format!("Removed: breakpoint {class}.tick"), "main[1] "], SLOW).await.unwrap();
     jdb.quit().await.unwrap();
-    app.wait_ticks_advance(SLOW).await.unwrap();
-    app.wait_ticks_advance(SLOW).await.unwrap();
 }
 
 /// Three JVMs on a host with its own process list: one waiting for its first debugger
