@@ -330,6 +330,7 @@ async fn a_folder_others_can_reach_is_refused() -> Result<()> {
 #[tokio::test]
 async fn a_default_folder_taken_by_another_user_first_is_passed_over() -> Result<()> {
     use crate::support::users::{is_root, TestUser};
+    use std::os::unix::fs::PermissionsExt;
     if !is_root() {
         eprintln!("skipped: needs root to act as other users");
         return Ok(());
@@ -340,9 +341,15 @@ async fn a_default_folder_taken_by_another_user_first_is_passed_over() -> Result
     let _ = std::fs::remove_dir_all(&taken);
     let made = Command::new(&squatter.prefix()[0]).args(&squatter.prefix()[1..]).args(["mkdir", "-m", "0777"]).arg(&taken).status().await?;
     assert!(made.success(), "the squatter's mkdir");
+    // The binary where the user may run it: the build's folder may be closed to others.
+    let bin_dir = tempfile::tempdir()?;
+    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755))?;
+    let bin = bin_dir.path().join("jdwpmux");
+    std::fs::copy(BIN, &bin)?;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))?;
     let start = || {
         let mut c = Command::new(&owner.prefix()[0]);
-        c.args(&owner.prefix()[1..]).args([BIN, "far", "--detach", "--hold", "2"]).stdin(std::process::Stdio::null());
+        c.args(&owner.prefix()[1..]).arg(&bin).args(["far", "--detach", "--hold", "2"]).stdin(std::process::Stdio::null());
         c
     };
     let out = tokio::time::timeout(SLOW, start().output()).await??;
