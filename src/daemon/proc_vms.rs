@@ -155,7 +155,14 @@ fn scan_round(mut view: HostView, mut holders: HashMap<u64, Option<String>>) -> 
 
 impl ProcFollower {
     async fn round(&mut self) {
-        let Some(view) = self.view.take() else { return };
+        let Some(mut view) = self.view.take() else { return };
+        // JVMs our own sessions are connected to: their namespaces' tables need no new read.
+        view.settled = self
+            .live
+            .iter()
+            .filter(|(_, l)| matches!(l, Live::Session(f) if super::followed::connected(&self.spawner, f.id)))
+            .map(|((pid, _), _)| *pid)
+            .collect();
         let holders = std::mem::take(&mut self.holders);
         let scanned = tokio::task::spawn_blocking(move || scan_round(view, holders)).await;
         let Ok((view, holders, found)) = scanned else { return };

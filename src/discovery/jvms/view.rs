@@ -3,7 +3,7 @@
 //! namespaces) and asks for the rest (command line, environment, sockets, threads) only where
 //! something is new or changed. Pure: records in, the next requests out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use super::net::{self, Socket};
@@ -43,6 +43,11 @@ pub struct ProcView {
     pub net_sockets: Option<Vec<Socket>>,
     /// That namespace's own addresses.
     pub net_addrs: Vec<IpAddr>,
+    /// That table was read in this round (for this process or another of its namespace).
+    pub net_read: bool,
+    /// That table was read while jdwpmux's own connection held the agent (see
+    /// `HostView::settled`): it shows what stays true while that connection lasts.
+    pub net_settled: bool,
     /// The port its agent was last seen listening on: an agent that picked its port does
     /// not listen while a debugger (jdwpmux, say) is attached.
     pub last_port: Option<u16>,
@@ -125,6 +130,11 @@ pub struct HostView {
     pub procs: BTreeMap<u32, ProcView>,
     /// What the host shows of its pods and named network namespaces.
     pub places: HostFacts,
+    /// Processes whose agent jdwpmux's own connection holds now, as the caller says: their
+    /// namespace's table cannot tell anything new while it does, and is not read again once
+    /// one read meanwhile is known. Reading another namespace's table costs a walk of the kernel's whole
+    /// TCP hash (every namespace's sockets), about a millisecond each.
+    pub settled: BTreeSet<u32>,
 }
 
 /// A scan command and the pids it is about.
@@ -141,7 +151,13 @@ impl HostView {
             match r.tag {
                 "id" => self.uid = r.text().trim().parse().ok(),
                 "tcp" => self.sockets = net::parse_tcp_table(&r.text()),
-                "ns" => self.apply_namespaces(&r.text()),
+                "ns" => {
+                    self.apply_namespaces(&r.text());
+                    for p in self.procs.values_mut() {
+                        p.net_read = false;
+                    }
+                }
+                "nettcp" | "fib" => self.apply_net_record(r),
                 "pods" => self.places.set_pods(&r.text()),
                 "netns" => self.places.set_netns(&r.text()),
                 _ => self.apply_proc_record(r),
@@ -243,12 +259,30 @@ impl HostView {
                 p.fd_read = true;
             }
             "threads" => p.threads = Some(ThreadMarks::from_names(text().lines())),
-            "nettcp" => p.net_sockets = Some(net::parse_tcp_table(&text()).into_iter().take(MAX_NET_SOCKETS).collect()),
-            "fib" => p.net_addrs = net::fib_local_addrs(&text()),
             "cgroup" => p.place.set_cgroups(&text()),
             "parent" => p.place.add_ancestor(r.body),
             "docker" => p.place.set_docker_config(r.body),
             _ => {}
+        }
+    }
+
+    /// A network namespace's table or addresses, read through one of its processes: every
+    /// process of that namespace has them (a pod's containers share one).
+    fn apply_net_record(&mut self, r: &Record<'_>) {
+        let Some(net) = r.pid().and_then(|pid| self.procs.get(&pid)).and_then(|p| p.net) else { return };
+        let (table, addrs) = match r.tag {
+            "nettcp" => (Some(net::parse_tcp_table(&r.text()).into_iter().take(MAX_NET_SOCKETS).collect::<Vec<_>>()), None),
+            _ => (None, Some(net::fib_local_addrs(&r.text()))),
+        };
+        for (pid, p) in self.procs.iter_mut().filter(|(_, p)| p.net == Some(net)) {
+            if let Some(t) = &table {
+                p.net_sockets = Some(t.clone());
+                p.net_read = true;
+                p.net_settled = self.settled.contains(pid);
+            }
+            if let Some(a) = &addrs {
+                p.net_addrs = a.clone();
+            }
         }
     }
 
@@ -277,6 +311,8 @@ impl HostView {
     pub fn requests(&self) -> Vec<Request> {
         let mut proc_ = Vec::new();
         let (mut fd, mut threads, mut net_) = (Vec::new(), Vec::new(), Vec::new());
+        // Namespaces whose table this round asks for already (through one of their processes).
+        let mut nets_asked = BTreeSet::new();
         // Every process, whatever its network namespace: one that shares our process list
         // (a bare `ip netns exec` namespace, a `--pid=host` container) is on this machine all
         // the same, and is reached inside its namespace.
@@ -287,7 +323,10 @@ impl HostView {
             }
             let Some(agent) = super::found::agent_of(p) else { continue };
             let other_net = self.in_other_net(p);
-            if other_net {
+            // Its namespace's table: once a round, through one of its processes; not at all
+            // while jdwpmux's own connection holds the agent and the table read since says so.
+            let settled = self.settled.contains(&pid) && p.net_settled;
+            if other_net && !p.net_read && !settled && p.net.is_some_and(|n| nets_asked.insert(n)) {
                 net_.push(pid);
             }
             if !agent.from_command_line && p.threads.is_none() {
@@ -418,6 +457,46 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
         let r = v.requests();
         assert!(r.contains(&Request { command: "jdwpmux_net", pids: vec![43] }), "{r:?}");
         assert_eq!(request_line(&r, "n"), "jdwpmux_proc n 42 44; jdwpmux_fd n 43; jdwpmux_net n 43; jdwpmux_done n\n");
+    }
+
+    #[test]
+    fn a_namespaces_table_is_read_once_a_round_and_not_while_jdwpmux_holds_its_agent() {
+        // 43 and 46 share a namespace (a pod's two containers); 44 has its own.
+        let ns = format!("{}/proc/46/ns/net -> net:[200]\n/proc/46/ns/pid -> pid:[400]\n", std::str::from_utf8(NS).unwrap());
+        let cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=8000\0Main\0";
+        let listening = b"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 7001 1 0";
+        let held = b"   0: 0100007F:1F40 0100007F:9C40 01 00000000:00000000 00:00000000 00000000 0 0 7002 1 0";
+        let mut v = HostView::default();
+        let round = |v: &mut HostView| apply(v, &records(&[("ns", "-", ns.as_bytes())]));
+        let asked = |v: &HostView| v.requests().into_iter().find(|r| r.command == "jdwpmux_net").map(|r| r.pids).unwrap_or_default();
+        round(&mut v);
+        for pid in ["43", "44", "46"] {
+            apply(&mut v, &records(&[("proc", pid, b"0 root"), ("cmdline", pid, cmd), ("fd", pid, b"l 3 -> socket:[7001]\n")]));
+        }
+        // One process per namespace is asked; its table is every process's of that namespace.
+        assert_eq!(asked(&v), [43, 44]);
+        apply(&mut v, &records(&[("nettcp", "43", listening), ("nettcp", "44", listening)]));
+        assert_eq!(v.procs[&46].net_sockets.as_ref().map(Vec::len), Some(1));
+        assert!(asked(&v).is_empty(), "read once a round");
+        // The next round reads them again.
+        round(&mut v);
+        assert_eq!(asked(&v), [43, 44]);
+        // jdwpmux's own sessions hold 43 and 44 now: read once more (the table shows it held),
+        // then not again while they do; 46, not held, still has its namespace read.
+        v.settled = [43, 44].into();
+        apply(&mut v, &records(&[("nettcp", "43", held), ("nettcp", "44", held)]));
+        round(&mut v);
+        assert_eq!(asked(&v), [46]);
+        apply(&mut v, &records(&[("nettcp", "46", held)]));
+        round(&mut v);
+        v.settled = [43, 44, 46].into();
+        assert_eq!(asked(&v), [46], "46's table was read before it was held (43's namespace)");
+        apply(&mut v, &records(&[("nettcp", "46", held)]));
+        round(&mut v);
+        assert!(asked(&v).is_empty(), "nothing to read while jdwpmux holds them");
+        // A session ends: its namespace is read again at once.
+        v.settled = [43, 46].into();
+        assert_eq!(asked(&v), [44]);
     }
 
     #[test]
