@@ -15,13 +15,13 @@ use crate::support::users::TestUser;
 use crate::support::Jdb;
 
 /// `Main` renamed `class`, compiled once for the containers that run it.
-async fn classes(class: &str) -> std::sync::Arc<AppClasses> {
+pub(crate) async fn classes(class: &str) -> std::sync::Arc<AppClasses> {
     let src = crate::support::java::MAIN_JAVA.replace("Main", class);
     AppClasses::compile(&[(&format!("{class}.java"), &src)]).await.expect("javac")
 }
 
 /// A container running `class` with `marker` on its command line (for --proc-match).
-fn spec(engine: &std::sync::Arc<Engine>, tag: &str, classes: &std::sync::Arc<AppClasses>, class: &str, marker: &str) -> ContainerSpec {
+pub(crate) fn spec(engine: &std::sync::Arc<Engine>, tag: &str, classes: &std::sync::Arc<AppClasses>, class: &str, marker: &str) -> ContainerSpec {
     let mut s = ContainerSpec::new(engine, tag, classes);
     s.class = class.into();
     s.jvm = vec![format!("-D{marker}")];
@@ -53,7 +53,7 @@ async fn ticks(c: &Container) -> u64 {
 }
 
 /// Waits until the container's app printed two ticks past now: it runs on.
-async fn runs_on(c: &Container) {
+pub(crate) async fn runs_on(c: &Container) {
     let start = ticks(c).await;
     let deadline = tokio::time::Instant::now() + SLOW;
     while ticks(c).await < start + 2 {
@@ -64,7 +64,7 @@ async fn runs_on(c: &Container) {
 
 /// jdb through `port` (as `prefix`'s user): a breakpoint in `class.tick`, a step, clear,
 /// quit. The app runs on afterwards.
-async fn debug_through(prefix: &[String], port: u16, class: &str) {
+pub(crate) async fn debug_through(prefix: &[String], port: u16, class: &str) {
     let mut jdb = Jdb::attach_as(prefix, &format!("127.0.0.1:{port}")).await.expect("jdb starts");
     jdb.expect("> ", SLOW).await.expect("jdb attaches");
     crate::remote::break_step_clear_quit(&mut jdb, class).await;
