@@ -179,7 +179,9 @@ impl ProcFollower {
         };
         let only = &self.spawner.settings.proc_match;
         let matching = found.into_iter().filter(|(f, _)| only.is_empty() || only.iter().any(|t| f.command.contains(t.as_str())));
-        let (found, theirs): (Vec<_>, Vec<_>) = matching.partition(|(f, _)| self.spawner.settings.other_users || f.runs_as(scanner));
+        // Another user's JVM in a container we cannot enter is listed (never connected to)
+        // with why and what to do: nothing of it is taken, and a row says it is there.
+        let (found, theirs): (Vec<_>, Vec<_>) = matching.partition(|(f, _)| self.spawner.settings.other_users || f.runs_as(scanner) || f.cannot_enter());
         self.left_alone.retain(|pid| theirs.iter().any(|(f, _)| f.pid == *pid));
         for (f, _) in &theirs {
             if self.left_alone.insert(f.pid) {

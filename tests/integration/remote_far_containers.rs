@@ -87,3 +87,45 @@ async fn remote_far_reaches_a_podman_container_on_its_host() {
     drop(engine);
     drop(host);
 }
+
+/// The far side logged in as a user who cannot enter a root container's namespace: the
+/// container's JVM is listed, named, with what to do (log in as root), and never served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_as_a_user_who_cannot_enter_a_hosts_container_says_what_to_do() {
+    use std::os::unix::fs::PermissionsExt;
+    crate::need_test_hosts!();
+    crate::need_podman!();
+    // Declared first, dropped last: every process of the host is gone before the account.
+    let user = crate::support::users::TestUser::with_home("podlogin").expect("a test user with a home");
+    let _far_dir = crate::remote_far_copy::FarDir(std::path::PathBuf::from(format!("/tmp/jdwpmux-far-{}", user.uid)));
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "podroot").unwrap();
+    crate::remote_far_copy::login_as(&keys, "podlogin", &host, &user);
+    host.allow_containers().unwrap();
+    let engine = Engine::rootful_on(host.prefix(), host.init_pid().expect("the host's pid namespace")).unwrap();
+    let classes = crate::containers::classes("Vault").await;
+    let marker = format!("jdwpmux.test=podlogin-{}", std::process::id());
+    let vault = crate::support::containers::Container::run(crate::containers::spec(&engine, "vault", &classes, "Vault", &marker)).await.unwrap();
+    // The binary where the user may run it: the build's folder may be closed to others.
+    let bin_dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = bin_dir.path().join("jdwpmux");
+    std::fs::copy(crate::cli::BIN, &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let served = serve(&keys, &["podlogin"], &["--far", "always", "--far-path", &bin.display().to_string()]);
+    served.wait_log("using jdwpmux on podlogin").await;
+    let rows = served.list_until("the root container listed with a note", |r| row(r, "podlogin", "Vault").is_some_and(|v| v["note"].is_string())).await;
+    let shown = row(&rows, "podlogin", "Vault").unwrap();
+    let note = shown["note"].as_str().unwrap_or_default();
+    assert!(note.contains("only root can enter its network namespace") && note.contains("log in to it as root"), "{rows:?}");
+    assert_eq!(shown["process"]["place"], format!("container {} (podman)", vault.name()), "{rows:?}");
+    assert!(!shown["debugger_port"].is_u64() || shown["state"] != "ready", "a JVM it cannot enter is never served: {rows:?}");
+    let log = served.log_text();
+    let said = log.lines().filter(|l| l.contains("log in to it as root")).count();
+    assert!(said <= 1, "said once at most: {log}");
+    drop(served);
+    drop(vault);
+    drop(engine);
+    drop(host);
+}

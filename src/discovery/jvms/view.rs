@@ -24,6 +24,10 @@ pub const MAX_ENV_VALUE: usize = 16 * 1024;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcView {
     pub net: Option<u64>,
+    /// For a process whose namespace links cannot be read (another user's, to a user): the
+    /// inode of its `/proc/PID/net/tcp`, a file each network namespace has one of, which
+    /// anyone may stat. Tells namespaces apart; cannot enter one.
+    pub net_seen: Option<u64>,
     /// Its pid namespace.
     pub pids: Option<u64>,
     pub uid: Option<u32>,
@@ -123,6 +127,8 @@ pub struct HostView {
     pub uid: Option<u32>,
     /// The scanner's network namespace.
     pub own_net: Option<u64>,
+    /// The inode of the scanner's own `/proc/self/net/tcp` (see `ProcView::net_seen`).
+    pub own_net_seen: Option<u64>,
     /// The scanner's pid namespace.
     pub own_pids: Option<u64>,
     /// The TCP table of that namespace.
@@ -196,20 +202,26 @@ impl HostView {
     /// each candidate's. Its candidates are this round's: a process no longer among them is
     /// forgotten.
     fn apply_namespaces(&mut self, text: &str) {
-        let mut seen: BTreeMap<u32, (Option<u64>, Option<u64>)> = BTreeMap::new();
+        // (net, pid, net_seen) of each candidate.
+        type Nss = (Option<u64>, Option<u64>, Option<u64>);
+        let mut seen: BTreeMap<u32, Nss> = BTreeMap::new();
         for line in text.lines() {
             let Some(path) = line.split_whitespace().find(|w| w.starts_with("/proc/")) else { continue };
             let mut parts = path.trim_start_matches("/proc/").split('/');
             let (Some(who), Some("ns"), Some(kind)) = (parts.next(), parts.next(), parts.next()) else { continue };
-            if kind != "net" && kind != "pid" {
+            if kind != "net" && kind != "pid" && kind != "nettcp" {
                 continue;
             }
             let ns = net::link_inode(line, kind);
-            let slot = |pair: &mut (Option<u64>, Option<u64>)| if kind == "net" { pair.0 = ns } else { pair.1 = ns };
+            let slot = |t: &mut Nss| match kind {
+                "net" => t.0 = ns,
+                "pid" => t.1 = ns,
+                _ => t.2 = ns,
+            };
             if who == "self" {
-                let mut own = (self.own_net, self.own_pids);
+                let mut own = (self.own_net, self.own_pids, self.own_net_seen);
                 slot(&mut own);
-                (self.own_net, self.own_pids) = own;
+                (self.own_net, self.own_pids, self.own_net_seen) = own;
             } else if let Ok(pid) = who.parse::<u32>() {
                 if seen.len() < MAX_PROCS || seen.contains_key(&pid) {
                     slot(seen.entry(pid).or_default());
@@ -218,11 +230,11 @@ impl HostView {
         }
         self.procs.retain(|pid, p| match seen.get(pid) {
             // The same pid in another namespace is another process.
-            Some((net, pids)) => p.net == *net && p.pids == *pids,
+            Some((net, pids, net_seen)) => p.net == *net && p.pids == *pids && p.net_seen == *net_seen,
             None => false,
         });
-        for (pid, (net, pids)) in seen {
-            self.procs.entry(pid).or_insert_with(|| ProcView { net, pids, ..Default::default() });
+        for (pid, (net, pids, net_seen)) in seen {
+            self.procs.entry(pid).or_insert_with(|| ProcView { net, pids, net_seen, ..Default::default() });
         }
     }
 
@@ -269,12 +281,12 @@ impl HostView {
     /// A network namespace's table or addresses, read through one of its processes: every
     /// process of that namespace has them (a pod's containers share one).
     fn apply_net_record(&mut self, r: &Record<'_>) {
-        let Some(net) = r.pid().and_then(|pid| self.procs.get(&pid)).and_then(|p| p.net) else { return };
+        let Some(net) = r.pid().and_then(|pid| self.procs.get(&pid)).and_then(net_of) else { return };
         let (table, addrs) = match r.tag {
             "nettcp" => (Some(net::parse_tcp_table(&r.text()).into_iter().take(MAX_NET_SOCKETS).collect::<Vec<_>>()), None),
             _ => (None, Some(net::fib_local_addrs(&r.text()))),
         };
-        for (pid, p) in self.procs.iter_mut().filter(|(_, p)| p.net == Some(net)) {
+        for (pid, p) in self.procs.iter_mut().filter(|(_, p)| net_of(p) == Some(net)) {
             if let Some(t) = &table {
                 p.net_sockets = Some(t.clone());
                 p.net_read = true;
@@ -296,7 +308,10 @@ impl HostView {
     }
 
     pub fn in_other_net(&self, p: &ProcView) -> bool {
-        matches!((p.net, self.own_net), (Some(a), Some(b)) if a != b)
+        match (p.net, self.own_net) {
+            (Some(a), Some(b)) => a != b,
+            _ => matches!((p.net_seen, self.own_net_seen), (Some(a), Some(b)) if a != b),
+        }
     }
 
     /// Where a process runs, from what its records and the host's showed.
@@ -326,7 +341,7 @@ impl HostView {
             // Its namespace's table: once a round, through one of its processes; not at all
             // while jdwpmux's own connection holds the agent and the table read since says so.
             let settled = self.settled.contains(&pid) && p.net_settled;
-            if other_net && !p.net_read && !settled && p.net.is_some_and(|n| nets_asked.insert(n)) {
+            if other_net && !p.net_read && !settled && net_of(p).is_some_and(|n| nets_asked.insert(n)) {
                 net_.push(pid);
             }
             if !agent.from_command_line && p.threads.is_none() {
@@ -351,6 +366,12 @@ impl HostView {
             .map(|(command, pids)| Request { command, pids })
             .collect()
     }
+}
+
+/// What tells a process's network namespace apart: its inode, else (not readable) the
+/// inode of its namespace's TCP table file. Both come from one kernel numbering.
+fn net_of(p: &ProcView) -> Option<u64> {
+    p.net.or(p.net_seen)
 }
 
 /// The shell line that asks for `requests`, closed by the round's end marker.
@@ -497,6 +518,29 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
         // A session ends: its namespace is read again at once.
         v.settled = [43, 46].into();
         assert_eq!(asked(&v), [44]);
+    }
+
+    #[test]
+    fn another_users_namespace_is_told_apart_by_its_tcp_tables_inode() {
+        // To a user, root's container process shows no namespace links; its net/tcp's inode
+        // (stat-able by anyone) differs from ours, and its table is still read.
+        let ns = "/proc/self/ns/net -> net:[100]\n/proc/self/ns/pid -> pid:[300]\n/proc/self/ns/nettcp -> nettcp:[900]\n\
+                  /proc/42/ns/nettcp -> nettcp:[901]\n/proc/43/ns/nettcp -> nettcp:[900]\n";
+        let mut v = HostView { uid: Some(1000), ..HostView::default() };
+        apply(&mut v, &records(&[("id", "-", b"1000"), ("ns", "-", ns.as_bytes())]));
+        assert_eq!((v.procs[&42].net, v.procs[&42].net_seen), (None, Some(901)));
+        assert!(v.in_other_net(&v.procs[&42]) && !v.in_other_net(&v.procs[&43]));
+        let cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000\0Main\0";
+        for pid in ["42", "43"] {
+            apply(&mut v, &records(&[("proc", pid, b"0 root"), ("cmdline", pid, cmd), ("fd", pid, b"")]));
+        }
+        assert_eq!(v.requests().into_iter().find(|r| r.command == "jdwpmux_net").map(|r| r.pids), Some(vec![42]));
+        let listening = b"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 7001 1 0";
+        apply(&mut v, &records(&[("nettcp", "42", listening)]));
+        let found = super::super::found::found(&v);
+        let boxed = found.iter().find(|f| f.pid == 42).expect("root's container JVM is found");
+        assert!(boxed.cannot_enter(), "{boxed:?}");
+        assert!(matches!(&boxed.reach, super::super::Reach::Unreachable(w) if w.contains("only root can enter")), "{:?}", boxed.reach);
     }
 
     #[test]
