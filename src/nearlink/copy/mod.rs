@@ -12,11 +12,11 @@ pub mod plan;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::process::Command;
-use tracing::info;
+use tracing::{debug, info};
 
 use self::glibc::Glibc;
 use self::plan::{Build, Mismatch, Plan};
@@ -71,11 +71,32 @@ pub async fn ensure(ssh: &SshOptions, control: &Path, dest: &Destination, label:
     match plan::decide(&probe, &build) {
         Plan::Refuse(m) => Err(m.into()),
         Plan::Use(path) => {
-            info!(host = %label, path = %path.display(), "jdwpmux {} found in {} on {label} (copied there before); nothing copied", build.version, path.display());
+            let line = format!("jdwpmux {} found in {} on {label} (copied there before); nothing copied", build.version, path.display());
+            // Every start looks again (a reconnect runs two: the check that the far side
+            // still runs, and the start through the new master): news only the first time.
+            if first_time(&FOUND_SAID, label, &path) {
+                info!(host = %label, path = %path.display(), "{line}");
+            } else {
+                debug!(host = %label, path = %path.display(), "{line}");
+            }
             Ok(path)
         }
         Plan::Copy(dir) => copy(ssh, control, dest, label, &dir, &build).await,
     }
+}
+
+/// The hosts and paths whose copy found there was said already, for this daemon's life.
+static FOUND_SAID: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Whether `label`'s copy at `path` is said now for the first time (and notes it). Bounded
+/// by the hosts served and the paths their copies were found at.
+fn first_time(said: &Mutex<Vec<(String, PathBuf)>>, label: &str, path: &Path) -> bool {
+    let mut said = said.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said.iter().any(|(l, p)| l == label && p == path) {
+        return false;
+    }
+    said.push((label.to_string(), path.to_path_buf()));
+    true
 }
 
 async fn copy(ssh: &SshOptions, control: &Path, dest: &Destination, label: &str, dir: &Path, build: &Build) -> Result<PathBuf, CopyError> {
@@ -145,5 +166,16 @@ mod tests {
         let b = this_build().unwrap();
         assert_eq!((b.os.as_str(), b.version.as_str()), (std::env::consts::OS, env!("CARGO_PKG_VERSION")));
         assert_eq!(b.glibc.is_some(), cfg!(target_env = "gnu"));
+    }
+
+    #[test]
+    fn a_copy_found_is_news_once_per_host_and_path() {
+        let said = Mutex::new(Vec::new());
+        let (a, b) = (Path::new("/home/u/.cache/jdwpmux/0.1.0/jdwpmux"), Path::new("/other/jdwpmux"));
+        assert!(first_time(&said, "box", a), "the first start says it");
+        assert!(!first_time(&said, "box", a), "the check and the start of a reconnect do not say it again");
+        assert!(first_time(&said, "box", b), "found elsewhere: news");
+        assert!(first_time(&said, "other", a), "another host: news");
+        assert!(!first_time(&said, "other", a));
     }
 }
