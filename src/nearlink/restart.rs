@@ -64,7 +64,13 @@ pub fn on_unusable(mode: FarMode, why: &FarUnusable) -> Unusable {
 pub fn restarted_line(label: &str, was: Option<u32>, now: Option<u32>, by_us: bool) -> String {
     let pid = |p: Option<u32>| p.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
     let how = if by_us { "started it again" } else { "another one runs there" };
-    format!("jdwpmux on {label} ended ({}); {how} ({}): the VM connections it held were closed, and the debuggers on them", pid(was), pid(now))
+    // A pid is reused (a host's pid namespace counts from 1 again): one pid twice must not
+    // read as "nothing happened".
+    let now = match (was, now) {
+        (Some(w), Some(n)) if w == n => format!("a new process, given pid {n} again"),
+        _ => pid(now),
+    };
+    format!("jdwpmux on {label} ended ({}); {how} ({now}): the VM connections it held were closed, and the debuggers on them", pid(was))
 }
 
 #[cfg(test)]
@@ -138,5 +144,7 @@ mod tests {
             "jdwpmux on box ended (pid 7); started it again (pid unknown): the VM connections it held were closed, and the debuggers on them"
         );
         assert!(restarted_line("box", None, Some(9), false).starts_with("jdwpmux on box ended (pid unknown); another one runs there (pid 9): "));
+        // Seen: "ended (pid 12); started it again (pid 12)".
+        assert!(restarted_line("box", Some(12), Some(12), true).starts_with("jdwpmux on box ended (pid 12); started it again (a new process, given pid 12 again): "));
     }
 }
