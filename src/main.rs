@@ -350,6 +350,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
             path: args.far_path.clone(),
             hold_secs: args.far_hold,
             copy: args.far_copy,
+            take_over: args.far_take_over,
             // Gathered answers are served by the near cache's side of a session: with it off
             // the far side is not asked to read them.
             gather: args.near_cache != settings::NearCacheMode::Never,

@@ -84,6 +84,9 @@ pub struct FarChoice {
     pub copy: bool,
     /// Ask the far side for a stop's gathered answers (unless `--near-cache never`).
     pub gather: bool,
+    /// Take the far side over from another `serve` of the login connected to it
+    /// (`--far-take-over`).
+    pub take_over: bool,
 }
 
 /// The hold asked of the far side by default (`--far-hold`): a dropped Wi-Fi, a VPN that
@@ -92,7 +95,7 @@ pub const DEFAULT_HOLD_SECS: u32 = 300;
 
 impl Default for FarChoice {
     fn default() -> Self {
-        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS, copy: false, gather: true }
+        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS, copy: false, gather: true, take_over: false }
     }
 }
 
@@ -246,6 +249,8 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
     let mut retry = Retrying { change_said: false, for_change: false, net: NetChanges::open().map_err(|e| debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone")).ok() };
     // The near link has been up once: a cut after that is a cut, not an unusable far side.
     let mut ever_up = false;
+    // Another serve took the far side over from this one: said once, then this one waits.
+    let mut taken_over = false;
     loop {
         let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
         let (mut master, mut ready) = match first.take() {
@@ -305,7 +310,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
             nl.retry_now();
         }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
-            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), hold_secs: far.hold_secs, gather: far.gather, ..link::Config::default() });
+            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), hold_secs: far.hold_secs, gather: far.gather, take_over: far.take_over, ..link::Config::default() });
             // Ends with the link's task.
             tokio::spawn(follow_release(nl.state(), report.clone(), cfg.label.clone()));
             let sockets = Sockets::new(nl.clone());
@@ -367,7 +372,19 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                         // find again (the other serve may stop it), not one that never worked.
                         NearState::Busy(text) => {
                             ever_up = true;
-                            say_once(&mut said, &cfg.label, format!("jdwpmux on {} will not take this serve: {text}; this one waits for it", cfg.label));
+                            // After a take-over, the far side's refusals that follow are the
+                            // wait that line announced.
+                            if taken_over {
+                                debug!(host = %cfg.label, "jdwpmux on {} still serves the other serve: {text}", cfg.label);
+                            } else {
+                                say_once(&mut said, &cfg.label, format!("jdwpmux on {} will not take this serve: {text}; this one waits for it", cfg.label));
+                            }
+                            report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
+                        }
+                        NearState::TakenOver(text) => {
+                            ever_up = true;
+                            taken_over = true;
+                            warn!(host = %cfg.label, "{}", taken_over_line(&cfg.label, &text));
                             report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
                         }
                         NearState::Connecting | NearState::Ended => {}
@@ -554,6 +571,14 @@ async fn reach_again(
     }
 }
 
+/// The one line a serve whose far side another serve took over says: what it lost, and that
+/// it waits without taking it back.
+pub fn taken_over_line(label: &str, text: &str) -> String {
+    format!(
+        "jdwpmux on {label}: {text}; the VM connections this serve held there were closed, and their debuggers; this serve waits and serves {label} again once that one stops (it does not take it back)"
+    )
+}
+
 /// What is said when the far side grants another hold than the one asked (its own limit,
 /// or an older far side's rule); None when it granted what was asked.
 pub fn hold_line(label: &str, asked: u32, granted: u32) -> Option<String> {
@@ -691,6 +716,15 @@ mod tests {
         assert!(line.contains("speaks far-side protocol 1, ") && line.contains("stop it there (kill 77;") && line.ends_with("or use --far never"), "{line}");
         let refused = fallback_line("box", &FarUnusable::Refused("speaks 9 only".into()), &FarChoice::default());
         assert!(refused.starts_with("jdwpmux on box refused this one (speaks 9 only): its VMs are reached through ssh forwards;"), "{refused}");
+    }
+
+    #[test]
+    fn the_serve_taken_over_says_what_it_lost_and_that_it_waits() {
+        let text = crate::far::handshake::taken_over_text("0.1.0 (laptop pid 42)");
+        assert_eq!(
+            taken_over_line("box", &text),
+            "jdwpmux on box: another serve took this far side over (jdwpmux 0.1.0 (laptop pid 42)); the VM connections this serve held there were closed, and their debuggers; this serve waits and serves box again once that one stops (it does not take it back)"
+        );
     }
 
     #[test]
