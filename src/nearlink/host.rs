@@ -320,6 +320,10 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
         let mut state = nl.state();
         vms.mark_changed();
         state.mark_changed();
+        // The near link has been up on this master: its VM list is the far side's word.
+        let mut answered = false;
+        // A far side that runs but does not answer was said (once an outage).
+        let mut silent_said = false;
         // While the link is down with the master up: when to ask whether the far side runs.
         let mut check_at: Option<Instant> = None;
         let mut checks = Backoff::new(FIRST_CHECK_WAIT, MAX_CHECK_WAIT);
@@ -330,7 +334,12 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                         break Lost::Link("the near link ended".to_string());
                     }
                     let listed = vms.borrow_and_update().clone();
-                    publish(cfg, &mut names, &mut sockets, login, &listed, report);
+                    // A list is the far side's word only once it has answered: before, the
+                    // host would show `up` with "no JVM with a JDWP agent" while what was
+                    // started there does not answer at all.
+                    if answered {
+                        publish(cfg, &mut names, &mut sockets, login, &listed, report);
+                    }
                 }
                 changed = state.changed() => {
                     if changed.is_err() {
@@ -358,6 +367,12 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                         }
                         NearState::Up { hold_secs, .. } => {
                             ever_up = true;
+                            answered = true;
+                            if std::mem::take(&mut silent_said) {
+                                info!(host = %cfg.label, "jdwpmux on {} answers again", cfg.label);
+                            }
+                            let listed = vms.borrow().clone();
+                            publish(cfg, &mut names, &mut sockets, login, &listed, report);
                             hold = Duration::from_secs(u64::from(hold_secs));
                             check_at = None;
                             checks.reset();
@@ -402,6 +417,18 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                     check_at = Some(Instant::now() + checks.next_wait());
                     match started {
                         Ok(now) => match restart::judge(&ready, &now) {
+                            // It runs and the master is up, yet its stream was lost: it is
+                            // stuck (stopped, or too busy to answer). Said once an outage.
+                            Check::Same if !silent_said && !matches!(&*state.borrow(), NearState::Up { .. }) => {
+                                silent_said = true;
+                                let why = match &*state.borrow() {
+                                    NearState::Down { why } => why.clone(),
+                                    _ => "its session was let go".to_string(),
+                                };
+                                let line = silent_line(&cfg.label, ready.pid, &why);
+                                warn!(host = %cfg.label, "{line}");
+                                report.send_modify(|r| r.link = LinkState::Down { reason: line, refused: false });
+                            }
                             Check::Same => debug!(host = %cfg.label, "jdwpmux on {} still runs; the link tries again", cfg.label),
                             Check::Restarted { was, now: pid, forward } => {
                                 warn!(host = %cfg.label, "{}", restart::restarted_line(&cfg.label, was, pid, !now.already));
@@ -571,6 +598,14 @@ async fn reach_again(
     }
 }
 
+/// The one line said when jdwpmux on a host still runs (its start found it, same process)
+/// and the master is up, but its stream was lost: it is stopped or stuck. Before, nothing
+/// was said and the host stayed `up`.
+pub fn silent_line(label: &str, pid: Option<u32>, why: &str) -> String {
+    let pid = pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    format!("jdwpmux on {label} ({pid}) runs but does not answer ({why}): it may be stopped or stuck there; its VMs stay held for the hold while this serve tries again")
+}
+
 /// The one line a serve whose far side another serve took over says: what it lost, and that
 /// it waits without taking it back.
 pub fn taken_over_line(label: &str, text: &str) -> String {
@@ -724,6 +759,14 @@ mod tests {
         assert_eq!(
             taken_over_line("box", &text),
             "jdwpmux on box: another serve took this far side over (jdwpmux 0.1.0 (laptop pid 42)); the VM connections this serve held there were closed, and their debuggers; this serve waits and serves box again once that one stops (it does not take it back)"
+        );
+    }
+
+    #[test]
+    fn a_far_side_that_runs_and_does_not_answer_is_said_as_that() {
+        assert_eq!(
+            silent_line("box", Some(41), "nothing heard from the far side for 20s"),
+            "jdwpmux on box (pid 41) runs but does not answer (nothing heard from the far side for 20s): it may be stopped or stuck there; its VMs stay held for the hold while this serve tries again"
         );
     }
 
