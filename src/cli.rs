@@ -119,6 +119,10 @@ pub struct FarArgs {
     /// ready line and return.
     #[arg(long)]
     pub detach: bool,
+    /// Use a folder of this protocol's inside the private folder: a far side of another
+    /// protocol holds the folder itself (`serve --ssh` asks for this when it finds one).
+    #[arg(long)]
+    pub beside: bool,
 }
 
 #[derive(Debug, Args)]

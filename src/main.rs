@@ -104,6 +104,7 @@ fn far(a: jdwpmux::cli::FarArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result
         hold: Duration::from_secs(a.hold),
         scan_interval: Duration::from_secs_f64(a.scan_interval),
         limit: jdwpmux::far::DEFAULT_LIMIT,
+        beside: a.beside,
     };
     if a.detach {
         return Ok(jdwpmux::far::detach(&opts)?);

@@ -95,6 +95,9 @@ pub struct Options {
     pub hold: Duration,
     pub scan_interval: Duration,
     pub limit: usize,
+    /// Run in `beside_dir` of the folder: a far side of another protocol holds the folder
+    /// itself (`serve` asks for this when it found one it cannot speak to).
+    pub beside: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +123,24 @@ pub fn ready_line(socket: &Path, pid: Option<u32>, already: bool) -> String {
     format!("jdwpmux far: {state} on {} ({pid}, protocol {protocols}, jdwpmux {})", socket.display(), env!("CARGO_PKG_VERSION"))
 }
 
+/// The line a start prints about the far side found running: its own protocols and version
+/// from its pid file (`dir::Holder`), not this binary's (a jdwpmux installed over an older
+/// one finds the older one running); `?` for what a far side from before the record did not
+/// write.
+pub fn running_line(socket: &Path, holder: &dir::Holder) -> String {
+    let pid = holder.pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    let protocols = holder.protocols.as_ref().map_or_else(|| "?".to_string(), |r| handshake::protocols(*r.start(), *r.end()));
+    let version = holder.version.as_deref().unwrap_or("?");
+    format!("jdwpmux far: already running on {} ({pid}, protocol {protocols}, jdwpmux {version})", socket.display())
+}
+
+/// The folder a far side started `--beside` one of another protocol uses, inside the
+/// default (or named) one: one per protocol, so each near side finds the far side it
+/// can speak to and neither locks the other out.
+pub fn beside_dir(dir: &Path) -> PathBuf {
+    dir.join(format!("protocol-{}", handshake::PROTOCOL))
+}
+
 /// Prints the ready line. Not `println!`: a starter that went away before reading it must not
 /// bring the far side down with a broken pipe.
 fn say(line: &str) {
@@ -137,8 +158,8 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     }
     let socket = dir.join(dir::SOCKET);
     let _lock = match dir::lock(&dir)? {
-        dir::Locked::Running(pid) => {
-            say(&ready_line(&socket, pid, true));
+        dir::Locked::Running(holder) => {
+            say(&running_line(&socket, &holder));
             return Ok(());
         }
         dir::Locked::Mine(lock) => lock,
@@ -215,15 +236,22 @@ pub fn detach(opts: &Options) -> Result<(), FarError> {
 }
 
 /// The private folder: the one named, checked; else the default (`dir::choose_default`),
-/// with why the default in /tmp was passed over, if it was.
+/// with why the default in /tmp was passed over, if it was; `beside_dir` of it with
+/// `Options::beside`.
 fn folder(opts: &Options) -> Result<(PathBuf, Option<String>), FarError> {
-    match &opts.dir {
+    let (base, passed_over) = match &opts.dir {
         Some(d) => {
             dir::prepare(d)?;
-            Ok((d.clone(), None))
+            (d.clone(), None)
         }
-        None => Ok(dir::choose_default()?),
+        None => dir::choose_default()?,
+    };
+    if !opts.beside {
+        return Ok((base, passed_over));
     }
+    let beside = beside_dir(&base);
+    dir::prepare(&beside)?;
+    Ok((beside, passed_over))
 }
 
 /// Keeps the detached far side's log (its stderr) to `logcap::MAX_LOG` by rotating it.

@@ -50,7 +50,7 @@ pub enum CopyError {
 /// `copy` is on, this binary's copy in the host's cache folder (copied there first when it
 /// is not there yet), started.
 pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, label: &str, far_path: &str, copy: bool) -> Result<Ready, FarUnusable> {
-    let first = match ssh::start(ssh, control, dest, far_path).await {
+    let first = match start_or_beside(ssh, control, dest, label, far_path).await {
         Ok(r) => return Ok(r),
         Err(e) => e,
     };
@@ -58,9 +58,45 @@ pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, label: 
         return Err(first);
     }
     match ensure(ssh, control, dest, label).await {
-        Ok(path) => ssh::start(ssh, control, dest, &path.display().to_string()).await,
+        Ok(path) => start_or_beside(ssh, control, dest, label, &path.display().to_string()).await,
         Err(why) => Err(FarUnusable::NotCopied { first: first.to_string(), why: why.to_string() }),
     }
+}
+
+/// The far side at `far_path` started (or found); when a far side of another protocol runs
+/// in its folder (a leftover of an older jdwpmux, which would lock this one out until its
+/// hold ends), this one's is started beside it (`far --beside`: a folder of its protocol's
+/// inside), said in one line the first time. The one running is left alone: whether it
+/// holds a debugger cannot be asked in a protocol this side does not speak, and it ends by
+/// itself after its hold once unused. Never a loop: the next start finds this one's beside
+/// it, and a binary that cannot start beside one gives the first refusal back.
+async fn start_or_beside(ssh: &SshOptions, control: &Path, dest: &Destination, label: &str, far_path: &str) -> Result<Ready, FarUnusable> {
+    let first = ssh::start(ssh, control, dest, far_path, false).await;
+    let Err(FarUnusable::Version { running: Some(pid), version, protocols }) = &first else { return first };
+    match ssh::start(ssh, control, dest, far_path, true).await {
+        Ok(ready) => {
+            let line = beside_line(label, *pid, version, protocols, ready.pid);
+            if first_time(&FOUND_SAID, label, &ready.socket) {
+                info!(host = %label, socket = %ready.socket.display(), "{line}");
+            } else {
+                debug!(host = %label, "{line}");
+            }
+            Ok(ready)
+        }
+        Err(e) => {
+            debug!(host = %label, "jdwpmux could not start beside the one of another protocol: {e}");
+            first
+        }
+    }
+}
+
+/// The one line said when this jdwpmux's far side starts beside one of another protocol.
+pub fn beside_line(label: &str, pid: u32, version: &str, protocols: &std::ops::RangeInclusive<u16>, ours: Option<u32>) -> String {
+    let ours = ours.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    format!(
+        "jdwpmux on {label} (pid {pid}, jdwpmux {version}) speaks far-side protocol {}, which this one does not: this one's runs beside it ({ours}, in a folder of its own) and is used; pid {pid} is left alone (it ends by itself after its hold once unused)",
+        super::ready::said(protocols)
+    )
 }
 
 /// This binary's copy on the host: found in its cache folder, or copied there now.
@@ -166,6 +202,15 @@ mod tests {
         let b = this_build().unwrap();
         assert_eq!((b.os.as_str(), b.version.as_str()), (std::env::consts::OS, env!("CARGO_PKG_VERSION")));
         assert_eq!(b.glibc.is_some(), cfg!(target_env = "gnu"));
+    }
+
+    #[test]
+    fn the_beside_line_names_both_far_sides() {
+        assert_eq!(
+            beside_line("box", 41, "0.0.9", &(1..=1), Some(77)),
+            "jdwpmux on box (pid 41, jdwpmux 0.0.9) speaks far-side protocol 1, which this one does not: this one's runs beside it (pid 77, in a folder of its own) and is used; pid 41 is left alone (it ends by itself after its hold once unused)"
+        );
+        assert!(beside_line("box", 41, "?", &super::super::ready::UNKNOWN, None).contains("speaks far-side protocol unknown (it did not record it), which this one does not"));
     }
 
     #[test]
