@@ -116,7 +116,7 @@ mod tests {
         let line = crate::far::running_line(socket, &bare);
         assert_eq!(line, "jdwpmux far: already running on /x/far.sock (pid 7, protocol ?, jdwpmux ?)");
         let got = parse(&line).unwrap();
-        assert_eq!((got.protocols, said(&got.protocols)), (UNKNOWN, "unknown (it did not record it)".to_string()));
+        assert_eq!((said(&got.protocols), got.protocols), ("unknown (it did not record it)".to_string(), UNKNOWN));
         assert!(crate::far::handshake::agree(*UNKNOWN.start(), *UNKNOWN.end()).is_none(), "never taken for one this side speaks");
     }
 
