@@ -194,7 +194,10 @@ impl Session {
                 }
                 Wake::Event(e) => self.on_event(e),
                 Wake::Scan((found, decisions)) => {
-                    self.list_due |= self.vms.update(&found, &decisions);
+                    // Sent when it changed, and after every round while a near side is
+                    // connected: the list's arrival is then the near side's word for when this
+                    // side last scanned (its hosts' LAST SCAN), a few hundred bytes a round.
+                    self.list_due |= self.vms.update(&found, &decisions) || self.writer.is_some();
                     self.scanned = true;
                 }
                 Wake::HoldExpired => {

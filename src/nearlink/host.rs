@@ -143,7 +143,7 @@ pub async fn run(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostRepo
     }
     // The host's row in `list` and on the page follows what this task reports.
     let mirror = tokio::spawn(mirror_rows(cfg.label.clone(), report.subscribe(), rows.clone()));
-    let ended = serve_host(&cfg, &far, &report, first, &cancel).await;
+    let ended = serve_host(&cfg, &far, &report, &rows, first, &cancel).await;
     mirror.abort();
     if ended == Ended::Forwards {
         crate::remote::host::run(cfg, report, rows, cancel).await;
@@ -178,7 +178,7 @@ async fn mirror_rows(label: String, mut rx: watch::Receiver<HostReport>, rows: A
             (r.link.clone(), r.vms.len())
         };
         let up = link == LinkState::Up;
-        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let now_ms = now_ms();
         rows.update(&label, |r| {
             let r = r.with_link(&link);
             if up {
@@ -188,6 +188,11 @@ async fn mirror_rows(label: String, mut rx: watch::Receiver<HostReport>, rows: A
             }
         });
     }
+}
+
+/// Milliseconds since the epoch, as host rows keep their last scan.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Puts the near link's release of a cut session in the host's report, so the VMs' rows say
@@ -222,7 +227,7 @@ enum Ended {
     Forwards,
 }
 
-async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<HostReport>, first: Option<(Link, Ready)>, cancel: &CancellationToken) -> Ended {
+async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<HostReport>, rows: &HostTable, first: Option<(Link, Ready)>, cancel: &CancellationToken) -> Ended {
     let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
     let local = ssh::local_socket(&cfg.dir, &cfg.prefix);
     let regular = Retry { connect_timeout: cfg.ssh.connect_timeout, first: FIRST_BACKOFF, max: MAX_BACKOFF, on_network_change: false };
@@ -339,6 +344,10 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                     // started there does not answer at all.
                     if answered {
                         publish(cfg, &mut names, &mut sockets, login, &listed, report);
+                        // The far side sends its list after each of its scans: the host's
+                        // last scan is its own, not when its list last changed.
+                        let jvms = report.borrow().vms.len();
+                        rows.update(&cfg.label, |r| r.scanned(jvms, now_ms()));
                     }
                 }
                 changed = state.changed() => {

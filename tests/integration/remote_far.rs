@@ -298,3 +298,30 @@ async fn remote_far_a_leftover_far_side_of_an_older_protocol_gets_this_ones_besi
     unsafe { libc::kill(old.id() as i32, libc::SIGKILL) };
     let _ = old.wait();
 }
+
+/// A far-side host's LAST SCAN is the far side's own scan (it sends its list after each
+/// round while connected), not when its list last changed: read over 12 s of a VM that
+/// changes nothing, it stays within a few seconds of now (before: 13-30 s ago).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_last_scan_is_the_far_sides_own() {
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let OneVm { keys: _keys, host: _host, app: _app, served, port: _port } = one_vm("farscan", &["--far", "always", "--far-path", &far.path]).await;
+    served.wait_log("using jdwpmux on farscan").await;
+    let end = Instant::now() + Duration::from_secs(12);
+    let mut ages = Vec::new();
+    while Instant::now() < end {
+        let (code, out, err) = served.run(&["list", "--hosts", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+        let row = rows.iter().find(|r| r["host"] == "farscan").cloned().unwrap_or_default();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        let scanned = row["last_scan_ms"].as_u64().unwrap_or_else(|| panic!("{rows:?}"));
+        ages.push(now.saturating_sub(scanned));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    println!("LAST SCAN ages (ms): {ages:?}");
+    assert!(ages.iter().all(|a| *a < 6_000), "{ages:?}");
+    drop(served);
+}
