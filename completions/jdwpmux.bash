@@ -209,7 +209,7 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__far)
-            opts="-v -q -h -V --dir --hold --scan-interval --detach --verbose --quiet --log-format --control --config --help --version"
+            opts="-v -q -h -V --dir --hold --scan-interval --detach --beside --verbose --quiet --log-format --control --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -199,6 +199,7 @@ json\t''"
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l detach -d 'Start in the background (a session of its own, the log in the folder), print the ready line and return'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l beside -d 'Use a folder of this protocol\'s inside the private folder: a far side of another protocol holds the folder itself (`serve --ssh` asks for this when it finds one)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -s q -l quiet -d 'Only warnings and errors'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -s h -l help -d 'Print help'

@@ -28,16 +28,28 @@
 //! takes the far side once the other has stopped. Before, each new session closed the
 //! other's VM connections and the other took them back, five times a second, stops and
 //! breakpoints lost. Refusing is the simplest rule that cannot loop: a session is taken only
-//! from a near side that is not connected (it crashed, or is cut: then it finds its session
+//! (unless a take-over is asked for, below) from a near side that is not connected (it crashed, or is cut: then it finds its session
 //! gone when back, and is refused in turn). Serving both at once would need a session per
 //! near side, and a JVM's agent takes one connection, which the first near side's VM
 //! sessions hold from the moment they are listed: the second would see every VM busy anyway.
 //!
+//! Taking over is asked for (`serve --far-take-over`: `handshake::TAKE_OVER_MARK` in the
+//! Hello's name): the connected near side is told (`ByeReason::Replaced`, naming the new
+//! one) and let go, its VM connections closed; so is one that comes back to a session taken
+//! while it was cut. A near side taken from never asks to take over again, so two started
+//! with the flag cannot take the far side from each other in turn.
+//!
+//! A far side of another protocol found in the folder (a leftover of an older jdwpmux) is
+//! reported as what it is: the pid file records each far side's protocols and version
+//! (`dir::Holder`). A near side that cannot speak to it starts this one `--beside` it, in
+//! a folder of this protocol's inside (`beside_dir`), and leaves it to end after its hold.
+//!
 //! Decisions the near side builds on:
 //! - The far side is started over ssh as `jdwpmux far --detach`: it prints one line,
 //!   `jdwpmux far: listening on SOCKET (pid N, protocol MIN..MAX, jdwpmux V)` (or `already
-//!   running on SOCKET ...` when one runs), and goes on in a session of its own; the near
-//!   side forwards a Unix socket of its own to SOCKET through the ssh master.
+//!   running on SOCKET ...` with the running one's pid, protocols and version, `?` for what
+//!   it did not record), and goes on in a session of its own; the near side forwards a Unix
+//!   socket of its own to SOCKET through the ssh master.
 //! - The VM list comes whole each time it changes; a VM's number names one process, so a
 //!   restarted JVM is a new entry (the near side keeps its debugger port by what it runs,
 //!   as `serve` does for local JVMs).
