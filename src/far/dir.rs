@@ -133,8 +133,9 @@ pub enum Locked {
     Running(Holder),
 }
 
-/// What a far side's pid file says: `PID MIN..MAX VERSION` (its pid, the far-side protocols
-/// it speaks, its jdwpmux version). Far sides before this record wrote the pid alone: their
+/// What a far side's pid file says: its pid on the first line (what `kill $(head -n1
+/// far.pid)` and older jdwpmux read), then `MIN..MAX VERSION` (the far-side protocols it
+/// speaks, its jdwpmux version). Far sides before this record wrote the pid alone: their
 /// protocols and version are then unknown, and `far --detach` says so rather than giving
 /// its own as theirs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -147,7 +148,7 @@ pub struct Holder {
 /// This far side's record, as `lock` writes it.
 pub fn record(pid: u32) -> String {
     use crate::far::handshake::{protocols, PROTOCOL, PROTOCOL_MIN};
-    format!("{pid} {} {}", protocols(PROTOCOL_MIN, PROTOCOL), env!("CARGO_PKG_VERSION"))
+    format!("{pid}\n{} {}", protocols(PROTOCOL_MIN, PROTOCOL), env!("CARGO_PKG_VERSION"))
 }
 
 /// Reads a pid file's text (bounded by the caller); what cannot be read is unknown.
@@ -237,7 +238,8 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(holder(text), want, "{text:?}");
         }
-        assert_eq!(holder(&record(7)).pid, Some(7));
+        assert_eq!(holder(&record(7)), h(Some(7), Some(crate::far::handshake::PROTOCOL_MIN..=crate::far::handshake::PROTOCOL), Some(env!("CARGO_PKG_VERSION"))));
+        assert_eq!(record(7).lines().next(), Some("7"), "the pid alone on the first line");
     }
 
     #[test]

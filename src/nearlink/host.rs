@@ -327,8 +327,10 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
         state.mark_changed();
         // The near link has been up on this master: its VM list is the far side's word.
         let mut answered = false;
-        // A far side that runs but does not answer was said (once an outage).
+        // A far side that runs but does not answer was said (once an outage), and how many
+        // checks in a row found it running while the link was down.
         let mut silent_said = false;
+        let mut same_checks = 0u32;
         // While the link is down with the master up: when to ask whether the far side runs.
         let mut check_at: Option<Instant> = None;
         let mut checks = Backoff::new(FIRST_CHECK_WAIT, MAX_CHECK_WAIT);
@@ -377,6 +379,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                         NearState::Up { hold_secs, .. } => {
                             ever_up = true;
                             answered = true;
+                            same_checks = 0;
                             if std::mem::take(&mut silent_said) {
                                 info!(host = %cfg.label, "jdwpmux on {} answers again", cfg.label);
                             }
@@ -427,18 +430,25 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                     match started {
                         Ok(now) => match restart::judge(&ready, &now) {
                             // It runs and the master is up, yet its stream was lost: it is
-                            // stuck (stopped, or too busy to answer). Said once an outage.
-                            Check::Same if !silent_said && !matches!(&*state.borrow(), NearState::Up { .. }) => {
-                                silent_said = true;
-                                let why = match &*state.borrow() {
-                                    NearState::Down { why } => why.clone(),
-                                    _ => "its session was let go".to_string(),
-                                };
-                                let line = silent_line(&cfg.label, ready.pid, &why);
-                                warn!(host = %cfg.label, "{line}");
-                                report.send_modify(|r| r.link = LinkState::Down { reason: line, refused: false });
+                            // stuck (stopped, or too busy to answer). Said once an outage, at
+                            // the second check in a row (the first often runs while the link
+                            // is still reconnecting after a master made again).
+                            Check::Same => {
+                                same_checks += 1;
+                                let down = !matches!(&*state.borrow(), NearState::Up { .. });
+                                if same_checks >= 2 && down && !silent_said {
+                                    silent_said = true;
+                                    let why = match &*state.borrow() {
+                                        NearState::Down { why } => why.clone(),
+                                        _ => "its session was let go".to_string(),
+                                    };
+                                    let line = silent_line(&cfg.label, ready.pid, &why);
+                                    warn!(host = %cfg.label, "{line}");
+                                    report.send_modify(|r| r.link = LinkState::Down { reason: line, refused: false });
+                                } else {
+                                    debug!(host = %cfg.label, "jdwpmux on {} still runs; the link tries again", cfg.label);
+                                }
                             }
-                            Check::Same => debug!(host = %cfg.label, "jdwpmux on {} still runs; the link tries again", cfg.label),
                             Check::Restarted { was, now: pid, forward } => {
                                 warn!(host = %cfg.label, "{}", restart::restarted_line(&cfg.label, was, pid, !now.already));
                                 if forward {

@@ -375,7 +375,7 @@ async fn a_default_folder_taken_by_another_user_first_is_passed_over() -> Result
     assert_eq!(std::fs::read_dir(&taken)?.count(), 0);
     // With no near side the far side ends at its hold: nothing is left running.
     let pid_file = home.join(".cache/jdwpmux/far/far.pid");
-    let pid: i32 = std::fs::read_to_string(&pid_file)?.trim().parse()?;
+    let pid: i32 = std::fs::read_to_string(&pid_file)?.lines().next().unwrap_or_default().parse()?;
     let deadline = tokio::time::Instant::now() + SLOW;
     while std::path::Path::new(&format!("/proc/{pid}")).exists() {
         assert!(tokio::time::Instant::now() < deadline, "the far side (pid {pid}) did not end after its hold");

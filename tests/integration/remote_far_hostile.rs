@@ -229,3 +229,43 @@ async fn remote_far_hostile_a_start_that_never_answers_leaves_nothing_on_the_hos
     }
     drop(host);
 }
+
+/// jdwpmux on the host stopped (SIGSTOP) 22 s with the ssh master up, `--far-hold 30`: the
+/// near side says in one WARN line that it runs but does not answer, and the host's row is
+/// `down` with that reason (before: nothing said, the host `up`); after SIGCONT, within the
+/// hold, one line says it answers again and the row is `up`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_hostile_a_far_side_stopped_is_said_once_and_its_return_too() {
+    use crate::support::process::pids_with_cmdline;
+    crate::need_test_hosts!();
+    let far = crate::remote_far::far_bin();
+    let far_dir = far.far_dir().display().to_string();
+    let OneVm { keys: _keys, host: _host, app: _app, served, port: _port } = one_vm("farstop", &["--far", "always", "--far-path", &far.path, "--far-hold", "30"]).await;
+    served.wait_log("using jdwpmux on farstop").await;
+    let pids = pids_with_cmdline(&[env!("CARGO_BIN_EXE_jdwpmux"), "far", &far_dir]);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    let host_row = || {
+        let (_, out, _) = served.run(&["list", "--hosts", "--json"]);
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap_or_default();
+        rows.into_iter().find(|r| r["host"] == "farstop").unwrap_or_default()
+    };
+    crate::support::process::signal(pids[0], libc::SIGSTOP).unwrap();
+    let stopped = Instant::now();
+    let line = served.wait_log("runs but does not answer").await;
+    println!("said {:?} after the stop: {line}", stopped.elapsed());
+    assert!(line.contains(" WARN ") && line.contains("jdwpmux on farstop (pid "), "{line}");
+    let row = host_row();
+    assert!(row["state"] == "down" && row["reason"].as_str().is_some_and(|r| r.contains("runs but does not answer")), "{row}");
+    tokio::time::sleep_until((stopped + Duration::from_secs(22)).into()).await;
+    crate::support::process::signal(pids[0], libc::SIGCONT).unwrap();
+    served.wait_log("jdwpmux on farstop answers again").await;
+    let deadline = Instant::now() + SLOW;
+    while host_row()["state"] != "up" {
+        assert!(Instant::now() < deadline, "{}", host_row());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let log = served.log_text();
+    assert_eq!(log.matches("runs but does not answer").count(), 1, "{log}");
+    assert!(!log.contains("ended (pid") && !log.contains("let its VMs go"), "the far side's session was kept: {log}");
+    drop(served);
+}
