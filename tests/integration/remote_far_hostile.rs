@@ -124,6 +124,15 @@ async fn remote_far_hostile_answers_with_always_are_retried_at_the_backoffs_pace
         let mut served = serve(&keys, &[alias], &["--far", "always", "--far-path", &fake.path]);
         let line = served.wait_log(&format!("jdwpmux on {alias} cannot be used")).await;
         assert!(line.contains("WARN") && line.contains(said), "{line}");
+        // Its row says so: never `up` with "no JVM with a JDWP agent" while what was started
+        // there has not answered as a far side.
+        for _ in 0..10 {
+            let (_, out, _) = served.run(&["list", "--hosts", "--json"]);
+            let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap_or_default();
+            let row = rows.iter().find(|r| r["host"] == alias).cloned().unwrap_or_default();
+            assert!(row["state"] != "up" && row["reason"].as_str().is_some_and(|r| r.contains(said)), "{alias}: {row}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         let deadline = Instant::now() + SLOW;
         while fake.connections().len() < 5 {
             assert!(Instant::now() < deadline, "{alias}: {} connections in {SLOW:?}", fake.connections().len());
