@@ -22,7 +22,7 @@
 //! promptly (short connect timeouts and waits, and at once on a change of this machine's
 //! network: `timing::retry_plan`, `netwatch`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -238,8 +238,6 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
     let mut near: Option<(NearLink, Sockets)> = None;
     // What the far side the near link speaks to said when it was started or found.
     let mut spoke_to: Option<Ready> = None;
-    // The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
-    let mut said: Option<String> = None;
     // The hold granted last, said when it is not the one asked for.
     let mut granted: Option<u32> = None;
     // The login's uid, learnt with the first master: a master made again is the same login.
@@ -251,7 +249,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
     // begins and once when it ends; the tries between are debug lines.
     let mut cut: Option<(Instant, u32)> = None;
     let mut hold = Duration::ZERO;
-    let mut retry = Retrying { change_said: false, for_change: false, net: NetChanges::open().map_err(|e| debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone")).ok() };
+    let mut retry = Retrying { change_said: false, for_change: false, said: None, net: NetChanges::open().map_err(|e| debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone")).ok() };
     // The near link has been up once: a cut after that is a cut, not an unusable far side.
     let mut ever_up = false;
     // Another serve took the far side over from this one: said once, then this one waits.
@@ -260,7 +258,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
         let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
         let (mut master, mut ready) = match first.take() {
             Some(found) => found,
-            None => match reach_again(cfg, far, report, &control, &mut said, near.is_none(), cut.is_some(), plan, &mut retry, cancel).await {
+            None => match reach_again(cfg, far, report, phase(near.is_none(), cut.is_some()), plan, &mut retry, cancel).await {
                 Reached::Yes(found) => *found,
                 Reached::No => {
                     if let Some((_, tries)) = &mut cut {
@@ -310,7 +308,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
             }
         }
         backoff = Backoff::new(regular.first, regular.max);
-        said = None;
+        retry.said = None;
         if let Some((nl, _)) = &near {
             nl.retry_now();
         }
@@ -370,7 +368,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                                 master.close().await;
                                 return Ended::Forwards;
                             }
-                            say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
+                            say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
                             report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
                         }
                         NearState::Down { .. } | NearState::Released { .. } => {
@@ -404,7 +402,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                             if taken_over {
                                 debug!(host = %cfg.label, "jdwpmux on {} still serves the other serve: {text}", cfg.label);
                             } else {
-                                say_once(&mut said, &cfg.label, format!("jdwpmux on {} will not take this serve: {text}; this one waits for it", cfg.label));
+                                say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} will not take this serve: {text}; this one waits for it", cfg.label));
                             }
                             report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
                         }
@@ -467,7 +465,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                                 master.close().await;
                                 return Ended::Forwards;
                             }
-                            Unusable::TryLater => say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be started again: {why}", cfg.label)),
+                            Unusable::TryLater => say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} cannot be started again: {why}", cfg.label)),
                         },
                     }
                 }
@@ -490,7 +488,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                     info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &FarUnusable::Refused(text), far));
                     return Ended::Forwards;
                 }
-                say_once(&mut said, &cfg.label, format!("jdwpmux on {} refused this one: {text}", cfg.label));
+                say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} refused this one: {text}", cfg.label));
                 report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
                 if !pause(&mut backoff, regular, &mut retry, &cfg.label, cancel).await {
                     return Ended::Stopped;
@@ -545,23 +543,36 @@ struct Retrying {
     /// The attempt under way was made again for a change of the network.
     for_change: bool,
     net: Option<NetChanges>,
+    /// The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
+    said: Option<String>,
+}
+
+/// The phase of a host with (or without) a near link and a cut under way.
+fn phase(no_link: bool, in_cut: bool) -> Phase {
+    match (no_link, in_cut) {
+        (true, _) => Phase::First,
+        (false, true) => Phase::Cut,
+        (false, false) => Phase::Other,
+    }
+}
+
+/// Where the host stands when its master is made again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No near link yet: the host shows `connecting`.
+    First,
+    /// A cut is being ridden out: its tries are not news (it was said when it began).
+    Cut,
+    /// Anything else (a refusal, a far side gone): failures are said once.
+    Other,
 }
 
 /// Makes the master again, and starts (or finds) the far side through it and forwards its
 /// socket.
-async fn reach_again(
-    cfg: &HostConfig,
-    far: &FarChoice,
-    report: &watch::Sender<HostReport>,
-    control: &Path,
-    said: &mut Option<String>,
-    fresh: bool,
-    in_cut: bool,
-    plan: Retry,
-    retry: &mut Retrying,
-    cancel: &CancellationToken,
-) -> Reached {
-    if fresh {
+async fn reach_again(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<HostReport>, phase: Phase, plan: Retry, retry: &mut Retrying, cancel: &CancellationToken) -> Reached {
+    let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
+    let control = control.as_path();
+    if phase == Phase::First {
         report.send_modify(|r| r.link = LinkState::Connecting);
     }
     let ssh = crate::remote::SshOptions { connect_timeout: plan.connect_timeout, ..cfg.ssh.clone() };
@@ -591,11 +602,11 @@ async fn reach_again(
         Ok(l) => l,
         Err(failure) => {
             let text = failure.to_string();
-            if in_cut {
+            if phase == Phase::Cut {
                 // The cut was said when it began; its tries are not news.
                 debug!(host = %cfg.label, "{text}; trying again");
             } else {
-                say_once(said, &cfg.label, text.clone());
+                say_once(&mut retry.said, &cfg.label, text.clone());
             }
             report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
             return Reached::No;
@@ -609,7 +620,7 @@ async fn reach_again(
             Reached::Gone(why)
         }
         Err(why) => {
-            say_once(said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
+            say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
             report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
             master.close().await;
             Reached::No

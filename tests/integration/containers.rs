@@ -49,7 +49,7 @@ fn serve(marker: &str, extra: &[&str]) -> Served {
 /// The last `tick N` a container's JVM printed. The last, not the highest: a restarted
 /// container's log still holds its first run's ticks, and the new JVM counts from 1 again.
 async fn ticks(c: &Container) -> u64 {
-    c.logs().await.lines().filter_map(|l| l.strip_prefix("tick ")).filter_map(|n| n.trim().parse().ok()).last().unwrap_or(0)
+    c.logs().await.lines().filter_map(|l| l.strip_prefix("tick ")).filter_map(|n| n.trim().parse().ok()).next_back().unwrap_or(0)
 }
 
 /// Waits until the container's app printed two ticks past now: it runs on.
