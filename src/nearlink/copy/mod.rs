@@ -121,7 +121,8 @@ pub async fn ensure(ssh: &SshOptions, control: &Path, dest: &Destination, label:
     }
 }
 
-/// The hosts and paths whose copy found there was said already, for this daemon's life.
+/// The hosts and paths a once-said line was said for already (a copy found there, a far side
+/// started beside another), for this daemon's life.
 static FOUND_SAID: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
 
 /// Whether `label`'s copy at `path` is said now for the first time (and notes it). Bounded
