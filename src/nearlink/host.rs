@@ -304,7 +304,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
         // or its hold ran out): said here, the link finds its session gone by itself.
         if let (Some(before), Some(_)) = (&spoke_to, &near) {
             if let Check::Restarted { was, now, .. } = restart::judge(before, &ready) {
-                warn!(host = %cfg.label, "{}", restart::restarted_line(&cfg.label, was, now, !ready.already));
+                warn!(host = %cfg.label, "{}", restart_line(&cfg.label, was, now, !ready.already, std::mem::take(&mut taken_over)));
             }
         }
         backoff = Backoff::new(regular.first, regular.max);
@@ -448,7 +448,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                                 }
                             }
                             Check::Restarted { was, now: pid, forward } => {
-                                warn!(host = %cfg.label, "{}", restart::restarted_line(&cfg.label, was, pid, !now.already));
+                                warn!(host = %cfg.label, "{}", restart_line(&cfg.label, was, pid, !now.already, std::mem::take(&mut taken_over)));
                                 if forward {
                                     if let Err(e) = ssh::forward(&cfg.ssh, &control, &cfg.dest, &local, &now.socket).await {
                                         debug!(host = %cfg.label, "forwarding to the new far side: {e}; trying again");
@@ -625,6 +625,16 @@ async fn reach_again(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<H
             master.close().await;
             Reached::No
         }
+    }
+}
+
+/// The line a restarted far side is said in: after a take-over, this serve held nothing
+/// there, and the line must not say its VM connections were closed now.
+fn restart_line(label: &str, was: Option<u32>, now: Option<u32>, by_us: bool, taken_over: bool) -> String {
+    if taken_over {
+        restart::restarted_after_take_over_line(label, was, now, by_us)
+    } else {
+        restart::restarted_line(label, was, now, by_us)
     }
 }
 

@@ -73,6 +73,15 @@ pub fn restarted_line(label: &str, was: Option<u32>, now: Option<u32>, by_us: bo
     format!("jdwpmux on {label} ended ({}); {how} ({now}): the VM connections it held were closed, and the debuggers on them", pid(was))
 }
 
+/// The line said instead when this serve's far side had been taken over by another serve
+/// (`--far-take-over`): this one held nothing there since, so nothing was closed now; the
+/// far side ended with the serve that took it, and this one serves the host again.
+pub fn restarted_after_take_over_line(label: &str, was: Option<u32>, now: Option<u32>, by_us: bool) -> String {
+    let pid = |p: Option<u32>| p.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    let how = if by_us { "this serve started it again" } else { "another one runs there" };
+    format!("jdwpmux on {label} ({}), taken over by another serve, has ended; {how} ({}), and this serve serves {label} again", pid(was), pid(now))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +144,13 @@ mod tests {
         }
         assert_eq!(on_unusable(FarMode::Auto, &failed), Unusable::TryLater);
         assert_eq!(on_unusable(FarMode::Always, &failed), Unusable::TryLater);
+    }
+
+    #[test]
+    fn after_a_take_over_the_line_claims_nothing_closed() {
+        let line = restarted_after_take_over_line("box", Some(7), Some(9), true);
+        assert_eq!(line, "jdwpmux on box (pid 7), taken over by another serve, has ended; this serve started it again (pid 9), and this serve serves box again");
+        assert!(!line.contains("closed"), "{line}");
     }
 
     #[test]

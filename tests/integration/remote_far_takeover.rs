@@ -57,6 +57,25 @@ async fn remote_far_take_over_tells_the_first_once_and_it_never_takes_it_back() 
     assert_eq!(far_pids(), pids, "one far process all along");
     let rows = second.list_until("Billing still the second's", |r| ready(r, "fartake", "Billing")).await;
     assert!(row(&rows, "fartake", "Billing").is_some(), "{rows:?}");
+
+    // The second stops, its far side with it: the first starts one again and serves the VM,
+    // and its line does not say that VM connections were closed now (it held none).
+    let mut second = second;
+    second.terminate(SLOW);
+    let stopped = Instant::now();
+    let line = loop {
+        if let Some(l) = first.log_text().lines().find(|l| l.contains("taken over by another serve, has ended")) {
+            break l.to_string();
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(120), "{}", first.log_text());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!("the first started it again {:?} after the second stopped: {line}", stopped.elapsed());
+    assert!(line.contains("this serve serves fartake again") && !line.contains("closed"), "{line}");
+    let rows = first.list_until("Billing served by the first again", |r| ready(r, "fartake", "Billing")).await;
+    let mut last = jdb(port(&rows, "fartake", "Billing")).await;
+    last.expect("> ", SLOW).await.unwrap();
+    crate::remote::break_step_quit(&mut last, "Billing", &app).await;
+    assert!(!first.log_text().contains("ended (pid"), "{}", first.log_text());
     drop(first);
-    drop(second);
 }
