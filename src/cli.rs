@@ -119,6 +119,10 @@ pub struct FarArgs {
     /// ready line and return.
     #[arg(long)]
     pub detach: bool,
+    /// Use a folder of this protocol's inside the private folder: a far side of another
+    /// protocol holds the folder itself (`serve --ssh` asks for this when it finds one).
+    #[arg(long)]
+    pub beside: bool,
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +241,12 @@ pub struct ServeArgs {
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long)]
     pub far_copy: bool,
+    /// When jdwpmux on a host serves another serve of the same login (another terminal or
+    /// person), take it over: that serve's VM connections there are closed with their
+    /// debuggers, it is told in one line and waits. Without it this serve waits instead.
+    #[arg(help_heading = OTHER_MACHINES)]
+    #[arg(long)]
+    pub far_take_over: bool,
     /// Address the debugger ports listen on.
     #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", env = "JDWPMUX_LISTEN")]
