@@ -49,21 +49,27 @@ pub fn start_command(ssh: &SshOptions, control: &Path, dest: &Destination, far_p
 /// less than `START_TIMEOUT`, so the host has cleaned up by the time this side gives up.
 pub const REMOTE_LIMIT: Duration = Duration::from_secs(18);
 
-/// The host's shell command that starts the far side. sshd runs it as the leader of a
-/// session and process group of its own (`setsid`), so `$$` names that group: a watchdog
-/// in the background kills the whole group once the start has run `limit` (a far-side
-/// command that never answers, and whatever it started, ends there), and ends itself as soon
-/// as the start has exited. The far side proper is not in that group (it makes a session of
-/// its own), so a start that answered leaves only it running. Without this, killing the ssh
-/// client here left `sh -c ... far --detach` and its child on the host for every try.
-/// `beside`: in the folder of this protocol beside a far side of another (`far --beside`).
+/// The host's shell command that starts the far side: `sh -c SCRIPT`, so a login shell that
+/// is not a POSIX one (csh, fish) runs it too. sshd runs the session as the leader of a
+/// session and process group of its own (`setsid`), and the script and what it starts are
+/// in that group (read from /proc, the group's number is the script's own pid when the login
+/// shell handed it over with `exec`): a watchdog in the background kills the whole group
+/// once the start has run `limit` (a far-side command that never answers, and whatever it
+/// started, ends there), and ends itself as soon as the start has exited. The far side
+/// proper is not in that group (it makes a session of its own), so a start that answered
+/// leaves only it running. Without this, killing the ssh client here left `sh -c ... far
+/// --detach` and its child on the host for every try. `beside`: in the folder of this
+/// protocol beside a far side of another (`far --beside`).
 pub fn start_script(far_path: &str, beside: bool, limit: Duration) -> String {
-    format!(
-        "(i=0; while [ $i -lt {} ] && kill -0 $$ 2>/dev/null; do sleep 1; i=$((i+1)); done; kill -KILL -$$) </dev/null >/dev/null 2>&1 & exec {} far --detach{}",
+    let script = format!(
+        "pg=$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null); [ -n \"$pg\" ] || pg=$$; \
+         (i=0; while [ $i -lt {} ] && kill -0 $$ 2>/dev/null; do sleep 1; i=$((i+1)); done; kill -KILL -$pg) </dev/null >/dev/null 2>&1 & \
+         exec {} far --detach{}",
         limit.as_secs(),
         shell_quote(far_path),
         if beside { " --beside" } else { "" }
-    )
+    );
+    format!("sh -c {}", shell_quote(&script))
 }
 
 /// `ssh [-F CFG] -S CONTROL -o ControlMaster=no -o BatchMode=yes -T -- DEST REMOTE`: the
