@@ -49,21 +49,29 @@ pub fn start_command(ssh: &SshOptions, control: &Path, dest: &Destination, far_p
 /// less than `START_TIMEOUT`, so the host has cleaned up by the time this side gives up.
 pub const REMOTE_LIMIT: Duration = Duration::from_secs(18);
 
-/// The host's shell command that starts the far side. sshd runs it as the leader of a
-/// session and process group of its own (`setsid`), so `$$` names that group: a watchdog
-/// in the background kills the whole group once the start has run `limit` (a far-side
-/// command that never answers, and whatever it started, ends there), and ends itself as soon
-/// as the start has exited. The far side proper is not in that group (it makes a session of
-/// its own), so a start that answered leaves only it running. Without this, killing the ssh
-/// client here left `sh -c ... far --detach` and its child on the host for every try.
-/// `beside`: in the folder of this protocol beside a far side of another (`far --beside`).
+/// The host's shell command that starts the far side: `sh -c SCRIPT`, so a login shell that
+/// is not a POSIX one (csh, fish) runs it too. sshd runs the session as the leader of a
+/// session and process group of its own (`setsid`), and the script and what it starts are
+/// in that group (read from /proc, the group's number is the script's own pid when the login
+/// shell handed it over with `exec`): a watchdog in the background kills the whole group
+/// once the start has run `limit` (a far-side command that never answers, and whatever it
+/// started, ends there), and ends itself, killing nothing, as soon as the start has exited
+/// (what a start that answered left running is its own: a process it was starting in a
+/// session of its own may not have left the group yet). The far side
+/// proper is not in that group (it makes a session of its own), so a start that answered
+/// leaves only it running. Without this, killing the ssh client here left `sh -c ... far
+/// --detach` and its child on the host for every try. `beside`: in the folder of this
+/// protocol beside a far side of another (`far --beside`).
 pub fn start_script(far_path: &str, beside: bool, limit: Duration) -> String {
-    format!(
-        "(i=0; while [ $i -lt {} ] && kill -0 $$ 2>/dev/null; do sleep 1; i=$((i+1)); done; kill -KILL -$$) </dev/null >/dev/null 2>&1 & exec {} far --detach{}",
-        limit.as_secs(),
-        shell_quote(far_path),
-        if beside { " --beside" } else { "" }
-    )
+    let script = format!(
+        "pg=$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null); [ -n \"$pg\" ] || pg=$$; \
+         (i=0; while [ $i -lt {n} ] && kill -0 $$ 2>/dev/null; do sleep 1; i=$((i+1)); done; [ $i -lt {n} ] || kill -KILL -$pg) </dev/null >/dev/null 2>&1 & \
+         exec {path} far --detach{beside}",
+        n = limit.as_secs(),
+        path = shell_quote(far_path),
+        beside = if beside { " --beside" } else { "" }
+    );
+    format!("sh -c {}", shell_quote(&script))
 }
 
 /// `ssh [-F CFG] -S CONTROL -o ControlMaster=no -o BatchMode=yes -T -- DEST REMOTE`: the
@@ -324,10 +332,17 @@ mod tests {
         let out = bounded_output(run(&answers), MAX_START_OUTPUT).await.unwrap();
         assert_eq!((out.status, out.stdout.as_slice()), (Some(0), &b"ready\n"[..]));
         gone(vec![folder]).await;
+        // Its `sh -c` (and, for a moment, the child it forks before that becomes `sleep`).
         let kept = with(&format!("{mark}-kept"));
-        assert_eq!(kept.len(), 1, "the detached child runs on");
-        // SAFETY: kill on the pid of the test's own child, found by its mark.
-        unsafe { libc::kill(kept[0], libc::SIGKILL) };
+        assert!(!kept.is_empty(), "the detached child runs on");
+        for pid in kept {
+            // SAFETY: kill on the test's own descendant, found by its mark, and on the group
+            // it leads (its session's: the `sleep` with it).
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
     }
 
     #[test]
