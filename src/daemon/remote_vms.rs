@@ -32,7 +32,18 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
         } else {
             spawner.tracker.spawn(crate::nearlink::host::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         }
-        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), live: HashMap::new(), adb: None };
+        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", live: HashMap::new(), adb: None };
+        spawner.tracker.spawn(follower.run(rx));
+    }
+}
+
+/// Starts a task per `--exec` host (through jdwpmux in its container), and one following each.
+pub(super) fn start_exec(spawner: &Spawner, hosts: Vec<(HostConfig, crate::nearlink::exec::ExecSpec)>, far: FarChoice) {
+    for (cfg, spec) in hosts {
+        let (tx, rx) = watch::channel(HostReport::default());
+        spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &format!("exec: {}", crate::safe_text::shown(&spec.text))));
+        spawner.tracker.spawn(crate::nearlink::exec::host::run(cfg.clone(), spec, far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
+        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", live: HashMap::new(), adb: None };
         spawner.tracker.spawn(follower.run(rx));
     }
 }
@@ -45,6 +56,8 @@ enum Live {
 struct HostFollower {
     spawner: Spawner,
     label: String,
+    /// How the link is named in notes: "the ssh link to", "the exec to".
+    link: &'static str,
     /// By key: what this host's discovery lists.
     live: HashMap<String, Live>,
     /// The task following the host's adb server, while one listens.
@@ -71,7 +84,7 @@ impl HostFollower {
         match &report.link {
             LinkState::Up => self.follow_vms(&report.vms),
             LinkState::Down { reason, .. } => {
-                let note = format!("the ssh link to {} is down: {reason}", self.label);
+                let note = format!("{} {} is down: {reason}", self.link, self.label);
                 for live in self.live.values() {
                     let id = match live {
                         Live::Session(f) => f.id,
