@@ -569,9 +569,16 @@ pub(super) fn publish(cfg: &HostConfig, names: &mut Names, sockets: &mut Sockets
     // The far side runs as the login and lists what that user may take; --other-users here
     // cannot widen it (the far side decides on its host), only a known login narrows it.
     let mine = |f: &crate::discovery::jvms::FoundJvm| cfg.other_users || login.is_none() || f.runs_as(login);
+    // The exec's command names the container better than jdwpmux inside it can (it sees
+    // itself as a container named by its id, or as a host): a name read from the command
+    // wins; the bare `--exec` name only stands in for no place at all.
     let placed = |mut f: crate::discovery::jvms::FoundJvm| {
-        if let (Some(p), crate::discovery::jvms::Place::Host) = (place, &f.place) {
-            f.place = p.clone();
+        use crate::discovery::jvms::Place;
+        match (place, &f.place) {
+            (Some(p @ Place::Reported(_)), Place::Host) => f.place = p.clone(),
+            (Some(Place::Reported(_)), _) | (None, _) => {}
+            (Some(p), Place::Host | Place::Container { .. } | Place::Pod { .. } | Place::Reported(_)) => f.place = p.clone(),
+            (Some(_), Place::Netns { .. }) => {}
         }
         f
     };
