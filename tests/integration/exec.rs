@@ -65,16 +65,33 @@ fn port_of(rows: &[Value], host: &str, app: &str) -> u16 {
     row(rows, host, app).and_then(|r| r["debugger_port"].as_u64()).expect("a debugger port") as u16
 }
 
-fn hosts(served: &Served) -> Vec<Value> {
-    let (code, out, err) = served.run(&["list", "--hosts", "--json"]);
-    assert_eq!(code, 0, "{err}");
+/// The rows of `list --json`, or of `list --hosts --json` (none while serve starts).
+fn listed(served: &Served, hosts: bool) -> Vec<Value> {
+    let args: &[&str] = if hosts { &["list", "--hosts", "--json"] } else { &["list", "--json"] };
+    let (code, out, _) = served.run(args);
+    if code != 0 {
+        return Vec::new();
+    }
     serde_json::from_str(&out).unwrap()
+}
+
+/// Waits until `list --json` satisfies `cond`; the log is shown when it never does.
+async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + SLOW;
+    loop {
+        let rows = listed(served, false);
+        if cond(&rows) {
+            return rows;
+        }
+        assert!(Instant::now() < deadline, "{what}: rows {rows:?}\nhosts {:?}\n{}", listed(served, true), served.log_text());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 async fn hosts_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let deadline = Instant::now() + SLOW;
     loop {
-        let h = hosts(served);
+        let h = listed(served, true);
         if cond(&h) {
             return h;
         }
@@ -204,7 +221,7 @@ async fn exec_jdb_steps_through_podman_exec_and_a_killed_exec_reattaches() {
     let c = container(&engine, "exec", &cls, "Billing", Some(bin.path())).await;
     let exec = format!("billing=podman exec -i {}", c.name());
     let served = serve(&engine, &["--exec", &exec, "--far-path", MOUNTED, "--far-hold", "120"]);
-    let rows = served.list_until("Billing through the exec", |r| ready(r, "billing", "Billing")).await;
+    let rows = list_until(&served, "Billing through the exec", |r| ready(r, "billing", "Billing")).await;
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(row(&rows, "billing", "Billing").unwrap()["process"]["place"], format!("container {} (podman)", c.name()), "{rows:?}");
     let h = hosts_until(&served, "the exec host up with its JVM", |h| h.iter().any(|r| r["host"] == "billing" && r["state"] == "up" && r["jvms"] == 1)).await;
@@ -221,7 +238,7 @@ async fn exec_jdb_steps_through_podman_exec_and_a_killed_exec_reattaches() {
     let mut idle = jdb(port).await;
     let mut j = jdb(port).await;
     crate::remote::break_step_clear_quit(&mut j, "Billing").await;
-    served.list_until("the idle jdb still attached", |r| row(r, "billing", "Billing").is_some_and(|v| v["debuggers"].as_array().is_some_and(|d| d.len() == 1))).await;
+    list_until(&served, "the idle jdb still attached", |r| row(r, "billing", "Billing").is_some_and(|v| v["debuggers"].as_array().is_some_and(|d| d.len() == 1))).await;
     idle.quit().await.unwrap();
     runs_on(&c).await;
 
@@ -248,7 +265,7 @@ async fn exec_jdb_steps_through_podman_exec_and_a_killed_exec_reattaches() {
     j.expect_all(&["Removed: breakpoint Billing.tick", "main[1] "], SLOW).await.unwrap();
     j.quit().await.unwrap();
     runs_on(&c).await;
-    let rows = served.list_until("the same port after the reattach", |r| ready(r, "billing", "Billing")).await;
+    let rows = list_until(&served, "the same port after the reattach", |r| ready(r, "billing", "Billing")).await;
     assert_eq!(port_of(&rows, "billing", "Billing"), port, "{rows:?}");
     assert!(execs_of(&served).contains(&second), "the second exec carries the link");
     let log = served.log_text();
@@ -272,7 +289,7 @@ async fn exec_through_a_kubectl_stand_in_shows_its_refusal_and_the_hold_running_
     let kubectl = KubectlStandIn::new();
     let exec = format!("orders={} exec -i -n shop {} -c app --", kubectl.path().display(), c.name());
     let served = serve(&engine, &["--exec", &exec, "--far-path", MOUNTED, "--far-hold", "8"]);
-    let rows = served.list_until("Orders through kubectl", |r| ready(r, "orders", "Orders")).await;
+    let rows = list_until(&served, "Orders through kubectl", |r| ready(r, "orders", "Orders")).await;
     assert_eq!(row(&rows, "orders", "Orders").unwrap()["process"]["place"], format!("pod shop/{}", c.name()), "{rows:?}");
     let port = port_of(&rows, "orders", "Orders");
 
@@ -292,12 +309,12 @@ async fn exec_through_a_kubectl_stand_in_shows_its_refusal_and_the_hold_running_
     let closed = cut_at.elapsed();
     assert!(closed >= HOLD - Duration::from_secs(2), "jdb closed {closed:?} into a hold of {HOLD:?}");
     let _ = status;
-    served.list_until("the VM listed released", |r| row(r, "orders", "Orders").is_some_and(|v| v["note"].as_str().is_some_and(|n| n.starts_with("released (the hold ran out)")))).await;
+    list_until(&served, "the VM listed released", |r| row(r, "orders", "Orders").is_some_and(|v| v["note"].as_str().is_some_and(|n| n.starts_with("released (the hold ran out)")))).await;
     runs_on(&c).await;
     assert!(served.log_text().contains("jdwpmux on orders let its VMs go"), "{}", served.log_text());
 
     kubectl.block(false);
-    let rows = served.list_until("Orders back after the exec works again", |r| ready(r, "orders", "Orders")).await;
+    let rows = list_until(&served, "Orders back after the exec works again", |r| ready(r, "orders", "Orders")).await;
     assert_eq!(port_of(&rows, "orders", "Orders"), port, "the same port: {rows:?}");
     hosts_until(&served, "the host up again", |h| h.iter().any(|r| r["host"] == "orders" && r["state"] == "up")).await;
     let mut j = jdb(port).await;
@@ -329,7 +346,7 @@ async fn exec_far_copy_puts_jdwpmux_into_a_container_without_one() {
     drop(served);
 
     let served = serve(&engine, &["--exec", &exec, "--far-copy"]);
-    let rows = served.list_until("Report through the copy", |r| ready(r, "report", "Report")).await;
+    let rows = list_until(&served, "Report through the copy", |r| ready(r, "report", "Report")).await;
     let log = served.log_text();
     assert!(log.contains("copied this jdwpmux into report"), "{log}");
     let mut j = jdb(port_of(&rows, "report", "Report")).await;
@@ -338,7 +355,7 @@ async fn exec_far_copy_puts_jdwpmux_into_a_container_without_one() {
     drop(served);
     // A second serve finds the copy there and copies nothing.
     let served = serve(&engine, &["--exec", &exec, "--far-copy"]);
-    served.list_until("Report through the copy found", |r| ready(r, "report", "Report")).await;
+    list_until(&served, "Report through the copy found", |r| ready(r, "report", "Report")).await;
     let log = served.log_text();
     assert!(log.contains("copied there before") && !log.contains("copying this jdwpmux"), "{log}");
     drop(served);
