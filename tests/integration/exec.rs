@@ -102,7 +102,7 @@ async fn hosts_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> boo
 
 /// The last `tick N` the container's app printed.
 async fn ticks(c: &Container) -> u64 {
-    c.logs().await.lines().filter_map(|l| l.strip_prefix("tick ")).filter_map(|n| n.trim().parse().ok()).last().unwrap_or(0)
+    c.logs().await.lines().filter_map(|l| l.strip_prefix("tick ")).filter_map(|n| n.trim().parse().ok()).next_back().unwrap_or(0)
 }
 
 async fn runs_on(c: &Container) {
