@@ -610,7 +610,7 @@ fn containers_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failure
 }
 
 fn exec_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
-    let (reps, steps, idle) = if p.reps <= 1 { (1, 20, Duration::from_secs(3)) } else { (p.reps.min(5), 100, Duration::from_secs(20)) };
+    let (reps, steps, idle) = if p.reps <= 1 { (1, 20, std::time::Duration::from_secs(3)) } else { (p.reps.min(5), 100, std::time::Duration::from_secs(20)) };
     match exec::run(bin, reps, steps, idle) {
         Ok((runs, idle)) => exec::rows(t, &runs, idle, steps),
         Err(e) => f.add("exec", format!("{e:#}")),

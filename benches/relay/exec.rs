@@ -207,16 +207,23 @@ fn one(way: Way, jvm: &mut Jvm, pm: &Podman, bin: &ProxyBin, classes: &Path, ste
 }
 
 fn wait_listening(port: u16) -> Result<()> {
+    // Read from /proc/net/tcp, not probed: a probe would be a debugger connection of its
+    // own, through an exec, that the agent must see end before it takes the IDE's.
+    let want = format!("0100007F:{port:04X}");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    loop {
+        let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        if tcp.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1) == Some(&want.as_str()) && f.get(3) == Some(&"0A")
+        }) {
+            return Ok(());
+        }
         if Instant::now() > deadline {
             bail!("socat does not listen on {port}");
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    // That probe was a connection: its exec ends when it closes, and the agent listens again.
-    std::thread::sleep(Duration::from_millis(500));
-    Ok(())
 }
 
 /// The debugger port of the one VM `serve` lists, once it is ready.

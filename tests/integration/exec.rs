@@ -402,3 +402,46 @@ async fn exec_a_container_without_a_shell_is_refused_with_its_line() {
     assert!(text.contains("bare has no shell"), "{text}");
     drop(served);
 }
+
+/// A rootless container, debugged by its owner's own non-root `serve --exec 'podman exec -i
+/// C'` (their podman, their user namespace): listed, jdb (as the owner: the debugger port
+/// takes the daemon's user only) breaks, steps and detaches, and the app runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_a_rootless_container_through_its_owners_podman() {
+    crate::need_podman!();
+    let engine = Engine::rootless("execless").unwrap();
+    let owner = engine.user().expect("a rootless engine has a user");
+    let home = owner.home.clone().expect("a home");
+    let own = |p: &Path| std::os::unix::fs::chown(p, Some(owner.uid), Some(owner.gid)).unwrap();
+    // jdwpmux and the control socket in folders the owner may use.
+    let bin = home.join("jm");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(BIN, bin.join("jdwpmux")).unwrap();
+    own(&bin);
+    own(&bin.join("jdwpmux"));
+    let dir = home.join("jdwpmux");
+    std::fs::create_dir_all(&dir).unwrap();
+    own(&dir);
+    let cls = classes("Ledger").await;
+    let c = container(&engine, "less", &cls, "Ledger", Some(&bin)).await;
+    let exec = format!("ledger=podman exec -i {}", c.name());
+    let mut wrapper = owner.prefix();
+    wrapper.extend([
+        "env".to_string(),
+        "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin".into(),
+        format!("HOME={}", home.display()),
+        format!("XDG_RUNTIME_DIR={}", home.join("run").display()),
+        format!("CONTAINERS_CONF={}", engine.config_dir().join("containers.conf").display()),
+        format!("CONTAINERS_STORAGE_CONF={}", engine.config_dir().join("storage.conf").display()),
+        "RUST_LOG=info".into(),
+    ]);
+    let served = Served::start_as(&wrapper, &dir.join("control.sock"), &["--no-proc", "--no-scan", "--no-adb", "--exec", &exec, "--far-path", MOUNTED]);
+    let rows = list_until(&served, "Ledger through the owner's exec", |r| ready(r, "ledger", "Ledger")).await;
+    assert_eq!(row(&rows, "ledger", "Ledger").unwrap()["process"]["place"], format!("container {} (podman)", c.name()), "{rows:?}");
+    let port = port_of(&rows, "ledger", "Ledger");
+    let mut j = Jdb::attach_as(&owner.prefix(), &format!("127.0.0.1:{port}")).await.expect("jdb starts");
+    j.expect("> ", SLOW).await.expect("jdb attaches");
+    crate::remote::break_step_clear_quit(&mut j, "Ledger").await;
+    runs_on(&c).await;
+    drop(served);
+}

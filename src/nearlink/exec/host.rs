@@ -64,7 +64,7 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
     };
     info!(path = %path, "serving {} through `{}` with jdwpmux at {path} there", spec.name, crate::safe_text::shown(&spec.text));
     let tail = Arc::new(Mutex::new(Tail::default()));
-    let (ready_tx, _) = watch::channel(None);
+    let (ready_tx, mut ready_rx) = watch::channel(None);
     let dial = Arc::new(ExecDial { name: spec.name.clone(), argv: spec.with(&[&path, "far", "--attach"]), tail: tail.clone(), ready: ready_tx });
     let nl = link::start(Dial::Exec(dial), link::Config { host: spec.name.clone(), hold_secs: far.hold_secs, gather: far.gather, ..link::Config::default() });
     tokio::spawn(follow_release(nl.state(), report.clone(), cfg.label.clone()));
@@ -72,8 +72,23 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
     let mut names = Names::default();
     let place = spec.place();
     let (mut vms, mut state) = (nl.vms(), nl.state());
+    // The far side each run of the exec reached: a new pid is one that was started again
+    // (killed, or its hold ran out), said once; the link finds its session gone by itself.
+    let mut far_pid: Option<u32> = None;
     loop {
         tokio::select! {
+            changed = ready_rx.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                let pid = ready_rx.borrow_and_update().as_ref().and_then(|r| r.pid);
+                if let (Some(was), Some(now)) = (far_pid, pid) {
+                    if was != now {
+                        warn!("jdwpmux in {} is another one now (pid {was} there before, {now} now): the VM connections it held are gone", spec.name);
+                    }
+                }
+                far_pid = pid.or(far_pid);
+            }
             changed = vms.changed() => {
                 if changed.is_err() {
                     break;
