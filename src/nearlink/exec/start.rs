@@ -13,7 +13,7 @@ use tracing::info;
 
 use super::place::{self, Refusal};
 use super::spec::ExecSpec;
-use crate::nearlink::copy::plan::{self, Plan};
+use crate::nearlink::copy::plan::{self, Mismatch, Plan};
 use crate::nearlink::host::FarChoice;
 use crate::nearlink::ssh::bounded_output;
 
@@ -115,6 +115,10 @@ async fn copy_in(spec: &ExecSpec, why: &str, image: &str) -> Result<String, NotS
             return Ok(path.display().to_string());
         }
         Ok(Plan::Copy(dir)) => dir,
+        // A static (musl) build of serve copies itself anywhere its OS and machine match.
+        Ok(Plan::Refuse(m @ (Mismatch::NoGlibc { .. } | Mismatch::OldGlibc { .. }))) => {
+            return Err(unusable(format!("{}; {image}, or run a static build of jdwpmux here (cargo build --release --target {}-unknown-linux-musl), which --far-copy copies into any image", Refusal::from(m), std::env::consts::ARCH)))
+        }
         Ok(Plan::Refuse(m)) => return Err(unusable(format!("{}; {image}", Refusal::from(m)))),
         Err(r @ Refusal::NoPlace(_)) => return Err(unusable(format!("{r}; {image}, or mount a writable volume (an emptyDir at /tmp)"))),
         Err(r) => return Err(unusable(format!("{r}; {image}"))),
