@@ -423,7 +423,13 @@ async fn exec_a_rootless_container_through_its_owners_podman() {
     std::fs::create_dir_all(&dir).unwrap();
     own(&dir);
     let cls = classes("Ledger").await;
-    let c = container(&engine, "less", &cls, "Ledger", Some(&bin)).await;
+    // On /opt, which the image has: a rootless runc cannot make a mount point in the image's
+    // folder, which root owns (this container runs JDK 17, not /opt's JDK 25).
+    let mut s = ContainerSpec::new(&engine, "less", &cls);
+    s.class = "Ledger".into();
+    s.podman_args = vec!["-v".into(), format!("{}:/opt:ro", bin.display())];
+    let c = Container::run(s).await.unwrap();
+    refused_here(c.port()).unwrap();
     let exec = format!("ledger=podman exec -i {}", c.name());
     let mut wrapper = owner.prefix();
     wrapper.extend([
@@ -435,7 +441,7 @@ async fn exec_a_rootless_container_through_its_owners_podman() {
         format!("CONTAINERS_STORAGE_CONF={}", engine.config_dir().join("storage.conf").display()),
         "RUST_LOG=info".into(),
     ]);
-    let served = Served::start_as(&wrapper, &dir.join("control.sock"), &["--no-proc", "--no-scan", "--no-adb", "--exec", &exec, "--far-path", MOUNTED]);
+    let served = Served::start_as(&wrapper, &dir.join("control.sock"), &["--no-proc", "--no-scan", "--no-adb", "--exec", &exec, "--far-path", "/opt/jdwpmux"]);
     let rows = list_until(&served, "Ledger through the owner's exec", |r| ready(r, "ledger", "Ledger")).await;
     assert_eq!(row(&rows, "ledger", "Ledger").unwrap()["process"]["place"], format!("container {} (podman)", c.name()), "{rows:?}");
     let port = port_of(&rows, "ledger", "Ledger");
