@@ -155,7 +155,14 @@ fn scan_round(mut view: HostView, mut holders: HashMap<u64, Option<String>>) -> 
 
 impl ProcFollower {
     async fn round(&mut self) {
-        let Some(view) = self.view.take() else { return };
+        let Some(mut view) = self.view.take() else { return };
+        // JVMs our own sessions are connected to: their namespaces' tables need no new read.
+        view.settled = self
+            .live
+            .iter()
+            .filter(|(_, l)| matches!(l, Live::Session(f) if super::followed::connected(&self.spawner, f.id)))
+            .map(|((pid, _), _)| *pid)
+            .collect();
         let holders = std::mem::take(&mut self.holders);
         let scanned = tokio::task::spawn_blocking(move || scan_round(view, holders)).await;
         let Ok((view, holders, found)) = scanned else { return };
@@ -172,7 +179,9 @@ impl ProcFollower {
         };
         let only = &self.spawner.settings.proc_match;
         let matching = found.into_iter().filter(|(f, _)| only.is_empty() || only.iter().any(|t| f.command.contains(t.as_str())));
-        let (found, theirs): (Vec<_>, Vec<_>) = matching.partition(|(f, _)| self.spawner.settings.other_users || f.runs_as(scanner));
+        // Another user's JVM in a container we cannot enter is listed (never connected to)
+        // with why and what to do: nothing of it is taken, and a row says it is there.
+        let (found, theirs): (Vec<_>, Vec<_>) = matching.partition(|(f, _)| self.spawner.settings.other_users || f.runs_as(scanner) || f.cannot_enter());
         self.left_alone.retain(|pid| theirs.iter().any(|(f, _)| f.pid == *pid));
         for (f, _) in &theirs {
             if self.left_alone.insert(f.pid) {

@@ -320,8 +320,10 @@ async fn scan_loop(scans: mpsc::Sender<Scan>, interval: Duration) {
         view = Some(v);
         let found = match found {
             // Other users' JVMs are left alone here as by `serve`: their owners' own
-            // debuggers must still be able to attach.
-            Ok(found) => found.into_iter().filter(|f| f.runs_as(scanner)).collect::<Vec<_>>(),
+            // debuggers must still be able to attach. Those in containers this login cannot
+            // enter (root's, say) are listed, never connected to, with why: the near side
+            // says what to do (log in as root) rather than show nothing.
+            Ok(found) => found.into_iter().filter(|f| f.runs_as(scanner) || f.cannot_enter()).collect::<Vec<_>>(),
             Err(e) => {
                 warn!("the /proc scan is skipped this round: no random marker for its records: {e}");
                 tokio::time::sleep(interval).await;

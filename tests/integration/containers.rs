@@ -15,13 +15,13 @@ use crate::support::users::TestUser;
 use crate::support::Jdb;
 
 /// `Main` renamed `class`, compiled once for the containers that run it.
-async fn classes(class: &str) -> std::sync::Arc<AppClasses> {
+pub(crate) async fn classes(class: &str) -> std::sync::Arc<AppClasses> {
     let src = crate::support::java::MAIN_JAVA.replace("Main", class);
     AppClasses::compile(&[(&format!("{class}.java"), &src)]).await.expect("javac")
 }
 
 /// A container running `class` with `marker` on its command line (for --proc-match).
-fn spec(engine: &std::sync::Arc<Engine>, tag: &str, classes: &std::sync::Arc<AppClasses>, class: &str, marker: &str) -> ContainerSpec {
+pub(crate) fn spec(engine: &std::sync::Arc<Engine>, tag: &str, classes: &std::sync::Arc<AppClasses>, class: &str, marker: &str) -> ContainerSpec {
     let mut s = ContainerSpec::new(engine, tag, classes);
     s.class = class.into();
     s.jvm = vec![format!("-D{marker}")];
@@ -49,11 +49,11 @@ fn serve(marker: &str, extra: &[&str]) -> Served {
 /// The last `tick N` a container's JVM printed. The last, not the highest: a restarted
 /// container's log still holds its first run's ticks, and the new JVM counts from 1 again.
 async fn ticks(c: &Container) -> u64 {
-    c.logs().await.lines().filter_map(|l| l.strip_prefix("tick ")).filter_map(|n| n.trim().parse().ok()).last().unwrap_or(0)
+    c.logs().await.lines().rev().filter_map(|l| l.strip_prefix("tick ")).find_map(|n| n.trim().parse().ok()).unwrap_or(0)
 }
 
 /// Waits until the container's app printed two ticks past now: it runs on.
-async fn runs_on(c: &Container) {
+pub(crate) async fn runs_on(c: &Container) {
     let start = ticks(c).await;
     let deadline = tokio::time::Instant::now() + SLOW;
     while ticks(c).await < start + 2 {
@@ -64,7 +64,7 @@ async fn runs_on(c: &Container) {
 
 /// jdb through `port` (as `prefix`'s user): a breakpoint in `class.tick`, a step, clear,
 /// quit. The app runs on afterwards.
-async fn debug_through(prefix: &[String], port: u16, class: &str) {
+pub(crate) async fn debug_through(prefix: &[String], port: u16, class: &str) {
     let mut jdb = Jdb::attach_as(prefix, &format!("127.0.0.1:{port}")).await.expect("jdb starts");
     jdb.expect("> ", SLOW).await.expect("jdb attaches");
     crate::remote::break_step_clear_quit(&mut jdb, class).await;
@@ -139,6 +139,10 @@ async fn a_rootless_container_is_reached_by_its_owner_and_left_alone_by_others()
     let cls = classes("Billing").await;
     let c = Container::run(spec(&engine, "less", &cls, "Billing", &marker)).await.unwrap();
     refused_here(c.port()).unwrap();
+    // And one of root's, which the owner's daemon cannot enter.
+    let rootful = Engine::rootful().unwrap();
+    let vault_cls = classes("Vault").await;
+    let vault = Container::run(spec(&rootful, "vault", &vault_cls, "Vault", &marker)).await.unwrap();
 
     // The owner's daemon: its control socket and log in a folder the owner owns.
     let dir = owner.home.clone().expect("a home").join("jdwpmux");
@@ -148,8 +152,13 @@ async fn a_rootless_container_is_reached_by_its_owner_and_left_alone_by_others()
     let args = ["--proc", "--proc-match", &marker, "--no-scan", "--no-adb", "--scan-interval", "0.5"];
     let prefix = owner_prefix.clone();
     let served = Served::start_as(&prefix, &control, &args);
-    let rows = served.list_until("the owner's container", |r| ready(r, "Billing")).await;
+    let rows = served.list_until("the owner's container, and root's with a note", |r| ready(r, "Billing") && row(r, "Vault").is_some_and(|v| v["note"].is_string())).await;
     assert_eq!(row(&rows, "Billing").unwrap()["process"]["place"], format!("container {} (podman)", c.name()), "{rows:?}");
+    // Root's container: listed where it runs, with who can enter it; never connected to.
+    let shown = row(&rows, "Vault").unwrap();
+    assert_eq!(shown["process"]["place"], format!("container {} (podman)", vault.name()), "{rows:?}");
+    assert!(shown["note"].as_str().is_some_and(|n| n.contains("run jdwpmux as root")), "{rows:?}");
+    assert_ne!(shown["state"], "ready", "{rows:?}");
     debug_through(&owner_prefix, port_of(&rows, "Billing"), "Billing").await;
     runs_on(&c).await;
     drop(served);
@@ -161,8 +170,9 @@ async fn a_rootless_container_is_reached_by_its_owner_and_left_alone_by_others()
     });
     let left = root.wait_log("leaving another user's JVM alone").await;
     assert!(left.contains(&owner.name), "{left}");
-    let (_, out, _) = root.run(&["list", "--json"]);
-    assert_eq!(out.trim(), "[]", "another user's container was taken");
+    // Root's own container is served; the user's is not even listed (root could enter it).
+    let rows = root.list_until("root's own container", |r| ready(r, "Vault")).await;
+    assert!(row(&rows, "Billing").is_none(), "another user's container was taken: {rows:?}");
     drop(root);
     // Asked for, root serves it (root enters any namespace); a third user's jdb is refused
     // at the debugger port, which only root's own connections may use.
@@ -179,6 +189,7 @@ async fn a_rootless_container_is_reached_by_its_owner_and_left_alone_by_others()
     debug_through(&[], port, "Billing").await;
     runs_on(&c).await;
     drop(root);
+    drop(vault);
 }
 
 /// JVMs in bare network namespaces (`ip netns`, `unshare --net`) and in a `--pid=host`

@@ -18,7 +18,7 @@ use crate::support::JavaApp;
 
 /// The far side's private folder of `uid` (no runtime folder without PAM): removed after the
 /// test, whatever happened.
-struct FarDir(PathBuf);
+pub(crate) struct FarDir(pub(crate) PathBuf);
 
 impl Drop for FarDir {
     fn drop(&mut self) {
@@ -27,7 +27,7 @@ impl Drop for FarDir {
 }
 
 /// A `Host` block that logs in to `host` as `user` with the test's key.
-fn login_as(keys: &Keys, alias: &str, host: &TestHost, user: &TestUser) {
+pub(crate) fn login_as(keys: &Keys, alias: &str, host: &TestHost, user: &TestUser) {
     let cfg = keys.ssh_config();
     let mut text = std::fs::read_to_string(&cfg).unwrap();
     text.push_str(&format!(

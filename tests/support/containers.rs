@@ -123,9 +123,13 @@ fn remove_process_dir(dir: &Path) {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
             let conf = e.path().join("containers.conf");
-            if conf.exists() {
+            // A test host's engine: its containers died with the host's pid namespace, and
+            // the pids its state holds are that namespace's, never to be signalled here.
+            if e.path().join(ON_TEST_HOST).exists() {
+                remove_unmounted(&e.path());
+            } else if conf.exists() {
                 // Its drop removes its containers, then its folder.
-                drop(Engine { dir: e.path(), user: None, owns_dir: true });
+                drop(Engine { dir: e.path(), user: None, owns_dir: true, on_host: None });
             }
         }
     }
@@ -354,12 +358,23 @@ pub struct Engine {
     user: Option<TestUser>,
     /// Whether dropping the engine deletes `dir` (a rootless one goes with its user's home).
     owns_dir: bool,
+    /// A test host's: podman runs inside the host's namespaces (this prefix), and the pids
+    /// it gives are in the numbering of the host's pid namespace (this inode).
+    on_host: Option<(Vec<String>, u64)>,
 }
+
+/// The file that marks a test host's engine folder.
+const ON_TEST_HOST: &str = "on-test-host";
 
 impl Engine {
     /// A new rootful engine of its own (so a test can check that nothing of its own is left:
     /// `podman ps -a` of it is empty) over this process's image.
     pub fn rootful() -> Result<Arc<Engine>> {
+        Ok(Arc::new(Engine { dir: Self::rootful_dir()?, user: None, owns_dir: true, on_host: None }))
+    }
+
+    /// A rootful engine's folder: its configuration, storage and run folders.
+    fn rootful_dir() -> Result<PathBuf> {
         let dir = process_dir()?.join(format!("e{}", NEXT.fetch_add(1, Ordering::Relaxed)));
         std::fs::create_dir_all(&dir)?;
         let tmp = dir.join("tmp");
@@ -371,7 +386,19 @@ impl Engine {
         );
         std::fs::write(dir.join("containers.conf"), containers)?;
         std::fs::write(dir.join("storage.conf"), storage)?;
-        Ok(Arc::new(Engine { dir, user: None, owns_dir: true }))
+        Ok(dir)
+    }
+
+    /// A rootful engine on a test host: podman runs with the host's `prefix` (its network,
+    /// mount and pid namespaces, whose first process is `init`), so its containers are the
+    /// host's, seen by what runs there and by nothing of this machine's. The host's mount
+    /// namespace needs the cgroup hierarchies mounted (`TestHost::allow_containers`).
+    pub fn rootful_on(prefix: Vec<String>, init: u32) -> Result<Arc<Engine>> {
+        let ns = std::fs::read_link(format!("/proc/{init}/ns/pid")).context("the host's pid namespace")?;
+        let ns = ns.to_string_lossy().trim_start_matches("pid:[").trim_end_matches(']').parse::<u64>().context("pid:[N]")?;
+        let dir = Self::rootful_dir()?;
+        std::fs::write(dir.join(ON_TEST_HOST), "")?;
+        Ok(Arc::new(Engine { dir, user: None, owns_dir: true, on_host: Some((prefix, ns)) }))
     }
 
     /// A rootless engine: a new test user (`TestUser::with_home`; useradd gives it
@@ -400,7 +427,7 @@ impl Engine {
         for p in [dir.clone(), tmp.clone(), run.clone(), dir.join("containers.conf"), dir.join("storage.conf")] {
             std::os::unix::fs::chown(&p, Some(user.uid), Some(user.gid))?;
         }
-        Ok(Arc::new(Engine { dir, user: Some(user), owns_dir: false }))
+        Ok(Arc::new(Engine { dir, user: Some(user), owns_dir: false, on_host: None }))
     }
 
     /// The rootless user, None for root.
@@ -418,7 +445,14 @@ impl Engine {
     /// HOME and XDG_RUNTIME_DIR in its home, from `/` (a test's folder may be closed to it).
     pub fn command(&self) -> Command {
         let mut c = match &self.user {
-            None => Command::new("podman"),
+            None => match &self.on_host {
+                Some((prefix, _)) => {
+                    let mut c = Command::new(&prefix[0]);
+                    c.args(&prefix[1..]).arg("podman");
+                    c
+                }
+                None => Command::new("podman"),
+            },
             Some(u) => {
                 let home = u.home.clone().unwrap_or_default();
                 let mut c = Command::new("setpriv");
@@ -720,14 +754,18 @@ impl Container {
         }
     }
 
-    /// The container's first process as seen from the host (`.State.Pid`).
+    /// The container's first process as seen from this machine (`.State.Pid`, which on a
+    /// test host is in the host's numbering).
     async fn host_pid(&self) -> Result<u32> {
         let out = self.spec.engine.podman(&["inspect", "--format", "{{.State.Pid}}", &self.spec.name]).await?;
         let pid: u32 = out.trim().parse().with_context(|| format!("inspect gave pid {out:?}"))?;
         if pid == 0 {
             bail!("container {} is not running; its output:\n{}", self.spec.name, self.logs().await);
         }
-        Ok(pid)
+        match &self.spec.engine.on_host {
+            Some((_, ns)) => here_pid_of(*ns, pid).with_context(|| format!("pid {pid} of the test host's namespace {ns} is not seen here")),
+            None => Ok(pid),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -787,6 +825,23 @@ impl Drop for Container {
 
 // ---------------------------------------------------------------------------------------
 // What the host's /proc shows of a process.
+
+/// The pid here of the process that is `inner` in pid namespace `ns` (a test host's, one
+/// level below ours): the process whose `NSpid` says `HERE INNER ...` and whose parent is in
+/// that namespace (a container's first process is in a namespace of its own).
+fn here_pid_of(ns: u64, inner: u32) -> Option<u32> {
+    let in_ns = |pid: u32| std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|l| l.to_string_lossy() == format!("pid:[{ns}]"));
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
+        let Some(ids) = status.lines().find_map(|l| l.strip_prefix("NSpid:")) else { continue };
+        let ids: Vec<u32> = ids.split_whitespace().filter_map(|n| n.parse().ok()).collect();
+        if ids.get(1) == Some(&inner) && (in_ns(pid) || ppid(pid).is_some_and(in_ns)) {
+            return Some(pid);
+        }
+    }
+    None
+}
 
 /// `pid` itself when it is a java, else its first java descendant.
 pub fn java_in_tree(pid: u32) -> Option<u32> {

@@ -501,6 +501,34 @@ impl TestHost {
         self.restart_sshd(keys)
     }
 
+    /// The first process of the host's pid namespace, in this machine's numbering.
+    pub fn init_pid(&self) -> Option<u32> {
+        self.pidns.as_ref().and_then(|c| first_child(c.id()))
+    }
+
+    /// Mounts this machine's cgroup hierarchies in the host's mount namespace (`ip netns
+    /// exec` gave it a /sys of its own, without them), as a real machine has them: Podman
+    /// and runc can then run containers on the host.
+    pub fn allow_containers(&self) -> Result<()> {
+        let mounts = std::fs::read_to_string("/proc/self/mounts")?;
+        let mut script = String::from("set -e; ");
+        for line in mounts.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let [_, dir, kind, opts, ..] = f[..] else { continue };
+            if !dir.starts_with("/sys/fs/cgroup") || !["tmpfs", "cgroup", "cgroup2"].contains(&kind) {
+                continue;
+            }
+            script.push_str(&format!("mkdir -p {dir}; mount -t {kind} -o {opts} {kind} {dir}; "));
+        }
+        if !script.contains("mount") {
+            bail!("no cgroup hierarchy is mounted here");
+        }
+        let mut argv = self.prefix();
+        argv.extend(["sh".to_string(), "-c".to_string(), script]);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        run(&argv).map(drop)
+    }
+
     /// The prefix that runs a command on this host: its network and its own process list.
     pub fn prefix(&self) -> Vec<String> {
         match self.pidns.as_ref().and_then(|c| first_child(c.id())) {

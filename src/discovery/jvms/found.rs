@@ -119,6 +119,12 @@ impl FoundJvm {
         self.uid.is_some() && self.uid == scanner
     }
 
+    /// A JVM in another network namespace (a container) that the scan's user may not enter:
+    /// listed with why, never connected to (what its owner's own debugger uses stays free).
+    pub fn cannot_enter(&self) -> bool {
+        self.other_net && matches!(self.reach, Reach::Unreachable(_))
+    }
+
     /// `com.example.Billing`, else `pid 4242`.
     pub fn name(&self) -> String {
         self.main.as_ref().map_or_else(|| format!("pid {}", self.pid), |m| m.to_string())
@@ -282,24 +288,23 @@ fn reach(view: &HostView, pid: u32, p: &ProcView, agent: &Agent, listen: Option<
 /// the scanner may (root enters any namespace; a user, the namespaces of their own rootless
 /// containers), else why not and what to do.
 fn inside(view: &HostView, pid: u32, p: &ProcView, addr: SocketAddr) -> Reach {
-    let Some(net) = p.net else {
-        return Reach::Unreachable("it runs in another network namespace that cannot be read".into());
-    };
     let owner = p.user.clone().filter(|u| !u.is_empty()).or(p.uid.map(|u| format!("uid {u}")));
-    match (view.uid, p.uid) {
-        (Some(0), _) => Reach::Inside { pid, net, addr },
-        (Some(me), Some(them)) if me == them => Reach::Inside { pid, net, addr },
-        (_, Some(0)) => Reach::Unreachable(format!(
+    match (view.uid, p.uid, p.net) {
+        (Some(0), _, Some(net)) => Reach::Inside { pid, net, addr },
+        (Some(me), Some(them), Some(net)) if me == them => Reach::Inside { pid, net, addr },
+        // Readable or not (another user's namespace links are not), who may enter says.
+        (me, Some(0), _) if me != Some(0) => Reach::Unreachable(format!(
             "it runs in a container of root's and its agent listens on that container's own {addr} only; \
              only root can enter its network namespace: run jdwpmux as root, or reach it through the container runtime's exec"
         )),
-        _ => {
+        (_, Some(them), _) if view.uid != Some(them) => {
             let owner = owner.unwrap_or_else(|| "its owner".into());
             Reach::Unreachable(format!(
                 "it runs in a container of {owner}'s and its agent listens on that container's own {addr} only; \
                  only root or {owner} can enter its network namespace: run jdwpmux as {owner}, or as root with --other-users"
             ))
         }
+        _ => Reach::Unreachable("it runs in another network namespace that cannot be read".into()),
     }
 }
 

@@ -21,7 +21,7 @@ pub fn scan(nonce: &str) -> Vec<u8> {
     let uid = rustix::process::geteuid().as_raw();
     write_record(&mut out, "id", "-", uid.to_string().as_bytes(), nonce);
     write_record(&mut out, "tcp", "-", &tcp_tables(Path::new("/proc/net")), nonce);
-    let mut ns = link_line("/proc/self/ns/net") + &link_line("/proc/self/ns/pid");
+    let mut ns = link_line("/proc/self/ns/net") + &link_line("/proc/self/ns/pid") + &net_seen_line("self");
     if let Ok(dir) = fs::read_dir("/proc") {
         for entry in dir.take(MAX_PROCS).flatten() {
             let name = entry.file_name();
@@ -33,7 +33,9 @@ pub fn scan(nonce: &str) -> Vec<u8> {
                 contains(&env, b"JAVA_TOOL_OPTIONS") || contains(&env, b"JDK_JAVA_OPTIONS")
             };
             if candidate {
-                ns.push_str(&link_line(&format!("/proc/{pid}/ns/net")));
+                let net = link_line(&format!("/proc/{pid}/ns/net"));
+                // Another user's process, to a user: its namespace links cannot be read.
+                ns.push_str(&if net.is_empty() { net_seen_line(pid) } else { net });
                 ns.push_str(&link_line(&format!("/proc/{pid}/ns/pid")));
             }
         }
@@ -182,6 +184,15 @@ fn tcp_tables(dir: &Path) -> Vec<u8> {
     let mut t = fs::read(dir.join("tcp")).unwrap_or_default();
     t.extend(fs::read(dir.join("tcp6")).unwrap_or_default());
     t
+}
+
+/// `/proc/WHO/ns/nettcp -> nettcp:[INODE]`: the inode of WHO's `net/tcp`, which each network
+/// namespace has one of and anyone may stat (see `view::ProcView::net_seen`).
+fn net_seen_line(who: &str) -> String {
+    match fs::metadata(format!("/proc/{who}/net/tcp")) {
+        Ok(m) => format!("/proc/{who}/ns/nettcp -> nettcp:[{}]\n", m.ino()),
+        Err(_) => String::new(),
+    }
 }
 
 /// `PATH -> TARGET` for a symbolic link, as `ls -l` ends its line.

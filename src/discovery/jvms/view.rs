@@ -3,7 +3,7 @@
 //! namespaces) and asks for the rest (command line, environment, sockets, threads) only where
 //! something is new or changed. Pure: records in, the next requests out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use super::net::{self, Socket};
@@ -24,6 +24,10 @@ pub const MAX_ENV_VALUE: usize = 16 * 1024;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcView {
     pub net: Option<u64>,
+    /// For a process whose namespace links cannot be read (another user's, to a user): the
+    /// inode of its `/proc/PID/net/tcp`, a file each network namespace has one of, which
+    /// anyone may stat. Tells namespaces apart; cannot enter one.
+    pub net_seen: Option<u64>,
     /// Its pid namespace.
     pub pids: Option<u64>,
     pub uid: Option<u32>,
@@ -43,6 +47,11 @@ pub struct ProcView {
     pub net_sockets: Option<Vec<Socket>>,
     /// That namespace's own addresses.
     pub net_addrs: Vec<IpAddr>,
+    /// That table was read in this round (for this process or another of its namespace).
+    pub net_read: bool,
+    /// That table was read while jdwpmux's own connection held the agent (see
+    /// `HostView::settled`): it shows what stays true while that connection lasts.
+    pub net_settled: bool,
     /// The port its agent was last seen listening on: an agent that picked its port does
     /// not listen while a debugger (jdwpmux, say) is attached.
     pub last_port: Option<u16>,
@@ -118,6 +127,8 @@ pub struct HostView {
     pub uid: Option<u32>,
     /// The scanner's network namespace.
     pub own_net: Option<u64>,
+    /// The inode of the scanner's own `/proc/self/net/tcp` (see `ProcView::net_seen`).
+    pub own_net_seen: Option<u64>,
     /// The scanner's pid namespace.
     pub own_pids: Option<u64>,
     /// The TCP table of that namespace.
@@ -125,6 +136,11 @@ pub struct HostView {
     pub procs: BTreeMap<u32, ProcView>,
     /// What the host shows of its pods and named network namespaces.
     pub places: HostFacts,
+    /// Processes whose agent jdwpmux's own connection holds now, as the caller says: their
+    /// namespace's table cannot tell anything new while it does, and is not read again once
+    /// one read meanwhile is known. Reading another namespace's table costs a walk of the kernel's whole
+    /// TCP hash (every namespace's sockets), about a millisecond each.
+    pub settled: BTreeSet<u32>,
 }
 
 /// A scan command and the pids it is about.
@@ -141,7 +157,13 @@ impl HostView {
             match r.tag {
                 "id" => self.uid = r.text().trim().parse().ok(),
                 "tcp" => self.sockets = net::parse_tcp_table(&r.text()),
-                "ns" => self.apply_namespaces(&r.text()),
+                "ns" => {
+                    self.apply_namespaces(&r.text());
+                    for p in self.procs.values_mut() {
+                        p.net_read = false;
+                    }
+                }
+                "nettcp" | "fib" => self.apply_net_record(r),
                 "pods" => self.places.set_pods(&r.text()),
                 "netns" => self.places.set_netns(&r.text()),
                 _ => self.apply_proc_record(r),
@@ -180,20 +202,26 @@ impl HostView {
     /// each candidate's. Its candidates are this round's: a process no longer among them is
     /// forgotten.
     fn apply_namespaces(&mut self, text: &str) {
-        let mut seen: BTreeMap<u32, (Option<u64>, Option<u64>)> = BTreeMap::new();
+        // (net, pid, net_seen) of each candidate.
+        type Nss = (Option<u64>, Option<u64>, Option<u64>);
+        let mut seen: BTreeMap<u32, Nss> = BTreeMap::new();
         for line in text.lines() {
             let Some(path) = line.split_whitespace().find(|w| w.starts_with("/proc/")) else { continue };
             let mut parts = path.trim_start_matches("/proc/").split('/');
             let (Some(who), Some("ns"), Some(kind)) = (parts.next(), parts.next(), parts.next()) else { continue };
-            if kind != "net" && kind != "pid" {
+            if kind != "net" && kind != "pid" && kind != "nettcp" {
                 continue;
             }
             let ns = net::link_inode(line, kind);
-            let slot = |pair: &mut (Option<u64>, Option<u64>)| if kind == "net" { pair.0 = ns } else { pair.1 = ns };
+            let slot = |t: &mut Nss| match kind {
+                "net" => t.0 = ns,
+                "pid" => t.1 = ns,
+                _ => t.2 = ns,
+            };
             if who == "self" {
-                let mut own = (self.own_net, self.own_pids);
+                let mut own = (self.own_net, self.own_pids, self.own_net_seen);
                 slot(&mut own);
-                (self.own_net, self.own_pids) = own;
+                (self.own_net, self.own_pids, self.own_net_seen) = own;
             } else if let Ok(pid) = who.parse::<u32>() {
                 if seen.len() < MAX_PROCS || seen.contains_key(&pid) {
                     slot(seen.entry(pid).or_default());
@@ -202,11 +230,11 @@ impl HostView {
         }
         self.procs.retain(|pid, p| match seen.get(pid) {
             // The same pid in another namespace is another process.
-            Some((net, pids)) => p.net == *net && p.pids == *pids,
+            Some((net, pids, net_seen)) => p.net == *net && p.pids == *pids && p.net_seen == *net_seen,
             None => false,
         });
-        for (pid, (net, pids)) in seen {
-            self.procs.entry(pid).or_insert_with(|| ProcView { net, pids, ..Default::default() });
+        for (pid, (net, pids, net_seen)) in seen {
+            self.procs.entry(pid).or_insert_with(|| ProcView { net, pids, net_seen, ..Default::default() });
         }
     }
 
@@ -243,12 +271,30 @@ impl HostView {
                 p.fd_read = true;
             }
             "threads" => p.threads = Some(ThreadMarks::from_names(text().lines())),
-            "nettcp" => p.net_sockets = Some(net::parse_tcp_table(&text()).into_iter().take(MAX_NET_SOCKETS).collect()),
-            "fib" => p.net_addrs = net::fib_local_addrs(&text()),
             "cgroup" => p.place.set_cgroups(&text()),
             "parent" => p.place.add_ancestor(r.body),
             "docker" => p.place.set_docker_config(r.body),
             _ => {}
+        }
+    }
+
+    /// A network namespace's table or addresses, read through one of its processes: every
+    /// process of that namespace has them (a pod's containers share one).
+    fn apply_net_record(&mut self, r: &Record<'_>) {
+        let Some(net) = r.pid().and_then(|pid| self.procs.get(&pid)).and_then(net_of) else { return };
+        let (table, addrs) = match r.tag {
+            "nettcp" => (Some(net::parse_tcp_table(&r.text()).into_iter().take(MAX_NET_SOCKETS).collect::<Vec<_>>()), None),
+            _ => (None, Some(net::fib_local_addrs(&r.text()))),
+        };
+        for (pid, p) in self.procs.iter_mut().filter(|(_, p)| net_of(p) == Some(net)) {
+            if let Some(t) = &table {
+                p.net_sockets = Some(t.clone());
+                p.net_read = true;
+                p.net_settled = self.settled.contains(pid);
+            }
+            if let Some(a) = &addrs {
+                p.net_addrs = a.clone();
+            }
         }
     }
 
@@ -262,7 +308,10 @@ impl HostView {
     }
 
     pub fn in_other_net(&self, p: &ProcView) -> bool {
-        matches!((p.net, self.own_net), (Some(a), Some(b)) if a != b)
+        match (p.net, self.own_net) {
+            (Some(a), Some(b)) => a != b,
+            _ => matches!((p.net_seen, self.own_net_seen), (Some(a), Some(b)) if a != b),
+        }
     }
 
     /// Where a process runs, from what its records and the host's showed.
@@ -277,6 +326,8 @@ impl HostView {
     pub fn requests(&self) -> Vec<Request> {
         let mut proc_ = Vec::new();
         let (mut fd, mut threads, mut net_) = (Vec::new(), Vec::new(), Vec::new());
+        // Namespaces whose table this round asks for already (through one of their processes).
+        let mut nets_asked = BTreeSet::new();
         // Every process, whatever its network namespace: one that shares our process list
         // (a bare `ip netns exec` namespace, a `--pid=host` container) is on this machine all
         // the same, and is reached inside its namespace.
@@ -287,7 +338,10 @@ impl HostView {
             }
             let Some(agent) = super::found::agent_of(p) else { continue };
             let other_net = self.in_other_net(p);
-            if other_net {
+            // Its namespace's table: once a round, through one of its processes; not at all
+            // while jdwpmux's own connection holds the agent and the table read since says so.
+            let settled = self.settled.contains(&pid) && p.net_settled;
+            if other_net && !p.net_read && !settled && net_of(p).is_some_and(|n| nets_asked.insert(n)) {
                 net_.push(pid);
             }
             if !agent.from_command_line && p.threads.is_none() {
@@ -312,6 +366,12 @@ impl HostView {
             .map(|(command, pids)| Request { command, pids })
             .collect()
     }
+}
+
+/// What tells a process's network namespace apart: its inode, else (not readable) the
+/// inode of its namespace's TCP table file. Both come from one kernel numbering.
+fn net_of(p: &ProcView) -> Option<u64> {
+    p.net.or(p.net_seen)
 }
 
 /// The shell line that asks for `requests`, closed by the round's end marker.
@@ -418,6 +478,69 @@ lrwxrwxrwx 1 root root 0 Nov 26 17:43 /proc/44/ns/pid -> pid:[300]
         let r = v.requests();
         assert!(r.contains(&Request { command: "jdwpmux_net", pids: vec![43] }), "{r:?}");
         assert_eq!(request_line(&r, "n"), "jdwpmux_proc n 42 44; jdwpmux_fd n 43; jdwpmux_net n 43; jdwpmux_done n\n");
+    }
+
+    #[test]
+    fn a_namespaces_table_is_read_once_a_round_and_not_while_jdwpmux_holds_its_agent() {
+        // 43 and 46 share a namespace (a pod's two containers); 44 has its own.
+        let ns = format!("{}/proc/46/ns/net -> net:[200]\n/proc/46/ns/pid -> pid:[400]\n", std::str::from_utf8(NS).unwrap());
+        let cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=8000\0Main\0";
+        let listening = b"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 7001 1 0";
+        let held = b"   0: 0100007F:1F40 0100007F:9C40 01 00000000:00000000 00:00000000 00000000 0 0 7002 1 0";
+        let mut v = HostView::default();
+        let round = |v: &mut HostView| apply(v, &records(&[("ns", "-", ns.as_bytes())]));
+        let asked = |v: &HostView| v.requests().into_iter().find(|r| r.command == "jdwpmux_net").map(|r| r.pids).unwrap_or_default();
+        round(&mut v);
+        for pid in ["43", "44", "46"] {
+            apply(&mut v, &records(&[("proc", pid, b"0 root"), ("cmdline", pid, cmd), ("fd", pid, b"l 3 -> socket:[7001]\n")]));
+        }
+        // One process per namespace is asked; its table is every process's of that namespace.
+        assert_eq!(asked(&v), [43, 44]);
+        apply(&mut v, &records(&[("nettcp", "43", listening), ("nettcp", "44", listening)]));
+        assert_eq!(v.procs[&46].net_sockets.as_ref().map(Vec::len), Some(1));
+        assert!(asked(&v).is_empty(), "read once a round");
+        // The next round reads them again.
+        round(&mut v);
+        assert_eq!(asked(&v), [43, 44]);
+        // jdwpmux's own sessions hold 43 and 44 now: read once more (the table shows it held),
+        // then not again while they do; 46, not held, still has its namespace read.
+        v.settled = [43, 44].into();
+        apply(&mut v, &records(&[("nettcp", "43", held), ("nettcp", "44", held)]));
+        round(&mut v);
+        assert_eq!(asked(&v), [46]);
+        apply(&mut v, &records(&[("nettcp", "46", held)]));
+        round(&mut v);
+        v.settled = [43, 44, 46].into();
+        assert_eq!(asked(&v), [46], "46's table was read before it was held (43's namespace)");
+        apply(&mut v, &records(&[("nettcp", "46", held)]));
+        round(&mut v);
+        assert!(asked(&v).is_empty(), "nothing to read while jdwpmux holds them");
+        // A session ends: its namespace is read again at once.
+        v.settled = [43, 46].into();
+        assert_eq!(asked(&v), [44]);
+    }
+
+    #[test]
+    fn another_users_namespace_is_told_apart_by_its_tcp_tables_inode() {
+        // To a user, root's container process shows no namespace links; its net/tcp's inode
+        // (stat-able by anyone) differs from ours, and its table is still read.
+        let ns = "/proc/self/ns/net -> net:[100]\n/proc/self/ns/pid -> pid:[300]\n/proc/self/ns/nettcp -> nettcp:[900]\n\
+                  /proc/42/ns/nettcp -> nettcp:[901]\n/proc/43/ns/nettcp -> nettcp:[900]\n";
+        let mut v = HostView { uid: Some(1000), ..HostView::default() };
+        apply(&mut v, &records(&[("id", "-", b"1000"), ("ns", "-", ns.as_bytes())]));
+        assert_eq!((v.procs[&42].net, v.procs[&42].net_seen), (None, Some(901)));
+        assert!(v.in_other_net(&v.procs[&42]) && !v.in_other_net(&v.procs[&43]));
+        let cmd = b"java\0-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:8000\0Main\0";
+        for pid in ["42", "43"] {
+            apply(&mut v, &records(&[("proc", pid, b"0 root"), ("cmdline", pid, cmd), ("fd", pid, b"")]));
+        }
+        assert_eq!(v.requests().into_iter().find(|r| r.command == "jdwpmux_net").map(|r| r.pids), Some(vec![42]));
+        let listening = b"   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 7001 1 0";
+        apply(&mut v, &records(&[("nettcp", "42", listening)]));
+        let found = super::super::found::found(&v);
+        let boxed = found.iter().find(|f| f.pid == 42).expect("root's container JVM is found");
+        assert!(boxed.cannot_enter(), "{boxed:?}");
+        assert!(matches!(&boxed.reach, super::super::Reach::Unreachable(w) if w.contains("only root can enter")), "{:?}", boxed.reach);
     }
 
     #[test]
