@@ -119,6 +119,10 @@ pub struct FarArgs {
     /// ready line and return.
     #[arg(long)]
     pub detach: bool,
+    /// Use a folder of this protocol's inside the private folder: a far side of another
+    /// protocol holds the folder itself (`serve --ssh` asks for this when it finds one).
+    #[arg(long)]
+    pub beside: bool,
     /// Start it in the background as --detach does (or find it running), print the ready
     /// line, then carry bytes between this process's stdin and stdout and its socket: what
     /// `serve --exec` runs in a container through its runtime's exec.
@@ -242,6 +246,12 @@ pub struct ServeArgs {
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long)]
     pub far_copy: bool,
+    /// When jdwpmux on a host serves another serve of the same login (another terminal or
+    /// person), take it over: that serve's VM connections there are closed with their
+    /// debuggers, it is told in one line and waits. Without it this serve waits instead.
+    #[arg(help_heading = OTHER_MACHINES)]
+    #[arg(long)]
+    pub far_take_over: bool,
     /// Serve the JVMs of a container or pod through its runtime's exec, where no login on
     /// its host is given: COMMAND (split as a shell would), with `jdwpmux far --attach`
     /// appended, must give a byte pipe into it, e.g. orders='kubectl exec -i -n shop

@@ -81,6 +81,7 @@ pub struct ConfigFile {
     pub far_path: Option<String>,
     pub far_hold: Option<u32>,
     pub far_copy: Option<bool>,
+    pub far_take_over: Option<bool>,
     pub exec: Option<Vec<Parsed<crate::nearlink::exec::ExecSpec>>>,
     pub scan_interval: Option<f64>,
     pub adb: Option<Parsed<SocketAddr>>,
@@ -164,6 +165,7 @@ impl ConfigFile {
             let c = one("far_path", s(&self.far_path), c);
             let c = one("far_hold", self.far_hold.map(|n| n.to_string()), c);
             let c = one("far_copy", self.far_copy.map(|b| b.to_string()), c);
+            let c = one("far_take_over", self.far_take_over.map(|b| b.to_string()), c);
             let c = many("exec", self.exec.as_ref().map(|v| v.iter().map(|e| e.0.to_string()).collect()), c);
             let c = one("scan_interval", self.scan_interval.map(|f| f.to_string()), c);
             let c = one("adb", self.adb.as_ref().map(|a| a.0.to_string()), c);
@@ -265,7 +267,7 @@ mod tests {
         assert_eq!(all.near_cache, Some(crate::settings::NearCacheMode::Auto));
         assert!(all.proc.is_some() && all.no_proc.is_some() && all.proc_match.is_some() && all.other_users.is_some());
         assert!(all.ssh.is_some() && all.ssh_config.is_some() && all.ssh_interval.is_some() && all.ssh_keepalive.is_some());
-        assert!(all.far.is_some() && all.far_path.is_some() && all.far_hold.is_some() && all.far_copy.is_some());
+        assert!(all.far.is_some() && all.far_path.is_some() && all.far_hold.is_some() && all.far_copy.is_some() && all.far_take_over.is_some());
         drop(c);
     }
 

@@ -104,6 +104,7 @@ fn far(a: jdwpmux::cli::FarArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result
         hold: Duration::from_secs(a.hold),
         scan_interval: Duration::from_secs_f64(a.scan_interval),
         limit: jdwpmux::far::DEFAULT_LIMIT,
+        beside: a.beside,
     };
     if a.detach {
         return Ok(jdwpmux::far::detach(&opts)?);
@@ -356,6 +357,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
             path: args.far_path.clone(),
             hold_secs: args.far_hold,
             copy: args.far_copy,
+            take_over: args.far_take_over,
             // Gathered answers are served by the near cache's side of a session: with it off
             // the far side is not asked to read them.
             gather: args.near_cache != settings::NearCacheMode::Never,

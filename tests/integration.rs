@@ -100,6 +100,8 @@ mod remote_far_cuts;
 mod remote_far_copy;
 #[path = "integration/remote_far_hostile.rs"]
 mod remote_far_hostile;
+#[path = "integration/remote_far_takeover.rs"]
+mod remote_far_takeover;
 #[path = "integration/remote_far_gather.rs"]
 mod remote_far_gather;
 #[path = "integration/remote_far_containers.rs"]

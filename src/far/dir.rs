@@ -129,8 +129,39 @@ pub struct Lock {
 pub enum Locked {
     /// This process: it is the far side.
     Mine(Lock),
-    /// Another far side runs in the folder (its pid, when the file says it).
-    Running(Option<u32>),
+    /// Another far side runs in the folder: what its pid file says of it.
+    Running(Holder),
+}
+
+/// What a far side's pid file says: its pid on the first line (what `kill $(head -n1
+/// far.pid)` and older jdwpmux read), then `MIN..MAX VERSION` (the far-side protocols it
+/// speaks, its jdwpmux version). Far sides before this record wrote the pid alone: their
+/// protocols and version are then unknown, and `far --detach` says so rather than giving
+/// its own as theirs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Holder {
+    pub pid: Option<u32>,
+    pub protocols: Option<std::ops::RangeInclusive<u16>>,
+    pub version: Option<String>,
+}
+
+/// This far side's record, as `lock` writes it.
+pub fn record(pid: u32) -> String {
+    use crate::far::handshake::{protocols, PROTOCOL, PROTOCOL_MIN};
+    format!("{pid}\n{} {}", protocols(PROTOCOL_MIN, PROTOCOL), env!("CARGO_PKG_VERSION"))
+}
+
+/// Reads a pid file's text (bounded by the caller); what cannot be read is unknown.
+pub fn holder(text: &str) -> Holder {
+    let mut words = text.split_whitespace();
+    let pid = words.next().and_then(|p| p.parse().ok());
+    let protocols = words.next().and_then(|r| {
+        let (min, max) = r.split_once("..").unwrap_or((r, r));
+        let (min, max) = (min.parse().ok()?, max.parse().ok()?);
+        (min <= max).then_some(min..=max)
+    });
+    let version = words.next().filter(|v| v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic())).map(str::to_string);
+    Holder { pid, protocols, version }
 }
 
 /// Takes the folder's lock and writes this process's pid into it, or says who holds it.
@@ -144,14 +175,14 @@ pub fn lock(dir: &Path) -> Result<Locked, DirError> {
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
             let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
-            return Ok(Locked::Running(text.trim().parse().ok()));
+            let _ = (&mut file).take(256).read_to_string(&mut text);
+            return Ok(Locked::Running(holder(&text)));
         }
         return Err(io(err));
     }
     file.set_len(0).map_err(io)?;
     file.rewind().map_err(io)?;
-    writeln!(file, "{}", std::process::id()).map_err(io)?;
+    writeln!(file, "{}", record(std::process::id())).map_err(io)?;
     Ok(Locked::Mine(Lock { _file: file }))
 }
 
@@ -194,11 +225,32 @@ mod tests {
     }
 
     #[test]
+    fn a_pid_file_says_what_it_can() {
+        let h = |pid, p: Option<std::ops::RangeInclusive<u16>>, v: Option<&str>| Holder { pid, protocols: p, version: v.map(str::to_string) };
+        let cases = [
+            ("41 2..4 0.1.0\n", h(Some(41), Some(2..=4), Some("0.1.0"))),
+            ("41 3 0.2.0", h(Some(41), Some(3..=3), Some("0.2.0"))),
+            // A far side from before the record: the pid alone.
+            ("41\n", h(Some(41), None, None)),
+            ("", h(None, None, None)),
+            ("x 4..2 \u{7}", h(None, None, None)),
+        ];
+        for (text, want) in cases {
+            assert_eq!(holder(text), want, "{text:?}");
+        }
+        assert_eq!(holder(&record(7)), h(Some(7), Some(crate::far::handshake::PROTOCOL_MIN..=crate::far::handshake::PROTOCOL), Some(env!("CARGO_PKG_VERSION"))));
+        assert_eq!(record(7).lines().next(), Some("7"), "the pid alone on the first line");
+    }
+
+    #[test]
     fn the_second_lock_names_the_first_holder() {
         let tmp = tempfile::tempdir().unwrap();
         let Locked::Mine(first) = lock(tmp.path()).unwrap() else { panic!("the first lock is taken") };
         match lock(tmp.path()).unwrap() {
-            Locked::Running(pid) => assert_eq!(pid, Some(std::process::id())),
+            Locked::Running(h) => assert_eq!(
+                h,
+                Holder { pid: Some(std::process::id()), protocols: Some(crate::far::handshake::PROTOCOL_MIN..=crate::far::handshake::PROTOCOL), version: Some(env!("CARGO_PKG_VERSION").into()) }
+            ),
             Locked::Mine(_) => panic!("two holders"),
         }
         drop(first);

@@ -19,19 +19,63 @@ pub const PLACE_PROTOCOL: u16 = 4;
 /// The longest hold a near side may ask for: a day.
 pub const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 
+/// What a near side started with `--far-take-over` adds to the name in its Hello (see
+/// `Hello::binary`, free text that names the near side in lines): it asks to take the far
+/// side from another near side connected now. A mark in the name, not a field: the Hello's
+/// fields are protocol 4's, and a far side that knows no take-over shows the mark in its
+/// refusal and refuses as before.
+pub const TAKE_OVER_MARK: &str = " [take-over]";
+
+/// `name` with the take-over mark, within the Hello's limit on names.
+pub fn take_over_name(name: &str) -> String {
+    let room = crate::farlink::frame::MAX_VERSION.saturating_sub(TAKE_OVER_MARK.len());
+    let mut out: String = name.chars().take(room).collect();
+    while out.len() > room {
+        out.pop();
+    }
+    out.push_str(TAKE_OVER_MARK);
+    out
+}
+
+/// A Hello's name without the take-over mark, and whether it had it.
+pub fn split_take_over(name: &str) -> (&str, bool) {
+    match name.strip_suffix(TAKE_OVER_MARK) {
+        Some(n) => (n, true),
+        None => (name, false),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Start a new session: every channel of the one before is closed (its near side is
     /// gone: a near side that restarts asks for a new one).
     New,
+    /// Start a new session for a near side that asked to take over (`TAKE_OVER_MARK`) from
+    /// the one connected now, which is told (`ByeReason::Replaced`) and let go.
+    TakeOver,
     /// The near side of the running session came back.
     Resume,
     Refuse(ByeReason, String),
 }
 
+/// A session that another near side took over (by `--far-take-over`, or after its own near
+/// side went): its id, and who took it. Its near side, back, is told so instead of "that
+/// session ended", and does not take it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenOver {
+    pub id: [u8; 16],
+    pub by: String,
+}
+
+/// The refusal a near side whose session was taken over gets, connected or coming back.
+pub fn taken_over_text(by: &str) -> String {
+    format!("another serve took this far side over (jdwpmux {by})")
+}
+
 /// Judges `hello` against the running session `ours`; `binary` is this jdwpmux's version;
-/// `connected`: the near side connected now, as its Hello named itself (see `Hello::binary`).
-pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str, connected: Option<&str>) -> Verdict {
+/// `connected`: the near side connected now, as its Hello named itself (see `Hello::binary`,
+/// without the take-over mark); `taken`: the session taken over last, if any.
+pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str, connected: Option<&str>, taken: Option<&TakenOver>) -> Verdict {
     if hello.role != Role::Near {
         return Verdict::Refuse(ByeReason::Protocol, "a far side's hello came to a far side".into());
     }
@@ -51,13 +95,23 @@ pub fn judge(hello: &Hello, ours: &SessionKey, binary: &str, connected: Option<&
         // would take the session, and every VM with its debuggers' stops, from the one
         // connected now, which would take it back: refused, naming the one connected. The
         // same near side asking again (its session lost) is no other.
-        if let Some(other) = connected.filter(|c| *c != hello.binary) {
+        let (name, take_over) = split_take_over(&hello.binary);
+        if let Some(other) = connected.filter(|c| *c != name) {
+            if take_over {
+                return Verdict::TakeOver;
+            }
             return Verdict::Refuse(
                 ByeReason::Busy,
-                format!("it serves another serve now (jdwpmux {other}); to take over, stop that one (or this far side: kill {})", std::process::id()),
+                format!(
+                    "it serves another serve now (jdwpmux {other}); to take over, start this serve with --far-take-over, or stop that one (or this far side: kill {})",
+                    std::process::id()
+                ),
             );
         }
         return Verdict::New;
+    }
+    if let Some(t) = taken.filter(|t| t.id == hello.session.id) {
+        return Verdict::Refuse(ByeReason::Replaced, taken_over_text(&t.by));
     }
     if hello.session.id != ours.id {
         return Verdict::Refuse(ByeReason::UnknownSession, "that session ended here (the far side restarted, or its hold ran out)".into());
@@ -143,7 +197,7 @@ mod tests {
             ("a wrong token", hello(Role::Near, 2, 2, SessionKey { token: [9; 16], ..ours }), Err((ByeReason::BadToken, "wrong resume token"))),
         ];
         for (name, h, want) in cases {
-            let got = judge(&h, &ours, "0.1.0", None);
+            let got = judge(&h, &ours, "0.1.0", None, None);
             match (got, want) {
                 (Verdict::Refuse(reason, text), Err((want_reason, want_text))) => {
                     assert_eq!(reason, want_reason, "{name}");
@@ -159,14 +213,47 @@ mod tests {
     fn a_second_near_side_is_refused_while_the_first_is_connected() {
         let ours = SessionKey { id: [7; 16], token: [8; 16] };
         let other = Hello { binary: "0.1.0 (laptop pid 42)".into(), ..hello(Role::Near, 2, 3, SessionKey::default()) };
-        match judge(&other, &ours, "0.1.0", Some("0.1.0 (desk pid 7)")) {
-            Verdict::Refuse(ByeReason::Busy, text) => assert!(text.starts_with("it serves another serve now (jdwpmux 0.1.0 (desk pid 7)); to take over, stop that one"), "{text}"),
+        match judge(&other, &ours, "0.1.0", Some("0.1.0 (desk pid 7)"), None) {
+            Verdict::Refuse(ByeReason::Busy, text) => assert!(
+                text.starts_with("it serves another serve now (jdwpmux 0.1.0 (desk pid 7)); to take over, start this serve with --far-take-over, or stop that one"),
+                "{text}"
+            ),
             v => panic!("{v:?}"),
         }
-        assert_eq!(judge(&other, &ours, "0.1.0", Some("0.1.0 (laptop pid 42)")), Verdict::New, "the same near side again");
-        assert_eq!(judge(&other, &ours, "0.1.0", None), Verdict::New, "nobody connected: a near side that restarted takes over");
+        assert_eq!(judge(&other, &ours, "0.1.0", Some("0.1.0 (laptop pid 42)"), None), Verdict::New, "the same near side again");
+        assert_eq!(judge(&other, &ours, "0.1.0", None, None), Verdict::New, "nobody connected: a near side that restarted takes over");
         let back = Hello { session: ours, ..other };
-        assert_eq!(judge(&back, &ours, "0.1.0", Some("0.1.0 (desk pid 7)")), Verdict::Resume, "its own session resumed");
+        assert_eq!(judge(&back, &ours, "0.1.0", Some("0.1.0 (desk pid 7)"), None), Verdict::Resume, "its own session resumed");
+    }
+
+    #[test]
+    fn a_near_side_that_asks_takes_over_and_the_one_taken_from_is_told_when_back() {
+        let ours = SessionKey { id: [7; 16], token: [8; 16] };
+        let asks = Hello { binary: take_over_name("0.1.0 (laptop pid 42)"), ..hello(Role::Near, 2, 4, SessionKey::default()) };
+        assert_eq!(judge(&asks, &ours, "0.1.0", Some("0.1.0 (desk pid 7)"), None), Verdict::TakeOver);
+        assert_eq!(judge(&asks, &ours, "0.1.0", None, None), Verdict::New, "nobody to take from: a new session");
+        assert_eq!(judge(&asks, &ours, "0.1.0", Some("0.1.0 (laptop pid 42)"), None), Verdict::New, "its own earlier connection: no take-over");
+        // The one taken from comes back with its session: told who took it, never resumed.
+        let taken = TakenOver { id: [5; 16], by: "0.1.0 (laptop pid 42)".into() };
+        let back = Hello { binary: "0.1.0 (desk pid 7)".into(), ..hello(Role::Near, 2, 4, SessionKey { id: [5; 16], token: [6; 16] }) };
+        assert_eq!(
+            judge(&back, &ours, "0.1.0", Some("0.1.0 (laptop pid 42)"), Some(&taken)),
+            Verdict::Refuse(ByeReason::Replaced, "another serve took this far side over (jdwpmux 0.1.0 (laptop pid 42))".into())
+        );
+        let mine = Hello { session: ours, ..back };
+        assert_eq!(judge(&mine, &ours, "0.1.0", Some("0.1.0 (desk pid 7)"), Some(&taken)), Verdict::Resume, "another session id: not the one taken");
+    }
+
+    #[test]
+    fn the_take_over_mark_fits_the_hello_and_comes_off() {
+        let max = crate::farlink::frame::MAX_VERSION;
+        for name in ["0.1.0 (desk pid 7)", &"x".repeat(max), &"é".repeat(max)] {
+            let marked = take_over_name(name);
+            assert!(marked.len() <= max, "{marked}");
+            let (plain, asks) = split_take_over(&marked);
+            assert!(asks && name.starts_with(plain), "{plain}");
+        }
+        assert_eq!(split_take_over("0.1.0 (desk pid 7)"), ("0.1.0 (desk pid 7)", false));
     }
 
     #[test]

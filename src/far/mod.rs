@@ -30,16 +30,28 @@
 //! takes the far side once the other has stopped. Before, each new session closed the
 //! other's VM connections and the other took them back, five times a second, stops and
 //! breakpoints lost. Refusing is the simplest rule that cannot loop: a session is taken only
-//! from a near side that is not connected (it crashed, or is cut: then it finds its session
+//! (unless a take-over is asked for, below) from a near side that is not connected (it crashed, or is cut: then it finds its session
 //! gone when back, and is refused in turn). Serving both at once would need a session per
 //! near side, and a JVM's agent takes one connection, which the first near side's VM
 //! sessions hold from the moment they are listed: the second would see every VM busy anyway.
 //!
+//! Taking over is asked for (`serve --far-take-over`: `handshake::TAKE_OVER_MARK` in the
+//! Hello's name): the connected near side is told (`ByeReason::Replaced`, naming the new
+//! one) and let go, its VM connections closed; so is one that comes back to a session taken
+//! while it was cut. A near side taken from never asks to take over again, so two started
+//! with the flag cannot take the far side from each other in turn.
+//!
+//! A far side of another protocol found in the folder (a leftover of an older jdwpmux) is
+//! reported as what it is: the pid file records each far side's protocols and version
+//! (`dir::Holder`). A near side that cannot speak to it starts this one `--beside` it, in
+//! a folder of this protocol's inside (`beside_dir`), and leaves it to end after its hold.
+//!
 //! Decisions the near side builds on:
 //! - The far side is started over ssh as `jdwpmux far --detach`: it prints one line,
 //!   `jdwpmux far: listening on SOCKET (pid N, protocol MIN..MAX, jdwpmux V)` (or `already
-//!   running on SOCKET ...` when one runs), and goes on in a session of its own; the near
-//!   side forwards a Unix socket of its own to SOCKET through the ssh master.
+//!   running on SOCKET ...` with the running one's pid, protocols and version, `?` for what
+//!   it did not record), and goes on in a session of its own; the near side forwards a Unix
+//!   socket of its own to SOCKET through the ssh master.
 //! - The VM list comes whole each time it changes; a VM's number names one process, so a
 //!   restarted JVM is a new entry (the near side keeps its debugger port by what it runs,
 //!   as `serve` does for local JVMs).
@@ -99,6 +111,9 @@ pub struct Options {
     pub hold: Duration,
     pub scan_interval: Duration,
     pub limit: usize,
+    /// Run in `beside_dir` of the folder: a far side of another protocol holds the folder
+    /// itself (`serve` asks for this when it found one it cannot speak to).
+    pub beside: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +143,24 @@ pub fn ready_line(socket: &Path, pid: Option<u32>, already: bool) -> String {
     format!("jdwpmux far: {state} on {} ({pid}, protocol {protocols}, jdwpmux {})", socket.display(), env!("CARGO_PKG_VERSION"))
 }
 
+/// The line a start prints about the far side found running: its own protocols and version
+/// from its pid file (`dir::Holder`), not this binary's (a jdwpmux installed over an older
+/// one finds the older one running); `?` for what a far side from before the record did not
+/// write.
+pub fn running_line(socket: &Path, holder: &dir::Holder) -> String {
+    let pid = holder.pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    let protocols = holder.protocols.as_ref().map_or_else(|| "?".to_string(), |r| handshake::protocols(*r.start(), *r.end()));
+    let version = holder.version.as_deref().unwrap_or("?");
+    format!("jdwpmux far: already running on {} ({pid}, protocol {protocols}, jdwpmux {version})", socket.display())
+}
+
+/// The folder a far side started `--beside` one of another protocol uses, inside the
+/// default (or named) one: one per protocol, so each near side finds the far side it
+/// can speak to and neither locks the other out.
+pub fn beside_dir(dir: &Path) -> PathBuf {
+    dir.join(format!("protocol-{}", handshake::PROTOCOL))
+}
+
 /// Prints the ready line. Not `println!`: a starter that went away before reading it must not
 /// bring the far side down with a broken pipe.
 fn say(line: &str) {
@@ -145,8 +178,8 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     }
     let socket = dir.join(dir::SOCKET);
     let _lock = match dir::lock(&dir)? {
-        dir::Locked::Running(pid) => {
-            say(&ready_line(&socket, pid, true));
+        dir::Locked::Running(holder) => {
+            say(&running_line(&socket, &holder));
             return Ok(());
         }
         dir::Locked::Mine(lock) => lock,
@@ -224,15 +257,22 @@ fn start_detached(opts: &Options) -> Result<String, FarError> {
 }
 
 /// The private folder: the one named, checked; else the default (`dir::choose_default`),
-/// with why the default in /tmp was passed over, if it was.
+/// with why the default in /tmp was passed over, if it was; `beside_dir` of it with
+/// `Options::beside`.
 fn folder(opts: &Options) -> Result<(PathBuf, Option<String>), FarError> {
-    match &opts.dir {
+    let (base, passed_over) = match &opts.dir {
         Some(d) => {
             dir::prepare(d)?;
-            Ok((d.clone(), None))
+            (d.clone(), None)
         }
-        None => Ok(dir::choose_default()?),
+        None => dir::choose_default()?,
+    };
+    if !opts.beside {
+        return Ok((base, passed_over));
     }
+    let beside = beside_dir(&base);
+    dir::prepare(&beside)?;
+    Ok((beside, passed_over))
 }
 
 /// Keeps the detached far side's log (its stderr) to `logcap::MAX_LOG` by rotating it.

@@ -37,7 +37,7 @@ use crate::farlink::frame::VmInfo;
 
 use super::channel::{self, Channel, Event};
 use super::conn::{flush_and_close, read_some, refuse, reserve, sleep_until, write_some, ConnReader, ConnWriter};
-use super::handshake::{agree, gathers, grant_hold, judge, new_session, Verdict};
+use super::handshake::{agree, gathers, grant_hold, judge, new_session, taken_over_text, TakenOver, Verdict};
 use super::vms::VmTable;
 use crate::daemon::proc_vms::Decision;
 use crate::discovery::jvms::FoundJvm;
@@ -126,8 +126,11 @@ pub struct Session {
     scanned: bool,
     reader: Option<ConnReader>,
     writer: Option<ConnWriter>,
-    /// The near side connected (or last connected), as its Hello named itself.
+    /// The near side connected (or last connected), as its Hello named itself (without the
+    /// take-over mark).
     near: Option<String>,
+    /// The session another near side took last: its near side, back, is told so.
+    taken: Option<TakenOver>,
     lost_at: Option<Instant>,
     last_heard: Instant,
     /// When this connection's last Ping went out.
@@ -157,6 +160,7 @@ impl Session {
             reader: None,
             writer: None,
             near: None,
+            taken: None,
             // The hold runs from the start: a far side nobody connects to ends by itself.
             lost_at: Some(Instant::now()),
             last_heard: Instant::now(),
@@ -190,7 +194,10 @@ impl Session {
                 }
                 Wake::Event(e) => self.on_event(e),
                 Wake::Scan((found, decisions)) => {
-                    self.list_due |= self.vms.update(&found, &decisions);
+                    // Sent when it changed, and after every round while a near side is
+                    // connected: the list's arrival is then the near side's word for when this
+                    // side last scanned (its hosts' LAST SCAN), a few hundred bytes a round.
+                    self.list_due |= self.vms.update(&found, &decisions) || self.writer.is_some();
                     self.scanned = true;
                 }
                 Wake::HoldExpired => {
@@ -206,6 +213,7 @@ impl Session {
                     }
                 }
                 Wake::Stop => {
+                    self.ended = Some(Ended::Stopped);
                     self.lose_connection("the far side is stopping", Some((ByeReason::ShuttingDown, "jdwpmux on this host is stopping".into())));
                     return Ended::Stopped;
                 }
@@ -253,13 +261,23 @@ impl Session {
 
     fn take_connection(&mut self, a: Accepted) {
         let connected = self.writer.as_ref().and(self.near.as_deref());
-        let verdict = judge(&a.hello, &self.key, &self.cfg.binary, connected);
+        let verdict = judge(&a.hello, &self.key, &self.cfg.binary, connected, self.taken.as_ref());
+        let name = super::handshake::split_take_over(&a.hello.binary).0.to_string();
         match &verdict {
             Verdict::Refuse(reason, text) => {
                 info!(?reason, near = %a.hello.binary, "refused a near side: {text}");
                 return refuse(a.stream, *reason, text.clone());
             }
-            Verdict::New => {
+            Verdict::New | Verdict::TakeOver => {
+                // The session of another near side is taken: that one, connected now or back
+                // later, is told who took it (and does not take it back).
+                if let Some(from) = self.near.as_ref().filter(|n| **n != name && !self.key.is_none()) {
+                    info!(from = %from, by = %name, channels = self.channels.len(), "a near side took the far side over: the VM connections of the one before are closed");
+                    self.taken = Some(TakenOver { id: self.key.id, by: name.clone() });
+                }
+                if verdict == Verdict::TakeOver {
+                    self.let_go(ByeReason::Replaced, taken_over_text(&name));
+                }
                 self.new_session();
                 self.gather = gathers(&a.hello);
                 self.placed = agree(a.hello.proto_min, a.hello.proto_max).is_some_and(|p| p >= crate::far::handshake::PLACE_PROTOCOL);
@@ -279,7 +297,7 @@ impl Session {
             self.lose_connection("another near side took the session over", Some((ByeReason::Replaced, "another near side took the session over".into())));
         }
         self.hold = grant_hold(a.hello.hold_secs, self.cfg.hold);
-        self.near = Some(a.hello.binary.clone());
+        self.near = Some(name);
         let (half, write) = a.stream.into_split();
         self.reader = Some(ConnReader { half, buf: a.rest });
         self.writer = Some(ConnWriter { half: write, buf: BytesMut::new() });
@@ -493,6 +511,17 @@ impl Session {
         }
     }
 
+    /// The connected near side is let go for good, told why in a Bye (it was taken over):
+    /// no hold for it, its session ends with the new one's start.
+    fn let_go(&mut self, reason: ByeReason, text: String) {
+        self.reader = None;
+        let Some(mut w) = self.writer.take() else { return };
+        let frame = self.resume.link(Body::Bye { reason, text });
+        if FarCodec.encode(&frame, &mut w.buf).is_ok() {
+            tokio::spawn(flush_and_close(w));
+        }
+    }
+
     /// The connection is gone (or is dropped now, after a Bye when one is given): the hold
     /// starts; every channel stays.
     fn lose_connection(&mut self, why: &str, bye: Option<(ByeReason, String)>) {
@@ -506,8 +535,21 @@ impl Session {
         }
         self.lost_at = Some(Instant::now());
         self.ack_at = None;
-        info!(channels = self.channels.len(), hold_s = self.hold.as_secs(), "the near side is gone ({why}); holding the VM connections for the hold");
+        info!(channels = self.channels.len(), hold_s = self.hold.as_secs(), "{}", gone_line(why, self.ended, self.channels.len(), self.hold));
     }
+}
+
+/// The line said when the near side's connection goes: what becomes of the VM connections.
+/// "Holding" only when they are held: not when the far side ends next (the near side left
+/// for good, or it is stopped), nor when there are none.
+pub(super) fn gone_line(why: &str, ending: Option<Ended>, channels: usize, hold: Duration) -> String {
+    let then = match (ending, channels) {
+        (Some(_), 0) => "the far side ends".to_string(),
+        (Some(_), n) => format!("closing its {n} VM connection(s); the far side ends"),
+        (None, 0) => format!("no VM connection to hold; waiting {} s for a near side", hold.as_secs()),
+        (None, n) => format!("holding its {n} VM connection(s) for the hold ({} s)", hold.as_secs()),
+    };
+    format!("the near side is gone ({why}); {then}")
 }
 
 #[cfg(test)]

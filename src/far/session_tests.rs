@@ -454,3 +454,19 @@ async fn a_short_hold_is_kept_from_the_last_word_not_after_the_default_silence()
     assert!(held >= Duration::from_secs(10) && held < Duration::from_secs(11), "held {held:?}, not the hold of 10 s");
     drop(near);
 }
+
+/// "Holding the VM connections" was said just before "far side ends" (the near side left for
+/// good, or the far side was stopped): the line says what becomes of them.
+#[test]
+fn the_gone_line_says_holding_only_when_something_is_held() {
+    let hold = Duration::from_secs(300);
+    let cases = [
+        (None, 2, "the near side is gone (cut); holding its 2 VM connection(s) for the hold (300 s)"),
+        (None, 0, "the near side is gone (cut); no VM connection to hold; waiting 300 s for a near side"),
+        (Some(Ended::NearLeft), 2, "the near side is gone (cut); closing its 2 VM connection(s); the far side ends"),
+        (Some(Ended::Stopped), 0, "the near side is gone (cut); the far side ends"),
+    ];
+    for (ending, channels, want) in cases {
+        assert_eq!(super::gone_line("cut", ending, channels, hold), want);
+    }
+}

@@ -81,6 +81,7 @@ impl Near {
             Inbound::Pong(stamp) => writes(&self.resume.link(Body::Pong(stamp))),
             Inbound::Nothing => {}
             Inbound::Lose(why) => return reason(&why.to_string()),
+            Inbound::TakenOver(text) => return reason(&text),
             Inbound::VmList(vms) => self.listed(&vms),
             Inbound::Opened { channel, status, .. } => match self.channels.opened(channel, status == OpenStatus::Ok) {
                 Opened::Ok(_) => {
@@ -116,7 +117,7 @@ impl Near {
                 }
                 Err(e) => reason(&e.to_string()),
             },
-            First::Refused(t) | First::SessionGone(t) | First::Retry(t) | First::Busy(t) => reason(&t),
+            First::Refused(t) | First::SessionGone(t) | First::Retry(t) | First::Busy(t) | First::TakenOver(t) => reason(&t),
         }
     }
 

@@ -53,6 +53,9 @@ pub struct Config {
     /// Ask the far side for a stop's answers gathered before its event (protocol 3): the
     /// sessions then answer from them (not with `--near-cache never`).
     pub gather: bool,
+    /// Ask to take the far side over from another near side connected to it
+    /// (`--far-take-over`); dropped for good once another took it from this one.
+    pub take_over: bool,
     /// Bytes sent and not yet acknowledged before the VM sessions' writes wait.
     pub limit: usize,
     pub liveness: Liveness,
@@ -67,6 +70,7 @@ impl Default for Config {
             host: String::new(),
             hold_secs: 0,
             gather: false,
+            take_over: false,
             limit: 8 << 20,
             liveness: crate::farlink::liveness::DEFAULT,
             first_retry: Duration::from_millis(200),
@@ -92,6 +96,9 @@ pub enum LinkState {
     /// The far side serves another near side (the text names it): tried again every minute
     /// at most, so this one takes over once that one stops.
     Busy(String),
+    /// Another near side took the far side over (the text names it), this one's session
+    /// and VM connections with it: the link waits as for `Busy`, and never takes it back.
+    TakenOver(String),
     /// The far side refused this near side (another protocol version): the link has ended.
     Refused(String),
     /// The link has ended.

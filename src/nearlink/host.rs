@@ -22,7 +22,7 @@
 //! promptly (short connect timeouts and waits, and at once on a change of this machine's
 //! network: `timing::retry_plan`, `netwatch`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -84,6 +84,9 @@ pub struct FarChoice {
     pub copy: bool,
     /// Ask the far side for a stop's gathered answers (unless `--near-cache never`).
     pub gather: bool,
+    /// Take the far side over from another `serve` of the login connected to it
+    /// (`--far-take-over`).
+    pub take_over: bool,
 }
 
 /// The hold asked of the far side by default (`--far-hold`): a dropped Wi-Fi, a VPN that
@@ -92,7 +95,7 @@ pub const DEFAULT_HOLD_SECS: u32 = 300;
 
 impl Default for FarChoice {
     fn default() -> Self {
-        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS, copy: false, gather: true }
+        FarChoice { mode: FarMode::Auto, path: "jdwpmux".into(), hold_secs: DEFAULT_HOLD_SECS, copy: false, gather: true, take_over: false }
     }
 }
 
@@ -140,7 +143,7 @@ pub async fn run(cfg: HostConfig, far: FarChoice, report: watch::Sender<HostRepo
     }
     // The host's row in `list` and on the page follows what this task reports.
     let mirror = tokio::spawn(mirror_rows(cfg.label.clone(), report.subscribe(), rows.clone()));
-    let ended = serve_host(&cfg, &far, &report, first, &cancel).await;
+    let ended = serve_host(&cfg, &far, &report, &rows, first, &cancel).await;
     mirror.abort();
     if ended == Ended::Forwards {
         crate::remote::host::run(cfg, report, rows, cancel).await;
@@ -175,7 +178,7 @@ pub(super) async fn mirror_rows(label: String, mut rx: watch::Receiver<HostRepor
             (r.link.clone(), r.vms.len())
         };
         let up = link == LinkState::Up;
-        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let now_ms = now_ms();
         rows.update(&label, |r| {
             let r = r.with_link(&link);
             if up {
@@ -185,6 +188,11 @@ pub(super) async fn mirror_rows(label: String, mut rx: watch::Receiver<HostRepor
             }
         });
     }
+}
+
+/// Milliseconds since the epoch, as host rows keep their last scan.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Puts the near link's release of a cut session in the host's report, so the VMs' rows say
@@ -219,7 +227,7 @@ enum Ended {
     Forwards,
 }
 
-async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<HostReport>, first: Option<(Link, Ready)>, cancel: &CancellationToken) -> Ended {
+async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<HostReport>, rows: &HostTable, first: Option<(Link, Ready)>, cancel: &CancellationToken) -> Ended {
     let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
     let local = ssh::local_socket(&cfg.dir, &cfg.prefix);
     let regular = Retry { connect_timeout: cfg.ssh.connect_timeout, first: FIRST_BACKOFF, max: MAX_BACKOFF, on_network_change: false };
@@ -230,8 +238,6 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
     let mut near: Option<(NearLink, Sockets)> = None;
     // What the far side the near link speaks to said when it was started or found.
     let mut spoke_to: Option<Ready> = None;
-    // The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
-    let mut said: Option<String> = None;
     // The hold granted last, said when it is not the one asked for.
     let mut granted: Option<u32> = None;
     // The login's uid, learnt with the first master: a master made again is the same login.
@@ -243,14 +249,16 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
     // begins and once when it ends; the tries between are debug lines.
     let mut cut: Option<(Instant, u32)> = None;
     let mut hold = Duration::ZERO;
-    let mut retry = Retrying { change_said: false, for_change: false, net: NetChanges::open().map_err(|e| debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone")).ok() };
+    let mut retry = Retrying { change_said: false, for_change: false, said: None, net: NetChanges::open().map_err(|e| debug!(host = %cfg.label, "no network change notices ({e}); a cut host is tried again on timers alone")).ok() };
     // The near link has been up once: a cut after that is a cut, not an unusable far side.
     let mut ever_up = false;
+    // Another serve took the far side over from this one: said once, then this one waits.
+    let mut taken_over = false;
     loop {
         let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
         let (mut master, mut ready) = match first.take() {
             Some(found) => found,
-            None => match reach_again(cfg, far, report, &control, &mut said, near.is_none(), cut.is_some(), plan, &mut retry, cancel).await {
+            None => match reach_again(cfg, far, report, phase(near.is_none(), cut.is_some()), plan, &mut retry, cancel).await {
                 Reached::Yes(found) => *found,
                 Reached::No => {
                     if let Some((_, tries)) = &mut cut {
@@ -296,16 +304,16 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
         // or its hold ran out): said here, the link finds its session gone by itself.
         if let (Some(before), Some(_)) = (&spoke_to, &near) {
             if let Check::Restarted { was, now, .. } = restart::judge(before, &ready) {
-                warn!(host = %cfg.label, "{}", restart::restarted_line(&cfg.label, was, now, !ready.already));
+                warn!(host = %cfg.label, "{}", restart_line(&cfg.label, was, now, !ready.already, std::mem::take(&mut taken_over)));
             }
         }
         backoff = Backoff::new(regular.first, regular.max);
-        said = None;
+        retry.said = None;
         if let Some((nl, _)) = &near {
             nl.retry_now();
         }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
-            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), hold_secs: far.hold_secs, gather: far.gather, ..link::Config::default() });
+            let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), hold_secs: far.hold_secs, gather: far.gather, take_over: far.take_over, ..link::Config::default() });
             // Ends with the link's task.
             tokio::spawn(follow_release(nl.state(), report.clone(), cfg.label.clone()));
             let sockets = Sockets::new(nl.clone());
@@ -315,6 +323,12 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
         let mut state = nl.state();
         vms.mark_changed();
         state.mark_changed();
+        // The near link has been up on this master: its VM list is the far side's word.
+        let mut answered = false;
+        // A far side that runs but does not answer was said (once an outage), and how many
+        // checks in a row found it running while the link was down.
+        let mut silent_said = false;
+        let mut same_checks = 0u32;
         // While the link is down with the master up: when to ask whether the far side runs.
         let mut check_at: Option<Instant> = None;
         let mut checks = Backoff::new(FIRST_CHECK_WAIT, MAX_CHECK_WAIT);
@@ -325,7 +339,16 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                         break Lost::Link("the near link ended".to_string());
                     }
                     let listed = vms.borrow_and_update().clone();
-                    publish(cfg, &mut names, &mut sockets, login, &listed, None, report);
+                    // A list is the far side's word only once it has answered: before, the
+                    // host would show `up` with "no JVM with a JDWP agent" while what was
+                    // started there does not answer at all.
+                    if answered {
+                        publish(cfg, &mut names, &mut sockets, login, &listed, None, report);
+                        // The far side sends its list after each of its scans: the host's
+                        // last scan is its own, not when its list last changed.
+                        let jvms = report.borrow().vms.len();
+                        rows.update(&cfg.label, |r| r.scanned(jvms, now_ms()));
+                    }
                 }
                 changed = state.changed() => {
                     if changed.is_err() {
@@ -345,7 +368,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                                 master.close().await;
                                 return Ended::Forwards;
                             }
-                            say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
+                            say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
                             report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
                         }
                         NearState::Down { .. } | NearState::Released { .. } => {
@@ -353,6 +376,13 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                         }
                         NearState::Up { hold_secs, .. } => {
                             ever_up = true;
+                            answered = true;
+                            same_checks = 0;
+                            if std::mem::take(&mut silent_said) {
+                                info!(host = %cfg.label, "jdwpmux on {} answers again", cfg.label);
+                            }
+                            let listed = vms.borrow().clone();
+                            publish(cfg, &mut names, &mut sockets, login, &listed, None, report);
                             hold = Duration::from_secs(u64::from(hold_secs));
                             check_at = None;
                             checks.reset();
@@ -367,7 +397,19 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                         // find again (the other serve may stop it), not one that never worked.
                         NearState::Busy(text) => {
                             ever_up = true;
-                            say_once(&mut said, &cfg.label, format!("jdwpmux on {} will not take this serve: {text}; this one waits for it", cfg.label));
+                            // After a take-over, the far side's refusals that follow are the
+                            // wait that line announced.
+                            if taken_over {
+                                debug!(host = %cfg.label, "jdwpmux on {} still serves the other serve: {text}", cfg.label);
+                            } else {
+                                say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} will not take this serve: {text}; this one waits for it", cfg.label));
+                            }
+                            report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
+                        }
+                        NearState::TakenOver(text) => {
+                            ever_up = true;
+                            taken_over = true;
+                            warn!(host = %cfg.label, "{}", taken_over_line(&cfg.label, &text));
                             report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
                         }
                         NearState::Connecting | NearState::Ended => {}
@@ -385,9 +427,28 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                     check_at = Some(Instant::now() + checks.next_wait());
                     match started {
                         Ok(now) => match restart::judge(&ready, &now) {
-                            Check::Same => debug!(host = %cfg.label, "jdwpmux on {} still runs; the link tries again", cfg.label),
+                            // It runs and the master is up, yet its stream was lost: it is
+                            // stuck (stopped, or too busy to answer). Said once an outage, at
+                            // the second check in a row (the first often runs while the link
+                            // is still reconnecting after a master made again).
+                            Check::Same => {
+                                same_checks += 1;
+                                let down = !matches!(&*state.borrow(), NearState::Up { .. });
+                                if same_checks >= 2 && down && !silent_said {
+                                    silent_said = true;
+                                    let why = match &*state.borrow() {
+                                        NearState::Down { why } => why.clone(),
+                                        _ => "its session was let go".to_string(),
+                                    };
+                                    let line = silent_line(&cfg.label, ready.pid, &why);
+                                    warn!(host = %cfg.label, "{line}");
+                                    report.send_modify(|r| r.link = LinkState::Down { reason: line, refused: false });
+                                } else {
+                                    debug!(host = %cfg.label, "jdwpmux on {} still runs; the link tries again", cfg.label);
+                                }
+                            }
                             Check::Restarted { was, now: pid, forward } => {
-                                warn!(host = %cfg.label, "{}", restart::restarted_line(&cfg.label, was, pid, !now.already));
+                                warn!(host = %cfg.label, "{}", restart_line(&cfg.label, was, pid, !now.already, std::mem::take(&mut taken_over)));
                                 if forward {
                                     if let Err(e) = ssh::forward(&cfg.ssh, &control, &cfg.dest, &local, &now.socket).await {
                                         debug!(host = %cfg.label, "forwarding to the new far side: {e}; trying again");
@@ -404,7 +465,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                                 master.close().await;
                                 return Ended::Forwards;
                             }
-                            Unusable::TryLater => say_once(&mut said, &cfg.label, format!("jdwpmux on {} cannot be started again: {why}", cfg.label)),
+                            Unusable::TryLater => say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} cannot be started again: {why}", cfg.label)),
                         },
                     }
                 }
@@ -427,7 +488,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                     info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &FarUnusable::Refused(text), far));
                     return Ended::Forwards;
                 }
-                say_once(&mut said, &cfg.label, format!("jdwpmux on {} refused this one: {text}", cfg.label));
+                say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} refused this one: {text}", cfg.label));
                 report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
                 if !pause(&mut backoff, regular, &mut retry, &cfg.label, cancel).await {
                     return Ended::Stopped;
@@ -482,23 +543,36 @@ struct Retrying {
     /// The attempt under way was made again for a change of the network.
     for_change: bool,
     net: Option<NetChanges>,
+    /// The last failure said at WARN: the same one again, while retrying, goes to DEBUG.
+    said: Option<String>,
+}
+
+/// The phase of a host with (or without) a near link and a cut under way.
+fn phase(no_link: bool, in_cut: bool) -> Phase {
+    match (no_link, in_cut) {
+        (true, _) => Phase::First,
+        (false, true) => Phase::Cut,
+        (false, false) => Phase::Other,
+    }
+}
+
+/// Where the host stands when its master is made again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No near link yet: the host shows `connecting`.
+    First,
+    /// A cut is being ridden out: its tries are not news (it was said when it began).
+    Cut,
+    /// Anything else (a refusal, a far side gone): failures are said once.
+    Other,
 }
 
 /// Makes the master again, and starts (or finds) the far side through it and forwards its
 /// socket.
-async fn reach_again(
-    cfg: &HostConfig,
-    far: &FarChoice,
-    report: &watch::Sender<HostReport>,
-    control: &Path,
-    said: &mut Option<String>,
-    fresh: bool,
-    in_cut: bool,
-    plan: Retry,
-    retry: &mut Retrying,
-    cancel: &CancellationToken,
-) -> Reached {
-    if fresh {
+async fn reach_again(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<HostReport>, phase: Phase, plan: Retry, retry: &mut Retrying, cancel: &CancellationToken) -> Reached {
+    let control = cfg.dir.join(format!("{}.ctl", cfg.prefix));
+    let control = control.as_path();
+    if phase == Phase::First {
         report.send_modify(|r| r.link = LinkState::Connecting);
     }
     let ssh = crate::remote::SshOptions { connect_timeout: plan.connect_timeout, ..cfg.ssh.clone() };
@@ -528,11 +602,11 @@ async fn reach_again(
         Ok(l) => l,
         Err(failure) => {
             let text = failure.to_string();
-            if in_cut {
+            if phase == Phase::Cut {
                 // The cut was said when it began; its tries are not news.
                 debug!(host = %cfg.label, "{text}; trying again");
             } else {
-                say_once(said, &cfg.label, text.clone());
+                say_once(&mut retry.said, &cfg.label, text.clone());
             }
             report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: !failure.transient() });
             return Reached::No;
@@ -546,12 +620,38 @@ async fn reach_again(
             Reached::Gone(why)
         }
         Err(why) => {
-            say_once(said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
+            say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} cannot be used: {why}", cfg.label));
             report.send_modify(|r| r.link = LinkState::Down { reason: why.to_string(), refused: false });
             master.close().await;
             Reached::No
         }
     }
+}
+
+/// The line a restarted far side is said in: after a take-over, this serve held nothing
+/// there, and the line must not say its VM connections were closed now.
+fn restart_line(label: &str, was: Option<u32>, now: Option<u32>, by_us: bool, taken_over: bool) -> String {
+    if taken_over {
+        restart::restarted_after_take_over_line(label, was, now, by_us)
+    } else {
+        restart::restarted_line(label, was, now, by_us)
+    }
+}
+
+/// The one line said when jdwpmux on a host still runs (its start found it, same process)
+/// and the master is up, but its stream was lost: it is stopped or stuck. Before, nothing
+/// was said and the host stayed `up`.
+pub fn silent_line(label: &str, pid: Option<u32>, why: &str) -> String {
+    let pid = pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    format!("jdwpmux on {label} ({pid}) runs but does not answer ({why}): it may be stopped or stuck there; its VMs stay held for the hold while this serve tries again")
+}
+
+/// The one line a serve whose far side another serve took over says: what it lost, and that
+/// it waits without taking it back.
+pub fn taken_over_line(label: &str, text: &str) -> String {
+    format!(
+        "jdwpmux on {label}: {text}; the VM connections this serve held there were closed, and their debuggers; this serve waits and serves {label} again once that one stops (it does not take it back)"
+    )
 }
 
 /// What is said when the far side grants another hold than the one asked (its own limit,
@@ -705,6 +805,23 @@ mod tests {
         assert!(line.contains("speaks far-side protocol 1, ") && line.contains("stop it there (kill 77;") && line.ends_with("or use --far never"), "{line}");
         let refused = fallback_line("box", &FarUnusable::Refused("speaks 9 only".into()), &FarChoice::default());
         assert!(refused.starts_with("jdwpmux on box refused this one (speaks 9 only): its VMs are reached through ssh forwards;"), "{refused}");
+    }
+
+    #[test]
+    fn the_serve_taken_over_says_what_it_lost_and_that_it_waits() {
+        let text = crate::far::handshake::taken_over_text("0.1.0 (laptop pid 42)");
+        assert_eq!(
+            taken_over_line("box", &text),
+            "jdwpmux on box: another serve took this far side over (jdwpmux 0.1.0 (laptop pid 42)); the VM connections this serve held there were closed, and their debuggers; this serve waits and serves box again once that one stops (it does not take it back)"
+        );
+    }
+
+    #[test]
+    fn a_far_side_that_runs_and_does_not_answer_is_said_as_that() {
+        assert_eq!(
+            silent_line("box", Some(41), "nothing heard from the far side for 20s"),
+            "jdwpmux on box (pid 41) runs but does not answer (nothing heard from the far side for 20s): it may be stopped or stuck there; its VMs stay held for the hold while this serve tries again"
+        );
     }
 
     #[test]

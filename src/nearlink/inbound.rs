@@ -26,6 +26,9 @@ pub enum First {
     Retry(String),
     /// It serves another near side now (the text names it): try again, after a longer wait.
     Busy(String),
+    /// Another near side took it over, this one's session with it (the text names who):
+    /// wait as for `Busy`, and never ask to take it back.
+    TakenOver(String),
 }
 
 /// The first frame of a connection, judged; `new_session`: the near side's Hello asked for a
@@ -45,20 +48,33 @@ pub fn first(frame: Frame, new_session: bool) -> First {
         }
         Body::Bye { reason: reason @ (ByeReason::UnknownSession | ByeReason::BadToken), text } => return First::SessionGone(format!("{text} ({reason:?})")),
         Body::Bye { reason: ByeReason::Busy, text } => return First::Busy(text),
+        Body::Bye { reason: ByeReason::Replaced, text } => return First::TakenOver(text),
         Body::Bye { reason, text } => return First::Retry(format!("the far side said goodbye ({reason:?}): {text}")),
         other => return First::Retry(format!("the far side began with a {:?} frame", other.kind())),
     };
     // The far side answers with the one protocol it chose (min = max), one this side offered.
-    if far.role != Role::Far || far.proto_min != far.proto_max || !(PROTOCOL_MIN..=PROTOCOL).contains(&far.proto_min) {
-        let role = if far.role == Role::Far { String::new() } else { format!(" as a {:?} side", far.role) };
-        return First::Refused(format!(
-            "the far side (jdwpmux {}) answered{role} with far-side protocol {}; this jdwpmux speaks {}",
-            far.binary,
-            protocols(far.proto_min, far.proto_max),
-            protocols(PROTOCOL_MIN, PROTOCOL)
-        ));
+    if let Some(why) = odd_hello(&far) {
+        return First::Refused(format!("the far side (jdwpmux {}) {why}: it cannot be used by this one (jdwpmux {})", far.binary, env!("CARGO_PKG_VERSION")));
     }
     First::Hello(far)
+}
+
+/// What is wrong with a far side's Hello, in words that say it (None: nothing). A range
+/// within this side's own is no version mismatch: said as what it is, an answer that chose
+/// nothing.
+fn odd_hello(far: &Hello) -> Option<String> {
+    let ours = protocols(PROTOCOL_MIN, PROTOCOL);
+    if far.role != Role::Far {
+        return Some(format!("answered as a {:?} side, not as a far side", far.role));
+    }
+    let said = protocols(far.proto_min, far.proto_max);
+    if far.proto_min != far.proto_max {
+        return Some(format!("answered with a range of far-side protocols ({said}), where a far side names the one it chose of this one's {ours}"));
+    }
+    if !(PROTOCOL_MIN..=PROTOCOL).contains(&far.proto_min) {
+        return Some(format!("chose far-side protocol {said}, which this one does not speak (it speaks {ours})"));
+    }
+    None
 }
 
 /// Why a connection is dropped for what the far side sent.
@@ -93,6 +109,9 @@ pub enum Inbound {
     Nothing,
     /// Drop the connection, keep the session.
     Lose(Broken),
+    /// Another near side took the far side over (the text names who): this one's session
+    /// is gone with its VM connections.
+    TakenOver(String),
     /// The far side's VMs now (numbered frames from here on: delivered, to be acknowledged).
     VmList(Vec<VmInfo>),
     Opened { channel: u32, status: OpenStatus, text: String },
@@ -121,6 +140,7 @@ pub fn judge(resume: &mut Resume, frame: Frame) -> Inbound {
         Ok(Received::Link) => match frame.body {
             Body::Ping(stamp) => Inbound::Pong(stamp),
             Body::Ack | Body::Pong(_) => Inbound::Nothing,
+            Body::Bye { reason: ByeReason::Replaced, text } => Inbound::TakenOver(text),
             Body::Bye { reason, text } => Inbound::Lose(Broken::Bye { reason, text }),
             // Hello was refused above; a link kind a later version adds lands here.
             other => Inbound::Lose(Broken::Unexpected(other.kind())),

@@ -27,6 +27,7 @@ fn the_first_frame() {
     assert_eq!(first(bye(ByeReason::BadToken, "no"), false), First::SessionGone("no (BadToken)".into()));
     assert_eq!(first(bye(ByeReason::Other(99), "later"), false), First::Retry("the far side said goodbye (Other(99)): later".into()));
     assert_eq!(first(link(Body::Ack), false), First::Retry("the far side began with a Ack frame".into()));
+    assert_eq!(first(bye(ByeReason::Replaced, "another serve took this far side over"), false), First::TakenOver("another serve took this far side over".into()));
 }
 
 /// A far side that says "no such session" to a request for a new one is not believed: the
@@ -41,16 +42,20 @@ fn a_new_session_refused_as_unknown_waits_the_backoff() {
 
 #[test]
 fn a_hello_with_odd_fields_is_refused_with_what_it_said() {
-    let want = |role: &str, min: u16, max: u16| format!("the far side (jdwpmux 9.9.9) answered{role} with far-side protocol {}; this jdwpmux speaks 2..4", crate::far::handshake::protocols(min, max));
+    let v = env!("CARGO_PKG_VERSION");
+    let want = |what: &str| format!("the far side (jdwpmux 9.9.9) {what}: it cannot be used by this one (jdwpmux {v})");
+    let range = |r: &str| want(&format!("answered with a range of far-side protocols ({r}), where a far side names the one it chose of this one's 2..4"));
+    let other = |p: &str| want(&format!("chose far-side protocol {p}, which this one does not speak (it speaks 2..4)"));
     let cases = [
-        (hello(Role::Near, PROTOCOL, PROTOCOL), want(" as a Near side", PROTOCOL, PROTOCOL)),
-        (hello(Role::Far, PROTOCOL, PROTOCOL + 1), want("", PROTOCOL, PROTOCOL + 1)),
-        // A range is no answer: the far side says the one it chose.
-        (hello(Role::Far, 2, 3), want("", 2, 3)),
-        (hello(Role::Far, 1, 1), want("", 1, 1)),
-        (hello(Role::Far, PROTOCOL + 1, PROTOCOL + 1), want("", PROTOCOL + 1, PROTOCOL + 1)),
-        (hello(Role::Far, 0, 0), want("", 0, 0)),
-        (hello(Role::Far, u16::MAX, 0), want("", u16::MAX, 0)),
+        (hello(Role::Near, PROTOCOL, PROTOCOL), want("answered as a Near side, not as a far side")),
+        (hello(Role::Far, PROTOCOL, PROTOCOL + 1), range(&format!("{PROTOCOL}..{}", PROTOCOL + 1))),
+        // A range is no answer: the far side says the one it chose. Said as that, never as
+        // "answered with 2..3; this jdwpmux speaks 2..3", which read as a version mismatch.
+        (hello(Role::Far, 2, 3), range("2..3")),
+        (hello(Role::Far, 1, 1), other("1")),
+        (hello(Role::Far, PROTOCOL + 1, PROTOCOL + 1), other(&(PROTOCOL + 1).to_string())),
+        (hello(Role::Far, 0, 0), other("0")),
+        (hello(Role::Far, u16::MAX, 0), range(&format!("{}..0", u16::MAX))),
     ];
     for (h, line) in cases {
         assert_eq!(first(link(Body::Hello(h.clone())), false), First::Refused(line), "{h:?}");

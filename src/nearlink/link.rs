@@ -162,6 +162,7 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
         resume: Resume::new(Outbound::new(cfg.limit)),
         backoff: Backoff::new(cfg.first_retry, cfg.max_retry),
         busy: Backoff::new(BUSY_FIRST, BUSY_MAX),
+        take_over: cfg.take_over,
         dial,
         cfg,
         key: SessionKey::default(),
@@ -213,6 +214,8 @@ enum Attempt {
     Refused(String),
     /// The far side serves another near side: try again after a longer wait.
     Busy(String),
+    /// Another near side took the far side over: as `Busy`, and never take it back.
+    TakenOver(String),
 }
 
 struct Task {
@@ -238,6 +241,9 @@ struct Task {
     up_since: Option<Instant>,
     /// Waits while the far side serves another near side.
     busy: Backoff,
+    /// This link asks to take the far side over (`Config::take_over`) until another took it
+    /// from this one.
+    take_over: bool,
     retry_at: Option<Instant>,
     ack_at: Option<Instant>,
     stalled: Option<Stalled>,
@@ -387,6 +393,10 @@ impl Task {
                 self.down(why);
                 None
             }
+            Attempt::TakenOver(text) => {
+                self.taken_over(text);
+                None
+            }
             Attempt::Busy(text) => {
                 let wait = self.busy.next_wait();
                 debug!("the far side serves another near side ({text}); trying again in {wait:?}");
@@ -417,7 +427,8 @@ impl Task {
             role: Role::Near,
             proto_min: PROTOCOL_MIN,
             proto_max: PROTOCOL,
-            binary: near_name(),
+            // Asking to take over only for a new session: one resumed is this side's own.
+            binary: if self.take_over && self.key.is_none() { crate::far::handshake::take_over_name(&near_name()) } else { near_name() },
             session: self.key,
             hold_secs: self.cfg.hold_secs,
             resumed: false,
@@ -452,6 +463,7 @@ impl Task {
             }
             First::Retry(text) => return Err(Attempt::Retry(text)),
             First::Busy(text) => return Err(Attempt::Busy(text)),
+            First::TakenOver(text) => return Err(Attempt::TakenOver(text)),
         };
         if !far.resumed && !self.key.is_none() {
             self.lose_session("the far side started a new session");
@@ -515,6 +527,26 @@ impl Task {
         self.ack_at = None;
         self.resume = Resume::new(Outbound::new(self.cfg.limit));
         self.key = SessionKey::default();
+    }
+
+    /// Another near side took the far side over, this one's session with it: the channels
+    /// end (their debuggers are closed, as when the far side lets the VMs go), the link waits
+    /// as for a far side busy with another near side, and never asks to take it back, so two
+    /// near sides started to take over cannot take it from each other in turn. Said once, by
+    /// the host's task, from the state.
+    fn taken_over(&mut self, text: String) {
+        debug!(channels = self.channels.len(), "the far side was taken over: {text}");
+        self.take_over = false;
+        for w in self.channels.reset() {
+            let _ = w.reply.send(Err(OpenError::SessionLost { vm: w.vm }));
+        }
+        self.stalled = None;
+        self.ack_at = None;
+        self.resume = Resume::new(Outbound::new(self.cfg.limit));
+        self.key = SessionKey::default();
+        self.hold = None;
+        self.retry_at = Some(Instant::now() + self.busy.next_wait());
+        self.state_tx.send_replace(LinkState::TakenOver(text));
     }
 
     fn refused(&mut self, text: String) {
@@ -626,6 +658,12 @@ impl Task {
             }
             Inbound::Nothing => {}
             Inbound::Lose(why) => self.lose(&why.to_string()),
+            Inbound::TakenOver(text) => {
+                self.rd = None;
+                self.wr = None;
+                self.up_since = None;
+                self.taken_over(text);
+            }
             Inbound::VmList(vms) => {
                 self.vms_tx.send_replace(vms);
             }

@@ -9,7 +9,8 @@ pub struct Ready {
     pub socket: PathBuf,
     pub pid: Option<u32>,
     /// The protocol versions it speaks (`protocol P`, or `protocol MIN..MAX` from a far side
-    /// that speaks several).
+    /// that speaks several); `UNKNOWN` when a far side found running did not record them
+    /// (`protocol ?`, one from before `dir::Holder`).
     pub protocols: std::ops::RangeInclusive<u16>,
     pub version: String,
     /// It was running already (another near side, or an earlier run, started it).
@@ -51,8 +52,24 @@ pub fn parse(line: &str) -> Result<Ready, NotReady> {
     Ok(Ready { socket: PathBuf::from(socket), pid, protocols, version, already })
 }
 
-/// `P` or `MIN..MAX` (MIN <= MAX).
+/// The protocols of a far side that does not say them (`protocol ?`): 0, which no jdwpmux
+/// speaks, so no near side takes it for its own.
+pub const UNKNOWN: std::ops::RangeInclusive<u16> = 0..=0;
+
+/// A range of protocols as lines say it; `UNKNOWN` as "unknown".
+pub fn said(r: &std::ops::RangeInclusive<u16>) -> String {
+    if *r == UNKNOWN {
+        "unknown (it did not record it)".to_string()
+    } else {
+        crate::far::handshake::protocols(*r.start(), *r.end())
+    }
+}
+
+/// `P` or `MIN..MAX` (MIN <= MAX), or `?`.
 fn range(text: &str) -> Option<std::ops::RangeInclusive<u16>> {
+    if text == "?" {
+        return Some(UNKNOWN);
+    }
     let (min, max) = match text.split_once("..") {
         Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
         None => {
@@ -86,6 +103,21 @@ mod tests {
     fn a_far_side_of_several_protocols_says_their_range() {
         let got = parse("jdwpmux far: listening on /x/far.sock (pid 1, protocol 2..4, jdwpmux 0.3.0)").unwrap();
         assert_eq!(got.protocols, 2..=4);
+    }
+
+    #[test]
+    fn a_far_side_found_running_says_its_own_protocols() {
+        let socket = Path::new("/x/far.sock");
+        let old = crate::far::dir::Holder { pid: Some(7), protocols: Some(1..=1), version: Some("0.0.9".into()) };
+        let got = parse(&crate::far::running_line(socket, &old)).unwrap();
+        assert_eq!((got.pid, got.protocols, got.version.as_str(), got.already), (Some(7), 1..=1, "0.0.9", true));
+        // One from before the record: its pid alone.
+        let bare = crate::far::dir::Holder { pid: Some(7), ..Default::default() };
+        let line = crate::far::running_line(socket, &bare);
+        assert_eq!(line, "jdwpmux far: already running on /x/far.sock (pid 7, protocol ?, jdwpmux ?)");
+        let got = parse(&line).unwrap();
+        assert_eq!((said(&got.protocols), got.protocols), ("unknown (it did not record it)".to_string(), UNKNOWN));
+        assert!(crate::far::handshake::agree(*UNKNOWN.start(), *UNKNOWN.end()).is_none(), "never taken for one this side speaks");
     }
 
     #[test]

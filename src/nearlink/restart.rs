@@ -64,7 +64,22 @@ pub fn on_unusable(mode: FarMode, why: &FarUnusable) -> Unusable {
 pub fn restarted_line(label: &str, was: Option<u32>, now: Option<u32>, by_us: bool) -> String {
     let pid = |p: Option<u32>| p.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
     let how = if by_us { "started it again" } else { "another one runs there" };
-    format!("jdwpmux on {label} ended ({}); {how} ({}): the VM connections it held were closed, and the debuggers on them", pid(was), pid(now))
+    // A pid is reused (a host's pid namespace counts from 1 again): one pid twice must not
+    // read as "nothing happened".
+    let now = match (was, now) {
+        (Some(w), Some(n)) if w == n => format!("a new process, given pid {n} again"),
+        _ => pid(now),
+    };
+    format!("jdwpmux on {label} ended ({}); {how} ({now}): the VM connections it held were closed, and the debuggers on them", pid(was))
+}
+
+/// The line said instead when this serve's far side had been taken over by another serve
+/// (`--far-take-over`): this one held nothing there since, so nothing was closed now; the
+/// far side ended with the serve that took it, and this one serves the host again.
+pub fn restarted_after_take_over_line(label: &str, was: Option<u32>, now: Option<u32>, by_us: bool) -> String {
+    let pid = |p: Option<u32>| p.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    let how = if by_us { "this serve started it again" } else { "another one runs there" };
+    format!("jdwpmux on {label} ({}), taken over by another serve, has ended; {how} ({}), and this serve serves {label} again", pid(was), pid(now))
 }
 
 #[cfg(test)]
@@ -132,11 +147,20 @@ mod tests {
     }
 
     #[test]
+    fn after_a_take_over_the_line_claims_nothing_closed() {
+        let line = restarted_after_take_over_line("box", Some(7), Some(9), true);
+        assert_eq!(line, "jdwpmux on box (pid 7), taken over by another serve, has ended; this serve started it again (pid 9), and this serve serves box again");
+        assert!(!line.contains("closed"), "{line}");
+    }
+
+    #[test]
     fn the_line_names_the_host_and_both_processes() {
         assert_eq!(
             restarted_line("box", Some(7), None, true),
             "jdwpmux on box ended (pid 7); started it again (pid unknown): the VM connections it held were closed, and the debuggers on them"
         );
         assert!(restarted_line("box", None, Some(9), false).starts_with("jdwpmux on box ended (pid unknown); another one runs there (pid 9): "));
+        // Seen: "ended (pid 12); started it again (pid 12)".
+        assert!(restarted_line("box", Some(12), Some(12), true).starts_with("jdwpmux on box ended (pid 12); started it again (a new process, given pid 12 again): "));
     }
 }

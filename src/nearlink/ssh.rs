@@ -28,7 +28,7 @@ pub enum FarUnusable {
     Failed(String),
     /// Its ready line names protocols this jdwpmux does not speak; `running`: the pid of a far
     /// side that was running already (a new jdwpmux installed there finds it and says so).
-    #[error("jdwpmux {version} there speaks far-side protocol {}, this jdwpmux ({ours}) speaks {}", crate::far::handshake::protocols(*.protocols.start(), *.protocols.end()), crate::far::handshake::protocols(PROTOCOL_MIN, PROTOCOL), ours = env!("CARGO_PKG_VERSION"))]
+    #[error("jdwpmux {version} there speaks far-side protocol {}, this jdwpmux ({ours}) speaks {}", super::ready::said(.protocols), crate::far::handshake::protocols(PROTOCOL_MIN, PROTOCOL), ours = env!("CARGO_PKG_VERSION"))]
     Version { version: String, protocols: std::ops::RangeInclusive<u16>, running: Option<u32> },
     /// It refused this near side's hello (another protocol): its own words.
     #[error("{0}")]
@@ -41,8 +41,29 @@ pub enum FarUnusable {
 /// `ssh [-F CFG] -S CONTROL -o ControlMaster=no -o BatchMode=yes -T -- DEST 'PATH' far --detach`:
 /// a command through the running master. The remote side hands it to a shell, so the path is
 /// quoted for one.
-pub fn start_command(ssh: &SshOptions, control: &Path, dest: &Destination, far_path: &str) -> Result<Vec<OsString>, SshPathError> {
-    master_command(ssh, control, dest, &format!("{} far --detach", shell_quote(far_path)))
+pub fn start_command(ssh: &SshOptions, control: &Path, dest: &Destination, far_path: &str, beside: bool) -> Result<Vec<OsString>, SshPathError> {
+    master_command(ssh, control, dest, &start_script(far_path, beside, REMOTE_LIMIT))
+}
+
+/// How long the start may run on the host before everything it started there is killed:
+/// less than `START_TIMEOUT`, so the host has cleaned up by the time this side gives up.
+pub const REMOTE_LIMIT: Duration = Duration::from_secs(18);
+
+/// The host's shell command that starts the far side. sshd runs it as the leader of a
+/// session and process group of its own (`setsid`), so `$$` names that group: a watchdog
+/// in the background kills the whole group once the start has run `limit` (a far-side
+/// command that never answers, and whatever it started, ends there), and ends itself as soon
+/// as the start has exited. The far side proper is not in that group (it makes a session of
+/// its own), so a start that answered leaves only it running. Without this, killing the ssh
+/// client here left `sh -c ... far --detach` and its child on the host for every try.
+/// `beside`: in the folder of this protocol beside a far side of another (`far --beside`).
+pub fn start_script(far_path: &str, beside: bool, limit: Duration) -> String {
+    format!(
+        "(i=0; while [ $i -lt {} ] && kill -0 $$ 2>/dev/null; do sleep 1; i=$((i+1)); done; kill -KILL -$$) </dev/null >/dev/null 2>&1 & exec {} far --detach{}",
+        limit.as_secs(),
+        shell_quote(far_path),
+        if beside { " --beside" } else { "" }
+    )
 }
 
 /// `ssh [-F CFG] -S CONTROL -o ControlMaster=no -o BatchMode=yes -T -- DEST REMOTE`: the
@@ -109,10 +130,11 @@ pub fn judge_start(status: Option<i32>, stdout: &str, stderr: &str, far_path: &s
 pub const MAX_START_OUTPUT: usize = 64 * 1024;
 
 /// Starts the far side on the host (or finds it running) through the master.
-pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, far_path: &str) -> Result<Ready, FarUnusable> {
-    let args = start_command(ssh, control, dest, far_path).map_err(|e| FarUnusable::Failed(e.to_string()))?;
+pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, far_path: &str, beside: bool) -> Result<Ready, FarUnusable> {
+    let args = start_command(ssh, control, dest, far_path, beside).map_err(|e| FarUnusable::Failed(e.to_string()))?;
     let mut cmd = Command::new(&ssh.program);
     cmd.args(args).stdin(Stdio::null()).kill_on_drop(true);
+    let began = tokio::time::Instant::now();
     let out = match tokio::time::timeout(START_TIMEOUT, bounded_output(cmd, MAX_START_OUTPUT)).await {
         Err(_) => return Err(FarUnusable::Failed(format!("{far_path} far --detach did not answer within {START_TIMEOUT:?}"))),
         Ok(Err(e)) => return Err(FarUnusable::Failed(format!("cannot run {}: {e}", ssh.program.display()))),
@@ -125,7 +147,12 @@ pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, far_pat
             MAX_START_OUTPUT / 1024
         )));
     }
-    judge_start(out.status, &String::from_utf8_lossy(&out.stdout), &String::from_utf8_lossy(&out.stderr), far_path)
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The host's watchdog ended it (ssh then says 255 and nothing): said as what it was.
+    if began.elapsed() >= REMOTE_LIMIT && !stdout.lines().any(|l| l.starts_with("jdwpmux far: ")) {
+        return Err(FarUnusable::Failed(format!("{far_path} far --detach did not answer within {REMOTE_LIMIT:?}; it was ended on the host, with what it started")));
+    }
+    judge_start(out.status, &stdout, &String::from_utf8_lossy(&out.stderr), far_path)
 }
 
 /// How long the other stream of a command killed for printing too much is still read.
@@ -235,14 +262,72 @@ mod tests {
     fn command_lines() {
         let ssh = SshOptions { config: Some("/cfg".into()), ..SshOptions::default() };
         let dest: Destination = "box".parse().unwrap();
-        let start = start_command(&ssh, Path::new("/d/h0.ctl"), &dest, "/opt/jdwp mux/jdwpmux").unwrap();
+        let start = start_command(&ssh, Path::new("/d/h0.ctl"), &dest, "/opt/jdwp mux/jdwpmux", false).unwrap();
         assert_eq!(
             words(&start),
-            ["-F", "/cfg", "-S", "/d/h0.ctl", "-o", "ControlMaster=no", "-o", "BatchMode=yes", "-T", "--", "box", "'/opt/jdwp mux/jdwpmux' far --detach"]
+            ["-F", "/cfg", "-S", "/d/h0.ctl", "-o", "ControlMaster=no", "-o", "BatchMode=yes", "-T", "--", "box", &start_script("/opt/jdwp mux/jdwpmux", false, REMOTE_LIMIT)]
         );
         let fwd = forward_command(&ssh, Path::new("/d/h0.ctl"), &dest, Path::new("/d/h0.far.sock"), Path::new("/run/user/1/jdwpmux-far/far.sock"), false).unwrap();
         assert_eq!(words(&fwd), ["-F", "/cfg", "-S", "/d/h0.ctl", "-o", "BatchMode=yes", "-O", "forward", "-L", "/d/h0.far.sock:/run/user/1/jdwpmux-far/far.sock", "--", "box"]);
         assert!(forward_command(&ssh, Path::new("/d/h0.ctl"), &dest, Path::new("/d/h0.far.sock"), Path::new("/x/%h"), true).is_ok_and(|a| words(&a).contains(&"cancel".to_string())));
+    }
+
+    /// The start as a host's sshd runs it (a session of its own, `setsid`): a command that
+    /// never answers is killed with what it started once the limit has run; one that answers
+    /// leaves its watchdog behind for a second at most, and its detached child untouched.
+    #[tokio::test]
+    async fn the_start_script_leaves_nothing_of_a_start_that_never_answers() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mark = format!("jdwpmux-start-test-{}", std::process::id());
+        let never = dir.path().join("never");
+        std::fs::write(&never, format!("#!/bin/sh\nsh -c 'sleep 300; : {mark}-never'\n")).unwrap();
+        let answers = dir.path().join("answers");
+        // Its child makes a session of its own, as the far side does: it must survive.
+        std::fs::write(&answers, format!("#!/bin/sh\nsetsid sh -c 'sleep 30; : {mark}-kept' </dev/null >/dev/null 2>&1 &\necho ready\n")).unwrap();
+        for p in [&never, &answers] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let run = |path: &Path| {
+            let mut c = Command::new("setsid");
+            c.args(["-w", "sh", "-c", &start_script(&path.display().to_string(), false, Duration::from_secs(2))]).stdin(Stdio::null()).kill_on_drop(true);
+            c
+        };
+        // The processes whose command line holds `m` (the test's folder, or a mark).
+        let with = |m: &str| -> Vec<i32> {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| {
+                    let e = e.ok()?;
+                    let pid = e.file_name().to_str()?.parse().ok()?;
+                    let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+                    String::from_utf8_lossy(&cmd).contains(m).then_some(pid)
+                })
+                .collect()
+        };
+        let folder = dir.path().display().to_string();
+        let gone = |marks: Vec<String>| async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let left: Vec<i32> = marks.iter().flat_map(|m| with(m)).collect();
+                if left.is_empty() {
+                    return;
+                }
+                assert!(std::time::Instant::now() < deadline, "left running: {left:?}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        let t = std::time::Instant::now();
+        let out = bounded_output(run(&never), MAX_START_OUTPUT).await.unwrap();
+        assert!(out.status.is_none() && t.elapsed() < Duration::from_secs(10), "killed at the limit: {:?} after {:?}", out.status, t.elapsed());
+        gone(vec![folder.clone(), format!("{mark}-never")]).await;
+        let out = bounded_output(run(&answers), MAX_START_OUTPUT).await.unwrap();
+        assert_eq!((out.status, out.stdout.as_slice()), (Some(0), &b"ready\n"[..]));
+        gone(vec![folder]).await;
+        let kept = with(&format!("{mark}-kept"));
+        assert_eq!(kept.len(), 1, "the detached child runs on");
+        // SAFETY: kill on the pid of the test's own child, found by its mark.
+        unsafe { libc::kill(kept[0], libc::SIGKILL) };
     }
 
     #[test]

@@ -29,9 +29,13 @@ use crate::discovery::jvms::{FoundJvm, Reach};
 /// First wait after a lost or failed link; it doubles up to `MAX_BACKOFF`.
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// Wait after a refused login or host key: trying again soon cannot help (a host refused for
-/// its key is tried again sooner, as soon as a known_hosts file changes).
+/// Wait after a refused host key: trying again soon cannot help (it is tried again sooner,
+/// as soon as a known_hosts file changes).
 pub const REFUSED_RETRY: Duration = Duration::from_secs(300);
+/// Wait after a refused login (a key or user the host does not accept): a key loaded into
+/// ssh-agent cannot be seen from here, so within a minute; sooner when the ssh config
+/// changes.
+pub const AUTH_RETRY: Duration = Duration::from_secs(60);
 /// How long the forward of a JVM that went away is kept, for its return (a restart keeps its
 /// socket); after that it is cancelled, so JVMs that come and go leave nothing behind.
 pub const GONE_FORWARD: Duration = Duration::from_secs(60);
@@ -191,9 +195,13 @@ pub async fn run_probing<T>(
             Err(failure) => {
                 let text = failure.to_string();
                 let refused = !failure.transient();
-                let wait = if refused { REFUSED_RETRY } else { backoff };
+                let wait = match failure {
+                    LinkFailure::HostKey(_) => REFUSED_RETRY,
+                    LinkFailure::Auth(_) => AUTH_RETRY,
+                    LinkFailure::Other(_) => backoff,
+                };
                 // A refused key's text says when it is tried again.
-                let said = if matches!(failure, LinkFailure::HostKey(_)) { text.clone() } else { format!("{text}; trying again in {wait:?}") };
+                let said = if matches!(failure, LinkFailure::HostKey(_) | LinkFailure::Auth(_)) { text.clone() } else { format!("{text}; trying again in {wait:?}") };
                 if last_failure.as_deref() != Some(text.as_str()) {
                     warn!(host = %cfg.label, "{said}");
                 } else {
@@ -212,9 +220,14 @@ pub async fn run_probing<T>(
                         };
                         let stamp = before.unwrap_or_else(|| Stamp::of(&files));
                         known = Some(files.clone());
-                        Wait::OrKnownHosts(wait, files, stamp)
+                        Wait::OrChanged(wait, files, stamp, "known_hosts")
                     }
-                    _ => Wait::For(wait),
+                    LinkFailure::Auth(_) => {
+                        let files = ssh_config_file(&cfg.ssh).into_iter().collect::<Vec<_>>();
+                        let stamp = Stamp::of(&files);
+                        Wait::OrChanged(wait, files, stamp, "the ssh config")
+                    }
+                    LinkFailure::Other(_) => Wait::For(wait),
                 }
             }
         };
@@ -228,22 +241,28 @@ pub async fn run_probing<T>(
 /// How long a host waits before its link is tried again.
 enum Wait {
     For(Duration),
-    /// At most this long, and no longer than until one of these known_hosts files changes.
-    OrKnownHosts(Duration, Vec<PathBuf>, Stamp),
+    /// At most this long, and no longer than until one of these files (what they are, for
+    /// the line) changes.
+    OrChanged(Duration, Vec<PathBuf>, Stamp, &'static str),
+}
+
+/// The ssh config a host's ssh reads: `--ssh-config`, else `~/.ssh/config`.
+fn ssh_config_file(ssh: &SshOptions) -> Option<PathBuf> {
+    ssh.config.clone().or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ssh").join("config")))
 }
 
 impl Wait {
     async fn elapse(self, cfg: &HostConfig) {
         match self {
             Wait::For(d) => tokio::time::sleep(d).await,
-            Wait::OrKnownHosts(d, files, stamp) => {
+            Wait::OrChanged(d, files, stamp, what) => {
                 let until = tokio::time::Instant::now() + d;
                 // Looked at every scan interval: a stat of a file or two.
                 let look = cfg.interval.clamp(Duration::from_millis(100), Duration::from_secs(5));
                 while tokio::time::Instant::now() < until {
                     tokio::time::sleep(look.min(until - tokio::time::Instant::now())).await;
                     if Stamp::of(&files) != stamp {
-                        info!(host = %cfg.label, "known_hosts changed; trying {} again now", cfg.label);
+                        info!(host = %cfg.label, "{what} changed; trying {} again now", cfg.label);
                         return;
                     }
                 }

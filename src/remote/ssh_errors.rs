@@ -80,6 +80,17 @@ fn host_key_remedy(dest: &str, changed: bool, seen: &ConfigSeen) -> String {
     }
 }
 
+/// What to do about a refused login: most often the host accepts none of the keys offered
+/// for that user (a wrong `User`, a key not in its authorized_keys), less often a key with
+/// a passphrase that is not in ssh-agent. Says both, with the command that shows which, and
+/// when it is tried again.
+fn auth_hint(dest: &str, line: &str, seen: &ConfigSeen) -> String {
+    let verbose = seen.ssh(dest).replacen("ssh ", "ssh -v ", 1);
+    format!(
+        "ssh could not log in to {dest} ({line}): the host accepts none of the keys offered for that user; `{verbose}` shows the user and keys tried (check User and IdentityFile, and the host's authorized_keys); a key with a passphrase must be loaded into ssh-agent (ssh-add), as jdwpmux never asks for one; tried again within a minute, at once when the ssh config changes"
+    )
+}
+
 /// Classifies what ssh printed on stderr before it exited.
 pub fn classify(dest: &str, stderr: &str, seen: &ConfigSeen) -> LinkFailure {
     let lines: Vec<&str> = stderr
@@ -106,9 +117,7 @@ pub fn classify(dest: &str, stderr: &str, seen: &ConfigSeen) -> LinkFailure {
     }
     if has("Permission denied") || has("Too many authentication failures") {
         let line = lines.iter().find(|l| l.contains("Permission denied") || l.contains("Too many")).copied().unwrap_or_default();
-        return LinkFailure::Auth(format!(
-            "ssh could not log in to {dest} ({line}); jdwpmux never asks for a password or passphrase: load the key into ssh-agent (ssh-add) or use a key without one"
-        ));
+        return LinkFailure::Auth(auth_hint(dest, line, seen));
     }
     let last = lines.last().copied().unwrap_or("ssh exited without saying why");
     if has("Could not resolve hostname") && seen.host_entry == Some(false) {
@@ -153,6 +162,12 @@ Host key verification failed.
     fn a_password_is_never_asked() {
         let f = classify("deploy@staging-2", "deploy@10.9.0.2: Permission denied (publickey,password).\n", &ConfigSeen::default());
         assert!(matches!(&f, LinkFailure::Auth(t) if t.contains("ssh-agent") && t.contains("Permission denied (publickey,password)")), "{f}");
+        // The cause is most often a key or user the host does not accept: said first, with
+        // the command that shows which, named as jdwpmux reaches the host.
+        let seen = ConfigSeen { file: Some("/home/me/test hosts.cfg".into()), host_entry: Some(true) };
+        let t = classify("nchost", "nchost: Permission denied (publickey).\n", &seen).to_string();
+        assert!(t.starts_with("ssh could not log in to nchost (nchost: Permission denied (publickey).): the host accepts none of the keys offered for that user;"), "{t}");
+        assert!(t.contains("`ssh -v -F '/home/me/test hosts.cfg' nchost` shows the user and keys tried") && t.ends_with("tried again within a minute, at once when the ssh config changes"), "{t}");
     }
 
     #[test]

@@ -96,6 +96,17 @@ impl Near {
             }
         }
     }
+
+    /// The next numbered frame that is not a VM list: a far side sends its list after each
+    /// of its scans while a near side is connected, between any other frames.
+    pub(crate) async fn next_not_list(&mut self, resume: &mut Resume) -> Result<Frame> {
+        loop {
+            let f = self.next(resume).await?;
+            if !matches!(f.body, Body::VmList(_) | Body::VmListPlaced(_)) {
+                return Ok(f);
+            }
+        }
+    }
 }
 
 /// A JDWP command packet.
@@ -128,7 +139,7 @@ async fn read_packets(near: &mut Near, resume: &mut Resume, stream: &mut BytesMu
         if cut_after == Some(frames) {
             return Ok(());
         }
-        let f = near.next(resume).await?;
+        let f = near.next_not_list(resume).await?;
         match f.body {
             Body::Data(b) if f.channel == CHANNEL => stream.extend_from_slice(&b),
             other => bail!("unexpected frame on channel {}: {other:?}", f.channel),
@@ -184,12 +195,12 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
 
     // A channel to it, and the JDWP handshake through it.
     near.send(&mut resume, CHANNEL, Body::Open { vm: vm.key }).await?;
-    let opened = near.next(&mut resume).await?;
+    let opened = near.next_not_list(&mut resume).await?;
     assert_eq!(opened.body, Body::Opened { status: OpenStatus::Ok, text: String::new() });
     near.send(&mut resume, CHANNEL, Body::Data(Bytes::from_static(b"JDWP-Handshake"))).await?;
     let mut stream = BytesMut::new();
     while stream.len() < 14 {
-        match near.next(&mut resume).await?.body {
+        match near.next_not_list(&mut resume).await?.body {
             Body::Data(b) => stream.extend_from_slice(&b),
             other => bail!("during the handshake: {other:?}"),
         }
@@ -364,7 +375,7 @@ async fn a_default_folder_taken_by_another_user_first_is_passed_over() -> Result
     assert_eq!(std::fs::read_dir(&taken)?.count(), 0);
     // With no near side the far side ends at its hold: nothing is left running.
     let pid_file = home.join(".cache/jdwpmux/far/far.pid");
-    let pid: i32 = std::fs::read_to_string(&pid_file)?.trim().parse()?;
+    let pid: i32 = std::fs::read_to_string(&pid_file)?.lines().next().unwrap_or_default().parse()?;
     let deadline = tokio::time::Instant::now() + SLOW;
     while std::path::Path::new(&format!("/proc/{pid}")).exists() {
         assert!(tokio::time::Instant::now() < deadline, "the far side (pid {pid}) did not end after its hold");

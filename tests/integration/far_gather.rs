@@ -165,7 +165,7 @@ async fn far_side_gathers_a_stops_answers_before_its_event_as_the_vm_answers_the
     }
     c.send(b"JDWP-Handshake".to_vec()).await?;
     while c.stream.len() < 14 {
-        match c.near.next(&mut c.resume).await?.body {
+        match c.near.next_not_list(&mut c.resume).await?.body {
             Body::Data(b) => c.stream.extend_from_slice(&b),
             other => bail!("during the handshake: {other:?}"),
         }

@@ -266,6 +266,29 @@ async fn a_changed_host_key_and_a_passphrase_are_refused_in_one_line_each() {
     drop(served);
 }
 
+/// A refused login (a key the host does not take) says what to check, with the `ssh -v`
+/// command that shows it as jdwpmux runs ssh, and is tried again at once when the ssh config
+/// changes (else within a minute), not after 5 minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_login_says_what_to_check_and_is_tried_again_when_the_config_changes() {
+    crate::need_test_hosts!();
+    let keys = Keys::new().unwrap();
+    let _locked = TestHost::start_as(&keys, "lockedcfg", keys.locked_key().unwrap()).unwrap();
+    let served = serve(&keys, &["lockedcfg"], &[]);
+    let line = served.wait_log("could not log in to lockedcfg").await;
+    assert!(line.contains("the host accepts none of the keys offered for that user") && line.contains("`ssh -v -F "), "{line}");
+    assert!(line.contains("ssh-agent") && line.contains("tried again within a minute, at once when the ssh config changes"), "{line}");
+    let config = keys.ssh_config();
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("# a line added by hand\n");
+    std::fs::write(&config, text).unwrap();
+    let changed = std::time::Instant::now();
+    served.wait_log("the ssh config changed; trying lockedcfg again now").await;
+    println!("tried again {:?} after the config changed", changed.elapsed());
+    assert!(changed.elapsed() < std::time::Duration::from_secs(15), "{:?}", changed.elapsed());
+    drop(served);
+}
+
 /// What users rely on for local VMs works for a remote one: a capture of its legs decodes,
 /// `stats` counts its debugger's commands, and the monitor page's API names its host.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -254,3 +254,74 @@ async fn remote_far_serve_stopping_ends_the_far_side_at_once() {
         }
     }
 }
+
+/// A leftover far side of an older protocol holds the folder (its lock and socket; its pid
+/// file says `PID 1 0.0.9`): `far --detach` reports it with its own protocol and version,
+/// and the near side starts its own beside it, says so in one line, and serves the VM
+/// through it. The older one is left running. Before, it locked the current one out until
+/// its hold ended, with lines alternating "install the same version on both".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_a_leftover_far_side_of_an_older_protocol_gets_this_ones_beside_it() {
+    use std::os::unix::fs::DirBuilderExt;
+    use std::time::{Duration, Instant};
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let far_dir = far.far_dir();
+    std::fs::DirBuilder::new().mode(0o700).create(&far_dir).unwrap();
+    // The older far side: the folder's lock held, its record written, its socket bound.
+    let holder = "import fcntl, os, socket, sys, time\n\
+        d = sys.argv[1]\n\
+        f = open(os.path.join(d, 'far.pid'), 'w')\n\
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n\
+        f.write('%d 1 0.0.9\\n' % os.getpid()); f.flush()\n\
+        s = socket.socket(socket.AF_UNIX); s.bind(os.path.join(d, 'far.sock')); s.listen(1)\n\
+        while True: time.sleep(60)\n";
+    let mut old = std::process::Command::new("python3").args(["-c", holder, &far_dir.display().to_string()]).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(far_dir.join("far.pid")).is_ok_and(|t| t.ends_with('\n')) {
+        assert!(Instant::now() < deadline, "the older far side did not take its folder");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let OneVm { keys: _keys, host: _host, app, served, port } = one_vm("farold", &["--far", "always", "--far-path", &far.path]).await;
+    let line = served.wait_log("which this one does not").await;
+    assert!(line.contains(&format!("jdwpmux on farold (pid {}, jdwpmux 0.0.9) speaks far-side protocol 1, which this one does not: this one's runs beside it", old.id())), "{line}");
+    assert!(line.contains(" INFO "), "{line}");
+    let using = served.wait_log("using jdwpmux on farold").await;
+    assert!(using.contains(&format!("protocol-{}", jdwpmux::far::handshake::PROTOCOL)), "{using}");
+    debug_once(port, "Billing", &app).await;
+    let log = served.log_text();
+    assert_eq!(log.matches("which this one does not").count(), 1, "one line: {log}");
+    assert!(!log.contains("install the same version") && !log.contains("ssh forwards"), "{log}");
+    assert!(old.try_wait().unwrap().is_none(), "the older far side is left alone");
+    drop(served);
+    // SAFETY: kill on the pid of this test's own child.
+    unsafe { libc::kill(old.id() as i32, libc::SIGKILL) };
+    let _ = old.wait();
+}
+
+/// A far-side host's LAST SCAN is the far side's own scan (it sends its list after each
+/// round while connected), not when its list last changed: read over 12 s of a VM that
+/// changes nothing, it stays within a few seconds of now (before: 13-30 s ago).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_last_scan_is_the_far_sides_own() {
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let OneVm { keys: _keys, host: _host, app: _app, served, port: _port } = one_vm("farscan", &["--far", "always", "--far-path", &far.path]).await;
+    served.wait_log("using jdwpmux on farscan").await;
+    let end = Instant::now() + Duration::from_secs(12);
+    let mut ages = Vec::new();
+    while Instant::now() < end {
+        let (code, out, err) = served.run(&["list", "--hosts", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+        let row = rows.iter().find(|r| r["host"] == "farscan").cloned().unwrap_or_default();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        let scanned = row["last_scan_ms"].as_u64().unwrap_or_else(|| panic!("{rows:?}"));
+        ages.push(now.saturating_sub(scanned));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    println!("LAST SCAN ages (ms): {ages:?}");
+    assert!(ages.iter().all(|a| *a < 6_000), "{ages:?}");
+    drop(served);
+}

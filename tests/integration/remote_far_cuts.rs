@@ -485,7 +485,7 @@ async fn remote_far_a_second_serve_of_the_login_waits_and_never_takes_the_vms_fr
     let started = Instant::now();
     let line = second.wait_log("serves another serve now").await;
     println!("the second serve was refused {:?} after it started: {line}", started.elapsed());
-    assert!(line.contains("WARN") && line.contains(&format!("pid {})", first.pid())) && line.contains("to take over, stop that one"), "{line}");
+    assert!(line.contains("WARN") && line.contains(&format!("pid {})", first.pid())) && line.contains("to take over, start this serve with --far-take-over, or stop that one"), "{line}");
     tokio::time::sleep(Duration::from_secs(20)).await;
     assert_eq!(app.ticks_seen(), stopped, "the VM ran: the first serve's stop was taken");
     j.send("step").await.unwrap();

@@ -124,6 +124,15 @@ async fn remote_far_hostile_answers_with_always_are_retried_at_the_backoffs_pace
         let mut served = serve(&keys, &[alias], &["--far", "always", "--far-path", &fake.path]);
         let line = served.wait_log(&format!("jdwpmux on {alias} cannot be used")).await;
         assert!(line.contains("WARN") && line.contains(said), "{line}");
+        // Its row says so: never `up` with "no JVM with a JDWP agent" while what was started
+        // there has not answered as a far side.
+        for _ in 0..10 {
+            let (_, out, _) = served.run(&["list", "--hosts", "--json"]);
+            let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap_or_default();
+            let row = rows.iter().find(|r| r["host"] == alias).cloned().unwrap_or_default();
+            assert!(row["state"] != "up" && row["reason"].as_str().is_some_and(|r| r.contains(said)), "{alias}: {row}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         let deadline = Instant::now() + SLOW;
         while fake.connections().len() < 5 {
             assert!(Instant::now() < deadline, "{alias}: {} connections in {SLOW:?}", fake.connections().len());
@@ -181,4 +190,91 @@ async fn remote_far_hostile_a_hello_then_garbage_is_retried_at_the_backoffs_pace
 
 fn jdwpmux_version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// A far-side command that never answers (it starts and waits for ever): each start is
+/// given up after its timeout, and nothing of it stays on the host, neither during the
+/// tries (at most the one under way) nor once serve has stopped. Before, every try left a
+/// `sh -c ... far --detach` and its child there (4 pairs in 70 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_hostile_a_start_that_never_answers_leaves_nothing_on_the_host() {
+    crate::need_test_hosts!();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jdwpmux");
+    let mark = format!("never-answers-{}", std::process::id());
+    std::fs::write(&path, format!("#!/bin/sh\nsh -c 'sleep 600; : {mark}'\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = path.display().to_string();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "farnever").unwrap();
+    // The host's own processes (it has a process list of its own): their command lines.
+    let on_host = || -> Vec<String> {
+        let mut cmd = std::process::Command::new(&host.prefix()[0]);
+        cmd.args(&host.prefix()[1..]).args(["sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done 2>/dev/null"]);
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains(&path) || l.contains(&mark)).map(str::to_string).collect()
+    };
+    let mut served = serve(&keys, &["farnever"], &["--far", "always", "--far-path", &path]);
+    let line = served.wait_log("did not answer within").await;
+    assert!(line.contains("jdwpmux on farnever cannot be used") && line.contains(" WARN "), "{line}");
+    // The first try's processes are gone by now; a second may be under way: one at most.
+    let scripts = on_host().iter().filter(|l| l.starts_with("/bin/sh ") && l.contains(&path)).count();
+    assert!(scripts <= 1, "tries left on the host: {:#?}", on_host());
+    // The host's row says why, not `connecting` with no reason.
+    let (code, out, err) = served.run(&["list", "--hosts", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let row = rows.iter().find(|r| r["host"] == "farnever").unwrap_or(&serde_json::Value::Null);
+    assert!(row["state"] == "down" && row["reason"].as_str().is_some_and(|r| r.contains("did not answer within")), "{rows:?}");
+    served.terminate(SLOW);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = on_host();
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left on the host after serve stopped: {left:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(host);
+}
+
+/// jdwpmux on the host stopped (SIGSTOP) 22 s with the ssh master up, `--far-hold 30`: the
+/// near side says in one WARN line that it runs but does not answer, and the host's row is
+/// `down` with that reason (before: nothing said, the host `up`); after SIGCONT, within the
+/// hold, one line says it answers again and the row is `up`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_hostile_a_far_side_stopped_is_said_once_and_its_return_too() {
+    use crate::support::process::pids_with_cmdline;
+    crate::need_test_hosts!();
+    let far = crate::remote_far::far_bin();
+    let far_dir = far.far_dir().display().to_string();
+    let OneVm { keys: _keys, host: _host, app: _app, served, port: _port } = one_vm("farstop", &["--far", "always", "--far-path", &far.path, "--far-hold", "30"]).await;
+    served.wait_log("using jdwpmux on farstop").await;
+    let pids = pids_with_cmdline(&[env!("CARGO_BIN_EXE_jdwpmux"), "far", &far_dir]);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    let host_row = || {
+        let (_, out, _) = served.run(&["list", "--hosts", "--json"]);
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap_or_default();
+        rows.into_iter().find(|r| r["host"] == "farstop").unwrap_or_default()
+    };
+    crate::support::process::signal(pids[0], libc::SIGSTOP).unwrap();
+    let stopped = Instant::now();
+    let line = served.wait_log("runs but does not answer").await;
+    println!("said {:?} after the stop: {line}", stopped.elapsed());
+    assert!(line.contains(" WARN ") && line.contains("jdwpmux on farstop (pid "), "{line}");
+    let row = host_row();
+    assert!(row["state"] == "down" && row["reason"].as_str().is_some_and(|r| r.contains("runs but does not answer")), "{row}");
+    tokio::time::sleep_until((stopped + Duration::from_secs(22)).into()).await;
+    crate::support::process::signal(pids[0], libc::SIGCONT).unwrap();
+    served.wait_log("jdwpmux on farstop answers again").await;
+    let deadline = Instant::now() + SLOW;
+    while host_row()["state"] != "up" {
+        assert!(Instant::now() < deadline, "{}", host_row());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let log = served.log_text();
+    assert_eq!(log.matches("runs but does not answer").count(), 1, "{log}");
+    assert!(!log.contains("ended (pid") && !log.contains("let its VMs go"), "the far side's session was kept: {log}");
+    drop(served);
 }

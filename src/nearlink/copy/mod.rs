@@ -12,11 +12,11 @@ pub mod plan;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::process::Command;
-use tracing::info;
+use tracing::{debug, info};
 
 use self::glibc::Glibc;
 use self::plan::{Build, Mismatch, Plan};
@@ -50,7 +50,7 @@ pub enum CopyError {
 /// `copy` is on, this binary's copy in the host's cache folder (copied there first when it
 /// is not there yet), started.
 pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, label: &str, far_path: &str, copy: bool) -> Result<Ready, FarUnusable> {
-    let first = match ssh::start(ssh, control, dest, far_path).await {
+    let first = match start_or_beside(ssh, control, dest, label, far_path).await {
         Ok(r) => return Ok(r),
         Err(e) => e,
     };
@@ -58,9 +58,45 @@ pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, label: 
         return Err(first);
     }
     match ensure(ssh, control, dest, label).await {
-        Ok(path) => ssh::start(ssh, control, dest, &path.display().to_string()).await,
+        Ok(path) => start_or_beside(ssh, control, dest, label, &path.display().to_string()).await,
         Err(why) => Err(FarUnusable::NotCopied { first: first.to_string(), why: why.to_string() }),
     }
+}
+
+/// The far side at `far_path` started (or found); when a far side of another protocol runs
+/// in its folder (a leftover of an older jdwpmux, which would lock this one out until its
+/// hold ends), this one's is started beside it (`far --beside`: a folder of its protocol's
+/// inside), said in one line the first time. The one running is left alone: whether it
+/// holds a debugger cannot be asked in a protocol this side does not speak, and it ends by
+/// itself after its hold once unused. Never a loop: the next start finds this one's beside
+/// it, and a binary that cannot start beside one gives the first refusal back.
+async fn start_or_beside(ssh: &SshOptions, control: &Path, dest: &Destination, label: &str, far_path: &str) -> Result<Ready, FarUnusable> {
+    let first = ssh::start(ssh, control, dest, far_path, false).await;
+    let Err(FarUnusable::Version { running: Some(pid), version, protocols }) = &first else { return first };
+    match ssh::start(ssh, control, dest, far_path, true).await {
+        Ok(ready) => {
+            let line = beside_line(label, *pid, version, protocols, ready.pid);
+            if first_time(&FOUND_SAID, label, &ready.socket) {
+                info!(host = %label, socket = %ready.socket.display(), "{line}");
+            } else {
+                debug!(host = %label, "{line}");
+            }
+            Ok(ready)
+        }
+        Err(e) => {
+            debug!(host = %label, "jdwpmux could not start beside the one of another protocol: {e}");
+            first
+        }
+    }
+}
+
+/// The one line said when this jdwpmux's far side starts beside one of another protocol.
+pub fn beside_line(label: &str, pid: u32, version: &str, protocols: &std::ops::RangeInclusive<u16>, ours: Option<u32>) -> String {
+    let ours = ours.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    format!(
+        "jdwpmux on {label} (pid {pid}, jdwpmux {version}) speaks far-side protocol {}, which this one does not: this one's runs beside it ({ours}, in a folder of its own) and is used; pid {pid} is left alone (it ends by itself after its hold once unused)",
+        super::ready::said(protocols)
+    )
 }
 
 /// This binary's copy on the host: found in its cache folder, or copied there now.
@@ -71,11 +107,33 @@ pub async fn ensure(ssh: &SshOptions, control: &Path, dest: &Destination, label:
     match plan::decide(&probe, &build) {
         Plan::Refuse(m) => Err(m.into()),
         Plan::Use(path) => {
-            info!(host = %label, path = %path.display(), "jdwpmux {} found in {} on {label} (copied there before); nothing copied", build.version, path.display());
+            let line = format!("jdwpmux {} found in {} on {label} (copied there before); nothing copied", build.version, path.display());
+            // Every start looks again (a reconnect runs two: the check that the far side
+            // still runs, and the start through the new master): news only the first time.
+            if first_time(&FOUND_SAID, label, &path) {
+                info!(host = %label, path = %path.display(), "{line}");
+            } else {
+                debug!(host = %label, path = %path.display(), "{line}");
+            }
             Ok(path)
         }
         Plan::Copy(dir) => copy(ssh, control, dest, label, &dir, &build).await,
     }
+}
+
+/// The hosts and paths a once-said line was said for already (a copy found there, a far side
+/// started beside another), for this daemon's life.
+static FOUND_SAID: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Whether `label`'s copy at `path` is said now for the first time (and notes it). Bounded
+/// by the hosts served and the paths their copies were found at.
+fn first_time(said: &Mutex<Vec<(String, PathBuf)>>, label: &str, path: &Path) -> bool {
+    let mut said = said.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said.iter().any(|(l, p)| l == label && p == path) {
+        return false;
+    }
+    said.push((label.to_string(), path.to_path_buf()));
+    true
 }
 
 async fn copy(ssh: &SshOptions, control: &Path, dest: &Destination, label: &str, dir: &Path, build: &Build) -> Result<PathBuf, CopyError> {
@@ -145,5 +203,25 @@ mod tests {
         let b = this_build().unwrap();
         assert_eq!((b.os.as_str(), b.version.as_str()), (std::env::consts::OS, env!("CARGO_PKG_VERSION")));
         assert_eq!(b.glibc.is_some(), cfg!(target_env = "gnu"));
+    }
+
+    #[test]
+    fn the_beside_line_names_both_far_sides() {
+        assert_eq!(
+            beside_line("box", 41, "0.0.9", &(1..=1), Some(77)),
+            "jdwpmux on box (pid 41, jdwpmux 0.0.9) speaks far-side protocol 1, which this one does not: this one's runs beside it (pid 77, in a folder of its own) and is used; pid 41 is left alone (it ends by itself after its hold once unused)"
+        );
+        assert!(beside_line("box", 41, "?", &super::super::ready::UNKNOWN, None).contains("speaks far-side protocol unknown (it did not record it), which this one does not"));
+    }
+
+    #[test]
+    fn a_copy_found_is_news_once_per_host_and_path() {
+        let said = Mutex::new(Vec::new());
+        let (a, b) = (Path::new("/home/u/.cache/jdwpmux/0.1.0/jdwpmux"), Path::new("/other/jdwpmux"));
+        assert!(first_time(&said, "box", a), "the first start says it");
+        assert!(!first_time(&said, "box", a), "the check and the start of a reconnect do not say it again");
+        assert!(first_time(&said, "box", b), "found elsewhere: news");
+        assert!(first_time(&said, "other", a), "another host: news");
+        assert!(!first_time(&said, "other", a));
     }
 }

@@ -109,7 +109,7 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
                         report.send_modify(|r| r.link = LinkState::Up);
                     }
                     // The link's reason, with the exec's own last words where it said any.
-                    NearState::Down { why } | NearState::Busy(why) => {
+                    NearState::Down { why } | NearState::Busy(why) | NearState::TakenOver(why) => {
                         let reason = down_reason(&why, tail.lock().ok().and_then(|t| t.said()));
                         report.send_modify(|r| r.link = LinkState::Down { reason, refused: false });
                     }
