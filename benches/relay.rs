@@ -13,6 +13,8 @@ mod bulk;
 mod capture_gen;
 #[path = "relay/containers.rs"]
 mod containers;
+#[path = "relay/exec.rs"]
+mod exec;
 #[path = "relay/cpu_budget.rs"]
 mod cpu_budget;
 #[path = "../tests/support/delay_link.rs"]
@@ -149,7 +151,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 13] = [
+    let sections: [(Section, SectionFn); 14] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -163,6 +165,7 @@ fn main() -> ExitCode {
         (Section::Remote, remote_section),
         (Section::Far, far_section),
         (Section::Containers, containers_section),
+        (Section::Exec, exec_section),
     ];
     for (s, run) in sections {
         if !opts.wants(s) {
@@ -604,6 +607,14 @@ fn containers_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failure
         }
     }
     containers::rows(t, &runs);
+}
+
+fn exec_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    let (reps, steps, idle) = if p.reps <= 1 { (1, 20, std::time::Duration::from_secs(3)) } else { (p.reps.min(5), 100, std::time::Duration::from_secs(20)) };
+    match exec::run(bin, reps, steps, idle) {
+        Ok((runs, idle)) => exec::rows(t, &runs, idle, steps),
+        Err(e) => f.add("exec", format!("{e:#}")),
+    }
 }
 
 fn far_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {

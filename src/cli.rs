@@ -123,6 +123,11 @@ pub struct FarArgs {
     /// protocol holds the folder itself (`serve --ssh` asks for this when it finds one).
     #[arg(long)]
     pub beside: bool,
+    /// Start it in the background as --detach does (or find it running), print the ready
+    /// line, then carry bytes between this process's stdin and stdout and its socket: what
+    /// `serve --exec` runs in a container through its runtime's exec.
+    #[arg(long, conflicts_with = "detach")]
+    pub attach: bool,
 }
 
 #[derive(Debug, Args)]
@@ -247,6 +252,15 @@ pub struct ServeArgs {
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long)]
     pub far_take_over: bool,
+    /// Serve the JVMs of a container or pod through its runtime's exec, where no login on
+    /// its host is given: COMMAND (split as a shell would), with `jdwpmux far --attach`
+    /// appended, must give a byte pipe into it, e.g. orders='kubectl exec -i -n shop
+    /// orders-5f7c -c app --' or billing='podman exec -i billing-api' (repeatable). jdwpmux
+    /// runs in the container (its own, --far-path, or this one copied in with --far-copy);
+    /// NAME is the host its rows carry.
+    #[arg(help_heading = OTHER_MACHINES)]
+    #[arg(long = "exec", value_name = "NAME=COMMAND")]
+    pub exec: Vec<crate::nearlink::exec::ExecSpec>,
     /// Address the debugger ports listen on.
     #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", env = "JDWPMUX_LISTEN")]

@@ -82,6 +82,7 @@ pub struct ConfigFile {
     pub far_hold: Option<u32>,
     pub far_copy: Option<bool>,
     pub far_take_over: Option<bool>,
+    pub exec: Option<Vec<Parsed<crate::nearlink::exec::ExecSpec>>>,
     pub scan_interval: Option<f64>,
     pub adb: Option<Parsed<SocketAddr>>,
     pub no_adb: Option<bool>,
@@ -165,6 +166,7 @@ impl ConfigFile {
             let c = one("far_hold", self.far_hold.map(|n| n.to_string()), c);
             let c = one("far_copy", self.far_copy.map(|b| b.to_string()), c);
             let c = one("far_take_over", self.far_take_over.map(|b| b.to_string()), c);
+            let c = many("exec", self.exec.as_ref().map(|v| v.iter().map(|e| e.0.to_string()).collect()), c);
             let c = one("scan_interval", self.scan_interval.map(|f| f.to_string()), c);
             let c = one("adb", self.adb.as_ref().map(|a| a.0.to_string()), c);
             let c = one("no_adb", self.no_adb.map(|b| b.to_string()), c);

@@ -109,6 +109,11 @@ fn far(a: jdwpmux::cli::FarArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result
     if a.detach {
         return Ok(jdwpmux::far::detach(&opts)?);
     }
+    if a.attach {
+        // The exec ends when this returns: the bridge's threads go with the process.
+        jdwpmux::far::attach(&opts)?;
+        std::process::exit(0);
+    }
     Ok(rt.block_on(jdwpmux::far::serve(opts))?)
 }
 
@@ -344,6 +349,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         proc_match: args.proc_match,
         other_users: args.other_users,
         ssh: args.ssh,
+        exec: args.exec,
         ssh_options,
         ssh_interval,
         far: jdwpmux::nearlink::host::FarChoice {

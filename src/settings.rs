@@ -156,6 +156,8 @@ pub struct Settings {
     pub ssh_interval: Duration,
     /// When and which jdwpmux is used on --ssh hosts (`--far`, `--far-path`).
     pub far: crate::nearlink::host::FarChoice,
+    /// Containers and pods reached through their runtime's exec (`--exec NAME=COMMAND`).
+    pub exec: Vec<crate::nearlink::exec::ExecSpec>,
     pub scan_interval: Duration,
     /// Capture every packet to a file.
     pub capture: Option<CaptureSettings>,
@@ -196,6 +198,7 @@ impl Default for Settings {
             ssh_options: crate::remote::SshOptions::default(),
             ssh_interval: DEFAULT_SSH_INTERVAL,
             far: crate::nearlink::host::FarChoice::default(),
+            exec: Vec::new(),
             scan_interval: DEFAULT_SCAN_INTERVAL,
             web: None,
         }
@@ -238,6 +241,8 @@ pub enum SettingsError {
     UnknownUser(String),
     #[error("--ssh {0} is given twice")]
     SshTwice(String),
+    #[error("--exec {0}: the name is given twice (or names an --ssh host too)")]
+    ExecTwice(String),
     /// ssh would fail on every try with it (`Can't open user config file`), forever.
     #[error("--ssh-config {path}: {why}")]
     SshConfig { path: String, why: String },
@@ -285,6 +290,11 @@ impl Settings {
         }
         if let Some(d) = self.ssh.iter().enumerate().find(|(i, d)| self.ssh[..*i].contains(d)).map(|(_, d)| d) {
             return Err(SettingsError::SshTwice(d.to_string()));
+        }
+        // An --exec name is a host's name: one of each, and none an --ssh host's.
+        let ssh_labels = crate::remote::destination::labels(&self.ssh);
+        if let Some(e) = self.exec.iter().enumerate().find(|(i, e)| self.exec[..*i].iter().any(|o| o.name == e.name) || ssh_labels.contains(&e.name)).map(|(_, e)| e) {
+            return Err(SettingsError::ExecTwice(e.name.clone()));
         }
         Ok(())
     }

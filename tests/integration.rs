@@ -128,3 +128,5 @@ mod containers_support;
 mod netns_connect;
 #[path = "integration/containers.rs"]
 mod containers;
+#[path = "integration/exec.rs"]
+mod exec;

@@ -99,6 +99,11 @@ impl StepProgram {
         }
         Ok(StepProgram { dir })
     }
+
+    /// The folder of its class.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
 }
 
 /// Sizes of one IDE session.

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,containers] [--soak-minutes N]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,containers,exec] [--soak-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -27,6 +27,9 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             always, with and without added link delay; the far side's idle cost (as remote)
             containers: JVMs in network namespaces of their own (50; 3 in smoke mode) beside
             one here: connect cost, round trips, time to be listed, idle cost (needs root)
+            exec: an IDE stepping through a Podman container: serve --exec 'podman exec -i
+            C', a plain pipe through the exec, root entering it; the far side's idle cost
+            there (needs root, podman, runc, socat, busybox)
 env: JDWPMUX_BIN (proxy binary), JDWPMUX_ARGS (extra serve arguments)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +53,9 @@ pub enum Section {
     Far,
     /// JVMs reached inside network namespaces of their own (a container's way in).
     Containers,
+    /// An IDE stepping through a Podman container's exec (`serve --exec`), a plain pipe
+    /// through the exec and root entering it; the far side's idle cost there.
+    Exec,
 }
 
 impl Section {
@@ -68,11 +74,12 @@ impl Section {
             Section::Remote => "remote",
             Section::Far => "far",
             Section::Containers => "containers",
+            Section::Exec => "exec",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::Containers]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::Containers, Section::Exec]
             .into_iter()
             .find(|x| x.name() == s)
     }

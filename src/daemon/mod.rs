@@ -299,13 +299,13 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     if !settings.scans.is_empty() {
         scanned::start(&spawner);
     }
-    let ssh_dir = if settings.ssh.is_empty() { None } else { Some(start_ssh(&spawner)?) };
+    let ssh_dir = if settings.ssh.is_empty() && settings.exec.is_empty() { None } else { Some(start_ssh(&spawner)?) };
     if let Some(addr) = settings.adb {
         let wanted = if settings.adb_by_default { Wanted::ByDefault } else { Wanted::Named };
         tracker.spawn(adb_vms::run(spawner.clone(), addr, wanted, cancel.clone()));
     }
-    if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() && !settings.proc_scan && settings.ssh.is_empty() {
-        info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST, --adb, --proc or --ssh HOST");
+    if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() && !settings.proc_scan && settings.ssh.is_empty() && settings.exec.is_empty() {
+        info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST, --adb, --proc, --ssh HOST or --exec NAME=COMMAND");
     }
     registry.announce_current();
     Ok(Daemon { registry, current_addr, web, capture, cancel, tracker, ssh_dir })
@@ -337,5 +337,17 @@ fn start_ssh(spawner: &Spawner) -> Result<std::path::PathBuf, RunError> {
         })
         .collect();
     remote_vms::start(spawner, hosts, s.far.clone());
+    // `--exec` hosts: their files beside the ssh hosts', their rows and VMs followed alike.
+    let execs = s
+        .exec
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let dest = e.name.parse().ok()?;
+            let cfg = crate::remote::HostConfig { dest, label: e.name.clone(), dir: dir.clone(), prefix: format!("x{i}"), ssh: s.ssh_options.clone(), interval: s.ssh_interval, other_users: s.other_users };
+            Some((cfg, e.clone()))
+        })
+        .collect();
+    remote_vms::start_exec(spawner, execs, s.far.clone());
     Ok(dir)
 }

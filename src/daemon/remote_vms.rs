@@ -32,7 +32,18 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
         } else {
             spawner.tracker.spawn(crate::nearlink::host::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         }
-        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), live: HashMap::new(), adb: None };
+        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", live: HashMap::new(), adb: None, busy_noted: false };
+        spawner.tracker.spawn(follower.run(rx));
+    }
+}
+
+/// Starts a task per `--exec` host (through jdwpmux in its container), and one following each.
+pub(super) fn start_exec(spawner: &Spawner, hosts: Vec<(HostConfig, crate::nearlink::exec::ExecSpec)>, far: FarChoice) {
+    for (cfg, spec) in hosts {
+        let (tx, rx) = watch::channel(HostReport::default());
+        spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &format!("exec: {}", crate::safe_text::shown(&spec.text))));
+        spawner.tracker.spawn(crate::nearlink::exec::host::run(cfg.clone(), spec, far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
+        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", live: HashMap::new(), adb: None, busy_noted: false };
         spawner.tracker.spawn(follower.run(rx));
     }
 }
@@ -45,11 +56,18 @@ enum Live {
 struct HostFollower {
     spawner: Spawner,
     label: String,
+    /// How the link is named in notes: "the ssh link to", "the exec to".
+    link: &'static str,
     /// By key: what this host's discovery lists.
     live: HashMap<String, Live>,
     /// The task following the host's adb server, while one listens.
     adb: Option<(PathBuf, CancellationToken)>,
+    /// A VM of a live session was last noted busy (see `run`).
+    busy_noted: bool,
 }
+
+/// How often a busy note on a VM with a live session is looked at again.
+const BUSY_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl HostFollower {
     async fn run(mut self, mut rx: watch::Receiver<HostReport>) {
@@ -59,6 +77,10 @@ impl HostFollower {
             self.apply(report);
             tokio::select! {
                 r = rx.changed() => if r.is_err() { break },
+                // A VM noted busy whose own session has since connected: the host's list
+                // does not change for that (its scan sees the agent held, now by us), so the
+                // note is looked at again until it is gone.
+                _ = tokio::time::sleep(BUSY_RECHECK), if self.busy_noted => rx.mark_changed(),
                 _ = cancel.cancelled() => break,
             }
         }
@@ -68,10 +90,12 @@ impl HostFollower {
     }
 
     fn apply(&mut self, report: HostReport) {
+        // Set again by `follow_vms` while the link is up.
+        self.busy_noted = false;
         match &report.link {
             LinkState::Up => self.follow_vms(&report.vms),
             LinkState::Down { reason, .. } => {
-                let note = format!("the ssh link to {} is down: {reason}", self.label);
+                let note = format!("{} {} is down: {reason}", self.link, self.label);
                 for live in self.live.values() {
                     let id = match live {
                         Live::Session(f) => f.id,
@@ -158,6 +182,7 @@ impl HostFollower {
                     self.live.insert(vm.key.clone(), Live::Unreachable(id));
                 }
             }
+            self.busy_noted |= busy.is_some() && matches!(self.live.get(&vm.key), Some(Live::Session(_)));
         }
         self.spawner.registry.announce_current();
     }

@@ -9,6 +9,8 @@
 //!
 //! - [`dir`]: the private folder, its lock and pid file.
 //! - [`handshake`]: what a near side's Hello gets (new session, resumed, refused). Pure.
+//! - `attach`: `far --attach`, this process's stdin and stdout bridged to the far side's
+//!   socket (started first when none runs): the far side as an exec's byte pipe reaches it.
 //! - `vms`: the VM list and the numbers channels are opened by. Pure.
 //! - `channel`: one task per VM connection.
 //! - `gathering`: a channel's relay when the near side asked for stops' answers (protocol 3).
@@ -69,6 +71,8 @@ mod gathering;
 pub mod logcap;
 pub mod dir;
 pub mod handshake;
+mod attach;
+pub use attach::attach;
 pub(crate) mod session;
 pub(crate) mod vms;
 
@@ -124,6 +128,10 @@ pub enum FarError {
     Detach(std::io::Error),
     #[error("the far side started in the background said nothing (its log: {0})")]
     Silent(PathBuf),
+    #[error("the far side's line is not understood: {0}")]
+    Line(String),
+    #[error("connecting to the far side at {path}: {source}")]
+    Attach { path: PathBuf, source: std::io::Error },
 }
 
 /// The line a far side prints when it is ready, and a second start prints about the first:
@@ -210,6 +218,13 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
 /// log in the folder), waits for its ready line and prints it: what `ssh HOST jdwpmux far
 /// --detach` runs, so the far side outlives the ssh session that started it.
 pub fn detach(opts: &Options) -> Result<(), FarError> {
+    let line = start_detached(opts)?;
+    say(&line);
+    Ok(())
+}
+
+/// Starts the far side in the background, or finds it running: its ready line.
+fn start_detached(opts: &Options) -> Result<String, FarError> {
     let (dir, _) = folder(opts)?;
     let log_path = dir.join(dir::LOG_FILE);
     let log = std::fs::OpenOptions::new()
@@ -238,13 +253,7 @@ pub fn detach(opts: &Options) -> Result<(), FarError> {
     }
     let mut child = cmd.spawn().map_err(FarError::Detach)?;
     let line = child.stdout.take().and_then(|out| BufReader::new(out).lines().next()).and_then(Result::ok);
-    match line {
-        Some(line) => {
-            say(&line);
-            Ok(())
-        }
-        None => Err(FarError::Silent(log_path)),
-    }
+    line.ok_or(FarError::Silent(log_path))
 }
 
 /// The private folder: the one named, checked; else the default (`dir::choose_default`),

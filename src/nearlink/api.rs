@@ -2,33 +2,44 @@
 //! link's settings, where it stands, and why an open failed. The task behind it is `link`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::UnixStream;
+use bytes::BytesMut;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::timing::Liveness;
 use crate::farlink::frame::VmInfo;
 
 /// How the far side's stream is reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Dial {
     /// A Unix socket: the far side's own, or an ssh master's forward of it.
     Unix(PathBuf),
+    /// A command's stdin and stdout (`kubectl exec -i ... -- jdwpmux far --attach`), run
+    /// again for each connection.
+    Exec(Arc<super::exec::pipe::ExecDial>),
 }
 
 impl std::fmt::Display for Dial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Dial::Unix(p) => write!(f, "{}", p.display()),
+            Dial::Exec(e) => write!(f, "exec {}", e.name),
         }
     }
 }
 
 impl Dial {
-    pub(super) async fn connect(&self) -> std::io::Result<UnixStream> {
+    /// A connection's read and write halves, and what was read already past a ready line.
+    pub(super) async fn connect(&self) -> Result<super::exec::pipe::Connected, String> {
         match self {
-            Dial::Unix(p) => UnixStream::connect(p).await,
+            Dial::Unix(p) => {
+                let s = tokio::net::UnixStream::connect(p).await.map_err(|e| format!("connecting to {}: {e}", p.display()))?;
+                let (read, write) = s.into_split();
+                Ok(super::exec::pipe::Connected { read: Box::new(read), write: Box::new(write), rest: BytesMut::new() })
+            }
+            Dial::Exec(e) => e.connect().await,
         }
     }
 }

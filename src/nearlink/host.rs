@@ -171,7 +171,7 @@ async fn reach_far(cfg: &HostConfig, far: &FarChoice) -> Result<Ready, FarUnusab
 
 /// Copies each report's link state, and the JVM count of a list from the far side, into
 /// the host's row.
-async fn mirror_rows(label: String, mut rx: watch::Receiver<HostReport>, rows: Arc<HostTable>) {
+pub(super) async fn mirror_rows(label: String, mut rx: watch::Receiver<HostReport>, rows: Arc<HostTable>) {
     while rx.changed().await.is_ok() {
         let (link, jvms) = {
             let r = rx.borrow_and_update();
@@ -200,7 +200,7 @@ fn now_ms() -> u64 {
 /// debuggers); taken out when the link is up again. The link keeps the hold's clock, not
 /// this task: it runs while the master is being made again, and the link knows when the far
 /// side was last heard.
-async fn follow_release(mut state: watch::Receiver<NearState>, report: watch::Sender<HostReport>, label: String) {
+pub(super) async fn follow_release(mut state: watch::Receiver<NearState>, report: watch::Sender<HostReport>, label: String) {
     while state.changed().await.is_ok() {
         let now = state.borrow_and_update().clone();
         match now {
@@ -343,7 +343,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                     // host would show `up` with "no JVM with a JDWP agent" while what was
                     // started there does not answer at all.
                     if answered {
-                        publish(cfg, &mut names, &mut sockets, login, &listed, report);
+                        publish(cfg, &mut names, &mut sockets, login, &listed, None, report);
                         // The far side sends its list after each of its scans: the host's
                         // last scan is its own, not when its list last changed.
                         let jvms = report.borrow().vms.len();
@@ -382,7 +382,7 @@ async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch::Sender<Ho
                                 info!(host = %cfg.label, "jdwpmux on {} answers again", cfg.label);
                             }
                             let listed = vms.borrow().clone();
-                            publish(cfg, &mut names, &mut sockets, login, &listed, report);
+                            publish(cfg, &mut names, &mut sockets, login, &listed, None, report);
                             hold = Duration::from_secs(u64::from(hold_secs));
                             check_at = None;
                             checks.reset();
@@ -664,11 +664,25 @@ pub fn hold_line(label: &str, asked: u32, granted: u32) -> Option<String> {
 
 /// The far side's list as the host's report: each VM keyed and socketed as a scan would,
 /// its socket listening for channels.
-fn publish(cfg: &HostConfig, names: &mut Names, sockets: &mut Sockets, login: Option<u32>, listed: &[crate::farlink::frame::VmInfo], report: &watch::Sender<HostReport>) {
+/// `place`: where the far side runs, for JVMs it sees as its own host's (an `--exec` container's).
+pub(super) fn publish(cfg: &HostConfig, names: &mut Names, sockets: &mut Sockets, login: Option<u32>, listed: &[crate::farlink::frame::VmInfo], place: Option<&crate::discovery::jvms::Place>, report: &watch::Sender<HostReport>) {
     // The far side runs as the login and lists what that user may take; --other-users here
     // cannot widen it (the far side decides on its host), only a known login narrows it.
     let mine = |f: &crate::discovery::jvms::FoundJvm| cfg.other_users || login.is_none() || f.runs_as(login);
-    let (found, keys): (Vec<_>, Vec<u32>) = listed.iter().map(|v| (found_jvm(v, login), v.key)).filter(|(f, _)| mine(f)).unzip();
+    // The exec's command names the container better than jdwpmux inside it can (it sees
+    // itself as a container named by its id, or as a host): a name read from the command
+    // wins; the bare `--exec` name only stands in for no place at all.
+    let placed = |mut f: crate::discovery::jvms::FoundJvm| {
+        use crate::discovery::jvms::Place;
+        match (place, &f.place) {
+            (Some(p @ Place::Reported(_)), Place::Host) => f.place = p.clone(),
+            (Some(Place::Reported(_)), _) | (None, _) => {}
+            (Some(p), Place::Host | Place::Container { .. } | Place::Pod { .. } | Place::Reported(_)) => f.place = p.clone(),
+            (Some(_), Place::Netns { .. }) => {}
+        }
+        f
+    };
+    let (found, keys): (Vec<_>, Vec<u32>) = listed.iter().map(|v| (placed(found_jvm(v, login)), v.key)).filter(|(f, _)| mine(f)).unzip();
     let named = names.name(&cfg.label, &cfg.dir, &cfg.prefix, login, &found);
     let mut vms = Vec::new();
     let mut keep: Vec<PathBuf> = Vec::new();

@@ -20,8 +20,7 @@
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, Encoder};
@@ -190,12 +189,12 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
 }
 
 struct ReadSide {
-    half: OwnedReadHalf,
+    half: Box<dyn AsyncRead + Send + Unpin>,
     buf: BytesMut,
 }
 
 struct WriteSide {
-    half: OwnedWriteHalf,
+    half: Box<dyn AsyncWrite + Send + Unpin>,
     out: BytesMut,
 }
 
@@ -422,8 +421,8 @@ impl Task {
     }
 
     async fn hello(&mut self) -> Result<(), Attempt> {
-        let stream = self.dial.connect().await.map_err(|e| Attempt::Retry(format!("connecting to {}: {e}", self.dial)))?;
-        let (mut read, mut write) = stream.into_split();
+        let connected = self.dial.connect().await.map_err(Attempt::Retry)?;
+        let (mut read, mut write) = (connected.read, connected.write);
         let hello = Hello {
             role: Role::Near,
             proto_min: PROTOCOL_MIN,
@@ -440,7 +439,7 @@ impl Task {
         let mut out = BytesMut::new();
         FarCodec.encode(&hello, &mut out).map_err(|e| Attempt::Refused(format!("the hello cannot be encoded: {e}")))?;
         write.write_all(&out).await.map_err(|e| Attempt::Retry(format!("writing the hello: {e}")))?;
-        let mut buf = BytesMut::new();
+        let mut buf = connected.rest;
         let first = loop {
             match FarCodec.decode(&mut buf) {
                 Ok(Some(f)) => break f,

@@ -24,6 +24,7 @@
 pub mod api;
 pub mod channels;
 pub mod copy;
+pub mod exec;
 pub mod found;
 pub mod inbound;
 pub mod host;

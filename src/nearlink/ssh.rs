@@ -167,18 +167,18 @@ pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, far_pat
 const KILLED_GRACE: Duration = Duration::from_secs(1);
 
 /// What a command printed, each stream kept to a bound.
-struct Bounded {
+pub(crate) struct Bounded {
     /// Its exit code (None: ended by a signal, or by us when it printed too much).
-    status: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
+    pub status: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
     /// It printed more than the bound on either stream, and was killed.
-    cut: bool,
+    pub cut: bool,
 }
 
 /// Runs `cmd`, reading its stdout and stderr up to `max` bytes each; a command that prints
 /// more is killed, so what it prints never costs more than `2 * max` here.
-async fn bounded_output(mut cmd: Command, max: usize) -> std::io::Result<Bounded> {
+pub(crate) async fn bounded_output(mut cmd: Command, max: usize) -> std::io::Result<Bounded> {
     use tokio::io::AsyncReadExt;
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
     let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {

@@ -175,7 +175,7 @@ async fn through_master(ssh: &SshOptions, control: &Path, dest: &Destination, sc
 }
 
 /// What this binary is and needs; the glibc it needs is read from the binary once.
-fn this_build() -> Result<Build, CopyError> {
+pub(crate) fn this_build() -> Result<Build, CopyError> {
     static NEED: OnceLock<Result<Option<Glibc>, String>> = OnceLock::new();
     let need = NEED.get_or_init(|| {
         if !cfg!(target_env = "gnu") {

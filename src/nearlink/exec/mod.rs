@@ -1,0 +1,26 @@
+//! `serve --exec NAME=COMMAND`: a container or pod reached through its runtime's exec
+//! (`kubectl exec -i`, `podman exec -i`, `docker exec -i`), where no login on its host is
+//! given. The exec's stdin and stdout are the far link's stream, as ssh's forwarded socket is
+//! for `--ssh` hosts: jdwpmux runs inside the container (`jdwpmux far --attach`, bridging the
+//! pipe to the far side it starts or finds there), nothing listens in the container, and
+//! everything above the stream (protocol, gathered and early answers, hold and resume) is the
+//! near link's as for any far side.
+//!
+//! - [`spec`]: `NAME=COMMAND` read, split into words, and the place it names. Pure.
+//! - [`tail`]: the exec's last stderr lines, bounded. Pure.
+//! - [`place`]: the probe of a container a binary may be copied into, and its judgement. Pure.
+//! - [`start`]: the jdwpmux the exec runs: the container's, or this one copied in.
+//! - [`pipe`]: one run of the exec as one connection of the link (`Dial::Exec`).
+//! - [`host`]: the task serving one `--exec` host, reported as an `--ssh` host is.
+//!
+//! The one rule: the exec command is only ever the stream. A dropped exec is a cut: the far
+//! side in the container holds the session for the hold, the next run attaches to it.
+
+pub mod host;
+pub mod pipe;
+pub mod place;
+pub mod spec;
+pub mod start;
+pub mod tail;
+
+pub use spec::ExecSpec;
