@@ -23,9 +23,10 @@ pub fn found_jvm(vm: &VmInfo, login: Option<u32>) -> FoundJvm {
         Reach::At(SocketAddr::from((Ipv4Addr::LOCALHOST, vm.port)))
     } else if vm.other_net {
         // A container there that jdwpmux on the host may not enter: it runs as the ssh login.
+        // What the far side says to do is for someone on that host; from here, this is.
+        let what = vm.unreachable.split_once("; ").map_or(vm.unreachable.as_str(), |(what, _)| what);
         Reach::Unreachable(format!(
-            "{}; jdwpmux on that host runs as the ssh login: to enter its containers there, log in to it as root (--ssh root@HOST, or User root in its ssh config)",
-            vm.unreachable
+            "{what}; jdwpmux on that host runs as the ssh login: to enter its containers there, log in to it as root (--ssh root@HOST, or User root in its ssh config)"
         ))
     } else {
         Reach::Unreachable(vm.unreachable.clone())
@@ -79,9 +80,12 @@ mod tests {
 
     #[test]
     fn a_container_the_far_side_may_not_enter_says_how_it_could() {
-        let why = "it runs in a container of root's and its agent listens on that container's own 127.0.0.1:8000 only; only root can enter its network namespace";
-        let f = found_jvm(&VmInfo { other_net: true, unreachable: why.into(), ..info() }, Some(1000));
-        assert!(matches!(&f.reach, Reach::Unreachable(w) if w.starts_with(why) && w.contains("log in to it as root")), "{:?}", f.reach);
+        let what = "it runs in a container of root's and its agent listens on that container's own 127.0.0.1:8000 only";
+        let why = format!("{what}; only root can enter its network namespace: run jdwpmux as root, or reach it through `serve --exec b='podman exec -i b' --far-copy`");
+        let f = found_jvm(&VmInfo { other_net: true, unreachable: why, ..info() }, Some(1000));
+        // What to do on that host is not what to do from here: the login is.
+        let ok = |w: &str| w.starts_with(what) && w.contains("log in to it as root") && !w.contains("--exec");
+        assert!(matches!(&f.reach, Reach::Unreachable(w) if ok(w)), "{:?}", f.reach);
         // Not a container: said as the far side said it.
         let f = found_jvm(&VmInfo { unreachable: "its agent picked a port".into(), ..info() }, Some(1000));
         assert_eq!(f.reach, Reach::Unreachable("its agent picked a port".into()));

@@ -118,7 +118,7 @@ async fn remote_far_as_a_user_who_cannot_enter_a_hosts_container_says_what_to_do
     let rows = served.list_until("the root container listed with a note", |r| row(r, "podlogin", "Vault").is_some_and(|v| v["note"].is_string())).await;
     let shown = row(&rows, "podlogin", "Vault").unwrap();
     let note = shown["note"].as_str().unwrap_or_default();
-    assert!(note.contains("only root can enter its network namespace") && note.contains("log in to it as root"), "{rows:?}");
+    assert!(note.contains("a container of root's") && note.contains("log in to it as root"), "{rows:?}");
     assert_eq!(shown["process"]["place"], format!("container {} (podman)", vault.name()), "{rows:?}");
     assert!(!shown["debugger_port"].is_u64() || shown["state"] != "ready", "a JVM it cannot enter is never served: {rows:?}");
     let log = served.log_text();

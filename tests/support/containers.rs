@@ -738,7 +738,7 @@ impl Container {
     /// Finds the JVM's host pid and waits (polling /proc/PID/net/tcp) for its listen.
     async fn wait_listening(&mut self) -> Result<()> {
         let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-        let pid = self.host_pid().await?;
+        let mut pid = self.host_pid().await?;
         loop {
             if let Some(jvm) = java_in_tree(pid) {
                 if listens(jvm, self.spec.port) {
@@ -746,9 +746,14 @@ impl Container {
                     return Ok(());
                 }
             }
-            if !Path::new(&format!("/proc/{pid}")).exists() || tokio::time::Instant::now() >= deadline {
+            if tokio::time::Instant::now() >= deadline {
                 let logs = self.logs().await;
                 bail!("container {}: no agent listening on 127.0.0.1:{} (pid {pid}); its output:\n{logs}", self.spec.name, self.spec.port);
+            }
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                // Gone: a restart's first answer may still name the process before; asked
+                // again (a container that stopped for good says so).
+                pid = self.host_pid().await?;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

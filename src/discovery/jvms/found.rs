@@ -293,10 +293,13 @@ fn inside(view: &HostView, pid: u32, p: &ProcView, addr: SocketAddr) -> Reach {
         (Some(0), _, Some(net)) => Reach::Inside { pid, net, addr },
         (Some(me), Some(them), Some(net)) if me == them => Reach::Inside { pid, net, addr },
         // Readable or not (another user's namespace links are not), who may enter says.
-        (me, Some(0), _) if me != Some(0) => Reach::Unreachable(format!(
-            "it runs in a container of root's and its agent listens on that container's own {addr} only; \
-             only root can enter its network namespace: run jdwpmux as root, or reach it through the container runtime's exec"
-        )),
+        (me, Some(0), _) if me != Some(0) => {
+            let exec = view.place_of(p).exec_hint().map_or_else(|| "its container runtime's exec (serve --exec)".to_string(), |e| format!("`{e}`"));
+            Reach::Unreachable(format!(
+                "it runs in a container of root's and its agent listens on that container's own {addr} only; \
+                 only root can enter its network namespace: run jdwpmux as root, or reach it through {exec}"
+            ))
+        }
         (_, Some(them), _) if view.uid != Some(them) => {
             let owner = owner.unwrap_or_else(|| "its owner".into());
             Reach::Unreachable(format!(

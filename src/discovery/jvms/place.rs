@@ -77,6 +77,24 @@ pub enum Place {
     Reported(String),
 }
 
+impl Place {
+    /// The `serve --exec` that reaches it through its runtime's exec (no login needed on
+    /// the machine it runs on), when its runtime and name are known.
+    pub fn exec_hint(&self) -> Option<String> {
+        let safe = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        match self {
+            Place::Container { runtime: rt @ (Runtime::Podman | Runtime::Docker), name, .. } if safe(name) => {
+                Some(format!("serve --exec {name}='{rt} exec -i {name}' --far-copy"))
+            }
+            Place::Pod { namespace, name, container, .. } if safe(namespace) && safe(name) => {
+                let c = container.as_deref().filter(|c| safe(c)).map(|c| format!(" -c {c}")).unwrap_or_default();
+                Some(format!("serve --exec {name}='kubectl exec -i -n {namespace} {name}{c} --' --far-copy"))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -617,6 +635,18 @@ mod tests {
         assert_eq!(Place::Netns { name: None }.workload(), None);
         let sts = Place::Pod { namespace: "db".into(), name: "pg-1".into(), uid: UID.into(), container: None };
         assert_eq!(sts.workload().as_deref(), Some("db/pg-1"));
+    }
+
+    #[test]
+    fn exec_hints_name_the_runtimes_own_command() {
+        assert_eq!(container(Runtime::Podman, "billing-api", Some(ID)).exec_hint().as_deref(), Some("serve --exec billing-api='podman exec -i billing-api' --far-copy"));
+        assert_eq!(container(Runtime::Docker, "orders", None).exec_hint().as_deref(), Some("serve --exec orders='docker exec -i orders' --far-copy"));
+        let pod = Place::Pod { namespace: "shop".into(), name: "orders-5f7c".into(), uid: UID.into(), container: Some("app".into()) };
+        assert_eq!(pod.exec_hint().as_deref(), Some("serve --exec orders-5f7c='kubectl exec -i -n shop orders-5f7c -c app --' --far-copy"));
+        // No name, another runtime, or a name a shell would read otherwise: no hint.
+        for p in [container(Runtime::Podman, "", None), container(Runtime::Containerd, "x", None), container(Runtime::Podman, "a'b; rm", None), Place::Netns { name: None }] {
+            assert_eq!(p.exec_hint(), None, "{p:?}");
+        }
     }
 
     /// Names come from anyone who starts a process: cut short, never terminal controls.
