@@ -26,6 +26,11 @@
 //!    superclasses (each class is asked once, for both);
 //! 7. for every value the GetValues above read: StringReference.Value of a string, and of an
 //!    array ArrayReference.Length, then ArrayReference.GetValues(0, min(length, 100)).
+//! 8. the threads view, at a stop that suspended every thread (under EVENT_THREAD the others
+//!    run on, and nothing read of them would hold): VirtualMachine.AllThreads, then of each
+//!    of the first `Limits::threads` threads it lists ThreadReference.Name, Status,
+//!    FrameCount and SuspendCount (what Eclipse's Debug view, IntelliJ's thread list and VS
+//!    Code's Call Stack show for every thread at a stop).
 //!
 //! The near side answers a debugger's own GetValues by composing them from these values
 //! (it asks for other fields, orders and ranges), so only their ids need be what JDI sends.
@@ -52,11 +57,18 @@ pub struct Limits {
     pub bytes: usize,
     /// Frames, from the top, whose `this` and locals are gathered.
     pub top_frames: usize,
+    /// Threads of the threads view read (4 commands each); 0 reads no threads view.
+    pub threads: usize,
 }
+
+/// Threads the threads view reads at a stop, by default: an application server's pools
+/// are tens of threads; past this an IDE's further rows go to the VM.
+pub const THREADS_VIEW: usize = 64;
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { commands: 48, bytes: 256 * 1024, top_frames: 1 }
+        // The frames and values take up to 48 commands; the threads view 1 + 4 per thread.
+        Limits { commands: 48 + 1 + 4 * THREADS_VIEW, bytes: 256 * 1024, top_frames: 1, threads: THREADS_VIEW }
     }
 }
 
@@ -94,6 +106,8 @@ enum Step {
     Values,
     /// The length of an array.
     ArrayLength(u64),
+    /// VirtualMachine.AllThreads: the threads view's rows follow.
+    AllThreads,
 }
 
 /// A class whose fields and superclass were asked for, and what came.
@@ -176,6 +190,9 @@ impl Plan {
         plan.issue(&mut first, Key::new(11, 7, t.clone()), Step::Plain, known);
         plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, -1)), Step::AllFrames, known);
         plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, 1)), Step::Plain, known);
+        if plan.suspend_policy == suspend::ALL && limits.threads > 0 {
+            plan.issue(&mut first, Key::new(1, 4, Vec::new()), Step::AllThreads, known);
+        }
         Some((plan, first))
     }
 
@@ -276,6 +293,15 @@ impl Plan {
                         (b's', Some(s)) if s != 0 => self.issue(&mut next, Key::new(10, 1, self.id(s, self.sizes.object)), Step::Plain, known),
                         (b'[', Some(a)) if a != 0 => self.issue(&mut next, Key::new(13, 1, self.id(a, self.sizes.object)), Step::ArrayLength(a), known),
                         _ => {}
+                    }
+                }
+            }
+            Step::AllThreads => {
+                let Some(threads) = super::compose::all_threads(data, &self.sizes) else { return next };
+                for t in threads.into_iter().take(self.limits.threads) {
+                    let d = self.id(t, self.sizes.object);
+                    for cmd in [1, 4, 7, 12] {
+                        self.issue(&mut next, Key::new(11, cmd, d.clone()), Step::Plain, known);
                     }
                 }
             }
