@@ -3,8 +3,8 @@
 //! way, `support/delay_link.rs`), against real peers: a test host (a network namespace with
 //! Debian's sshd), a real JVM on its loopback, JDI programs compiled here.
 //!
-//! - The IDE-shaped stepping session (`jdi/Stepper.java`, SUSPEND_ALL and SUSPEND_EVENT_THREAD)
-//!   and jdb (`remote_far_peers::jdb_transcript`) print through the far side exactly what
+//! - The IDE-shaped stepping session (`jdi/Stepper.java`, SUSPEND_ALL and SUSPEND_EVENT_THREAD,
+//!   with the threads view at every stop) and jdb (`remote_far_peers::jdb_transcript`) print through the far side exactly what
 //!   they print run on the host against the VM.
 //! - An IDE that changes the VM at a stop (`jdi/Meddler.java`: a local, a field, an array
 //!   element and a static set; a method invoked; a frame popped; the class redefined and back)
@@ -217,6 +217,8 @@ async fn remote_far_gather_stops_answered_near_are_the_vms_truth() {
     }
     assert!(direct[0].contains("hit Ledger.work:") && direct[0].contains("policy=2") && direct[1].contains("policy=1"), "{}", direct[0]);
     assert!(direct[0].contains("thread ledger-worker") && direct[0].contains("local int sum = 100"), "{}", direct[0]);
+    let view = "  thread view ledger-worker suspendCount=1 suspended=true";
+    assert!(direct[0].contains(view) && direct[0].contains("  thread view Reference Handler suspendCount=1"), "{}", direct[0]);
     let direct_jdb = jdb_transcript(&on_host, 8000).await;
     assert!(direct_jdb.starts_with("Breakpoint hit: Ledger.work(), line=") && direct_jdb.contains("owner: \"ann\""), "{direct_jdb}");
     let alone = ["set", "invoke", "pop", "redefine"];
