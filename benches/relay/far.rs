@@ -54,7 +54,7 @@ impl FarParams {
             // The 10 ms relay checks the link's counting; 3 steps there take about a second.
             return FarParams {
                 reps: 1,
-                step: StepParams { steps: 3, budget: Duration::from_secs(3) },
+                step: StepParams { steps: 3, budget: Duration::from_secs(3), ide_view: false },
                 links: vec![None, Some(Duration::from_millis(10))],
                 tap_measured: true,
                 idle: crate::far_idle::IdleParams { window: Duration::from_secs(2), settle: Duration::from_millis(500), jvms: vec![1] },
@@ -62,7 +62,7 @@ impl FarParams {
         }
         FarParams {
             reps: 3,
-            step: StepParams { steps: 300, budget: Duration::from_secs(5) },
+            step: StepParams { steps: 300, budget: Duration::from_secs(5), ide_view: false },
             links: vec![None, Some(Duration::ZERO), Some(Duration::from_millis(10)), Some(Duration::from_millis(25))],
             tap_measured: false,
             idle: crate::far_idle::IdleParams { window: Duration::from_secs(30), settle: Duration::from_secs(3), jvms: vec![1, 4] },
@@ -227,7 +227,8 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
         return;
     }
     t.section(&format!(
-        "an IDE stepping (Step.java: suspend-all breakpoint, step over with class exclusions and a count filter, after each stop frames, locals, this and its fields, statics, strings, array heads, thread name) through a JVM on an ssh test host, up to {} steps or {} s a run, {} repetitions; ms per step = median (p90) of all steps; ratio = --far always / ssh -L, median of per-repetition ratios of the runs' medians (range)",
+        "an IDE stepping (Step.java: suspend-all breakpoint, step over with class exclusions and a count filter, after each stop frames, locals, this and its fields, statics, strings, array heads, thread name{}) through a JVM on an ssh test host (30 idle pool threads beside its own), up to {} steps or {} s a run, {} repetitions; ms per step = median (p90) of all steps; ratio = --far always / ssh -L, median of per-repetition ratios of the runs' medians (range)",
+        if p.step.ide_view { "; as IntelliJ also: the threads view (every thread's name, status, suspend count, frame count) and this.toString() invoked" } else { "" },
         p.step.steps,
         p.step.budget.as_secs_f64(),
         all.len()
