@@ -12,7 +12,8 @@
 //!   change must give, and does the same run directly on the host first.
 //! - Two debuggers on one VM: the second reads the first one's change, changes a static and
 //!   resumes; the first one's stop holds and it reads the second one's change.
-//! - A thread that ends between a stop and the next read (`jdi/Dying.java`) is seen ended.
+//! - A thread that ends between a stop and the next read (`jdi/Dying.java`) is seen ended and
+//!   leaves the threads view; each stop's thread, started since the last, is listed in it.
 //! - A class that unloads between a stop and the next read (`jdi/Unloads.java` against
 //!   `jdi/Loaders.java`) leaves every read the VM's truth and is seen gone.
 //! - After each, `jdwpmux stats --json` shows answers served from gathered answers and early
