@@ -304,3 +304,27 @@ proptest! {
         prop_assert!(kept <= bytes);
     }
 }
+
+#[test]
+fn a_class_lookup_asks_the_class_data_of_each_class_found() {
+    let found = |classes: &[(u8, u64)]| {
+        let mut d = (classes.len() as u32).to_be_bytes().to_vec();
+        for (tag, id) in classes {
+            d.push(*tag);
+            d.extend_from_slice(&id.to_be_bytes());
+            d.extend_from_slice(&7i32.to_be_bytes());
+        }
+        d
+    };
+    let first = |d: &[u8]| Plan::at_classes(d, S8, Limits::default(), &mut Known::default()).map(|(p, f)| (p, f.into_iter().map(|(_, k)| k).collect::<Vec<_>>()));
+    let (plan, keys) = first(&found(&[(1, 0x30), (2, 0x31)])).unwrap();
+    assert_eq!((plan.thread(), plan.suspend_policy()), (0, suspend::NONE));
+    let of = |id: u64| keys.iter().filter(|k| k.data == id.to_be_bytes()).map(|k| (k.set, k.cmd)).collect::<Vec<_>>();
+    assert_eq!(of(0x30), vec![(2, 14), (2, 13), (2, 10), (2, 15), (3, 1)], "a class: its superclass too");
+    assert_eq!(of(0x31), vec![(2, 14), (2, 13), (2, 10), (2, 15)], "an interface has no superclass to ask");
+    assert!(first(&found(&[])).is_none(), "no class");
+    assert!(first(&found(&[(1, 0x30)])[..12]).is_none(), "cut short");
+    let many: Vec<(u8, u64)> = (0..20).map(|i| (1, 0x100 + i)).collect();
+    let (_, keys) = first(&found(&many)).unwrap();
+    assert_eq!(keys.iter().filter(|k| (k.set, k.cmd) == (3, 1)).count(), LOOKUP_CLASSES, "bounded");
+}
