@@ -14,7 +14,10 @@
 //   done steps=S values=V
 // then waits for standard input to close before it exits (the harness stops a relay first,
 // so the VM sees one disconnect).
-//   java Step HOST PORT LINE STEPS [MAX_MS]     (LINE: the breakpoint's line in Walk.run)
+// With "view", each stop also reads what IntelliJ shows beside: the threads view (every
+// thread's name, status, suspend count and frame count) and this.toString(), invoked on the
+// stopped thread (its renderer's label for `this`).
+//   java Step HOST PORT LINE STEPS [MAX_MS [view]]     (LINE: the breakpoint's line in Walk.run)
 import com.sun.jdi.*;
 import com.sun.jdi.connect.*;
 import com.sun.jdi.event.*;
@@ -24,6 +27,7 @@ import java.util.*;
 public class Step {
     static final String[] EXCLUDED = { "java.*", "javax.*", "sun.*", "jdk.*", "com.sun.*" };
     static long values;
+    static boolean view;
 
     public static void main(String[] a) throws Exception {
         AttachingConnector c = null;
@@ -37,6 +41,7 @@ public class Step {
         int line = Integer.parseInt(a[2]);
         int want = Integer.parseInt(a[3]);
         long maxNs = a.length > 4 ? Long.parseLong(a[4]) * 1_000_000L : Long.MAX_VALUE;
+        view = a.length > 5 && a[5].equals("view");
         long t0 = System.nanoTime();
         VirtualMachine vm = c.attach(args);
         EventRequestManager erm = vm.eventRequestManager();
@@ -126,5 +131,16 @@ public class Step {
             }
         }
         if (thread.name().isEmpty()) throw new IllegalStateException("no thread name");
+        if (!view) return;
+        for (ThreadReference t : thread.virtualMachine().allThreads()) {
+            if (t.name().isEmpty() || t.status() < -1 || t.suspendCount() < 1 || t.frameCount() < 0) {
+                throw new IllegalStateException("odd thread " + t.name());
+            }
+        }
+        if (self != null) {
+            Method m = self.referenceType().methodsByName("toString", "()Ljava/lang/String;").get(0);
+            Value label = self.invokeMethod(thread, m, Collections.emptyList(), ObjectReference.INVOKE_SINGLE_THREADED);
+            if (!(label instanceof StringReference)) throw new IllegalStateException("toString gave " + label);
+        }
     }
 }

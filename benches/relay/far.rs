@@ -33,6 +33,10 @@ pub const STEP_VS_SSH_L: f64 = 1.3;
 pub const TURNS_PER_STEP: f64 = 1.5;
 /// Link round trips the first stop (its event to its views read) may wait for.
 pub const FIRST_STOP_TURNS: f64 = 3.0;
+/// Link round trips the attach may wait for, from the handshake to the breakpoint's event.
+pub const ATTACH_TURNS: f64 = 3.0;
+/// What an invoke adds to a step (`--far-ide-view`'s toString()): it runs on the far VM.
+pub const TURNS_PER_INVOKE: f64 = 1.0;
 
 #[derive(Debug, Clone)]
 pub struct FarParams {
@@ -54,7 +58,7 @@ impl FarParams {
             // The 10 ms relay checks the link's counting; 3 steps there take about a second.
             return FarParams {
                 reps: 1,
-                step: StepParams { steps: 3, budget: Duration::from_secs(3) },
+                step: StepParams { steps: 3, budget: Duration::from_secs(3), ide_view: false },
                 links: vec![None, Some(Duration::from_millis(10))],
                 tap_measured: true,
                 idle: crate::far_idle::IdleParams { window: Duration::from_secs(2), settle: Duration::from_millis(500), jvms: vec![1] },
@@ -62,7 +66,7 @@ impl FarParams {
         }
         FarParams {
             reps: 3,
-            step: StepParams { steps: 300, budget: Duration::from_secs(5) },
+            step: StepParams { steps: 300, budget: Duration::from_secs(5), ide_view: false },
             links: vec![None, Some(Duration::ZERO), Some(Duration::from_millis(10)), Some(Duration::from_millis(25))],
             tap_measured: false,
             idle: crate::far_idle::IdleParams { window: Duration::from_secs(30), settle: Duration::from_secs(3), jvms: vec![1, 4] },
@@ -203,13 +207,13 @@ type TurnFigure = fn(&fp::LinkTurns) -> f64;
 /// attach and for the first stop; medians of the runs. The targets are judged for the far
 /// side on the links with delay (with none, turns are counted but the chunks of a step may
 /// overlap in other ways).
-fn turn_rows(t: &mut Table, all: &[FarRep], li: usize, label: &str, d: Duration) {
+fn turn_rows(t: &mut Table, all: &[FarRep], li: usize, label: &str, d: Duration, ide_view: bool) {
     let of = |c: usize, f: &dyn Fn(&fp::LinkTurns) -> f64| median(&per_rep(all, li, c, &|r| r.turns.map(|x| f(&x))).into_iter().flatten().collect::<Vec<_>>());
     let judged = !d.is_zero();
     let rows: [(&str, TurnFigure, Option<f64>); 3] = [
-        ("link round trips per step, counted on the link", |x| x.per_step, Some(TURNS_PER_STEP)),
+        ("link round trips per step, counted on the link", |x| x.per_step, Some(TURNS_PER_STEP + if ide_view { TURNS_PER_INVOKE } else { 0.0 })),
         ("link round trips of the first stop (event to views read), counted", |x| x.first_stop as f64, Some(FIRST_STOP_TURNS)),
-        ("link round trips from attach to the breakpoint's event, counted", |x| x.attach as f64, None),
+        ("link round trips from attach to the breakpoint's event, counted", |x| x.attach as f64, Some(ATTACH_TURNS)),
     ];
     for (what, f, target) in rows {
         let cells = [0, 1, 2].map(|c| fmt_opt(of(c, &f)));
@@ -227,7 +231,8 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
         return;
     }
     t.section(&format!(
-        "an IDE stepping (Step.java: suspend-all breakpoint, step over with class exclusions and a count filter, after each stop frames, locals, this and its fields, statics, strings, array heads, thread name) through a JVM on an ssh test host, up to {} steps or {} s a run, {} repetitions; ms per step = median (p90) of all steps; ratio = --far always / ssh -L, median of per-repetition ratios of the runs' medians (range)",
+        "an IDE stepping (Step.java: suspend-all breakpoint, step over with class exclusions and a count filter, after each stop frames, locals, this and its fields, statics, strings, array heads, thread name{}) through a JVM on an ssh test host (30 idle pool threads beside its own), up to {} steps or {} s a run, {} repetitions; ms per step = median (p90) of all steps; ratio = --far always / ssh -L, median of per-repetition ratios of the runs' medians (range)",
+        if p.step.ide_view { "; as IntelliJ also: the threads view (every thread's name, status, suspend count, frame count) and this.toString() invoked" } else { "" },
         p.step.steps,
         p.step.budget.as_secs_f64(),
         all.len()
@@ -272,7 +277,7 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
             None,
         ));
         if let Some(d) = link {
-            turn_rows(t, all, li, &label, *d);
+            turn_rows(t, all, li, &label, *d, p.step.ide_view);
             let rt = |c: usize| {
                 let m = median(&pooled(all, li, c));
                 fmt_opt(m.zip(veth_medians.get(c).copied().flatten()).and_then(|(m, v)| link_round_trips(m, v, *d)))

@@ -112,6 +112,8 @@ pub struct StepParams {
     pub steps: usize,
     /// Stepping stops after this long even if fewer steps were made (the slowest links).
     pub budget: Duration,
+    /// IntelliJ's view of a stop: the threads view and a toString() of `this` too.
+    pub ide_view: bool,
 }
 
 /// One IDE session's figures.
@@ -243,6 +245,7 @@ pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, f
         .arg(prog.dir.path())
         .args(["Step", "127.0.0.1", &ide_port.to_string(), &crate::jvm::walk_breakpoint_line().to_string(), &p.steps.to_string()])
         .arg(p.budget.as_millis().to_string())
+        .args(p.ide_view.then_some("view"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

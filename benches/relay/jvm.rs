@@ -30,6 +30,7 @@ const LISTEN_LINE: &str = "Listening for transport dt_socket at address:";
 const READY_LINE: &str = "bench debuggee ready";
 
 const MAIN_JAVA: &str = r#"public class Main {
+    static final int POOL = 30;
     public static void main(String[] args) throws Exception {
         int n = Integer.parseInt(args[0]);
         for (int i = 0; i < n; i++) {
@@ -55,6 +56,17 @@ const MAIN_JAVA: &str = r#"public class Main {
         }, "stepper");
         stepper.setDaemon(true);
         stepper.start();
+        // A server's idle pool: the threads an IDE's threads view lists at every stop.
+        Object idle = new Object();
+        for (int i = 1; i <= POOL; i++) {
+            Thread t = new Thread(() -> {
+                synchronized (idle) {
+                    try { idle.wait(); } catch (InterruptedException e) { return; }
+                }
+            }, "pool-1-thread-" + i);
+            t.setDaemon(true);
+            t.start();
+        }
         System.out.println("bench debuggee ready " + n);
         System.out.flush();
         while (true) {

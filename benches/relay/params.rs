@@ -21,6 +21,9 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
   --far-links L  the far section's links: veth and/or one-way delays in ms (default
             veth,0,10,25; smoke veth), e.g. `--far-links veth` for the target's row alone
   --far-no-idle  the far section without its idle windows
+  --far-ide-view  the far section's IDE as IntelliJ shows a stop: also every thread's name,
+            status, suspend count and frame count (the threads view), and a toString() of
+            `this` invoked
             remote: JVMs on ssh test hosts (network namespaces with sshd; needs root,
             iproute2, openssh-server; skipped with a line saying why otherwise)
             far: an IDE stepping through ssh -L, serve --ssh --far never and --far
@@ -96,6 +99,8 @@ pub struct Opts {
     pub far_links: Option<Vec<Option<Duration>>>,
     /// The far section without its idle windows.
     pub far_no_idle: bool,
+    /// The far section's IDE also shows every thread and a toString() of `this` at each stop.
+    pub far_ide_view: bool,
 }
 
 impl Opts {
@@ -145,6 +150,7 @@ impl Opts {
                     }
                 }
                 "--far-no-idle" => o.far_no_idle = true,
+                "--far-ide-view" => o.far_ide_view = true,
                 "-h" | "--help" => bail!("help"),
                 _ => {}
             }
@@ -209,6 +215,7 @@ impl Params {
         if o.far_no_idle {
             p.far.idle.jvms.clear();
         }
+        p.far.step.ide_view = o.far_ide_view;
         if let Some(r) = o.reps {
             p.far.reps = r;
         }

@@ -67,7 +67,9 @@
 //!   the JDWP stream of a gathering channel (to see stop events, `gather::relay`), sends its
 //!   own commands to the VM in an id range the near side's sessions never use (their
 //!   replies never reach the near side), and puts what it gathered in that channel's stream
-//!   as one packet, between the VM's packets, before the stop's event. Being in the
+//!   as one packet, between the VM's packets, before the stop's event (or before the reply
+//!   to a class lookup, with the class data read for it and suspend policy NONE: a near side
+//!   of protocol 3 or 4 keeps such class data in its cache as any gathered answer's). Being in the
 //!   channel's bytes, a gathered answer is ordered with the VM's own: the near side knows
 //!   exactly which replies and events came before it, which is what "nothing since could
 //!   have changed it" is judged by, and a cut's replay and the local socket carry it as

@@ -228,6 +228,18 @@ pub fn this_object(reply: &[u8], sizes: &IdSizes) -> Option<Objects> {
     (r.remaining() == 0 && v.bytes.first().is_some_and(|t| OBJECT_TAGS.contains(t))).then(|| if v.object == 0 { Vec::new() } else { vec![v.object] })
 }
 
+/// The thread ids of a VirtualMachine.AllThreads reply (a count, then the ids), each an
+/// object id the VM counted.
+pub fn all_threads(reply: &[u8], sizes: &IdSizes) -> Option<Objects> {
+    let mut r = Reader::new(reply);
+    let n = r.u32("threads").ok()?;
+    // Each id takes its bytes: a count beyond the reply is malformed.
+    if (n as usize).checked_mul(sizes.object)? != r.remaining() {
+        return None;
+    }
+    (0..n).map(|_| r.id(sizes.object, "thread").ok()).collect()
+}
+
 /// Ids the VM has counted for the debuggers' near answers and not given out yet.
 #[derive(Debug, Default)]
 pub struct Budget {

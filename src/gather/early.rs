@@ -57,16 +57,42 @@ pub const EARLY: &[Row] = &[
         name: "EventRequest.Set (a step request)",
         why: "the reply is the request id, and libjdwp's ids come from one counter (eventHandler.c: \
               requestIdCounter, ++ for each request a debugger sets, internal handlers take 0, reset \
-              only when a debugger leaves): the next id is the last granted one plus one when no other \
-              Set is in flight and the last Set's reply was known and not an error (a failed install \
-              may have taken an id). A step request fails only for a thread libjdwp does not know \
+              only when a debugger leaves): the next id is the last granted one plus one, and one more \
+              for each Set in flight this table predicted, when no Set it did not predict is in flight \
+              and the last such Set's reply was known and not an error (a failed install may have \
+              taken an id). A step request fails only for a thread libjdwp does not know \
               (stepControl_beginStep suspends the thread itself): its thread must be one a stop event \
               named and nothing resumed since (but for an invoke whose reply is in: libjdwp suspends \
               the invoking thread, and with INVOKE_SINGLE_THREADED the only one that ran, again \
               before it replies, in invoker_completeInvokeRequest), and its modifiers only Count \
               (> 0), ClassMatch, ClassExclude and one Step of a valid size and depth",
     },
+    Row {
+        set: 15,
+        cmd: 1,
+        name: "EventRequest.Set (ClassPrepare, ClassUnload, ThreadStart, ThreadDeath, Exception)",
+        why: "the reply is the request id, from the same counter as a step request's, and also \
+              predicted while earlier Sets are in flight when each of those was predicted too \
+              (libjdwp handles commands one at a time, in order). For these kinds setCommand can \
+              fail only in reading a modifier (eventFilter.c: readAndSetFilters) or in enabling the \
+              JVMTI event, which names no id and needs no capability libjdwp does not take at \
+              start (debugInit.c asks for the exception, \
+              breakpoint and step event capabilities; thread and class events need none): so only suspend policies \
+              NONE, EVENT_THREAD and ALL, and the modifiers that name no id: Count (> 0), \
+              ClassMatch and ClassExclude (refused for ThreadStart and ThreadDeath: \
+              AGENT_ERROR_ILLEGAL_ARGUMENT), SourceNameMatch (ClassPrepare only) and an \
+              ExceptionOnly of any exception (class id 0, Exception only). JDI sets ClassPrepare \
+              and ClassUnload at attach; jdb adds ThreadStart, ThreadDeath and ClassPrepare for \
+              its deferred breakpoints",
+    },
 ];
+
+/// Event kinds whose Set the table predicts without a thread (the last row).
+const GLOBAL_KINDS: &[u8] = &[kind::CLASS_PREPARE, kind::CLASS_UNLOAD, kind::THREAD_START, kind::THREAD_DEATH, kind::EXCEPTION];
+
+/// EventRequest.Set commands in flight whose prediction is remembered (a bound; past it,
+/// the counter is unknown until they are all answered).
+const MAX_SETS_IN_FLIGHT: usize = 1024;
 
 /// Event kinds libjdwp maps to a handler chain (eventIndex.c, jdwp2EventIndex): a Clear of
 /// any other kind is refused with INVALID_EVENT_TYPE.
@@ -105,10 +131,14 @@ const MAX_THREADS: usize = 4096;
 pub struct Early {
     /// Threads a stop event suspended, that nothing written since may have resumed.
     stopped: HashSet<u64>,
-    /// The request id of the last Set reply, while it is known to be the VM's counter.
-    last_request: Option<u32>,
-    /// EventRequest.Set commands written to the VM and not answered yet.
-    sets_in_flight: usize,
+    /// The VM's request counter once every Set written so far is handled, while it is known:
+    /// the last granted id, plus one for each predicted Set in flight.
+    counter: Option<u32>,
+    /// EventRequest.Set commands written to the VM and not answered yet, in order (libjdwp
+    /// answers in order): the id each was predicted to get, `None` for one not predicted.
+    sets_in_flight: std::collections::VecDeque<Option<u32>>,
+    /// Sets in flight past [`MAX_SETS_IN_FLIGHT`]: after the ones above.
+    sets_untracked: usize,
     /// Invokes written and not answered, by the id they went out under: the stopped threads
     /// their reply brings back stopped (see [`Early::invoke_replied`]).
     invokes: HashMap<u32, HashSet<u64>>,
@@ -148,12 +178,16 @@ impl Early {
                 r.u32("requestID").ok()?;
                 (r.remaining() == 0 && CLEARABLE_KINDS.contains(&k)).then(Vec::new)
             }
-            (15, 1) => {
-                let next = self.last_request?.checked_add(1)?;
-                (self.sets_in_flight == 0 && self.is_step_on_stopped(data, sizes)).then(|| next.to_be_bytes().to_vec())
-            }
+            (15, 1) => self.predict_set(data, sizes).map(|id| id.to_be_bytes().to_vec()),
             _ => None,
         }
+    }
+
+    /// The id an EventRequest.Set with this data gets, when certain: the counter is known
+    /// and the request is one libjdwp cannot refuse.
+    fn predict_set(&self, data: &[u8], sizes: &IdSizes) -> Option<u32> {
+        let next = self.counter?.checked_add(1)?;
+        (self.is_step_on_stopped(data, sizes) || is_global_request(data, sizes)).then_some(next)
     }
 
     /// A step request whose only failure could be its thread, on a thread known stopped.
@@ -201,7 +235,16 @@ impl Early {
             self.invokes.remove(&id);
         }
         match (set, cmd) {
-            (15, 1) => self.sets_in_flight += 1,
+            (15, 1) => {
+                let predicted = self.predict_set(data, sizes);
+                self.counter = predicted;
+                if self.sets_in_flight.len() < MAX_SETS_IN_FLIGHT && self.sets_untracked == 0 {
+                    self.sets_in_flight.push_back(predicted);
+                } else {
+                    self.counter = None;
+                    self.sets_untracked += 1;
+                }
+            }
             // ThreadReference.Resume: that thread may run (and end).
             (11, 3) => match Reader::new(data).id(sizes.object, "thread") {
                 Ok(t) if data.len() == sizes.object => self.may_run(Some(t)),
@@ -275,19 +318,41 @@ impl Early {
 
     /// The reply to an EventRequest.Set (anyone's): its error code and data.
     pub fn set_replied(&mut self, error: u16, data: &[u8]) {
-        self.sets_in_flight = self.sets_in_flight.saturating_sub(1);
-        self.last_request = match data.get(..4) {
+        let granted = match data.get(..4) {
             Some(b) if error == 0 && data.len() == 4 => Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
             // A failed Set may or may not have taken an id from the counter.
             _ => None,
         };
+        self.set_answered(granted);
     }
 
     /// A Set whose reply will never be read (its reply was streamed, or the session lost
     /// track of it): the counter is no longer known.
     pub fn set_lost(&mut self) {
-        self.sets_in_flight = self.sets_in_flight.saturating_sub(1);
-        self.last_request = None;
+        self.set_answered(None);
+        self.counter = None;
+    }
+
+    /// The oldest Set in flight was answered with this id (`None`: an error, or unread).
+    fn set_answered(&mut self, granted: Option<u32>) {
+        let predicted = match self.sets_in_flight.pop_front() {
+            Some(p) => p,
+            None => {
+                self.sets_untracked = self.sets_untracked.saturating_sub(1);
+                None
+            }
+        };
+        match predicted {
+            // As predicted: the counter already counts it.
+            Some(p) if granted == Some(p) => {}
+            // Another answer to a prediction (a defect, counted where the early answer is
+            // compared): nothing after it can be trusted until the Sets in flight are in.
+            Some(_) => self.counter = None,
+            // Not predicted: the counter is its id once no other Set is in flight (a later
+            // one was written while the counter was unknown, so was not predicted either).
+            None if self.sets_in_flight.is_empty() && self.sets_untracked == 0 => self.counter = granted,
+            None => {}
+        }
     }
 
     /// An event composite from the VM: `policy`, and the kind and thread of each event.
@@ -309,6 +374,47 @@ impl Early {
     pub fn is_stopped(&self, thread: u64) -> bool {
         self.stopped.contains(&thread)
     }
+}
+
+/// A Set of one of [`GLOBAL_KINDS`] whose every part libjdwp takes (see the last row).
+fn is_global_request(data: &[u8], sizes: &IdSizes) -> bool {
+    let parse = || -> Result<bool, crate::jdwp::reader::ReadError> {
+        let mut r = Reader::new(data);
+        let k = r.u8("eventKind")?;
+        if !GLOBAL_KINDS.contains(&k) || r.u8("suspendPolicy")? > 2 {
+            return Ok(false);
+        }
+        let threads = k == kind::THREAD_START || k == kind::THREAD_DEATH;
+        for _ in 0..r.u32("modifiers")? {
+            let ok = match r.u8("modKind")? {
+                // Count.
+                1 => r.i32("count")? > 0,
+                // ClassMatch, ClassExclude.
+                5 | 6 => {
+                    r.string("classPattern")?;
+                    !threads
+                }
+                // ExceptionOnly: of any exception (a null class id), caught, uncaught.
+                8 => {
+                    let class = r.id(sizes.reference_type, "exceptionOrNull")?;
+                    r.u8("caught")?;
+                    r.u8("uncaught")?;
+                    k == kind::EXCEPTION && class == 0
+                }
+                // SourceNameMatch.
+                12 => {
+                    r.string("sourceNamePattern")?;
+                    k == kind::CLASS_PREPARE
+                }
+                _ => false,
+            };
+            if !ok {
+                return Ok(false);
+            }
+        }
+        Ok(r.remaining() == 0)
+    };
+    parse().unwrap_or(false)
 }
 
 /// Commands after which a suspended thread is still suspended and alive.

@@ -74,6 +74,111 @@ fn the_counter_is_unknown_until_a_set_reply_and_after_a_failed_one() {
     assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), None);
 }
 
+/// A request of `kind` with no thread: suspend policy, then the modifiers' bytes.
+fn global(k: u8, policy: u8, modifiers: &[&[u8]]) -> Vec<u8> {
+    let mut d = vec![k, policy];
+    d.extend_from_slice(&(modifiers.len() as u32).to_be_bytes());
+    modifiers.iter().for_each(|m| d.extend_from_slice(m));
+    d
+}
+
+fn pattern(mod_kind: u8, p: &str) -> Vec<u8> {
+    let mut d = vec![mod_kind];
+    d.extend_from_slice(&(p.len() as u32).to_be_bytes());
+    d.extend_from_slice(p.as_bytes());
+    d
+}
+
+fn count(n: i32) -> Vec<u8> {
+    let mut d = vec![1];
+    d.extend_from_slice(&n.to_be_bytes());
+    d
+}
+
+fn exception_only(class: u64) -> Vec<u8> {
+    let mut d = vec![8];
+    d.extend_from_slice(&class.to_be_bytes());
+    d.extend_from_slice(&[0, 1]);
+    d
+}
+
+/// What JDI and jdb set at attach, each predicted while the ones before are in flight.
+#[test]
+fn attach_requests_are_predicted_one_after_another() {
+    let mut e = Early::default();
+    e.written(1, 15, 1, &[], &S8);
+    e.set_replied(0, &4u32.to_be_bytes());
+    let attach = [
+        global(kind::CLASS_PREPARE, suspend::NONE, &[]),
+        global(kind::CLASS_UNLOAD, suspend::NONE, &[]),
+        global(kind::EXCEPTION, suspend::ALL, &[&exception_only(0)]),
+        global(kind::THREAD_START, suspend::ALL, &[]),
+        global(kind::THREAD_DEATH, suspend::ALL, &[&count(3)]),
+        global(kind::CLASS_PREPARE, suspend::ALL, &[&pattern(5, "Work"), &pattern(6, "java.*"), &pattern(12, "*.java")]),
+    ];
+    for (i, d) in attach.iter().enumerate() {
+        let want = 5 + i as u32;
+        assert_eq!(e.answer(15, 1, d, &S8), Some(want.to_be_bytes().to_vec()), "request {i}");
+        e.written(10 + i as u32, 15, 1, d, &S8);
+    }
+    for i in 0..attach.len() as u32 {
+        e.set_replied(0, &(5 + i).to_be_bytes());
+    }
+    assert_eq!(e.answer(15, 1, &attach[0], &S8), Some(11u32.to_be_bytes().to_vec()), "the counter holds after the replies");
+}
+
+#[test]
+fn requests_libjdwp_may_refuse_are_not_predicted() {
+    let mut e = Early::default();
+    e.written(1, 15, 1, &[], &S8);
+    e.set_replied(0, &4u32.to_be_bytes());
+    let mut thread_only = vec![3];
+    thread_only.extend_from_slice(&T.to_be_bytes());
+    let refused = [
+        ("ClassMatch on ThreadStart", global(kind::THREAD_START, suspend::NONE, &[&pattern(5, "x")])),
+        ("ClassExclude on ThreadDeath", global(kind::THREAD_DEATH, suspend::NONE, &[&pattern(6, "x")])),
+        ("a count of 0", global(kind::CLASS_PREPARE, suspend::NONE, &[&count(0)])),
+        ("a thread id", global(kind::THREAD_START, suspend::NONE, &[&thread_only])),
+        ("an exception class id", global(kind::EXCEPTION, suspend::ALL, &[&exception_only(0x42)])),
+        ("ExceptionOnly on ClassPrepare", global(kind::CLASS_PREPARE, suspend::ALL, &[&exception_only(0)])),
+        ("SourceNameMatch on ThreadStart", global(kind::THREAD_START, suspend::NONE, &[&pattern(12, "x")])),
+        ("suspend policy 3", global(kind::CLASS_PREPARE, 3, &[])),
+        ("a breakpoint", global(kind::BREAKPOINT, suspend::ALL, &[])),
+        ("a method entry", global(kind::METHOD_ENTRY, suspend::ALL, &[])),
+    ];
+    for (why, d) in &refused {
+        assert_eq!(e.answer(15, 1, d, &S8), None, "{why}");
+        let mut cut = global(kind::CLASS_PREPARE, suspend::NONE, &[&count(1)]);
+        cut.pop();
+        assert_eq!(e.answer(15, 1, &cut, &S8), None, "short");
+    }
+}
+
+/// A request not predicted makes the counter unknown until its reply, and after it only
+/// when no other Set is in flight; a prediction the VM contradicted makes it unknown too.
+#[test]
+fn an_unpredicted_or_contradicted_set_stops_the_predictions() {
+    let cp = global(kind::CLASS_PREPARE, suspend::NONE, &[]);
+    let mut e = Early::default();
+    e.written(1, 15, 1, &[], &S8);
+    e.set_replied(0, &4u32.to_be_bytes());
+    e.written(2, 15, 1, &cp, &S8);
+    e.written(3, 15, 1, &global(kind::BREAKPOINT, suspend::ALL, &[]), &S8);
+    assert_eq!(e.answer(15, 1, &cp, &S8), None, "a breakpoint in flight");
+    e.written(4, 15, 1, &cp, &S8);
+    e.set_replied(0, &5u32.to_be_bytes());
+    e.set_replied(0, &6u32.to_be_bytes());
+    assert_eq!(e.answer(15, 1, &cp, &S8), None, "one more unpredicted Set in flight");
+    e.set_replied(0, &7u32.to_be_bytes());
+    assert_eq!(e.answer(15, 1, &cp, &S8), Some(8u32.to_be_bytes().to_vec()));
+    e.written(5, 15, 1, &cp, &S8);
+    e.written(6, 15, 1, &cp, &S8);
+    e.set_replied(0, &20u32.to_be_bytes());
+    assert_eq!(e.answer(15, 1, &cp, &S8), None, "the VM contradicted a prediction");
+    e.set_replied(0, &21u32.to_be_bytes());
+    assert_eq!(e.answer(15, 1, &cp, &S8), None, "still unknown: only an unpredicted reply says the counter");
+}
+
 /// ObjectReference.InvokeMethod of `thread` with no arguments and these options, as JDI
 /// sends it: object, thread, class, method, arguments (none), options.
 fn invoke(thread: u64, options: u32) -> Vec<u8> {
@@ -231,14 +336,61 @@ proptest! {
         }
     }
 
+    /// Against a model of libjdwp's counter (each Set handled in order; one of a kind the
+    /// table predicts always granted the next id, any other granted or refused, a refused one
+    /// taking an id or not): every prediction is the id the model's VM gives.
+    #[test]
+    fn predictions_match_a_model_counter(ops in proptest::collection::vec((0u8..5, any::<bool>(), any::<bool>()), 0..80)) {
+        let predictable = global(kind::CLASS_PREPARE, suspend::NONE, &[]);
+        let other = global(kind::BREAKPOINT, suspend::ALL, &[]);
+        let mut e = Early::default();
+        let mut vm_counter = 0u32;
+        // The Sets written and not handled: whether predictable, the early answer given.
+        let mut queue: std::collections::VecDeque<(bool, Option<u32>)> = Default::default();
+        for (op, fails, takes) in ops {
+            match op {
+                0 | 1 => {
+                    let d = if op == 0 { &predictable } else { &other };
+                    let early = e.answer(15, 1, d, &S8).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                    e.written(0, 15, 1, d, &S8);
+                    queue.push_back((op == 0, early));
+                }
+                2 | 3 => {
+                    let Some((ok_always, early)) = queue.pop_front() else { continue };
+                    if ok_always || !fails {
+                        vm_counter += 1;
+                        if let Some(g) = early {
+                            prop_assert_eq!(g, vm_counter);
+                        }
+                        e.set_replied(0, &vm_counter.to_be_bytes());
+                    } else {
+                        if takes {
+                            vm_counter += 1;
+                        }
+                        prop_assert_eq!(early, None);
+                        e.set_replied(102, &[]);
+                    }
+                }
+                _ => {
+                    if queue.pop_front().is_some() {
+                        // A reply never read: the model's VM granted it.
+                        vm_counter += 1;
+                        e.set_lost();
+                    }
+                }
+            }
+        }
+    }
+
     /// Arbitrary bytes as a Set's data never panic and are never predicted unless they are a
     /// step request on the stopped thread.
     #[test]
     fn arbitrary_set_data_is_not_predicted(data in proptest::collection::vec(any::<u8>(), 0..64)) {
         let e = stopped_after(1);
         if e.answer(15, 1, &data, &S8).is_some() {
-            prop_assert_eq!(data[0], kind::SINGLE_STEP);
-            prop_assert!(data.windows(8).any(|w| w == T.to_be_bytes()));
+            let global = [kind::CLASS_PREPARE, kind::CLASS_UNLOAD, kind::THREAD_START, kind::THREAD_DEATH, kind::EXCEPTION];
+            prop_assert!(global.contains(&data[0]) || (data[0] == kind::SINGLE_STEP && data.windows(8).any(|w| w == T.to_be_bytes())));
+            prop_assert!(data[1] <= 2);
         }
     }
 }

@@ -26,6 +26,18 @@
 //!    superclasses (each class is asked once, for both);
 //! 7. for every value the GetValues above read: StringReference.Value of a string, and of an
 //!    array ArrayReference.Length, then ArrayReference.GetValues(0, min(length, 100)).
+//! 8. the threads view, at a stop that suspended every thread (under EVENT_THREAD the others
+//!    run on, and nothing read of them would hold): VirtualMachine.AllThreads, then of each
+//!    of the first `Limits::threads` threads it lists ThreadReference.Name, Status,
+//!    FrameCount and SuspendCount (what Eclipse's Debug view, IntelliJ's thread list and VS
+//!    Code's Call Stack show for every thread at a stop).
+//!
+//! A class looked up by signature (VirtualMachine.ClassesBySignature, how JDI's
+//! `classesByName` finds a class before setting a breakpoint in it) leads to what JDI asks
+//! next about it and each of its superclasses, one round trip each otherwise:
+//! ReferenceType.SignatureWithGeneric, Interfaces, MethodsWithGeneric and FieldsWithGeneric,
+//! and ClassType.Superclass ([`Plan::at_classes`]; read before the lookup's reply is relayed,
+//! for the near side's cache of class data).
 //!
 //! The near side answers a debugger's own GetValues by composing them from these values
 //! (it asks for other fields, orders and ranges), so only their ids need be what JDI sends.
@@ -52,11 +64,18 @@ pub struct Limits {
     pub bytes: usize,
     /// Frames, from the top, whose `this` and locals are gathered.
     pub top_frames: usize,
+    /// Threads of the threads view read (4 commands each); 0 reads no threads view.
+    pub threads: usize,
 }
+
+/// Threads the threads view reads at a stop, by default: an application server's pools
+/// are tens of threads; past this an IDE's further rows go to the VM.
+pub const THREADS_VIEW: usize = 64;
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { commands: 48, bytes: 256 * 1024, top_frames: 1 }
+        // The frames and values take up to 48 commands; the threads view 1 + 4 per thread.
+        Limits { commands: 48 + 1 + 4 * THREADS_VIEW, bytes: 256 * 1024, top_frames: 1, threads: THREADS_VIEW }
     }
 }
 
@@ -94,6 +113,8 @@ enum Step {
     Values,
     /// The length of an array.
     ArrayLength(u64),
+    /// VirtualMachine.AllThreads: the threads view's rows follow.
+    AllThreads,
 }
 
 /// A class whose fields and superclass were asked for, and what came.
@@ -142,7 +163,13 @@ pub struct Plan {
     this: Option<(u64, u64)>,
     /// The top frame's declaring class, until its statics are asked for.
     statics: Option<u64>,
+    /// Each class asked about gets the class data JDI asks for (a class lookup's plan).
+    class_data: bool,
 }
+
+/// Classes of one lookup's reply whose data is read (one signature names one class per
+/// loader: more is rare).
+pub const LOOKUP_CLASSES: usize = 8;
 
 impl Plan {
     /// The plan for an Event.Composite body (`data`), with the first commands to send; None
@@ -153,11 +180,26 @@ impl Plan {
             return None;
         }
         let thread = composite.events.iter().find(|e| STOP_KINDS.contains(&e.kind)).and_then(|e| e.thread)?;
-        let mut plan = Plan {
+        let mut plan = Plan::new(sizes, limits, thread, composite.suspend_policy);
+        let t = plan.thread_data();
+        let mut first = Vec::new();
+        plan.issue(&mut first, Key::new(11, 1, t.clone()), Step::Plain, known);
+        plan.issue(&mut first, Key::new(11, 4, t.clone()), Step::Plain, known);
+        plan.issue(&mut first, Key::new(11, 7, t.clone()), Step::Plain, known);
+        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, -1)), Step::AllFrames, known);
+        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, 1)), Step::Plain, known);
+        if plan.suspend_policy == suspend::ALL && limits.threads > 0 {
+            plan.issue(&mut first, Key::new(1, 4, Vec::new()), Step::AllThreads, known);
+        }
+        Some((plan, first))
+    }
+
+    fn new(sizes: IdSizes, limits: Limits, thread: u64, suspend_policy: u8) -> Plan {
+        Plan {
             sizes,
             limits,
             thread,
-            suspend_policy: composite.suspend_policy,
+            suspend_policy,
             issued: Vec::new(),
             answered: Vec::new(),
             outstanding: 0,
@@ -168,14 +210,33 @@ impl Plan {
             classes: HashMap::new(),
             this: None,
             statics: None,
-        };
-        let t = plan.thread_data();
+            class_data: false,
+        }
+    }
+
+    /// The plan for a VirtualMachine.ClassesBySignature reply (`data`: a count, then each
+    /// class's tag, id and status), with the first commands to send; None when it names no
+    /// class or does not parse. Its answers are class data alone: no thread, suspend policy
+    /// NONE (nothing of a stop).
+    pub fn at_classes(data: &[u8], sizes: IdSizes, limits: Limits, known: &mut Known) -> Option<(Plan, Vec<(usize, Key)>)> {
+        let mut r = Reader::new(data);
+        let n = r.u32("classes").ok()?;
+        let mut found = Vec::new();
+        for _ in 0..n {
+            let tag = r.u8("refTypeTag").ok()?;
+            let id = r.id(sizes.reference_type, "typeID").ok()?;
+            r.i32("status").ok()?;
+            found.push((tag, id));
+        }
+        if r.remaining() != 0 || found.is_empty() {
+            return None;
+        }
+        let mut plan = Plan::new(sizes, limits, 0, suspend::NONE);
+        plan.class_data = true;
         let mut first = Vec::new();
-        plan.issue(&mut first, Key::new(11, 1, t.clone()), Step::Plain, known);
-        plan.issue(&mut first, Key::new(11, 4, t.clone()), Step::Plain, known);
-        plan.issue(&mut first, Key::new(11, 7, t.clone()), Step::Plain, known);
-        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, -1)), Step::AllFrames, known);
-        plan.issue(&mut first, Key::new(11, 6, frames_data(&t, 0, 1)), Step::Plain, known);
+        for (tag, id) in found.into_iter().take(LOOKUP_CLASSES) {
+            plan.want_class(&mut first, id, tag, known);
+        }
         Some((plan, first))
     }
 
@@ -279,6 +340,15 @@ impl Plan {
                     }
                 }
             }
+            Step::AllThreads => {
+                let Some(threads) = super::compose::all_threads(data, &self.sizes) else { return next };
+                for t in threads.into_iter().take(self.limits.threads) {
+                    let d = self.id(t, self.sizes.object);
+                    for cmd in [1, 4, 7, 12] {
+                        self.issue(&mut next, Key::new(11, cmd, d.clone()), Step::Plain, known);
+                    }
+                }
+            }
             Step::ArrayLength(array) => {
                 let Some(len) = values::parse_length(data) else { return next };
                 let mut d = self.id(array, self.sizes.object);
@@ -328,6 +398,11 @@ impl Plan {
         self.classes.insert(class, Class { fields: None, superclass });
         let d = self.id(class, self.sizes.reference_type);
         self.issue(out, Key::new(2, 14, d.clone()), Step::Fields(class), known);
+        if self.class_data {
+            for cmd in [13, 10, 15] {
+                self.issue(out, Key::new(2, cmd, d.clone()), Step::Plain, known);
+            }
+        }
         if tag == CLASS {
             self.issue(out, Key::new(3, 1, d), Step::Superclass(class), known);
         }

@@ -17,6 +17,46 @@ fn reply(plan: &mut Plan, n: usize, error: u16, data: &[u8]) -> Vec<Key> {
     plan.on_reply(n, error, data, &mut Known::default()).into_iter().map(|(_, k)| k).collect()
 }
 
+/// The frames and values part of the plan alone (the threads view has tests of its own).
+fn frames_only() -> Limits {
+    Limits { threads: 0, ..Limits::default() }
+}
+
+fn all_threads_reply(threads: &[u64]) -> Vec<u8> {
+    let mut d = (threads.len() as u32).to_be_bytes().to_vec();
+    threads.iter().for_each(|t| d.extend_from_slice(&t.to_be_bytes()));
+    d
+}
+
+#[test]
+fn a_stop_of_every_thread_reads_the_threads_view_of_the_first_threads() {
+    let limits = Limits { threads: 3, ..Limits::default() };
+    let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), limits).unwrap();
+    assert_eq!(first.last(), Some(&Key::new(1, 4, vec![])), "AllThreads after the stopped thread's commands");
+    let at = first.len() - 1;
+    let next = reply(&mut plan, at, 0, &all_threads_reply(&[0x0101, THREAD, 0x0103, 0x0104]));
+    let mut want = Vec::new();
+    for t in [0x0101u64, THREAD, 0x0103] {
+        for cmd in [1, 4, 7, 12] {
+            let k = Key::new(11, cmd, t.to_be_bytes().to_vec());
+            // The stopped thread's name, status and frame count were asked already.
+            if !(t == THREAD && cmd != 12) {
+                want.push(k);
+            }
+        }
+    }
+    assert_eq!(next, want, "the first 3 threads, the stopped one's asked commands not again");
+    // A malformed list leads nowhere.
+    let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), limits).unwrap();
+    assert!(reply(&mut plan, first.len() - 1, 0, &[0, 0, 0, 9, 1]).is_empty());
+}
+
+#[test]
+fn a_stop_of_one_thread_reads_no_threads_view() {
+    let (_, first) = stop(&composite(suspend::EVENT_THREAD, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    assert!(first.iter().all(|k| (k.set, k.cmd) != (1, 4)), "the other threads run on");
+}
+
 fn composite(policy: u8, event_kind: u8, thread: u64) -> Vec<u8> {
     let mut d = vec![policy];
     d.extend_from_slice(&1u32.to_be_bytes());
@@ -71,7 +111,7 @@ fn cat(parts: &[&[u8]]) -> Vec<u8> {
 
 #[test]
 fn a_stop_first_asks_the_threads_name_status_count_and_frames_as_jdi_does() {
-    let (plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    let (plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), frames_only()).unwrap();
     let t = thread_bytes();
     assert_eq!(
         first,
@@ -108,7 +148,7 @@ fn composite_of(policy: u8, event_kind: u8) -> Vec<u8> {
 fn stops_of_every_location_kind_and_both_policies_are_gathered() {
     for k in STOP_KINDS {
         for policy in [suspend::EVENT_THREAD, suspend::ALL] {
-            let (plan, _) = stop(&composite_of(policy, *k), Limits::default()).unwrap_or_else(|| panic!("kind {k} policy {policy}"));
+            let (plan, _) = stop(&composite_of(policy, *k), frames_only()).unwrap_or_else(|| panic!("kind {k} policy {policy}"));
             assert_eq!(plan.thread(), THREAD);
         }
     }
@@ -116,20 +156,20 @@ fn stops_of_every_location_kind_and_both_policies_are_gathered() {
 
 #[test]
 fn nothing_is_gathered_when_nothing_is_suspended_or_no_thread_stopped() {
-    assert!(stop(&composite(suspend::NONE, kind::BREAKPOINT, THREAD), Limits::default()).is_none());
+    assert!(stop(&composite(suspend::NONE, kind::BREAKPOINT, THREAD), frames_only()).is_none());
     // A thread start suspends its thread but stands at no location an IDE shows.
     let mut start = vec![suspend::ALL];
     start.extend_from_slice(&1u32.to_be_bytes());
     start.push(kind::THREAD_START);
     start.extend_from_slice(&3u32.to_be_bytes());
     start.extend_from_slice(&THREAD.to_be_bytes());
-    assert!(stop(&start, Limits::default()).is_none());
-    assert!(stop(&[2, 0, 0], Limits::default()).is_none(), "a malformed composite");
+    assert!(stop(&start, frames_only()).is_none());
+    assert!(stop(&[2, 0, 0], frames_only()).is_none(), "a malformed composite");
 }
 
 #[test]
 fn the_frames_lead_to_this_and_the_variable_table_of_the_top_frame() {
-    let (mut plan, first) = stop(&composite(suspend::ALL, kind::SINGLE_STEP, THREAD), Limits::default()).unwrap();
+    let (mut plan, first) = stop(&composite(suspend::ALL, kind::SINGLE_STEP, THREAD), frames_only()).unwrap();
     let next = reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5), (0xF2, 0x31, 0x41, 9)]));
     let t = thread_bytes();
     assert_eq!(
@@ -147,7 +187,7 @@ fn the_frames_lead_to_this_and_the_variable_table_of_the_top_frame() {
 
 #[test]
 fn visible_locals_lead_to_get_values_of_all_and_of_each_in_slot_order() {
-    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), frames_only()).unwrap();
     reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
     let table = var_table(&[
         (0, "this", "LStep;", 20, 0),
@@ -171,18 +211,18 @@ fn visible_locals_lead_to_get_values_of_all_and_of_each_in_slot_order() {
 
 #[test]
 fn this_leads_to_its_type_and_a_null_this_to_nothing() {
-    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), frames_only()).unwrap();
     reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
     let this = cat(&[b"L", &0x77u64.to_be_bytes()]);
     assert_eq!(reply(&mut plan, 5, 0, &this), vec![Key::new(9, 1, 0x77u64.to_be_bytes().to_vec())]);
-    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), frames_only()).unwrap();
     reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
     assert!(reply(&mut plan, 5, 0, &cat(&[b"L", &0u64.to_be_bytes()])).is_empty());
 }
 
 #[test]
 fn only_successful_replies_are_kept_and_each_position_counts_once() {
-    let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), frames_only()).unwrap();
     reply(&mut plan, 0, 0, b"\0\0\0\x04main");
     reply(&mut plan, 0, 0, b"\0\0\0\x05other");
     reply(&mut plan, 1, 13, &[]); // THREAD_NOT_SUSPENDED, say
@@ -200,7 +240,7 @@ fn only_successful_replies_are_kept_and_each_position_counts_once() {
 
 #[test]
 fn a_plan_stays_within_its_command_and_byte_bounds() {
-    let limits = Limits { commands: 6, bytes: 10, top_frames: 1 };
+    let limits = Limits { commands: 6, bytes: 10, top_frames: 1, threads: 0 };
     let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), limits).unwrap();
     assert_eq!(first.len(), 5);
     let next = reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
@@ -229,7 +269,7 @@ fn replies_that_do_not_parse_end_their_branch_only() {
     assert!(parse_frames(&[0, 0, 0, 1, 9], &S8).is_none());
     assert!(parse_frames(&[0xFF, 0xFF, 0xFF, 0xFF], &S8).is_none());
     assert!(parse_variable_table(&[0, 0, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF]).is_none());
-    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), Limits::default()).unwrap();
+    let (mut plan, _) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), frames_only()).unwrap();
     assert!(reply(&mut plan, 3, 0, &[1, 2, 3]).is_empty());
     assert_eq!(plan.issued(), 5);
 }
@@ -244,7 +284,7 @@ proptest! {
         commands in 1usize..40,
         bytes in 0usize..400,
     ) {
-        let limits = Limits { commands, bytes, top_frames: top };
+        let limits = Limits { commands, bytes, top_frames: top, threads: 0 };
         let (mut plan, first) = stop(&composite(suspend::EVENT_THREAD, kind::BREAKPOINT, THREAD), limits).unwrap();
         let mut pending: Vec<usize> = (0..first.len()).collect();
         let mut script = replies.into_iter();
@@ -263,4 +303,28 @@ proptest! {
         let kept: usize = plan.gathered().iter().map(|g| g.reply.len()).sum();
         prop_assert!(kept <= bytes);
     }
+}
+
+#[test]
+fn a_class_lookup_asks_the_class_data_of_each_class_found() {
+    let found = |classes: &[(u8, u64)]| {
+        let mut d = (classes.len() as u32).to_be_bytes().to_vec();
+        for (tag, id) in classes {
+            d.push(*tag);
+            d.extend_from_slice(&id.to_be_bytes());
+            d.extend_from_slice(&7i32.to_be_bytes());
+        }
+        d
+    };
+    let first = |d: &[u8]| Plan::at_classes(d, S8, Limits::default(), &mut Known::default()).map(|(p, f)| (p, f.into_iter().map(|(_, k)| k).collect::<Vec<_>>()));
+    let (plan, keys) = first(&found(&[(1, 0x30), (2, 0x31)])).unwrap();
+    assert_eq!((plan.thread(), plan.suspend_policy()), (0, suspend::NONE));
+    let of = |id: u64| keys.iter().filter(|k| k.data == id.to_be_bytes()).map(|k| (k.set, k.cmd)).collect::<Vec<_>>();
+    assert_eq!(of(0x30), vec![(2, 14), (2, 13), (2, 10), (2, 15), (3, 1)], "a class: its superclass too");
+    assert_eq!(of(0x31), vec![(2, 14), (2, 13), (2, 10), (2, 15)], "an interface has no superclass to ask");
+    assert!(first(&found(&[])).is_none(), "no class");
+    assert!(first(&found(&[(1, 0x30)])[..12]).is_none(), "cut short");
+    let many: Vec<(u8, u64)> = (0..20).map(|i| (1, 0x100 + i)).collect();
+    let (_, keys) = first(&found(&many)).unwrap();
+    assert_eq!(keys.iter().filter(|k| (k.set, k.cmd) == (3, 1)).count(), LOOKUP_CLASSES, "bounded");
 }

@@ -14,6 +14,9 @@
 //!   ([`Out::Gathered`]) and the held bytes after them. So a reply the near side sees before
 //!   the answers was sent by the VM before the stop. The hold is bounded in time and bytes:
 //!   past either, the held bytes go on without answers.
+//! - A reply to the near side's VirtualMachine.ClassesBySignature is held the same way while
+//!   the class data JDI asks next is read ([`Plan::at_classes`]): its answers (suspend
+//!   policy NONE, no thread: nothing of a stop) go first, for the near side's cache.
 //! - Before gathering it asks the VM's id sizes itself (VirtualMachine.IDSizes), once the
 //!   VM has answered the handshake; a stop before their answer passes without answers.
 
@@ -35,6 +38,11 @@ pub const HOLD_BYTES: usize = 1024 * 1024;
 pub const MAX_EVENT: usize = 64 * 1024;
 /// The largest reply to jdwpmux's own command that is read; a larger one is skipped.
 pub const MAX_OWN_REPLY: usize = 1024 * 1024;
+/// The near side's class lookups awaiting their reply, at most (past it, the oldest are
+/// forgotten: their replies pass through without class data).
+pub const MAX_LOOKUPS: usize = 64;
+/// VirtualMachine.ClassesBySignature.
+const CLASSES_BY_SIGNATURE: (u8, u8) = (1, 2);
 
 /// One stop's answers, for the near side: they hold from the event with id `event_id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +102,8 @@ pub struct Relay {
     hold: Option<Hold>,
     /// Replies that cannot change while this connection lives, for later stops.
     known: Known,
+    /// The near side's ClassesBySignature commands not answered yet, by id, oldest first.
+    lookups: std::collections::VecDeque<u32>,
 }
 
 impl Relay {
@@ -113,6 +123,7 @@ impl Relay {
             sizes: None,
             hold: None,
             known: Known::default(),
+            lookups: std::collections::VecDeque::new(),
         }
     }
 
@@ -150,6 +161,12 @@ impl Relay {
             if let Some(h) = Header::parse(&self.near_header) {
                 if !h.is_reply() {
                     self.known.command(h.cmd_set(), h.cmd());
+                    if self.gather && (h.cmd_set(), h.cmd()) == CLASSES_BY_SIGNATURE {
+                        if self.lookups.len() >= MAX_LOOKUPS {
+                            self.lookups.pop_front();
+                        }
+                        self.lookups.push_back(h.id);
+                    }
                 }
                 // A length below the header's is the VM's to refuse; count it as the header.
                 self.near_left = (h.length as usize).saturating_sub(HEADER_LEN);
@@ -238,10 +255,11 @@ impl Relay {
                     let rest = len - HEADER_LEN;
                     let own = h.is_reply() && FAR_IDS.contains(&h.id);
                     let event = !h.is_reply() && h.cmd_set() == EVENT_CMD_SET && h.cmd() == EVENT_COMPOSITE;
+                    let lookup = h.is_reply() && !own && self.take_lookup(h.id);
                     self.reading = if own && len > MAX_OWN_REPLY {
                         self.own_reply(&mut out, h.id, u16::MAX, &[]);
                         Reading::Skip(rest)
-                    } else if own || (event && self.gather && self.hold.is_none() && self.sizes.is_some() && len <= MAX_EVENT) {
+                    } else if own || ((event || lookup) && self.gather && self.hold.is_none() && self.sizes.is_some() && len <= MAX_EVENT) {
                         Reading::Whole(head, rest)
                     } else {
                         self.for_near(&mut out, &head);
@@ -281,15 +299,32 @@ impl Relay {
     fn on_whole(&mut self, out: &mut Vec<Out>, packet: Vec<u8>, now: Instant) {
         let Some(h) = Header::parse(&packet) else { return };
         let data = &packet[HEADER_LEN..];
-        if h.is_reply() {
+        if h.is_reply() && FAR_IDS.contains(&h.id) {
             self.own_reply(out, h.id, h.error_code(), data);
             return;
         }
-        // An event taken whole: a stop starts a hold, anything else goes on.
+        // An event taken whole: a stop starts a hold; a class lookup's reply too (its class
+        // data is read); anything else goes on.
         let Some(sizes) = self.sizes else { return self.for_near(out, &packet) };
-        let Some((plan, first)) = Plan::at_stop(data, sizes, self.limits, &mut self.known) else { return self.for_near(out, &packet) };
+        let planned = if h.is_reply() {
+            (h.error_code() == 0).then(|| Plan::at_classes(data, sizes, self.limits, &mut self.known)).flatten()
+        } else {
+            Plan::at_stop(data, sizes, self.limits, &mut self.known)
+        };
+        let Some((plan, first)) = planned else { return self.for_near(out, &packet) };
         self.hold = Some(Hold { plan, event_id: h.id, ids: HashMap::new(), held: packet, deadline: now + HOLD_TIME });
         self.send_plan(out, first);
+    }
+
+    /// Whether `id` is a class lookup of the near side's awaiting its reply (forgotten now).
+    fn take_lookup(&mut self, id: u32) -> bool {
+        match self.lookups.iter().position(|l| *l == id) {
+            Some(at) => {
+                self.lookups.remove(at);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Sends the plan's new commands, each with its position in the plan.

@@ -49,6 +49,10 @@ fn vm_answer(set: u8, c: u8) -> Vec<u8> {
         (16, 3) => [&[b'L'][..], &0u64.to_be_bytes()].concat(),
         (6, 5) => [&[0u8, 0, 0, 1, 0, 0, 0, 1][..], &0u64.to_be_bytes(), b"\0\0\0\x01n\0\0\0\x01I\0\0\0\0", &20u32.to_be_bytes(), &1i32.to_be_bytes()].concat(),
         (16, 1) => vec![0, 0, 0, 1, b'I', 0, 0, 0, 7],
+        // A class at the top of its chain, with no fields, interfaces or methods.
+        (3, 1) => 0u64.to_be_bytes().to_vec(),
+        (2, 10) | (2, 14) | (2, 15) => vec![0, 0, 0, 0],
+        (2, 13) => b"\0\0\0\x08LLedger;\0\0\0\0".to_vec(),
         _ => Vec::new(),
     }
 }
@@ -248,4 +252,36 @@ fn the_answers_packet_takes_an_id_none_of_jdwpmuxs_commands_has() {
     assert!(FAR_IDS.contains(&own) && !sent.contains(&own));
     // The next command of the relay's takes the id after it.
     assert_ne!(relay.own_id(), own);
+}
+
+/// A class lookup's reply: one class, tag CLASS, id 0x30, status initialized.
+fn lookup_reply(id: u32) -> Vec<u8> {
+    reply(id, &[&1u32.to_be_bytes()[..], &[1], &0x30u64.to_be_bytes(), &7i32.to_be_bytes()].concat())
+}
+
+#[test]
+fn a_class_lookups_reply_comes_after_the_class_data_jdi_asks_next() {
+    let near = [&HANDSHAKE[..], &cmd(5, 1, 2, b"\0\0\0\x08LLedger;"), &cmd(6, 1, 1, &[])].concat();
+    let vm = [&HANDSHAKE[..], &lookup_reply(5), &reply(6, b"version")].concat();
+    let run = drive(&near, usize::MAX, &vm, &[4096]);
+    assert_eq!(run.to_near, vm, "every byte the VM sent the near side, in order");
+    assert_eq!(run.gathered.len(), 1, "{:?}", run.gathered);
+    let (at, answers) = &run.gathered[0];
+    assert_eq!(*at, HANDSHAKE.len(), "just before the lookup's reply");
+    assert_eq!((answers.event_id, answers.suspend_policy, answers.thread), (5, 0, 0), "nothing of a stop");
+    let mut cmds: Vec<(u8, u8)> = answers.answers.iter().map(|g| (g.key.set, g.key.cmd)).collect();
+    cmds.sort();
+    assert_eq!(cmds, vec![(2, 10), (2, 13), (2, 14), (2, 15), (3, 1)]);
+    assert!(answers.answers.iter().all(|g| g.key.data == 0x30u64.to_be_bytes()));
+}
+
+#[test]
+fn a_reply_to_another_command_or_a_failed_lookup_is_not_held() {
+    // Id 5 looked up a class but the VM refused; id 6 was no lookup though its reply parses as one.
+    let near = [&HANDSHAKE[..], &cmd(5, 1, 2, b"\0\0\0\x01L"), &cmd(6, 1, 1, &[])].concat();
+    let refused = Packet::reply(5, 100, &[]).as_bytes().to_vec();
+    let vm = [&HANDSHAKE[..], &refused, &lookup_reply(6)].concat();
+    let run = drive(&near, usize::MAX, &vm, &[7]);
+    assert_eq!(run.to_near, vm);
+    assert!(run.gathered.is_empty(), "{:?}", run.gathered);
 }

@@ -44,6 +44,16 @@ fn composed(a: Answer) -> bool {
     matches!(a, Answer::Locals | Answer::ObjectFields | Answer::Statics | Answer::ArrayValues)
 }
 
+/// The object ids an answer served by its bytes gives a debugger (the VM counted each):
+/// `this`, the threads of AllThreads; None when they cannot be read.
+fn object_ids(a: Answer, reply: &[u8], sizes: &IdSizes) -> Option<Vec<u64>> {
+    match a {
+        Answer::ThisObject => compose::this_object(reply, sizes),
+        Answer::Threads => compose::all_threads(reply, sizes),
+        _ => Some(Vec::new()),
+    }
+}
+
 impl Store {
     /// A stop's answers came (before its event). `in_flight`: the commands written to the VM
     /// whose replies have not come yet, by command set and command.
@@ -52,15 +62,15 @@ impl Store {
         let live = Live::new(a.suspend_policy, happened);
         let (mut exact, mut values) = (HashMap::new(), Values::default());
         for g in a.answers {
-            let Some(kind) = Answer::of(g.key.set, g.key.cmd) else { continue };
+            let Some(kind) = Answer::of_command(g.key.set, g.key.cmd, &g.key.data, &sizes, a.thread) else { continue };
             if composed(kind) {
                 let ids = values.learn(g.key.set, g.key.cmd, &g.key.data, &g.reply, &sizes);
                 self.budget.add(&ids);
             } else {
-                if kind == Answer::ThisObject {
-                    if let Some(ids) = compose::this_object(&g.reply, &sizes) {
-                        self.budget.add(&ids);
-                    }
+                match object_ids(kind, &g.reply, &sizes) {
+                    Some(ids) => self.budget.add(&ids),
+                    // Ids it names that cannot be read: never served.
+                    None => continue,
                 }
                 exact.insert(g.key, g.reply);
             }
@@ -89,8 +99,8 @@ impl Store {
     /// The answer to a debugger's command, when a gathered one may be served: the VM's reply
     /// data (error code 0), for a reply under the debugger's id.
     pub fn lookup(&mut self, set: u8, cmd: u8, data: &[u8]) -> Option<Vec<u8>> {
-        let answer = Answer::of(set, cmd)?;
         let c = self.current.as_ref()?;
+        let answer = Answer::of_command(set, cmd, data, &c.sizes, c.thread)?;
         if !c.live.serves(answer) {
             return None;
         }
@@ -98,7 +108,7 @@ impl Store {
             c.values.compose(set, cmd, data, &c.sizes)?
         } else {
             let reply = c.exact.get(&Key::new(set, cmd, data.to_vec()))?.clone();
-            let ids = if answer == Answer::ThisObject { compose::this_object(&reply, &c.sizes)? } else { Vec::new() };
+            let ids = object_ids(answer, &reply, &c.sizes)?;
             (reply, ids)
         };
         self.budget.spend(&ids).then_some(reply)

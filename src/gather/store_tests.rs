@@ -164,3 +164,41 @@ fn string_values_and_array_lengths_serve_while_every_thread_is_suspended_and_not
     let mut s = with(suspend::EVENT_THREAD);
     assert_eq!(s.lookup(10, 1, &s_key.data), None, "other threads run");
 }
+
+/// The threads view: the list is served within each thread id's budget, and another
+/// thread's status goes to the VM once that thread (or any) is resumed.
+#[test]
+fn the_threads_view_is_served_until_a_thread_may_run() {
+    let other = 0x52u64;
+    let list = [&2u32.to_be_bytes()[..], &THREAD.to_be_bytes(), &other.to_be_bytes()].concat();
+    let status = [0, 0, 0, 2, 0, 0, 0, 1].to_vec();
+    let mut a = answers(suspend::ALL);
+    a.answers.push(Gathered { key: Key::new(1, 4, Vec::new()), reply: list.clone() });
+    a.answers.push(Gathered { key: Key::new(11, 4, other.to_be_bytes().to_vec()), reply: status.clone() });
+    a.answers.push(Gathered { key: Key::new(11, 4, t()), reply: status.clone() });
+    a.answers.push(Gathered { key: Key::new(11, 12, other.to_be_bytes().to_vec()), reply: vec![0, 0, 0, 1] });
+    let mut s = Store::default();
+    s.arrived(a, S8, []);
+    s.event(EVENT);
+    assert_eq!(s.lookup(1, 4, &[]), Some(list), "the VM wrote each thread id once");
+    assert_eq!(s.lookup(1, 4, &[]), None, "a second list would give the ids once more than the VM did");
+    assert_eq!(s.lookup(11, 12, &other.to_be_bytes()), Some(vec![0, 0, 0, 1]));
+    // A suspension changes the counts, not the statuses.
+    s.command(11, 2, &other.to_be_bytes());
+    assert_eq!(s.lookup(11, 12, &other.to_be_bytes()), None);
+    assert_eq!(s.lookup(11, 4, &other.to_be_bytes()), Some(status.clone()));
+    // The other thread resumed alone: its status is the VM's again; the stopped one's holds.
+    s.command(11, 3, &other.to_be_bytes());
+    assert_eq!(s.lookup(11, 4, &other.to_be_bytes()), None);
+    assert_eq!(s.lookup(11, 4, &t()), Some(status));
+}
+
+#[test]
+fn a_stop_of_one_thread_serves_no_threads_view() {
+    let mut a = answers(suspend::EVENT_THREAD);
+    a.answers.push(Gathered { key: Key::new(1, 4, Vec::new()), reply: [&1u32.to_be_bytes()[..], &THREAD.to_be_bytes()].concat() });
+    let mut s = Store::default();
+    s.arrived(a, S8, []);
+    s.event(EVENT);
+    assert_eq!(s.lookup(1, 4, &[]), None);
+}

@@ -42,10 +42,18 @@ pub enum Answer {
     StringValue,
     /// ArrayReference.Length (13, 1) of an array the stop's values name.
     ArrayLength,
+    /// VirtualMachine.AllThreads (1, 4): the threads view's list.
+    Threads,
+    /// ThreadReference.Status (11, 4) of a thread other than the stopped one.
+    OtherStatus,
+    /// ThreadReference.FrameCount (11, 7) of a thread other than the stopped one.
+    OtherFrameCount,
+    /// ThreadReference.SuspendCount (11, 12) of any thread.
+    SuspendCount,
 }
 
 impl Answer {
-    pub const ALL: [Answer; 13] = [
+    pub const ALL: [Answer; 17] = [
         Answer::ThreadName,
         Answer::ThreadStatus,
         Answer::FrameCount,
@@ -59,7 +67,23 @@ impl Answer {
         Answer::ArrayValues,
         Answer::StringValue,
         Answer::ArrayLength,
+        Answer::Threads,
+        Answer::OtherStatus,
+        Answer::OtherFrameCount,
+        Answer::SuspendCount,
     ];
+
+    /// The answer a command is, for the answers of a stop of thread `stopped`: a thread's
+    /// status and frame count are the stopped thread's or another's (another may be resumed
+    /// alone), by the thread the command names.
+    pub fn of_command(set: u8, cmd: u8, data: &[u8], sizes: &IdSizes, stopped: u64) -> Option<Answer> {
+        let other = || Reader::new(data).id(sizes.object, "thread").is_ok_and(|t| t != stopped);
+        Some(match Answer::of(set, cmd)? {
+            Answer::ThreadStatus if other() => Answer::OtherStatus,
+            Answer::FrameCount if other() => Answer::OtherFrameCount,
+            a => a,
+        })
+    }
 
     /// The answer a command's reply is, if it may be gathered at all.
     pub fn of(set: u8, cmd: u8) -> Option<Answer> {
@@ -77,6 +101,8 @@ impl Answer {
             (13, 2) => Answer::ArrayValues,
             (10, 1) => Answer::StringValue,
             (13, 1) => Answer::ArrayLength,
+            (1, 4) => Answer::Threads,
+            (11, 12) => Answer::SuspendCount,
             _ => return None,
         })
     }
@@ -90,6 +116,9 @@ impl Answer {
             }
             Answer::ObjectFields | Answer::Statics | Answer::ArrayValues if !every_thread => {
                 Err("fields and array elements change whenever any thread runs: only while every thread is suspended")
+            }
+            Answer::Threads | Answer::OtherStatus | Answer::OtherFrameCount | Answer::SuspendCount if !every_thread => {
+                Err("the other threads run on, start and end: the threads view only while every thread is suspended")
             }
             Answer::StringValue | Answer::ArrayLength if !every_thread => Err(
                 "a string's value and an array's length never change, but a running thread may drop the last reference \
@@ -218,10 +247,16 @@ pub fn rule(answer: Answer, happening: Happening) -> Rule {
     let of_frames = matches!(answer, FrameCount | Frames | ThisObject | ObjectType | Locals);
     let of_heap = matches!(answer, ThreadName | ObjectFields | Statics | ArrayValues);
     let of_object = matches!(answer, StringValue | ArrayLength);
+    let of_threads = matches!(answer, Threads | OtherStatus | OtherFrameCount | SuspendCount);
     match happening {
         H::Anchor => keep("the stop the answers were read for: the debugger learns of it now"),
         H::Read => keep("a read or an event request changes no thread, frame, local or field"),
+        H::Suspend if answer == SuspendCount => drop("a suspension adds one to a thread's suspend count"),
         H::Suspend => keep("a suspension only adds to a count: the stopped thread's frames, status and every value stay"),
+        H::ResumeThread { .. } if of_threads => {
+            drop("the thread resumed may be the one asked about, and a running thread may start or end threads")
+        }
+        H::SetLocals { .. } | H::SetFields if of_threads => keep("a value written starts, ends, resumes or moves no thread"),
         H::ResumeThread { .. } | H::SetLocals { .. } | H::SetFields if of_object => drop(
             "a string's value and an array's length never change, but a thread run or a reference written may leave \
              the object unreachable, and a collected object's id gets INVALID_OBJECT from the VM",

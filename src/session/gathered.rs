@@ -58,6 +58,12 @@ impl Session {
                 self.near.gathered(g.key.set, g.key.cmd, &g.key.data, &g.reply);
             }
         }
+        // Class data read for a class lookup's reply suspends nothing: only the cache takes
+        // it, and the current stop's answers stay.
+        if answers.suspend_policy == crate::jdwp::events::suspend::NONE {
+            debug!(reply = answers.event_id, answers = answers.answers.len(), "class data read for a class lookup");
+            return;
+        }
         debug!(event = answers.event_id, answers = answers.answers.len(), "gathered answers for a stop");
         self.gathered.arrived(answers, sizes, in_flight);
     }

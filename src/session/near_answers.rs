@@ -21,6 +21,10 @@ use crate::settings::NearCacheMode;
 /// EventRequest.Set.
 const EVENT_SET: (u8, u8) = (15, 1);
 
+/// Asked when the connection is made, kept for the debuggers: VirtualMachine.CapabilitiesNew
+/// (JDI asks it at attach, jdb too) and Capabilities (older clients), fixed for the VM's run.
+const SEEDED: [(u8, u8); 2] = [(1, 17), (1, 12)];
+
 impl Session {
     /// Whether this connection caches: by the mode, and for `auto` whether the VM is reached
     /// through ssh (where a round trip costs a link's delay).
@@ -32,8 +36,10 @@ impl Session {
         }
     }
 
-    /// Identification: asks the VM for ClassUnload events so answers about types may be kept.
-    /// Not on a VM known to be Android: ART loads its full agent on the first non-DDM packet.
+    /// Identification: asks the VM for ClassUnload events so answers about types may be kept,
+    /// and the VM facts every debugger asks at attach beside Version and IDSizes (each a
+    /// round trip over a link otherwise). Not on a VM known to be Android: ART loads its
+    /// full agent on the first non-DDM packet.
     pub(super) fn start_near_cache(&mut self) {
         if !self.near_on || self.known_android().is_some() {
             return;
@@ -42,6 +48,9 @@ impl Session {
         let mut data = vec![kind::CLASS_UNLOAD, suspend::NONE];
         data.extend_from_slice(&0u32.to_be_bytes());
         self.send_proxy(Purpose::UnloadWatch, EVENT_SET.0, EVENT_SET.1, &data);
+        for (set, cmd) in SEEDED {
+            self.send_proxy(Purpose::Seed(set, cmd), set, cmd, &[]);
+        }
     }
 
     /// The reply to the proxy's ClassUnload request.

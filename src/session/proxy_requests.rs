@@ -192,6 +192,7 @@ impl Session {
                 self.late_sizes_settled();
             }
             Purpose::UnloadWatch => self.on_unload_watch_reply(p),
+            Purpose::Seed(set, cmd) => self.near_seed(set, cmd, p),
         }
         self.check_cleanup_done();
     }
@@ -221,6 +222,7 @@ impl Session {
                 self.late_sizes_settled();
             }
             Purpose::UnloadWatch => debug!("the VM did not answer the ClassUnload request: answers about types are not kept"),
+            Purpose::Seed(set, cmd) => debug!(set, cmd, "the VM did not answer a fact asked for the near cache"),
         }
     }
 

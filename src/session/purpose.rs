@@ -30,6 +30,9 @@ pub enum Purpose {
     LateIdSizes,
     /// The proxy's ClassUnload request, so the near cache learns of unloaded classes.
     UnloadWatch,
+    /// A VM fact every debugger asks at attach (CapabilitiesNew), asked with the
+    /// identification so the first debugger's ask is answered near too.
+    Seed(u8, u8),
 }
 
 /// Where the proxy's late IDSizes request stands on this connection.

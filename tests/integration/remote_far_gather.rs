@@ -3,8 +3,8 @@
 //! way, `support/delay_link.rs`), against real peers: a test host (a network namespace with
 //! Debian's sshd), a real JVM on its loopback, JDI programs compiled here.
 //!
-//! - The IDE-shaped stepping session (`jdi/Stepper.java`, SUSPEND_ALL and SUSPEND_EVENT_THREAD)
-//!   and jdb (`remote_far_peers::jdb_transcript`) print through the far side exactly what
+//! - The IDE-shaped stepping session (`jdi/Stepper.java`, SUSPEND_ALL and SUSPEND_EVENT_THREAD,
+//!   with the threads view at every stop) and jdb (`remote_far_peers::jdb_transcript`) print through the far side exactly what
 //!   they print run on the host against the VM.
 //! - An IDE that changes the VM at a stop (`jdi/Meddler.java`: a local, a field, an array
 //!   element and a static set; a method invoked; a frame popped; the class redefined and back)
@@ -12,7 +12,8 @@
 //!   change must give, and does the same run directly on the host first.
 //! - Two debuggers on one VM: the second reads the first one's change, changes a static and
 //!   resumes; the first one's stop holds and it reads the second one's change.
-//! - A thread that ends between a stop and the next read (`jdi/Dying.java`) is seen ended.
+//! - A thread that ends between a stop and the next read (`jdi/Dying.java`) is seen ended and
+//!   leaves the threads view; each stop's thread, started since the last, is listed in it.
 //! - A class that unloads between a stop and the next read (`jdi/Unloads.java` against
 //!   `jdi/Loaders.java`) leaves every read the VM's truth and is seen gone.
 //! - After each, `jdwpmux stats --json` shows answers served from gathered answers and early
@@ -217,6 +218,8 @@ async fn remote_far_gather_stops_answered_near_are_the_vms_truth() {
     }
     assert!(direct[0].contains("hit Ledger.work:") && direct[0].contains("policy=2") && direct[1].contains("policy=1"), "{}", direct[0]);
     assert!(direct[0].contains("thread ledger-worker") && direct[0].contains("local int sum = 100"), "{}", direct[0]);
+    let view = "  thread view ledger-worker suspendCount=1 suspended=true";
+    assert!(direct[0].contains(view) && direct[0].contains("  thread view Reference Handler suspendCount=1"), "{}", direct[0]);
     let direct_jdb = jdb_transcript(&on_host, 8000).await;
     assert!(direct_jdb.starts_with("Breakpoint hit: Ledger.work(), line=") && direct_jdb.contains("owner: \"ann\""), "{direct_jdb}");
     let alone = ["set", "invoke", "pop", "redefine"];

@@ -2,7 +2,8 @@
 // (Brief.java): for each suspend policy given, stop at a breakpoint in Brief.run, read what
 // the frames and variables views read, ask for the thread's death event, let the thread go,
 // and once its ThreadDeath event came read the thread again: it must be seen as ended (status
-// ZOMBIE, not suspended, its frames refused), never as the stop read it. A stale read says
+// ZOMBIE, not suspended, its frames refused, gone from the threads view), never as the
+// stop read it; each round's thread is a new one, listed in the threads view at its stop. A stale read says
 // "STALE ..." and exits with 1; each round ends with "ok thread-death POLICY"; then "done".
 //   java Dying HOST PORT all|thread...
 import com.sun.jdi.*;
@@ -47,6 +48,8 @@ public class Dying {
             if (!name.startsWith("brief-")) throw new IllegalStateException("stopped in " + name);
             show(t);
             expect("frames at the stop", true, t.frameCount() >= 2);
+            // Each round stops in a thread started since the last: the threads view lists it.
+            expect("the stopped thread in the threads view", true, vm.allThreads().contains(t));
             ThreadDeathRequest death = erm.createThreadDeathRequest();
             death.addThreadFilter(t);
             death.setSuspendPolicy(EventRequest.SUSPEND_NONE);
@@ -71,6 +74,10 @@ public class Dying {
                 frames = "refused";
             }
             expect("frames after the thread's death", "refused", frames);
+            // Ended: it leaves the threads view once it has exited, within 10 s.
+            long gone = System.nanoTime() + 10_000_000_000L;
+            while (vm.allThreads().contains(t) && System.nanoTime() < gone) Thread.sleep(10);
+            expect("the ended thread in the threads view", false, vm.allThreads().contains(t));
             say("ok thread-death " + a[i]);
         }
         say("done");

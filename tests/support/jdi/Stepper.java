@@ -4,8 +4,13 @@
 // lines (STEP_LINE, STEP_OVER, class exclusions, a count filter, resumed through the event
 // set as IDEs do), and at the stop and after every step print the thread (name, status,
 // frame count), its frames, the top frame's visible locals and their values, `this` and its
-// fields, the statics of the method's class, strings' values and arrays' lengths and heads.
-// Last, `this.toString()` invoked on the stopped thread, as IDEs label objects. Object ids
+// fields, the statics of the method's class, strings' values and arrays' lengths and heads,
+// and the threads view (every thread's name, suspend count and whether suspended; the status
+// and frame count of the threads that stand still while the VM runs, as the others' depend
+// on when the stop came; the Attach Listener left out, as a tool on the host may start it
+// between two runs).
+// At every stop `this.toString()` and each plain object local's, invoked on the stopped
+// thread as IntelliJ's renderers do, then the thread and `this` read again; last, once more. Object ids
 // are never printed: they are a connection's, not the VM's. Ends with "done" and disposes.
 //   java Stepper HOST PORT all|thread STEPS
 import com.sun.jdi.*;
@@ -43,6 +48,7 @@ public class Stepper {
         ThreadReference t = hit.thread();
         say("hit " + where(hit.location()) + " policy=" + set.suspendPolicy());
         show(t);
+        threads(vm);
         erm.deleteEventRequest(bp);
         for (int i = 1; i <= steps; i++) {
             StepRequest step = erm.createStepRequest(t, StepRequest.STEP_LINE, StepRequest.STEP_OVER);
@@ -56,6 +62,7 @@ public class Stepper {
             erm.deleteEventRequest(step);
             say("step " + i + " " + where(stepped.location()) + " policy=" + set.suspendPolicy());
             show(t);
+            threads(vm);
         }
         ObjectReference self = t.frame(0).thisObject();
         Method toString = self.referenceType().methodsByName("toString", "()Ljava/lang/String;").get(0);
@@ -89,6 +96,22 @@ public class Stepper {
         return l.declaringType().name() + "." + l.method().name() + ":" + l.lineNumber();
     }
 
+    /// Threads waiting in the VM's own code for as long as it runs: their status and frame
+    /// count are the same at every stop.
+    static final Set<String> STEADY = Set.of("Reference Handler", "Signal Dispatcher");
+
+    static void threads(VirtualMachine vm) throws Exception {
+        List<String> rows = new ArrayList<>();
+        for (ThreadReference x : vm.allThreads()) {
+            if (x.name().equals("Attach Listener")) continue;
+            String row = "  thread view " + x.name() + " suspendCount=" + x.suspendCount() + " suspended=" + x.isSuspended();
+            if (STEADY.contains(x.name()) && x.isSuspended()) row += " status=" + x.status() + " frames=" + x.frameCount();
+            rows.add(row);
+        }
+        Collections.sort(rows);
+        for (String r : rows) say(r);
+    }
+
     static void show(ThreadReference t) throws Exception {
         say("thread " + t.name() + " status=" + t.status() + " suspended=" + t.isSuspended() + " frames=" + t.frameCount());
         for (StackFrame f : t.frames()) say("  frame " + where(f.location()));
@@ -109,6 +132,26 @@ public class Stepper {
         for (Field f : type.allFields()) {
             if (f.isStatic()) say("  static " + f.typeName() + " " + f.name() + " = " + value(type.getValue(f)));
         }
+        // As IntelliJ's renderer: toString() of `this` and of every local that is a plain
+        // object, each an invoke on the stopped thread; then the thread and `this` read again.
+        if (self != null) say("  this.toString " + render(t, self));
+        for (LocalVariable v : vars) {
+            Value x = values.get(v);
+            if (x instanceof ObjectReference && !(x instanceof StringReference) && !(x instanceof ArrayReference)) {
+                say("  " + v.name() + ".toString " + render(t, (ObjectReference) x));
+            }
+        }
+        say("  after toString frames=" + t.frameCount() + " top=" + where(t.frame(0).location()));
+        if (self != null) {
+            for (Field f : self.referenceType().allFields()) {
+                if (!f.isStatic()) say("  after toString field " + f.name() + " = " + value(t.frame(0).thisObject().getValue(f)));
+            }
+        }
+    }
+
+    static String render(ThreadReference t, ObjectReference o) throws Exception {
+        Method m = o.referenceType().methodsByName("toString", "()Ljava/lang/String;").get(0);
+        return value(o.invokeMethod(t, m, Collections.emptyList(), ObjectReference.INVOKE_SINGLE_THREADED));
     }
 
     static String value(Value v) {
