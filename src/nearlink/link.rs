@@ -512,6 +512,18 @@ impl Task {
         self.state_tx.send_replace(LinkState::Down { why: why.to_string() });
     }
 
+    /// The session's channels fail and its resume state goes: the next Hello asks for a new
+    /// session.
+    fn forget_session(&mut self) {
+        for w in self.channels.reset() {
+            let _ = w.reply.send(Err(OpenError::SessionLost { vm: w.vm }));
+        }
+        self.stalled = None;
+        self.ack_at = None;
+        self.resume = Resume::new(Outbound::new(self.cfg.limit));
+        self.key = SessionKey::default();
+    }
+
     /// The far side no longer has the session: every channel ends, opens not yet answered
     /// fail, and the next Hello asks for a new session.
     fn lose_session(&mut self, why: &str) {
@@ -520,13 +532,7 @@ impl Task {
             let host = if self.cfg.host.is_empty() { self.dial.to_string() } else { self.cfg.host.clone() };
             warn!(channels = self.channels.len(), "jdwpmux on {host} let its VMs go: {why}; their debuggers are disconnected");
         }
-        for w in self.channels.reset() {
-            let _ = w.reply.send(Err(OpenError::SessionLost { vm: w.vm }));
-        }
-        self.stalled = None;
-        self.ack_at = None;
-        self.resume = Resume::new(Outbound::new(self.cfg.limit));
-        self.key = SessionKey::default();
+        self.forget_session();
     }
 
     /// Another near side took the far side over, this one's session with it: the channels
@@ -537,13 +543,7 @@ impl Task {
     fn taken_over(&mut self, text: String) {
         debug!(channels = self.channels.len(), "the far side was taken over: {text}");
         self.take_over = false;
-        for w in self.channels.reset() {
-            let _ = w.reply.send(Err(OpenError::SessionLost { vm: w.vm }));
-        }
-        self.stalled = None;
-        self.ack_at = None;
-        self.resume = Resume::new(Outbound::new(self.cfg.limit));
-        self.key = SessionKey::default();
+        self.forget_session();
         self.hold = None;
         self.retry_at = Some(Instant::now() + self.busy.next_wait());
         self.state_tx.send_replace(LinkState::TakenOver(text));
