@@ -260,7 +260,7 @@ async fn a_jdi_session_through_a_container_sees_what_it_sees_directly() {
 
 /// A session's text without the addresses in hidden classes' names (`Ledger$$Lambda$1/0x7f..`),
 /// which are each VM process's own.
-fn unaddressed(text: &str) -> String {
+pub(crate) fn unaddressed(text: &str) -> String {
     text.lines()
         .map(|l| match l.find("/0x") {
             Some(at) => {
