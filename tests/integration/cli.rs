@@ -37,6 +37,16 @@ impl Served {
         Self::spawn(&wrapper, Some(control), args, &[], |_| {})
     }
 
+    /// `start_as` with `bin` for the binary: a copy where the wrapper's user may run it (the
+    /// build's folder may be closed to others, and only the first exec of a `setpriv` gets
+    /// through it).
+    pub fn start_bin_as(wrapper: &[String], bin: &std::path::Path, control: &std::path::Path, args: &[&str]) -> Served {
+        let mut wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
+        let bin = bin.to_str().expect("a UTF-8 path");
+        wrapper.push(bin);
+        Self::spawn_bin(&wrapper, Some(control), args, &[], |_| {}, None)
+    }
+
     /// `start` run through a wrapper command (`prlimit --nofile=...`, say).
     pub fn start_wrapped(wrapper: &[&str], args: &[&str]) -> Served {
         Self::spawn(wrapper, None, args, &[], |_| {})
@@ -54,16 +64,28 @@ impl Served {
         env: &[(&str, &str)],
         prepare: impl FnOnce(&mut Command),
     ) -> Served {
+        Self::spawn_bin(wrapper, control, args, env, prepare, Some(BIN))
+    }
+
+    /// `spawn`, running `bin` (None: the wrapper's last word is the binary).
+    fn spawn_bin(
+        wrapper: &[&str],
+        control: Option<&std::path::Path>,
+        args: &[&str],
+        env: &[(&str, &str)],
+        prepare: impl FnOnce(&mut Command),
+        bin: Option<&str>,
+    ) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("serve.log");
         let control = control.map_or_else(|| dir.path().join("control.sock"), std::path::Path::to_path_buf);
         let mut cmd = match wrapper.split_first() {
             Some((first, rest)) => {
                 let mut c = Command::new(first);
-                c.args(rest).arg(BIN);
+                c.args(rest).args(bin);
                 c
             }
-            None => Command::new(BIN),
+            None => Command::new(bin.unwrap_or(BIN)),
         };
         cmd.env_remove("JDWPMUX_CONFIG")
             .arg("serve")

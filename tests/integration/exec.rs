@@ -441,7 +441,8 @@ async fn exec_a_rootless_container_through_its_owners_podman() {
         format!("CONTAINERS_STORAGE_CONF={}", engine.config_dir().join("storage.conf").display()),
         "RUST_LOG=info".into(),
     ]);
-    let served = Served::start_as(&wrapper, &dir.join("control.sock"), &["--no-proc", "--no-scan", "--no-adb", "--exec", &exec, "--far-path", "/opt/jdwpmux"]);
+    // The owner's own copy: the build's folder may be closed to others.
+    let served = Served::start_bin_as(&wrapper, &bin.join("jdwpmux"), &dir.join("control.sock"), &["--no-proc", "--no-scan", "--no-adb", "--exec", &exec, "--far-path", "/opt/jdwpmux"]);
     let rows = list_until(&served, "Ledger through the owner's exec", |r| ready(r, "ledger", "Ledger")).await;
     assert_eq!(row(&rows, "ledger", "Ledger").unwrap()["process"]["place"], format!("container {} (podman)", c.name()), "{rows:?}");
     let port = port_of(&rows, "ledger", "Ledger");

@@ -95,7 +95,17 @@ impl Client {
         self.next_id += 1;
         let id = self.next_id;
         self.send(Packet::command(id, set, cmd, data).as_bytes().to_vec()).await?;
-        let (h, data) = self.packet().await?;
+        // A class looked up by name has its class data read ahead and sent before the reply
+        // (an answers packet, for the near cache): not the reply.
+        let mut ahead = 0;
+        let (h, data) = loop {
+            let (h, data) = self.packet().await?;
+            if inband::is_answers(&h) && ahead < 4 {
+                ahead += 1;
+                continue;
+            }
+            break (h, data);
+        };
         ensure!(h.is_reply() && h.id == id, "the reply to {set}/{cmd} (id {id}), not {h:?}");
         Ok((h, data))
     }
