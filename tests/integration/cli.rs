@@ -39,12 +39,14 @@ impl Served {
 
     /// `start_as` with `bin` for the binary: a copy where the wrapper's user may run it (the
     /// build's folder may be closed to others, and only the first exec of a `setpriv` gets
-    /// through it).
+    /// through it). It runs from `/`: what it starts may not enter this process's folder.
     pub fn start_bin_as(wrapper: &[String], bin: &std::path::Path, control: &std::path::Path, args: &[&str]) -> Served {
         let mut wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
         let bin = bin.to_str().expect("a UTF-8 path");
         wrapper.push(bin);
-        Self::spawn_bin(&wrapper, Some(control), args, &[], |_| {}, None)
+        Self::spawn_bin(&wrapper, Some(control), args, &[], |c| {
+            c.current_dir("/");
+        }, None)
     }
 
     /// `start` run through a wrapper command (`prlimit --nofile=...`, say).
