@@ -229,12 +229,24 @@ async fn namespaces_sharing_our_process_list_are_this_machines() {
 /// here directly: a container's JVM is debugged as any other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jdi_session_through_a_container_sees_what_it_sees_directly() {
-    use crate::support::jdi::{Stepper, LEDGER_JAVA};
+    use crate::support::jdi::LEDGER_JAVA;
     crate::need_podman!();
     let engine = Engine::rootful().unwrap();
     let marker = format!("jdwpmux.test=ctrjdi-{}", std::process::id());
     let cls = AppClasses::compile(&[("Ledger.java", LEDGER_JAVA)]).await.expect("javac");
     let boxed = Container::run(spec(&engine, "ledger", &cls, "Ledger", &marker)).await.unwrap();
+    let served = serve(&marker, &[]);
+    let rows = served.list_until("the container's Ledger", |r| ready(r, "Ledger")).await;
+    same_as_here(port_of(&rows, "Ledger"), "through jdwpmux to the container").await;
+    runs_on(&boxed).await;
+    drop(served);
+}
+
+/// The Stepper (an IDE-shaped JDI session: breakpoint, steps, frames, locals, `this`) on the
+/// Ledger at `port`, under both suspend policies, prints what it prints against a Ledger run
+/// here directly; that one runs on after.
+pub(crate) async fn same_as_here(port: u16, how: &str) {
+    use crate::support::jdi::{Stepper, LEDGER_JAVA};
     let here_port = crate::support::containers::free_port();
     let here = crate::support::JavaApp::spawn(crate::support::JvmSpec {
         agent: crate::remote::agent(false, &format!("127.0.0.1:{here_port}")),
@@ -244,23 +256,19 @@ async fn a_jdi_session_through_a_container_sees_what_it_sees_directly() {
     })
     .await
     .unwrap();
-    let served = serve(&marker, &[]);
-    let rows = served.list_until("the container's Ledger", |r| ready(r, "Ledger")).await;
     let stepper = Stepper::compile().await.unwrap();
     for policy in ["all", "thread"] {
-        let through = stepper.run(&[], port_of(&rows, "Ledger"), policy, 6).await.unwrap();
+        let through = stepper.run(&[], port, policy, 6).await.unwrap();
         let direct = stepper.run(&[], here_port, policy, 6).await.unwrap();
         assert!(through.contains("hit Ledger.work"), "{through}");
-        assert_eq!(unaddressed(&through), unaddressed(&direct), "{policy}: through jdwpmux to the container, then directly here");
+        assert_eq!(unaddressed(&through), unaddressed(&direct), "{policy}: {how}, then directly here");
     }
-    runs_on(&boxed).await;
     here.wait_ticks_advance(SLOW).await.unwrap();
-    drop(served);
 }
 
 /// A session's text without the addresses in hidden classes' names (`Ledger$$Lambda$1/0x7f..`),
 /// which are each VM process's own.
-pub(crate) fn unaddressed(text: &str) -> String {
+fn unaddressed(text: &str) -> String {
     text.lines()
         .map(|l| match l.find("/0x") {
             Some(at) => {

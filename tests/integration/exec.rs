@@ -458,33 +458,15 @@ async fn exec_a_rootless_container_through_its_owners_podman() {
 /// same program run here directly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_a_jdi_session_sees_what_it_sees_directly() {
-    use crate::support::jdi::{Stepper, LEDGER_JAVA};
     crate::need_podman!();
     let engine = Engine::rootful().unwrap();
     let bin = bin_dir();
-    let cls = AppClasses::compile(&[("Ledger.java", LEDGER_JAVA)]).await.expect("javac");
+    let cls = AppClasses::compile(&[("Ledger.java", crate::support::jdi::LEDGER_JAVA)]).await.expect("javac");
     let c = container(&engine, "execjdi", &cls, "Ledger", Some(bin.path())).await;
-    let here_port = crate::support::containers::free_port();
-    let here = crate::support::JavaApp::spawn(crate::support::JvmSpec {
-        agent: crate::remote::agent(false, &format!("127.0.0.1:{here_port}")),
-        sources: vec![("Ledger.java".into(), LEDGER_JAVA.into())],
-        class: "Ledger".into(),
-        ..crate::support::JvmSpec::default()
-    })
-    .await
-    .unwrap();
     let exec = format!("ledger=podman exec -i {}", c.name());
     let served = serve(&engine, &["--exec", &exec, "--far-path", MOUNTED]);
     let rows = list_until(&served, "Ledger through the exec", |r| ready(r, "ledger", "Ledger")).await;
-    let stepper = Stepper::compile().await.unwrap();
-    for policy in ["all", "thread"] {
-        let through = stepper.run(&[], port_of(&rows, "ledger", "Ledger"), policy, 6).await.unwrap();
-        let direct = stepper.run(&[], here_port, policy, 6).await.unwrap();
-        assert!(through.contains("hit Ledger.work"), "{through}");
-        let unaddressed = crate::containers::unaddressed;
-        assert_eq!(unaddressed(&through), unaddressed(&direct), "{policy}: through --exec to the container, then directly here");
-    }
+    crate::containers::same_as_here(port_of(&rows, "ledger", "Ledger"), "through --exec to the container").await;
     runs_on(&c).await;
-    here.wait_ticks_advance(SLOW).await.unwrap();
     drop(served);
 }
