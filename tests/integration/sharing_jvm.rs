@@ -300,7 +300,8 @@ async fn pop_frames_does_not_wait_for_the_other_debugger_jdk17() {
 
 /// The invoke case through the far side, with 25 ms each way in front of the VM's host: jdb
 /// and an IDE here, the VM on a test host, the real daemon; the wait is in `list --json`
-/// within 2 s and in the daemon's log, and the call runs once the IDE resumes.
+/// within 2 s and in the daemon's log, and the call runs once the IDE resumes; jdb's next
+/// step has its Set answered early, and the VM's reply agrees.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invoke_waits_visibly_through_the_far_side() {
     use crate::remote::{agent, port, ready, serve};
@@ -363,6 +364,22 @@ async fn an_invoke_waits_visibly_through_the_far_side() {
     jdb.expect("alpha(0) = ", SLOW).await.unwrap();
     assert!(debuggers(&served).first().is_some_and(|d| d["waits"].as_array().is_some_and(Vec::is_empty)));
     assert!(link.turns() > 0, "the session did not go through the delayed link");
+
+    // jdb steps after its invoke: the step's Set is answered early, and the VM agrees.
+    let early_sets = || {
+        let (code, out, err) = served.run(&["stats", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let near = report["vms"].as_array().and_then(|vms| vms.iter().find(|v| v["near"].is_object())).map(|v| v["near"].clone());
+        let near = near.unwrap_or_else(|| panic!("no near figures: {out}"));
+        let rows = near["commands"].as_array().cloned().unwrap_or_default();
+        let sets = rows.iter().find(|r| r["command"] == "EventRequest.Set").and_then(|r| r["count"].as_u64()).unwrap_or(0);
+        (sets, near["early_differed"].as_u64())
+    };
+    let (sets, _) = early_sets();
+    jdb.send("next").await.unwrap();
+    jdb.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    assert_eq!(early_sets(), (sets + 1, Some(0)), "the step's Set after the invoke, through the far side");
 
     jdb.send("clear Shared.beta").await.unwrap();
     jdb.expect("Removed: breakpoint Shared.beta", SLOW).await.unwrap();
