@@ -131,7 +131,8 @@ impl Stopped {
     /// VirtualMachine.Suspend (`None`) or ThreadReference.Suspend went out under `id`.
     pub fn suspend_written(&mut self, id: u32, thread: Option<u64>) {
         let back = match thread {
-            Some(t) => self.counts.contains_key(&t).then(|| vec![t]).unwrap_or_default(),
+            Some(t) if self.counts.contains_key(&t) => vec![t],
+            Some(_) => Vec::new(),
             None => self.counts.keys().copied().collect(),
         };
         if !back.is_empty() && self.out.len() < MAX_OUT {
