@@ -76,8 +76,6 @@ mod faults_debugger;
 mod faults_daemon;
 #[path = "integration/spin.rs"]
 mod spin;
-#[path = "integration/cpu_pin.rs"]
-mod cpu_pin;
 #[path = "integration/proc_scan.rs"]
 mod proc_scan;
 #[path = "integration/remote_paths.rs"]
