@@ -7,12 +7,14 @@
 //! two tests take turns (`TURN`) for the same reason.
 
 mod support;
+#[path = "support/served.rs"]
+mod served;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::served::Served;
+use crate::served::Served;
 use crate::support::consts::*;
 use crate::support::faults::ready_port;
 use crate::support::{java_available, JavaApp, RawClient};

@@ -2,6 +2,8 @@
 //! in-process (`harness`) or as the real binary (`bin`).
 
 mod support;
+#[path = "support/served.rs"]
+mod served;
 
 #[path = "integration/harness.rs"]
 mod harness;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::support::{FakeVm, FakeVmConfig};
 
-pub use crate::support::served::{port_of, Served, BIN};
+pub use crate::served::{port_of, Served, BIN};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_and_select_through_the_binary() {

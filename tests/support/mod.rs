@@ -22,7 +22,6 @@ pub mod output;
 pub mod ports;
 pub mod process;
 pub mod reader;
-pub mod served;
 pub mod tap;
 pub mod testhost;
 pub mod trace_check;

@@ -1,5 +1,8 @@
 //! The real binary as a daemon: `jdwpmux serve` in a child process with its own control
-//! socket and log, and what tests ask it (`list`, `select`, ...).
+//! socket and log, and what tests ask it (`list`, `select`, ...). Declared by each test
+//! binary (`mod served;`), not by `support`, which the fake VM example builds too and which has
+//! no binary to run.
+#![allow(dead_code)]
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
