@@ -363,6 +363,7 @@ async fn an_invoke_waits_visibly_through_the_far_side() {
     command(&mut ide, "resume", "resumed").await.unwrap();
     jdb.expect("alpha(0) = ", SLOW).await.unwrap();
     assert!(debuggers(&served).first().is_some_and(|d| d["waits"].as_array().is_some_and(Vec::is_empty)));
+    assert_eq!(served.log_text().matches("waits for debugger #").count(), 1, "one log line for the wait");
     assert!(link.turns() > 0, "the session did not go through the delayed link");
 
     // jdb steps after its invoke: the step's Set is answered early, and the VM agrees.
