@@ -18,7 +18,8 @@
 //! - [`store`]: the near side's answers of one VM connection, judged by [`validity`] as
 //!   commands and events pass, served by the exact bytes of a debugger's command, or
 //!   composed from the values gathered ([`compose`]) within each object id's budget.
-//! - [`early`]: commands answered before the VM's reply, where that reply cannot differ.
+//! - [`early`]: commands answered before the VM's reply, where that reply cannot differ;
+//!   [`early_breakpoint`]: which breakpoint requests are certain, from the line tables held.
 //!
 //! How they are joined: under far-side protocol 3, for a near side that asked, the far
 //! side's channel task (`far::gathering`) runs a [`relay::Relay`] over its VM connection
@@ -30,6 +31,7 @@
 
 pub mod compose;
 pub mod early;
+pub mod early_breakpoint;
 pub mod inband;
 pub mod known;
 pub mod plan;
@@ -43,6 +45,8 @@ pub mod wire;
 mod compose_tests;
 #[cfg(test)]
 mod early_tests;
+#[cfg(test)]
+mod early_breakpoint_tests;
 #[cfg(test)]
 mod plan_objects_tests;
 #[cfg(test)]

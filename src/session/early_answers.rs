@@ -33,7 +33,8 @@ impl Session {
             return None;
         }
         let h = p.header();
-        self.early.answer(h.cmd_set(), h.cmd(), p.data(), &sizes)
+        let near = &self.near;
+        self.early.answer_with(h.cmd_set(), h.cmd(), p.data(), &sizes, &|class, method| near_line_table(near, &sizes, class, method))
     }
 
     /// Forwards a debugger's command unchanged and answers it at once when the early table
@@ -101,4 +102,13 @@ impl Session {
             "the VM's reply differs from the early answer the debugger was given"
         );
     }
+}
+
+/// The Method.LineTable answer the near cache holds for a (class, method): what makes a
+/// breakpoint request certain (`gather::early_breakpoint`).
+pub(super) fn near_line_table(near: &super::nearcache::NearCache, sizes: &crate::jdwp::events::IdSizes, class: u64, method: u64) -> Option<Vec<u8>> {
+    let mut key = Vec::with_capacity(sizes.reference_type + sizes.method);
+    crate::jdwp::reader::put_id(&mut key, class, sizes.reference_type);
+    crate::jdwp::reader::put_id(&mut key, method, sizes.method);
+    near.peek(6, 1, &key).map(|b| b.to_vec())
 }

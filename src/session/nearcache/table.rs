@@ -207,6 +207,13 @@ impl NearCache {
         }
     }
 
+    /// The answer kept for a command, if any, without counting a hit or a miss (what the
+    /// early answers read: a breakpoint's method's line table).
+    pub fn peek(&self, set: u8, cmd: u8, data: &[u8]) -> Option<Bytes> {
+        let key = Key { set, cmd, data: Bytes::copy_from_slice(data) };
+        self.entries.get(&key).map(|slot| slot.answer.clone())
+    }
+
     /// What to do with a debugger's command.
     pub fn lookup(&mut self, set: u8, cmd: u8, data: &[u8]) -> Lookup {
         if (set, cmd) == commands::CLASSES_BY_SIGNATURE && self.unloads_seen {
