@@ -194,6 +194,12 @@ pub const LOOKUP_METHODS: usize = 64;
 const NATIVE: i32 = 0x0100;
 const ABSTRACT: i32 = 0x0400;
 
+/// A class lookup's limits: its answers all fit in one set on the wire (line tables of many
+/// methods could pass [`super::wire::MAX_ANSWERS`] otherwise).
+fn class_limits(limits: Limits) -> Limits {
+    Limits { commands: limits.commands.min(super::wire::MAX_ANSWERS), ..limits }
+}
+
 /// The classes of a VirtualMachine.ClassesBySignature reply (a count, then each class's tag,
 /// id and status): (tag, id) each, None when it does not parse.
 pub fn parse_lookup(data: &[u8], sizes: &IdSizes) -> Option<Vec<(u8, u64)>> {
@@ -310,7 +316,7 @@ impl Plan {
     /// NONE (nothing of a stop).
     pub fn at_classes(data: &[u8], sizes: IdSizes, limits: Limits, known: &mut Known) -> Option<(Plan, Vec<(usize, Key)>)> {
         let found = parse_lookup(data, &sizes).filter(|f| !f.is_empty())?;
-        let mut plan = Plan::new(sizes, limits, 0, suspend::NONE);
+        let mut plan = Plan::new(sizes, class_limits(limits), 0, suspend::NONE);
         plan.class_data = true;
         let mut first = Vec::new();
         plan.found_classes(&mut first, found, known);
@@ -321,7 +327,7 @@ impl Plan {
     /// (see [`prepare_signature`]): the class looked up, then read as [`Plan::at_classes`]
     /// reads a lookup's classes. Its answers, too, are class data alone.
     pub fn at_prepare(signature: &str, sizes: IdSizes, limits: Limits, known: &mut Known) -> (Plan, Vec<(usize, Key)>) {
-        let mut plan = Plan::new(sizes, limits, 0, suspend::NONE);
+        let mut plan = Plan::new(sizes, class_limits(limits), 0, suspend::NONE);
         plan.class_data = true;
         let mut data = (signature.len() as u32).to_be_bytes().to_vec();
         data.extend_from_slice(signature.as_bytes());

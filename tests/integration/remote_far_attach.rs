@@ -164,6 +164,20 @@ async fn attach_in_few_round_trips(alias: &str, java: &Path) {
         assert_eq!(direct_jdb, through_jdb, "jdb's attach through the far side");
         jdb_turns.push(turns.unwrap_or(u64::MAX));
     }
+    // A second debugger attaches while the first holds the VM stopped at its breakpoint: it
+    // sets its own breakpoint and leaves; the first one's stop held, it reads and resumes.
+    served.list_until("Ledger ready", |r| ready(r, &slow, "Ledger")).await;
+    let mut first = prog.start(&[], vm_port, "hold");
+    let held = first.expect("holding", SLOW).await.unwrap();
+    assert!(held.contains("hit Ledger.work:") && held.contains("policy=2"), "{held}");
+    let mut second = prog.start(&[], vm_port, "arm");
+    let armed = second.expect("done\n", SLOW).await.unwrap();
+    assert!(armed.contains("armed Ledger:"), "{armed}");
+    assert!(second.wait_exit(SLOW).await.unwrap().success(), "{}", second.output());
+    first.close_stdin();
+    first.expect("done\n", SLOW).await.unwrap();
+    assert!(first.wait_exit(SLOW).await.unwrap().success(), "{}", first.output());
+
     let near = near_figures(&served);
     eprintln!("attach round trips at {DELAY:?} one way: IntelliJ-shaped {ide_turns:?}, jdb {jdb_turns:?}; near: {near}");
     assert_eq!(near["early_differed"].as_u64(), Some(0), "early answers the VM contradicted: {near}");
