@@ -159,6 +159,9 @@ impl Relay {
     /// follow when they end a packet.
     pub fn from_near(&mut self, mut bytes: &[u8], now: Instant) -> Vec<Out> {
         let mut out = vec![Out::ToVm(bytes.to_vec())];
+        // Whole Sets of these bytes, planned from once all of them are read: jdwpmux's own
+        // commands may follow only once the near side's packet in progress has ended.
+        let mut sets = Vec::new();
         let hs = self.near_handshake_left.min(bytes.len());
         self.near_handshake_left -= hs;
         bytes = &bytes[hs..];
@@ -171,8 +174,8 @@ impl Relay {
                 }
                 bytes = &bytes[n..];
                 if self.near_left == 0 {
-                    if let Some((id, d)) = self.near_set.take() {
-                        self.near_set_whole(&mut out, id, &d, now);
+                    if let Some(set) = self.near_set.take() {
+                        sets.push(set);
                     }
                 }
                 continue;
@@ -198,6 +201,9 @@ impl Relay {
                     self.near_set = Some((h.id, Vec::with_capacity(self.near_left)));
                 }
             }
+        }
+        for (id, d) in sets {
+            self.near_set_whole(&mut out, id, &d, now);
         }
         self.flush_waiting(&mut out);
         out

@@ -382,3 +382,32 @@ fn a_reply_to_another_command_or_a_failed_lookup_is_not_held() {
     assert_eq!(run.to_near, vm);
     assert!(run.gathered.is_empty(), "{:?}", run.gathered);
 }
+
+/// The relay's own commands never land inside a packet of the near side's: a ClassPrepare
+/// request followed, in the same read, by the head of another command.
+#[test]
+fn a_prepare_requests_lookup_waits_for_the_near_sides_packet_to_end() {
+    let now = Instant::now();
+    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut to_vm = Vec::new();
+    let take = |outs: Vec<Out>, to_vm: &mut Vec<u8>| {
+        for o in outs {
+            if let Out::ToVm(b) = o {
+                to_vm.extend_from_slice(&b);
+            }
+        }
+    };
+    take(relay.from_near(&HANDSHAKE[..], now), &mut to_vm);
+    take(relay.from_vm(&HANDSHAKE[..], now), &mut to_vm);
+    let sizes = Header::parse(&to_vm[HANDSHAKE.len()..]).map(|h| h.id).unwrap_or(0);
+    take(relay.from_vm(&reply(sizes, &vm_answer(1, 7)), now), &mut to_vm);
+    let next = cmd(6, 1, 20, &[]);
+    let chunk = [cmd(5, 15, 1, &prepare_request("Ledger")), next[..5].to_vec()].concat();
+    take(relay.from_near(&chunk, now), &mut to_vm);
+    take(relay.from_near(&next[5..], now), &mut to_vm);
+    let stream = &to_vm[HANDSHAKE.len()..];
+    let kinds: Vec<(u32, u8, u8)> = packets(stream).iter().filter_map(|p| Header::parse(p)).map(|h| (h.id, h.cmd_set(), h.cmd())).collect();
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
+    assert_eq!(&kinds[1..3], &[(5, 15, 1), (6, 1, 20)], "the near side's packets whole and in order");
+    assert!(FAR_IDS.contains(&kinds[3].0) && (kinds[3].1, kinds[3].2) == (1, 2), "then the lookup: {kinds:?}");
+}
