@@ -34,6 +34,7 @@ public class Attacher {
         String cls = a[2];
         String method = a[3];
         String mode = a[4];
+        long t0 = System.nanoTime();
         VirtualMachine vm = c.attach(args);
         EventRequestManager erm = vm.eventRequestManager();
         say("attached " + vm.name() + " canRedefine=" + vm.canRedefineClasses() + " canPop=" + vm.canPopFrames());
@@ -58,7 +59,9 @@ public class Attacher {
         bp.setSuspendPolicy(EventRequest.SUSPEND_ALL);
         bp.enable();
         vm.resume();
+        long took = System.nanoTime() - t0;
         say("armed " + cls + ":" + line + " methods=" + type.methods().size());
+        say("attach_ms=" + took / 1_000_000);
         if (mode.equals("arm")) {
             say("done");
             vm.dispose();
