@@ -193,7 +193,8 @@ async fn attach_in_few_round_trips(alias: &str, java: &Path) {
     assert!(first.wait_exit(SLOW).await.unwrap().success(), "{}", first.output());
 
     let near = near_figures(&served);
-    eprintln!("attach round trips at {DELAY:?} one way: IntelliJ-shaped {ide_turns:?}, jdb {jdb_turns:?}; near: {near}");
+    let say = |c: &[Cost]| c.iter().map(|c| format!("{} ({} ms)", c.turns, c.ms)).collect::<Vec<_>>().join(", ");
+    eprintln!("attach round trips at {DELAY:?} one way: IntelliJ-shaped {}, jdb {}; near: {near}", say(&ide_turns), say(&jdb_turns));
     assert_eq!(near["early_differed"].as_u64(), Some(0), "early answers the VM contradicted: {near}");
     assert!(near["early"].as_u64().unwrap_or(0) > 0, "no early answer: {near}");
     assert!(ide_turns.iter().all(|t| t.turns <= ATTACH_TURNS), "the IntelliJ-shaped attach took {ide_turns:?} link round trips (at most {ATTACH_TURNS})");
