@@ -34,7 +34,7 @@ impl Session {
         }
         let h = p.header();
         let near = &self.near;
-        self.early.answer_with(h.cmd_set(), h.cmd(), p.data(), &sizes, &|class, method| near_line_table(near, &sizes, class, method))
+        self.early.answer_with(h.cmd_set(), h.cmd(), p.data(), &sizes, &|class, method| near.line_table(&sizes, class, method))
     }
 
     /// Forwards a debugger's command unchanged and answers it at once when the early table
@@ -104,11 +104,3 @@ impl Session {
     }
 }
 
-/// The Method.LineTable answer the near cache holds for a (class, method): what makes a
-/// breakpoint request certain (`gather::early_breakpoint`).
-pub(super) fn near_line_table(near: &super::nearcache::NearCache, sizes: &crate::jdwp::events::IdSizes, class: u64, method: u64) -> Option<Vec<u8>> {
-    let mut key = Vec::with_capacity(sizes.reference_type + sizes.method);
-    crate::jdwp::reader::put_id(&mut key, class, sizes.reference_type);
-    crate::jdwp::reader::put_id(&mut key, method, sizes.method);
-    near.peek(6, 1, &key).map(|b| b.to_vec())
-}

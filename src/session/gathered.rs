@@ -108,7 +108,7 @@ impl Session {
             self.gathered.command(h.cmd_set(), h.cmd(), data);
             let sizes = self.id_sizes.unwrap_or(SIZES_UNTIL_KNOWN);
             let near = &self.near;
-            let tables = |class, method| super::early_answers::near_line_table(near, &sizes, class, method);
+            let tables = |class, method| near.line_table(&sizes, class, method);
             self.early.written_with(h.id, h.cmd_set(), h.cmd(), data, &sizes, &tables);
         }
     }
