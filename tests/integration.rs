@@ -104,6 +104,8 @@ mod remote_far_hostile;
 mod remote_far_takeover;
 #[path = "integration/remote_far_gather.rs"]
 mod remote_far_gather;
+#[path = "integration/remote_far_attach.rs"]
+mod remote_far_attach;
 #[path = "integration/remote_far_containers.rs"]
 mod remote_far_containers;
 #[path = "integration/remote_ddm.rs"]

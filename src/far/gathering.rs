@@ -64,7 +64,7 @@ pub async fn run(
             Wake::Vm(Ok(0)) => return (CloseReason::VmClosed, "the VM closed the connection".to_string()),
             Wake::Vm(Ok(n)) => relay.from_vm(&buf[..n], std::time::Instant::now()),
             Wake::Vm(Err(e)) => return (CloseReason::Error, format!("reading from the VM: {e}")),
-            Wake::Near(Some(bytes)) => relay.from_near(&bytes),
+            Wake::Near(Some(bytes)) => relay.from_near(&bytes, std::time::Instant::now()),
             // The session dropped its end: the near side closed the channel.
             Wake::Near(None) => return (CloseReason::Done, String::new()),
             Wake::Wrote(Ok(n)) => {

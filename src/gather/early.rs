@@ -75,6 +75,23 @@ pub const EARLY: &[Row] = &[
     Row {
         set: 15,
         cmd: 1,
+        name: "EventRequest.Set (a breakpoint)",
+        why: "the reply is the request id, from the same counter as a step request's (also predicted \
+              while earlier predicted Sets are in flight). libjdwp refuses a breakpoint only in \
+              reading its LocationOnly modifier (inStream_readClassRef: an id that is no live class) \
+              or in JVMTI SetBreakpoint (a method id that is none, a method without code, a \
+              location outside its code; a second breakpoint at one place is no error, libjdwp sets \
+              the JVMTI one once; the breakpoint capability is taken at start): so only a request of \
+              suspend policy NONE, EVENT_THREAD or ALL with one LocationOnly and Counts (> 0), whose \
+              class and method are those of a Method.LineTable answer the near cache holds (kept \
+              only while the class is loaded and not redefined) and whose code index lies within \
+              that table's start and end (a native method's -1 is none). JDI's \
+              createBreakpointRequest asks the line table first (Method.location, locationsOfLine), \
+              and IDEs and jdb set their breakpoints this way at attach (gather::early_breakpoint)",
+    },
+    Row {
+        set: 15,
+        cmd: 1,
         name: "EventRequest.Set (ClassPrepare, ClassUnload, ThreadStart, ThreadDeath, Exception)",
         why: "the reply is the request id, from the same counter as a step request's, and also \
               predicted while earlier Sets are in flight when each of those was predicted too \
@@ -128,6 +145,14 @@ pub fn libjdwp_vm(ident: &str) -> bool {
     !crate::jdwp::version::is_android_vm(ident) && ["HotSpot", "OpenJDK", "OpenJ9"].iter().any(|n| ident.contains(n))
 }
 
+/// The Method.LineTable reply data the near side holds for a (class, method), if any.
+pub type LineTables<'a> = dyn Fn(u64, u64) -> Option<Vec<u8>> + 'a;
+
+/// No line table held: no breakpoint request is certain.
+fn no_line_tables(_: u64, _: u64) -> Option<Vec<u8>> {
+    None
+}
+
 /// What one VM connection has told about early answers so far.
 #[derive(Debug, Default)]
 pub struct Early {
@@ -161,6 +186,13 @@ impl Early {
     /// The reply data a command would get from the VM, when it is certain: `None` sends it
     /// the usual way. `data`: the command's data.
     pub fn answer(&self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) -> Option<Vec<u8>> {
+        self.answer_with(set, cmd, data, sizes, &no_line_tables)
+    }
+
+    /// As [`Early::answer`], with the line tables the near side holds (`line_table`: the
+    /// Method.LineTable reply data of a (class, method), if held): a breakpoint request in
+    /// code they cover is certain too (see [`super::early_breakpoint`]).
+    pub fn answer_with(&self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes, line_table: &LineTables<'_>) -> Option<Vec<u8>> {
         match (set, cmd) {
             (1, 9) => data.is_empty().then(Vec::new),
             (11, 3) => {
@@ -173,16 +205,17 @@ impl Early {
                 r.u32("requestID").ok()?;
                 (r.remaining() == 0 && CLEARABLE_KINDS.contains(&k)).then(Vec::new)
             }
-            (15, 1) => self.predict_set(data, sizes).map(|id| id.to_be_bytes().to_vec()),
+            (15, 1) => self.predict_set(data, sizes, line_table).map(|id| id.to_be_bytes().to_vec()),
             _ => None,
         }
     }
 
     /// The id an EventRequest.Set with this data gets, when certain: the counter is known
     /// and the request is one libjdwp cannot refuse.
-    fn predict_set(&self, data: &[u8], sizes: &IdSizes) -> Option<u32> {
+    fn predict_set(&self, data: &[u8], sizes: &IdSizes, line_table: &LineTables<'_>) -> Option<u32> {
         let next = self.counter?.checked_add(1)?;
-        (self.is_step_on_stopped(data, sizes) || is_global_request(data, sizes)).then_some(next)
+        let certain = self.is_step_on_stopped(data, sizes) || is_global_request(data, sizes) || super::early_breakpoint::certain(data, sizes, line_table);
+        certain.then_some(next)
     }
 
     /// A step request whose only failure could be its thread, on a thread known stopped.
@@ -225,11 +258,16 @@ impl Early {
     /// A command written to the VM (by anyone) under `id`. `data` empty when only its head
     /// is known.
     pub fn written(&mut self, id: u32, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) {
+        self.written_with(id, set, cmd, data, sizes, &no_line_tables)
+    }
+
+    /// As [`Early::written`], with the line tables [`Early::answer_with`] was given.
+    pub fn written_with(&mut self, id: u32, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes, line_table: &LineTables<'_>) {
         self.stopped.id_written(id);
         let thread = || Reader::new(data).id(sizes.object, "thread").ok().filter(|_| data.len() == sizes.object);
         match (set, cmd) {
             (15, 1) => {
-                let predicted = self.predict_set(data, sizes);
+                let predicted = self.predict_set(data, sizes, line_table);
                 self.counter = predicted;
                 if self.sets_in_flight.len() < MAX_SETS_IN_FLIGHT && self.sets_untracked == 0 {
                     self.sets_in_flight.push_back(predicted);

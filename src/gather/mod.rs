@@ -18,7 +18,8 @@
 //! - [`store`]: the near side's answers of one VM connection, judged by [`validity`] as
 //!   commands and events pass, served by the exact bytes of a debugger's command, or
 //!   composed from the values gathered ([`compose`]) within each object id's budget.
-//! - [`early`]: commands answered before the VM's reply, where that reply cannot differ.
+//! - [`early`]: commands answered before the VM's reply, where that reply cannot differ;
+//!   [`early_breakpoint`]: which breakpoint requests are certain, from the line tables held.
 //! - [`stopped`]: the threads [`early`] knows stopped, by a lower bound of each one's
 //!   suspend count, so a step on a thread another debugger also holds stays certain.
 //!
@@ -32,6 +33,7 @@
 
 pub mod compose;
 pub mod early;
+pub mod early_breakpoint;
 pub mod inband;
 pub mod known;
 pub mod plan;
@@ -46,6 +48,8 @@ pub mod wire;
 mod compose_tests;
 #[cfg(test)]
 mod early_tests;
+#[cfg(test)]
+mod early_breakpoint_tests;
 #[cfg(test)]
 mod plan_objects_tests;
 #[cfg(test)]

@@ -37,7 +37,16 @@
 //! next about it and each of its superclasses, one round trip each otherwise:
 //! ReferenceType.SignatureWithGeneric, Interfaces, MethodsWithGeneric and FieldsWithGeneric,
 //! and ClassType.Superclass ([`Plan::at_classes`]; read before the lookup's reply is relayed,
-//! for the near side's cache of class data).
+//! for the near side's cache of class data). Of each class the lookup found (not its
+//! superclasses) also ReferenceType.SourceFile and the Method.LineTable of each of its first
+//! [`LOOKUP_METHODS`] methods with code (not native, not abstract): what setting a breakpoint
+//! by line asks (`locationsOfLine` reads every method's table, `Method.location()` one), one
+//! round trip per method otherwise.
+//!
+//! A ClassPrepare request for one class by its exact name (a ClassMatch pattern with no `*`:
+//! how jdb and IDEs wait for a breakpoint's class, jdb before it looks for the class in
+//! `allClasses()`) leads to the same reading without a lookup of the debugger's: the plan
+//! looks the class up itself ([`Plan::at_prepare`]).
 //!
 //! The near side answers a debugger's own GetValues by composing them from these values
 //! (it asks for other fields, orders and ranges), so only their ids need be what JDI sends.
@@ -115,6 +124,10 @@ enum Step {
     ArrayLength(u64),
     /// VirtualMachine.AllThreads: the threads view's rows follow.
     AllThreads,
+    /// The plan's own VirtualMachine.ClassesBySignature: the classes found get class data.
+    Lookup,
+    /// The methods of a class a lookup found: their line tables follow.
+    Methods(u64),
 }
 
 /// A class whose fields and superclass were asked for, and what came.
@@ -165,11 +178,93 @@ pub struct Plan {
     statics: Option<u64>,
     /// Each class asked about gets the class data JDI asks for (a class lookup's plan).
     class_data: bool,
+    /// The classes a lookup found, whose methods' line tables are read too.
+    found: HashSet<u64>,
 }
 
 /// Classes of one lookup's reply whose data is read (one signature names one class per
 /// loader: more is rare).
 pub const LOOKUP_CLASSES: usize = 8;
+
+/// Methods of one class found by a lookup whose line tables are read (a class with more has
+/// the rest asked by the debugger).
+pub const LOOKUP_METHODS: usize = 64;
+
+/// JVM access flags of a method without code: no line table is asked for (JDI does not).
+const NATIVE: i32 = 0x0100;
+const ABSTRACT: i32 = 0x0400;
+
+/// A class lookup's limits: its answers all fit in one set on the wire (line tables of many
+/// methods could pass [`super::wire::MAX_ANSWERS`] otherwise).
+fn class_limits(limits: Limits) -> Limits {
+    Limits { commands: limits.commands.min(super::wire::MAX_ANSWERS), ..limits }
+}
+
+/// The classes of a VirtualMachine.ClassesBySignature reply (a count, then each class's tag,
+/// id and status): (tag, id) each, None when it does not parse.
+pub fn parse_lookup(data: &[u8], sizes: &IdSizes) -> Option<Vec<(u8, u64)>> {
+    let mut r = Reader::new(data);
+    let n = r.u32("classes").ok()?;
+    let mut found = Vec::new();
+    for _ in 0..n {
+        let tag = r.u8("refTypeTag").ok()?;
+        let id = r.id(sizes.reference_type, "typeID").ok()?;
+        r.i32("status").ok()?;
+        found.push((tag, id));
+    }
+    (r.remaining() == 0).then_some(found)
+}
+
+/// The methods with code of a ReferenceType.MethodsWithGeneric reply (a count, then each
+/// method's id, name, signature, generic signature and modifiers), None when it does not parse.
+pub fn parse_methods_with_code(data: &[u8], sizes: &IdSizes) -> Option<Vec<u64>> {
+    let mut r = Reader::new(data);
+    let n = r.u32("methods").ok()?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let id = r.id(sizes.method, "methodID").ok()?;
+        for what in ["name", "signature", "genericSignature"] {
+            r.string(what).ok()?;
+        }
+        let modifiers = r.i32("modBits").ok()?;
+        if modifiers & (NATIVE | ABSTRACT) == 0 {
+            out.push(id);
+        }
+    }
+    (r.remaining() == 0).then_some(out)
+}
+
+/// The ClassMatch pattern of a ClassPrepare EventRequest.Set (`data`: its data) naming one
+/// class exactly, as a JNI signature ("a.b.C" gives "La/b/C;"); None for any other request,
+/// a pattern with `*`, or data that does not parse.
+pub fn prepare_signature(data: &[u8]) -> Option<String> {
+    let mut r = Reader::new(data);
+    if r.u8("eventKind").ok()? != kind::CLASS_PREPARE {
+        return None;
+    }
+    r.u8("suspendPolicy").ok()?;
+    let mut name = None;
+    for _ in 0..r.u32("modifiers").ok()? {
+        match r.u8("modKind").ok()? {
+            1 | 2 => {
+                r.u32("count or exprID").ok()?;
+            }
+            5 => {
+                let p = r.string("classPattern").ok()?;
+                if name.is_some() || p.is_empty() || p.contains('*') || p.contains(['/', ';', '[']) {
+                    return None;
+                }
+                name = Some(p);
+            }
+            6 | 12 => {
+                r.string("pattern").ok()?;
+            }
+            _ => return None,
+        }
+    }
+    (r.remaining() == 0).then_some(())?;
+    name.map(|n| format!("L{};", n.replace('.', "/")))
+}
 
 impl Plan {
     /// The plan for an Event.Composite body (`data`), with the first commands to send; None
@@ -211,6 +306,7 @@ impl Plan {
             this: None,
             statics: None,
             class_data: false,
+            found: HashSet::new(),
         }
     }
 
@@ -219,25 +315,38 @@ impl Plan {
     /// class or does not parse. Its answers are class data alone: no thread, suspend policy
     /// NONE (nothing of a stop).
     pub fn at_classes(data: &[u8], sizes: IdSizes, limits: Limits, known: &mut Known) -> Option<(Plan, Vec<(usize, Key)>)> {
-        let mut r = Reader::new(data);
-        let n = r.u32("classes").ok()?;
-        let mut found = Vec::new();
-        for _ in 0..n {
-            let tag = r.u8("refTypeTag").ok()?;
-            let id = r.id(sizes.reference_type, "typeID").ok()?;
-            r.i32("status").ok()?;
-            found.push((tag, id));
-        }
-        if r.remaining() != 0 || found.is_empty() {
-            return None;
-        }
-        let mut plan = Plan::new(sizes, limits, 0, suspend::NONE);
+        let found = parse_lookup(data, &sizes).filter(|f| !f.is_empty())?;
+        let mut plan = Plan::new(sizes, class_limits(limits), 0, suspend::NONE);
         plan.class_data = true;
         let mut first = Vec::new();
-        for (tag, id) in found.into_iter().take(LOOKUP_CLASSES) {
-            plan.want_class(&mut first, id, tag, known);
-        }
+        plan.found_classes(&mut first, found, known);
         Some((plan, first))
+    }
+
+    /// The plan for a ClassPrepare request naming the class of JNI signature `signature`
+    /// (see [`prepare_signature`]): the class looked up, then read as [`Plan::at_classes`]
+    /// reads a lookup's classes. Its answers, too, are class data alone.
+    pub fn at_prepare(signature: &str, sizes: IdSizes, limits: Limits, known: &mut Known) -> (Plan, Vec<(usize, Key)>) {
+        let mut plan = Plan::new(sizes, class_limits(limits), 0, suspend::NONE);
+        plan.class_data = true;
+        let mut data = (signature.len() as u32).to_be_bytes().to_vec();
+        data.extend_from_slice(signature.as_bytes());
+        let mut first = Vec::new();
+        plan.issue(&mut first, Key::new(1, 2, data), Step::Lookup, known);
+        (plan, first)
+    }
+
+    /// The classes a lookup found: their data, and of each its source file and methods.
+    fn found_classes(&mut self, out: &mut Vec<(usize, Key)>, found: Vec<(u8, u64)>, known: &mut Known) {
+        for (tag, id) in found.into_iter().take(LOOKUP_CLASSES) {
+            if id == 0 || !self.found.insert(id) {
+                continue;
+            }
+            let d = self.id(id, self.sizes.reference_type);
+            self.issue(out, Key::new(2, 15, d.clone()), Step::Methods(id), known);
+            self.issue(out, Key::new(2, 7, d), Step::Plain, known);
+            self.want_class(out, id, tag, known);
+        }
     }
 
     /// The stopped thread.
@@ -347,6 +456,18 @@ impl Plan {
                     for cmd in [1, 4, 7, 12] {
                         self.issue(&mut next, Key::new(11, cmd, d.clone()), Step::Plain, known);
                     }
+                }
+            }
+            Step::Lookup => {
+                let Some(found) = parse_lookup(data, &self.sizes) else { return next };
+                self.found_classes(&mut next, found, known);
+            }
+            Step::Methods(class) => {
+                let Some(methods) = parse_methods_with_code(data, &self.sizes) else { return next };
+                for m in methods.into_iter().take(LOOKUP_METHODS) {
+                    let mut d = self.id(class, self.sizes.reference_type);
+                    put_id(&mut d, m, self.sizes.method);
+                    self.issue(&mut next, Key::new(6, 1, d), Step::Plain, known);
                 }
             }
             Step::ArrayLength(array) => {

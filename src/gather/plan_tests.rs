@@ -320,11 +320,89 @@ fn a_class_lookup_asks_the_class_data_of_each_class_found() {
     let (plan, keys) = first(&found(&[(1, 0x30), (2, 0x31)])).unwrap();
     assert_eq!((plan.thread(), plan.suspend_policy()), (0, suspend::NONE));
     let of = |id: u64| keys.iter().filter(|k| k.data == id.to_be_bytes()).map(|k| (k.set, k.cmd)).collect::<Vec<_>>();
-    assert_eq!(of(0x30), vec![(2, 14), (2, 13), (2, 10), (2, 15), (3, 1)], "a class: its superclass too");
-    assert_eq!(of(0x31), vec![(2, 14), (2, 13), (2, 10), (2, 15)], "an interface has no superclass to ask");
+    assert_eq!(of(0x30), vec![(2, 15), (2, 7), (2, 14), (2, 13), (2, 10), (3, 1)], "a class: its superclass too");
+    assert_eq!(of(0x31), vec![(2, 15), (2, 7), (2, 14), (2, 13), (2, 10)], "an interface has no superclass to ask");
     assert!(first(&found(&[])).is_none(), "no class");
     assert!(first(&found(&[(1, 0x30)])[..12]).is_none(), "cut short");
     let many: Vec<(u8, u64)> = (0..20).map(|i| (1, 0x100 + i)).collect();
     let (_, keys) = first(&found(&many)).unwrap();
     assert_eq!(keys.iter().filter(|k| (k.set, k.cmd) == (3, 1)).count(), LOOKUP_CLASSES, "bounded");
+}
+
+/// A MethodsWithGeneric reply: (id, name, modifiers) each, signature "()V", no generic one.
+fn methods_reply(methods: &[(u64, &str, i32)]) -> Vec<u8> {
+    let mut d = (methods.len() as u32).to_be_bytes().to_vec();
+    for (id, name, mods) in methods {
+        d.extend_from_slice(&id.to_be_bytes());
+        d.extend_from_slice(&(name.len() as u32).to_be_bytes());
+        d.extend_from_slice(name.as_bytes());
+        d.extend_from_slice(b"\0\0\0\x03()V\0\0\0\0");
+        d.extend_from_slice(&mods.to_be_bytes());
+    }
+    d
+}
+
+#[test]
+fn the_methods_of_a_class_found_lead_to_their_line_tables_and_not_a_superclasss() {
+    let mut known = Known::default();
+    let (mut plan, first) = Plan::at_prepare("LLedger;", S8, Limits::default(), &mut known);
+    assert_eq!(first.iter().map(|(_, k)| (k.set, k.cmd, k.data.clone())).collect::<Vec<_>>(), vec![(1, 2, b"\0\0\0\x08LLedger;".to_vec())]);
+    let found = [&1u32.to_be_bytes()[..], &[1], &0x30u64.to_be_bytes(), &7i32.to_be_bytes()].concat();
+    let next = plan.on_reply(first[0].0, 0, &found, &mut known);
+    let at = |set: u8, cmd: u8, next: &[(usize, Key)]| next.iter().find(|(_, k)| (k.set, k.cmd) == (set, cmd)).map(|(n, _)| *n);
+    let methods = at(2, 15, &next).expect("the class's methods");
+    let superclass = at(3, 1, &next).expect("its superclass");
+    // work and main have code; a native and an abstract method have none.
+    let reply = methods_reply(&[(0x60, "work", 0), (0x61, "main", 9), (0x62, "hash", 0x0100), (0x63, "run", 0x0400)]);
+    let tables = plan.on_reply(methods, 0, &reply, &mut known);
+    let asked: Vec<Vec<u8>> = tables.iter().filter(|(_, k)| (k.set, k.cmd) == (6, 1)).map(|(_, k)| k.data.clone()).collect();
+    assert_eq!(asked, vec![[0x30u64.to_be_bytes(), 0x60u64.to_be_bytes()].concat(), [0x30u64.to_be_bytes(), 0x61u64.to_be_bytes()].concat()]);
+    // The superclass gets class data, but no line tables: the breakpoint is in the class found.
+    let up = plan.on_reply(superclass, 0, &0x20u64.to_be_bytes(), &mut known);
+    let up_methods = at(2, 15, &up).expect("the superclass's methods");
+    let none = plan.on_reply(up_methods, 0, &reply, &mut known);
+    assert!(none.iter().all(|(_, k)| (k.set, k.cmd) != (6, 1)), "{none:?}");
+    // Bounded: a class of many methods has the first LOOKUP_METHODS read.
+    let (mut plan, first) = Plan::at_prepare("LBig;", S8, Limits::default(), &mut Known::default());
+    let next = plan.on_reply(first[0].0, 0, &found, &mut Known::default());
+    let many: Vec<(u64, String, i32)> = (0..200).map(|i| (0x1000 + i, format!("m{i}"), 0)).collect();
+    let many: Vec<(u64, &str, i32)> = many.iter().map(|(i, n, m)| (*i, n.as_str(), *m)).collect();
+    let tables = plan.on_reply(at(2, 15, &next).unwrap_or(0), 0, &methods_reply(&many), &mut Known::default());
+    assert_eq!(tables.iter().filter(|(_, k)| (k.set, k.cmd) == (6, 1)).count(), LOOKUP_METHODS);
+}
+
+#[test]
+fn only_a_prepare_request_for_one_class_by_its_exact_name_is_looked_up() {
+    let request = |mods: &[&[u8]]| {
+        let mut d = vec![kind::CLASS_PREPARE, 1];
+        d.extend_from_slice(&(mods.len() as u32).to_be_bytes());
+        mods.iter().for_each(|m| d.extend_from_slice(m));
+        d
+    };
+    let pattern = |k: u8, p: &str| [&[k][..], &(p.len() as u32).to_be_bytes(), p.as_bytes()].concat();
+    assert_eq!(prepare_signature(&request(&[&pattern(5, "a.b.Ledger")])).as_deref(), Some("La/b/Ledger;"));
+    assert_eq!(prepare_signature(&request(&[&pattern(5, "Outer$Inner"), &[1, 0, 0, 0, 1]])).as_deref(), Some("LOuter$Inner;"));
+    assert_eq!(prepare_signature(&request(&[&pattern(5, "Ledger"), &pattern(6, "java.*")])).as_deref(), Some("LLedger;"));
+    assert_eq!(prepare_signature(&request(&[&pattern(5, "Ledger*")])), None, "a pattern");
+    assert_eq!(prepare_signature(&request(&[&pattern(5, "*.Ledger")])), None, "a pattern");
+    assert_eq!(prepare_signature(&request(&[&pattern(5, "A"), &pattern(5, "B")])), None, "two classes");
+    assert_eq!(prepare_signature(&request(&[&pattern(6, "java.*")])), None, "no class named");
+    assert_eq!(prepare_signature(&request(&[])), None);
+    let mut other = request(&[&pattern(5, "Ledger")]);
+    other[0] = kind::BREAKPOINT;
+    assert_eq!(prepare_signature(&other), None, "not a ClassPrepare request");
+    let whole = request(&[&pattern(5, "Ledger")]);
+    assert_eq!(prepare_signature(&whole[..whole.len() - 1]), None, "cut short");
+}
+
+proptest! {
+    /// Any bytes: no panic, and a signature only of the JNI shape `L...;`.
+    #[test]
+    fn prepare_requests_of_any_bytes_are_read_safely(d in proptest::collection::vec(any::<u8>(), 0..80)) {
+        if let Some(s) = prepare_signature(&d) {
+            prop_assert!(s.starts_with('L') && s.ends_with(';') && !s.contains('*') && !s.contains('.'));
+        }
+        let _ = parse_methods_with_code(&d, &S8);
+        let _ = parse_lookup(&d, &S8);
+    }
 }

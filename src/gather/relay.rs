@@ -17,6 +17,12 @@
 //! - A reply to the near side's VirtualMachine.ClassesBySignature is held the same way while
 //!   the class data JDI asks next is read ([`Plan::at_classes`]): its answers (suspend
 //!   policy NONE, no thread: nothing of a stop) go first, for the near side's cache.
+//! - A ClassPrepare request of the near side's naming one class exactly
+//!   ([`super::plan::prepare_signature`]) starts a hold of its own as it goes to the VM:
+//!   the class is looked up and read ([`Plan::at_prepare`]) and its data goes before
+//!   anything the VM sends after the request (its reply, which the near side answered
+//!   early, and the replies to what the debugger asked next: jdb's `allClasses()`, the
+//!   class's methods and line tables).
 //! - Before gathering it asks the VM's id sizes itself (VirtualMachine.IDSizes), once the
 //!   VM has answered the handshake; a stop before their answer passes without answers.
 
@@ -43,6 +49,11 @@ pub const MAX_OWN_REPLY: usize = 1024 * 1024;
 pub const MAX_LOOKUPS: usize = 64;
 /// VirtualMachine.ClassesBySignature.
 const CLASSES_BY_SIGNATURE: (u8, u8) = (1, 2);
+/// EventRequest.Set.
+const EVENT_SET: (u8, u8) = (15, 1);
+/// The largest EventRequest.Set of the near side's read to plan from (a ClassPrepare
+/// request with a pattern or two is tens of bytes).
+pub const MAX_SET: usize = 1024;
 
 /// One stop's answers, for the near side: they hold from the event with id `event_id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +115,8 @@ pub struct Relay {
     known: Known,
     /// The near side's ClassesBySignature commands not answered yet, by id, oldest first.
     lookups: std::collections::VecDeque<u32>,
+    /// The near side's EventRequest.Set being read (its id and the data so far).
+    near_set: Option<(u32, Vec<u8>)>,
 }
 
 impl Relay {
@@ -124,6 +137,7 @@ impl Relay {
             hold: None,
             known: Known::default(),
             lookups: std::collections::VecDeque::new(),
+            near_set: None,
         }
     }
 
@@ -141,10 +155,13 @@ impl Relay {
         out
     }
 
-    /// Bytes from the near side: all go to the VM; jdwpmux's waiting commands follow when
-    /// they end a packet.
-    pub fn from_near(&mut self, mut bytes: &[u8]) -> Vec<Out> {
+    /// Bytes from the near side, read at `now`: all go to the VM; jdwpmux's waiting commands
+    /// follow when they end a packet.
+    pub fn from_near(&mut self, mut bytes: &[u8], now: Instant) -> Vec<Out> {
         let mut out = vec![Out::ToVm(bytes.to_vec())];
+        // Whole Sets of these bytes, planned from once all of them are read: jdwpmux's own
+        // commands may follow only once the near side's packet in progress has ended.
+        let mut sets = Vec::new();
         let hs = self.near_handshake_left.min(bytes.len());
         self.near_handshake_left -= hs;
         bytes = &bytes[hs..];
@@ -152,7 +169,15 @@ impl Relay {
             if self.near_left > 0 {
                 let n = self.near_left.min(bytes.len());
                 self.near_left -= n;
+                if let Some((_, d)) = &mut self.near_set {
+                    d.extend_from_slice(&bytes[..n]);
+                }
                 bytes = &bytes[n..];
+                if self.near_left == 0 {
+                    if let Some(set) = self.near_set.take() {
+                        sets.push(set);
+                    }
+                }
                 continue;
             }
             let n = (HEADER_LEN - self.near_header.len()).min(bytes.len());
@@ -171,10 +196,28 @@ impl Relay {
                 // A length below the header's is the VM's to refuse; count it as the header.
                 self.near_left = (h.length as usize).saturating_sub(HEADER_LEN);
                 self.near_header.clear();
+                let set = !h.is_reply() && (h.cmd_set(), h.cmd()) == EVENT_SET;
+                if set && self.gather && self.near_left > 0 && self.near_left <= MAX_SET {
+                    self.near_set = Some((h.id, Vec::with_capacity(self.near_left)));
+                }
             }
+        }
+        for (id, d) in sets {
+            self.near_set_whole(&mut out, id, &d, now);
         }
         self.flush_waiting(&mut out);
         out
+    }
+
+    /// A whole EventRequest.Set of the near side's (gone to the VM with the bytes it came
+    /// in): a ClassPrepare request naming one class starts the reading of that class, when
+    /// nothing else is held.
+    fn near_set_whole(&mut self, out: &mut Vec<Out>, id: u32, data: &[u8], now: Instant) {
+        let (Some(sizes), None) = (self.sizes, &self.hold) else { return };
+        let Some(signature) = super::plan::prepare_signature(data) else { return };
+        let (plan, first) = Plan::at_prepare(&signature, sizes, self.limits, &mut self.known);
+        self.hold = Some(Hold { plan, event_id: id, ids: HashMap::new(), held: Vec::new(), deadline: now + HOLD_TIME });
+        self.send_plan(out, first);
     }
 
     fn near_between_packets(&self) -> bool {

@@ -51,7 +51,13 @@ fn vm_answer(set: u8, c: u8) -> Vec<u8> {
         (16, 1) => vec![0, 0, 0, 1, b'I', 0, 0, 0, 7],
         // A class at the top of its chain, with no fields, interfaces or methods.
         (3, 1) => 0u64.to_be_bytes().to_vec(),
-        (2, 10) | (2, 14) | (2, 15) => vec![0, 0, 0, 0],
+        (2, 10) | (2, 14) => vec![0, 0, 0, 0],
+        // One method with code, `work`.
+        (2, 15) => [&1u32.to_be_bytes()[..], &0x60u64.to_be_bytes(), b"\0\0\0\x04work\0\0\0\x04(I)I\0\0\0\0", &0i32.to_be_bytes()].concat(),
+        (2, 7) => b"\0\0\0\x0bLedger.java".to_vec(),
+        (6, 1) => [&0i64.to_be_bytes()[..], &9i64.to_be_bytes(), &1u32.to_be_bytes(), &0i64.to_be_bytes(), &20i32.to_be_bytes()].concat(),
+        // The class looked up: Ledger, id 0x30.
+        (1, 2) => [&1u32.to_be_bytes()[..], &[1], &0x30u64.to_be_bytes(), &7i32.to_be_bytes()].concat(),
         (2, 13) => b"\0\0\0\x08LLedger;\0\0\0\0".to_vec(),
         _ => Vec::new(),
     }
@@ -97,7 +103,7 @@ fn drive(near: &[u8], near_cut: usize, vm_script: &[u8], cuts: &[usize]) -> Run 
         }
     };
     let cut = near_cut.min(near.len());
-    let outs = relay.from_near(&near[..cut]);
+    let outs = relay.from_near(&near[..cut], Instant::now());
     take(outs, &mut run, &mut vm_queue);
     let mut phases = vec![&vm_script[..HANDSHAKE.len()], &vm_script[HANDSHAKE.len()..]].into_iter();
     let mut turn = 0;
@@ -113,13 +119,13 @@ fn drive(near: &[u8], near_cut: usize, vm_script: &[u8], cuts: &[usize]) -> Run 
         let outs = relay.from_vm(&piece, now);
         take(outs, &mut run, &mut vm_queue);
         if let Some(rest) = near_rest.take() {
-            let outs = relay.from_near(rest);
+            let outs = relay.from_near(rest, Instant::now());
             take(outs, &mut run, &mut vm_queue);
         }
         assert!(turn < 100_000, "the exchange ends");
     }
     if let Some(rest) = near_rest {
-        let outs = relay.from_near(rest);
+        let outs = relay.from_near(rest, Instant::now());
         take(outs, &mut run, &mut vm_queue);
     }
     run
@@ -162,7 +168,7 @@ fn own_commands_wait_for_the_near_sides_packet_to_end() {
 fn a_hold_past_its_time_lets_the_event_go_without_answers() {
     let now = Instant::now();
     let mut relay = Relay::new(true, super::plan::Limits::default());
-    relay.from_near(&HANDSHAKE[..]);
+    relay.from_near(&HANDSHAKE[..], Instant::now());
     let outs = relay.from_vm(&HANDSHAKE[..], now);
     let Some(Out::ToVm(sizes_cmd)) = outs.last() else { panic!("IDSizes asked: {outs:?}") };
     let id = Header::parse(sizes_cmd).map(|h| h.id).unwrap_or(0);
@@ -184,7 +190,7 @@ fn without_gathering_or_at_a_stop_that_suspends_nothing_bytes_pass() {
     assert!(run.gathered.is_empty());
     let now = Instant::now();
     let mut relay = Relay::new(false, super::plan::Limits::default());
-    relay.from_near(&near_bytes());
+    relay.from_near(&near_bytes(), Instant::now());
     let mut got = Vec::new();
     for o in relay.from_vm(&vm, now) {
         let Out::ToNear(b) = o else { panic!("nothing of its own without gathering: {o:?}") };
@@ -198,7 +204,7 @@ fn a_large_reply_streams_through_in_pieces() {
     let big = reply(5, &vec![7u8; 300_000]);
     let now = Instant::now();
     let mut relay = Relay::new(true, super::plan::Limits::default());
-    relay.from_near(&near_bytes());
+    relay.from_near(&near_bytes(), Instant::now());
     relay.from_vm(&HANDSHAKE[..], now);
     let mut got = 0;
     for piece in big.chunks(1000) {
@@ -238,7 +244,7 @@ proptest! {
 fn the_answers_packet_takes_an_id_none_of_jdwpmuxs_commands_has() {
     let mut relay = Relay::new(true, super::plan::Limits::default());
     let now = Instant::now();
-    relay.from_near(&HANDSHAKE[..]);
+    relay.from_near(&HANDSHAKE[..], Instant::now());
     let outs = relay.from_vm(&HANDSHAKE[..], now);
     let sent: Vec<u32> = outs
         .iter()
@@ -271,8 +277,99 @@ fn a_class_lookups_reply_comes_after_the_class_data_jdi_asks_next() {
     assert_eq!((answers.event_id, answers.suspend_policy, answers.thread), (5, 0, 0), "nothing of a stop");
     let mut cmds: Vec<(u8, u8)> = answers.answers.iter().map(|g| (g.key.set, g.key.cmd)).collect();
     cmds.sort();
-    assert_eq!(cmds, vec![(2, 10), (2, 13), (2, 14), (2, 15), (3, 1)]);
-    assert!(answers.answers.iter().all(|g| g.key.data == 0x30u64.to_be_bytes()));
+    assert_eq!(cmds, vec![(2, 7), (2, 10), (2, 13), (2, 14), (2, 15), (3, 1), (6, 1)]);
+    assert!(answers.answers.iter().all(|g| g.key.data.starts_with(&0x30u64.to_be_bytes())));
+    let table = answers.answers.iter().find(|g| (g.key.set, g.key.cmd) == (6, 1)).map(|g| g.key.data.clone());
+    assert_eq!(table, Some([0x30u64.to_be_bytes(), 0x60u64.to_be_bytes()].concat()), "work's line table");
+}
+
+/// A ClassPrepare request (suspend policy EVENT_THREAD) with one ClassMatch pattern.
+fn prepare_request(pattern: &str) -> Vec<u8> {
+    let mut d = vec![8, 1, 0, 0, 0, 1, 5];
+    d.extend_from_slice(&(pattern.len() as u32).to_be_bytes());
+    d.extend_from_slice(pattern.as_bytes());
+    d
+}
+
+/// A relay past both handshakes and its id sizes, then the near side's `commands`; the VM
+/// answers the relay's own commands at once and then sends `replies`. Everything sent to
+/// the near side after the handshake, and where each set of answers came in it.
+fn after_sizes(commands: &[u8], replies: &[u8]) -> Run {
+    let now = Instant::now();
+    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut run = Run::default();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut seen = 0usize;
+    let mut feed = |outs: Vec<Out>, run: &mut Run, pending: &mut Vec<u8>| {
+        for o in outs {
+            match o {
+                Out::ToNear(b) => run.to_near.extend_from_slice(&b),
+                Out::ToVm(b) => run.to_vm.extend_from_slice(&b),
+                Out::Gathered(a) => run.gathered.push((run.to_near.len(), a)),
+            }
+        }
+        let after_hs = run.to_vm.get(HANDSHAKE.len()..).unwrap_or(&[]);
+        let mut b = &after_hs[seen.min(after_hs.len())..];
+        while let Some(h) = Header::parse(b) {
+            if FAR_IDS.contains(&h.id) {
+                pending.extend_from_slice(&reply(h.id, &vm_answer(h.cmd_set(), h.cmd())));
+            }
+            seen += h.length as usize;
+            b = &b[h.length as usize..];
+        }
+    };
+    let outs = relay.from_near(&HANDSHAKE[..], now);
+    feed(outs, &mut run, &mut pending);
+    let outs = relay.from_vm(&HANDSHAKE[..], now);
+    feed(outs, &mut run, &mut pending);
+    let outs = relay.from_vm(&std::mem::take(&mut pending), now);
+    feed(outs, &mut run, &mut pending);
+    run.to_near.clear();
+    let outs = relay.from_near(commands, now);
+    feed(outs, &mut run, &mut pending);
+    // The VM answers in order: the near side's first command, then the relay's own ones as
+    // they come, then the rest.
+    let mut rest = replies.to_vec();
+    let first = Header::parse(&rest).map_or(rest.len(), |h| h.length as usize).min(rest.len());
+    let head: Vec<u8> = rest.drain(..first).collect();
+    let outs = relay.from_vm(&head, now);
+    feed(outs, &mut run, &mut pending);
+    for _ in 0..1000 {
+        if pending.is_empty() {
+            break;
+        }
+        let mine = std::mem::take(&mut pending);
+        let outs = relay.from_vm(&mine, now);
+        feed(outs, &mut run, &mut pending);
+    }
+    let outs = relay.from_vm(&rest, now);
+    feed(outs, &mut run, &mut pending);
+    run
+}
+
+#[test]
+fn a_prepare_request_for_one_class_reads_it_before_what_follows_the_request() {
+    // jdb: the ClassPrepare request of `stop at Ledger:33`, then allClasses().
+    let near = [cmd(5, 15, 1, &prepare_request("Ledger")), cmd(6, 1, 20, &[])].concat();
+    let vm = [reply(5, &9u32.to_be_bytes()), reply(6, b"the classes")].concat();
+    let run = after_sizes(&near, &vm);
+    assert_eq!(run.to_near, vm, "every byte the VM sent the near side, in order");
+    assert_eq!(run.gathered.len(), 1, "{:?}", run.gathered);
+    let (at, answers) = &run.gathered[0];
+    assert_eq!(*at, 0, "before the request's reply");
+    assert_eq!((answers.event_id, answers.suspend_policy, answers.thread), (5, 0, 0), "nothing of a stop");
+    let mut cmds: Vec<(u8, u8)> = answers.answers.iter().map(|g| (g.key.set, g.key.cmd)).collect();
+    cmds.sort();
+    assert_eq!(cmds, vec![(1, 2), (2, 7), (2, 10), (2, 13), (2, 14), (2, 15), (3, 1), (6, 1)]);
+    let lookup = answers.answers.iter().find(|g| (g.key.set, g.key.cmd) == (1, 2)).map(|g| g.key.data.clone());
+    assert_eq!(lookup, Some(b"\0\0\0\x08LLedger;".to_vec()));
+    // A pattern, or another kind of request: nothing is read.
+    for d in [prepare_request("Ledger*"), prepare_request("*.Ledger"), [&[4u8, 0, 0, 0, 0, 0][..]].concat()] {
+        let vm = reply(5, &9u32.to_be_bytes());
+        let run = after_sizes(&cmd(5, 15, 1, &d), &vm);
+        assert_eq!(run.to_near, vm);
+        assert!(run.gathered.is_empty(), "{d:?}: {:?}", run.gathered);
+    }
 }
 
 #[test]
@@ -284,4 +381,33 @@ fn a_reply_to_another_command_or_a_failed_lookup_is_not_held() {
     let run = drive(&near, usize::MAX, &vm, &[7]);
     assert_eq!(run.to_near, vm);
     assert!(run.gathered.is_empty(), "{:?}", run.gathered);
+}
+
+/// The relay's own commands never land inside a packet of the near side's: a ClassPrepare
+/// request followed, in the same read, by the head of another command.
+#[test]
+fn a_prepare_requests_lookup_waits_for_the_near_sides_packet_to_end() {
+    let now = Instant::now();
+    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut to_vm = Vec::new();
+    let take = |outs: Vec<Out>, to_vm: &mut Vec<u8>| {
+        for o in outs {
+            if let Out::ToVm(b) = o {
+                to_vm.extend_from_slice(&b);
+            }
+        }
+    };
+    take(relay.from_near(&HANDSHAKE[..], now), &mut to_vm);
+    take(relay.from_vm(&HANDSHAKE[..], now), &mut to_vm);
+    let sizes = Header::parse(&to_vm[HANDSHAKE.len()..]).map(|h| h.id).unwrap_or(0);
+    take(relay.from_vm(&reply(sizes, &vm_answer(1, 7)), now), &mut to_vm);
+    let next = cmd(6, 1, 20, &[]);
+    let chunk = [cmd(5, 15, 1, &prepare_request("Ledger")), next[..5].to_vec()].concat();
+    take(relay.from_near(&chunk, now), &mut to_vm);
+    take(relay.from_near(&next[5..], now), &mut to_vm);
+    let stream = &to_vm[HANDSHAKE.len()..];
+    let kinds: Vec<(u32, u8, u8)> = packets(stream).iter().filter_map(|p| Header::parse(p)).map(|h| (h.id, h.cmd_set(), h.cmd())).collect();
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
+    assert_eq!(&kinds[1..3], &[(5, 15, 1), (6, 1, 20)], "the near side's packets whole and in order");
+    assert!(FAR_IDS.contains(&kinds[3].0) && (kinds[3].1, kinds[3].2) == (1, 2), "then the lookup: {kinds:?}");
 }

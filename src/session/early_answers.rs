@@ -33,7 +33,8 @@ impl Session {
             return None;
         }
         let h = p.header();
-        self.early.answer(h.cmd_set(), h.cmd(), p.data(), &sizes)
+        let near = &self.near;
+        self.early.answer_with(h.cmd_set(), h.cmd(), p.data(), &sizes, &|class, method| near.line_table(&sizes, class, method))
     }
 
     /// Forwards a debugger's command unchanged and answers it at once when the early table
@@ -102,3 +103,4 @@ impl Session {
         );
     }
 }
+

@@ -107,7 +107,9 @@ impl Session {
         if self.near_on {
             self.gathered.command(h.cmd_set(), h.cmd(), data);
             let sizes = self.id_sizes.unwrap_or(SIZES_UNTIL_KNOWN);
-            self.early.written(h.id, h.cmd_set(), h.cmd(), data, &sizes);
+            let near = &self.near;
+            let tables = |class, method| near.line_table(&sizes, class, method);
+            self.early.written_with(h.id, h.cmd_set(), h.cmd(), data, &sizes, &tables);
         }
     }
 

@@ -22,8 +22,9 @@ use crate::settings::NearCacheMode;
 const EVENT_SET: (u8, u8) = (15, 1);
 
 /// Asked when the connection is made, kept for the debuggers: VirtualMachine.CapabilitiesNew
-/// (JDI asks it at attach, jdb too) and Capabilities (older clients), fixed for the VM's run.
-const SEEDED: [(u8, u8); 2] = [(1, 17), (1, 12)];
+/// (JDI asks it at attach, jdb too), Capabilities (older clients) and ClassPaths (jdb asks
+/// it at attach), fixed for the VM's run.
+const SEEDED: [(u8, u8); 3] = [(1, 17), (1, 12), (1, 13)];
 
 impl Session {
     /// Whether this connection caches: by the mode, and for `auto` whether the VM is reached

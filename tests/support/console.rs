@@ -103,6 +103,11 @@ impl Console {
         self.log.slice(self.cursor, usize::MAX)
     }
 
+    /// Closes its standard input (a program that waits for it to end goes on).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
     pub fn pid(&self) -> Option<u32> {
         self.child.id()
     }

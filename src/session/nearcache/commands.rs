@@ -45,6 +45,9 @@ pub const IMMUTABLE: &[Immutable] = &[
         "the capabilities the agent took at start; no command changes them"),
     keep(1, 17, "VirtualMachine.CapabilitiesNew", NoArgs, false,
         "as Capabilities"),
+    keep(1, 13, "VirtualMachine.ClassPaths", NoArgs, false,
+        "the base directory and class path: libjdwp reads user.dir and java.class.path once, as its agent starts \
+         (util_initialize), and answers from there (an empty boot class path since JDK 9); jdb asks at attach"),
     keep(2, 1, "ReferenceType.Signature", Type, false,
         "a loaded type's JNI signature never changes; RedefineClasses cannot rename it"),
     keep(2, 3, "ReferenceType.Modifiers", Type, false,

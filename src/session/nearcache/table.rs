@@ -207,6 +207,22 @@ impl NearCache {
         }
     }
 
+    /// The answer kept for a command, if any, without counting a hit or a miss (what the
+    /// early answers read: a breakpoint's method's line table).
+    pub fn peek(&self, set: u8, cmd: u8, data: &[u8]) -> Option<Bytes> {
+        let key = Key { set, cmd, data: Bytes::copy_from_slice(data) };
+        self.entries.get(&key).map(|slot| slot.answer.clone())
+    }
+
+    /// The Method.LineTable answer kept for a (class, method), if any: what makes a
+    /// breakpoint request certain (`gather::early_breakpoint`).
+    pub fn line_table(&self, sizes: &IdSizes, class: u64, method: u64) -> Option<Vec<u8>> {
+        let mut key = Vec::with_capacity(sizes.reference_type + sizes.method);
+        crate::jdwp::reader::put_id(&mut key, class, sizes.reference_type);
+        crate::jdwp::reader::put_id(&mut key, method, sizes.method);
+        self.peek(6, 1, &key).map(|b| b.to_vec())
+    }
+
     /// What to do with a debugger's command.
     pub fn lookup(&mut self, set: u8, cmd: u8, data: &[u8]) -> Lookup {
         if (set, cmd) == commands::CLASSES_BY_SIGNATURE && self.unloads_seen {
