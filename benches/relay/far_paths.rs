@@ -67,10 +67,15 @@ pub struct FarWrapper {
 
 impl FarWrapper {
     pub fn new(bin: &Path) -> Result<FarWrapper> {
+        FarWrapper::with_env(bin, "")
+    }
+
+    /// The same with `env` (`NAME=value ...`) in the far side's environment.
+    pub fn with_env(bin: &Path, env: &str) -> Result<FarWrapper> {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("jdwpmux");
-        let script = format!("#!/bin/sh\nexec '{}' \"$@\" --dir '{}'\n", bin.display(), dir.path().join("far").display());
+        let script = format!("#!/bin/sh\n{env} exec '{}' \"$@\" --dir '{}'\n", bin.display(), dir.path().join("far").display());
         std::fs::write(&path, script)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
         Ok(FarWrapper { dir, path })
@@ -190,12 +195,12 @@ impl Printed {
     }
 }
 
-enum Path3 {
+pub enum Path3 {
     Ssh(RemoteRelay),
     Jdwpmux { proxy: Proxy, port: u16, _dir: tempfile::TempDir },
 }
 
-fn start(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper) -> Result<(Path3, u16)> {
+pub fn start(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper) -> Result<(Path3, u16)> {
     if kind == FarKind::SshL {
         let r = RemoteRelay::start(RemoteKind::Forward, t, bin)?;
         let RemoteRelay::Forward { port, .. } = &r else { bail!("ssh -L relay of another kind") };

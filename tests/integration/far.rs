@@ -285,13 +285,13 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     Ok(())
 }
 
-/// The classes of an AllClasses (`generic`: AllClassesWithGeneric) reply packet, without
+/// The classes of an AllClasses (`generic`: AllClassesWithGeneric) reply's data, without
 /// their ids (the agent numbers them per connection), sorted: (tag, signature, generic
 /// signature, status). HotSpot's 8-byte reference type ids.
-pub(crate) fn classes_of(reply: &[u8], generic: bool) -> Result<Vec<(u8, String, String, u32)>> {
-    let mut r = reply.get(11..).context("shorter than a reply's header")?;
+pub(crate) fn classes_of(data: &[u8], generic: bool) -> Result<Vec<(u8, String, String, u32)>> {
+    let mut r = data;
     let n = r.try_get_u32()?;
-    let mut text = |r: &mut &[u8]| -> Result<String> {
+    let text = |r: &mut &[u8]| -> Result<String> {
         let len = r.try_get_u32()? as usize;
         let s = r.get(..len).context("a cut string")?;
         let s = String::from_utf8(s.to_vec())?;
@@ -367,7 +367,7 @@ async fn far_side_compresses_big_replies_for_a_near_side_of_5_only() -> Result<(
     assert_eq!(replies[0].1, 0, "a near side of protocol 4 gets no compressed frame: {counts:?}");
     assert!(replies[1].1 > 0, "a near side of protocol 5 gets the big reply compressed: {counts:?}");
     // The agent numbers classes per connection: the same classes, whatever their ids.
-    let (a, b) = (classes_of(&replies[0].2, false)?, classes_of(&replies[1].2, false)?);
+    let (a, b) = (classes_of(&replies[0].2[11..], false)?, classes_of(&replies[1].2[11..], false)?);
     assert!(a.len() > 300 && a == b, "the same classes either way: {counts:?}, {} / {} classes", a.len(), b.len());
     far.kill().await;
     Ok(())
