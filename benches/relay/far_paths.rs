@@ -26,6 +26,9 @@ use crate::remote_paths::{ready_port, RemoteKind, RemoteRelay, Target};
 use crate::sched_wait::SchedSnap;
 
 const STEP_JAVA: &str = include_str!("Step.java");
+/// `farlink::squeeze::SQUEEZE_ENV`: `off` in `serve`'s environment, and it speaks the far
+/// side's protocol from before compression.
+pub const SQUEEZE_ENV: &str = "JDWPMUX_SQUEEZE";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FarKind {
@@ -67,15 +70,10 @@ pub struct FarWrapper {
 
 impl FarWrapper {
     pub fn new(bin: &Path) -> Result<FarWrapper> {
-        FarWrapper::with_env(bin, "")
-    }
-
-    /// The same with `env` (`NAME=value ...`) in the far side's environment.
-    pub fn with_env(bin: &Path, env: &str) -> Result<FarWrapper> {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("jdwpmux");
-        let script = format!("#!/bin/sh\n{env} exec '{}' \"$@\" --dir '{}'\n", bin.display(), dir.path().join("far").display());
+        let script = format!("#!/bin/sh\nexec '{}' \"$@\" --dir '{}'\n", bin.display(), dir.path().join("far").display());
         std::fs::write(&path, script)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
         Ok(FarWrapper { dir, path })
@@ -201,6 +199,11 @@ pub enum Path3 {
 }
 
 pub fn start(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper) -> Result<(Path3, u16)> {
+    start_env(kind, t, bin, far, &[])
+}
+
+/// The same with `env` in `serve`'s environment.
+pub fn start_env(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper, env: &[(&str, &str)]) -> Result<(Path3, u16)> {
     if kind == FarKind::SshL {
         let r = RemoteRelay::start(RemoteKind::Forward, t, bin)?;
         let RemoteRelay::Forward { port, .. } = &r else { bail!("ssh -L relay of another kind") };
@@ -216,7 +219,7 @@ pub fn start(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper) -> Res
         FarKind::Forward => args.extend(["--far", "never"].map(String::from)),
         _ => args.extend(["--far".to_string(), "always".into(), "--far-path".into(), far.path.display().to_string()]),
     }
-    let proxy = Proxy::start_args(bin, &args, dir.path(), &[], 16, 1)?;
+    let proxy = Proxy::start_args(bin, &args, dir.path(), env, 16, 1)?;
     let deadline = Instant::now() + Duration::from_secs(60);
     let port = loop {
         if let Some(p) = ready_port(&proxy.list_json(bin)?, &t.host, t.port) {

@@ -3,8 +3,8 @@
 //! classes with long names (an AllClassesWithGeneric of about 1 MB) and a 1 MiB string of
 //! JSON lines (`tests/support/jdi/BigAnswers.java`); a raw JDWP client asks for both, each
 //! on a fresh connection of a fresh path, through `ssh -L`, through jdwpmux on the far side
-//! with compression off (`JDWPMUX_SQUEEZE=off` in the far side's environment: the far link
-//! as protocol 4 carries it) and on (protocol 5, `farlink::squeeze`). The paths alternate
+//! with compression off (`JDWPMUX_SQUEEZE=off` in `serve`'s environment: it speaks protocol 4,
+//! as a jdwpmux from before compression) and on (protocol 5, `farlink::squeeze`). The paths alternate
 //! within each repetition. Figures: the seconds from the command to its whole reply, and
 //! the bytes the relay carried from the host meanwhile (ssh's, encrypted); the answers must
 //! be the same on every path (classes without their ids, which the agent numbers per
@@ -112,9 +112,9 @@ pub fn run(bin: &ProxyBin, p: &ThinParams, t: &mut Table, fail: Fail) {
     let made = (|| -> Result<_> {
         let keys = crate::test_hosts::keys()?;
         let prog = Debuggee::program("BigAnswers", BIG_ANSWERS_JAVA, &args)?;
-        Ok((keys, prog, FarWrapper::new(&bin.path)?, FarWrapper::with_env(&bin.path, "JDWPMUX_SQUEEZE=off")?))
+        Ok((keys, prog, FarWrapper::new(&bin.path)?))
     })();
-    let (keys, prog, squeezed, raw) = match made {
+    let (keys, prog, wrapper) = match made {
         Ok(m) => m,
         Err(e) => return fail("thin: set-up", format!("{e:#}")),
     };
@@ -137,16 +137,23 @@ pub fn run(bin: &ProxyBin, p: &ThinParams, t: &mut Table, fail: Fail) {
         let mut row: [Option<Answers>; 3] = Default::default();
         for path in ThinPath::order(rep) {
             let Some(jvm) = host.jvms.first_mut() else { return };
-            let (kind, wrapper) = match path {
-                ThinPath::SshL => (FarKind::SshL, &squeezed),
-                ThinPath::Raw => (FarKind::Far, &raw),
-                ThinPath::Squeezed => (FarKind::Far, &squeezed),
+            // One far side for both: a new serve's session closes the one before's VM
+            // connection (a serve ended by a kill says no goodbye).
+            let (kind, env): (FarKind, &[(&str, &str)]) = match path {
+                ThinPath::SshL => (FarKind::SshL, &[]),
+                ThinPath::Raw => (FarKind::Far, &[(crate::far_paths::SQUEEZE_ENV, "off")]),
+                ThinPath::Squeezed => (FarKind::Far, &[]),
             };
             let got = (|| -> Result<Answers> {
                 jvm.wait_free(Duration::from_secs(60))?;
                 jvm.session_ended();
-                let (_path, port) = fp::start(kind, &target, bin, wrapper)?;
-                ask(port, &link)
+                let (path, port) = fp::start_env(kind, &target, bin, &wrapper, env)?;
+                let asked = ask(port, &link);
+                // serve says goodbye: the far side lets the VM go at once.
+                if let fp::Path3::Jdwpmux { mut proxy, .. } = path {
+                    proxy.stop();
+                }
+                asked
             })();
             match got {
                 Ok(a) => {
@@ -271,6 +278,9 @@ pub fn classes_of(data: &[u8], ids: &IdSizes) -> Result<Vec<(u8, String, String,
     Ok(out)
 }
 
+/// One figure of a path's answers.
+type Figure<'a> = &'a dyn Fn(&Answers) -> f64;
+
 fn rows(t: &mut Table, p: &ThinParams, all: &[[Option<Answers>; 3]]) {
     if all.iter().all(|r| r.iter().all(Option::is_none)) {
         return;
@@ -288,7 +298,7 @@ fn rows(t: &mut Table, p: &ThinParams, all: &[[Option<Answers>; 3]]) {
     ));
     t.columns(["ssh -L", "--far always, uncompressed", "--far always, compressed", "compressed / uncompressed"]);
     let of = |c: usize, f: &dyn Fn(&Answers) -> f64| median(&all.iter().filter_map(|r| r[c].as_ref()).map(f).collect::<Vec<_>>());
-    let figures: [(&str, &dyn Fn(&Answers) -> f64, bool); 4] = [
+    let figures: [(&str, Figure, bool); 4] = [
         ("AllClassesWithGeneric, s", &|a| a.classes_s, true),
         ("AllClassesWithGeneric, KB on the link", &|a| a.classes_link as f64 / 1000.0, false),
         ("StringReference.Value of 1 MiB, s", &|a| a.string_s, false),
@@ -297,11 +307,11 @@ fn rows(t: &mut Table, p: &ThinParams, all: &[[Option<Answers>; 3]]) {
     for (what, f, judged) in figures {
         let cells = [0, 1, 2].map(|c| fmt_opt(of(c, f)));
         let ratio = of(2, f).zip(of(1, f)).filter(|(_, raw)| *raw > 0.0).map_or(String::new(), |(s, raw)| format!("{} x", fmt(s / raw)));
-        let r = Row::new(what, [cells[0].clone(), cells[1].clone(), cells[2].clone(), String::new()]);
+        let r = Row::new(what, [cells[0].clone(), cells[1].clone(), cells[2].clone(), ratio]);
         t.push(if judged {
-            r.judged(ratio, &format!("compressed <= {ALL_CLASSES_TARGET_S} s"), of(2, f).map(|s| s <= ALL_CLASSES_TARGET_S))
+            r.judged(String::new(), &format!("compressed <= {ALL_CLASSES_TARGET_S} s"), of(2, f).map(|s| s <= ALL_CLASSES_TARGET_S))
         } else {
-            r.judged(ratio, "", None)
+            r.judged(String::new(), "", None)
         });
     }
 }

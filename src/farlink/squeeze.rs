@@ -36,8 +36,10 @@ pub const SQUEEZE_HEAD: usize = 4;
 /// on any link this is worth doing on.
 pub const LEVEL: u32 = 1;
 
-/// Set to `off` (in the environment of either side) to send Data frames as they are: only
-/// to measure what compression gains.
+/// Set to `off` to send Data frames as they are: only to measure what compression gains.
+/// A far side with it off sends nothing compressed; a near side with it off says it speaks
+/// protocols up to 4 (as a jdwpmux from before compression), so nothing compressed comes
+/// either way.
 pub const SQUEEZE_ENV: &str = "JDWPMUX_SQUEEZE";
 
 /// Whether this side compresses what it sends (when the agreed protocol has it): always,

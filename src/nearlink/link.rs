@@ -433,7 +433,10 @@ impl Task {
         let hello = Hello {
             role: Role::Near,
             proto_min: PROTOCOL_MIN,
-            proto_max: PROTOCOL,
+            // With compression off here (`JDWPMUX_SQUEEZE=off`, to measure what it gains)
+            // this side speaks as one from before it, so the far side sends nothing
+            // compressed either.
+            proto_max: if crate::farlink::squeeze::enabled() { PROTOCOL } else { crate::far::handshake::SQUEEZE_PROTOCOL - 1 },
             // Asking to take over only for a new session: one resumed is this side's own.
             binary: if self.take_over && self.key.is_none() { crate::far::handshake::take_over_name(&near_name()) } else { near_name() },
             session: self.key,
