@@ -2,6 +2,8 @@
 //! in-process (`harness`) or as the real binary (`bin`).
 
 mod support;
+#[path = "support/served.rs"]
+mod served;
 
 #[path = "integration/harness.rs"]
 mod harness;
@@ -76,8 +78,6 @@ mod faults_debugger;
 mod faults_daemon;
 #[path = "integration/spin.rs"]
 mod spin;
-#[path = "integration/cpu_pin.rs"]
-mod cpu_pin;
 #[path = "integration/proc_scan.rs"]
 mod proc_scan;
 #[path = "integration/remote_paths.rs"]

@@ -4,8 +4,9 @@
 //! Debian's sshd), a real JVM on its loopback, JDI programs compiled here.
 //!
 //! - The IDE-shaped stepping session (`jdi/Stepper.java`, SUSPEND_ALL and SUSPEND_EVENT_THREAD,
-//!   with the threads view at every stop) and jdb (`remote_far_peers::jdb_transcript`) print through the far side exactly what
-//!   they print run on the host against the VM.
+//!   with the threads view at every stop; on the JDK's JDI and on Eclipse's) and jdb
+//!   (`remote_far_peers::jdb_transcript`) print through the far side exactly what they print
+//!   run on the host against the VM.
 //! - An IDE that changes the VM at a stop (`jdi/Meddler.java`: a local, a field, an array
 //!   element and a static set; a method invoked; a frame popped; the class redefined and back)
 //!   and reads again never reads a stale value; it checks its reads against what its own
@@ -30,7 +31,7 @@ use crate::remote_far::far_bin;
 use crate::remote_far_peers::jdb_transcript;
 use crate::support::delay_link::DelayLink;
 use crate::support::java::javac;
-use crate::support::jdi::{Stepper, LEDGER_JAVA};
+use crate::support::jdi::{Jdi, Stepper, LEDGER_JAVA};
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, JvmSpec};
 
@@ -220,6 +221,8 @@ async fn remote_far_gather_stops_answered_near_are_the_vms_truth() {
     assert!(direct[0].contains("thread ledger-worker") && direct[0].contains("local int sum = 100"), "{}", direct[0]);
     let view = "  thread view ledger-worker suspendCount=1 suspended=true";
     assert!(direct[0].contains(view) && direct[0].contains("  thread view Reference Handler suspendCount=1"), "{}", direct[0]);
+    let direct_eclipse = stepper.run_on(Jdi::Eclipse, &on_host, 8000, "all", STEPS).await.unwrap();
+    assert!(direct_eclipse.contains("hit Ledger.work:") && direct_eclipse.contains("local int sum = 100"), "{direct_eclipse}");
     let direct_jdb = jdb_transcript(&on_host, 8000).await;
     assert!(direct_jdb.starts_with("Breakpoint hit: Ledger.work(), line=") && direct_jdb.contains("owner: \"ann\""), "{direct_jdb}");
     let alone = ["set", "invoke", "pop", "redefine"];
@@ -240,6 +243,8 @@ async fn remote_far_gather_stops_answered_near_are_the_vms_truth() {
         let through = stepper.run(&[], vm_port, policy, STEPS).await.unwrap();
         assert_same(&format!("the stepping session with SUSPEND {policy}"), seen, &through);
     }
+    let through_eclipse = stepper.run_on(Jdi::Eclipse, &[], vm_port, "all", STEPS).await.unwrap();
+    assert_same("the stepping session on Eclipse's JDI", &direct_eclipse, &through_eclipse);
     assert_same("jdb", &direct_jdb, &jdb_transcript(&[], vm_port).await);
     assert!(link.turns() > turns_before, "the sessions did not go through the delayed link");
     let mut near = NearChecks::default();

@@ -66,6 +66,18 @@ pub async fn command(dbg: &mut Console, line: &str, answer: &str) -> Result<()> 
 pub const LEDGER_JAVA: &str = include_str!("jdi/Ledger.java");
 pub const STEPPER_JAVA: &str = include_str!("jdi/Stepper.java");
 
+/// A JDI implementation for `Stepper`: the JDK's own (IntelliJ, NetBeans, VS Code's Java
+/// debugger and jdb use it) or Eclipse's (org.eclipse.jdi, which Eclipse's debugger uses).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Jdi {
+    Jdk,
+    Eclipse,
+}
+
+/// Eclipse's JDI as Debian ships it (libeclipse-jdt-debug-java), and the OSGi jar its
+/// messages need.
+pub const ECLIPSE_JDI_JARS: [&str; 2] = ["/usr/share/java/eclipse-jdt-debug.jar", "/usr/share/java/eclipse-osgi.jar"];
+
 /// The IDE-shaped stepping session of `jdi/Stepper.java`, compiled once, run as often as
 /// wanted against `Ledger` (`jdi/Ledger.java`).
 pub struct Stepper {
@@ -83,10 +95,24 @@ impl Stepper {
     /// with the breakpoint's and steps' suspend policy `policy` ("all" or "thread"); what it
     /// printed, once it said "done" and exited.
     pub async fn run(&self, prefix: &[String], port: u16, policy: &str, steps: u32) -> Result<String> {
-        let java = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"];
+        self.run_on(Jdi::Jdk, prefix, port, policy, steps).await
+    }
+
+    /// As `run`, on the JDI implementation `jdi`.
+    pub async fn run_on(&self, jdi: Jdi, prefix: &[String], port: u16, policy: &str, steps: u32) -> Result<String> {
+        let mut class_path = self.dir.path().display().to_string();
+        let mut java = vec!["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
+        if jdi == Jdi::Eclipse {
+            for jar in ECLIPSE_JDI_JARS {
+                anyhow::ensure!(Path::new(jar).is_file(), "{jar} is missing: install libeclipse-jdt-debug-java (.ci/run does)");
+                class_path = format!("{class_path}:{jar}");
+            }
+            java.push("-Djdi.manager=org.eclipse.jdi.internal.VirtualMachineManagerImpl");
+        }
+        java.push("-cp");
         let mut words = prefix.iter().map(String::as_str).chain(java);
         let mut cmd = Command::new(words.next().unwrap_or("java"));
-        cmd.args(words).arg(self.dir.path()).args(["Stepper", "127.0.0.1", &port.to_string(), policy, &steps.to_string()]);
+        cmd.args(words).arg(class_path).args(["Stepper", "127.0.0.1", &port.to_string(), policy, &steps.to_string()]);
         let run = cmd.stdin(std::process::Stdio::null()).kill_on_drop(true).output();
         let out = tokio::time::timeout(Duration::from_secs(180), run).await.context("the stepping session did not end within 180 s")??;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();

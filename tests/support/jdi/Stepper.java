@@ -25,9 +25,17 @@ public class Stepper {
         System.out.flush();
     }
 
+    // The JDK's JDI, or another implementation named by -Djdi.manager (Eclipse's:
+    // org.eclipse.jdi.internal.VirtualMachineManagerImpl, with its jar on the class path).
+    static VirtualMachineManager manager() throws Exception {
+        String impl = System.getProperty("jdi.manager");
+        if (impl == null) return Bootstrap.virtualMachineManager();
+        return (VirtualMachineManager) Class.forName(impl).getDeclaredConstructor().newInstance();
+    }
+
     public static void main(String[] a) throws Exception {
         AttachingConnector c = null;
-        for (AttachingConnector x : Bootstrap.virtualMachineManager().attachingConnectors()) {
+        for (AttachingConnector x : manager().attachingConnectors()) {
             if (x.name().equals("com.sun.jdi.SocketAttach")) c = x;
         }
         Map<String, Connector.Argument> args = c.defaultArguments();

@@ -1,15 +1,26 @@
 //! With `--cpu-pin` the daemon keeps its thread on one CPU while it relays and that CPU is
 //! quiet, and lets it move when something else keeps that CPU busy; by default it never pins.
 //! Watched from outside, as a user would: the thread's `Cpus_allowed_list` in /proc.
+//!
+//! A test binary of its own: pinning is judged against a quiet machine, and cargo runs test
+//! binaries one after another, so nothing of the integration tests runs beside these. Its
+//! two tests take turns (`TURN`) for the same reason.
+
+mod support;
+#[path = "support/served.rs"]
+mod served;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::Served;
+use crate::served::Served;
 use crate::support::consts::*;
 use crate::support::faults::ready_port;
 use crate::support::{java_available, JavaApp, RawClient};
+
+/// Held by each test for its whole run: one relaying daemon at a time.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Round trips per burst of traffic.
 const BURST: u32 = 2_000;
@@ -89,6 +100,7 @@ impl Relayed {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relaying_daemon_stays_on_a_quiet_cpu_and_leaves_a_busy_one() {
+    let _turn = TURN.lock().await;
     let ours = our_cpus();
     let mut r = Relayed::start(&["--cpu-pin"]).await;
     let (pid, dbg) = (r.served.pid(), &mut r.dbg);
@@ -132,6 +144,7 @@ async fn a_relaying_daemon_stays_on_a_quiet_cpu_and_leaves_a_busy_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn by_default_the_thread_moves_freely() {
+    let _turn = TURN.lock().await;
     let ours = our_cpus();
     let mut r = Relayed::start(&[]).await;
     let mut id = 0;
