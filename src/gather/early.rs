@@ -11,8 +11,9 @@
 //! kept ([`Pending`]) and compared with the VM's own reply when it comes; that reply is
 //! not relayed, and a difference is a defect the session counts and logs.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
+use super::stopped::Stopped;
 use crate::jdwp::events::{kind, IdSizes};
 use crate::jdwp::reader::Reader;
 
@@ -39,10 +40,11 @@ pub const EARLY: &[Row] = &[
         set: 11,
         cmd: 3,
         name: "ThreadReference.Resume",
-        why: "of a thread a stop event suspended and nothing resumed since: libjdwp refuses only an id \
-              that is no thread or is its own (a stopped thread is neither) and replies NONE with no \
-              data (a thread not suspended is left as it is). Only when the debugger's own Resume goes \
-              to the VM unchanged, as for VirtualMachine.Resume",
+        why: "of a thread known stopped (a stop event suspended it and it cannot have run since, \
+              as for a step request below): libjdwp refuses only an id that is no thread or is its \
+              own (a stopped thread is neither) and replies NONE with no data (a thread not \
+              suspended is left as it is). Only when the debugger's own Resume goes to the VM \
+              unchanged, as for VirtualMachine.Resume",
     },
     Row {
         set: 15,
@@ -62,10 +64,13 @@ pub const EARLY: &[Row] = &[
               and the last such Set's reply was known and not an error (a failed install may have \
               taken an id). A step request fails only for a thread libjdwp does not know \
               (stepControl_beginStep suspends the thread itself): its thread must be one a stop event \
-              named and nothing resumed since (but for an invoke whose reply is in: libjdwp suspends \
-              the invoking thread, and with INVOKE_SINGLE_THREADED the only one that ran, again \
-              before it replies, in invoker_completeInvokeRequest), and its modifiers only Count \
-              (> 0), ClassMatch, ClassExclude and one Step of a valid size and depth",
+              named that cannot have ended since, as it never left that event's callback (a lower \
+              bound of its suspend count stayed above zero: each Resume takes one, a Suspend granted \
+              adds one, so another debugger's Suspend and Resume around it change nothing; or at \
+              zero only to run an invoke, whose reply is in: libjdwp suspends the invoking thread, \
+              and with INVOKE_SINGLE_THREADED the only one that ran, again before it replies, in \
+              invoker_completeInvokeRequest), and its modifiers only Count (> 0), ClassMatch, \
+              ClassExclude and one Step of a valid size and depth",
     },
     Row {
         set: 15,
@@ -123,14 +128,11 @@ pub fn libjdwp_vm(ident: &str) -> bool {
     !crate::jdwp::version::is_android_vm(ident) && ["HotSpot", "OpenJDK", "OpenJ9"].iter().any(|n| ident.contains(n))
 }
 
-/// Threads known suspended at most this many (a bound; past it, none are known).
-const MAX_THREADS: usize = 4096;
-
 /// What one VM connection has told about early answers so far.
 #[derive(Debug, Default)]
 pub struct Early {
-    /// Threads a stop event suspended, that nothing written since may have resumed.
-    stopped: HashSet<u64>,
+    /// Threads a stop event suspended that cannot have ended: still held, counted.
+    stopped: Stopped,
     /// The VM's request counter once every Set written so far is handled, while it is known:
     /// the last granted id, plus one for each predicted Set in flight.
     counter: Option<u32>,
@@ -139,14 +141,7 @@ pub struct Early {
     sets_in_flight: std::collections::VecDeque<Option<u32>>,
     /// Sets in flight past [`MAX_SETS_IN_FLIGHT`]: after the ones above.
     sets_untracked: usize,
-    /// Invokes written and not answered, by the id they went out under: the stopped threads
-    /// their reply brings back stopped (see [`Early::invoke_replied`]).
-    invokes: HashMap<u32, HashSet<u64>>,
 }
-
-/// Invokes in flight whose threads are remembered (a bound; past it, an invoke's threads
-/// stay unknown after its reply).
-const MAX_INVOKES: usize = 64;
 
 /// JDWP InvokeOptions.INVOKE_SINGLE_THREADED.
 const INVOKE_SINGLE_THREADED: u32 = 0x01;
@@ -170,7 +165,7 @@ impl Early {
             (1, 9) => data.is_empty().then(Vec::new),
             (11, 3) => {
                 let t = Reader::new(data).id(sizes.object, "thread").ok()?;
-                (data.len() == sizes.object && self.stopped.contains(&t)).then(Vec::new)
+                (data.len() == sizes.object && self.stopped.is_stopped(t)).then(Vec::new)
             }
             (15, 2) => {
                 let mut r = Reader::new(data);
@@ -214,7 +209,7 @@ impl Early {
                     10 => {
                         let t = r.id(sizes.object, "thread")?;
                         let (size, depth) = (r.u32("size")?, r.u32("depth")?);
-                        if !self.stopped.contains(&t) || size > 1 || depth > 2 {
+                        if !self.stopped.is_stopped(t) || size > 1 || depth > 2 {
                             return Ok(false);
                         }
                         steps += 1;
@@ -230,10 +225,8 @@ impl Early {
     /// A command written to the VM (by anyone) under `id`. `data` empty when only its head
     /// is known.
     pub fn written(&mut self, id: u32, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) {
-        if !self.invokes.is_empty() {
-            // An id used again: the invoke it named was answered unseen (its asker left).
-            self.invokes.remove(&id);
-        }
+        self.stopped.id_written(id);
+        let thread = || Reader::new(data).id(sizes.object, "thread").ok().filter(|_| data.len() == sizes.object);
         match (set, cmd) {
             (15, 1) => {
                 let predicted = self.predict_set(data, sizes);
@@ -245,75 +238,38 @@ impl Early {
                     self.sets_untracked += 1;
                 }
             }
-            // ThreadReference.Resume: that thread may run (and end).
-            (11, 3) => match Reader::new(data).id(sizes.object, "thread") {
-                Ok(t) if data.len() == sizes.object => self.may_run(Some(t)),
-                _ => self.may_run(None),
+            // Resumes: the threads they resume lose one count, and may run (and end) at zero.
+            (1, 9) if data.is_empty() => self.stopped.resume_written(id, None),
+            (11, 3) => match thread() {
+                Some(t) => self.stopped.resume_written(id, Some(t)),
+                None => self.stopped.unknown_written(id),
             },
-            // Nothing here lets a suspended thread run: reads, requests, suspensions, values
-            // written, frames popped or returned from (the thread stays suspended).
+            // Suspensions: one count more once granted.
+            (1, 8) => self.stopped.suspend_written(id, None),
+            (11, 2) => {
+                if let Some(t) = thread() {
+                    self.stopped.suspend_written(id, Some(t));
+                }
+            }
+            // Nothing here lets a suspended thread run: reads, requests, values written,
+            // frames popped or returned from (the thread stays suspended).
             _ if keeps_threads_suspended(set, cmd) => {}
-            _ => {
+            _ => match invoke_of(set, cmd, data, sizes) {
                 // An invoke runs its thread (every thread, unless single-threaded) until its
                 // reply, which libjdwp sends after suspending them again.
-                let back = self.invoke_brings_back(set, cmd, data, sizes);
-                // Resume, invokes, and anything not known here.
-                self.may_run(None);
-                if let Some(back) = back.filter(|_| self.invokes.len() < MAX_INVOKES) {
-                    self.invokes.insert(id, back);
-                }
-            }
+                Some((t, single)) => self.stopped.invoke_written(id, t, single),
+                // Anything not known here.
+                None => self.stopped.unknown_written(id),
+            },
         }
     }
 
-    /// The stopped threads an invoke's reply finds stopped again: its own thread, and with
-    /// INVOKE_SINGLE_THREADED every other one (they never ran). Without single-threaded,
-    /// the other threads ran for the call and may have ended: they stay unknown.
-    fn invoke_brings_back(&self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) -> Option<HashSet<u64>> {
-        let prefix = invoke_prefix(set, cmd, sizes)?;
-        let mut r = Reader::new(data);
-        r.bytes(prefix, "class or object").ok()?;
-        let t = r.id(sizes.object, "thread").ok()?;
-        // The options are the command's last field.
-        let options = data.len().checked_sub(4).and_then(|at| Reader::new(&data[at..]).u32("options").ok())?;
-        if !self.stopped.contains(&t) {
-            return None;
-        }
-        Some(if options & INVOKE_SINGLE_THREADED != 0 { self.stopped.clone() } else { HashSet::from([t]) })
-    }
-
-    /// The reply to the command written under `id` came (whole or not, any error code): when
-    /// it was an invoke, the threads it brings back are known stopped again. libjdwp
-    /// suspends them before it replies (invoker_completeInvokeRequest), and a refused invoke
-    /// never resumed them.
-    pub fn invoke_replied(&mut self, id: u32) {
-        if self.invokes.is_empty() {
-            return;
-        }
-        if let Some(back) = self.invokes.remove(&id) {
-            for t in back {
-                if self.stopped.len() < MAX_THREADS {
-                    self.stopped.insert(t);
-                }
-            }
-        }
-    }
-
-    /// Thread `t` (every thread: `None`) may run from now on: it is no longer known stopped,
-    /// nor brought back by an invoke's reply.
-    fn may_run(&mut self, t: Option<u64>) {
-        match t {
-            Some(t) => {
-                self.stopped.remove(&t);
-                self.invokes.values_mut().for_each(|back| {
-                    back.remove(&t);
-                });
-            }
-            None => {
-                self.stopped.clear();
-                self.invokes.values_mut().for_each(HashSet::clear);
-            }
-        }
+    /// The reply to the command written under `id` came (whole or not, any error code): a
+    /// suspension granted counts, and an invoke gives back what it took (libjdwp suspends its
+    /// threads again before it replies, in invoker_completeInvokeRequest; a refused invoke
+    /// never resumed them).
+    pub fn replied(&mut self, id: u32, error: u16) {
+        self.stopped.replied(id, error);
     }
 
     /// The reply to an EventRequest.Set (anyone's): its error code and data.
@@ -357,23 +313,41 @@ impl Early {
 
     /// An event composite from the VM: `policy`, and the kind and thread of each event.
     pub fn event(&mut self, policy: u8, events: impl IntoIterator<Item = (u8, Option<u64>)>) {
+        let mut threads = Vec::new();
         for (k, t) in events {
             if k == kind::VM_DEATH {
-                self.may_run(None);
+                self.stopped.forget_all();
                 return;
             }
-            if let (Some(t), true) = (t, policy != crate::jdwp::events::suspend::NONE) {
-                if self.stopped.len() < MAX_THREADS {
-                    self.stopped.insert(t);
-                }
-            }
+            threads.extend(t);
+        }
+        match policy {
+            crate::jdwp::events::suspend::EVENT_THREAD => self.stopped.event(false, threads),
+            crate::jdwp::events::suspend::ALL => self.stopped.event(true, threads),
+            _ => {}
         }
     }
 
-    /// Whether a stop event suspended this thread and nothing since may have resumed it.
+    /// Whether a stop event suspended this thread and it cannot have ended since (nor runs
+    /// an invoke).
     pub fn is_stopped(&self, thread: u64) -> bool {
-        self.stopped.contains(&thread)
+        self.stopped.is_stopped(thread)
     }
+}
+
+/// An invoke's thread, and whether INVOKE_SINGLE_THREADED: the options are the command's
+/// last field.
+fn invoke_of(set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) -> Option<(u64, bool)> {
+    let prefix = invoke_prefix(set, cmd, sizes)?;
+    // Class or object, thread, method, the arguments' count, the options: at least.
+    if data.len() < prefix + sizes.object + sizes.method + 8 {
+        return None;
+    }
+    let mut r = Reader::new(data);
+    r.bytes(prefix, "class or object").ok()?;
+    let t = r.id(sizes.object, "thread").ok()?;
+    let options = data.len().checked_sub(4).and_then(|at| Reader::new(&data[at..]).u32("options").ok())?;
+    Some((t, options & INVOKE_SINGLE_THREADED != 0))
 }
 
 /// A Set of one of [`GLOBAL_KINDS`] whose every part libjdwp takes (see the last row).

@@ -199,16 +199,16 @@ fn an_invokes_reply_brings_its_thread_back_for_the_next_step() {
     e.event(suspend::EVENT_THREAD, [(kind::BREAKPOINT, Some(OTHER))]);
     e.written(9, 9, 6, &invoke(T, 0), &S8);
     assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), None, "the thread runs for the call");
-    e.invoke_replied(8);
+    e.replied(8, 0);
     assert!(!e.is_stopped(T), "another id's reply");
-    e.invoke_replied(9);
+    e.replied(9, 0);
     assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), Some(42u32.to_be_bytes().to_vec()), "stopped again once answered");
     assert!(!e.is_stopped(OTHER), "the other threads ran for the call and may have ended");
     // Single-threaded: nothing else ran, every stopped thread comes back.
     let mut e = stopped_after(41);
     e.event(suspend::EVENT_THREAD, [(kind::BREAKPOINT, Some(OTHER))]);
     e.written(9, 3, 3, &invoke(T, 1)[..], &S8);
-    e.invoke_replied(9);
+    e.replied(9, 0);
     assert!(e.is_stopped(T) && e.is_stopped(OTHER));
 }
 
@@ -218,33 +218,60 @@ fn what_runs_while_an_invoke_is_out_stays_unknown_after_its_reply() {
     let mut e = stopped_after(41);
     e.written(9, 9, 6, &invoke(T, 1), &S8);
     e.written(10, 11, 3, &T.to_be_bytes(), &S8);
-    e.invoke_replied(9);
+    e.replied(9, 0);
     assert!(!e.is_stopped(T));
     // Nor after a VirtualMachine.Resume, or a VM's death.
     let mut e = stopped_after(41);
     e.written(9, 9, 6, &invoke(T, 1), &S8);
     e.written(10, 1, 9, &[], &S8);
-    e.invoke_replied(9);
+    e.replied(9, 0);
     assert!(!e.is_stopped(T));
     let mut e = stopped_after(41);
     e.written(9, 9, 6, &invoke(T, 1), &S8);
     e.event(suspend::NONE, [(kind::VM_DEATH, None)]);
-    e.invoke_replied(9);
+    e.replied(9, 0);
     assert!(!e.is_stopped(T));
-    // An invoke on a thread not known stopped brings nothing; nor does a cut-short one, or
-    // one whose id was used again (its reply went unseen).
+    // A single-threaded invoke on a thread not known stopped runs that thread alone; a
+    // cut-short invoke, or one whose id was used again (its reply went unseen), brings
+    // nothing back.
     let mut e = stopped_after(41);
     e.written(9, 9, 6, &invoke(0x99, 1), &S8);
-    e.invoke_replied(9);
-    assert!(!e.is_stopped(T));
+    e.replied(9, 0);
+    assert!(e.is_stopped(T) && !e.is_stopped(0x99));
     let mut e = stopped_after(41);
     e.written(9, 9, 6, &invoke(T, 1)[..12], &S8);
-    e.invoke_replied(9);
+    e.replied(9, 0);
     assert!(!e.is_stopped(T));
     let mut e = stopped_after(41);
     e.written(9, 9, 6, &invoke(T, 1), &S8);
     e.written(9, 1, 1, &[], &S8);
-    e.invoke_replied(9);
+    e.replied(9, 0);
+    assert!(!e.is_stopped(T));
+}
+
+#[test]
+fn a_thread_another_debugger_suspends_and_resumes_around_an_invoke_stays_stopped() {
+    // One debugger stopped T (SUSPEND_ALL); another suspends the VM (granted), so the first
+    // one's invoke waits; the other resumes T alone, the call runs, and its reply is in: T is
+    // still stopped (the stop's suspension never went), so the next step is predicted.
+    for other_resumes in [(11, 3, T.to_be_bytes().to_vec()), (1, 9, Vec::new())] {
+        let mut e = stopped_after(41);
+        e.written(5, 1, 8, &[], &S8);
+        e.replied(5, 0);
+        e.written(9, 3, 3, &invoke(T, 0), &S8);
+        assert!(!e.is_stopped(T), "the thread runs for the call");
+        e.written(6, other_resumes.0, other_resumes.1, &other_resumes.2, &S8);
+        assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), None, "the call is out");
+        e.replied(9, 0);
+        assert_eq!(e.answer(15, 1, &step(T, 1, 1), &S8), Some(42u32.to_be_bytes().to_vec()), "{other_resumes:?}");
+    }
+    // A Suspend the VM refused adds nothing: the same Resume lets T run.
+    let mut e = stopped_after(41);
+    e.written(5, 1, 8, &[], &S8);
+    e.replied(5, 13);
+    e.written(9, 3, 3, &invoke(T, 0), &S8);
+    e.written(6, 1, 9, &[], &S8);
+    e.replied(9, 0);
     assert!(!e.is_stopped(T));
 }
 

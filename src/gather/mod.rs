@@ -19,6 +19,8 @@
 //!   commands and events pass, served by the exact bytes of a debugger's command, or
 //!   composed from the values gathered ([`compose`]) within each object id's budget.
 //! - [`early`]: commands answered before the VM's reply, where that reply cannot differ.
+//! - [`stopped`]: the threads [`early`] knows stopped, by a lower bound of each one's
+//!   suspend count, so a step on a thread another debugger also holds stays certain.
 //!
 //! How they are joined: under far-side protocol 3, for a near side that asked, the far
 //! side's channel task (`far::gathering`) runs a [`relay::Relay`] over its VM connection
@@ -34,6 +36,7 @@ pub mod inband;
 pub mod known;
 pub mod plan;
 pub mod relay;
+pub mod stopped;
 pub mod store;
 pub mod validity;
 pub mod values;

@@ -48,10 +48,10 @@ impl Session {
         }
     }
 
-    /// Every whole VM reply, before it is routed: keeps the request counter, and the threads
-    /// an invoke's reply brings back stopped.
+    /// Every whole VM reply, before it is routed: keeps the request counter, and the
+    /// suspensions a Suspend's or an invoke's reply gives the stopped threads.
     pub(super) fn early_saw_reply(&mut self, e: &Entry, p: &Packet) {
-        self.early.invoke_replied(p.header().id);
+        self.early.replied(p.header().id, p.header().error_code());
         if (e.cmd_set, e.cmd) == EVENT_SET {
             self.early.set_replied(p.header().error_code(), p.data());
         }
@@ -60,7 +60,7 @@ impl Session {
     /// A VM reply too large to read whole (never one to a Set or an early-answered command
     /// from a real VM): the counter is lost, and an early answer cannot be compared.
     pub(super) fn early_streamed_reply(&mut self, e: &Entry, h: &Header) -> bool {
-        self.early.invoke_replied(h.id);
+        self.early.replied(h.id, h.error_code());
         if (e.cmd_set, e.cmd) == EVENT_SET {
             self.early.set_lost();
         }

@@ -182,6 +182,9 @@ impl Session {
     /// second copy of one already answered, or one purged when its requester left. Logged
     /// with the count at the 1st, 2nd, 4th, 8th... so a VM cannot flood the log with them.
     fn stray_reply(&mut self, h: &Header) {
+        // Its requester left, but the VM handled the command: what it resumed or suspended
+        // is done.
+        self.early.replied(h.id, h.error_code());
         self.stray_replies += 1;
         let n = self.stray_replies;
         if n.is_power_of_two() {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use jdwpmux::settings::DdmMode;
+use jdwpmux::settings::{DdmMode, NearCacheMode, Settings};
 
 use crate::harness::{wait_until, Proxy};
 use crate::support::jdi::{command, start_shared, stop, JdiProgram, SLOW};
@@ -162,12 +162,25 @@ fn waits_shown(proxy: &Proxy, index: usize) -> Vec<serde_json::Value> {
     json[0]["debuggers"][index]["waits"].as_array().cloned().unwrap_or_default()
 }
 
+/// The EventRequest.Set commands answered early so far, and the early answers the VM's
+/// replies contradicted.
+async fn early_sets(proxy: &Proxy) -> (u64, u64) {
+    let n = proxy.handle(0).await.stats().await.and_then(|s| s.near).expect("near figures");
+    (n.commands.iter().find(|r| r.command == "EventRequest.Set").map_or(0, |r| r.count), n.early_differed)
+}
+
 /// jdb evaluates a call at its stop while an IDE holds the VM suspended too: the call waits
-/// for the IDE, `list` shows that wait (thread, holder) within two seconds, and once the IDE
-/// resumes the call runs and jdb prints its value.
+/// for the IDE, `list`, `list --json` and the page's /api show that wait (thread, holder)
+/// within two seconds, and once the IDE resumes main alone (ThreadReference.resume) the call
+/// runs, jdb prints its value, and the IDE's line says main stays suspended for jdb. jdb's
+/// next step after the invoke has its Set answered early (the near cache on, as for a VM
+/// reached through ssh), and the VM's reply agrees.
 async fn an_invoke_waits_visibly_for_the_other_debugger(java: &Path) {
     let mut app = start_shared(java).await.unwrap();
-    let proxy = Proxy::start(&[app.addr()], DdmMode::Auto).await;
+    let mut settings = Proxy::settings(&[app.addr()], DdmMode::Auto);
+    settings.near_cache = NearCacheMode::Always;
+    settings.max_debuggers = Settings::default().max_debuggers;
+    let (proxy, page) = crate::web_api::monitor_with(settings).await;
     let port = proxy.ready(0).await.debugger_port.unwrap();
     let jdi = JdiProgram::compile().await.unwrap();
     let mut jdb = Jdb::attach(&format!("127.0.0.1:{port}")).await.unwrap();
@@ -199,15 +212,30 @@ async fn an_invoke_waits_visibly_for_the_other_debugger(java: &Path) {
     assert!(shown["thread"].as_u64().is_some_and(|t| t != 0), "{shown}");
     let text = jdwpmux::control::view::table(&proxy.list());
     assert!(text.contains("an invoke (ClassType.InvokeMethod) waits for #"), "{text}");
+    let api = page.get("/api/vms").await.json();
+    assert_eq!(api[0]["debuggers"][0]["waits"][0], shown, "the page's /api: {api}");
     // It keeps waiting while the IDE holds main: no value yet, and still shown.
+    assert_stopped(&app, "the IDE's suspension").await;
     assert!(!jdb.output().contains("alpha(0) = "), "the call ran while the IDE held main");
     assert_eq!(waits_shown(&proxy, 0).len(), 1);
 
-    // The IDE resumes: the call runs, jdb prints its value, and the wait is gone.
-    command(&mut ide, "resume", "resumed").await.unwrap();
+    // The IDE resumes main alone: the call runs, jdb prints its value, and the wait is gone;
+    // the IDE is told main stays suspended, for jdb's stop.
+    command(&mut ide, "resume-thread main", "resumed main").await.unwrap();
     jdb.expect("alpha(0) = ", SLOW).await.unwrap();
     wait_until("the wait cleared", || waits_shown(&proxy, 0).is_empty()).await.unwrap();
+    let jdb_conn = proxy.list()[0].status.debuggers[0].conn;
+    let held = serde_json::to_value(proxy.list()).unwrap()[0]["debuggers"][1]["still_held"].clone();
+    assert!(held[0]["thread"].as_u64().is_some() && held[0]["held_by"][0]["conn"] == jdb_conn, "{held}");
+    assert!(jdwpmux::control::view::table(&proxy.list()).contains("stays suspended after its resume: #"));
     assert_stopped(&app, "jdb's own stop").await;
+
+    // jdb steps after its invoke: the step's Set is answered early, and rightly.
+    let (sets, _) = early_sets(&proxy).await;
+    jdb.send("next").await.unwrap();
+    jdb.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    assert_eq!(early_sets(&proxy).await, (sets + 1, 0), "the step's Set after the invoke");
+    command(&mut ide, "resume", "resumed").await.unwrap();
 
     jdb.send("clear Shared.beta").await.unwrap();
     jdb.expect("Removed: breakpoint Shared.beta", SLOW).await.unwrap();
@@ -223,6 +251,11 @@ async fn an_invoke_waits_visibly_for_the_other_debugger(java: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invoke_waits_visibly_for_the_other_debugger_jdk17() {
     an_invoke_waits_visibly_for_the_other_debugger(&system_java()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invoke_waits_visibly_for_the_other_debugger_jdk25() {
+    an_invoke_waits_visibly_for_the_other_debugger(&java25()).await;
 }
 
 /// HotSpot pops frames by resuming the thread itself, whatever its suspend count: jdb's `pop`
@@ -267,7 +300,8 @@ async fn pop_frames_does_not_wait_for_the_other_debugger_jdk17() {
 
 /// The invoke case through the far side, with 25 ms each way in front of the VM's host: jdb
 /// and an IDE here, the VM on a test host, the real daemon; the wait is in `list --json`
-/// within 2 s and in the daemon's log, and the call runs once the IDE resumes.
+/// within 2 s and in the daemon's log, and the call runs once the IDE resumes; jdb's next
+/// step has its Set answered early, and the VM's reply agrees.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invoke_waits_visibly_through_the_far_side() {
     use crate::remote::{agent, port, ready, serve};
@@ -329,7 +363,24 @@ async fn an_invoke_waits_visibly_through_the_far_side() {
     command(&mut ide, "resume", "resumed").await.unwrap();
     jdb.expect("alpha(0) = ", SLOW).await.unwrap();
     assert!(debuggers(&served).first().is_some_and(|d| d["waits"].as_array().is_some_and(Vec::is_empty)));
+    assert_eq!(served.log_text().matches("waits for debugger #").count(), 1, "one log line for the wait");
     assert!(link.turns() > 0, "the session did not go through the delayed link");
+
+    // jdb steps after its invoke: the step's Set is answered early, and the VM agrees.
+    let early_sets = || {
+        let (code, out, err) = served.run(&["stats", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let near = report["vms"].as_array().and_then(|vms| vms.iter().find(|v| v["near"].is_object())).map(|v| v["near"].clone());
+        let near = near.unwrap_or_else(|| panic!("no near figures: {out}"));
+        let rows = near["commands"].as_array().cloned().unwrap_or_default();
+        let sets = rows.iter().find(|r| r["command"] == "EventRequest.Set").and_then(|r| r["count"].as_u64()).unwrap_or(0);
+        (sets, near["early_differed"].as_u64())
+    };
+    let (sets, _) = early_sets();
+    jdb.send("next").await.unwrap();
+    jdb.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    assert_eq!(early_sets(), (sets + 1, Some(0)), "the step's Set after the invoke, through the far side");
 
     jdb.send("clear Shared.beta").await.unwrap();
     jdb.expect("Removed: breakpoint Shared.beta", SLOW).await.unwrap();

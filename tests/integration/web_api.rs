@@ -50,7 +50,8 @@ pub async fn monitor_sharing(vms: &[SocketAddr]) -> (Proxy, Page) {
     monitor_with(s).await
 }
 
-async fn monitor_with(mut s: Settings) -> (Proxy, Page) {
+/// As [`monitor`], with these settings.
+pub async fn monitor_with(mut s: Settings) -> (Proxy, Page) {
     s.web = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     let proxy = Proxy::with(s).await;
     let m = proxy.daemon.as_ref().and_then(|d| d.web.clone()).expect("the monitor is served");
