@@ -27,6 +27,10 @@ mod decode;
 mod fake_vm;
 #[path = "relay/far.rs"]
 mod far;
+#[path = "../tests/support/rate_link.rs"]
+mod rate_link;
+#[path = "relay/thin.rs"]
+mod thin;
 #[path = "relay/far_idle.rs"]
 mod far_idle;
 #[path = "relay/far_paths.rs"]
@@ -151,7 +155,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 14] = [
+    let sections: [(Section, SectionFn); 15] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -164,6 +168,7 @@ fn main() -> ExitCode {
         (Section::Soak, soak_section),
         (Section::Remote, remote_section),
         (Section::Far, far_section),
+        (Section::Thin, thin_section),
         (Section::Containers, containers_section),
         (Section::Exec, exec_section),
     ];
@@ -619,4 +624,8 @@ fn exec_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
 
 fn far_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     far::run(bin, &p.far, p.far.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
+}
+
+fn thin_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    thin::run(bin, &p.thin, t, &mut |what, why| f.add(what, why));
 }

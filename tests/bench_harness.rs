@@ -19,6 +19,10 @@ mod decode;
 mod fake_vm;
 #[path = "../benches/relay/far.rs"]
 mod far;
+#[path = "support/rate_link.rs"]
+mod rate_link;
+#[path = "../benches/relay/thin.rs"]
+mod thin;
 #[path = "../benches/relay/far_idle.rs"]
 mod far_idle;
 #[path = "../benches/relay/far_paths.rs"]

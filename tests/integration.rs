@@ -102,6 +102,8 @@ mod remote_far_copy;
 mod remote_far_hostile;
 #[path = "integration/remote_far_takeover.rs"]
 mod remote_far_takeover;
+#[path = "integration/remote_far_thin.rs"]
+mod remote_far_thin;
 #[path = "integration/remote_far_gather.rs"]
 mod remote_far_gather;
 #[path = "integration/remote_far_attach.rs"]

@@ -26,6 +26,9 @@ use crate::remote_paths::{ready_port, RemoteKind, RemoteRelay, Target};
 use crate::sched_wait::SchedSnap;
 
 const STEP_JAVA: &str = include_str!("Step.java");
+/// `farlink::squeeze::SQUEEZE_ENV`: `off` in `serve`'s environment, and it speaks the far
+/// side's protocol from before compression.
+pub const SQUEEZE_ENV: &str = "JDWPMUX_SQUEEZE";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FarKind {
@@ -190,12 +193,17 @@ impl Printed {
     }
 }
 
-enum Path3 {
+pub enum Path3 {
     Ssh(RemoteRelay),
     Jdwpmux { proxy: Proxy, port: u16, _dir: tempfile::TempDir },
 }
 
-fn start(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper) -> Result<(Path3, u16)> {
+pub fn start(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper) -> Result<(Path3, u16)> {
+    start_env(kind, t, bin, far, &[])
+}
+
+/// The same with `env` in `serve`'s environment.
+pub fn start_env(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper, env: &[(&str, &str)]) -> Result<(Path3, u16)> {
     if kind == FarKind::SshL {
         let r = RemoteRelay::start(RemoteKind::Forward, t, bin)?;
         let RemoteRelay::Forward { port, .. } = &r else { bail!("ssh -L relay of another kind") };
@@ -211,7 +219,7 @@ fn start(kind: FarKind, t: &Target, bin: &ProxyBin, far: &FarWrapper) -> Result<
         FarKind::Forward => args.extend(["--far", "never"].map(String::from)),
         _ => args.extend(["--far".to_string(), "always".into(), "--far-path".into(), far.path.display().to_string()]),
     }
-    let proxy = Proxy::start_args(bin, &args, dir.path(), &[], 16, 1)?;
+    let proxy = Proxy::start_args(bin, &args, dir.path(), env, 16, 1)?;
     let deadline = Instant::now() + Duration::from_secs(60);
     let port = loop {
         if let Some(p) = ready_port(&proxy.list_json(bin)?, &t.host, t.port) {

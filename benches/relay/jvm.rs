@@ -140,6 +140,9 @@ fn classes_java(n: usize) -> String {
 pub struct Debuggee {
     dir: tempfile::TempDir,
     classes: usize,
+    /// The class run and its arguments (`Main` and the class count, unless `program`).
+    main: String,
+    args: Vec<String>,
 }
 
 impl Debuggee {
@@ -166,7 +169,20 @@ impl Debuggee {
         if !out.status.success() {
             bail!("javac failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
         }
-        Ok(Arc::new(Debuggee { dir, classes }))
+        Ok(Arc::new(Debuggee { dir, classes, main: "Main".into(), args: vec![classes.to_string()] }))
+    }
+
+    /// Another program: `class` from `source` (it prints the ready line once it is ready),
+    /// run with `args`.
+    pub fn program(class: &str, source: &str, args: &[String]) -> Result<Arc<Debuggee>> {
+        let dir = tempfile::tempdir().context("tempdir")?;
+        let file = dir.path().join(format!("{class}.java"));
+        std::fs::write(&file, source)?;
+        let out = Command::new("javac").arg("-d").arg(dir.path().join("out")).arg(&file).stdin(Stdio::null()).output().context("run javac (is a JDK installed?)")?;
+        if !out.status.success() {
+            bail!("javac {class}.java failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(Arc::new(Debuggee { dir, classes: 0, main: class.into(), args: args.to_vec() }))
     }
 }
 
@@ -219,8 +235,8 @@ impl Jvm {
         cmd.arg(format!("-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:{port}"))
             .arg("-cp")
             .arg(prog.dir.path().join("out"))
-            .arg("Main")
-            .arg(prog.classes.to_string())
+            .arg(&prog.main)
+            .args(&prog.args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,containers,exec] [--soak-minutes N]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,thin,containers,exec] [--soak-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -28,6 +28,8 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             iproute2, openssh-server; skipped with a line saying why otherwise)
             far: an IDE stepping through ssh -L, serve --ssh --far never and --far
             always, with and without added link delay; the far side's idle cost (as remote)
+            thin: big answers (a 1 MB class list, a 1 MiB string) at 10 Mbit/s and 25 ms
+            each way: ssh -L, the far side uncompressed and compressed (as remote)
             containers: JVMs in network namespaces of their own (50; 3 in smoke mode) beside
             one here: connect cost, round trips, time to be listed, idle cost (needs root)
             exec: an IDE stepping through a Podman container: serve --exec 'podman exec -i
@@ -54,6 +56,9 @@ pub enum Section {
     Remote,
     /// An IDE stepping through jdwpmux on the far side, `ssh -L` and today's forward.
     Far,
+    /// Big answers over a thin link (10 Mbit/s): `ssh -L`, the far side with and without
+    /// compression.
+    Thin,
     /// JVMs reached inside network namespaces of their own (a container's way in).
     Containers,
     /// An IDE stepping through a Podman container's exec (`serve --exec`), a plain pipe
@@ -76,13 +81,14 @@ impl Section {
             Section::Soak => "soak",
             Section::Remote => "remote",
             Section::Far => "far",
+            Section::Thin => "thin",
             Section::Containers => "containers",
             Section::Exec => "exec",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::Containers, Section::Exec]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::Thin, Section::Containers, Section::Exec]
             .into_iter()
             .find(|x| x.name() == s)
     }
@@ -204,6 +210,7 @@ pub struct Params {
     pub soak: crate::soak::SoakParams,
     pub remote: crate::remote::RemoteParams,
     pub far: crate::far::FarParams,
+    pub thin: crate::thin::ThinParams,
 }
 
 impl Params {
@@ -258,6 +265,7 @@ impl Params {
                 soak: crate::soak::SoakParams::new(true, o.soak_minutes),
                 remote: crate::remote::RemoteParams::new(true),
                 far: crate::far::FarParams::new(true),
+                thin: crate::thin::ThinParams::new(true),
             };
         }
         Params {
@@ -293,6 +301,7 @@ impl Params {
             soak: crate::soak::SoakParams::new(false, o.soak_minutes),
             remote: crate::remote::RemoteParams::new(false),
             far: crate::far::FarParams::new(false),
+            thin: crate::thin::ThinParams::new(false),
         }
     }
 }

@@ -10,12 +10,21 @@ use crate::farlink::frame::{ByeReason, Hello, Role, SessionKey};
 pub const PROTOCOL_MIN: u16 = 2;
 /// The newest protocol this jdwpmux speaks, on either side (3: a stop's answers in the
 /// channel's stream, for a near side that asks for them; 4: the VM list says where each VM
-/// runs, a container's name among them).
-pub const PROTOCOL: u16 = 4;
+/// runs, a container's name among them; 5: big Data frames compressed when that pays).
+pub const PROTOCOL: u16 = 5;
 /// The first protocol under which the far side gathers a stop's answers.
 pub const GATHER_PROTOCOL: u16 = 3;
 /// The first protocol whose VM list carries each VM's place (`Body::VmListPlaced`).
 pub const PLACE_PROTOCOL: u16 = 4;
+/// The first protocol under which either side may send a Data frame compressed
+/// (`farlink::squeeze`).
+pub const SQUEEZE_PROTOCOL: u16 = 5;
+
+/// Whether a side that agreed on `protocol` compresses the big Data frames it sends: the
+/// protocol has them, and `JDWPMUX_SQUEEZE` is not `off` here.
+pub fn squeezes(protocol: u16) -> bool {
+    protocol >= SQUEEZE_PROTOCOL && crate::farlink::squeeze::enabled()
+}
 /// The longest hold a near side may ask for: a day.
 pub const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 
@@ -183,13 +192,14 @@ mod tests {
             ("new session", hello(Role::Near, 2, 2, none), Ok(Verdict::New)),
             ("new session, a range of versions", hello(Role::Near, 1, 3, none), Ok(Verdict::New)),
             ("a near side of protocol 3 only", hello(Role::Near, 3, 3, none), Ok(Verdict::New)),
-            ("a newer near side that still speaks 3", hello(Role::Near, 3, 5, none), Ok(Verdict::New)),
+            ("a newer near side that still speaks 3", hello(Role::Near, 3, 6, none), Ok(Verdict::New)),
+            ("a near side of protocol 5", hello(Role::Near, 2, 5, none), Ok(Verdict::New)),
             ("a near side of protocol 4", hello(Role::Near, 2, 4, none), Ok(Verdict::New)),
             ("resume", hello(Role::Near, 2, 2, ours), Ok(Verdict::Resume)),
             (
                 "a newer near side",
-                hello(Role::Near, 5, 6, ours),
-                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 2..4, jdwpmux 9.9.9 near the IDE speaks 5..6")),
+                hello(Role::Near, 6, 7, ours),
+                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 2..5, jdwpmux 9.9.9 near the IDE speaks 6..7")),
             ),
             ("a near side of protocol 1", hello(Role::Near, 1, 1, none), Err((ByeReason::Version, "near the IDE speaks 1: install the same version"))),
             ("a far side's hello", hello(Role::Far, 2, 2, none), Err((ByeReason::Protocol, "a far side's hello"))),
@@ -264,11 +274,12 @@ mod tests {
             ((2, 3), Some(3)),
             ((3, 3), Some(3)),
             ((1, 2), Some(2)),
-            ((1, 9), Some(4)),
-            ((3, 9), Some(4)),
+            ((1, 9), Some(5)),
+            ((3, 9), Some(5)),
+            ((2, 4), Some(4)),
             ((3, 3), Some(3)),
             ((1, 1), None),
-            ((5, 9), None),
+            ((6, 9), None),
             ((0, 0), None),
         ];
         for ((min, max), want) in cases {
@@ -283,8 +294,15 @@ mod tests {
         assert!(gathers(&with(3, 3, true)));
         assert!(!gathers(&with(2, 3, false)), "a near side with its near cache off does not ask");
         assert!(!gathers(&with(2, 2, true)), "under protocol 2 nothing is gathered, whatever the byte says");
-        assert!(gathers(&with(4, 5, true)), "protocol 4 gathers as 3 does");
-        assert!(!gathers(&with(5, 6, true)), "no protocol in common");
+        assert!(gathers(&with(4, 5, true)), "protocols 4 and 5 gather as 3 does");
+        assert!(!gathers(&with(6, 7, true)), "no protocol in common");
+    }
+
+    #[test]
+    fn compression_needs_protocol_5() {
+        assert!(!squeezes(4), "a peer of 4 knows no DataZ frame");
+        assert!(!squeezes(2));
+        assert_eq!(squeezes(5), crate::farlink::squeeze::enabled());
     }
 
     #[test]

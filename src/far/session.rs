@@ -37,7 +37,7 @@ use crate::farlink::frame::VmInfo;
 
 use super::channel::{self, Channel, Event};
 use super::conn::{flush_and_close, read_some, refuse, reserve, sleep_until, write_some, ConnReader, ConnWriter};
-use super::handshake::{agree, gathers, grant_hold, judge, new_session, taken_over_text, TakenOver, Verdict};
+use super::handshake::{agree, gathers, grant_hold, judge, new_session, squeezes, taken_over_text, TakenOver, Verdict};
 use super::vms::VmTable;
 use crate::daemon::proc_vms::Decision;
 use crate::discovery::jvms::FoundJvm;
@@ -45,6 +45,7 @@ use crate::farlink::codec::wire_len;
 use crate::farlink::liveness::{self, Beat};
 use crate::farlink::frame::{Body, ByeReason, Frame, Hello, OpenStatus, Role, SessionKey, HEADER_LEN, MAX_DATA};
 use crate::farlink::resume::{Outbound, Received, Resume};
+use crate::farlink::squeeze::SqueezeCount;
 use crate::farlink::FarCodec;
 
 /// Channel events queued for the session. With the link cut, what the far side holds of
@@ -116,6 +117,11 @@ pub struct Session {
     /// protocol 4. Set when the session starts, as `gather`: frames queued before a cut are
     /// replayed to the same near side.
     placed: bool,
+    /// This connection's near side agreed on protocol 5: big Data frames go out compressed
+    /// when that makes them smaller (per connection: a replay to an older near side that
+    /// came back goes plain). What was compressed, said when the connection ends.
+    squeeze: bool,
+    squeezed: SqueezeCount,
     vms: VmTable,
     /// The VM list changed since it was last sent in this session.
     list_due: bool,
@@ -154,6 +160,8 @@ impl Session {
             channels: HashMap::new(),
             gather: false,
             placed: false,
+            squeeze: false,
+            squeezed: SqueezeCount::default(),
             vms: VmTable::default(),
             list_due: true,
             scanned: false,
@@ -299,6 +307,8 @@ impl Session {
         self.hold = grant_hold(a.hello.hold_secs, self.cfg.hold);
         self.near = Some(name);
         let (half, write) = a.stream.into_split();
+        self.squeeze = squeezes(protocol);
+        self.squeezed = SqueezeCount::default();
         self.reader = Some(ConnReader { half, buf: a.rest });
         self.writer = Some(ConnWriter { half: write, buf: BytesMut::new() });
         let hello = Hello {
@@ -314,7 +324,7 @@ impl Session {
         let hello = self.resume.link(Body::Hello(hello));
         self.emit(&hello);
         let resumed = verdict == Verdict::Resume;
-        info!(resumed, replayed = replay.len(), near = %a.hello.binary, protocol, gather = self.gather, hold_s = self.hold.as_secs(), "a near side connected");
+        info!(resumed, replayed = replay.len(), near = %a.hello.binary, protocol, gather = self.gather, squeeze = self.squeeze, hold_s = self.hold.as_secs(), "a near side connected");
         for f in &replay {
             self.emit(f);
         }
@@ -477,7 +487,8 @@ impl Session {
 
     fn emit(&mut self, frame: &Frame) {
         if let Some(w) = &mut self.writer {
-            if let Err(e) = FarCodec.encode(frame, &mut w.buf) {
+            let wrote = if self.squeeze { FarCodec::encode_squeezed(frame, &mut w.buf, &mut self.squeezed) } else { FarCodec.encode(frame, &mut w.buf) };
+            if let Err(e) = wrote {
                 warn!("a frame could not be encoded: {e}");
             }
         }
@@ -516,9 +527,18 @@ impl Session {
     fn let_go(&mut self, reason: ByeReason, text: String) {
         self.reader = None;
         let Some(mut w) = self.writer.take() else { return };
+        self.say_squeezed();
         let frame = self.resume.link(Body::Bye { reason, text });
         if FarCodec.encode(&frame, &mut w.buf).is_ok() {
             tokio::spawn(flush_and_close(w));
+        }
+    }
+
+    /// What the connection that ends carried compressed (a line when it compressed any).
+    fn say_squeezed(&self) {
+        let c = self.squeezed;
+        if c.squeezed > 0 {
+            info!(frames = c.frames, squeezed = c.squeezed, raw = c.raw, wire = c.wire, "to the near side: {c}");
         }
     }
 
@@ -527,6 +547,7 @@ impl Session {
     fn lose_connection(&mut self, why: &str, bye: Option<(ByeReason, String)>) {
         self.reader = None;
         let Some(mut w) = self.writer.take() else { return };
+        self.say_squeezed();
         if let Some((reason, text)) = bye {
             let frame = self.resume.link(Body::Bye { reason, text });
             if FarCodec.encode(&frame, &mut w.buf).is_ok() {

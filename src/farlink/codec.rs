@@ -10,6 +10,7 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use super::frame::{check, Body, Frame, Header, HeaderError, Kind, HEADER_LEN};
 use super::payload::{self, PayloadError};
+use super::squeeze::{self, SqueezeCount};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -95,6 +96,27 @@ impl Encoder<&Frame> for FarCodec {
         dst.reserve(HEADER_LEN + payload.len());
         dst.put_slice(&head);
         dst.put_slice(payload);
+        Ok(())
+    }
+}
+
+impl FarCodec {
+    /// Writes `frame` as `encode` does, but a Data frame that compressing makes smaller goes
+    /// out as a DataZ frame (`super::squeeze`; only under protocol 5), counted in `count`.
+    pub fn encode_squeezed(frame: &Frame, dst: &mut BytesMut, count: &mut SqueezeCount) -> Result<(), CodecError> {
+        let Body::Data(bytes) = &frame.body else { return FarCodec.encode(frame, dst) };
+        let Some(packed) = squeeze::squeeze(bytes) else {
+            count.data(bytes.len(), None);
+            return FarCodec.encode(frame, dst);
+        };
+        check(Kind::DataZ, packed.len(), 0, frame.channel, frame.seq)?;
+        count.data(bytes.len(), Some(packed.len()));
+        let header = Header { len: packed.len() as u32, kind: Kind::DataZ, channel: frame.channel, seq: frame.seq, ack: frame.ack };
+        let mut head = [0u8; HEADER_LEN];
+        header.put(&mut head);
+        dst.reserve(HEADER_LEN + packed.len());
+        dst.put_slice(&head);
+        dst.put_slice(&packed);
         Ok(())
     }
 }

@@ -59,11 +59,26 @@ pub enum Kind {
     /// The VM list with where each VM runs (a container, a pod, a network namespace):
     /// protocol 4. A near side of protocol 3 is sent `VmList`.
     VmListPlaced = 21,
+    /// A Data frame's bytes compressed (`super::squeeze`): protocol 5. It decodes to the
+    /// `Body::Data` it was made from; nothing but the codec sees this kind.
+    DataZ = 22,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] =
-        [Kind::Hello, Kind::Bye, Kind::Ack, Kind::Ping, Kind::Pong, Kind::VmList, Kind::Open, Kind::Opened, Kind::Close, Kind::Data, Kind::VmListPlaced];
+    pub const ALL: [Kind; 12] = [
+        Kind::Hello,
+        Kind::Bye,
+        Kind::Ack,
+        Kind::Ping,
+        Kind::Pong,
+        Kind::VmList,
+        Kind::Open,
+        Kind::Opened,
+        Kind::Close,
+        Kind::Data,
+        Kind::VmListPlaced,
+        Kind::DataZ,
+    ];
 
     /// The kind numbered `n`, if this protocol has one.
     pub fn from_u8(n: u8) -> Option<Kind> {
@@ -78,7 +93,7 @@ impl Kind {
 
     /// Frames of one channel carry its id; the others carry 0.
     pub fn on_channel(self) -> bool {
-        matches!(self, Kind::Open | Kind::Opened | Kind::Close | Kind::Data)
+        matches!(self, Kind::Open | Kind::Opened | Kind::Close | Kind::Data | Kind::DataZ)
     }
 
     /// The payload length this kind may announce: checked on the header, before buffering.
@@ -91,6 +106,8 @@ impl Kind {
             Kind::VmList | Kind::VmListPlaced => MAX_PAYLOAD,
             Kind::Open => 4,
             Kind::Data => MAX_DATA,
+            // Sent only when smaller than the Data frame it stands for.
+            Kind::DataZ => MAX_DATA - 1,
         }
     }
 }

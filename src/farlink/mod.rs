@@ -7,6 +7,8 @@
 //! - [`payload`]: each kind's payload to bytes and back, strict both ways. Pure.
 //! - [`codec`]: the sans-I/O `Decoder`/`Encoder` over them. Pure, fuzzed
 //!   (`fuzzing::farlink`).
+//! - [`squeeze`]: big Data frames compressed when that makes them smaller (protocol 5),
+//!   inflated under a bound. Pure.
 //! - [`liveness`]: when a side Pings, and when it takes a silent connection for dead. Pure.
 //! - [`resume`]: what each side keeps so a cut loses nothing and repeats nothing: sent and
 //!   not yet acknowledged (bounded), received, what to replay after a reconnect. Pure.
@@ -33,7 +35,7 @@
 //!   version; the far side picks the highest both speak (`far::handshake::agree`) and
 //!   answers with it alone (min = max), or says Bye (`Version`) with a line saying what it
 //!   speaks. A kind is only sent when the agreed version has it; an unknown kind is refused
-//!   before its payload is read. This jdwpmux speaks 2 to 4 on both sides, so either side
+//!   before its payload is read. This jdwpmux speaks 2 to 5 on both sides, so either side
 //!   of protocol 2 and a new one agree on 2.
 //! - **Protocol history**: 1, the first; 2, each VM of a list carries its agent's bind
 //!   address (a VM list of 1 does not decode as one of 2, so the two do not talk); 3, the
@@ -46,7 +48,13 @@
 //!   before the stop's event. 4, the VM list says where each VM runs on its host (a
 //!   container's name, a pod, a network namespace): a new numbered kind, `VmListPlaced` (the
 //!   list of 2 with a text after each VM), sent instead of `VmList` to a near side that
-//!   agreed on 4; a near side of 3 still gets `VmList`, without places.
+//!   agreed on 4; a near side of 3 still gets `VmList`, without places. 5, either side may
+//!   send a Data frame of at least `squeeze::MIN_SQUEEZE` bytes compressed, as a `DataZ`
+//!   frame (a new numbered kind), when that makes it smaller: big answers (a class list, a
+//!   long string) cost their bandwidth on a thin link. A DataZ frame decodes to the
+//!   `Body::Data` it was made from, so only the codec knows it; the resume table keeps the
+//!   Data frame, and a replay to a peer of 4 (a near side that came back older) sends it
+//!   plain. A peer of 4 never gets one.
 //! - **Sessions**: the far side names a session with a random id and a secret token, given in
 //!   its first Hello over the (ssh-authenticated, 0700-folder) stream; a near side that comes
 //!   back presents both and is recognised. A wrong token or an unknown session is a Bye, and
@@ -83,6 +91,7 @@ pub mod frame;
 pub mod liveness;
 pub mod payload;
 pub mod resume;
+pub mod squeeze;
 
 pub use codec::{CodecError, FarCodec};
 pub use frame::{Body, Frame, Kind};

@@ -28,6 +28,8 @@ pub enum PayloadError {
     Trailing(usize),
     #[error("the stream does not start with jdwpmux's far-side hello")]
     Magic,
+    #[error(transparent)]
+    Squeezed(#[from] super::squeeze::SqueezeError),
 }
 
 /// Decodes the payload of a frame of `kind`. Data takes `bytes` without copying.
@@ -36,6 +38,7 @@ pub fn decode(kind: Kind, bytes: Bytes) -> Result<Body, PayloadError> {
     let body = match kind {
         Kind::Data if bytes.is_empty() => return Err(PayloadError::Invalid { what: "data length", value: 0 }),
         Kind::Data => return Ok(Body::Data(bytes.clone())),
+        Kind::DataZ => return Ok(Body::Data(super::squeeze::unsqueeze(&bytes, super::frame::MAX_DATA)?.into())),
         Kind::Hello => Body::Hello(hello(&mut r)?),
         Kind::Bye => {
             let reason = bye_reason(r.u8("bye reason")?);

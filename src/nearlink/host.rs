@@ -793,11 +793,11 @@ mod tests {
     #[test]
     fn another_version_is_said_with_both_sides_versions_and_protocols() {
         let ours = env!("CARGO_PKG_VERSION");
-        let other = FarUnusable::Version { version: "9.9.9".into(), protocols: 5..=6, running: None };
+        let other = FarUnusable::Version { version: "9.9.9".into(), protocols: 8..=9, running: None };
         let line = fallback_line("box", &other, &FarChoice::default());
         assert_eq!(
             line,
-            format!("jdwpmux on box (9.9.9) speaks far-side protocol 5..6, this one ({ours}) speaks 2..4: its VMs are reached through ssh forwards; install jdwpmux {ours} on box where `ssh box jdwpmux` finds it (or name it with --far-path), or use --far never")
+            format!("jdwpmux on box (9.9.9) speaks far-side protocol 8..9, this one ({ours}) speaks 2..5: its VMs are reached through ssh forwards; install jdwpmux {ours} on box where `ssh box jdwpmux` finds it (or name it with --far-path), or use --far never")
         );
         // One already running there is found by any jdwpmux installed after it: it must go.
         let running = FarUnusable::Version { version: "0.0.1".into(), protocols: 1..=1, running: Some(77) };

@@ -44,8 +44,9 @@ fn a_new_session_refused_as_unknown_waits_the_backoff() {
 fn a_hello_with_odd_fields_is_refused_with_what_it_said() {
     let v = env!("CARGO_PKG_VERSION");
     let want = |what: &str| format!("the far side (jdwpmux 9.9.9) {what}: it cannot be used by this one (jdwpmux {v})");
-    let range = |r: &str| want(&format!("answered with a range of far-side protocols ({r}), where a far side names the one it chose of this one's 2..4"));
-    let other = |p: &str| want(&format!("chose far-side protocol {p}, which this one does not speak (it speaks 2..4)"));
+    let ours = crate::far::handshake::protocols(crate::far::handshake::PROTOCOL_MIN, PROTOCOL);
+    let range = |r: &str| want(&format!("answered with a range of far-side protocols ({r}), where a far side names the one it chose of this one's {ours}"));
+    let other = |p: &str| want(&format!("chose far-side protocol {p}, which this one does not speak (it speaks {ours})"));
     let cases = [
         (hello(Role::Near, PROTOCOL, PROTOCOL), want("answered as a Near side, not as a far side")),
         (hello(Role::Far, PROTOCOL, PROTOCOL + 1), range(&format!("{PROTOCOL}..{}", PROTOCOL + 1))),

@@ -35,6 +35,8 @@ use super::timing::{release_after, Backoff, Beat, Liveness};
 use crate::far::handshake::{PROTOCOL, PROTOCOL_MIN};
 use crate::farlink::frame::{Body, ByeReason, CloseReason, Hello, OpenStatus, Role, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
 use crate::farlink::resume::{Outbound, Resume};
+use crate::farlink::frame::{Header, Kind};
+use crate::farlink::squeeze::SqueezeCount;
 use crate::farlink::{FarCodec, Frame};
 
 /// How long a connection to the far side must last before a cut is tried again from the
@@ -191,11 +193,16 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
 struct ReadSide {
     half: Box<dyn AsyncRead + Send + Unpin>,
     buf: BytesMut,
+    /// Data frames that came compressed on this connection (`farlink::squeeze`).
+    squeezed: SqueezeCount,
 }
 
 struct WriteSide {
     half: Box<dyn AsyncWrite + Send + Unpin>,
     out: BytesMut,
+    /// The far side agreed on protocol 5: big Data frames go out compressed when that pays.
+    squeeze: bool,
+    squeezed: SqueezeCount,
 }
 
 /// Data for a channel's stream that waits for room in its queue.
@@ -426,7 +433,10 @@ impl Task {
         let hello = Hello {
             role: Role::Near,
             proto_min: PROTOCOL_MIN,
-            proto_max: PROTOCOL,
+            // With compression off here (`JDWPMUX_SQUEEZE=off`, to measure what it gains)
+            // this side speaks as one from before it, so the far side sends nothing
+            // compressed either.
+            proto_max: if crate::farlink::squeeze::enabled() { PROTOCOL } else { crate::far::handshake::SQUEEZE_PROTOCOL - 1 },
             // Asking to take over only for a new session: one resumed is this side's own.
             binary: if self.take_over && self.key.is_none() { crate::far::handshake::take_over_name(&near_name()) } else { near_name() },
             session: self.key,
@@ -482,8 +492,9 @@ impl Task {
         self.hold = (far.hold_secs > 0).then(|| Duration::from_secs(u64::from(far.hold_secs)));
         self.connections += 1;
         info!(resumed = far.resumed, replayed = replay.len(), far = %far.binary, protocol = far.proto_max, gathered = self.cfg.gather && far.proto_max >= crate::far::handshake::GATHER_PROTOCOL, hold_s = far.hold_secs, hold_asked_s = self.cfg.hold_secs, connections = self.connections, "connected to the far side");
-        self.rd = Some(ReadSide { half: read, buf });
-        self.wr = Some(WriteSide { half: write, out: BytesMut::new() });
+        self.rd = Some(ReadSide { half: read, buf, squeezed: SqueezeCount::default() });
+        let squeeze = crate::far::handshake::squeezes(far.proto_max);
+        self.wr = Some(WriteSide { half: write, out: BytesMut::new(), squeeze, squeezed: SqueezeCount::default() });
         self.heard = Instant::now();
         self.pinged = None;
         self.retry_at = None;
@@ -500,10 +511,8 @@ impl Task {
 
     /// The connection is gone: every channel stays, an attempt follows after the backoff.
     fn lose(&mut self, why: &str) {
-        if self.rd.take().is_none() {
-            return;
-        }
-        self.wr = None;
+        let Some(rd) = self.rd.take() else { return };
+        say_squeezed(&rd, self.wr.take().as_ref());
         if self.up_since.take().is_some_and(|t| t.elapsed() >= STABLE_AFTER) {
             self.backoff.reset();
         }
@@ -561,6 +570,9 @@ impl Task {
         let bye = self.resume.link(Body::Bye { reason: ByeReason::ShuttingDown, text: "the near side is ending".into() });
         self.emit(&bye);
         let rd = self.rd.take();
+        if let Some(r) = &rd {
+            say_squeezed(r, self.wr.as_ref());
+        }
         if let Some(mut w) = self.wr.take() {
             let _ = tokio::time::timeout(BYE_TIMEOUT, async {
                 let _ = w.half.write_all(&w.out).await;
@@ -587,7 +599,8 @@ impl Task {
 
     fn emit(&mut self, frame: &Frame) {
         if let Some(w) = &mut self.wr {
-            if let Err(e) = FarCodec.encode(frame, &mut w.out) {
+            let wrote = if w.squeeze { FarCodec::encode_squeezed(frame, &mut w.out, &mut w.squeezed) } else { FarCodec.encode(frame, &mut w.out) };
+            if let Err(e) = wrote {
                 warn!("a frame could not be encoded: {e}");
             }
         }
@@ -633,8 +646,16 @@ impl Task {
     fn take_input(&mut self) {
         while self.stalled.is_none() {
             let Some(rd) = &mut self.rd else { return };
+            // A compressed frame is counted by its header: it decodes to the Data it was.
+            let squeezed = match Header::parse(&rd.buf) {
+                Some(Ok(h)) if h.kind == Kind::DataZ && rd.buf.len() >= HEADER_LEN + h.len as usize => Some(h.len as usize),
+                _ => None,
+            };
             match FarCodec.decode(&mut rd.buf) {
                 Ok(Some(frame)) => {
+                    if let (Some(wire), Body::Data(bytes)) = (squeezed, &frame.body) {
+                        rd.squeezed.data(bytes.len(), Some(wire));
+                    }
                     self.heard = Instant::now();
                     self.on_frame(frame);
                 }
@@ -729,6 +750,14 @@ impl Task {
         // Time spent waiting on this side's own stream is not the far side's silence.
         self.heard = Instant::now();
         self.take_input();
+    }
+}
+
+/// What the connection that ends carried compressed, each way (a line when it did).
+fn say_squeezed(rd: &ReadSide, wr: Option<&WriteSide>) {
+    let (inn, out) = (rd.squeezed, wr.map(|w| w.squeezed).unwrap_or_default());
+    if inn.squeezed > 0 || out.squeezed > 0 {
+        info!(in_frames = inn.squeezed, in_raw = inn.raw, in_wire = inn.wire, out_frames = out.squeezed, out_raw = out.raw, out_wire = out.wire, "compressed on the link: from the far side {} bytes came as {}, to it {} as {}", inn.raw, inn.wire, out.raw, out.wire);
     }
 }
 

@@ -33,6 +33,8 @@ const CHANNEL: u32 = 1;
 pub(crate) struct Near {
     stream: UnixStream,
     buf: BytesMut,
+    /// Frames that came compressed (DataZ, protocol 5): they decode to Data.
+    compressed: usize,
 }
 
 impl Near {
@@ -47,7 +49,7 @@ impl Near {
     /// or not.
     pub(crate) async fn connect_as(socket: &Path, session: SessionKey, resume: &mut Resume, protocols: (u16, u16), gather: bool) -> Result<(Near, Hello)> {
         let stream = UnixStream::connect(socket).await.with_context(|| format!("connect {}", socket.display()))?;
-        let mut near = Near { stream, buf: BytesMut::new() };
+        let mut near = Near { stream, buf: BytesMut::new(), compressed: 0 };
         let hello = Hello { role: Role::Near, proto_min: protocols.0, proto_max: protocols.1, binary: "test".into(), session, hold_secs: 0, resumed: false, gather };
         let hello = resume.link(Body::Hello(hello));
         near.write(&hello).await?;
@@ -74,7 +76,11 @@ impl Near {
     async fn read_frame(&mut self) -> Result<Frame> {
         tokio::time::timeout(SLOW, async {
             loop {
+                let kind = jdwpmux::farlink::frame::Header::parse(&self.buf).and_then(Result::ok).map(|h| h.kind);
                 if let Some(f) = FarCodec.decode(&mut self.buf)? {
+                    if kind == Some(jdwpmux::farlink::Kind::DataZ) {
+                        self.compressed += 1;
+                    }
                     return Ok(f);
                 }
                 self.buf.reserve(64 * 1024);
@@ -172,7 +178,7 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     cmd.args(["far", "--hold", &HOLD_SECS.to_string(), "--scan-interval", "0.2", "--dir"]).arg(&dir);
     let mut far = Console::spawn(cmd, "jdwpmux far")?;
     let socket = dir.join("far.sock");
-    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol 2..4", socket.display(), far.pid().unwrap_or(0)), SLOW).await?;
+    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol {}", socket.display(), far.pid().unwrap_or(0), jdwpmux::far::handshake::protocols(jdwpmux::far::handshake::PROTOCOL_MIN, jdwpmux::far::handshake::PROTOCOL)), SLOW).await?;
     assert_eq!(std::fs::metadata(&dir)?.mode() & 0o777, 0o700, "the far side's folder is private");
 
     // A second start finds the first and leaves it alone.
@@ -185,7 +191,8 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&socket, SessionKey::default(), &mut resume).await?;
     assert_eq!((hello.role, hello.resumed, hello.hold_secs), (Role::Far, false, HOLD_SECS as u32));
-    assert_eq!((hello.proto_min, hello.proto_max), (4, 4), "the highest protocol both speak");
+    let ours = jdwpmux::far::handshake::PROTOCOL;
+    assert_eq!((hello.proto_min, hello.proto_max), (ours, ours), "the highest protocol both speak");
     let session = hello.session;
     let pid = app.pid().context("the JVM's pid")?;
     let vm = wait_for_vm(&mut near, &mut resume, pid).await?;
@@ -275,6 +282,94 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     let mut echo = [0u8; 14];
     tokio::time::timeout(SLOW, vm_again.read_exact(&mut echo)).await??;
     assert_eq!(&echo, b"JDWP-Handshake");
+    Ok(())
+}
+
+/// The classes of an AllClasses (`generic`: AllClassesWithGeneric) reply's data, without
+/// their ids (the agent numbers them per connection), sorted: (tag, signature, generic
+/// signature, status). HotSpot's 8-byte reference type ids.
+pub(crate) fn classes_of(data: &[u8], generic: bool) -> Result<Vec<(u8, String, String, u32)>> {
+    let mut r = data;
+    let n = r.try_get_u32()?;
+    let text = |r: &mut &[u8]| -> Result<String> {
+        let len = r.try_get_u32()? as usize;
+        let s = r.get(..len).context("a cut string")?;
+        let s = String::from_utf8(s.to_vec())?;
+        r.advance(len);
+        Ok(s)
+    };
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let tag = r.try_get_u8()?;
+        let _id = r.try_get_u64()?;
+        let sig = text(&mut r)?;
+        let gen = if generic { text(&mut r)? } else { String::new() };
+        out.push((tag, sig, gen, r.try_get_u32()?));
+    }
+    if !r.is_empty() {
+        bail!("{} bytes after {n} classes", r.len());
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Big replies (VirtualMachine.AllClasses) come compressed to a near side of protocol 5, and
+/// plain, as before, to one of protocol 4; the same bytes either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn far_side_compresses_big_replies_for_a_near_side_of_5_only() -> Result<()> {
+    use jdwpmux::far::handshake::{PROTOCOL_MIN, SQUEEZE_PROTOCOL};
+    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    let app = JavaApp::start(false).await?;
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("far");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["far", "--hold", "1", "--scan-interval", "0.2", "--dir"]).arg(&dir);
+    let mut far = Console::spawn(cmd, "jdwpmux far")?;
+    let socket = dir.join("far.sock");
+    far.expect("jdwpmux far: listening on", SLOW).await?;
+    let pid = app.pid().context("the JVM's pid")?;
+    let mut replies = Vec::new();
+    for protocol in [SQUEEZE_PROTOCOL - 1, SQUEEZE_PROTOCOL] {
+        let mut resume = Resume::new(Outbound::new(1 << 20));
+        let (mut near, hello) = Near::connect_as(&socket, SessionKey::default(), &mut resume, (PROTOCOL_MIN, protocol), false).await?;
+        assert_eq!(hello.proto_max, protocol);
+        let vm = wait_for_vm(&mut near, &mut resume, pid).await?;
+        // The VM takes a debugger again a moment after the last one left: open until it does.
+        let deadline = tokio::time::Instant::now() + SLOW;
+        loop {
+            near.send(&mut resume, CHANNEL, Body::Open { vm: vm.key }).await?;
+            match near.next_not_list(&mut resume).await?.body {
+                Body::Opened { status: OpenStatus::Ok, .. } => break,
+                other if tokio::time::Instant::now() > deadline => bail!("the channel did not open: {other:?}"),
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        let mut asked = b"JDWP-Handshake".to_vec();
+        asked.extend_from_slice(&command(1, 1, 3));
+        near.send(&mut resume, CHANNEL, Body::Data(Bytes::from(asked))).await?;
+        // The handshake, then the reply whole: its length is in its first 4 bytes.
+        let mut stream = BytesMut::new();
+        while stream.len() < 18 || stream.len() < 14 + u32::from_be_bytes([stream[14], stream[15], stream[16], stream[17]]) as usize {
+            match near.next_not_list(&mut resume).await?.body {
+                Body::Data(b) => stream.extend_from_slice(&b),
+                other => bail!("before the reply's end: {other:?}"),
+            }
+        }
+        assert_eq!(&stream[..14], b"JDWP-Handshake");
+        let reply = stream.split_off(14);
+        assert_eq!(packets(&mut reply.clone()).iter().map(|p| (p.0, p.2)).collect::<Vec<_>>(), vec![(1, 0)], "one reply, no error");
+        assert!(reply.len() > 20_000, "AllClasses of {} bytes is not big", reply.len());
+        replies.push((protocol, near.compressed, reply));
+        near.send(&mut resume, CHANNEL, Body::Close { reason: jdwpmux::farlink::frame::CloseReason::Done, text: String::new() }).await?;
+        drop(near);
+    }
+    let counts: Vec<(u16, usize, usize)> = replies.iter().map(|r| (r.0, r.1, r.2.len())).collect();
+    assert_eq!(replies[0].1, 0, "a near side of protocol 4 gets no compressed frame: {counts:?}");
+    assert!(replies[1].1 > 0, "a near side of protocol 5 gets the big reply compressed: {counts:?}");
+    // The agent numbers classes per connection: the same classes, whatever their ids.
+    let (a, b) = (classes_of(&replies[0].2[11..], false)?, classes_of(&replies[1].2[11..], false)?);
+    assert!(a.len() > 300 && a == b, "the same classes either way: {counts:?}, {} / {} classes", a.len(), b.len());
+    far.kill().await;
     Ok(())
 }
 

@@ -130,7 +130,7 @@ async fn remote_far_a_far_side_of_another_protocol_is_refused_with_one_clear_lin
     let line = served.wait_log("speaks far-side protocol").await;
     let ours = env!("CARGO_PKG_VERSION");
     assert!(
-        line.contains(&format!("jdwpmux on faralien (9.9.9) speaks far-side protocol 9, this one ({ours}) speaks 2..4: its VMs are reached through ssh forwards")),
+        line.contains(&format!("jdwpmux on faralien (9.9.9) speaks far-side protocol 9, this one ({ours}) speaks {}: its VMs are reached through ssh forwards", jdwpmux::far::handshake::protocols(jdwpmux::far::handshake::PROTOCOL_MIN, jdwpmux::far::handshake::PROTOCOL))),
         "{line}"
     );
     assert!(line.contains(&format!("install jdwpmux {ours} on faralien")) && line.contains("or use --far never"), "{line}");

@@ -51,6 +51,14 @@ impl RawClient {
         Ok(RawClient { stream, buf: BytesMut::new(), others: Vec::new(), max_len: DEFAULT_MAX_PACKET_LEN, eof: false })
     }
 
+    /// The handshake on a stream connected some other way (e.g. inside a network namespace).
+    pub async fn over(stream: TcpStream) -> Result<RawClient> {
+        stream.set_nodelay(true)?;
+        let mut c = RawClient { stream, buf: BytesMut::new(), others: Vec::new(), max_len: DEFAULT_MAX_PACKET_LEN, eof: false };
+        c.handshake(CONNECT_TIMEOUT).await?;
+        Ok(c)
+    }
+
     /// Sends the handshake and waits for the echo, tolerating whole packets before it.
     pub async fn handshake(&mut self, timeout: Duration) -> Result<()> {
         self.send_raw(HANDSHAKE).await?;

@@ -21,6 +21,7 @@ pub mod jvm_wire;
 pub mod output;
 pub mod ports;
 pub mod process;
+pub mod rate_link;
 pub mod reader;
 pub mod tap;
 pub mod testhost;
