@@ -406,11 +406,12 @@ impl TestHost {
     }
 
     /// The first process of the host's pid namespace (in this namespace's numbering),
-    /// started on first use.
+    /// started on first use. It waits (`sleep`) after giving the host a JVM performance-data
+    /// folder of its own (`OWN_PERF_DATA`).
     fn pid_namespace(&mut self) -> Result<u32> {
         if self.pidns.is_none() {
             let child = Command::new("ip")
-                .args(["netns", "exec", &self.net.name, "unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sleep", "infinity"])
+                .args(["netns", "exec", &self.net.name, "unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", OWN_PERF_DATA])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -537,6 +538,14 @@ impl TestHost {
         }
     }
 }
+
+/// Run by a host's pid namespace's first process, in the mount namespace `unshare` made for
+/// it: a JVM as root writes /tmp/hsperfdata_root/<its pid>, and in two hosts' process lists
+/// two JVMs can have one pid. The second one then warns on its output that the file is
+/// locked ("Cannot use file /tmp/hsperfdata_root/18"), which a separate machine never does.
+/// So that folder is the host's own (a tmpfs, gone with the namespace); the rest of /tmp is
+/// shared, as tests hand files to the host there.
+const OWN_PERF_DATA: &str = "mkdir -p /tmp/hsperfdata_root && mount -t tmpfs -o mode=0755,size=16m jmperf /tmp/hsperfdata_root; exec sleep infinity";
 
 /// The first child (in this namespace's numbering) of `parent`: for `unshare --fork`, the
 /// new pid namespace's first process; for `nsenter --pid`, the command it runs there.
