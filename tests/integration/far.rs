@@ -366,9 +366,13 @@ async fn far_side_compresses_big_replies_for_a_near_side_of_5_only() -> Result<(
     let counts: Vec<(u16, usize, usize)> = replies.iter().map(|r| (r.0, r.1, r.2.len())).collect();
     assert_eq!(replies[0].1, 0, "a near side of protocol 4 gets no compressed frame: {counts:?}");
     assert!(replies[1].1 > 0, "a near side of protocol 5 gets the big reply compressed: {counts:?}");
-    // The agent numbers classes per connection: the same classes, whatever their ids.
+    // The agent numbers classes per connection, and the app goes on loading and initialising
+    // classes between the two connections (538, then 542, in one CI run): every class of the
+    // first reply is in the second, whatever its id and status.
     let (a, b) = (classes_of(&replies[0].2[11..], false)?, classes_of(&replies[1].2[11..], false)?);
-    assert!(a.len() > 300 && a == b, "the same classes either way: {counts:?}, {} / {} classes", a.len(), b.len());
+    let later: std::collections::HashSet<&String> = b.iter().map(|c| &c.1).collect();
+    let lost: Vec<&String> = a.iter().map(|c| &c.1).filter(|sig| !later.contains(sig)).collect();
+    assert!(a.len() > 300 && lost.is_empty(), "the same classes either way: {counts:?}, {} / {} classes, not in the second: {lost:?}", a.len(), b.len());
     far.kill().await;
     Ok(())
 }
