@@ -71,6 +71,34 @@ struct Run {
     gathered: Vec<(usize, Answers)>,
 }
 
+/// What the relay gave, into `run`: bytes each way, and where each set of answers came.
+fn record(outs: Vec<Out>, run: &mut Run) {
+    for o in outs {
+        match o {
+            Out::ToNear(b) => run.to_near.extend_from_slice(&b),
+            Out::ToVm(b) => run.to_vm.extend_from_slice(&b),
+            Out::Gathered(a) => run.gathered.push((run.to_near.len(), a)),
+        }
+    }
+}
+
+/// The VM reads the whole commands that came since `seen` (after the near side's
+/// handshake) and queues its answers to the relay's own ids.
+fn answer_own(run: &Run, seen: &mut usize, queue: &mut Vec<u8>) {
+    let after_hs = run.to_vm.get(HANDSHAKE.len()..).unwrap_or(&[]);
+    let mut b = &after_hs[(*seen).min(after_hs.len())..];
+    while let Some(h) = Header::parse(b) {
+        if b.len() < h.length as usize {
+            break;
+        }
+        if FAR_IDS.contains(&h.id) {
+            queue.extend_from_slice(&reply(h.id, &vm_answer(h.cmd_set(), h.cmd())));
+        }
+        *seen += h.length as usize;
+        b = &b[h.length as usize..];
+    }
+}
+
 /// Drives a relay: the near side sends `near` (cut at `near_cut`), the VM sends its handshake
 /// and, once everything so far is answered, `vm_script` (cut into pieces of the sizes in
 /// `cuts`, in turn), answering jdwpmux's own commands after what it had queued.
@@ -81,26 +109,8 @@ fn drive(near: &[u8], near_cut: usize, vm_script: &[u8], cuts: &[usize]) -> Run 
     let mut vm_queue: Vec<u8> = Vec::new();
     let mut vm_input_seen = 0usize;
     let mut take = |outs: Vec<Out>, run: &mut Run, vm_queue: &mut Vec<u8>| {
-        for o in outs {
-            match o {
-                Out::ToNear(b) => run.to_near.extend_from_slice(&b),
-                Out::ToVm(b) => run.to_vm.extend_from_slice(&b),
-                Out::Gathered(a) => run.gathered.push((run.to_near.len(), a)),
-            }
-        }
-        // The VM reads what came (after the near side's handshake) and answers its own ids.
-        let after_hs = run.to_vm.get(HANDSHAKE.len()..).unwrap_or(&[]);
-        let mut b = &after_hs[vm_input_seen.min(after_hs.len())..];
-        while let Some(h) = Header::parse(b) {
-            if b.len() < h.length as usize {
-                break;
-            }
-            if FAR_IDS.contains(&h.id) {
-                vm_queue.extend_from_slice(&reply(h.id, &vm_answer(h.cmd_set(), h.cmd())));
-            }
-            vm_input_seen += h.length as usize;
-            b = &b[h.length as usize..];
-        }
+        record(outs, run);
+        answer_own(run, &mut vm_input_seen, vm_queue);
     };
     let cut = near_cut.min(near.len());
     let outs = relay.from_near(&near[..cut], Instant::now());
@@ -301,22 +311,8 @@ fn after_sizes(commands: &[u8], replies: &[u8]) -> Run {
     let mut pending: Vec<u8> = Vec::new();
     let mut seen = 0usize;
     let mut feed = |outs: Vec<Out>, run: &mut Run, pending: &mut Vec<u8>| {
-        for o in outs {
-            match o {
-                Out::ToNear(b) => run.to_near.extend_from_slice(&b),
-                Out::ToVm(b) => run.to_vm.extend_from_slice(&b),
-                Out::Gathered(a) => run.gathered.push((run.to_near.len(), a)),
-            }
-        }
-        let after_hs = run.to_vm.get(HANDSHAKE.len()..).unwrap_or(&[]);
-        let mut b = &after_hs[seen.min(after_hs.len())..];
-        while let Some(h) = Header::parse(b) {
-            if FAR_IDS.contains(&h.id) {
-                pending.extend_from_slice(&reply(h.id, &vm_answer(h.cmd_set(), h.cmd())));
-            }
-            seen += h.length as usize;
-            b = &b[h.length as usize..];
-        }
+        record(outs, run);
+        answer_own(run, &mut seen, pending);
     };
     let outs = relay.from_near(&HANDSHAKE[..], now);
     feed(outs, &mut run, &mut pending);
