@@ -19,6 +19,8 @@ mod exec;
 mod cpu_budget;
 #[path = "../tests/support/delay_link.rs"]
 mod delay_link;
+#[path = "../tests/support/link_relay.rs"]
+mod link_relay;
 #[path = "relay/ddm_wire.rs"]
 mod ddm_wire;
 #[path = "relay/decode.rs"]

@@ -11,6 +11,8 @@ mod capture_gen;
 mod cpu_budget;
 #[path = "support/delay_link.rs"]
 mod delay_link;
+#[path = "support/link_relay.rs"]
+mod link_relay;
 #[path = "../benches/relay/ddm_wire.rs"]
 mod ddm_wire;
 #[path = "../benches/relay/decode.rs"]

@@ -17,24 +17,20 @@
 //! by itself) does not end the burst. Used by the benchmark (`benches/relay/far.rs`) and the
 //! integration tests alike.
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+
+use super::link_relay::{deliver, Due, Relay};
 
 /// Chunks in flight per direction before the reader waits (bounded like every queue here).
 const IN_FLIGHT: usize = 4096;
 const CHUNK: usize = 64 * 1024;
-
-/// A chunk and when it is due at the other end.
-struct Chunk {
-    due: Instant,
-    bytes: Vec<u8>,
-}
 
 /// When a chunk read at `arrival` is delivered: `arrival + delay`, but never before the chunk
 /// ahead of it (`last_due`): order is kept, as on one TCP stream.
@@ -70,58 +66,33 @@ impl Burst {
 
 /// The relay: listens on 127.0.0.1:`port()`, forwards each connection to `target`.
 pub struct DelayLink {
-    port: u16,
+    relay: Relay,
     pub delay: Duration,
     /// Round trips of all connections so far (see the module's doc).
     turns: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    /// Every socket of every connection, shut down on drop to end its threads.
-    open: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl DelayLink {
     pub fn start(target: SocketAddr, delay: Duration) -> Result<DelayLink> {
-        let listener = TcpListener::bind("127.0.0.1:0").context("bind the delay relay")?;
-        let port = listener.local_addr()?.port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
         let turns = Arc::new(AtomicU64::new(0));
-        let (s, o, t) = (stop.clone(), open.clone(), turns.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(client) = conn else { continue };
-                if let Err(e) = connect(client, target, delay, &o, &t) {
-                    eprintln!("delay relay: {e:#}");
-                }
-            }
-        });
-        Ok(DelayLink { port, delay, turns, stop, open })
+        let t = turns.clone();
+        let relay = Relay::start("delay relay", target, move |client, server| {
+            let burst = Arc::new(Mutex::new(Burst::default()));
+            pipe(client.try_clone()?, server.try_clone()?, delay, Way::Up(burst.clone()));
+            pipe(server, client, delay, Way::Down(burst, t.clone()));
+            Ok(())
+        })?;
+        Ok(DelayLink { relay, delay, turns })
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.relay.port()
     }
 
     /// The link's round trips so far, every connection's (see the module's doc): read it
     /// before and after what is to be counted.
     pub fn turns(&self) -> u64 {
         self.turns.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for DelayLink {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wakes the accept loop, which then sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Ok(open) = self.open.lock() {
-            for s in open.iter() {
-                let _ = s.shutdown(Shutdown::Both);
-            }
-        }
     }
 }
 
@@ -149,25 +120,10 @@ impl Way {
     }
 }
 
-fn connect(client: TcpStream, target: SocketAddr, delay: Duration, open: &Mutex<Vec<TcpStream>>, turns: &Arc<AtomicU64>) -> Result<()> {
-    let server = TcpStream::connect_timeout(&target, Duration::from_secs(10)).with_context(|| format!("connect to {target}"))?;
-    // The relay must not hold back small packets of its own accord: ssh sets TCP_NODELAY too.
-    client.set_nodelay(true)?;
-    server.set_nodelay(true)?;
-    if let Ok(mut o) = open.lock() {
-        o.push(client.try_clone()?);
-        o.push(server.try_clone()?);
-    }
-    let burst = Arc::new(Mutex::new(Burst::default()));
-    pipe(client.try_clone()?, server.try_clone()?, delay, Way::Up(burst.clone()));
-    pipe(server, client, delay, Way::Down(burst, turns.clone()));
-    Ok(())
-}
-
 /// Bytes read from `from` are written to `to` at their arrival + `delay`; `to`'s write side is
 /// shut once `from` ends and everything read was delivered.
 fn pipe(mut from: TcpStream, to: TcpStream, delay: Duration, way: Way) {
-    let (tx, rx): (SyncSender<Chunk>, Receiver<Chunk>) = sync_channel(IN_FLIGHT);
+    let (tx, rx): (SyncSender<Due>, Receiver<Due>) = sync_channel(IN_FLIGHT);
     std::thread::spawn(move || {
         let mut buf = vec![0u8; CHUNK];
         let mut last = None;
@@ -180,29 +136,19 @@ fn pipe(mut from: TcpStream, to: TcpStream, delay: Duration, way: Way) {
             way.chunk(now, delay);
             let due = due_time(now, delay, last);
             last = Some(due);
-            if tx.send(Chunk { due, bytes: buf[..n].to_vec() }).is_err() {
+            if tx.send(Due { at: due, bytes: buf[..n].to_vec() }).is_err() {
                 break;
             }
         }
     });
-    std::thread::spawn(move || {
-        let mut to = to;
-        for c in rx {
-            let now = Instant::now();
-            if c.due > now {
-                std::thread::sleep(c.due - now);
-            }
-            if to.write_all(&c.bytes).is_err() {
-                return;
-            }
-        }
-        let _ = to.shutdown(Shutdown::Write);
-    });
+    deliver(rx, to);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
+    use std::net::{Shutdown, TcpListener};
 
     #[test]
     fn a_chunk_is_due_after_the_delay_and_never_before_the_one_ahead() {

@@ -18,6 +18,7 @@ pub mod java;
 pub mod jdi;
 pub mod jdb;
 pub mod jvm_wire;
+pub mod link_relay;
 pub mod output;
 pub mod ports;
 pub mod process;

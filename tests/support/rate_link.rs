@@ -10,14 +10,16 @@
 //! full the reader stops reading and the sender's socket fills, so a sender feels the link's
 //! speed as it would feel a real one's (ssh's window, TCP's own).
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+
+use super::link_relay::{deliver, Due, Relay};
 
 /// The largest packet the link carries: what a byte's wait for the link is made of.
 pub const MTU: usize = 1500;
@@ -54,49 +56,32 @@ impl Pacer {
     }
 }
 
-struct Packet {
-    due: Instant,
-    bytes: Vec<u8>,
-}
-
 /// The relay: listens on 127.0.0.1:`port()`, forwards each connection to `target` through
 /// a link of `bits_per_s` and `delay`, each way.
 pub struct RateLink {
-    port: u16,
+    relay: Relay,
     pub bits_per_s: u64,
     pub delay: Duration,
     /// Bytes carried towards the host and from it, every connection's.
     up: Arc<AtomicU64>,
     down: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    /// Every socket of every connection, shut down on drop to end its threads.
-    open: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl RateLink {
     pub fn start(target: SocketAddr, bits_per_s: u64, delay: Duration) -> Result<RateLink> {
-        let listener = TcpListener::bind("127.0.0.1:0").context("bind the rate relay")?;
-        let port = listener.local_addr()?.port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
         let (up, down) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (s, o, u, d) = (stop.clone(), open.clone(), up.clone(), down.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(client) = conn else { continue };
-                if let Err(e) = connect(client, target, Pacer::new(bits_per_s, delay), &o, [&u, &d]) {
-                    eprintln!("rate relay: {e:#}");
-                }
-            }
-        });
-        Ok(RateLink { port, bits_per_s, delay, up, down, stop, open })
+        let (u, d) = (up.clone(), down.clone());
+        let relay = Relay::start("rate relay", target, move |client, server| {
+            let pacer = Pacer::new(bits_per_s, delay);
+            pipe(client.try_clone()?, server.try_clone()?, pacer, u.clone());
+            pipe(server, client, pacer, d.clone());
+            Ok(())
+        })?;
+        Ok(RateLink { relay, bits_per_s, delay, up, down })
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.relay.port()
     }
 
     /// Bytes carried so far (towards the host, from it): read before and after what is to
@@ -106,36 +91,10 @@ impl RateLink {
     }
 }
 
-impl Drop for RateLink {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wakes the accept loop, which then sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Ok(open) = self.open.lock() {
-            for s in open.iter() {
-                let _ = s.shutdown(Shutdown::Both);
-            }
-        }
-    }
-}
-
-fn connect(client: TcpStream, target: SocketAddr, pacer: Pacer, open: &Mutex<Vec<TcpStream>>, counts: [&Arc<AtomicU64>; 2]) -> Result<()> {
-    let server = TcpStream::connect_timeout(&target, Duration::from_secs(10)).with_context(|| format!("connect to {target}"))?;
-    client.set_nodelay(true)?;
-    server.set_nodelay(true)?;
-    if let Ok(mut o) = open.lock() {
-        o.push(client.try_clone()?);
-        o.push(server.try_clone()?);
-    }
-    pipe(client.try_clone()?, server.try_clone()?, pacer, counts[0].clone());
-    pipe(server, client, pacer, counts[1].clone());
-    Ok(())
-}
-
 /// Bytes read from `from` are written to `to` when the pacer says; `to`'s write side is shut
 /// once `from` ends and everything read was delivered.
 fn pipe(mut from: TcpStream, to: TcpStream, mut pacer: Pacer, count: Arc<AtomicU64>) {
-    let (tx, rx): (SyncSender<Packet>, Receiver<Packet>) = sync_channel(QUEUED);
+    let (tx, rx): (SyncSender<Due>, Receiver<Due>) = sync_channel(QUEUED);
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
         'read: loop {
@@ -147,30 +106,20 @@ fn pipe(mut from: TcpStream, to: TcpStream, mut pacer: Pacer, count: Arc<AtomicU
             count.fetch_add(n as u64, Ordering::SeqCst);
             for p in buf[..n].chunks(MTU) {
                 let due = pacer.due(now, p.len());
-                if tx.send(Packet { due, bytes: p.to_vec() }).is_err() {
+                if tx.send(Due { at: due, bytes: p.to_vec() }).is_err() {
                     break 'read;
                 }
             }
         }
     });
-    std::thread::spawn(move || {
-        let mut to = to;
-        for p in rx {
-            let now = Instant::now();
-            if p.due > now {
-                std::thread::sleep(p.due - now);
-            }
-            if to.write_all(&p.bytes).is_err() {
-                return;
-            }
-        }
-        let _ = to.shutdown(Shutdown::Write);
-    });
+    deliver(rx, to);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
+    use std::net::{Shutdown, TcpListener};
 
     #[test]
     fn packets_leave_one_after_the_other_at_the_rate() {
