@@ -67,18 +67,33 @@ public class Attacher {
             vm.dispose();
             System.exit(0);
         }
+        // The breakpoint can be hit after the VM took it and before it took vm.resume(): that
+        // resume then lets the stopped thread run on (JDWP's own race, which IntelliJ's attach
+        // has as well). Such a stop is passed over and the next one taken.
+        long deadline = System.nanoTime() + 60_000_000_000L;
         EventSet set = null;
         LocatableEvent hit = null;
-        while (hit == null) {
-            set = vm.eventQueue().remove(60_000);
+        ThreadReference t = null;
+        StackFrame top = null;
+        while (top == null) {
+            long left = (deadline - System.nanoTime()) / 1_000_000;
+            set = left > 0 ? vm.eventQueue().remove(left) : null;
             if (set == null) throw new IllegalStateException("no breakpoint within 60 s");
+            hit = null;
             for (Event e : set) {
                 if (e instanceof BreakpointEvent) hit = (LocatableEvent) e;
             }
-            if (hit == null) set.resume();
+            if (hit == null) {
+                set.resume();
+                continue;
+            }
+            t = hit.thread();
+            try {
+                top = t.frame(0);
+            } catch (IncompatibleThreadStateException raced) {
+                top = null;
+            }
         }
-        ThreadReference t = hit.thread();
-        StackFrame top = t.frame(0);
         say("hit " + hit.location().declaringType().name() + "." + hit.location().method().name() + ":" + hit.location().lineNumber()
             + " thread=" + t.name() + " frames=" + t.frameCount() + " policy=" + set.suspendPolicy());
         for (LocalVariable v : top.visibleVariables()) {
