@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, Instrument};
 
 use crate::farlink::frame::{CloseReason, OpenStatus, MAX_DATA};
+use crate::gather::plan::Limits;
 use crate::session::connect::ConnectError;
 use crate::transport::Endpoint;
 
@@ -48,15 +49,16 @@ impl Drop for Channel {
 }
 
 /// Starts channel `channel` to the VM at `addr`; `gather`: the near side asked for stops'
-/// answers (see `super::gathering`), else the bytes are relayed unchanged.
-pub fn open(channel: u32, endpoint: Endpoint, gather: bool, events: mpsc::Sender<Event>) -> Channel {
+/// answers, gathered within these limits (see `super::gathering`), else the bytes are
+/// relayed unchanged.
+pub fn open(channel: u32, endpoint: Endpoint, gather: Option<Limits>, events: mpsc::Sender<Event>) -> Channel {
     let (to_vm, from_near) = mpsc::channel(TO_VM_QUEUE);
-    let span = tracing::info_span!("channel", channel, vm = %endpoint, gather);
+    let span = tracing::info_span!("channel", channel, vm = %endpoint, gather = gather.is_some());
     let task = tokio::spawn(run(channel, endpoint, gather, events, from_near).instrument(span));
     Channel { to_vm, task }
 }
 
-async fn run(channel: u32, endpoint: Endpoint, gather: bool, events: mpsc::Sender<Event>, mut from_near: mpsc::Receiver<Bytes>) {
+async fn run(channel: u32, endpoint: Endpoint, gather: Option<Limits>, events: mpsc::Sender<Event>, mut from_near: mpsc::Receiver<Bytes>) {
     // The sessions' own connect step: a container's JVM is entered the same way here.
     let stream = match crate::session::connect::connect_agent(&endpoint, CONNECT_TIMEOUT).await {
         Ok(s) => s,
@@ -75,8 +77,8 @@ async fn run(channel: u32, endpoint: Endpoint, gather: bool, events: mpsc::Sende
     }
     debug!("connected");
     let (read, write) = stream.into_split();
-    let (reason, text) = if gather {
-        super::gathering::run(channel, read, write, &events, &mut from_near).await
+    let (reason, text) = if let Some(limits) = gather {
+        super::gathering::run(channel, limits, read, write, &events, &mut from_near).await
     } else {
         plain(channel, read, write, &events, &mut from_near).await
     };

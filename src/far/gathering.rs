@@ -40,12 +40,13 @@ enum Wake {
 /// Relays until either end closes; returns why.
 pub async fn run(
     channel: u32,
+    limits: Limits,
     mut read: OwnedReadHalf,
     mut write: OwnedWriteHalf,
     events: &mpsc::Sender<Event>,
     from_near: &mut mpsc::Receiver<Bytes>,
 ) -> (CloseReason, String) {
-    let mut relay = Relay::new(true, Limits::default());
+    let mut relay = Relay::new(true, limits);
     let mut buf = vec![0u8; MAX_DATA];
     let mut to_vm: VecDeque<u8> = VecDeque::new();
     let vm_fd = write.as_ref().as_raw_fd();

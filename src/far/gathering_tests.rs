@@ -62,7 +62,7 @@ async fn a_vm_writing_while_the_near_side_writes_loses_and_blocks_nothing() {
     });
 
     let (events_tx, mut events) = mpsc::channel(64);
-    let c = channel::open(1, crate::transport::Endpoint::Tcp(addr), true, events_tx);
+    let c = channel::open(1, crate::transport::Endpoint::Tcp(addr), Some(crate::gather::plan::Limits::default()), events_tx);
     let to_vm = c.to_vm.clone();
     let near = tokio::spawn(async move {
         to_vm.send(Bytes::copy_from_slice(&HANDSHAKE[..])).await.unwrap();
@@ -131,7 +131,7 @@ async fn a_stop_the_vm_does_not_answer_goes_on_at_the_holds_deadline() {
         }
     });
     let (events_tx, mut events) = mpsc::channel(64);
-    let c = channel::open(1, crate::transport::Endpoint::Tcp(addr), true, events_tx);
+    let c = channel::open(1, crate::transport::Endpoint::Tcp(addr), Some(crate::gather::plan::Limits::default()), events_tx);
     c.to_vm.send(Bytes::copy_from_slice(&HANDSHAKE[..])).await.unwrap();
     let want = [&HANDSHAKE[..], event.as_bytes()].concat();
     let mut got = Vec::new();

@@ -10,8 +10,9 @@ use crate::farlink::frame::{ByeReason, Hello, Role, SessionKey};
 pub const PROTOCOL_MIN: u16 = 2;
 /// The newest protocol this jdwpmux speaks, on either side (3: a stop's answers in the
 /// channel's stream, for a near side that asks for them; 4: the VM list says where each VM
-/// runs, a container's name among them; 5: big Data frames compressed when that pays).
-pub const PROTOCOL: u16 = 5;
+/// runs, a container's name among them; 5: big Data frames compressed when that pays; 6:
+/// gathered answers carry what the VM answered ABSENT_INFORMATION, for the near cache).
+pub const PROTOCOL: u16 = 6;
 /// The first protocol under which the far side gathers a stop's answers.
 pub const GATHER_PROTOCOL: u16 = 3;
 /// The first protocol whose VM list carries each VM's place (`Body::VmListPlaced`).
@@ -19,6 +20,9 @@ pub const PLACE_PROTOCOL: u16 = 4;
 /// The first protocol under which either side may send a Data frame compressed
 /// (`farlink::squeeze`).
 pub const SQUEEZE_PROTOCOL: u16 = 5;
+/// The first protocol whose gathered answers may list commands the VM answered
+/// ABSENT_INFORMATION (`gather::wire`'s second list).
+pub const ABSENT_PROTOCOL: u16 = 6;
 
 /// Whether a side that agreed on `protocol` compresses the big Data frames it sends: the
 /// protocol has them, and `JDWPMUX_SQUEEZE` is not `off` here.
@@ -144,6 +148,13 @@ pub fn gathers(hello: &Hello) -> bool {
     hello.gather && agree(hello.proto_min, hello.proto_max).is_some_and(|p| p >= GATHER_PROTOCOL)
 }
 
+/// How a channel gathers for the near side that said `hello`: `None` relays its bytes
+/// unchanged; ABSENT_INFORMATION answers go only to a near side of [`ABSENT_PROTOCOL`].
+pub fn gather_limits(hello: &Hello) -> Option<crate::gather::plan::Limits> {
+    let absent = agree(hello.proto_min, hello.proto_max).is_some_and(|p| p >= ABSENT_PROTOCOL);
+    gathers(hello).then(|| crate::gather::plan::Limits { absent, ..Default::default() })
+}
+
 /// A range of protocol versions as lines say it: `2`, or `1..3`.
 pub fn protocols(min: u16, max: u16) -> String {
     if min == max {
@@ -192,14 +203,15 @@ mod tests {
             ("new session", hello(Role::Near, 2, 2, none), Ok(Verdict::New)),
             ("new session, a range of versions", hello(Role::Near, 1, 3, none), Ok(Verdict::New)),
             ("a near side of protocol 3 only", hello(Role::Near, 3, 3, none), Ok(Verdict::New)),
-            ("a newer near side that still speaks 3", hello(Role::Near, 3, 6, none), Ok(Verdict::New)),
+            ("a newer near side that still speaks 3", hello(Role::Near, 3, 7, none), Ok(Verdict::New)),
+            ("a near side of protocol 6", hello(Role::Near, 2, 6, none), Ok(Verdict::New)),
             ("a near side of protocol 5", hello(Role::Near, 2, 5, none), Ok(Verdict::New)),
             ("a near side of protocol 4", hello(Role::Near, 2, 4, none), Ok(Verdict::New)),
             ("resume", hello(Role::Near, 2, 2, ours), Ok(Verdict::Resume)),
             (
                 "a newer near side",
-                hello(Role::Near, 6, 7, ours),
-                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 2..5, jdwpmux 9.9.9 near the IDE speaks 6..7")),
+                hello(Role::Near, 7, 8, ours),
+                Err((ByeReason::Version, "jdwpmux 0.1.0 on this host speaks far-side protocol 2..6, jdwpmux 9.9.9 near the IDE speaks 7..8")),
             ),
             ("a near side of protocol 1", hello(Role::Near, 1, 1, none), Err((ByeReason::Version, "near the IDE speaks 1: install the same version"))),
             ("a far side's hello", hello(Role::Far, 2, 2, none), Err((ByeReason::Protocol, "a far side's hello"))),
@@ -274,12 +286,13 @@ mod tests {
             ((2, 3), Some(3)),
             ((3, 3), Some(3)),
             ((1, 2), Some(2)),
-            ((1, 9), Some(5)),
-            ((3, 9), Some(5)),
+            ((1, 9), Some(6)),
+            ((3, 9), Some(6)),
             ((2, 4), Some(4)),
+            ((2, 5), Some(5)),
             ((3, 3), Some(3)),
             ((1, 1), None),
-            ((6, 9), None),
+            ((7, 9), None),
             ((0, 0), None),
         ];
         for ((min, max), want) in cases {
@@ -294,8 +307,17 @@ mod tests {
         assert!(gathers(&with(3, 3, true)));
         assert!(!gathers(&with(2, 3, false)), "a near side with its near cache off does not ask");
         assert!(!gathers(&with(2, 2, true)), "under protocol 2 nothing is gathered, whatever the byte says");
-        assert!(gathers(&with(4, 5, true)), "protocols 4 and 5 gather as 3 does");
-        assert!(!gathers(&with(6, 7, true)), "no protocol in common");
+        assert!(gathers(&with(4, 6, true)), "protocols 4 to 6 gather as 3 does");
+        assert!(!gathers(&with(7, 8, true)), "no protocol in common");
+    }
+
+    #[test]
+    fn absent_answers_need_protocol_6() {
+        let with = |min, max, gather| Hello { gather, ..hello(Role::Near, min, max, SessionKey::default()) };
+        assert_eq!(gather_limits(&with(2, 6, true)).map(|l| l.absent), Some(true));
+        assert_eq!(gather_limits(&with(2, 5, true)).map(|l| l.absent), Some(false), "a near side of 5 knows no absent list");
+        assert_eq!(gather_limits(&with(2, 6, false)), None, "nothing gathered for a near side that did not ask");
+        assert_eq!(gather_limits(&with(2, 2, true)), None);
     }
 
     #[test]

@@ -37,7 +37,7 @@ use crate::farlink::frame::VmInfo;
 
 use super::channel::{self, Channel, Event};
 use super::conn::{flush_and_close, read_some, refuse, reserve, sleep_until, write_some, ConnReader, ConnWriter};
-use super::handshake::{agree, gathers, grant_hold, judge, new_session, squeezes, taken_over_text, TakenOver, Verdict};
+use super::handshake::{agree, gather_limits, grant_hold, judge, new_session, squeezes, taken_over_text, TakenOver, Verdict};
 use super::vms::VmTable;
 use crate::daemon::proc_vms::Decision;
 use crate::discovery::jvms::FoundJvm;
@@ -109,10 +109,11 @@ pub struct Session {
     hold: Duration,
     resume: Resume,
     channels: HashMap<u32, Channel>,
-    /// The session's channels gather stops' answers: its near side asked, under protocol 3.
-    /// Set when the session starts: the near side that resumes a session is the one that
-    /// started it, and a channel keeps what its stream began with.
-    gather: bool,
+    /// The session's channels gather stops' answers within these limits: its near side
+    /// asked, under protocol 3 (ABSENT_INFORMATION answers too under protocol 6). Set when
+    /// the session starts: the near side that resumes a session is the one that started it,
+    /// and a channel keeps what its stream began with.
+    gather: Option<crate::gather::plan::Limits>,
     /// The session's VM lists say where each VM runs (`VmListPlaced`): its near side speaks
     /// protocol 4. Set when the session starts, as `gather`: frames queued before a cut are
     /// replayed to the same near side.
@@ -158,7 +159,7 @@ impl Session {
             cfg,
             key,
             channels: HashMap::new(),
-            gather: false,
+            gather: None,
             placed: false,
             squeeze: false,
             squeezed: SqueezeCount::default(),
@@ -287,7 +288,7 @@ impl Session {
                     self.let_go(ByeReason::Replaced, taken_over_text(&name));
                 }
                 self.new_session();
-                self.gather = gathers(&a.hello);
+                self.gather = gather_limits(&a.hello);
                 self.placed = agree(a.hello.proto_min, a.hello.proto_max).is_some_and(|p| p >= crate::far::handshake::PLACE_PROTOCOL);
             }
             Verdict::Resume => {}
@@ -324,7 +325,7 @@ impl Session {
         let hello = self.resume.link(Body::Hello(hello));
         self.emit(&hello);
         let resumed = verdict == Verdict::Resume;
-        info!(resumed, replayed = replay.len(), near = %a.hello.binary, protocol, gather = self.gather, squeeze = self.squeeze, hold_s = self.hold.as_secs(), "a near side connected");
+        info!(resumed, replayed = replay.len(), near = %a.hello.binary, protocol, gather = self.gather.is_some(), absent = self.gather.is_some_and(|l| l.absent), squeeze = self.squeeze, hold_s = self.hold.as_secs(), "a near side connected");
         for f in &replay {
             self.emit(f);
         }

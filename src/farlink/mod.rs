@@ -35,7 +35,7 @@
 //!   version; the far side picks the highest both speak (`far::handshake::agree`) and
 //!   answers with it alone (min = max), or says Bye (`Version`) with a line saying what it
 //!   speaks. A kind is only sent when the agreed version has it; an unknown kind is refused
-//!   before its payload is read. This jdwpmux speaks 2 to 5 on both sides, so either side
+//!   before its payload is read. This jdwpmux speaks 2 to 6 on both sides, so either side
 //!   of protocol 2 and a new one agree on 2.
 //! - **Protocol history**: 1, the first; 2, each VM of a list carries its agent's bind
 //!   address (a VM list of 1 does not decode as one of 2, so the two do not talk); 3, the
@@ -54,7 +54,11 @@
 //!   long string) cost their bandwidth on a thin link. A DataZ frame decodes to the
 //!   `Body::Data` it was made from, so only the codec knows it; the resume table keeps the
 //!   Data frame, and a replay to a peer of 4 (a near side that came back older) sends it
-//!   plain. A peer of 4 never gets one.
+//!   plain. A peer of 4 never gets one. 6, a stop's gathered answers (and a class lookup's)
+//!   may end with a list of the commands the VM answered ABSENT_INFORMATION that the near
+//!   cache keeps (`gather::wire`): a far side sends it only to a near side that agreed on 6,
+//!   and asks the VM for what only that list can carry (a class's SourceDebugExtension) only
+//!   then.
 //! - **Sessions**: the far side names a session with a random id and a secret token, given in
 //!   its first Hello over the (ssh-authenticated, 0700-folder) stream; a near side that comes
 //!   back presents both and is recognised. A wrong token or an unknown session is a Bye, and

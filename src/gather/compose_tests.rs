@@ -125,7 +125,7 @@ fn unknown_tags_and_short_replies_are_not_learned() {
 }
 
 fn stop(answers: Vec<Gathered>) -> Answers {
-    Answers { event_id: 3, suspend_policy: suspend::ALL, thread: 0x51, answers }
+    Answers { event_id: 3, suspend_policy: suspend::ALL, thread: 0x51, answers, absent: vec![] }
 }
 
 #[test]

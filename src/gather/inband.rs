@@ -44,6 +44,7 @@ mod tests {
             suspend_policy: 2,
             thread: 0x55,
             answers: vec![Gathered { key: Key::new(11, 1, vec![0; 8]), reply: b"\0\0\0\x04main".to_vec() }],
+            absent: vec![Key::new(2, 12, vec![0, 0, 0, 0, 0, 0, 0, 9])],
         };
         let p = packet(0xF000_0003, &a).unwrap();
         let h = p.header();

@@ -38,7 +38,8 @@
 //! ReferenceType.SignatureWithGeneric, Interfaces, MethodsWithGeneric and FieldsWithGeneric,
 //! and ClassType.Superclass ([`Plan::at_classes`]; read before the lookup's reply is relayed,
 //! for the near side's cache of class data). Of each class the lookup found (not its
-//! superclasses) also ReferenceType.SourceFile and the Method.LineTable of each of its first
+//! superclasses) also ReferenceType.SourceFile, SourceDebugExtension (which JDI asks at each
+//! breakpoint by line; most classes have none, see below) and the Method.LineTable of each of its first
 //! [`LOOKUP_METHODS`] methods with code (not native, not abstract): what setting a breakpoint
 //! by line asks (`locationsOfLine` reads every method's table, `Method.location()` one), one
 //! round trip per method otherwise.
@@ -53,8 +54,10 @@
 //!
 //! Bounded: at most `Limits::commands` commands and `Limits::bytes` bytes of kept replies
 //! per stop, and no command twice. Only replies with error code 0 are kept (an error goes
-//! to the VM again when asked). A reply that does not parse ends that branch of the plan,
-//! nothing else.
+//! to the VM again when asked), and, for a near side that reads them (`Limits::absent`),
+//! the ABSENT_INFORMATION answers its near cache keeps (what the class file lacks:
+//! `session::nearcache::commands::ABSENT_KEPT`). A reply that does not parse ends that
+//! branch of the plan, nothing else.
 
 use std::collections::{HashMap, HashSet};
 
@@ -63,6 +66,7 @@ use super::values::{self, Field, CLASS};
 use super::Key;
 use crate::jdwp::events::{self, kind, suspend, IdSizes};
 use crate::jdwp::reader::{put_id, Reader};
+use crate::session::nearcache::commands::{error_kept, ABSENT_INFORMATION};
 
 /// How much one stop may gather.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +79,9 @@ pub struct Limits {
     pub top_frames: usize,
     /// Threads of the threads view read (4 commands each); 0 reads no threads view.
     pub threads: usize,
+    /// Whether ABSENT_INFORMATION answers the near cache keeps are sent too (a near side of
+    /// far-link protocol 6 reads them).
+    pub absent: bool,
 }
 
 /// Threads the threads view reads at a stop, by default: an application server's pools
@@ -84,7 +91,7 @@ pub const THREADS_VIEW: usize = 64;
 impl Default for Limits {
     fn default() -> Self {
         // The frames and values take up to 48 commands; the threads view 1 + 4 per thread.
-        Limits { commands: 48 + 1 + 4 * THREADS_VIEW, bytes: 256 * 1024, top_frames: 1, threads: THREADS_VIEW }
+        Limits { commands: 48 + 1 + 4 * THREADS_VIEW, bytes: 256 * 1024, top_frames: 1, threads: THREADS_VIEW, absent: false }
     }
 }
 
@@ -167,6 +174,8 @@ pub struct Plan {
     outstanding: usize,
     frames: Vec<Frame>,
     gathered: Vec<Gathered>,
+    /// Commands answered ABSENT_INFORMATION that the near cache keeps (when `limits.absent`).
+    absent: Vec<Key>,
     bytes: usize,
     /// Every command issued: none twice (a class both `this`'s and the frame's, a string
     /// two values hold).
@@ -300,6 +309,7 @@ impl Plan {
             outstanding: 0,
             frames: Vec::new(),
             gathered: Vec::new(),
+            absent: Vec::new(),
             bytes: 0,
             keys: HashSet::new(),
             classes: HashMap::new(),
@@ -344,7 +354,12 @@ impl Plan {
             }
             let d = self.id(id, self.sizes.reference_type);
             self.issue(out, Key::new(2, 15, d.clone()), Step::Methods(id), known);
-            self.issue(out, Key::new(2, 7, d), Step::Plain, known);
+            self.issue(out, Key::new(2, 7, d.clone()), Step::Plain, known);
+            // Absent from most classes: its ABSENT_INFORMATION is kept when the near side
+            // reads it (`Limits::absent`), else the debugger's own asking goes to the VM.
+            if self.limits.absent {
+                self.issue(out, Key::new(2, 12, d), Step::Plain, known);
+            }
             self.want_class(out, id, tag, known);
         }
     }
@@ -374,6 +389,11 @@ impl Plan {
         self.gathered
     }
 
+    /// What was gathered, and the commands answered ABSENT_INFORMATION that are kept.
+    pub fn gathered_all(self) -> (Vec<Gathered>, Vec<Key>) {
+        (self.gathered, self.absent)
+    }
+
     /// The reply to the command issued at position `n`; returns the commands it leads to.
     /// A position not issued or already answered changes nothing.
     pub fn on_reply(&mut self, n: usize, error: u16, data: &[u8], known: &mut Known) -> Vec<(usize, Key)> {
@@ -384,6 +404,10 @@ impl Plan {
         self.answered[n] = true;
         self.outstanding -= 1;
         if error != 0 {
+            let key = &self.issued[n].0;
+            if self.limits.absent && error == ABSENT_INFORMATION && error_kept(key.set, key.cmd, error) {
+                self.absent.push(key.clone());
+            }
             return next;
         }
         let (key, step) = self.issued[n].clone();

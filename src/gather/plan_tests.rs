@@ -240,7 +240,7 @@ fn only_successful_replies_are_kept_and_each_position_counts_once() {
 
 #[test]
 fn a_plan_stays_within_its_command_and_byte_bounds() {
-    let limits = Limits { commands: 6, bytes: 10, top_frames: 1, threads: 0 };
+    let limits = Limits { commands: 6, bytes: 10, top_frames: 1, threads: 0, absent: false };
     let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), limits).unwrap();
     assert_eq!(first.len(), 5);
     let next = reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
@@ -284,7 +284,7 @@ proptest! {
         commands in 1usize..40,
         bytes in 0usize..400,
     ) {
-        let limits = Limits { commands, bytes, top_frames: top, threads: 0 };
+        let limits = Limits { commands, bytes, top_frames: top, threads: 0, absent: false };
         let (mut plan, first) = stop(&composite(suspend::EVENT_THREAD, kind::BREAKPOINT, THREAD), limits).unwrap();
         let mut pending: Vec<usize> = (0..first.len()).collect();
         let mut script = replies.into_iter();
@@ -327,6 +327,31 @@ fn a_class_lookup_asks_the_class_data_of_each_class_found() {
     let many: Vec<(u8, u64)> = (0..20).map(|i| (1, 0x100 + i)).collect();
     let (_, keys) = first(&found(&many)).unwrap();
     assert_eq!(keys.iter().filter(|k| (k.set, k.cmd) == (3, 1)).count(), LOOKUP_CLASSES, "bounded");
+}
+
+#[test]
+fn a_class_found_has_its_source_debug_extension_read_and_its_absence_kept_for_a_near_side_of_6() {
+    let found = [&1u32.to_be_bytes()[..], &[1], &0x30u64.to_be_bytes(), &7i32.to_be_bytes()].concat();
+    let with = Limits { absent: true, ..Limits::default() };
+    let mut known = Known::default();
+    let (mut plan, first) = Plan::at_classes(&found, S8, with, &mut known).unwrap();
+    let sde = first.iter().find(|(_, k)| (k.set, k.cmd) == (2, 12)).map(|(n, _)| *n).expect("SourceDebugExtension asked");
+    let source = first.iter().find(|(_, k)| (k.set, k.cmd) == (2, 7)).map(|(n, _)| *n).expect("SourceFile asked");
+    let methods = first.iter().find(|(_, k)| (k.set, k.cmd) == (2, 15)).map(|(n, _)| *n).expect("methods asked");
+    plan.on_reply(sde, 101, &[], &mut known);
+    plan.on_reply(source, 101, &[], &mut known);
+    // Another error is not kept: the VM is asked again.
+    plan.on_reply(methods, 21, &[], &mut known);
+    let (gathered, absent) = plan.gathered_all();
+    assert!(gathered.is_empty());
+    let id = 0x30u64.to_be_bytes().to_vec();
+    assert_eq!(absent, vec![Key::new(2, 12, id.clone()), Key::new(2, 7, id)]);
+    // A near side of protocol 5 and older reads no absent list: nothing is asked for it.
+    let (mut plan, first) = Plan::at_classes(&found, S8, Limits::default(), &mut known).unwrap();
+    assert!(first.iter().all(|(_, k)| (k.set, k.cmd) != (2, 12)), "{first:?}");
+    let source = first.iter().find(|(_, k)| (k.set, k.cmd) == (2, 7)).map(|(n, _)| *n).unwrap_or(0);
+    plan.on_reply(source, 101, &[], &mut known);
+    assert_eq!(plan.gathered_all().1, Vec::<Key>::new());
 }
 
 /// A MethodsWithGeneric reply: (id, name, modifiers) each, signature "()V", no generic one.

@@ -62,6 +62,9 @@ pub struct Answers {
     pub suspend_policy: u8,
     pub thread: u64,
     pub answers: Vec<Gathered>,
+    /// Commands the VM answered ABSENT_INFORMATION that the near cache keeps
+    /// (`session::nearcache::commands::ABSENT_KEPT`): only when [`Limits::absent`].
+    pub absent: Vec<super::Key>,
 }
 
 /// What to do, in order.
@@ -401,9 +404,9 @@ impl Relay {
         let Some(h) = self.hold.take() else { return };
         if finished {
             let (policy, thread) = (h.plan.suspend_policy(), h.plan.thread());
-            let answers = h.plan.gathered();
-            if !answers.is_empty() {
-                out.push(Out::Gathered(Answers { event_id: h.event_id, suspend_policy: policy, thread, answers }));
+            let (answers, absent) = h.plan.gathered_all();
+            if !answers.is_empty() || !absent.is_empty() {
+                out.push(Out::Gathered(Answers { event_id: h.event_id, suspend_policy: policy, thread, answers, absent }));
             }
         }
         self.for_near(out, &h.held);

@@ -29,6 +29,7 @@ fn answers(policy: u8) -> Answers {
             // A command no row covers is never served, even when gathered.
             Gathered { key: Key::new(1, 1, Vec::new()), reply: b"v".to_vec() },
         ],
+        absent: vec![],
     }
 }
 

@@ -797,7 +797,7 @@ mod tests {
         let line = fallback_line("box", &other, &FarChoice::default());
         assert_eq!(
             line,
-            format!("jdwpmux on box (9.9.9) speaks far-side protocol 8..9, this one ({ours}) speaks 2..5: its VMs are reached through ssh forwards; install jdwpmux {ours} on box where `ssh box jdwpmux` finds it (or name it with --far-path), or use --far never")
+            format!("jdwpmux on box (9.9.9) speaks far-side protocol 8..9, this one ({ours}) speaks 2..6: its VMs are reached through ssh forwards; install jdwpmux {ours} on box where `ssh box jdwpmux` finds it (or name it with --far-path), or use --far never")
         );
         // One already running there is found by any jdwpmux installed after it: it must go.
         let running = FarUnusable::Version { version: "0.0.1".into(), protocols: 1..=1, running: Some(77) };

@@ -16,6 +16,7 @@
 use tracing::{debug, warn};
 
 use super::actor::Session;
+use super::nearcache::commands::ABSENT_INFORMATION;
 use super::nearcache::immutable;
 use crate::gather::inband;
 use crate::jdwp::events::IdSizes;
@@ -55,7 +56,10 @@ impl Session {
         if !in_flight.contains(&super::nearcache::commands::REDEFINE_CLASSES) {
             self.near.set_sizes(sizes);
             for g in answers.answers.iter().filter(|g| immutable(g.key.set, g.key.cmd).is_some()) {
-                self.near.gathered(g.key.set, g.key.cmd, &g.key.data, &g.reply);
+                self.near.gathered(g.key.set, g.key.cmd, &g.key.data, error::NONE, &g.reply);
+            }
+            for key in answers.absent.iter().filter(|k| immutable(k.set, k.cmd).is_some()) {
+                self.near.gathered(key.set, key.cmd, &key.data, ABSENT_INFORMATION, &[]);
             }
         }
         // Class data read for a class lookup's reply suspends nothing: only the cache takes
@@ -83,8 +87,16 @@ impl Session {
     /// Sends a reply the proxy made near (from the cache, gathered or early) to a debugger's
     /// command, with its own id, counted and marked near in captures and logs.
     pub(super) fn reply_near(&mut self, conn: u64, h: Header, answer: &[u8], source: Source) {
+        self.send_near_reply(conn, h, Packet::reply(h.id, error::NONE, answer), source);
+    }
+
+    /// As [`Session::reply_near`], with the error code the VM gave before and no data.
+    pub(super) fn reply_near_error(&mut self, conn: u64, h: Header, code: u16, source: Source) {
+        self.send_near_reply(conn, h, Packet::reply(h.id, code, &[]), source);
+    }
+
+    fn send_near_reply(&mut self, conn: u64, h: Header, reply: Packet, source: Source) {
         let what = (h.cmd_set(), h.cmd());
-        let reply = Packet::reply(h.id, error::NONE, answer);
         self.stats.near_answer_from(source, what.0, what.1, reply.len() as u32);
         self.note_proxy_answer(conn, reply.as_bytes());
         if super::packet_log::wanted() {

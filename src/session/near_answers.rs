@@ -97,6 +97,10 @@ impl Session {
                 self.reply_near(conn, h, &answer, crate::stats::near::Source::Cache);
                 NearDecision::Answered
             }
+            Lookup::Refused(error) => {
+                self.reply_near_error(conn, h, error, crate::stats::near::Source::Cache);
+                NearDecision::Answered
+            }
             Lookup::Miss(key) => {
                 self.stats.near_miss();
                 NearDecision::Forward(Some(key))

@@ -96,6 +96,7 @@ fn gathered(event_id: u32, answers: Vec<(u8, u8, Vec<u8>, Vec<u8>)>) -> Packet {
         suspend_policy: SUSPEND_ALL,
         thread: MAIN_THREAD,
         answers: answers.into_iter().map(|(set, cmd, data, reply)| Gathered { key: Key::new(set, cmd, data), reply }).collect(),
+        absent: Vec::new(),
     };
     let p = inband::packet(0xF000_0007, &a).expect("encodes");
     let h = p.header();

@@ -67,6 +67,36 @@ struct Client {
 }
 
 impl Client {
+    /// A near side of `protocols` asking for gathered answers, on a channel to the VM of
+    /// `pid`, past the JDWP handshake.
+    async fn open(socket: &std::path::Path, protocols: (u16, u16), pid: u32) -> Result<Client> {
+        let mut resume = Resume::new(Outbound::new(1 << 20));
+        let (mut near, hello) = Near::connect_as(socket, SessionKey::default(), &mut resume, protocols, true).await?;
+        ensure!(hello.proto_max == protocols.1, "agreed on {} for {protocols:?}", hello.proto_max);
+        let vm = wait_for_vm(&mut near, &mut resume, pid).await?;
+        // The VM takes a debugger again a moment after the last one left: open until it does.
+        let deadline = tokio::time::Instant::now() + SLOW;
+        loop {
+            near.send(&mut resume, CHANNEL, Body::Open { vm: vm.key }).await?;
+            match near.next_not_list(&mut resume).await?.body {
+                Body::Opened { status: OpenStatus::Ok, .. } => break,
+                other if tokio::time::Instant::now() > deadline => bail!("opening the channel: {other:?}"),
+                _ => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+            }
+        }
+        let mut c = Client { near, resume, stream: BytesMut::new(), next_id: 0 };
+        c.send(b"JDWP-Handshake".to_vec()).await?;
+        while c.stream.len() < 14 {
+            match c.near.next_not_list(&mut c.resume).await?.body {
+                Body::Data(b) => c.stream.extend_from_slice(&b),
+                other => bail!("during the handshake: {other:?}"),
+            }
+        }
+        ensure!(&c.stream[..14] == b"JDWP-Handshake", "the handshake");
+        c.stream.advance(14);
+        Ok(c)
+    }
+
     async fn send(&mut self, bytes: Vec<u8>) -> Result<()> {
         self.near.send(&mut self.resume, CHANNEL, Body::Data(Bytes::from(bytes))).await
     }
@@ -92,22 +122,26 @@ impl Client {
 
     /// Sends a command and returns its reply (error 0 or not); events before it are an error.
     async fn ask(&mut self, set: u8, cmd: u8, data: &[u8]) -> Result<(Header, Vec<u8>)> {
+        self.ask_ahead(set, cmd, data).await.map(|(h, data, _)| (h, data))
+    }
+
+    /// As `ask`, with the answers packets that came before the reply: a class looked up by
+    /// name has its class data read ahead and sent before it, for the near cache.
+    async fn ask_ahead(&mut self, set: u8, cmd: u8, data: &[u8]) -> Result<(Header, Vec<u8>, Vec<Answers>)> {
         self.next_id += 1;
         let id = self.next_id;
         self.send(Packet::command(id, set, cmd, data).as_bytes().to_vec()).await?;
-        // A class looked up by name has its class data read ahead and sent before the reply
-        // (an answers packet, for the near cache): not the reply.
-        let mut ahead = 0;
+        let mut ahead = Vec::new();
         let (h, data) = loop {
             let (h, data) = self.packet().await?;
-            if inband::is_answers(&h) && ahead < 4 {
-                ahead += 1;
+            if inband::is_answers(&h) && ahead.len() < 4 {
+                ahead.push(inband::answers(&data)?);
                 continue;
             }
             break (h, data);
         };
         ensure!(h.is_reply() && h.id == id, "the reply to {set}/{cmd} (id {id}), not {h:?}");
-        Ok((h, data))
+        Ok((h, data, ahead))
     }
 
     async fn ok(&mut self, set: u8, cmd: u8, data: &[u8]) -> Result<Vec<u8>> {
@@ -160,28 +194,7 @@ async fn far_side_gathers_a_stops_answers_before_its_event_as_the_vm_answers_the
     drop(near);
 
     // A near side of 2..3 that asks for gathered answers: 3.
-    let mut resume = Resume::new(Outbound::new(1 << 20));
-    let (mut near, hello) = Near::connect_as(&socket, SessionKey::default(), &mut resume, (2, 3), true).await?;
-    assert_eq!((hello.proto_min, hello.proto_max), (3, 3));
-    let vm = wait_for_vm(&mut near, &mut resume, app.pid().context("the JVM's pid")?).await?;
-    near.send(&mut resume, CHANNEL, Body::Open { vm: vm.key }).await?;
-    let mut c = Client { near, resume, stream: BytesMut::new(), next_id: 0 };
-    loop {
-        match c.near.next(&mut c.resume).await?.body {
-            Body::Opened { status: OpenStatus::Ok, .. } => break,
-            Body::VmList(_) | Body::VmListPlaced(_) => {}
-            other => bail!("opening the channel: {other:?}"),
-        }
-    }
-    c.send(b"JDWP-Handshake".to_vec()).await?;
-    while c.stream.len() < 14 {
-        match c.near.next_not_list(&mut c.resume).await?.body {
-            Body::Data(b) => c.stream.extend_from_slice(&b),
-            other => bail!("during the handshake: {other:?}"),
-        }
-    }
-    assert_eq!(&c.stream[..14], b"JDWP-Handshake");
-    c.stream.advance(14);
+    let mut c = Client::open(&socket, (2, 3), app.pid().context("the JVM's pid")?).await?;
 
     let sizes = c.ok(1, 7, &[]).await?;
     assert_eq!(sizes, [8u32; 5].iter().flat_map(|s| s.to_be_bytes()).collect::<Vec<_>>(), "HotSpot's 8-byte ids");
@@ -255,6 +268,45 @@ async fn far_side_gathers_a_stops_answers_before_its_event_as_the_vm_answers_the
     let version = c.ok(1, 1, &[]).await?;
     assert!(!version.is_empty());
     drop(c);
+    far.kill().await;
+    Ok(())
+}
+
+/// A class looked up by name through a near side of protocol 6 has its SourceDebugExtension
+/// read ahead too, and the VM's ABSENT_INFORMATION comes in the answers' second list; a near
+/// side of 5 gets neither (its decoder knows no such list). The VM says the same when asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn far_side_sends_what_a_class_lacks_to_a_near_side_of_6_only() -> Result<()> {
+    use jdwpmux::far::handshake::ABSENT_PROTOCOL;
+    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    let app = JavaApp::launch(std::path::Path::new("java"), &[("Gather.java", GATHER_JAVA)], "Gather", &[], false).await?;
+    app.wait_for_output("Gather started", SLOW).await?;
+    let pid = app.pid().context("the JVM's pid")?;
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("far");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["far", "--hold", "1", "--scan-interval", "0.2", "--dir"]).arg(&dir);
+    let mut far = Console::spawn(cmd, "jdwpmux far")?;
+    let socket = dir.join("far.sock");
+    far.expect("jdwpmux far: listening on", SLOW).await?;
+    for protocol in [ABSENT_PROTOCOL - 1, ABSENT_PROTOCOL] {
+        let mut c = Client::open(&socket, (2, protocol), pid).await?;
+        c.ok(1, 7, &[]).await?;
+        let (h, classes, ahead) = c.ask_ahead(1, 2, &string("LGather$Worker;")).await?;
+        ensure!(h.error_code() == 0 && classes.len() == 17, "one class: {classes:02x?}");
+        let worker = classes[5..13].to_vec();
+        let read: Vec<(u8, u8)> = ahead.iter().flat_map(|a| a.answers.iter().map(|g| (g.key.set, g.key.cmd))).collect();
+        assert!(read.contains(&(2, 15)), "the class's methods read ahead: {read:?}");
+        let absent: Vec<&Key> = ahead.iter().flat_map(|a| a.absent.iter()).collect();
+        let (sde, _) = c.ask(2, 12, &worker).await?;
+        assert_eq!(sde.error_code(), 101, "Gather$Worker has no SourceDebugExtension");
+        if protocol < ABSENT_PROTOCOL {
+            assert!(absent.is_empty(), "protocol {protocol}: {absent:?}");
+        } else {
+            assert_eq!(absent, vec![&Key::new(2, 12, worker.clone())], "protocol {protocol}: what the class lacks");
+        }
+        drop(c);
+    }
     far.kill().await;
     Ok(())
 }

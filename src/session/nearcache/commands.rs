@@ -106,11 +106,43 @@ pub const LEFT_OUT: &[(u8, u8, &str, &str)] = &[
     (13, 1, "ArrayReference.Length", "as ObjectReference.ReferenceType"),
 ];
 
-/// Both tables as markdown, as docs/near-cache.md shows them (a test keeps the two in step).
+/// JDWP error ABSENT_INFORMATION: the class file lacks what was asked for.
+pub const ABSENT_INFORMATION: u16 = 101;
+
+/// Commands of [`IMMUTABLE`] whose ABSENT_INFORMATION answer is kept too, and why: what the
+/// class file lacks stays lacking until the class is redefined (every answer about it is
+/// dropped then, as its successful answers are). Any other error goes to the VM each time.
+pub const ABSENT_KEPT: &[(u8, u8, &str, &str)] = &[
+    (2, 7, "ReferenceType.SourceFile",
+        "the class file has no SourceFile attribute (compiled with -g:none); libjdwp answers from JVMTI \
+         GetSourceFileName, which reads the class as loaded"),
+    (2, 12, "ReferenceType.SourceDebugExtension",
+        "the class file has no SourceDebugExtension attribute (most classes: only JSP, Kotlin inline functions \
+         and the like carry an SMAP); JDI asks at each breakpoint by line and jdb at each `stop at`"),
+    (6, 2, "Method.VariableTable",
+        "the method has no LocalVariableTable attribute (compiled without -g)"),
+    (6, 5, "Method.VariableTableWithGeneric",
+        "as VariableTable"),
+];
+
+/// Whether an answer with this error code to this command is kept (error NONE: every row
+/// of [`IMMUTABLE`]).
+pub fn error_kept(set: u8, cmd: u8, error: u16) -> bool {
+    match error {
+        0 => immutable(set, cmd).is_some(),
+        ABSENT_INFORMATION => ABSENT_KEPT.iter().any(|&(s, c, _, _)| (s, c) == (set, cmd)),
+        _ => false,
+    }
+}
+
+/// The tables as markdown, as docs/near-cache.md shows them (a test keeps the two in step).
 pub fn markdown() -> String {
     let mut out = String::from("| command | answered near | why |\n| --- | --- | --- |\n");
     for r in IMMUTABLE {
         out.push_str(&format!("| {} ({}, {}) | yes | {} |\n", r.name, r.set, r.cmd, r.why));
+    }
+    for (set, cmd, name, why) in ABSENT_KEPT {
+        out.push_str(&format!("| {name} ({set}, {cmd}) | its ABSENT_INFORMATION too | {why} |\n"));
     }
     for (set, cmd, name, why) in LEFT_OUT {
         out.push_str(&format!("| {name} ({set}, {cmd}) | no | {why} |\n"));

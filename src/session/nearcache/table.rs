@@ -1,5 +1,6 @@
 //! The near cache of one VM connection: successful answers to the commands of
-//! [`super::commands::IMMUTABLE`], keyed by command and argument bytes, kept within a byte
+//! [`super::commands::IMMUTABLE`] (and the ABSENT_INFORMATION answers of
+//! [`super::commands::ABSENT_KEPT`]), keyed by command and argument bytes, kept within a byte
 //! budget (least recently used out first), and dropped when the VM may answer otherwise:
 //! RedefineClasses, ClassUnload, DisposeObjects of a type id, a new VM connection.
 //!
@@ -43,6 +44,9 @@ pub struct Key {
 pub enum Lookup {
     /// Answer it with these reply bytes (after the header), the VM's own from before.
     Hit(Bytes),
+    /// Answer it with this error code and no data, the VM's own from before
+    /// (ABSENT_INFORMATION of what the class file lacks: `commands::ABSENT_KEPT`).
+    Refused(u16),
     /// Forward it; its answer may be kept (tell [`NearCache::sent`] its proxy id).
     Miss(Key),
     /// Forward it; its answer names types and their signature (ClassesBySignature): tell
@@ -79,6 +83,8 @@ pub struct Counts {
 #[derive(Debug)]
 struct Slot {
     answer: Bytes,
+    /// The answer's error code: NONE, or ABSENT_INFORMATION (no data then).
+    error: u16,
     used: u64,
     cost: usize,
     /// The type the key names (None for facts about the VM).
@@ -211,7 +217,7 @@ impl NearCache {
     /// early answers read: a breakpoint's method's line table).
     pub fn peek(&self, set: u8, cmd: u8, data: &[u8]) -> Option<Bytes> {
         let key = Key { set, cmd, data: Bytes::copy_from_slice(data) };
-        self.entries.get(&key).map(|slot| slot.answer.clone())
+        self.entries.get(&key).filter(|slot| slot.error == 0).map(|slot| slot.answer.clone())
     }
 
     /// The Method.LineTable answer kept for a (class, method), if any: what makes a
@@ -240,7 +246,10 @@ impl NearCache {
                 slot.used = tick;
                 self.order.insert(tick, key);
                 self.counts.hits += 1;
-                Lookup::Hit(slot.answer.clone())
+                match slot.error {
+                    0 => Lookup::Hit(slot.answer.clone()),
+                    e => Lookup::Refused(e),
+                }
             }
             None => {
                 self.counts.misses += 1;
@@ -268,32 +277,36 @@ impl NearCache {
         }
         let Some(p) = self.pending.remove(&proxy_id) else { return false };
         // The id table says who asked what; a mismatch means this entry outlived its request.
-        if p.conn != conn || (p.key.set, p.key.cmd) != (set, cmd) || error != 0 || p.epoch != self.epoch {
+        if p.conn != conn || (p.key.set, p.key.cmd) != (set, cmd) || !commands::error_kept(set, cmd, error) || p.epoch != self.epoch {
             return false;
         }
         let Ok(ty) = self.shape(set, cmd, &p.key.data) else { return false };
-        self.store(p.key, ty, answer)
+        self.store(p.key, ty, error, answer)
     }
 
     /// The proxy's own question about the VM (Version, IDSizes at identification) was
     /// answered: the debuggers' first askings need no round trip. Returns whether it was kept.
     pub fn seed(&mut self, set: u8, cmd: u8, answer: &[u8]) -> bool {
         match self.shape(set, cmd, &[]) {
-            Ok(None) => self.store(Key { set, cmd, data: Bytes::new() }, None, answer),
+            Ok(None) => self.store(Key { set, cmd, data: Bytes::new() }, None, 0, answer),
             _ => false,
         }
     }
 
-    /// An answer the VM's host read at a stop (the command's data and the VM's reply data,
-    /// error code 0): kept as if a debugger had asked. Returns whether it was kept.
-    pub fn gathered(&mut self, set: u8, cmd: u8, data: &[u8], answer: &[u8]) -> bool {
+    /// An answer the VM's host read at a stop or for a class lookup (the command's data, the
+    /// VM's error code and reply data): kept as if a debugger had asked, when the table
+    /// keeps that answer. Returns whether it was kept.
+    pub fn gathered(&mut self, set: u8, cmd: u8, data: &[u8], error: u16, answer: &[u8]) -> bool {
+        if !commands::error_kept(set, cmd, error) {
+            return false;
+        }
         match self.shape(set, cmd, data) {
-            Ok(ty) => self.store(Key { set, cmd, data: Bytes::copy_from_slice(data) }, ty, answer),
+            Ok(ty) => self.store(Key { set, cmd, data: Bytes::copy_from_slice(data) }, ty, error, answer),
             Err(()) => false,
         }
     }
 
-    fn store(&mut self, key: Key, ty: Option<u64>, answer: &[u8]) -> bool {
+    fn store(&mut self, key: Key, ty: Option<u64>, error: u16, answer: &[u8]) -> bool {
         let (set, cmd) = (key.set, key.cmd);
         let cost = key.data.len() + answer.len() + ENTRY_OVERHEAD;
         if cost > self.budget / LARGEST_SHARE || self.entries.contains_key(&key) {
@@ -312,7 +325,7 @@ impl NearCache {
         }
         self.tick += 1;
         self.order.insert(self.tick, key.clone());
-        self.entries.insert(key, Slot { answer: Bytes::copy_from_slice(answer), used: self.tick, cost, ty });
+        self.entries.insert(key, Slot { answer: Bytes::copy_from_slice(answer), error, used: self.tick, cost, ty });
         self.bytes += cost;
         self.counts.stored += 1;
         self.evict();

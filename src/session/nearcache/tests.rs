@@ -70,6 +70,39 @@ fn every_row_names_a_real_command_and_none_is_both_in_and_out() {
 }
 
 #[test]
+fn what_a_class_file_lacks_is_answered_near_with_the_vms_error_until_a_redefinition() {
+    let mut c = ready(1 << 20);
+    // A debugger's own asking: SourceDebugExtension of class 0x30, ABSENT_INFORMATION.
+    match c.lookup(2, 12, &ty(0x30)) {
+        Lookup::Miss(key) => {
+            c.sent(9, 1, key);
+            assert!(c.replied(9, 1, 2, 12, 101, &[]));
+        }
+        other => panic!("expected a miss, got {other:?}"),
+    }
+    assert_eq!(c.lookup(2, 12, &ty(0x30)), Lookup::Refused(101));
+    // Read by the VM's host for a class lookup.
+    assert!(c.gathered(6, 5, &method(0x30, 0x60), 101, &[]));
+    assert_eq!(c.lookup(6, 5, &method(0x30, 0x60)), Lookup::Refused(101));
+    // Another error, or ABSENT_INFORMATION of a command not in the table, is not kept.
+    assert!(!c.gathered(2, 12, &ty(0x31), 21, &[]));
+    assert!(!c.gathered(2, 15, &ty(0x31), 101, &[]));
+    match c.lookup(2, 4, &ty(0x31)) {
+        Lookup::Miss(key) => {
+            c.sent(10, 1, key);
+            assert!(!c.replied(10, 1, 2, 4, 101, &[]));
+        }
+        other => panic!("expected a miss, got {other:?}"),
+    }
+    // An error answer is never a line table or anything else read as data.
+    assert_eq!(c.peek(2, 12, &ty(0x30)), None);
+    // A redefinition may add the attribute or the table: both dropped.
+    c.redefine(Some(&[&1u32.to_be_bytes()[..], &ty(0x30), &0u32.to_be_bytes()].concat()));
+    assert!(matches!(c.lookup(2, 12, &ty(0x30)), Lookup::Miss(_)));
+    assert!(matches!(c.lookup(6, 5, &method(0x30, 0x60)), Lookup::Miss(_)));
+}
+
+#[test]
 fn the_docs_show_this_table() {
     let doc = include_str!("../../../docs/near-cache.md");
     let table = super::commands::markdown();
@@ -92,12 +125,12 @@ fn a_second_asking_gets_the_vms_bytes_with_its_own_id() {
 }
 
 #[test]
-fn error_replies_are_never_kept() {
+fn error_replies_are_not_kept_but_what_a_class_file_lacks() {
     let mut c = ready(1 << 20);
     let Lookup::Miss(key) = c.lookup(2, 7, &ty(5)) else { panic!() };
     c.sent(3, 1, key);
-    // ABSENT_INFORMATION: a class with no SourceFile attribute.
-    assert!(!c.replied(3, 1, 2, 7, 101, &[]));
+    // INVALID_CLASS: the class may be another one's id next time (and it is no class file's fact).
+    assert!(!c.replied(3, 1, 2, 7, 21, &[]));
     assert!(hit(&mut c, 2, 7, &ty(5)).is_none());
     assert!(c.is_empty());
 }
