@@ -90,6 +90,25 @@ pub fn grouped(n: u64) -> String {
 mod tests {
     use super::*;
 
+    /// docs/captures.md names every JSON key `stats --json` gives of a far link.
+    #[test]
+    fn the_docs_name_the_keys() {
+        let doc = include_str!("../../docs/captures.md");
+        let r = LinkReport::new("h", LinkSqueeze::default());
+        let json = serde_json::to_value(&r).expect("json");
+        let mut keys: Vec<String> = json.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+        keys.extend(json["sent"].as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default());
+        assert_eq!(keys.len(), 7, "{json}");
+        for k in keys.iter().map(String::as_str).chain(["links"]) {
+            assert!(doc.contains(&format!("`{k}`")) || doc.contains(&format!("{{{k},")) || doc.contains(&format!(" {k},")) || doc.contains(&format!(" {k}}}")), "docs/captures.md does not name `{k}`");
+        }
+        // Its example is as `stats` prints it.
+        let sent = SqueezeCount { frames: 7, ..SqueezeCount::default() };
+        let received = SqueezeCount { frames: 40, squeezed: 34, raw: 2_082_870, wire: 261_346 };
+        let example = LinkReport::new("build-box", LinkSqueeze { sent, received }).text();
+        assert!(doc.contains(&example), "docs/captures.md must show, as it is:\n{example}");
+    }
+
     #[test]
     fn digits_in_threes() {
         assert_eq!(grouped(0), "0");
