@@ -98,7 +98,7 @@ impl CaptureFigures {
     /// The figures, one block per VM in name order.
     pub fn report(&self) -> StatsReport {
         let vms = self.vms.iter().map(|(name, v)| v.table.report(name, v.first, v.last)).collect();
-        StatsReport { vms }
+        StatsReport { vms, links: Vec::new() }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The daemon's side of `jdwpmux stats [VM]`: each session's traffic figures since it
-//! started, asked of the session itself (it owns them; nothing is shared or locked). The
+//! started, asked of the session itself (it owns them; nothing is shared or locked), and
+//! each far link's Data frames, as the link last published them (`NearLink::squeezed`). The
 //! web monitor's traffic panel reads them through [`vm_report`] too, so both show the same
 //! figures.
 
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use super::protocol::{ErrorKind, Response};
 use crate::registry::{Registry, VmEntry};
-use crate::stats::{StatsReport, VmReport};
+use crate::stats::{LinkReport, StatsReport, VmReport};
 
 /// Longest wait for one session's figures (it answers between two packets).
 pub const STATS_TIMEOUT: Duration = Duration::from_secs(5);
@@ -25,7 +26,8 @@ pub async fn vm_report(vm: &VmEntry) -> Option<VmReport> {
     Some(report)
 }
 
-/// The figures of the VM `selector` names, or of every VM.
+/// The figures of the VM `selector` names (and of its host's far link), or of every VM
+/// (and every far link).
 pub(super) async fn stats(registry: &Registry, selector: Option<&str>) -> Response {
     let ids = match selector {
         Some(s) => match registry.resolve(s) {
@@ -35,6 +37,7 @@ pub(super) async fn stats(registry: &Registry, selector: Option<&str>) -> Respon
         None => registry.list().into_iter().map(|v| v.id).collect(),
     };
     let mut vms = Vec::new();
+    let mut hosts: Vec<String> = Vec::new();
     for id in ids {
         let Some(vm) = registry.get(id) else { continue };
         let Some(report) = vm_report(&vm).await else {
@@ -43,7 +46,9 @@ pub(super) async fn stats(registry: &Registry, selector: Option<&str>) -> Respon
             }
             continue;
         };
+        hosts.extend(vm.host.clone());
         vms.push(report);
     }
-    Response::Stats { report: StatsReport { vms } }
+    let links = registry.hosts.links().into_iter().filter(|(h, _)| selector.is_none() || hosts.contains(h)).map(|(h, s)| LinkReport::new(&h, s)).collect();
+    Response::Stats { report: StatsReport { vms, links } }
 }

@@ -89,8 +89,9 @@ pub fn unsqueeze(payload: &[u8], max: usize) -> Result<Vec<u8>, SqueezeError> {
     crate::ddm::zlib::inflate(stream, declared, max).map_err(|e| SqueezeError::Inflate(e.to_string()))
 }
 
-/// What one connection's sender compressed: shown in the far side's log when the
-/// connection ends, and by the benchmark.
+/// What a sender compressed, or a receiver inflated: shown in the far side's log when the
+/// connection ends, by the benchmark, and (a near link's, over all its connections) by
+/// `jdwpmux stats`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SqueezeCount {
     /// Data frames written, and of them those sent compressed.
@@ -102,6 +103,8 @@ pub struct SqueezeCount {
 }
 
 impl SqueezeCount {
+    /// One Data frame of `raw` bytes, and the payload's length on the link when it went
+    /// compressed (None: it went as it was).
     pub fn data(&mut self, raw: usize, squeezed: Option<usize>) {
         self.frames += 1;
         if let Some(wire) = squeezed {
@@ -109,6 +112,32 @@ impl SqueezeCount {
             self.raw += raw as u64;
             self.wire += wire as u64;
         }
+    }
+
+    /// Both counts together (saturating: counts, never a wrap).
+    pub fn plus(self, o: SqueezeCount) -> SqueezeCount {
+        SqueezeCount {
+            frames: self.frames.saturating_add(o.frames),
+            squeezed: self.squeezed.saturating_add(o.squeezed),
+            raw: self.raw.saturating_add(o.raw),
+            wire: self.wire.saturating_add(o.wire),
+        }
+    }
+}
+
+/// A near link's Data frames each way, over every connection it made (`jdwpmux stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkSqueeze {
+    /// Data frames written to the far side, and of them those sent compressed.
+    pub sent: SqueezeCount,
+    /// Data frames read from the far side, and of them those that came compressed (`raw`:
+    /// their bytes after inflating, `wire`: their payloads as they came).
+    pub received: SqueezeCount,
+}
+
+impl LinkSqueeze {
+    pub fn plus(self, o: LinkSqueeze) -> LinkSqueeze {
+        LinkSqueeze { sent: self.sent.plus(o.sent), received: self.received.plus(o.received) }
     }
 }
 
@@ -201,6 +230,11 @@ mod tests {
         c.data(60_000, Some(3_000));
         assert_eq!(c, SqueezeCount { frames: 2, squeezed: 1, raw: 60_000, wire: 3_000 });
         assert_eq!(c.to_string(), "1 of 2 data frames compressed, 60000 bytes sent as 3000");
+        let sum = LinkSqueeze { sent: c, received: SqueezeCount::default() }.plus(LinkSqueeze { sent: c, received: c });
+        assert_eq!(sum.sent, SqueezeCount { frames: 4, squeezed: 2, raw: 120_000, wire: 6_000 });
+        assert_eq!(sum.received, c);
+        let full = SqueezeCount { frames: u64::MAX, ..c };
+        assert_eq!(full.plus(c).frames, u64::MAX, "saturates");
     }
 
     proptest! {

@@ -125,6 +125,8 @@ pub struct NearLink {
     pub(super) cmds: mpsc::Sender<Cmd>,
     pub(super) vms: watch::Receiver<Vec<VmInfo>>,
     pub(super) state: watch::Receiver<LinkState>,
+    /// The Data frames the link carried each way, over all its connections.
+    pub(super) squeezed: watch::Receiver<crate::farlink::squeeze::LinkSqueeze>,
 }
 
 impl NearLink {
@@ -135,6 +137,12 @@ impl NearLink {
 
     pub fn state(&self) -> watch::Receiver<LinkState> {
         self.state.clone()
+    }
+
+    /// The Data frames the link sent and received so far, and of them those compressed
+    /// (what `jdwpmux stats` shows of the host); the last figures stay after the link ends.
+    pub fn squeezed(&self) -> watch::Receiver<crate::farlink::squeeze::LinkSqueeze> {
+        self.squeezed.clone()
     }
 
     /// A connection to the far side's VM `vm` (a key from its list): the ends of a channel

@@ -36,7 +36,7 @@ use crate::far::handshake::{PROTOCOL, PROTOCOL_MIN};
 use crate::farlink::frame::{Body, ByeReason, CloseReason, Hello, OpenStatus, Role, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
 use crate::farlink::resume::{Outbound, Resume};
 use crate::farlink::frame::{Header, Kind};
-use crate::farlink::squeeze::SqueezeCount;
+use crate::farlink::squeeze::{LinkSqueeze, SqueezeCount};
 use crate::farlink::{FarCodec, Frame};
 
 /// How long a connection to the far side must last before a cut is tried again from the
@@ -158,6 +158,7 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
     let (cmds_tx, cmds) = mpsc::channel(COMMANDS_QUEUE);
     let (vms_tx, vms) = watch::channel(Vec::new());
     let (state_tx, state) = watch::channel(LinkState::Connecting);
+    let (squeezed_tx, squeezed) = watch::channel(LinkSqueeze::default());
     let (from_streams_tx, from_streams) = mpsc::channel(FROM_STREAMS_QUEUE);
     let span = tracing::info_span!("nearlink", far = %dial);
     let task = Task {
@@ -185,15 +186,19 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
         cmds,
         vms_tx,
         state_tx,
+        squeezed_before: LinkSqueeze::default(),
+        squeezed_said: LinkSqueeze::default(),
+        squeezed_tx,
     };
     tokio::spawn(task.run().instrument(span));
-    NearLink { cmds: cmds_tx, vms, state }
+    NearLink { cmds: cmds_tx, vms, state, squeezed }
 }
 
 struct ReadSide {
     half: Box<dyn AsyncRead + Send + Unpin>,
     buf: BytesMut,
-    /// Data frames that came compressed on this connection (`farlink::squeeze`).
+    /// Data frames read on this connection, and of them those that came compressed
+    /// (`farlink::squeeze`).
     squeezed: SqueezeCount,
 }
 
@@ -202,6 +207,7 @@ struct WriteSide {
     out: BytesMut,
     /// The far side agreed on protocol 5: big Data frames go out compressed when that pays.
     squeeze: bool,
+    /// Data frames written on this connection, and of them those sent compressed.
     squeezed: SqueezeCount,
 }
 
@@ -260,11 +266,19 @@ struct Task {
     cmds: mpsc::Receiver<Cmd>,
     vms_tx: watch::Sender<Vec<VmInfo>>,
     state_tx: watch::Sender<LinkState>,
+    /// The Data frames of the connections that ended, each way (the one up counts in its
+    /// `ReadSide` and `WriteSide`).
+    squeezed_before: LinkSqueeze,
+    /// What `squeezed_tx` holds: the sum is published only when it changed.
+    squeezed_said: LinkSqueeze,
+    /// Every connection's Data frames so far, for `jdwpmux stats` (`NearLink::squeezed`).
+    squeezed_tx: watch::Sender<LinkSqueeze>,
 }
 
 impl Task {
     async fn run(mut self) {
         loop {
+            self.publish_squeezed();
             if self.rd.is_none() && self.retry_at.is_some_and(|t| t <= Instant::now()) {
                 if let Some(text) = self.connect().await {
                     return self.refused(text);
@@ -512,7 +526,8 @@ impl Task {
     /// The connection is gone: every channel stays, an attempt follows after the backoff.
     fn lose(&mut self, why: &str) {
         let Some(rd) = self.rd.take() else { return };
-        say_squeezed(&rd, self.wr.take().as_ref());
+        let wr = self.wr.take();
+        self.retire(&rd, wr.as_ref());
         if self.up_since.take().is_some_and(|t| t.elapsed() >= STABLE_AFTER) {
             self.backoff.reset();
         }
@@ -571,7 +586,11 @@ impl Task {
         self.emit(&bye);
         let rd = self.rd.take();
         if let Some(r) = &rd {
-            say_squeezed(r, self.wr.as_ref());
+            let wr = self.wr.take();
+            self.retire(r, wr.as_ref());
+            // Published now, with no connection up: the goodbye's own write is no Data.
+            self.publish_squeezed();
+            self.wr = wr;
         }
         if let Some(mut w) = self.wr.take() {
             let _ = tokio::time::timeout(BYE_TIMEOUT, async {
@@ -599,7 +618,17 @@ impl Task {
 
     fn emit(&mut self, frame: &Frame) {
         if let Some(w) = &mut self.wr {
-            let wrote = if w.squeeze { FarCodec::encode_squeezed(frame, &mut w.out, &mut w.squeezed) } else { FarCodec.encode(frame, &mut w.out) };
+            let wrote = if w.squeeze {
+                FarCodec::encode_squeezed(frame, &mut w.out, &mut w.squeezed)
+            } else {
+                // Counted as `encode_squeezed` counts: a far side of protocol 4 gets every
+                // Data frame plain, and `stats` says how many.
+                let wrote = FarCodec.encode(frame, &mut w.out);
+                if let (Ok(()), Body::Data(bytes)) = (&wrote, &frame.body) {
+                    w.squeezed.data(bytes.len(), None);
+                }
+                wrote
+            };
             if let Err(e) = wrote {
                 warn!("a frame could not be encoded: {e}");
             }
@@ -653,8 +682,8 @@ impl Task {
             };
             match FarCodec.decode(&mut rd.buf) {
                 Ok(Some(frame)) => {
-                    if let (Some(wire), Body::Data(bytes)) = (squeezed, &frame.body) {
-                        rd.squeezed.data(bytes.len(), Some(wire));
+                    if let Body::Data(bytes) = &frame.body {
+                        rd.squeezed.data(bytes.len(), squeezed);
                     }
                     self.heard = Instant::now();
                     self.on_frame(frame);
@@ -680,7 +709,10 @@ impl Task {
             Inbound::Nothing => {}
             Inbound::Lose(why) => self.lose(&why.to_string()),
             Inbound::TakenOver(text) => {
-                self.rd = None;
+                if let Some(rd) = self.rd.take() {
+                    let wr = self.wr.take();
+                    self.retire(&rd, wr.as_ref());
+                }
                 self.wr = None;
                 self.up_since = None;
                 self.taken_over(text);
@@ -753,6 +785,29 @@ impl Task {
     }
 }
 
+impl Task {
+    /// The connection of `rd` and `wr` ends: its Data frames count with those before, and
+    /// the log says what it carried compressed.
+    fn retire(&mut self, rd: &ReadSide, wr: Option<&WriteSide>) {
+        self.squeezed_before = self.squeezed_before.plus(this_connection(Some(rd), wr));
+        say_squeezed(rd, wr);
+    }
+
+    /// Every connection's Data frames so far, to `NearLink::squeezed`, when they changed.
+    fn publish_squeezed(&mut self) {
+        let now = self.squeezed_before.plus(this_connection(self.rd.as_ref(), self.wr.as_ref()));
+        if now != self.squeezed_said {
+            self.squeezed_said = now;
+            self.squeezed_tx.send_replace(now);
+        }
+    }
+}
+
+/// The Data frames of the connection up, each way (none when there is none).
+fn this_connection(rd: Option<&ReadSide>, wr: Option<&WriteSide>) -> LinkSqueeze {
+    LinkSqueeze { sent: wr.map(|w| w.squeezed).unwrap_or_default(), received: rd.map(|r| r.squeezed).unwrap_or_default() }
+}
+
 /// What the connection that ends carried compressed, each way (a line when it did).
 fn say_squeezed(rd: &ReadSide, wr: Option<&WriteSide>) {
     let (inn, out) = (rd.squeezed, wr.map(|w| w.squeezed).unwrap_or_default());
@@ -786,3 +841,7 @@ async fn has_room(stalled: Option<&Stalled>) -> bool {
     }
 }
 
+
+#[cfg(test)]
+#[path = "link_tests.rs"]
+mod tests;

@@ -4,9 +4,12 @@
 
 use std::sync::Mutex;
 
+use tokio::sync::watch;
+
 use serde::{Deserialize, Serialize};
 
 use super::host::LinkState;
+use crate::farlink::squeeze::LinkSqueeze;
 
 /// What `list` shows of an up host whose scan found nothing to debug.
 pub const NO_JVM: &str = "no JVM with a JDWP agent";
@@ -85,10 +88,14 @@ impl HostRow {
     }
 }
 
-/// Every `--ssh` host's row, in the order they were given.
+/// Every `--ssh` host's row, in the order they were given, and the Data frames of each far
+/// link (a host served through jdwpmux on it).
 #[derive(Debug, Default)]
 pub struct HostTable {
     rows: Mutex<Vec<HostRow>>,
+    /// By host, in the order the links were made: what each link publishes
+    /// (`NearLink::squeezed`); the last figures stay after a link ends.
+    links: Mutex<Vec<(String, watch::Receiver<LinkSqueeze>)>>,
 }
 
 impl HostTable {
@@ -112,6 +119,20 @@ impl HostTable {
     pub fn rows(&self) -> Vec<HostRow> {
         self.rows.lock().map(|r| r.clone()).unwrap_or_default()
     }
+
+    /// The far link of `host` is the one `counts` comes from (in place of one before).
+    pub fn put_link(&self, host: &str, counts: watch::Receiver<LinkSqueeze>) {
+        let Ok(mut links) = self.links.lock() else { return };
+        match links.iter_mut().find(|(h, _)| h == host) {
+            Some(l) => l.1 = counts,
+            None => links.push((host.to_string(), counts)),
+        }
+    }
+
+    /// Each far link's Data frames so far, by host.
+    pub fn links(&self) -> Vec<(String, LinkSqueeze)> {
+        self.links.lock().map(|l| l.iter().map(|(h, rx)| (h.clone(), *rx.borrow())).collect()).unwrap_or_default()
+    }
 }
 
 #[cfg(test)]
@@ -133,6 +154,22 @@ mod tests {
         let refused = down.with_link(&LinkState::Down { reason: "connect once with `ssh far`".into(), refused: true });
         assert_eq!(refused.state, HostState::Refused);
         assert_eq!(refused.with_link(&LinkState::Connecting).reason, None);
+    }
+
+    #[test]
+    fn a_hosts_link_figures_are_its_last_links() {
+        let t = HostTable::default();
+        assert!(t.links().is_empty());
+        let (tx, rx) = watch::channel(LinkSqueeze::default());
+        t.put_link("far", rx);
+        let mut c = LinkSqueeze::default();
+        c.received.data(40_000, Some(2_000));
+        tx.send_replace(c);
+        drop(tx);
+        assert_eq!(t.links(), [("far".to_string(), c)], "kept after the link ended");
+        let (_tx, rx) = watch::channel(LinkSqueeze::default());
+        t.put_link("far", rx);
+        assert_eq!(t.links(), [("far".to_string(), LinkSqueeze::default())], "a new link in place of the old");
     }
 
     #[test]

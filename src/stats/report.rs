@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatsReport {
     pub vms: Vec<VmReport>,
+    /// Each far link's Data frames (hosts served through jdwpmux on them); none in a
+    /// capture's figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<super::LinkReport>,
 }
 
 /// One VM's figures.
@@ -243,7 +247,7 @@ fn vm_text(out: &mut String, vm: &VmReport) {
 }
 
 impl StatsReport {
-    /// The text tables, one block per VM.
+    /// The text tables, one block per VM, then a line each way per far link.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         if self.vms.is_empty() {
@@ -254,6 +258,12 @@ impl StatsReport {
                 out.push('\n');
             }
             vm_text(&mut out, vm);
+        }
+        if !self.links.is_empty() {
+            out.push('\n');
+        }
+        for l in &self.links {
+            out.push_str(&l.text());
         }
         out
     }
@@ -278,6 +288,22 @@ mod tests {
     }
 
     #[test]
+    fn far_links_follow_the_vms() {
+        let mut s = crate::farlink::squeeze::LinkSqueeze::default();
+        s.received.data(60_000, Some(3_000));
+        let r = StatsReport { vms: Vec::new(), links: vec![super::super::LinkReport::new("build-box", s)] };
+        assert_eq!(
+            r.to_text(),
+            "no VMs\n\nfar link to build-box: no data frames yet\nfar link from build-box: 1 of 1 data frames compressed, 60,000 bytes came as 3,000 (20.0x)\n"
+        );
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["links"][0]["received"]["wire_bytes"], 3_000);
+        let none = serde_json::to_value(StatsReport::default()).expect("json");
+        assert!(none.get("links").is_none(), "no key without far links: {none}");
+        assert_eq!(serde_json::from_str::<StatsReport>(r#"{"vms": []}"#).ok(), Some(StatsReport::default()), "a report from before far links reads");
+    }
+
+    #[test]
     fn text_tables_line_up() {
         let mut t = super::super::TrafficStats::new();
         let who = super::super::Who::Debugger(3);
@@ -287,7 +313,7 @@ mod tests {
         t.command(who, peer, 2, 7, 19);
         t.reply(who, 2, 7, 101, 11, std::time::Duration::from_micros(3_000));
         t.ddm_chunk(u32::from_be_bytes(*b"THST"), 40);
-        let r = StatsReport { vms: vec![t.report("127.0.0.1:8000", None, None)] };
+        let r = StatsReport { vms: vec![t.report("127.0.0.1:8000", None, None)], links: Vec::new() };
         let text = r.to_text();
         let want = "\
 VM 127.0.0.1:8000

@@ -84,7 +84,7 @@ async fn an_early_answer_the_vm_contradicts_is_counted_and_its_reply_not_relayed
     assert_eq!(r.error_code(), Some(ERR_NONE));
     let others: Vec<Packet> = dbg.take_other_packets();
     assert!(others.iter().all(|p| p.command_of().is_some()), "a second reply reached the debugger: {others:?}");
-    let text = jdwpmux::stats::StatsReport { vms: vec![proxy.handle(0).await.stats().await.expect("stats")] }.to_text();
+    let text = jdwpmux::stats::StatsReport { vms: vec![proxy.handle(0).await.stats().await.expect("stats")], links: Vec::new() }.to_text();
     assert!(text.contains("3 early") && text.contains("contradicted: 1"), "{text}");
     proxy.stop().await;
 }

@@ -172,7 +172,7 @@ async fn class_data_is_answered_near_across_debuggers_and_fresh_after_a_redefine
     println!("A sent {} cacheable commands to the VM; B: {} (of them near: {near:?})", asked_a.len(), asked_b.len());
     assert!(near.served as usize >= asked_a.len(), "{near:?} for {} of A's", asked_a.len());
     assert!(near.hit_rate > 0.0 && near.hit_rate < 1.0, "{near:?}");
-    let text = jdwpmux::stats::StatsReport { vms: vec![stats] }.to_text();
+    let text = jdwpmux::stats::StatsReport { vms: vec![stats], links: Vec::new() }.to_text();
     assert!(text.contains(&format!("answered near: {} of", near.served)), "{text}");
 
     // B redefines Shape; C, a new JDI connection, gets the VM's new line table, variables

@@ -6,7 +6,8 @@
 //! host (a socket made inside its network namespace) and through the far side: the classes
 //! are the same (the agent numbers them per connection, so without their ids) and the string
 //! is byte for byte the same; the link carried less than a third of the answers' bytes; the
-//! far side's log says how many frames it compressed, and the near side's the same.
+//! far side's log says how many frames it compressed, and the near side's the same; `jdwpmux
+//! stats` shows the near side's figures while the link runs.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -172,6 +173,23 @@ async fn remote_far_thin_big_answers_go_compressed_and_are_the_vms_own() {
     assert!(through.string == direct.string, "the string differs");
     let answers = (direct.classes_len + direct.string.len()) as u64;
     assert!(carried * 3 < answers, "the link carried {carried} bytes for {answers} bytes of answers");
+
+    // `stats` shows the far link's figures while it runs: what came compressed, and the
+    // text a person reads.
+    let (code, out, err) = served.run(&["stats", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let far_link = report["links"].as_array().and_then(|l| l.iter().find(|l| l["host"] == alias)).unwrap_or_else(|| panic!("no far link to {alias} in stats: {out}"));
+    let came = |k: &str| far_link["received"][k].as_u64().unwrap_or(0);
+    assert!(
+        came("compressed") >= 16 && came("frames") >= came("compressed") && came("raw_bytes") >= answers * 9 / 10 && came("wire_bytes") * 3 < came("raw_bytes"),
+        "the far link's figures in stats: {far_link}"
+    );
+    let (code, text, err) = served.run(&["stats"]);
+    assert_eq!(code, 0, "{err}");
+    eprintln!("jdwpmux stats:\n{text}");
+    let line = text.lines().find(|l| l.starts_with(&format!("far link from {alias}: "))).unwrap_or_else(|| panic!("no far link line: {text}"));
+    assert!(line.contains(" data frames compressed, ") && line.ends_with("x)"), "{line}");
 
     // Each side says what it compressed when the connection ends: serve stops, says goodbye.
     let mut served = served;

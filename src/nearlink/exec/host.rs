@@ -67,6 +67,7 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
     let (ready_tx, mut ready_rx) = watch::channel(None);
     let dial = Arc::new(ExecDial { name: spec.name.clone(), argv: spec.with(&[&path, "far", "--attach"]), tail: tail.clone(), ready: ready_tx });
     let nl = link::start(Dial::Exec(dial), link::Config { host: spec.name.clone(), hold_secs: far.hold_secs, gather: far.gather, ..link::Config::default() });
+    rows.put_link(&cfg.label, nl.squeezed());
     tokio::spawn(follow_release(nl.state(), report.clone(), cfg.label.clone()));
     let mut sockets = Sockets::new(nl.clone());
     let mut names = Names::default();
