@@ -113,7 +113,8 @@ pub const EARLY: &[Row] = &[
               their classes are never unloaded) that is not hidden (a hidden class may be \
               unloaded on its own; its signature has a '.' before its address suffix, so one with \
               a '.' is left out), or an array of one or of a primitive type (defined by the boot \
-              loader), learnt from ClassesBySignature, AllClasses and ClassPrepare, forgotten on a \
+              loader), learnt from ClassesBySignature, ClassPrepare and AllClasses (of one too large to \
+              read whole, the classes in its first MiB), forgotten on a \
               DisposeObjects naming the id (all on one that does not parse). JDI sets ClassPrepare \
               and ClassUnload at attach; jdb adds ThreadStart, ThreadDeath and ClassPrepare for \
               its deferred breakpoints, and an uncaught-exception request naming \

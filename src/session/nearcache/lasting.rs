@@ -19,17 +19,21 @@
 //! either.
 //!
 //! Learnt from ClassesBySignature answers, ClassPrepare events and AllClasses and
-//! AllClassesWithGeneric answers; forgotten when a DisposeObjects names the id (all of them
+//! AllClassesWithGeneric answers (of one too large to read whole, the classes wholly in the
+//! prefix the session reads, `COLLECT_PREFIX`); forgotten when a DisposeObjects names the id (all of them
 //! when its body does not parse), on a ClassUnload of a lasting signature (which should
 //! never come) and on a new VM connection.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::jdwp::reader::Reader;
 
 /// Ids held at most; past this, more are not added (a request naming one is only not
 /// answered early).
 pub const MAX_LASTING: usize = 65_536;
+
+/// Class lists (AllClasses) awaiting their reply at most; past this, more are not read.
+pub const MAX_LISTS: usize = 4096;
 
 /// JNI primitive type letters: the element of a primitive array.
 const PRIMITIVES: &[u8] = b"ZBCSIJFD";
@@ -46,10 +50,15 @@ pub fn lasting_signature(sig: &[u8]) -> bool {
     }
 }
 
-/// The lasting class ids of one VM connection.
+/// The lasting class ids of one VM connection, and the class lists asked that may teach more.
 #[derive(Debug, Default)]
 pub struct Lasting {
     ids: HashSet<u64>,
+    /// AllClasses commands forwarded: proxy id -> (debugger, with generic signatures,
+    /// DisposeObjects seen when it went).
+    lists: HashMap<u32, (u64, bool, u64)>,
+    /// DisposeObjects commands seen: an answer asked before one may name an id it freed.
+    disposals: u64,
 }
 
 impl Lasting {
@@ -85,8 +94,46 @@ impl Lasting {
         }
     }
 
+    /// An AllClasses (`generic`: AllClassesWithGeneric) went out under `proxy_id` for `conn`.
+    pub fn asked(&mut self, proxy_id: u32, conn: u64, generic: bool) {
+        if self.lists.len() < MAX_LISTS {
+            self.lists.insert(proxy_id, (conn, generic, self.disposals));
+        }
+    }
+
+    /// The debugger a class list under `proxy_id` was asked for, while its reply is awaited.
+    pub fn asker(&self, proxy_id: u32) -> Option<u64> {
+        self.lists.get(&proxy_id).map(|(conn, _, _)| *conn)
+    }
+
+    /// Its reply will not be read.
+    pub fn forget(&mut self, proxy_id: u32) {
+        self.lists.remove(&proxy_id);
+    }
+
+    /// Debugger `conn` left.
+    pub fn forget_conn(&mut self, conn: u64) {
+        self.lists.retain(|_, (c, _, _)| *c != conn);
+    }
+
+    /// The reply (or the prefix read of it) to the class list under `proxy_id`, for debugger
+    /// `conn`: its lasting classes are learnt, unless a DisposeObjects came since it was
+    /// asked (it may have freed one it names). `ref_size`: the VM's referenceTypeID size.
+    pub fn answered(&mut self, proxy_id: u32, conn: u64, error: u16, answer: &[u8], ref_size: Option<usize>) {
+        let Some((asker, generic, disposals)) = self.lists.remove(&proxy_id) else { return };
+        if let Some(size) = ref_size.filter(|_| asker == conn && error == 0 && disposals == self.disposals) {
+            self.all_classes(answer, size, generic);
+        }
+    }
+
+    /// DisposeObjects commands seen so far.
+    pub fn disposals(&self) -> u64 {
+        self.disposals
+    }
+
     /// A DisposeObjects named these ids (None: its body did not parse, so any may be freed).
     pub fn disposed(&mut self, ids: Option<&[u64]>) {
+        self.disposals += 1;
         match ids {
             Some(ids) => ids.iter().for_each(|t| {
                 self.ids.remove(t);

@@ -116,13 +116,8 @@ pub struct NearCache {
     /// ClassesBySignature commands forwarded: proxy id -> (debugger, the signature asked,
     /// DisposeObjects seen when it went).
     signature_queries: HashMap<u32, (u64, Bytes, u64)>,
-    /// AllClasses commands forwarded: proxy id -> (debugger, with generic signatures,
-    /// DisposeObjects seen when it went).
-    class_lists: HashMap<u32, (u64, bool, u64)>,
-    /// Ids the VM gave for classes never unloaded.
+    /// Ids the VM gave for classes never unloaded, and the class lists asked.
     lasting: Lasting,
-    /// DisposeObjects commands seen: an answer asked before one may name an id it freed.
-    disposals: u64,
     /// Bumped by every drop: an answer read before it is not kept.
     epoch: u64,
     sizes: Option<IdSizes>,
@@ -151,9 +146,7 @@ impl NearCache {
             pending: HashMap::new(),
             seen: HashMap::new(),
             signature_queries: HashMap::new(),
-            class_lists: HashMap::new(),
             lasting: Lasting::default(),
-            disposals: 0,
             epoch: 0,
             sizes: None,
             unloads_seen: false,
@@ -273,11 +266,7 @@ impl NearCache {
             return self.signature_query(proxy_id, conn, &key.data);
         }
         if commands::watched(key.set, key.cmd) {
-            let generic = (key.set, key.cmd) == commands::ALL_CLASSES_WITH_GENERIC;
-            if self.class_lists.len() < MAX_PENDING {
-                self.class_lists.insert(proxy_id, (conn, generic, self.disposals));
-            }
-            return;
+            return self.lasting.asked(proxy_id, conn, (key.set, key.cmd) == commands::ALL_CLASSES_WITH_GENERIC);
         }
         if self.pending.len() < MAX_PENDING {
             self.pending.insert(proxy_id, Pending { conn, key, epoch: self.epoch });
@@ -292,7 +281,7 @@ impl NearCache {
             return false;
         }
         if commands::watched(set, cmd) {
-            self.class_list_answer(proxy_id, conn, error, answer);
+            self.lasting.answered(proxy_id, conn, error, answer, self.sizes.map(|s| s.reference_type));
             return false;
         }
         let Some(p) = self.pending.remove(&proxy_id) else { return false };
@@ -352,14 +341,35 @@ impl NearCache {
     pub fn forget(&mut self, proxy_id: u32) {
         self.pending.remove(&proxy_id);
         self.signature_queries.remove(&proxy_id);
-        self.class_lists.remove(&proxy_id);
+        self.lasting.forget(proxy_id);
+    }
+
+    /// A reply too large to read whole (streamed) came under `proxy_id`: not kept. Returns
+    /// the debugger that asked, when it is a class list whose lasting classes may still be
+    /// read from its prefix ([`NearCache::streamed_class_list`]; else [`NearCache::forget`]).
+    pub fn streamed(&mut self, proxy_id: u32) -> Option<u64> {
+        self.pending.remove(&proxy_id);
+        self.signature_queries.remove(&proxy_id);
+        self.lasting.asker(proxy_id)
+    }
+
+    /// Whether `proxy_id` is a class list (AllClasses) still awaiting its reply.
+    pub fn lists_classes(&self, proxy_id: u32) -> bool {
+        self.lasting.asker(proxy_id).is_some()
+    }
+
+    /// The prefix read of a streamed class list's reply: the classes wholly in it are learnt.
+    pub fn streamed_class_list(&mut self, proxy_id: u32, error: u16, prefix: &[u8]) {
+        if let Some(conn) = self.lasting.asker(proxy_id) {
+            self.lasting.answered(proxy_id, conn, error, prefix, self.sizes.map(|s| s.reference_type));
+        }
     }
 
     /// Debugger `conn` left: its commands' replies will not come back through it.
     pub fn forget_conn(&mut self, conn: u64) {
         self.pending.retain(|_, p| p.conn != conn);
         self.signature_queries.retain(|_, (c, _, _)| *c != conn);
-        self.class_lists.retain(|_, (c, _, _)| *c != conn);
+        self.lasting.forget_conn(conn);
     }
 
     /// Type `t` has signature `sig` (a ClassPrepare event, a ClassesBySignature answer):
@@ -388,7 +398,7 @@ impl NearCache {
     fn signature_query(&mut self, proxy_id: u32, conn: u64, data: &[u8]) {
         let Some(sig) = jdwp_string(&mut Reader::new(data)) else { return };
         if self.signature_queries.len() < MAX_PENDING && sig.len() <= MAX_SIGNATURE_LEN {
-            self.signature_queries.insert(proxy_id, (conn, Bytes::copy_from_slice(sig), self.disposals));
+            self.signature_queries.insert(proxy_id, (conn, Bytes::copy_from_slice(sig), self.lasting.disposals()));
         }
     }
 
@@ -400,22 +410,13 @@ impl NearCache {
         let Ok(n) = r.u32("classes") else { return };
         for _ in 0..n.min(MAX_SEEN_SIGNATURES as u32) {
             let (Ok(_tag), Ok(t), Ok(_status)) = (r.u8("refTypeTag"), r.id(size, "typeID"), r.u32("status")) else { return };
-            if disposals == self.disposals {
+            if disposals == self.lasting.disposals() {
                 self.lasting.saw(t, &sig);
             }
             self.note_signature(t, &sig);
         }
     }
 
-    /// The reply to an AllClasses or AllClassesWithGeneric: its lasting classes are learnt,
-    /// unless a DisposeObjects came since it was asked (it may have freed one it names).
-    fn class_list_answer(&mut self, proxy_id: u32, conn: u64, error: u16, answer: &[u8]) {
-        let Some((asker, generic, disposals)) = self.class_lists.remove(&proxy_id) else { return };
-        let Some(size) = self.sizes.map(|s| s.reference_type) else { return };
-        if asker == conn && error == 0 && disposals == self.disposals {
-            self.lasting.all_classes(answer, size, generic);
-        }
-    }
 
     /// A RedefineClasses command on its way to the VM. `data` is its body when read whole;
     /// None (a streamed command) drops every answer about types.
@@ -454,7 +455,6 @@ impl NearCache {
     pub fn disposed(&mut self, data: &[u8]) {
         let ids = self.sizes.map(|s| commands::disposed_ids(data, s.object));
         self.lasting.disposed(ids.as_ref().and_then(|i| i.as_deref()));
-        self.disposals += 1;
         match ids {
             Some(Some(ids)) => {
                 for t in ids {

@@ -457,6 +457,18 @@ fn a_class_list_is_not_watched_before_unloads_are_and_a_streamed_one_teaches_not
 }
 
 #[test]
+fn a_streamed_class_list_teaches_the_classes_wholly_in_its_prefix() {
+    let mut c = ready(1 << 20);
+    let Lookup::Watch(key) = c.lookup(1, 20, &[]) else { panic!() };
+    c.sent(44, 1, key);
+    assert_eq!(c.streamed(44), Some(1), "its prefix may still be read");
+    let a = all_classes(&[(5, "Ljava/lang/Throwable;"), (7, "[I")], true);
+    c.streamed_class_list(44, 0, &a[..a.len() - 1]);
+    assert!(c.lasting_class(5) && !c.lasting_class(7));
+    assert!(!c.lists_classes(44), "read once");
+}
+
+#[test]
 fn classes_by_signature_and_class_prepare_teach_lasting_classes() {
     let mut c = ready(1 << 20);
     let Lookup::Watch(key) = c.lookup(1, 2, &jstring("Ljava/lang/Throwable;")) else { panic!() };
