@@ -103,9 +103,22 @@ pub const EARLY: &[Row] = &[
               NONE, EVENT_THREAD and ALL, and the modifiers that name no id: Count (> 0), \
               ClassMatch and ClassExclude (refused for ThreadStart and ThreadDeath: \
               AGENT_ERROR_ILLEGAL_ARGUMENT), SourceNameMatch (ClassPrepare only) and an \
-              ExceptionOnly of any exception (class id 0, Exception only). JDI sets ClassPrepare \
+              ExceptionOnly (Exception only) of any exception (class id 0) or of a lasting class: \
+              libjdwp reads its class with inStream_readClassRef, which refuses only an id not in \
+              its reference table (INVALID_OBJECT) or not a class (INVALID_CLASS), and \
+              eventFilter_setExceptionOnlyFilter does not check for a Throwable; an id a VM reply \
+              on this connection gave as a reference type stays valid while the class is loaded \
+              and the id is not disposed. Lasting: a java.* class (defined only by the boot or \
+              platform loader, the JVM refuses java.* to any other: \"Prohibited package name\"; \
+              their classes are never unloaded) that is not hidden (a hidden class may be \
+              unloaded on its own; its signature has a '.' before its address suffix, so one with \
+              a '.' is left out), or an array of one or of a primitive type (defined by the boot \
+              loader), learnt from ClassesBySignature, ClassPrepare and AllClasses (of one too large to \
+              read whole, the classes in its first MiB), forgotten on a \
+              DisposeObjects naming the id (all on one that does not parse). JDI sets ClassPrepare \
               and ClassUnload at attach; jdb adds ThreadStart, ThreadDeath and ClassPrepare for \
-              its deferred breakpoints",
+              its deferred breakpoints, and an uncaught-exception request naming \
+              java.lang.Throwable",
     },
 ];
 
@@ -153,6 +166,31 @@ fn no_line_tables(_: u64, _: u64) -> Option<Vec<u8>> {
     None
 }
 
+/// No lasting class held: only an ExceptionOnly of any exception is certain.
+fn no_lasting_class(_: u64) -> bool {
+    false
+}
+
+/// What the near side holds that makes more requests certain. [`Early::answer_with`] and
+/// [`Early::written_with`] must be given the same, or a prediction in flight would differ
+/// from the one answered.
+pub struct Held<'a> {
+    /// The Method.LineTable reply data of a (class, method), if held: a breakpoint in code
+    /// it covers is certain (see [`super::early_breakpoint`]).
+    pub line_table: &'a LineTables<'a>,
+    /// Whether a reference type id is one the VM gave on this connection for a class that is
+    /// never unloaded, not disposed since: an ExceptionOnly naming it is certain (the near
+    /// cache's lasting classes).
+    pub lasting_class: &'a dyn Fn(u64) -> bool,
+}
+
+impl Held<'static> {
+    /// Nothing held.
+    pub fn none() -> Held<'static> {
+        Held { line_table: &no_line_tables, lasting_class: &no_lasting_class }
+    }
+}
+
 /// What one VM connection has told about early answers so far.
 #[derive(Debug, Default)]
 pub struct Early {
@@ -186,13 +224,12 @@ impl Early {
     /// The reply data a command would get from the VM, when it is certain: `None` sends it
     /// the usual way. `data`: the command's data.
     pub fn answer(&self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) -> Option<Vec<u8>> {
-        self.answer_with(set, cmd, data, sizes, &no_line_tables)
+        self.answer_with(set, cmd, data, sizes, &Held::none())
     }
 
-    /// As [`Early::answer`], with the line tables the near side holds (`line_table`: the
-    /// Method.LineTable reply data of a (class, method), if held): a breakpoint request in
-    /// code they cover is certain too (see [`super::early_breakpoint`]).
-    pub fn answer_with(&self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes, line_table: &LineTables<'_>) -> Option<Vec<u8>> {
+    /// As [`Early::answer`], with what the near side holds: a breakpoint request in code a
+    /// held line table covers is certain too, and an ExceptionOnly naming a lasting class.
+    pub fn answer_with(&self, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes, held: &Held<'_>) -> Option<Vec<u8>> {
         match (set, cmd) {
             (1, 9) => data.is_empty().then(Vec::new),
             (11, 3) => {
@@ -205,16 +242,18 @@ impl Early {
                 r.u32("requestID").ok()?;
                 (r.remaining() == 0 && CLEARABLE_KINDS.contains(&k)).then(Vec::new)
             }
-            (15, 1) => self.predict_set(data, sizes, line_table).map(|id| id.to_be_bytes().to_vec()),
+            (15, 1) => self.predict_set(data, sizes, held).map(|id| id.to_be_bytes().to_vec()),
             _ => None,
         }
     }
 
     /// The id an EventRequest.Set with this data gets, when certain: the counter is known
     /// and the request is one libjdwp cannot refuse.
-    fn predict_set(&self, data: &[u8], sizes: &IdSizes, line_table: &LineTables<'_>) -> Option<u32> {
+    fn predict_set(&self, data: &[u8], sizes: &IdSizes, held: &Held<'_>) -> Option<u32> {
         let next = self.counter?.checked_add(1)?;
-        let certain = self.is_step_on_stopped(data, sizes) || is_global_request(data, sizes) || super::early_breakpoint::certain(data, sizes, line_table);
+        let certain = self.is_step_on_stopped(data, sizes)
+            || is_global_request(data, sizes, held.lasting_class)
+            || super::early_breakpoint::certain(data, sizes, held.line_table);
         certain.then_some(next)
     }
 
@@ -258,16 +297,16 @@ impl Early {
     /// A command written to the VM (by anyone) under `id`. `data` empty when only its head
     /// is known.
     pub fn written(&mut self, id: u32, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) {
-        self.written_with(id, set, cmd, data, sizes, &no_line_tables)
+        self.written_with(id, set, cmd, data, sizes, &Held::none())
     }
 
-    /// As [`Early::written`], with the line tables [`Early::answer_with`] was given.
-    pub fn written_with(&mut self, id: u32, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes, line_table: &LineTables<'_>) {
+    /// As [`Early::written`], with what [`Early::answer_with`] was given.
+    pub fn written_with(&mut self, id: u32, set: u8, cmd: u8, data: &[u8], sizes: &IdSizes, held: &Held<'_>) {
         self.stopped.id_written(id);
         let thread = || Reader::new(data).id(sizes.object, "thread").ok().filter(|_| data.len() == sizes.object);
         match (set, cmd) {
             (15, 1) => {
-                let predicted = self.predict_set(data, sizes, line_table);
+                let predicted = self.predict_set(data, sizes, held);
                 self.counter = predicted;
                 if self.sets_in_flight.len() < MAX_SETS_IN_FLIGHT && self.sets_untracked == 0 {
                     self.sets_in_flight.push_back(predicted);
@@ -389,7 +428,8 @@ fn invoke_of(set: u8, cmd: u8, data: &[u8], sizes: &IdSizes) -> Option<(u64, boo
 }
 
 /// A Set of one of [`GLOBAL_KINDS`] whose every part libjdwp takes (see the last row).
-fn is_global_request(data: &[u8], sizes: &IdSizes) -> bool {
+/// `lasting_class`: whether a class id is one the VM gave for a class never unloaded.
+fn is_global_request(data: &[u8], sizes: &IdSizes, lasting_class: &dyn Fn(u64) -> bool) -> bool {
     let parse = || -> Result<bool, crate::jdwp::reader::ReadError> {
         let mut r = Reader::new(data);
         let k = r.u8("eventKind")?;
@@ -406,12 +446,14 @@ fn is_global_request(data: &[u8], sizes: &IdSizes) -> bool {
                     r.string("classPattern")?;
                     !threads
                 }
-                // ExceptionOnly: of any exception (a null class id), caught, uncaught.
+                // ExceptionOnly: of any exception (a null class id) or of a lasting class
+                // (libjdwp checks only that the id is a live class, not that it is a
+                // Throwable), caught, uncaught.
                 8 => {
                     let class = r.id(sizes.reference_type, "exceptionOrNull")?;
                     r.u8("caught")?;
                     r.u8("uncaught")?;
-                    k == kind::EXCEPTION && class == 0
+                    k == kind::EXCEPTION && (class == 0 || lasting_class(class))
                 }
                 // SourceNameMatch.
                 12 => {

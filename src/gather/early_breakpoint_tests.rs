@@ -1,4 +1,4 @@
-use super::early::Early;
+use super::early::{Early, Held};
 use super::early_breakpoint::*;
 use crate::jdwp::events::{kind, suspend, IdSizes};
 use proptest::prelude::*;
@@ -89,7 +89,8 @@ fn line_tables_are_read_strictly() {
 /// The early table answers a certain breakpoint with the next request id, and counts it.
 #[test]
 fn the_early_table_predicts_a_certain_breakpoint_and_its_successor() {
-    let held = holding(line_table(0, 40, &[(0, 20)]));
+    let tables = holding(line_table(0, 40, &[(0, 20)]));
+    let held = Held { line_table: &tables, lasting_class: &|_| false };
     let mut e = Early::default();
     e.written(0, 15, 1, &[], &S8);
     e.set_replied(0, &7u32.to_be_bytes());

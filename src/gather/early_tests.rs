@@ -127,6 +127,32 @@ fn attach_requests_are_predicted_one_after_another() {
     assert_eq!(e.answer(15, 1, &attach[0], &S8), Some(11u32.to_be_bytes().to_vec()), "the counter holds after the replies");
 }
 
+/// The class id the near side holds as lasting (java.lang.Throwable, say).
+const THROWABLE: u64 = 0x42;
+
+/// jdb's uncaught-exception request names java.lang.Throwable by id: certain when the near
+/// side holds that id as a lasting class, and counted as predicted in flight.
+#[test]
+fn an_exception_only_of_a_lasting_class_is_answered_with_the_next_id() {
+    let mut e = Early::default();
+    e.written(1, 15, 1, &[], &S8);
+    e.set_replied(0, &4u32.to_be_bytes());
+    let lasting = |t| t == THROWABLE;
+    let held = Held { line_table: &|_, _| None, lasting_class: &lasting };
+    let uncaught = global(kind::EXCEPTION, suspend::ALL, &[&exception_only(THROWABLE)]);
+    assert_eq!(e.answer(15, 1, &uncaught, &S8), None, "nothing held: the class may be gone");
+    assert_eq!(e.answer_with(15, 1, &uncaught, &S8, &held), Some(5u32.to_be_bytes().to_vec()));
+    e.written_with(2, 15, 1, &uncaught, &S8, &held);
+    let other = global(kind::EXCEPTION, suspend::ALL, &[&exception_only(0x43)]);
+    assert_eq!(e.answer_with(15, 1, &other, &S8, &held), None, "a class not held lasting");
+    let prepare = global(kind::CLASS_PREPARE, suspend::ALL, &[&exception_only(THROWABLE)]);
+    assert_eq!(e.answer_with(15, 1, &prepare, &S8, &held), None, "ExceptionOnly on ClassPrepare is refused");
+    let any = global(kind::EXCEPTION, suspend::NONE, &[&exception_only(0)]);
+    assert_eq!(e.answer_with(15, 1, &any, &S8, &held), Some(6u32.to_be_bytes().to_vec()), "the next one while it is in flight");
+    e.set_replied(0, &5u32.to_be_bytes());
+    assert_eq!(e.answer_with(15, 1, &uncaught, &S8, &held), Some(6u32.to_be_bytes().to_vec()));
+}
+
 #[test]
 fn requests_libjdwp_may_refuse_are_not_predicted() {
     let mut e = Early::default();

@@ -14,7 +14,7 @@ use tracing::{debug, warn};
 
 use super::actor::Session;
 use super::ids::{Entry, Note};
-use crate::gather::early::{Given, Verdict};
+use crate::gather::early::{Given, Held, Verdict};
 use crate::jdwp::names;
 use crate::jdwp::{Header, Packet};
 use crate::stats::near::Source;
@@ -34,7 +34,10 @@ impl Session {
         }
         let h = p.header();
         let near = &self.near;
-        self.early.answer_with(h.cmd_set(), h.cmd(), p.data(), &sizes, &|class, method| near.line_table(&sizes, class, method))
+        let line_table = |class, method| near.line_table(&sizes, class, method);
+        let lasting_class = |class| near.lasting_class(class);
+        let held = Held { line_table: &line_table, lasting_class: &lasting_class };
+        self.early.answer_with(h.cmd_set(), h.cmd(), p.data(), &sizes, &held)
     }
 
     /// Forwards a debugger's command unchanged and answers it at once when the early table

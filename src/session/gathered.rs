@@ -120,8 +120,10 @@ impl Session {
             self.gathered.command(h.cmd_set(), h.cmd(), data);
             let sizes = self.id_sizes.unwrap_or(SIZES_UNTIL_KNOWN);
             let near = &self.near;
-            let tables = |class, method| near.line_table(&sizes, class, method);
-            self.early.written_with(h.id, h.cmd_set(), h.cmd(), data, &sizes, &tables);
+            let line_table = |class, method| near.line_table(&sizes, class, method);
+            let lasting_class = |class| near.lasting_class(class);
+            let held = crate::gather::early::Held { line_table: &line_table, lasting_class: &lasting_class };
+            self.early.written_with(h.id, h.cmd_set(), h.cmd(), data, &sizes, &held);
         }
     }
 

@@ -86,7 +86,7 @@ impl Session {
         } else if what == commands::DISPOSE_OBJECTS {
             self.near.disposed(p.data());
         }
-        if immutable(what.0, what.1).is_none() && what != commands::CLASSES_BY_SIGNATURE {
+        if immutable(what.0, what.1).is_none() && !commands::watched(what.0, what.1) {
             return NearDecision::Forward(None);
         }
         if let Some(s) = self.id_sizes {
@@ -124,7 +124,7 @@ impl Session {
 
     /// A whole VM reply to a debugger's command, before it is relayed.
     pub(super) fn near_reply(&mut self, conn: u64, e: &Entry, proxy_id: u32, p: &Packet) {
-        if self.near_on && (immutable(e.cmd_set, e.cmd).is_some() || (e.cmd_set, e.cmd) == commands::CLASSES_BY_SIGNATURE) {
+        if self.near_on && (immutable(e.cmd_set, e.cmd).is_some() || commands::watched(e.cmd_set, e.cmd)) {
             self.near.replied(proxy_id, conn, e.cmd_set, e.cmd, p.header().error_code(), p.data());
         }
     }

@@ -53,32 +53,47 @@ impl Session {
     /// Decides where a large packet's body goes, from its header alone.
     fn route_head(&mut self, h: Header, head: &mut bytes::BytesMut) -> VmStream {
         if h.is_reply() {
-            // Too large to read whole: not kept.
-            self.near.forget(h.id);
-            let Some(e) = self.answered(&h) else {
-                self.stray_reply(&h);
-                return nobody(h);
-            };
-            if self.early_streamed_reply(&e, &h) {
-                return nobody(h);
+            // Too large to read whole: not kept; a class list's prefix is read for the lasting
+            // classes it names (an AllClasses reply is often this large).
+            let list = self.near.streamed(h.id);
+            let stream = self.route_reply_head(h, head, list);
+            if list.is_some() && stream.collect.is_none() {
+                self.near.forget(h.id);
             }
-            return match e.requester {
-                Requester::Debugger(conn) if self.debuggers.contains(conn) => {
-                    if let Note::EventSet(_) = e.note {
-                        // Never happens with a real VM (the reply is 4 bytes); keep the count right.
-                        self.sharing.owners.set_answered(conn, None);
-                    }
-                    head[4..8].copy_from_slice(&e.orig_id.to_be_bytes());
-                    let collect = (e.cmd_set == DDM_CMD_SET).then(|| (h, Vec::new(), None));
-                    VmStream { to: vec![conn], collect }
-                }
-                Requester::Proxy(_) => {
-                    let purpose = self.purposes.remove(&h.id);
-                    VmStream { to: Vec::new(), collect: Some((h, Vec::new(), purpose)) }
-                }
-                Requester::Debugger(_) => nobody(h),
-            };
+            return stream;
         }
+        self.route_command_head(h)
+    }
+
+    /// Where a large reply's body goes; `list`: the debugger whose class list it may be.
+    fn route_reply_head(&mut self, h: Header, head: &mut bytes::BytesMut, list: Option<u64>) -> VmStream {
+        let Some(e) = self.answered(&h) else {
+            self.stray_reply(&h);
+            return nobody(h);
+        };
+        if self.early_streamed_reply(&e, &h) {
+            return nobody(h);
+        }
+        match e.requester {
+            Requester::Debugger(conn) if self.debuggers.contains(conn) => {
+                if let Note::EventSet(_) = e.note {
+                    // Never happens with a real VM (the reply is 4 bytes); keep the count right.
+                    self.sharing.owners.set_answered(conn, None);
+                }
+                head[4..8].copy_from_slice(&e.orig_id.to_be_bytes());
+                let collect = (e.cmd_set == DDM_CMD_SET || list == Some(conn)).then(|| (h, Vec::new(), None));
+                VmStream { to: vec![conn], collect }
+            }
+            Requester::Proxy(_) => {
+                let purpose = self.purposes.remove(&h.id);
+                VmStream { to: Vec::new(), collect: Some((h, Vec::new(), purpose)) }
+            }
+            Requester::Debugger(_) => nobody(h),
+        }
+    }
+
+    /// Where a large command's body goes.
+    fn route_command_head(&mut self, h: Header) -> VmStream {
         if self.is_gathered(&h) {
             return VmStream { to: Vec::new(), collect: Some((h, Vec::new(), None)) };
         }
@@ -113,6 +128,11 @@ impl Session {
                 warn!(len = h.length, limit = COLLECT_PREFIX, "dropping an event composite larger than COLLECT_PREFIX");
                 self.undo_event(&prefix);
             }
+            return;
+        }
+        if h.is_reply() && purpose.is_none() && h.cmd_set() != DDM_CMD_SET && self.near.lists_classes(h.id) {
+            // Up to COLLECT_PREFIX of it: the classes past that are not learnt.
+            self.near.streamed_class_list(h.id, h.error_code(), &prefix);
             return;
         }
         if h.is_reply() && purpose.is_some() {

@@ -5,6 +5,8 @@
 //! An answer is kept per VM connection only: HotSpot's ids live in its reference table,
 //! which a debugger's departure resets, so an id means nothing on the next connection.
 
+use crate::jdwp::reader::Reader;
+
 /// What a command's data must be for its answer to be kept: the key's shape. The data is
 /// the key as it is; a command whose data has another length is not answered near.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +167,42 @@ pub const SIGNATURE: (u8, u8) = (2, 1);
 pub const SIGNATURE_WITH_GENERIC: (u8, u8) = (2, 13);
 /// VirtualMachine.ClassesBySignature: the command names the signature, the answer its types.
 pub const CLASSES_BY_SIGNATURE: (u8, u8) = (1, 2);
+/// VirtualMachine.AllClasses and AllClassesWithGeneric: their answers name every loaded
+/// type and its signature (the lasting classes are learnt from them).
+pub const ALL_CLASSES: (u8, u8) = (1, 3);
+pub const ALL_CLASSES_WITH_GENERIC: (u8, u8) = (1, 20);
+
+/// Commands never answered near whose answers teach the cache about types: forwarded, their
+/// replies read ([`super::Lookup::Watch`]).
+pub fn watched(set: u8, cmd: u8) -> bool {
+    [CLASSES_BY_SIGNATURE, ALL_CLASSES, ALL_CLASSES_WITH_GENERIC].contains(&(set, cmd))
+}
+
 /// The Method command set: every answer in it is dropped on any RedefineClasses, since a
 /// command names a method by (class, method) and a debugger may name a subclass.
 pub const METHOD_SET: u8 = 6;
+
+/// The classes a RedefineClasses body names: classes, then (refType, class file) each.
+pub fn redefined(data: &[u8], ref_size: usize) -> Option<Vec<u64>> {
+    let mut r = Reader::new(data);
+    let n = r.u32("classes").ok()?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(r.id(ref_size, "refType").ok()?);
+        let len = r.u32("classfile").ok()? as usize;
+        r.bytes(len, "classfile").ok()?;
+    }
+    (r.remaining() == 0).then_some(out)
+}
+
+/// The ids a DisposeObjects body names: requests, then (object, refCnt) each.
+pub fn disposed_ids(data: &[u8], object_size: usize) -> Option<Vec<u64>> {
+    let mut r = Reader::new(data);
+    let n = r.u32("requests").ok()?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(r.id(object_size, "object").ok()?);
+        r.u32("refCnt").ok()?;
+    }
+    (r.remaining() == 0).then_some(out)
+}

@@ -8,6 +8,8 @@
 //! - [`table`]: the cache itself: keyed by command and argument bytes, successful answers
 //!   only, a byte budget, dropped on RedefineClasses, ClassUnload, DisposeObjects of a type
 //!   and a new VM connection.
+//! - [`lasting`]: the ids the VM gave for classes that are never unloaded (`java.*`,
+//!   arrays of them and of primitives): what makes an ExceptionOnly naming one certain.
 //!
 //! Class unloading: a ClassUnload event carries a signature and no id, and the VM sends it
 //! only for a ClassUnload request. The session sets a request of its own (suspend policy
@@ -16,6 +18,7 @@
 //! are). A type whose signature the cache never saw is dropped on every ClassUnload.
 
 pub mod commands;
+pub mod lasting;
 pub mod table;
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use bytes::Bytes;
 
 use super::commands::{self, immutable, Args};
+use super::lasting::Lasting;
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::reader::Reader;
 
@@ -49,8 +50,8 @@ pub enum Lookup {
     Refused(u16),
     /// Forward it; its answer may be kept (tell [`NearCache::sent`] its proxy id).
     Miss(Key),
-    /// Forward it; its answer names types and their signature (ClassesBySignature): tell
-    /// [`NearCache::sent`] its proxy id too.
+    /// Forward it; its answer names types and their signature (ClassesBySignature,
+    /// AllClasses, AllClassesWithGeneric): tell [`NearCache::sent`] its proxy id too.
     Watch(Key),
     /// Forward it; nothing of it is kept.
     Pass,
@@ -118,8 +119,11 @@ pub struct NearCache {
     pending: HashMap<u32, Pending>,
     /// Signatures of types with no kept answer yet, for when they get one.
     seen: HashMap<u64, Bytes>,
-    /// ClassesBySignature commands forwarded: proxy id -> (debugger, the signature asked).
-    signature_queries: HashMap<u32, (u64, Bytes)>,
+    /// ClassesBySignature commands forwarded: proxy id -> (debugger, the signature asked,
+    /// DisposeObjects seen when it went).
+    signature_queries: HashMap<u32, (u64, Bytes, u64)>,
+    /// Ids the VM gave for classes never unloaded, and the class lists asked.
+    lasting: Lasting,
     /// Bumped by every drop: an answer read before it is not kept.
     epoch: u64,
     sizes: Option<IdSizes>,
@@ -148,6 +152,7 @@ impl NearCache {
             pending: HashMap::new(),
             seen: HashMap::new(),
             signature_queries: HashMap::new(),
+            lasting: Lasting::default(),
             epoch: 0,
             sizes: None,
             unloads_seen: false,
@@ -196,6 +201,12 @@ impl NearCache {
         self.pending.len()
     }
 
+    /// Whether `t` is an id the VM gave on this connection for a class that is never
+    /// unloaded, not disposed since (see [`super::lasting`]).
+    pub fn lasting_class(&self, t: u64) -> bool {
+        self.lasting.contains(t)
+    }
+
     /// The type a command names, when its data has the shape its row wants; None for a
     /// fact about the VM. Err: its answer is not kept.
     fn shape(&self, set: u8, cmd: u8, data: &[u8]) -> Result<Option<u64>, ()> {
@@ -231,7 +242,7 @@ impl NearCache {
 
     /// What to do with a debugger's command.
     pub fn lookup(&mut self, set: u8, cmd: u8, data: &[u8]) -> Lookup {
-        if (set, cmd) == commands::CLASSES_BY_SIGNATURE && self.unloads_seen {
+        if commands::watched(set, cmd) && self.unloads_seen {
             return Lookup::Watch(Key { set, cmd, data: Bytes::copy_from_slice(data) });
         }
         if self.shape(set, cmd, data).is_err() {
@@ -263,6 +274,9 @@ impl NearCache {
         if (key.set, key.cmd) == commands::CLASSES_BY_SIGNATURE {
             return self.signature_query(proxy_id, conn, &key.data);
         }
+        if commands::watched(key.set, key.cmd) {
+            return self.lasting.asked(proxy_id, conn, (key.set, key.cmd) == commands::ALL_CLASSES_WITH_GENERIC);
+        }
         if self.pending.len() < MAX_PENDING {
             self.pending.insert(proxy_id, Pending { conn, key, epoch: self.epoch });
         }
@@ -273,6 +287,10 @@ impl NearCache {
     pub fn replied(&mut self, proxy_id: u32, conn: u64, set: u8, cmd: u8, error: u16, answer: &[u8]) -> bool {
         if (set, cmd) == commands::CLASSES_BY_SIGNATURE {
             self.signature_answer(proxy_id, conn, error, answer);
+            return false;
+        }
+        if commands::watched(set, cmd) {
+            self.lasting.answered(proxy_id, conn, error, answer, self.sizes.map(|s| s.reference_type));
             return false;
         }
         let Some(p) = self.pending.remove(&proxy_id) else { return false };
@@ -336,17 +354,45 @@ impl NearCache {
     pub fn forget(&mut self, proxy_id: u32) {
         self.pending.remove(&proxy_id);
         self.signature_queries.remove(&proxy_id);
+        self.lasting.forget(proxy_id);
+    }
+
+    /// A reply too large to read whole (streamed) came under `proxy_id`: not kept. Returns
+    /// the debugger that asked, when it is a class list whose lasting classes may still be
+    /// read from its prefix ([`NearCache::streamed_class_list`]; else [`NearCache::forget`]).
+    pub fn streamed(&mut self, proxy_id: u32) -> Option<u64> {
+        self.pending.remove(&proxy_id);
+        self.signature_queries.remove(&proxy_id);
+        self.lasting.asker(proxy_id)
+    }
+
+    /// Whether `proxy_id` is a class list (AllClasses) still awaiting its reply.
+    pub fn lists_classes(&self, proxy_id: u32) -> bool {
+        self.lasting.asker(proxy_id).is_some()
+    }
+
+    /// The prefix read of a streamed class list's reply: the classes wholly in it are learnt.
+    pub fn streamed_class_list(&mut self, proxy_id: u32, error: u16, prefix: &[u8]) {
+        if let Some(conn) = self.lasting.asker(proxy_id) {
+            self.lasting.answered(proxy_id, conn, error, prefix, self.sizes.map(|s| s.reference_type));
+        }
     }
 
     /// Debugger `conn` left: its commands' replies will not come back through it.
     pub fn forget_conn(&mut self, conn: u64) {
         self.pending.retain(|_, p| p.conn != conn);
-        self.signature_queries.retain(|_, (c, _)| *c != conn);
+        self.signature_queries.retain(|_, (c, _, _)| *c != conn);
+        self.lasting.forget_conn(conn);
     }
 
     /// Type `t` has signature `sig` (a ClassPrepare event, a ClassesBySignature answer):
-    /// a ClassUnload of another signature need not drop it.
+    /// a ClassUnload of another signature need not drop it, and a lasting class's id is kept.
     pub fn saw_signature(&mut self, t: u64, sig: &[u8]) {
+        self.lasting.saw(t, sig);
+        self.note_signature(t, sig);
+    }
+
+    fn note_signature(&mut self, t: u64, sig: &[u8]) {
         if sig.len() > MAX_SIGNATURE_LEN {
             return;
         }
@@ -365,26 +411,30 @@ impl NearCache {
     fn signature_query(&mut self, proxy_id: u32, conn: u64, data: &[u8]) {
         let Some(sig) = jdwp_string(&mut Reader::new(data)) else { return };
         if self.signature_queries.len() < MAX_PENDING && sig.len() <= MAX_SIGNATURE_LEN {
-            self.signature_queries.insert(proxy_id, (conn, Bytes::copy_from_slice(sig)));
+            self.signature_queries.insert(proxy_id, (conn, Bytes::copy_from_slice(sig), self.lasting.disposals()));
         }
     }
 
     /// The reply to a ClassesBySignature: classes, then (refTypeTag, typeID, status) each.
     fn signature_answer(&mut self, proxy_id: u32, conn: u64, error: u16, answer: &[u8]) {
-        let Some((asker, sig)) = self.signature_queries.remove(&proxy_id) else { return };
+        let Some((asker, sig, disposals)) = self.signature_queries.remove(&proxy_id) else { return };
         let Some(size) = self.sizes.map(|s| s.reference_type).filter(|_| asker == conn && error == 0) else { return };
         let mut r = Reader::new(answer);
         let Ok(n) = r.u32("classes") else { return };
         for _ in 0..n.min(MAX_SEEN_SIGNATURES as u32) {
             let (Ok(_tag), Ok(t), Ok(_status)) = (r.u8("refTypeTag"), r.id(size, "typeID"), r.u32("status")) else { return };
-            self.saw_signature(t, &sig);
+            if disposals == self.lasting.disposals() {
+                self.lasting.saw(t, &sig);
+            }
+            self.note_signature(t, &sig);
         }
     }
+
 
     /// A RedefineClasses command on its way to the VM. `data` is its body when read whole;
     /// None (a streamed command) drops every answer about types.
     pub fn redefine(&mut self, data: Option<&[u8]>) {
-        let classes = data.zip(self.sizes).and_then(|(d, s)| redefined(d, s.reference_type));
+        let classes = data.zip(self.sizes).and_then(|(d, s)| commands::redefined(d, s.reference_type));
         match classes {
             Some(classes) => {
                 for t in classes {
@@ -409,13 +459,15 @@ impl NearCache {
             self.drop_type(t);
         }
         self.seen.retain(|_, s| s.as_ref() != signature);
+        self.lasting.unloaded(signature);
         self.epoch += 1;
     }
 
     /// A DisposeObjects command: an id it names may be a type the VM then forgets, and
     /// answers naming types (Superclass, Interfaces) may name it. `data` is its body.
     pub fn disposed(&mut self, data: &[u8]) {
-        let ids = self.sizes.map(|s| disposed_ids(data, s.object));
+        let ids = self.sizes.map(|s| commands::disposed_ids(data, s.object));
+        self.lasting.disposed(ids.as_ref().and_then(|i| i.as_deref()));
         match ids {
             Some(Some(ids)) => {
                 for t in ids {
@@ -448,6 +500,7 @@ impl NearCache {
     }
 
     fn drop_all(&mut self) {
+        self.lasting.disposed(None);
         let keys: Vec<Key> = self.entries.keys().cloned().collect();
         keys.iter().for_each(|k| self.drop_key(k));
         self.pending.clear();
@@ -504,31 +557,6 @@ impl NearCache {
             }
         }
     }
-}
-
-/// The classes a RedefineClasses body names: classes, then (refType, class file) each.
-fn redefined(data: &[u8], ref_size: usize) -> Option<Vec<u64>> {
-    let mut r = Reader::new(data);
-    let n = r.u32("classes").ok()?;
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(r.id(ref_size, "refType").ok()?);
-        let len = r.u32("classfile").ok()? as usize;
-        r.bytes(len, "classfile").ok()?;
-    }
-    (r.remaining() == 0).then_some(out)
-}
-
-/// The ids a DisposeObjects body names: requests, then (object, refCnt) each.
-fn disposed_ids(data: &[u8], object_size: usize) -> Option<Vec<u64>> {
-    let mut r = Reader::new(data);
-    let n = r.u32("requests").ok()?;
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(r.id(object_size, "object").ok()?);
-        r.u32("refCnt").ok()?;
-    }
-    (r.remaining() == 0).then_some(out)
 }
 
 /// A JDWP string's bytes as sent (u4 length, then modified UTF-8), unconverted: signatures
