@@ -8,7 +8,7 @@
 //! - Each prints through the far side exactly what it prints run on the host against the VM.
 //! - The IntelliJ-shaped attach waits for at most [`ATTACH_TURNS`] link round trips, jdb's
 //!   (`jdb -attach`, `stop at`, `resume`) for at most [`JDB_TURNS`]: the best of three
-//!   attaches each, and none more than one above (see `assert_turns`).
+//!   attaches each, and none more than two above (see `assert_turns`).
 //! - A second debugger attaches while the first holds the VM stopped at its breakpoint; the
 //!   first one's stop holds and it resumes after.
 //! - After each, `jdwpmux stats --json` shows answers given early, and none that the VM's
@@ -34,10 +34,13 @@ const ATTACHER_JAVA: &str = include_str!("../support/jdi/Attacher.java");
 
 /// One way, as the issue's figures.
 const DELAY: Duration = Duration::from_millis(25);
-/// Link round trips an IDE's attach may wait for (issue 43).
-pub const ATTACH_TURNS: u64 = 3;
-/// Link round trips jdb's attach waits for today (see the test).
-pub const JDB_TURNS: u64 = 6;
+/// Link round trips an IDE's attach may wait for (issue 43: at most 3). It waits once, for
+/// its class lookup; the relay may count the replies to its early-answered requests as one
+/// more.
+pub const ATTACH_TURNS: u64 = 2;
+/// Link round trips jdb's attach waits for (issue 43: at most 3; see the test), and one the
+/// relay may count for replies to early-answered requests.
+pub const JDB_TURNS: u64 = 4;
 
 /// `alias` reached through a delay relay in front of `host`'s sshd.
 fn delayed(keys: &Keys, host: &TestHost, alias: &str) -> DelayLink {
@@ -142,14 +145,15 @@ async fn jdb_attach(prefix: &[String], port: u16, link: Option<&DelayLink>) -> (
     (text, turns)
 }
 
-/// The attaches took at most `bound` link round trips, one of them at least; each at most one
+/// The attaches took at most `bound` link round trips, one of them at least; each at most two
 /// more. The relay sees only when encrypted chunks pass: on a loaded machine one burst of
-/// commands can leave the client in two writes with a reply passing between them, which it
-/// counts as two round trips.
+/// commands can leave the client in two writes with a reply passing between them, and the
+/// VM's replies to requests answered early pass while the client goes on: it counts either
+/// as a round trip (seen 3 to 5 for jdb's attach on a quiet machine, 3 the best).
 fn assert_turns(what: &str, costs: &[Cost], bound: u64) {
     let best = costs.iter().map(|c| c.turns).min().unwrap_or(u64::MAX);
     assert!(best <= bound, "{what} took {costs:?} link round trips (at most {bound})");
-    assert!(costs.iter().all(|c| c.turns <= bound + 1), "{what} took {costs:?} link round trips (each at most {})", bound + 1);
+    assert!(costs.iter().all(|c| c.turns <= bound + 2), "{what} took {costs:?} link round trips (each at most {})", bound + 2);
 }
 
 /// The near side's figures of the (only) VM, from `jdwpmux stats --json`.
@@ -209,10 +213,11 @@ async fn attach_in_few_round_trips(alias: &str, java: &Path) {
     assert_eq!(near["early_differed"].as_u64(), Some(0), "early answers the VM contradicted: {near}");
     assert!(near["early"].as_u64().unwrap_or(0) > 0, "no early answer: {near}");
     assert_turns("the IntelliJ-shaped attach", &ide_turns, ATTACH_TURNS);
-    // jdb waits for its allClasses(), its uncaught-exception request (it names
-    // java.lang.Throwable by id), the class's methods (asked with its ClassPrepare request,
-    // before the class read ahead for it arrives), the class's SourceDebugExtension (absent:
-    // an error, never kept) and allThreads() at `resume`; 14 before.
+    // jdb waits for its allClasses(), the class's methods (asked with its ClassPrepare
+    // request, before the class read ahead for it arrives) and allThreads() at `resume`. Its
+    // uncaught-exception request names java.lang.Throwable by id, a class never unloaded:
+    // answered early; the class's SourceDebugExtension (absent) comes with the read-ahead.
+    // 14 before the far side answered near, 5-6 before these two.
     assert_turns("jdb's attach", &jdb_turns, JDB_TURNS);
     assert!(app.is_running(), "the VM died: {}", app.output());
     app.wait_ticks_advance(SLOW).await.unwrap();
