@@ -6,7 +6,8 @@
 //! far side (`serve --ssh --far always`), in the same run, the three paths alternating
 //! within each repetition; on the namespace's veth with no added delay, and through a delay
 //! relay in front of the host's sshd at D = 0, 10 and 25 ms one way (`delay_link`, which
-//! also counts the link's round trips: per step, for the attach and for the first stop). The
+//! also counts the link's round trips: per step, for the attach and for the first stop), and
+//! on a thin link (`thin`: 10 Mbit/s with 25 ms each way, `rate_link`, a VPN). The
 //! warm-up repetition runs through a counting tap (`jdwp_tap`): commands per step. Then the
 //! far side's idle cost on a host with N JVMs beside today's scan (`far_idle`).
 
@@ -17,6 +18,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::delay_link::DelayLink;
+use crate::rate_link::RateLink;
 use crate::far_paths::{self as fp, FarKind, FarWrapper, StepParams, StepProgram, StepRun, FAR_PATHS};
 use crate::jvm::Debuggee;
 use crate::proxy::ProxyBin;
@@ -44,8 +46,8 @@ pub struct FarParams {
     /// seconds each, where the other sections' are milliseconds).
     pub reps: usize,
     pub step: StepParams,
-    /// The links: None is the veth itself, Some(D) the delay relay at D one way.
-    pub links: Vec<Option<Duration>>,
+    /// The links: the veth itself first, then relays.
+    pub links: Vec<Link>,
     /// Whether the measured repetitions go through the counting tap too (smoke: one
     /// repetition and no verdict, so it counts and times at once).
     pub tap_measured: bool,
@@ -59,7 +61,7 @@ impl FarParams {
             return FarParams {
                 reps: 1,
                 step: StepParams { steps: 3, budget: Duration::from_secs(3), ide_view: false },
-                links: vec![None, Some(Duration::from_millis(10))],
+                links: vec![Link::Veth, Link::Delay(Duration::from_millis(10))],
                 tap_measured: true,
                 idle: crate::far_idle::IdleParams { window: Duration::from_secs(2), settle: Duration::from_millis(500), jvms: vec![1] },
             };
@@ -67,18 +69,67 @@ impl FarParams {
         FarParams {
             reps: 3,
             step: StepParams { steps: 300, budget: Duration::from_secs(5), ide_view: false },
-            links: vec![None, Some(Duration::ZERO), Some(Duration::from_millis(10)), Some(Duration::from_millis(25))],
+            links: vec![Link::Veth, Link::Delay(Duration::ZERO), Link::Delay(Duration::from_millis(10)), Link::Delay(Duration::from_millis(25)), Link::THIN],
             tap_measured: false,
             idle: crate::far_idle::IdleParams { window: Duration::from_secs(30), settle: Duration::from_secs(3), jvms: vec![1, 4] },
         }
     }
 }
 
+/// A way to the test host's sshd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// The namespace's veth itself.
+    Veth,
+    /// A delay relay at D one way, which counts the link's round trips.
+    Delay(Duration),
+    /// A thin link: a bandwidth limit and a delay one way (no round trips counted: a
+    /// packet's wait for the link blurs when an answer could have come).
+    Thin { bits_per_s: u64, delay: Duration },
+}
+
+impl Link {
+    /// A VPN's: 10 Mbit/s, 25 ms each way (issue 43's).
+    pub const THIN: Link = Link::Thin { bits_per_s: 10_000_000, delay: Duration::from_millis(25) };
+}
+
 /// A link's name in the table.
-pub fn link_label(l: Option<Duration>) -> String {
+pub fn link_label(l: Link) -> String {
     match l {
-        None => "veth".into(),
-        Some(d) => format!("relay +{} ms", d.as_millis()),
+        Link::Veth => "veth".into(),
+        Link::Delay(d) => format!("relay +{} ms", d.as_millis()),
+        Link::Thin { bits_per_s, delay } => format!("thin {} Mbit/s +{} ms", bits_per_s / 1_000_000, delay.as_millis()),
+    }
+}
+
+/// A relay in front of the host's sshd, kept while the runs use it.
+enum Relay {
+    Delay(DelayLink),
+    Thin(RateLink),
+}
+
+impl Relay {
+    fn start(link: Link, to: SocketAddr) -> Result<Option<Relay>> {
+        Ok(match link {
+            Link::Veth => None,
+            Link::Delay(d) => Some(Relay::Delay(DelayLink::start(to, d)?)),
+            Link::Thin { bits_per_s, delay } => Some(Relay::Thin(RateLink::start(to, bits_per_s, delay)?)),
+        })
+    }
+
+    fn port(&self) -> u16 {
+        match self {
+            Relay::Delay(r) => r.port(),
+            Relay::Thin(r) => r.port(),
+        }
+    }
+
+    /// The relay that counts round trips, if this is one.
+    fn counting(&self) -> Option<&DelayLink> {
+        match self {
+            Relay::Delay(r) => Some(r),
+            Relay::Thin(_) => None,
+        }
     }
 }
 
@@ -104,22 +155,20 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
         Ok(h) => h,
         Err(e) => return fail("far: the debuggee's host", format!("{e:#}")),
     };
-    // One delay relay per link, each a Host of its own in the ssh config (same host key).
-    let mut relays: Vec<(Option<Duration>, String, Option<DelayLink>)> = Vec::new();
-    for l in &p.links {
-        match l {
-            None => relays.push((None, host.alias().to_string(), None)),
-            Some(d) => {
-                let alias = format!("far{}", d.as_millis());
-                let made = DelayLink::start(SocketAddr::from((host.addr(), 22)), *d).and_then(|r| {
-                    keys.add_host(&alias, Ipv4Addr::LOCALHOST, "id_ed25519", &format!("  Port {}\n  HostKeyAlias {}\n", r.port(), host.addr()))?;
-                    Ok(r)
-                });
-                match made {
-                    Ok(r) => relays.push((*l, alias, Some(r))),
-                    Err(e) => return fail("far: delay relay", format!("{e:#}")),
-                }
+    // One relay per link, each a Host of its own in the ssh config (same host key).
+    let mut relays: Vec<(Link, String, Option<Relay>)> = Vec::new();
+    for (i, l) in p.links.iter().enumerate() {
+        let made = Relay::start(*l, SocketAddr::from((host.addr(), 22))).and_then(|r| match r {
+            None => Ok((host.alias().to_string(), None)),
+            Some(r) => {
+                let alias = format!("far-link{i}");
+                keys.add_host(&alias, Ipv4Addr::LOCALHOST, "id_ed25519", &format!("  Port {}\n  HostKeyAlias {}\n", r.port(), host.addr()))?;
+                Ok((alias, Some(r)))
             }
+        });
+        match made {
+            Ok((alias, r)) => relays.push((*l, alias, r)),
+            Err(e) => return fail("far: relay", format!("{e:#}")),
         }
     }
     let ns = host.ns().to_string();
@@ -132,14 +181,14 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
         for (link, alias, relay) in &relays {
             let mut runs: [Option<StepRun>; 3] = Default::default();
             // The warm-up repetition counts commands on the veth only.
-            if warm && link.is_some() {
+            if warm && *link != Link::Veth {
                 row.push(runs);
                 continue;
             }
             let target = Target { config: keys.ssh_config(), host: alias.clone(), port: VM_PORT };
             for kind in FarKind::order(rep) {
                 let Some(jvm) = host.jvms.first_mut() else { return };
-                match fp::run(kind, jvm, &target, &ns, bin, &wrapper, &ide, &p.step, tap && link.is_none(), relay.as_ref()) {
+                match fp::run(kind, jvm, &target, &ns, bin, &wrapper, &ide, &p.step, tap && *link == Link::Veth, relay.as_ref().and_then(Relay::counting)) {
                     Ok(r) => {
                         if let Some(s) = &r.tap {
                             counted[kind.column()] = Some(s.clone());
@@ -257,8 +306,8 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
         let text = if ratios.is_empty() { String::new() } else { format!("{} x ssh -L", ratio_text(&ratios)) };
         // The target is on the link with no added delay: the veth.
         t.push(match link {
-            None => r.judged(text, &format!("<= {STEP_VS_SSH_L} x ssh -L"), median(&ratios).map(|m| m <= STEP_VS_SSH_L)),
-            Some(_) => r.judged(text, "", None),
+            Link::Veth => r.judged(text, &format!("<= {STEP_VS_SSH_L} x ssh -L"), median(&ratios).map(|m| m <= STEP_VS_SSH_L)),
+            _ => r.judged(text, "", None),
         });
         let first = |c: usize| fmt_opt(median(&per_rep(all, li, c, &|r| Some(r.first_ms)).into_iter().flatten().collect::<Vec<_>>()));
         let [a, b, c] = cells3(&first);
@@ -276,7 +325,7 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
             "",
             None,
         ));
-        if let Some(d) = link {
+        if let Link::Delay(d) = link {
             turn_rows(t, all, li, &label, *d, p.step.ide_view);
             let rt = |c: usize| {
                 let m = median(&pooled(all, li, c));
@@ -328,12 +377,13 @@ mod tests {
     #[test]
     fn sizes() {
         let full = FarParams::new(false);
-        assert_eq!(full.links, vec![None, Some(Duration::ZERO), Some(Duration::from_millis(10)), Some(Duration::from_millis(25))]);
+        assert_eq!(full.links, vec![Link::Veth, Link::Delay(Duration::ZERO), Link::Delay(Duration::from_millis(10)), Link::Delay(Duration::from_millis(25)), Link::THIN]);
         assert_eq!(full.idle.jvms, vec![1, 4]);
         assert!(!full.tap_measured);
         assert_eq!(full.reps, 3);
         let smoke = FarParams::new(true);
         assert_eq!((smoke.links.len(), smoke.step.steps, smoke.idle.jvms.len(), smoke.reps), (2, 3, 1, 1));
-        assert_eq!(link_label(Some(Duration::from_millis(10))), "relay +10 ms");
+        assert_eq!(link_label(Link::Delay(Duration::from_millis(10))), "relay +10 ms");
+        assert_eq!(link_label(Link::THIN), "thin 10 Mbit/s +25 ms");
     }
 }

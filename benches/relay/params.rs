@@ -18,8 +18,9 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             trip under strace, not part of the default run; soak: load and churn for
             minutes, part of the default run only in smoke mode, a few seconds)
   --soak-minutes N  how long the soak section runs (default 10; 0.1 in smoke mode)
-  --far-links L  the far section's links: veth and/or one-way delays in ms (default
-            veth,0,10,25; smoke veth), e.g. `--far-links veth` for the target's row alone
+  --far-links L  the far section's links: veth, one-way delays in ms and `thin` (10 Mbit/s,
+            25 ms each way; default veth,0,10,25,thin; smoke veth,10), e.g. `--far-links veth`
+            for the target's row alone
   --far-no-idle  the far section without its idle windows
   --far-ide-view  the far section's IDE as IntelliJ shows a stop: also every thread's name,
             status, suspend count and frame count (the threads view), and a toString() of
@@ -101,8 +102,8 @@ pub struct Opts {
     pub vms: Option<usize>,
     pub only: Option<Vec<Section>>,
     pub soak_minutes: Option<f64>,
-    /// The far section's links (None: the veth; Some(D): the delay relay at D one way).
-    pub far_links: Option<Vec<Option<Duration>>>,
+    /// The far section's links (the veth first).
+    pub far_links: Option<Vec<crate::far::Link>>,
     /// The far section without its idle windows.
     pub far_no_idle: bool,
     /// The far section's IDE also shows every thread and a toString() of `this` at each stop.
@@ -145,14 +146,19 @@ impl Opts {
                 }
                 "--far-links" => {
                     let v = it.next().unwrap_or_default();
-                    let links: Option<Vec<Option<Duration>>> = v
+                    use crate::far::Link;
+                    let links: Option<Vec<Link>> = v
                         .split(',')
-                        .map(|l| if l == "veth" { Some(None) } else { l.parse::<u64>().ok().map(|ms| Some(Duration::from_millis(ms))) })
+                        .map(|l| match l {
+                            "veth" => Some(Link::Veth),
+                            "thin" => Some(Link::THIN),
+                            ms => ms.parse::<u64>().ok().map(|ms| Link::Delay(Duration::from_millis(ms))),
+                        })
                         .collect();
                     // The step rows take the first link as the veth the others are compared with.
                     match links {
-                        Some(l) if l.first() == Some(&None) => o.far_links = Some(l),
-                        _ => bail!("--far-links: veth first, then delays in ms, e.g. veth,10"),
+                        Some(l) if l.first() == Some(&Link::Veth) => o.far_links = Some(l),
+                        _ => bail!("--far-links: veth first, then delays in ms or `thin`, e.g. veth,10,thin"),
                     }
                 }
                 "--far-no-idle" => o.far_no_idle = true,
@@ -355,12 +361,14 @@ mod tests {
         assert!(parse(&["--full", "--smoke"]).is_err());
         let o = parse(&["--bench", "--far-links", "veth,10", "--far-no-idle"]).unwrap();
         let p = Params::new(&o);
-        assert_eq!(p.far.links, vec![None, Some(Duration::from_millis(10))]);
+        assert_eq!(p.far.links, vec![crate::far::Link::Veth, crate::far::Link::Delay(Duration::from_millis(10))]);
         assert!(p.far.idle.jvms.is_empty());
         assert_eq!((p.reps, p.far.reps), (9, 3), "the far section's own repetitions");
         assert_eq!(Params::new(&parse(&["--bench", "--reps", "5"]).unwrap()).far.reps, 5);
         assert!(parse(&["--far-links", "10,veth"]).is_err());
         assert!(parse(&["--far-links", "fast"]).is_err());
+        let thin = parse(&["--bench", "--far-links", "veth,25,thin"]).unwrap();
+        assert_eq!(thin.far_links, Some(vec![crate::far::Link::Veth, crate::far::Link::Delay(Duration::from_millis(25)), crate::far::Link::THIN]));
         let o = parse(&["--bench", "--smoke", "--reps", "3", "--vms", "7", "--only", "jvm,ddm"]).unwrap();
         assert!(o.smoke && o.reps == Some(3) && o.vms == Some(7));
         assert_eq!(Params::new(&o).scale_vms, 7);
