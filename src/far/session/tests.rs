@@ -16,7 +16,10 @@ use super::*;
 use crate::daemon::proc_vms::decide;
 use crate::discovery::jvms::keys::KeyBook;
 use crate::discovery::jvms::{FoundJvm, Reach};
-use crate::farlink::frame::{CloseReason, MAX_DATA};
+use crate::far::handshake::new_session;
+use crate::farlink::frame::{CloseReason, Frame, OpenStatus, Role, MAX_DATA};
+use crate::farlink::resume::Received;
+use crate::farlink::FarCodec;
 
 /// What the VM writes: a stream where byte i is i mod 251, so a byte lost, repeated or out of
 /// place shows.
@@ -467,6 +470,6 @@ fn the_gone_line_says_holding_only_when_something_is_held() {
         (Some(Ended::Stopped), 0, "the near side is gone (cut); the far side ends"),
     ];
     for (ending, channels, want) in cases {
-        assert_eq!(super::gone_line("cut", ending, channels, hold), want);
+        assert_eq!(super::connect::gone_line("cut", ending, channels, hold), want);
     }
 }

@@ -8,11 +8,12 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixListener;
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::*;
+use crate::far::handshake::PROTOCOL;
 use crate::farlink::frame::{Body, Hello, OpenStatus, Role, SessionKey};
 use crate::farlink::resume::{Outbound, Resume};
 use crate::farlink::squeeze::{LinkSqueeze, SqueezeCount};
 use crate::farlink::{FarCodec, Frame};
+use crate::nearlink::link::{start, Config, Dial, LinkState, NearLink};
 
 const WAIT: Duration = Duration::from_secs(10);
 
