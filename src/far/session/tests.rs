@@ -27,6 +27,34 @@ const TOTAL: usize = 48 * 1024 * 1024;
 const LIMIT: usize = 256 * 1024;
 const WAIT: Duration = Duration::from_secs(60);
 
+/// A session task started with `cfg`: where near sides are handed to it and scans are sent,
+/// its stop token and the task.
+struct Started {
+    accepted: mpsc::Sender<Accepted>,
+    scans: mpsc::Sender<Scan>,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<Ended>,
+}
+
+/// Waits for the far side's list and opens channel 1 to its first VM.
+async fn open_first(near: &mut Near, resume: &mut Resume) {
+    let vm = loop {
+        if let Body::VmListPlaced(vms) = near.next(resume).await.body {
+            break vms[0].key;
+        }
+    };
+    let open = resume.send(1, Body::Open { vm }).unwrap();
+    near.write(&open).await;
+}
+
+fn start(cfg: Config) -> Started {
+    let (accepted, accepted_rx) = mpsc::channel(1);
+    let (scans, scans_rx) = mpsc::channel(1);
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, stop.clone()));
+    Started { accepted, scans, stop, task }
+}
+
 fn pattern(from: usize, len: usize) -> Vec<u8> {
     (from..from + len).map(|i| (i % 251) as u8).collect()
 }
@@ -115,23 +143,14 @@ async fn a_long_stream_through_many_cuts_arrives_once_in_order_and_bounded() {
     let written = Arc::new(AtomicUsize::new(0));
     let addr = writing_vm(written.clone()).await;
     let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
-    let (accepted_tx, accepted_rx) = mpsc::channel(1);
-    let (scans_tx, scans_rx) = mpsc::channel(1);
-    let stop = CancellationToken::new();
-    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, stop.clone()));
+    let Started { accepted: accepted_tx, scans: scans_tx, stop, task: session } = start(cfg);
     let found = vec![FoundJvm::sample(4242, "Writer", addr.port(), addr.port(), Reach::At(addr))];
     let decisions = decide(&found, None, &mut KeyBook::default());
     scans_tx.send((found, decisions)).await.unwrap();
 
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
-    let vm = loop {
-        if let Body::VmListPlaced(vms) = near.next(&mut resume).await.body {
-            break vms[0].key;
-        }
-    };
-    let open = resume.send(1, Body::Open { vm }).unwrap();
-    near.write(&open).await;
+    open_first(&mut near, &mut resume).await;
 
     let mut received = 0usize;
     let mut cuts = 0;
@@ -202,9 +221,7 @@ fn tcp_max(name: &str) -> usize {
 #[tokio::test]
 async fn a_broken_near_side_is_told_why_and_the_session_goes_on() {
     let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
-    let (accepted_tx, accepted_rx) = mpsc::channel(1);
-    let (scans_tx, scans_rx) = mpsc::channel(1);
-    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, CancellationToken::new()));
+    let Started { accepted: accepted_tx, scans: scans_tx, task: session, .. } = start(cfg);
     scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
@@ -266,10 +283,7 @@ async fn a_vm_that_does_not_read_stops_the_stream_and_nothing_is_lost() {
     let read = Arc::new(AtomicUsize::new(0));
     let addr = reading_vm(go.clone(), read.clone()).await;
     let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
-    let (accepted_tx, accepted_rx) = mpsc::channel(1);
-    let (scans_tx, scans_rx) = mpsc::channel(1);
-    let stop = CancellationToken::new();
-    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, stop.clone()));
+    let Started { accepted: accepted_tx, scans: scans_tx, stop, task: session } = start(cfg);
     let found = vec![FoundJvm::sample(4243, "Reader", addr.port(), addr.port(), Reach::At(addr))];
     let decisions = decide(&found, None, &mut KeyBook::default());
     scans_tx.send((found, decisions)).await.unwrap();
@@ -278,13 +292,7 @@ async fn a_vm_that_does_not_read_stops_the_stream_and_nothing_is_lost() {
     // only thing that stops it is the far side no longer reading.
     let mut resume = Resume::new(Outbound::new(2 * TOTAL));
     let (mut near, hello) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
-    let vm = loop {
-        if let Body::VmListPlaced(vms) = near.next(&mut resume).await.body {
-            break vms[0].key;
-        }
-    };
-    let open = resume.send(1, Body::Open { vm }).unwrap();
-    near.write(&open).await;
+    open_first(&mut near, &mut resume).await;
     assert!(matches!(near.next(&mut resume).await.body, Body::Opened { status: OpenStatus::Ok, .. }));
     const PIECE: usize = 32 * 1024;
     let frames: Vec<Frame> = (0..TOTAL / PIECE).map(|i| resume.send(1, Body::Data(Bytes::from(pattern(i * PIECE, PIECE)))).unwrap()).collect();
@@ -373,9 +381,7 @@ impl Reading {
 async fn no_near_side_is_taken_before_the_first_scan() {
     let addr = writing_vm(Arc::new(AtomicUsize::new(0))).await;
     let cfg = Config { hold: Duration::from_secs(60), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
-    let (accepted_tx, accepted_rx) = mpsc::channel(1);
-    let (scans_tx, scans_rx) = mpsc::channel(1);
-    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, CancellationToken::new()));
+    let Started { accepted: accepted_tx, scans: scans_tx, task: session, .. } = start(cfg);
     let (mine, theirs) = UnixStream::pair().unwrap();
     let mut near = Near { stream: mine, buf: BytesMut::new() };
     let mut resume = Resume::new(Outbound::new(1 << 20));
@@ -408,10 +414,7 @@ async fn no_near_side_is_taken_before_the_first_scan() {
 async fn a_silent_near_side_is_pinged_then_held_for_from_when_it_was_last_heard() {
     let liveness = crate::farlink::liveness::Liveness { ping_every: Duration::from_secs(5), dead_after: Duration::from_secs(20) };
     let cfg = Config { hold: Duration::from_secs(30), limit: LIMIT, binary: "test".into(), liveness };
-    let (accepted_tx, accepted_rx) = mpsc::channel(1);
-    let (scans_tx, scans_rx) = mpsc::channel(1);
-    let stop = CancellationToken::new();
-    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, stop.clone()));
+    let Started { accepted: accepted_tx, scans: scans_tx, task: session, .. } = start(cfg);
     scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, _) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
@@ -443,10 +446,7 @@ async fn a_silent_near_side_is_pinged_then_held_for_from_when_it_was_last_heard(
 #[tokio::test(start_paused = true)]
 async fn a_short_hold_is_kept_from_the_last_word_not_after_the_default_silence() {
     let cfg = Config { hold: Duration::from_secs(10), limit: LIMIT, binary: "test".into(), liveness: crate::farlink::liveness::DEFAULT };
-    let (accepted_tx, accepted_rx) = mpsc::channel(1);
-    let (scans_tx, scans_rx) = mpsc::channel(1);
-    let stop = CancellationToken::new();
-    let session = tokio::spawn(Session::new(cfg, new_session().unwrap()).run(accepted_rx, scans_rx, stop.clone()));
+    let Started { accepted: accepted_tx, scans: scans_tx, task: session, .. } = start(cfg);
     scans_tx.send((Vec::new(), Vec::new())).await.unwrap();
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, _) = Near::connect(&accepted_tx, SessionKey::default(), &mut resume).await;
