@@ -123,6 +123,24 @@ impl IdTable {
         self.pending.drain().collect()
     }
 
+    /// Hands the EventRequest.Sets of a debugger that left, still awaiting their replies, to
+    /// the proxy: their ids and event kinds, in id order. The VM grants each one a request
+    /// that nobody owns and that the debugger can no longer clear (it may have left without
+    /// waiting for the reply: a Set answered early), so the proxy clears it when the reply
+    /// names it. Its other entries stay its own (see [`IdTable::purge`]).
+    pub fn adopt_sets(&mut self, who: Requester) -> Vec<(u32, u8)> {
+        let mut out = Vec::new();
+        for (id, e) in self.pending.iter_mut() {
+            if let (true, Note::EventSet(kind)) = (e.requester == who, e.note) {
+                e.requester = Requester::Proxy(0);
+                e.note = Note::None;
+                out.push((*id, kind));
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
     /// Removes the entries of a requester that left; their late replies will find nothing.
     pub fn purge(&mut self, who: Requester) -> usize {
         let before = self.pending.len();
@@ -188,6 +206,21 @@ mod tests {
         assert_eq!(t.insert(entry(Requester::Debugger(1), 9)), Err(TableFull(3)));
         t.take(2).unwrap();
         assert!(t.insert(entry(Requester::Debugger(1), 9)).is_ok());
+    }
+
+    #[test]
+    fn a_departed_debuggers_sets_in_flight_go_to_the_proxy_and_the_rest_is_purged() {
+        let mut t = IdTable::default();
+        let set = t.insert(Entry { note: Note::EventSet(8), ..entry(Requester::Debugger(1), 7) }).unwrap();
+        let other = t.insert(entry(Requester::Debugger(1), 8)).unwrap();
+        let theirs = t.insert(Entry { note: Note::EventSet(2), ..entry(Requester::Debugger(2), 9) }).unwrap();
+        assert_eq!(t.adopt_sets(Requester::Debugger(1)), vec![(set, 8)]);
+        assert_eq!(t.purge(Requester::Debugger(1)), 1);
+        assert!(t.get(other).is_none());
+        let adopted = t.take(set).unwrap();
+        assert_eq!((adopted.requester, adopted.note), (Requester::Proxy(0), Note::None));
+        assert_eq!(t.get(theirs).map(|e| e.requester), Some(Requester::Debugger(2)), "another debugger's Set stays its own");
+        assert!(t.adopt_sets(Requester::Debugger(1)).is_empty());
     }
 
     #[test]

@@ -22,6 +22,14 @@ impl Session {
             warn!(peer = %a.io.peer, "a debugger left in the middle of a large command; resetting the VM connection");
             self.reset_requested = true;
         }
+        // Its Sets still in flight (it need not wait for a reply answered early): while others
+        // stay, the requests the VM grants them are cleared as their replies come, as its
+        // granted ones are below. Else the VM forgets them with the connection or the clean-up.
+        if !self.debuggers.is_empty() {
+            for (id, kind) in self.ids.adopt_sets(Requester::Debugger(conn)) {
+                self.purposes.insert(id, super::purpose::Purpose::LeftSet(kind));
+            }
+        }
         let purged = self.ids.purge(Requester::Debugger(conn));
         self.near.forget_conn(conn);
         self.early_given.forget_conn(conn);

@@ -183,6 +183,14 @@ impl Session {
                     debug!(error = h.error_code(), "a command sent on a debugger's behalf failed");
                 }
             }
+            Purpose::LeftSet(kind) => match p.data().get(..4).filter(|_| ok) {
+                Some(b) => {
+                    let id = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                    debug!(kind, id, "clearing a request granted to a debugger that left before its reply");
+                    self.clear_request(kind, id);
+                }
+                None => debug!(kind, error = h.error_code(), "a departed debugger's request was refused: nothing to clear"),
+            },
             Purpose::LateIdSizes => {
                 if ok {
                     self.on_id_sizes(p.data());
@@ -217,6 +225,7 @@ impl Session {
                 self.check_cleanup_done();
             }
             Purpose::Share => debug!("a command sent on a debugger's behalf was not answered"),
+            Purpose::LeftSet(kind) => debug!(kind, "a departed debugger's EventRequest.Set was not answered"),
             Purpose::LateIdSizes => {
                 warn!("the VM did not answer IDSizes: events go whole to the owner of their first event");
                 self.late_sizes_settled();

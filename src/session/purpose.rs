@@ -25,6 +25,9 @@ pub enum Purpose {
     /// Done on a debugger's behalf while others stay: a translated resume, a Clear or an
     /// EnableCollection of a departed debugger.
     Share,
+    /// An EventRequest.Set (of this event kind) of a debugger that left while the others stay,
+    /// sent before it left and answered after: the request the VM granted is cleared.
+    LeftSet(u8),
     /// IDSizes asked when a debugger first set an event request and the sizes were unknown:
     /// events cannot be split between debuggers without them.
     LateIdSizes,
