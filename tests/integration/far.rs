@@ -156,6 +156,20 @@ async fn read_packets(near: &mut Near, resume: &mut Resume, stream: &mut BytesMu
     Ok(())
 }
 
+/// Opens `channel` to `vm`, again until the VM takes it: the VM takes a debugger again a
+/// moment after the last one left.
+pub(crate) async fn open_until_taken(near: &mut Near, resume: &mut Resume, channel: u32, vm: &VmInfo) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + SLOW;
+    loop {
+        near.send(resume, channel, Body::Open { vm: vm.key }).await?;
+        match near.next_not_list(resume).await?.body {
+            Body::Opened { status: OpenStatus::Ok, .. } => return Ok(()),
+            other if tokio::time::Instant::now() > deadline => bail!("the channel did not open: {other:?}"),
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
 /// The far side's list, until it holds the VM of `pid`.
 pub(crate) async fn wait_for_vm(near: &mut Near, resume: &mut Resume, pid: u32) -> Result<VmInfo> {
     loop {
@@ -334,16 +348,7 @@ async fn far_side_compresses_big_replies_for_a_near_side_of_5_only() -> Result<(
         let (mut near, hello) = Near::connect_as(&socket, SessionKey::default(), &mut resume, (PROTOCOL_MIN, protocol), false).await?;
         assert_eq!(hello.proto_max, protocol);
         let vm = wait_for_vm(&mut near, &mut resume, pid).await?;
-        // The VM takes a debugger again a moment after the last one left: open until it does.
-        let deadline = tokio::time::Instant::now() + SLOW;
-        loop {
-            near.send(&mut resume, CHANNEL, Body::Open { vm: vm.key }).await?;
-            match near.next_not_list(&mut resume).await?.body {
-                Body::Opened { status: OpenStatus::Ok, .. } => break,
-                other if tokio::time::Instant::now() > deadline => bail!("the channel did not open: {other:?}"),
-                _ => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
+        open_until_taken(&mut near, &mut resume, CHANNEL, &vm).await?;
         let mut asked = b"JDWP-Handshake".to_vec();
         asked.extend_from_slice(&command(1, 1, 3));
         near.send(&mut resume, CHANNEL, Body::Data(Bytes::from(asked))).await?;

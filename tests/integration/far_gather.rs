@@ -9,14 +9,14 @@ use std::collections::HashSet;
 
 use anyhow::{bail, ensure, Context, Result};
 use bytes::{Buf, Bytes, BytesMut};
-use jdwpmux::farlink::frame::{Body, OpenStatus, SessionKey};
+use jdwpmux::farlink::frame::{Body, SessionKey};
 use jdwpmux::farlink::resume::{Outbound, Resume};
 use jdwpmux::gather::relay::Answers;
 use jdwpmux::gather::{inband, Key, FAR_IDS};
 use jdwpmux::jdwp::packet::{Header, Packet, HEADER_LEN};
 use tokio::process::Command;
 
-use super::far::{wait_for_vm, Near, BIN, SLOW};
+use super::far::{open_until_taken, wait_for_vm, Near, BIN, SLOW};
 use crate::support::console::Console;
 use crate::support::{java_available, JavaApp};
 
@@ -74,16 +74,7 @@ impl Client {
         let (mut near, hello) = Near::connect_as(socket, SessionKey::default(), &mut resume, protocols, true).await?;
         ensure!(hello.proto_max == protocols.1, "agreed on {} for {protocols:?}", hello.proto_max);
         let vm = wait_for_vm(&mut near, &mut resume, pid).await?;
-        // The VM takes a debugger again a moment after the last one left: open until it does.
-        let deadline = tokio::time::Instant::now() + SLOW;
-        loop {
-            near.send(&mut resume, CHANNEL, Body::Open { vm: vm.key }).await?;
-            match near.next_not_list(&mut resume).await?.body {
-                Body::Opened { status: OpenStatus::Ok, .. } => break,
-                other if tokio::time::Instant::now() > deadline => bail!("opening the channel: {other:?}"),
-                _ => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
-            }
-        }
+        open_until_taken(&mut near, &mut resume, CHANNEL, &vm).await?;
         let mut c = Client { near, resume, stream: BytesMut::new(), next_id: 0 };
         c.send(b"JDWP-Handshake".to_vec()).await?;
         while c.stream.len() < 14 {
