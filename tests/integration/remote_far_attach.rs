@@ -52,7 +52,7 @@ pub const ATTACH_WAITS: usize = 1;
 pub const JDB_WAITS: usize = 3;
 
 /// `alias` reached through a delay relay in front of `host`'s sshd.
-fn delayed(keys: &Keys, host: &TestHost, alias: &str) -> DelayLink {
+pub(crate) fn delayed(keys: &Keys, host: &TestHost, alias: &str) -> DelayLink {
     let link = DelayLink::start(SocketAddr::from((host.net.addr, 22)), DELAY).unwrap();
     keys.add_host(alias, Ipv4Addr::LOCALHOST, "id_ed25519", &format!("  Port {}\n  HostKeyAlias {}\n", link.port(), host.net.addr)).unwrap();
     link
@@ -74,14 +74,14 @@ async fn ledger_on(host: &TestHost, java: &Path) -> JavaApp {
 }
 
 /// Served through the far side over the delayed link (no periodic scan of the host: its
-/// round trips would be counted with the attach's), capturing to `capture`, and the VM's
-/// local port once ready.
-async fn served_far(keys: &Keys, alias: &str, far: &str, capture: &Path) -> (Served, u16) {
+/// round trips would be counted with the attach's), capturing to `capture`, and the local
+/// port of the VM running `app` once ready.
+pub(crate) async fn served_far(keys: &Keys, alias: &str, far: &str, app: &str, capture: &Path) -> (Served, u16) {
     let capture = capture.display().to_string();
     let served = serve(keys, &[alias], &["--far", "always", "--far-path", far, "--ssh-interval", "60", "--capture", &capture]);
     served.wait_log(&format!("using jdwpmux on {alias}")).await;
-    let rows = served.list_until("Ledger ready", |r| ready(r, alias, "Ledger")).await;
-    let p = port(&rows, alias, "Ledger");
+    let rows = served.list_until(&format!("{app} ready"), |r| ready(r, alias, app)).await;
+    let p = port(&rows, alias, app);
     (served, p)
 }
 
@@ -210,7 +210,7 @@ fn waits(capture: &Path) -> Vec<Vec<String>> {
 }
 
 /// The near side's figures of the (only) VM, from `jdwpmux stats --json`.
-fn near_figures(served: &Served) -> Value {
+pub(crate) fn near_figures(served: &Served) -> Value {
     let (code, out, err) = served.run(&["stats", "--json"]);
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
@@ -234,7 +234,7 @@ async fn attach_in_few_round_trips(alias: &str, java: &Path) {
 
     let captures = tempfile::tempdir().unwrap();
     let capture = captures.path().join("attach.jsonl");
-    let (served, vm_port) = served_far(&keys, &slow, &far.path, &capture).await;
+    let (served, vm_port) = served_far(&keys, &slow, &far.path, "Ledger", &capture).await;
     let mut ide_turns = Vec::new();
     let mut jdb_turns = Vec::new();
     // Three times each: the first attach on a VM connection and others after one left.
