@@ -108,6 +108,8 @@ mod remote_far_thin;
 mod remote_far_gather;
 #[path = "integration/remote_far_attach.rs"]
 mod remote_far_attach;
+#[path = "integration/remote_far_classes.rs"]
+mod remote_far_classes;
 #[path = "integration/remote_far_containers.rs"]
 mod remote_far_containers;
 #[path = "integration/remote_ddm.rs"]
