@@ -234,10 +234,12 @@ impl ClassView {
 }
 
 /// jdb's lines, without its prompts (`> `, `main[1] `: when each comes depends on the
-/// timing of its two threads) and blank lines.
+/// timing of its two threads) and blank lines. Its event thread prints "Breakpoint hit: " and
+/// the location apart, and the command thread's "Set breakpoint ..." may come between them:
+/// each is a line of its own here.
 fn jdb_lines(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for line in text.lines() {
+    for line in text.replace("Breakpoint hit: ", "Breakpoint hit:\n").lines() {
         let mut l = line.trim();
         while let Some(rest) = l.strip_prefix('>').or_else(|| l.strip_prefix("main[1]")) {
             l = rest.trim_start();
