@@ -100,6 +100,9 @@ pub(super) struct Session {
     pub reset_requested: bool,
     pub cleanup_pending: usize,
     pub cleanup_deadline: Option<Instant>,
+    /// The clean-up under way ends with a reset of the VM connection (a VM that forgets
+    /// debuggers only with it).
+    pub reset_after_cleanup: bool,
     /// Who owns which event request, suspension and pin.
     pub sharing: Sharing,
     /// Events kept back, in the VM's order, until the Sets in flight say whose they are.
@@ -186,6 +189,7 @@ pub fn spawn(
         reset_requested: false,
         cleanup_pending: 0,
         cleanup_deadline: None,
+        reset_after_cleanup: false,
         sharing: Sharing::default(),
         deferred_events: VecDeque::new(),
         vm_upstream: None,

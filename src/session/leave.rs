@@ -23,9 +23,10 @@ impl Session {
             self.reset_requested = true;
         }
         // Its Sets still in flight (it need not wait for a reply answered early): while others
-        // stay, the requests the VM grants them are cleared as their replies come, as its
-        // granted ones are below. Else the VM forgets them with the connection or the clean-up.
-        if !self.debuggers.is_empty() {
+        // stay, or before a VM connection is reset, the requests the VM grants them are
+        // cleared as their replies come, as its granted ones are below. Else the VM forgets
+        // them with the DDM clean-up.
+        if !self.debuggers.is_empty() || self.ddm_aware != Some(true) {
             for (id, kind) in self.ids.adopt_sets(Requester::Debugger(conn)) {
                 self.purposes.insert(id, super::purpose::Purpose::LeftSet(kind));
             }
@@ -50,8 +51,9 @@ impl Session {
             if self.ddm_aware == Some(true) {
                 self.start_cleanup(requests, release, unpin);
             } else {
-                // A VM that does not speak DDM only forgets a debugger when the connection closes.
-                self.reset_requested = true;
+                // A VM that does not speak DDM only forgets a debugger when the connection
+                // closes; what it left suspended VM-wide is resumed first (`settle_then_reset`).
+                self.settle_then_reset(requests, release);
             }
         } else if !requests.is_empty() || !release.is_empty() || !unpin.is_empty() {
             debug!(requests = requests.len(), releases = release.len(), pins = unpin.len(), "undoing what the debugger left");

@@ -183,14 +183,22 @@ impl Session {
                     debug!(error = h.error_code(), "a command sent on a debugger's behalf failed");
                 }
             }
-            Purpose::LeftSet(kind) => match p.data().get(..4).filter(|_| ok) {
-                Some(b) => {
-                    let id = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-                    debug!(kind, id, "clearing a request granted to a debugger that left before its reply");
-                    self.clear_request(kind, id);
+            Purpose::LeftSet(kind) => {
+                // Waited for by a reset's clean-up (`settle_then_reset`), and so is its Clear.
+                let settling = self.reset_after_cleanup;
+                if settling {
+                    self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
                 }
-                None => debug!(kind, error = h.error_code(), "a departed debugger's request was refused: nothing to clear"),
-            },
+                match p.data().get(..4).filter(|_| ok) {
+                    Some(b) => {
+                        let id = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                        debug!(kind, id, "clearing a request granted to a debugger that left before its reply");
+                        let purpose = if settling { Purpose::Cleanup(CleanupStep::ClearEvent) } else { Purpose::Share };
+                        self.clear_request_as(kind, id, purpose);
+                    }
+                    None => debug!(kind, error = h.error_code(), "a departed debugger's request was refused: nothing to clear"),
+                }
+            }
             Purpose::LateIdSizes => {
                 if ok {
                     self.on_id_sizes(p.data());
@@ -225,7 +233,13 @@ impl Session {
                 self.check_cleanup_done();
             }
             Purpose::Share => debug!("a command sent on a debugger's behalf was not answered"),
-            Purpose::LeftSet(kind) => debug!(kind, "a departed debugger's EventRequest.Set was not answered"),
+            Purpose::LeftSet(kind) => {
+                debug!(kind, "a departed debugger's EventRequest.Set was not answered");
+                if self.reset_after_cleanup {
+                    self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+                    self.check_cleanup_done();
+                }
+            }
             Purpose::LateIdSizes => {
                 warn!("the VM did not answer IDSizes: events go whole to the owner of their first event");
                 self.late_sizes_settled();
@@ -291,9 +305,7 @@ impl Session {
         self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &dbgd_request());
         let requests = event_requests.len();
         for (kind, id) in event_requests {
-            let mut data = vec![kind];
-            data.extend_from_slice(&id.to_be_bytes());
-            self.send_proxy(Purpose::Cleanup(CleanupStep::ClearEvent), 15, 2, &data);
+            self.clear_request_as(kind, id, Purpose::Cleanup(CleanupStep::ClearEvent));
         }
         // VM-wide suspensions first (they also hold the count new threads start with), then
         // whatever each thread still has, read back with SuspendCount.
@@ -310,6 +322,43 @@ impl Session {
             self.send_proxy(Purpose::Cleanup(CleanupStep::IdSizes), 1, 7, &[]);
         }
         debug!(requests, releases, "cleaning up after the last debugger");
+    }
+
+    /// The last debugger left a VM that forgets debuggers only when its connection closes
+    /// (HotSpot's agent): its event requests are cleared and the suspensions it held
+    /// released, and the connection is reset once the VM has answered them (or after
+    /// [`CLEANUP_TIMEOUT`]).
+    ///
+    /// HotSpot's agent pins every object id while the VM is suspended VM-wide
+    /// (`commonRef_pinAll` in `threadControl_suspendAll`), and its reset on a closed connection
+    /// zeroes its suspend-all count but not that pin count. A connection closed while the VM
+    /// was suspended VM-wide (a debugger that quit at a suspend-all breakpoint, or a
+    /// suspend-all event just fired) would leave every object id the VM hands out afterwards
+    /// holding its object, and its class and loader, until that next connection closes: for
+    /// as long as jdwpmux keeps it, debugger after debugger. So those suspensions are
+    /// resumed while the connection is still open, after the requests that could fire new
+    /// ones are cleared: those granted and those whose Sets are still in flight (cleared as
+    /// their replies come, `Purpose::LeftSet`). An event that still comes meanwhile comes
+    /// before the last of those replies and is resumed as it arrives (`hold_event`); all of
+    /// it is written before the connection closes.
+    pub(super) fn settle_then_reset(&mut self, event_requests: Vec<(u8, u32)>, release: Vec<VmCmd>) {
+        let sets_in_flight = self.purposes.values().filter(|p| matches!(p, Purpose::LeftSet(_))).count();
+        if event_requests.is_empty() && release.is_empty() && sets_in_flight == 0 {
+            self.reset_requested = true;
+            return;
+        }
+        self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
+        self.reset_after_cleanup = true;
+        // Each Set in flight is waited for, and then the Clear of what it was granted.
+        self.cleanup_pending += sets_in_flight;
+        let (requests, releases) = (event_requests.len(), release.len());
+        for (kind, id) in event_requests {
+            self.clear_request_as(kind, id, Purpose::Cleanup(CleanupStep::ClearEvent));
+        }
+        for c in release {
+            self.send_vm_cmd_as(c, Purpose::Cleanup(CleanupStep::Resume));
+        }
+        debug!(requests, releases, sets_in_flight, "clearing and resuming what the last debugger left before the VM connection is reset");
     }
 
     fn on_cleanup_reply(&mut self, step: CleanupStep, ok: bool, data: &[u8]) {
@@ -370,7 +419,11 @@ impl Session {
                 debug!("clean-up done");
             }
             self.cleanup_deadline = None;
-            self.serve_waiting();
+            if std::mem::take(&mut self.reset_after_cleanup) {
+                self.reset_requested = true;
+            } else {
+                self.serve_waiting();
+            }
         }
     }
 }

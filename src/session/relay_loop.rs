@@ -46,6 +46,7 @@ impl Session {
         self.reset_requested = false;
         self.cleanup_pending = 0;
         self.cleanup_deadline = None;
+        self.reset_after_cleanup = false;
         self.sharing = Sharing::default();
         self.deferred_events.clear();
         self.vm_upstream = None;

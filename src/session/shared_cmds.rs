@@ -212,6 +212,11 @@ impl Session {
 
     /// Sends a suspend or resume of the proxy's own.
     pub(super) fn send_vm_cmd(&mut self, c: VmCmd) {
+        self.send_vm_cmd_as(c, Purpose::Share);
+    }
+
+    /// `send_vm_cmd` for a given purpose.
+    pub(super) fn send_vm_cmd_as(&mut self, c: VmCmd, purpose: Purpose) {
         let size = self.id_sizes.map_or(8, |s| s.object);
         let thread = |t: u64| {
             let mut d = Vec::with_capacity(size);
@@ -219,18 +224,23 @@ impl Session {
             d
         };
         match c {
-            VmCmd::SuspendAll => self.send_proxy(Purpose::Share, VM_SUSPEND.0, VM_SUSPEND.1, &[]),
-            VmCmd::ResumeAll => self.send_proxy(Purpose::Share, VM_RESUME.0, VM_RESUME.1, &[]),
-            VmCmd::SuspendThread(t) => self.send_proxy(Purpose::Share, THREAD_SUSPEND.0, THREAD_SUSPEND.1, &thread(t)),
-            VmCmd::ResumeThread(t) => self.send_proxy(Purpose::Share, THREAD_RESUME.0, THREAD_RESUME.1, &thread(t)),
+            VmCmd::SuspendAll => self.send_proxy(purpose, VM_SUSPEND.0, VM_SUSPEND.1, &[]),
+            VmCmd::ResumeAll => self.send_proxy(purpose, VM_RESUME.0, VM_RESUME.1, &[]),
+            VmCmd::SuspendThread(t) => self.send_proxy(purpose, THREAD_SUSPEND.0, THREAD_SUSPEND.1, &thread(t)),
+            VmCmd::ResumeThread(t) => self.send_proxy(purpose, THREAD_RESUME.0, THREAD_RESUME.1, &thread(t)),
         }
     }
 
     /// Clears an event request in the VM on a debugger's behalf.
     pub(super) fn clear_request(&mut self, kind: u8, id: u32) {
+        self.clear_request_as(kind, id, Purpose::Share);
+    }
+
+    /// `clear_request` for a given purpose.
+    pub(super) fn clear_request_as(&mut self, kind: u8, id: u32, purpose: Purpose) {
         let mut data = vec![kind];
         data.extend_from_slice(&id.to_be_bytes());
-        self.send_proxy(Purpose::Share, EVENT_CLEAR.0, EVENT_CLEAR.1, &data);
+        self.send_proxy(purpose, EVENT_CLEAR.0, EVENT_CLEAR.1, &data);
     }
 
     /// Enables collection of an object nobody pins any more.

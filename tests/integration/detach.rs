@@ -1,5 +1,6 @@
 //! A debugger leaving: a DDM-aware VM gets DBGD and is cleaned up on the kept connection; a
-//! non-DDM VM is dropped and reconnected; a lost VM closes its debugger.
+//! non-DDM VM has the debugger's requests cleared and VM-wide suspensions resumed, then is
+//! dropped and reconnected; a lost VM closes its debugger.
 
 use std::time::Duration;
 
@@ -98,6 +99,12 @@ async fn a_non_ddm_vm_is_dropped_and_reconnected_when_its_debugger_leaves() {
     wait_until("reconnected", || vm.connections_accepted() >= 2 && vm.is_connected()).await.unwrap();
     assert!(!vm.any_suspended(), "the VM reset its debugger state on close");
     assert_eq!(vm.dbgd_count(), 0);
+    // Undone before the connection closed, although the VM forgets them with it: HotSpot's
+    // agent keeps the pins of a VM-wide suspension across that reset
+    // (`Session::settle_then_reset`).
+    assert_eq!(vm.received_commands(SET_EVENT_REQUEST, ER_CLEAR).len(), 2, "the departed debugger's requests cleared first");
+    assert_eq!(vm.received_commands(SET_VM, VM_RESUME).len(), 1, "its VM-wide suspension resumed first");
+    assert_eq!(vm.received_commands(SET_THREAD, THREAD_RESUME).len(), 2, "and its two thread suspensions");
     let mut again = RawClient::connect(port).await.unwrap();
     assert_eq!(again.request(1, SET_VM, VM_VERSION, &[], SOON).await.unwrap().error_code(), Some(ERR_NONE));
     proxy.stop().await;
