@@ -35,7 +35,15 @@ pub enum Event {
     Closed { channel: u32, reason: CloseReason, text: String },
 }
 
-/// The session's end of a channel. Dropping it ends the task and closes the VM connection.
+/// How long a channel the near side closed may take to write what the near side sent
+/// before the close: then its VM connection is closed regardless.
+pub const LET_GO: Duration = Duration::from_secs(2);
+
+/// The session's end of a channel. Dropping it closes the VM connection once what the near
+/// side sent before it is written (at most [`LET_GO`] later): the near side's last commands
+/// are what leaves the VM as a debugger would want it (the resumes of what it held
+/// suspended; see `Session::settle_then_reset` on the near side), and a VM connection
+/// closed before them would leave the VM suspended or its objects pinned.
 #[derive(Debug)]
 pub struct Channel {
     pub to_vm: mpsc::Sender<Bytes>,
@@ -44,7 +52,18 @@ pub struct Channel {
 
 impl Drop for Channel {
     fn drop(&mut self) {
-        self.task.abort();
+        // The task ends by itself once it has written what `to_vm` holds (dropped with this);
+        // a VM that does not read is given up on after LET_GO.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                let task = self.task.abort_handle();
+                rt.spawn(async move {
+                    tokio::time::sleep(LET_GO).await;
+                    task.abort();
+                });
+            }
+            Err(_) => self.task.abort(),
+        }
     }
 }
 

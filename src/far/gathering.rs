@@ -66,8 +66,14 @@ pub async fn run(
             Wake::Vm(Ok(n)) => relay.from_vm(&buf[..n], std::time::Instant::now()),
             Wake::Vm(Err(e)) => return (CloseReason::Error, format!("reading from the VM: {e}")),
             Wake::Near(Some(bytes)) => relay.from_near(&bytes, std::time::Instant::now()),
-            // The session dropped its end: the near side closed the channel.
-            Wake::Near(None) => return (CloseReason::Done, String::new()),
+            // The session dropped its end: the near side closed the channel. What it sent
+            // before goes to the VM first (the task is aborted if the VM does not take it).
+            Wake::Near(None) => {
+                let (head, tail) = to_vm.as_slices();
+                let _ = write.write_all(head).await;
+                let _ = write.write_all(tail).await;
+                return (CloseReason::Done, String::new());
+            }
             Wake::Wrote(Ok(n)) => {
                 to_vm.drain(..n);
                 if to_vm.is_empty() {
