@@ -110,6 +110,8 @@ mod remote_far_gather;
 mod remote_far_attach;
 #[path = "integration/remote_far_classes.rs"]
 mod remote_far_classes;
+#[path = "integration/leave_pins.rs"]
+mod leave_pins;
 #[path = "integration/remote_far_containers.rs"]
 mod remote_far_containers;
 #[path = "integration/remote_ddm.rs"]

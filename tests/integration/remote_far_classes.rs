@@ -35,12 +35,12 @@ use crate::support::java::{javac, jdk25_java};
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, Jdb, JvmSpec};
 
-const LOADS_JAVA: &str = include_str!("../support/jdi/Loads.java");
+pub(crate) const LOADS_JAVA: &str = include_str!("../support/jdi/Loads.java");
 const CLASS_VIEW_JAVA: &str = include_str!("../support/jdi/ClassView.java");
 
 /// The class loaded and unloaded, and the prefix of the app's own classes.
-const GUEST: &str = "LoadsGuest";
-const APP: &str = "Loads";
+pub(crate) const GUEST: &str = "LoadsGuest";
+pub(crate) const APP: &str = "Loads";
 
 /// Version 1 of the class: `// hit` marks the line the breakpoint goes on.
 const GUEST_V1: &str = r#"public class LoadsGuest implements Runnable {
@@ -87,7 +87,7 @@ fn hit_line(source: &str) -> usize {
 
 /// What the VM has of LoadsGuest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum State {
+pub(crate) enum State {
     None,
     V1,
     V2,
@@ -108,19 +108,19 @@ impl State {
     }
 
     /// The line a breakpoint is asked at (with none loaded, version 1's).
-    fn line(self) -> usize {
+    pub(crate) fn line(self) -> usize {
         hit_line(if self == State::V2 { GUEST_V2 } else { GUEST_V1 })
     }
 }
 
-/// Loads on `host` run by `java`, its agent on the host's loopback port 8000, with both
-/// versions of LoadsGuest compiled in folders of its own.
-async fn loads_on(host: &TestHost, java: &Path) -> JavaApp {
+/// Loads run by `java` (under `prefix`: on a test host), its agent at `address`, with
+/// both versions of LoadsGuest compiled in folders of its own.
+pub(crate) async fn loads_at(prefix: Vec<String>, java: &Path, address: &str) -> JavaApp {
     let spec = JvmSpec {
-        prefix: host.prefix(),
+        prefix,
         java: java.to_path_buf(),
         jvm: vec!["-Xlog:class+unload=info".into()],
-        agent: agent(false, "8000"),
+        agent: agent(false, address),
         sources: vec![("Loads.java".into(), LOADS_JAVA.to_string())],
         class: APP.into(),
         args: vec!["{dir}".into()],
@@ -141,16 +141,16 @@ async fn loads_on(host: &TestHost, java: &Path) -> JavaApp {
 const STATES: [State; 5] = [State::None, State::V1, State::None, State::V2, State::None];
 
 /// The app's rounds of loading and unloading, driven by its trigger files.
-struct Rounds {
-    round: usize,
-    unloads: usize,
-    now: State,
+pub(crate) struct Rounds {
+    pub(crate) round: usize,
+    pub(crate) unloads: usize,
+    pub(crate) now: State,
 }
 
 impl Rounds {
     /// Brings the VM from the state it is in to `state`; `context` says more should the
     /// class not unload.
-    async fn enter(&mut self, app: &JavaApp, state: State, context: &dyn Fn() -> String) {
+    pub(crate) async fn enter(&mut self, app: &JavaApp, state: State, context: &dyn Fn() -> String) {
         match state {
             _ if state == self.now => {}
             State::None => self.unload(app, context).await,
@@ -186,19 +186,19 @@ impl Rounds {
 }
 
 /// The ClassView program, compiled once.
-struct ClassView {
+pub(crate) struct ClassView {
     dir: tempfile::TempDir,
 }
 
 impl ClassView {
-    async fn compile() -> ClassView {
+    pub(crate) async fn compile() -> ClassView {
         let dir = tempfile::tempdir().unwrap();
         javac(dir.path(), &[("ClassView.java", CLASS_VIEW_JAVA)]).await.unwrap();
         ClassView { dir }
     }
 
     /// Starts it (under `prefix`) against 127.0.0.1:`port`, attached.
-    async fn start(&self, prefix: &[String], port: u16) -> Console {
+    pub(crate) async fn start(&self, prefix: &[String], port: u16) -> Console {
         let java = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"];
         let mut words = prefix.iter().map(String::as_str).chain(java);
         let mut cmd = tokio::process::Command::new(words.next().unwrap_or("java"));
@@ -209,7 +209,7 @@ impl ClassView {
     }
 
     /// What an attached ClassView prints of `state`.
-    async fn look(c: &mut Console, state: State) -> String {
+    pub(crate) async fn look(c: &mut Console, state: State) -> String {
         c.send(&format!("look {} {}", state.count(), state.line())).await.unwrap();
         let text = c.expect("looked\n", SLOW).await.unwrap();
         assert!(!text.contains("no hit"), "{text}");
@@ -217,7 +217,7 @@ impl ClassView {
     }
 
     /// Ends an attached ClassView.
-    async fn end(mut c: Console) {
+    pub(crate) async fn end(mut c: Console) {
         c.close_stdin();
         c.expect("done\n", SLOW).await.unwrap();
         let status = c.wait_exit(SLOW).await.unwrap();
@@ -309,7 +309,7 @@ async fn classes_loaded_and_unloaded_between_attaches(alias: &str, java: &Path) 
     let host = TestHost::start(&keys, alias).unwrap();
     let slow = format!("{alias}-slow");
     let link = delayed(&keys, &host, &slow);
-    let mut app = loads_on(&host, java).await;
+    let mut app = loads_at(host.prefix(), java, "8000").await;
     let prog = ClassView::compile().await;
     let on_host = host.prefix();
     let mut rounds = Rounds { round: 1, unloads: 0, now: State::None };
@@ -334,7 +334,9 @@ async fn classes_loaded_and_unloaded_between_attaches(alias: &str, java: &Path) 
     assert!(truth[&State::V2].view.contains("method thrice(J)J"), "{}", truth[&State::V2].view);
     assert!(truth[&State::None].view.contains(&format!("found {GUEST} 0")), "{}", truth[&State::None].view);
 
-    let (served, vm_port) = served_far(&keys, &slow, &far.path, APP).await;
+    let captures = tempfile::tempdir().unwrap();
+    let capture = captures.path().join("classes.jsonl");
+    let (served, vm_port) = served_far(&keys, &slow, &far.path, APP, &capture).await;
     let listed = || served.list_until("Loads ready", |r| ready(r, &slow, APP));
     let context = || format!("near: {}\nserve's log:\n{}", near_figures(&served), served.log_text());
 
