@@ -141,6 +141,11 @@ impl IdTable {
         out
     }
 
+    /// The entries of `who`.
+    pub fn count(&self, who: Requester) -> usize {
+        self.pending.values().filter(|e| e.requester == who).count()
+    }
+
     /// Removes the entries of a requester that left; their late replies will find nothing.
     pub fn purge(&mut self, who: Requester) -> usize {
         let before = self.pending.len();

@@ -31,7 +31,11 @@ impl Session {
                 self.purposes.insert(id, super::purpose::Purpose::LeftSet(kind));
             }
         }
-        let purged = self.ids.purge(Requester::Debugger(conn));
+        // Before a reset (`settle_then_reset`) the replies to its commands still in flight
+        // come while the connection is open: its entries stay, so they are known as a
+        // departed debugger's (the reset forgets them). Else they are forgotten now.
+        let resetting = self.debuggers.is_empty() && self.ddm_aware != Some(true);
+        let purged = if resetting { self.ids.count(Requester::Debugger(conn)) } else { self.ids.purge(Requester::Debugger(conn)) };
         self.near.forget_conn(conn);
         self.early_given.forget_conn(conn);
         self.stats.debugger_left(conn);

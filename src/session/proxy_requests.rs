@@ -349,6 +349,8 @@ impl Session {
         }
         self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
         self.reset_after_cleanup = true;
+        // As after the reset: not ready for the next debugger until the VM is connected again.
+        self.set_state(VmState::Reconnecting);
         // Each Set in flight is waited for, and then the Clear of what it was granted.
         self.cleanup_pending += sets_in_flight;
         let (requests, releases) = (event_requests.len(), release.len());
