@@ -47,22 +47,32 @@ pub const LET_GO: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub struct Channel {
     pub to_vm: mpsc::Sender<Bytes>,
-    task: JoinHandle<()>,
+    /// None once given to [`Channel::into_task`].
+    task: Option<JoinHandle<()>>,
+}
+
+impl Channel {
+    /// Closes the channel and gives its task, which ends once it has written what the near
+    /// side sent (for the far side to wait on before it exits).
+    pub fn into_task(mut self) -> Option<JoinHandle<()>> {
+        self.task.take()
+    }
 }
 
 impl Drop for Channel {
     fn drop(&mut self) {
+        let Some(task) = self.task.take() else { return };
         // The task ends by itself once it has written what `to_vm` holds (dropped with this);
         // a VM that does not read is given up on after LET_GO.
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
-                let task = self.task.abort_handle();
+                let task = task.abort_handle();
                 rt.spawn(async move {
                     tokio::time::sleep(LET_GO).await;
                     task.abort();
                 });
             }
-            Err(_) => self.task.abort(),
+            Err(_) => task.abort(),
         }
     }
 }
@@ -74,7 +84,7 @@ pub fn open(channel: u32, endpoint: Endpoint, gather: Option<Limits>, events: mp
     let (to_vm, from_near) = mpsc::channel(TO_VM_QUEUE);
     let span = tracing::info_span!("channel", channel, vm = %endpoint, gather = gather.is_some());
     let task = tokio::spawn(run(channel, endpoint, gather, events, from_near).instrument(span));
-    Channel { to_vm, task }
+    Channel { to_vm, task: Some(task) }
 }
 
 async fn run(channel: u32, endpoint: Endpoint, gather: Option<Limits>, events: mpsc::Sender<Event>, mut from_near: mpsc::Receiver<Bytes>) {

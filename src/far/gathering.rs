@@ -67,8 +67,14 @@ pub async fn run(
             Wake::Vm(Err(e)) => return (CloseReason::Error, format!("reading from the VM: {e}")),
             Wake::Near(Some(bytes)) => relay.from_near(&bytes, std::time::Instant::now()),
             // The session dropped its end: the near side closed the channel. What it sent
-            // before goes to the VM first (the task is aborted if the VM does not take it).
+            // before goes to the VM first, then the resumes of what the VM still holds
+            // suspended VM-wide (the task is aborted if the VM does not take them).
             Wake::Near(None) => {
+                let resumes = relay.let_go();
+                if !resumes.is_empty() {
+                    debug!(bytes = resumes.len(), "resuming the VM's VM-wide suspensions before its connection closes");
+                }
+                to_vm.extend(resumes);
                 let (head, tail) = to_vm.as_slices();
                 let _ = write.write_all(head).await;
                 let _ = write.write_all(tail).await;

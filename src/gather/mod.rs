@@ -42,6 +42,7 @@ pub mod stopped;
 pub mod store;
 pub mod validity;
 pub mod values;
+pub mod vm_wide;
 pub mod wire;
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::known::Known;
+use super::vm_wide::VmWide;
 use super::plan::{Gathered, Limits, Plan};
 use super::{Key, FAR_IDS};
 use crate::jdwp::events::IdSizes;
@@ -51,6 +52,8 @@ pub const MAX_LOOKUPS: usize = 64;
 const CLASSES_BY_SIGNATURE: (u8, u8) = (1, 2);
 /// EventRequest.Set.
 const EVENT_SET: (u8, u8) = (15, 1);
+/// The most VirtualMachine.Resume commands sent when the near side lets go of a connection.
+pub const MAX_LET_GO_RESUMES: u32 = 64;
 /// The largest EventRequest.Set of the near side's read to plan from (a ClassPrepare
 /// request with a pattern or two is tens of bytes).
 pub const MAX_SET: usize = 1024;
@@ -120,6 +123,10 @@ pub struct Relay {
     lookups: std::collections::VecDeque<u32>,
     /// The near side's EventRequest.Set being read (its id and the data so far).
     near_set: Option<(u32, Vec<u8>)>,
+    /// The VM-wide suspensions the agent counts, resumed when the connection is let go.
+    vm_wide: VmWide,
+    /// The next byte from the VM is an event composite's suspend policy.
+    policy_next: bool,
 }
 
 impl Relay {
@@ -141,7 +148,25 @@ impl Relay {
             known: Known::default(),
             lookups: std::collections::VecDeque::new(),
             near_set: None,
+            vm_wide: VmWide::default(),
+            policy_next: false,
         }
+    }
+
+    /// The near side let go of the connection, which closes after what this returns: a
+    /// VirtualMachine.Resume for each VM-wide suspension the agent still counts
+    /// ([`VmWide`]), unless the near side's last packet was cut short (the VM would read
+    /// them as its rest).
+    pub fn let_go(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if !self.near_between_packets() {
+            return out;
+        }
+        for _ in 0..self.vm_wide.owed().min(MAX_LET_GO_RESUMES) {
+            let id = self.own_id();
+            out.extend_from_slice(Packet::command(id, 1, 9, &[]).as_bytes());
+        }
+        out
     }
 
     /// When [`Relay::tick`] must be called next (a stop's hold ends then).
@@ -189,6 +214,7 @@ impl Relay {
             if let Some(h) = Header::parse(&self.near_header) {
                 if !h.is_reply() {
                     self.known.command(h.cmd_set(), h.cmd());
+                    self.vm_wide.command(h.cmd_set(), h.cmd());
                     if self.gather && (h.cmd_set(), h.cmd()) == CLASSES_BY_SIGNATURE {
                         if self.lookups.len() >= MAX_LOOKUPS {
                             self.lookups.pop_front();
@@ -262,6 +288,10 @@ impl Relay {
             }
         }
         while !bytes.is_empty() {
+            if self.policy_next && !matches!(self.reading, Reading::Header(_)) {
+                self.policy_next = false;
+                self.vm_wide.event(bytes[0]);
+            }
             match &mut self.reading {
                 Reading::Stream(left) => {
                     let n = (*left).min(bytes.len());
@@ -301,6 +331,7 @@ impl Relay {
                     let rest = len - HEADER_LEN;
                     let own = h.is_reply() && FAR_IDS.contains(&h.id);
                     let event = !h.is_reply() && h.cmd_set() == EVENT_CMD_SET && h.cmd() == EVENT_COMPOSITE;
+                    self.policy_next = event && rest > 0;
                     let lookup = h.is_reply() && !own && self.take_lookup(h.id);
                     self.reading = if own && len > MAX_OWN_REPLY {
                         self.own_reply(&mut out, h.id, u16::MAX, &[]);

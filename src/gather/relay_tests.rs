@@ -407,3 +407,47 @@ fn a_prepare_requests_lookup_waits_for_the_near_sides_packet_to_end() {
     assert_eq!(&kinds[1..3], &[(5, 15, 1), (6, 1, 20)], "the near side's packets whole and in order");
     assert!(FAR_IDS.contains(&kinds[3].0) && (kinds[3].1, kinds[3].2) == (1, 2), "then the lookup: {kinds:?}");
 }
+
+/// Resumes in `bytes`: whole VirtualMachine.Resume commands of jdwpmux's own, none else.
+fn resumes(bytes: &[u8]) -> usize {
+    let all = packets(bytes);
+    for p in &all {
+        let h = Header::parse(p).expect("a header");
+        assert!(!h.is_reply() && (h.cmd_set(), h.cmd()) == (1, 9) && FAR_IDS.contains(&h.id), "{p:?}");
+    }
+    all.len()
+}
+
+#[test]
+fn letting_go_resumes_what_the_agent_still_counts_suspended_vm_wide() {
+    let now = Instant::now();
+    // Not gathering: the count is kept either way, events streamed or read whole.
+    for gather in [false, true] {
+        let mut r = Relay::new(gather, super::plan::Limits::default());
+        r.from_vm(HANDSHAKE, now);
+        r.from_near(HANDSHAKE, now);
+        assert_eq!(resumes(&r.let_go()), 0, "nothing suspended");
+        // Two suspend-all events (one split inside its policy byte's packet), one of policy
+        // EVENT_THREAD, and a VirtualMachine.Suspend; one Resume.
+        let all = stop_event(0x10, 2);
+        r.from_vm(&all[..HEADER_LEN], now);
+        r.from_vm(&all[HEADER_LEN..], now);
+        r.from_vm(&stop_event(0x11, 1), now);
+        r.from_near(&cmd(3, 1, 8, &[]), now);
+        r.from_near(&cmd(4, 1, 9, &[]), now);
+        r.from_vm(&stop_event(0x12, 2), now);
+        assert_eq!(resumes(&r.let_go()), 2, "gather={gather}");
+    }
+}
+
+#[test]
+fn letting_go_in_the_middle_of_the_near_sides_packet_sends_nothing() {
+    let now = Instant::now();
+    let mut r = Relay::new(false, super::plan::Limits::default());
+    r.from_vm(HANDSHAKE, now);
+    r.from_near(HANDSHAKE, now);
+    r.from_vm(&stop_event(0x10, 2), now);
+    let half = cmd(5, 1, 1, &[0; 8]);
+    r.from_near(&half[..7], now);
+    assert!(r.let_go().is_empty(), "the VM would read the resume as the rest of a command");
+}

@@ -216,6 +216,7 @@ impl Session {
                 }
                 Wake::HoldExpired => {
                     info!(hold_s = self.hold.as_secs(), channels = self.channels.len(), "no near side came back within the hold: closing every VM connection");
+                    self.let_go_all().await;
                     return Ended::HoldExpired;
                 }
                 Wake::Beat => self.on_beat(),
@@ -229,6 +230,7 @@ impl Session {
                 Wake::Stop => {
                     self.ended = Some(Ended::Stopped);
                     self.lose_connection("the far side is stopping", Some((ByeReason::ShuttingDown, "jdwpmux on this host is stopping".into())));
+                    self.let_go_all().await;
                     return Ended::Stopped;
                 }
             }
@@ -282,6 +284,19 @@ impl Session {
 
     /// A quiet connection is pinged, a silent one dropped: the hold then runs from when the
     /// near side was last heard (the cut began about then; the socket said nothing).
+    /// Closes every channel, and waits (at most `channel::LET_GO`) until each has written
+    /// what its near side sent and what it sends before letting go of its VM
+    /// (`gather::relay::Relay::let_go`): the process may end next.
+    async fn let_go_all(&mut self) {
+        let deadline = tokio::time::Instant::now() + super::channel::LET_GO;
+        let tasks: Vec<_> = self.channels.drain().filter_map(|(_, c)| c.into_task()).collect();
+        for mut task in tasks {
+            if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
+                task.abort();
+            }
+        }
+    }
+
     fn on_beat(&mut self) {
         let now = Instant::now();
         match self.liveness().judge(now - self.last_heard, self.pinged.map(|p| now - p)) {
