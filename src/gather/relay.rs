@@ -23,6 +23,10 @@
 //!   anything the VM sends after the request (its reply, which the near side answered
 //!   early, and the replies to what the debugger asked next: jdb's `allClasses()`, the
 //!   class's methods and line tables).
+//! - The near side's first command about a class by its id ([`CLASS_DATA`]: after
+//!   `allClasses()` JDI finds classes in its own list and looks nothing up) starts a hold
+//!   the same way: the class's data is read ([`Plan::at_class`]), once per class, and goes
+//!   before the command's reply.
 //! - Before gathering it asks the VM's id sizes itself (VirtualMachine.IDSizes), once the
 //!   VM has answered the handshake; a stop before their answer passes without answers.
 
@@ -31,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use super::known::Known;
 use super::vm_wide::VmWide;
-use super::plan::{Gathered, Limits, Plan};
+use super::plan::{Gathered, Limits, Plan, CLASS_DATA};
 use super::{Key, FAR_IDS};
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::handshake::HANDSHAKE;
@@ -57,6 +61,18 @@ pub const MAX_LET_GO_RESUMES: u32 = 64;
 /// The largest EventRequest.Set of the near side's read to plan from (a ClassPrepare
 /// request with a pattern or two is tens of bytes).
 pub const MAX_SET: usize = 1024;
+
+/// A command of the near side's read whole to plan from: an EventRequest.Set, or one about
+/// a class ([`CLASS_DATA`]).
+#[derive(Debug)]
+struct NearBody {
+    id: u32,
+    command: (u8, u8),
+    data: Vec<u8>,
+}
+
+/// Classes remembered as read by [`Plan::at_class`] on one connection.
+pub const MAX_READ_CLASSES: usize = 16 * 1024;
 
 /// One stop's answers, for the near side: they hold from the event with id `event_id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +138,10 @@ pub struct Relay {
     /// The near side's ClassesBySignature commands not answered yet, by id, oldest first.
     lookups: std::collections::VecDeque<u32>,
     /// The near side's EventRequest.Set being read (its id and the data so far).
-    near_set: Option<(u32, Vec<u8>)>,
+    near_set: Option<NearBody>,
+    /// Classes whose data a debugger's first command about them had read
+    /// ([`Plan::at_class`]), so it is read once (at most [`MAX_READ_CLASSES`], then again).
+    read_classes: std::collections::HashSet<u64>,
     /// The VM-wide suspensions the agent counts, resumed when the connection is let go.
     vm_wide: VmWide,
     /// The next byte from the VM is an event composite's suspend policy.
@@ -148,6 +167,7 @@ impl Relay {
             known: Known::default(),
             lookups: std::collections::VecDeque::new(),
             near_set: None,
+            read_classes: std::collections::HashSet::new(),
             vm_wide: VmWide::default(),
             policy_next: false,
         }
@@ -197,7 +217,7 @@ impl Relay {
             if self.near_left > 0 {
                 let n = self.near_left.min(bytes.len());
                 self.near_left -= n;
-                if let Some((_, d)) = &mut self.near_set {
+                if let Some(NearBody { data: d, .. }) = &mut self.near_set {
                     d.extend_from_slice(&bytes[..n]);
                 }
                 bytes = &bytes[n..];
@@ -225,14 +245,19 @@ impl Relay {
                 // A length below the header's is the VM's to refuse; count it as the header.
                 self.near_left = (h.length as usize).saturating_sub(HEADER_LEN);
                 self.near_header.clear();
-                let set = !h.is_reply() && (h.cmd_set(), h.cmd()) == EVENT_SET;
-                if set && self.gather && self.near_left > 0 && self.near_left <= MAX_SET {
-                    self.near_set = Some((h.id, Vec::with_capacity(self.near_left)));
+                let command = (h.cmd_set(), h.cmd());
+                let read = !h.is_reply() && (command == EVENT_SET || CLASS_DATA.contains(&command));
+                if read && self.gather && self.near_left > 0 && self.near_left <= MAX_SET {
+                    self.near_set = Some(NearBody { id: h.id, command, data: Vec::with_capacity(self.near_left) });
                 }
             }
         }
-        for (id, d) in sets {
-            self.near_set_whole(&mut out, id, &d, now);
+        for body in sets {
+            if body.command == EVENT_SET {
+                self.near_set_whole(&mut out, body.id, &body.data, now);
+            } else {
+                self.near_class_whole(&mut out, body.id, &body.data, now);
+            }
         }
         self.flush_waiting(&mut out);
         out
@@ -245,6 +270,24 @@ impl Relay {
         let (Some(sizes), None) = (self.sizes, &self.hold) else { return };
         let Some(signature) = super::plan::prepare_signature(data) else { return };
         let (plan, first) = Plan::at_prepare(&signature, sizes, self.limits, &mut self.known);
+        self.hold = Some(Hold { plan, event_id: id, ids: HashMap::new(), held: Vec::new(), deadline: now + HOLD_TIME });
+        self.send_plan(out, first);
+    }
+
+    /// A whole command of the near side's about a class ([`CLASS_DATA`], gone to the VM with
+    /// the bytes it came in): the first about that class starts the reading of its data,
+    /// when nothing else is held; the command's reply comes after it.
+    fn near_class_whole(&mut self, out: &mut Vec<Out>, id: u32, data: &[u8], now: Instant) {
+        let (Some(sizes), None) = (self.sizes, &self.hold) else { return };
+        let Ok(class) = crate::jdwp::reader::Reader::new(data).id(sizes.reference_type, "refType") else { return };
+        if class == 0 || self.read_classes.contains(&class) {
+            return;
+        }
+        if self.read_classes.len() >= MAX_READ_CLASSES {
+            self.read_classes.clear();
+        }
+        self.read_classes.insert(class);
+        let (plan, first) = Plan::at_class(class, sizes, self.limits, &mut self.known);
         self.hold = Some(Hold { plan, event_id: id, ids: HashMap::new(), held: Vec::new(), deadline: now + HOLD_TIME });
         self.send_plan(out, first);
     }

@@ -59,6 +59,7 @@ fn vm_answer(set: u8, c: u8) -> Vec<u8> {
         // The class looked up: Ledger, id 0x30.
         (1, 2) => [&1u32.to_be_bytes()[..], &[1], &0x30u64.to_be_bytes(), &7i32.to_be_bytes()].concat(),
         (2, 13) => b"\0\0\0\x08LLedger;\0\0\0\0".to_vec(),
+        (2, 1) => b"\0\0\0\x08LLedger;".to_vec(),
         _ => Vec::new(),
     }
 }
@@ -450,4 +451,28 @@ fn letting_go_in_the_middle_of_the_near_sides_packet_sends_nothing() {
     let half = cmd(5, 1, 1, &[0; 8]);
     r.from_near(&half[..7], now);
     assert!(r.let_go().is_empty(), "the VM would read the resume as the rest of a command");
+}
+
+#[test]
+fn a_classs_first_command_reads_its_data_before_its_reply() {
+    // IntelliJ after allClasses(): Ledger (0x30) found in JDI's own list, asked about by id.
+    let class = 0x30u64.to_be_bytes();
+    let near = [cmd(5, 2, 10, &class), cmd(6, 1, 1, &[])].concat();
+    let vm = [reply(5, &0u32.to_be_bytes()), reply(6, b"version")].concat();
+    let run = after_sizes(&near, &vm);
+    assert_eq!(run.to_near, vm, "every byte the VM sent the near side, in order");
+    assert_eq!(run.gathered.len(), 1, "{:?}", run.gathered);
+    let (at, answers) = &run.gathered[0];
+    assert_eq!(*at, 0, "before the command's reply");
+    assert_eq!((answers.event_id, answers.suspend_policy, answers.thread), (5, 0, 0), "nothing of a stop");
+    let mut cmds: Vec<(u8, u8)> = answers.answers.iter().map(|g| (g.key.set, g.key.cmd)).collect();
+    cmds.sort();
+    assert_eq!(cmds, vec![(1, 2), (2, 1), (2, 7), (2, 10), (2, 13), (2, 14), (2, 15), (3, 1), (6, 1)]);
+    // A command not about class data, or about no class: nothing is read.
+    for (set, c, data) in [(2u8, 6u8, class.to_vec()), (2, 10, 0u64.to_be_bytes().to_vec()), (2, 10, vec![0, 0, 0])] {
+        let vm = reply(5, &0u32.to_be_bytes());
+        let run = after_sizes(&cmd(5, set, c, &data), &vm);
+        assert_eq!(run.to_near, vm);
+        assert!(run.gathered.is_empty(), "({set}, {c}) {data:?}: {:?}", run.gathered);
+    }
 }

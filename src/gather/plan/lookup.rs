@@ -1,7 +1,7 @@
 //! A class lookup's plan: the classes a VirtualMachine.ClassesBySignature reply names (or a
-//! ClassPrepare request's class, looked up by the plan itself) get the class data JDI asks
-//! next, and of each class found its source file and its methods' line tables; the replies
-//! that plan reads, parsed.
+//! ClassPrepare request's class, or the class a debugger first asks about by id, looked up
+//! by the plan itself) get the class data JDI asks next, and of each class found its source
+//! file and its methods' line tables; the replies that plan reads, parsed.
 
 use super::{Known, Limits, Plan, Step};
 use crate::gather::Key;
@@ -11,6 +11,11 @@ use crate::jdwp::reader::Reader;
 /// Classes of one lookup's reply whose data is read (one signature names one class per
 /// loader: more is rare).
 pub const LOOKUP_CLASSES: usize = 8;
+
+/// The commands about a class whose first asking starts [`Plan::at_class`]: the class data
+/// that plan reads (ReferenceType Signature, SourceFile, Interfaces, SourceDebugExtension,
+/// SignatureWithGeneric, FieldsWithGeneric, MethodsWithGeneric; ClassType.Superclass).
+pub const CLASS_DATA: [(u8, u8); 8] = [(2, 1), (2, 7), (2, 10), (2, 12), (2, 13), (2, 14), (2, 15), (3, 1)];
 
 /// Methods of one class found by a lookup whose line tables are read (a class with more has
 /// the rest asked by the debugger).
@@ -116,6 +121,23 @@ impl Plan {
         data.extend_from_slice(signature.as_bytes());
         let mut first = Vec::new();
         plan.issue(&mut first, Key::new(1, 2, data), Step::Lookup, known);
+        (plan, first)
+    }
+
+    /// The plan for the class `class` (a reference type id) that a debugger asks about
+    /// first, by a command of [`CLASS_DATA`]: its signature (ReferenceType.Signature), then
+    /// the class looked up by it and read as [`Plan::at_classes`] reads a lookup's classes
+    /// (the lookup gives its type tag, which the reading needs). Class data alone, as there.
+    ///
+    /// After `allClasses()` JDI finds a class in its own list and asks for its data command
+    /// by command, each a link round trip through the far side: IntelliJ's attach asks 11 of
+    /// them for the class of its breakpoint.
+    pub fn at_class(class: u64, sizes: IdSizes, limits: Limits, known: &mut Known) -> (Plan, Vec<(usize, Key)>) {
+        let mut plan = Plan::new(sizes, class_limits(limits), 0, suspend::NONE);
+        plan.class_data = true;
+        let mut first = Vec::new();
+        let d = plan.id(class, sizes.reference_type);
+        plan.issue(&mut first, Key::new(2, 1, d), Step::ClassSignature, known);
         (plan, first)
     }
 

@@ -60,8 +60,8 @@
 //! branch of the plan, nothing else.
 //!
 //! - `reply`: a reply taken in: what it leads to, and each command issued once.
-//! - `lookup`: a class lookup's plan (its own lookup for a ClassPrepare request), and the
-//!   replies it reads. Pure.
+//! - `lookup`: a class lookup's plan (its own lookup for a ClassPrepare request, or for a
+//!   class a debugger first asks about by id), and the replies it reads. Pure.
 //! - `frames`: a stopped thread's frames and locals, read from replies and asked for as JDI
 //!   asks. Pure.
 
@@ -76,7 +76,7 @@ use super::values::Field;
 use super::Key;
 use crate::jdwp::events::{self, kind, suspend, IdSizes};
 pub use frames::{parse_frames, parse_variable_table, visible_locals, Frame, Local, Variable};
-pub use lookup::{parse_lookup, parse_methods_with_code, prepare_signature, LOOKUP_CLASSES, LOOKUP_METHODS};
+pub use lookup::{parse_lookup, parse_methods_with_code, prepare_signature, CLASS_DATA, LOOKUP_CLASSES, LOOKUP_METHODS};
 use frames::frames_data;
 
 /// How much one stop may gather.
@@ -144,6 +144,8 @@ enum Step {
     AllThreads,
     /// The plan's own VirtualMachine.ClassesBySignature: the classes found get class data.
     Lookup,
+    /// A class's ReferenceType.Signature: the class is looked up by it ([`Step::Lookup`]).
+    ClassSignature,
     /// The methods of a class a lookup found: their line tables follow.
     Methods(u64),
 }

@@ -99,6 +99,8 @@ impl Plan {
                     }
                 }
             }
+            // The reply is the signature as a JDWP string, which is the lookup's own data.
+            Step::ClassSignature => self.issue(&mut next, Key::new(1, 2, data.to_vec()), Step::Lookup, known),
             Step::Lookup => {
                 let Some(found) = parse_lookup(data, &self.sizes) else { return next };
                 self.found_classes(&mut next, found, known);
