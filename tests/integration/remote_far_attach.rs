@@ -37,16 +37,18 @@ const ATTACHER_JAVA: &str = include_str!("../support/jdi/Attacher.java");
 /// One way, as the issue's figures.
 const DELAY: Duration = Duration::from_millis(25);
 /// Link round trips the relay may count for an IDE's attach (issue 43: at most 3). It waits
-/// once, for its class lookup ([`ATTACH_WAITS`]); the relay counts the replies to its
-/// early-answered requests too when they pass between its bursts (1-3 alone, 2 under CI's
-/// load).
+/// twice ([`ATTACH_WAITS`]); the relay counts the replies to its early-answered requests
+/// too when they pass between its bursts (2-3 alone).
 pub const ATTACH_TURNS: u64 = 3;
 /// Link round trips the relay may count for jdb's attach, which waits three times
 /// ([`JDB_WAITS`]): 3-5 alone, 6 under CI's load.
 pub const JDB_TURNS: u64 = 6;
-/// Commands the IntelliJ-shaped attach waits for the VM's reply to, from the capture: its
-/// class lookup (`classesByName`); everything else is answered near.
-pub const ATTACH_WAITS: usize = 1;
+/// Commands the IntelliJ-shaped attach waits for the VM's reply to, from the capture:
+/// allClasses(), and the first command about its breakpoint's class (found by name in that
+/// list: ReferenceType.Interfaces), with which the far side reads the class's data ahead
+/// (`Plan::at_class`); everything else is answered near. (Before that read-ahead its class
+/// data took 11 more.)
+pub const ATTACH_WAITS: usize = 2;
 /// Commands jdb's attach waits for the VM's reply to: allClasses(), the class's methods and
 /// allThreads() at `resume`.
 pub const JDB_WAITS: usize = 3;

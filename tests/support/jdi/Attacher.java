@@ -1,11 +1,13 @@
 // An IDE's attach made of JDI, shaped like IntelliJ's: attach (SocketAttach: handshake,
-// IDSizes, Version, capabilities, JDI's own ClassPrepare and ClassUnload requests), the
-// thread tracking requests (ThreadStart, ThreadDeath, suspend policy NONE), a ClassPrepare
-// request for the breakpoint's class (suspend policy EVENT_THREAD, a class filter), the class
-// looked up by name, the breakpoint's line found in it (ReferenceType.locationsOfLine: every
-// method's line table), the breakpoint set (SUSPEND_ALL) and the VM resumed. Then prints
-// "armed" (the attach is done: the harness counts the link's round trips up to here), waits
-// for the breakpoint and prints where it stopped and the thread's top frame.
+// IDSizes, Version, capabilities, JDI's own ClassPrepare and ClassUnload requests), every
+// loaded class (allClasses(), as IntelliJ's VM proxy reads them), the thread tracking
+// requests (ThreadStart, ThreadDeath, suspend policy NONE), a ClassPrepare request for the
+// breakpoint's class (suspend policy EVENT_THREAD, a class filter), the class found by name
+// (in the list allClasses() read: nothing is looked up), the breakpoint's line found in it
+// (ReferenceType.locationsOfLine: every method's line table), the breakpoint set
+// (SUSPEND_ALL) and the VM resumed. Then prints "armed" (the attach is done: the harness
+// counts the link's round trips up to here), waits for the breakpoint and prints where it
+// stopped and the thread's top frame.
 // Mode "wait": deletes the breakpoint, resumes, prints "done" and disposes. Mode "hold": prints
 // "holding" and stays stopped until standard input closes, then does the same.
 // Mode "arm": prints "done" once armed and disposes without waiting for the breakpoint (a
@@ -38,6 +40,7 @@ public class Attacher {
         VirtualMachine vm = c.attach(args);
         EventRequestManager erm = vm.eventRequestManager();
         say("attached " + vm.name() + " canRedefine=" + vm.canRedefineClasses() + " canPop=" + vm.canPopFrames());
+        if (vm.allClasses().isEmpty()) throw new IllegalStateException("no classes");
         ThreadStartRequest ts = erm.createThreadStartRequest();
         ts.setSuspendPolicy(EventRequest.SUSPEND_NONE);
         ts.enable();
