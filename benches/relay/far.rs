@@ -281,7 +281,7 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
     }
     t.section(&format!(
         "an IDE stepping (Step.java: suspend-all breakpoint, step over with class exclusions and a count filter, after each stop frames, locals, this and its fields, statics, strings, array heads, thread name{}) through a JVM on an ssh test host (30 idle pool threads beside its own), up to {} steps or {} s a run, {} repetitions; ms per step = median (p90) of all steps; ratio = --far always / ssh -L, median of per-repetition ratios of the runs' medians (range)",
-        if p.step.ide_view { "; as IntelliJ also: the threads view (every thread's name, status, suspend count, frame count) and this.toString() invoked" } else { "" },
+        if p.step.ide_view { "; as IntelliJ also: the class list at attach, the threads view (every thread's name, status, suspend count, frame count) and this.toString() invoked" } else { "" },
         p.step.steps,
         p.step.budget.as_secs_f64(),
         all.len()

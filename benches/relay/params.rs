@@ -22,9 +22,9 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             25 ms each way; default veth,0,10,25,thin; smoke veth,10), e.g. `--far-links veth`
             for the target's row alone
   --far-no-idle  the far section without its idle windows
-  --far-ide-view  the far section's IDE as IntelliJ shows a stop: also every thread's name,
-            status, suspend count and frame count (the threads view), and a toString() of
-            `this` invoked
+  --far-ide-view  the far section's IDE as IntelliJ attaches and shows a stop: the class
+            list at attach; at each stop also every thread's name, status, suspend count and
+            frame count (the threads view), and a toString() of `this` invoked
             remote: JVMs on ssh test hosts (network namespaces with sshd; needs root,
             iproute2, openssh-server; skipped with a line saying why otherwise)
             far: an IDE stepping through ssh -L, serve --ssh --far never and --far
@@ -106,7 +106,8 @@ pub struct Opts {
     pub far_links: Option<Vec<crate::far::Link>>,
     /// The far section without its idle windows.
     pub far_no_idle: bool,
-    /// The far section's IDE also shows every thread and a toString() of `this` at each stop.
+    /// The far section's IDE also asks the class list at attach, and shows every thread and a
+    /// toString() of `this` at each stop.
     pub far_ide_view: bool,
 }
 
