@@ -414,15 +414,15 @@ fn jdb_rows(t: &mut Table, p: &FarParams, all: &[JdbRep]) {
     let med = |li: usize, c: usize, f: &dyn Fn(&JdbRun) -> Option<f64>| median(&jdb_per_rep(all, li, c, f).into_iter().flatten().collect::<Vec<_>>());
     for (li, link) in p.links.iter().enumerate() {
         let label = link_label(*link);
-        let figures: [(&str, &dyn Fn(&JdbRun) -> Option<f64>); 3] = [
-            ("jdb attach, ms", &|r| Some(r.attach_ms)),
-            ("jdb first stop, ms", &|r| Some(r.first_stop_ms)),
-            ("jdb ms per step (next, where, locals), median", &|r| median(&r.step_ms)),
+        let figures: [(&str, JdbFigure); 3] = [
+            ("jdb attach, ms", |r| Some(r.attach_ms)),
+            ("jdb first stop, ms", |r| Some(r.first_stop_ms)),
+            ("jdb ms per step (next, where, locals), median", |r| median(&r.step_ms)),
         ];
         for (what, f) in figures {
-            let cells = [0, 1, 2].map(|c| fmt_opt(med(li, c, f)));
-            let never = paired(&jdb_per_rep(all, li, 2, f), &jdb_per_rep(all, li, 1, f));
-            let ratios = paired(&jdb_per_rep(all, li, 2, f), &jdb_per_rep(all, li, 0, f));
+            let cells = [0, 1, 2].map(|c| fmt_opt(med(li, c, &f)));
+            let never = paired(&jdb_per_rep(all, li, 2, &f), &jdb_per_rep(all, li, 1, &f));
+            let ratios = paired(&jdb_per_rep(all, li, 2, &f), &jdb_per_rep(all, li, 0, &f));
             let r = Row::new(&format!("{label}: {what}"), [cells[0].clone(), cells[1].clone(), cells[2].clone(), if never.is_empty() { String::new() } else { ratio_text(&never) }]);
             t.push(r.judged(if ratios.is_empty() { String::new() } else { format!("{} x ssh -L", ratio_text(&ratios)) }, "", None));
         }
@@ -447,6 +447,8 @@ fn jdb_rows(t: &mut Table, p: &FarParams, all: &[JdbRep]) {
 
 /// One figure of a jdb run's counted round trips.
 type TurnFigureJdb = fn(&crate::jdb_far::JdbTurns) -> f64;
+/// One figure of a jdb run.
+type JdbFigure = fn(&JdbRun) -> Option<f64>;
 
 #[cfg(test)]
 mod tests {
