@@ -43,6 +43,8 @@ mod ide;
 mod jdwp_tap;
 #[path = "relay/jdwp_ops.rs"]
 mod jdwp_ops;
+#[path = "relay/jdb_far.rs"]
+mod jdb_far;
 #[path = "relay/jvm.rs"]
 mod jvm;
 #[path = "relay/jvm_suite.rs"]

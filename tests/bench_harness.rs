@@ -35,6 +35,8 @@ mod ide;
 mod jdwp_tap;
 #[path = "../benches/relay/jdwp_ops.rs"]
 mod jdwp_ops;
+#[path = "../benches/relay/jdb_far.rs"]
+mod jdb_far;
 #[path = "../benches/relay/jvm.rs"]
 mod jvm;
 #[path = "../benches/relay/jvm_suite.rs"]

@@ -14,9 +14,10 @@
 //   done steps=S values=V
 // then waits for standard input to close before it exits (the harness stops a relay first,
 // so the VM sees one disconnect).
-// With "view", each stop also reads what IntelliJ shows beside: the threads view (every
-// thread's name, status, suspend count and frame count) and this.toString(), invoked on the
-// stopped thread (its renderer's label for `this`).
+// With "view", the attach asks the class list first (vm.allClasses(), as IntelliJ does) and
+// each stop also reads what IntelliJ shows beside: the threads view (every thread's name,
+// status, suspend count and frame count) and this.toString(), invoked on the stopped thread
+// (its renderer's label for `this`).
 //   java Step HOST PORT LINE STEPS [MAX_MS [view]]     (LINE: the breakpoint's line in Walk.run)
 import com.sun.jdi.*;
 import com.sun.jdi.connect.*;
@@ -44,6 +45,9 @@ public class Step {
         view = a.length > 5 && a[5].equals("view");
         long t0 = System.nanoTime();
         VirtualMachine vm = c.attach(args);
+        // IntelliJ asks the class list right after attach (its class tree, and to place the
+        // breakpoints of classes loaded already), before it looks the breakpoint's class up.
+        if (view && vm.allClasses().isEmpty()) throw new IllegalStateException("no classes");
         EventRequestManager erm = vm.eventRequestManager();
         ClassType walk = (ClassType) vm.classesByName("Walk").get(0);
         Method run = walk.methodsByName("run").get(0);

@@ -9,7 +9,9 @@
 //! also counts the link's round trips: per step, for the attach and for the first stop), and
 //! on a thin link (`thin`: 10 Mbit/s with 25 ms each way, `rate_link`, a VPN). The
 //! warm-up repetition runs through a counting tap (`jdwp_tap`): commands per step. Then the
-//! far side's idle cost on a host with N JVMs beside today's scan (`far_idle`).
+//! far side's idle cost on a host with N JVMs beside today's scan (`far_idle`). With
+//! `--far-jdb`, the real jdb goes through the same paths and links after the IDE in each
+//! repetition (`jdb_far`): its attach, first stop and steps, timed and counted alike.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use anyhow::Result;
 use crate::delay_link::DelayLink;
 use crate::rate_link::RateLink;
 use crate::far_paths::{self as fp, FarKind, FarWrapper, StepParams, StepProgram, StepRun, FAR_PATHS};
+use crate::jdb_far::JdbRun;
 use crate::jvm::Debuggee;
 use crate::proxy::ProxyBin;
 use crate::remote::{Fail, VM_PORT};
@@ -52,6 +55,8 @@ pub struct FarParams {
     /// repetition and no verdict, so it counts and times at once).
     pub tap_measured: bool,
     pub idle: crate::far_idle::IdleParams,
+    /// Steps of jdb's runs (`--far-jdb`); 0: no jdb rows.
+    pub jdb_steps: usize,
 }
 
 impl FarParams {
@@ -64,6 +69,7 @@ impl FarParams {
                 links: vec![Link::Veth, Link::Delay(Duration::from_millis(10))],
                 tap_measured: true,
                 idle: crate::far_idle::IdleParams { window: Duration::from_secs(2), settle: Duration::from_millis(500), jvms: vec![1] },
+                jdb_steps: 0,
             };
         }
         FarParams {
@@ -72,6 +78,7 @@ impl FarParams {
             links: vec![Link::Veth, Link::Delay(Duration::ZERO), Link::Delay(Duration::from_millis(10)), Link::Delay(Duration::from_millis(25)), Link::THIN],
             tap_measured: false,
             idle: crate::far_idle::IdleParams { window: Duration::from_secs(30), settle: Duration::from_secs(3), jvms: vec![1, 4] },
+            jdb_steps: 0,
         }
     }
 }
@@ -135,6 +142,8 @@ impl Relay {
 
 /// One repetition: per link, per path, a run.
 type FarRep = Vec<[Option<StepRun>; 3]>;
+/// jdb's of one repetition: per link, per path.
+type JdbRep = Vec<[Option<JdbRun>; 3]>;
 
 pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Table, fail: Fail) {
     if let Some(why) = crate::test_hosts::unavailable() {
@@ -173,16 +182,20 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
     }
     let ns = host.ns().to_string();
     let mut all: Vec<FarRep> = Vec::new();
+    let mut jdbs: Vec<JdbRep> = Vec::new();
     let mut counted: [Option<crate::jdwp_tap::TapSummary>; 3] = Default::default();
     for rep in 0..warmup + reps {
         let warm = rep < warmup;
         let tap = warm || p.tap_measured;
         let mut row: FarRep = Vec::new();
+        let mut jdb_row: JdbRep = Vec::new();
         for (link, alias, relay) in &relays {
             let mut runs: [Option<StepRun>; 3] = Default::default();
-            // The warm-up repetition counts commands on the veth only.
+            let mut jdb_runs: [Option<JdbRun>; 3] = Default::default();
+            // The warm-up repetition counts commands on the veth only; jdb has none.
             if warm && *link != Link::Veth {
                 row.push(runs);
+                jdb_row.push(jdb_runs);
                 continue;
             }
             let target = Target { config: keys.ssh_config(), host: alias.clone(), port: VM_PORT };
@@ -202,12 +215,35 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
             let tag = if warm { " (warm-up, counted, discarded)" } else { "" };
             eprintln!("far repetition {rep}{tag}, {}: ms per step ssh -L / --far never / --far always = {}", link_label(*link), ms.join(" / "));
             row.push(runs);
+            if p.jdb_steps > 0 && !warm {
+                for kind in FarKind::order(rep) {
+                    let Some(jvm) = host.jvms.first_mut() else { return };
+                    match crate::jdb_far::run(kind, jvm, &target, &ns, bin, &wrapper, p.jdb_steps, relay.as_ref().and_then(Relay::counting)) {
+                        Ok(r) => jdb_runs[kind.column()] = Some(r),
+                        Err(e) => fail(&format!("far repetition {rep}, jdb, {}, {}", link_label(*link), kind.label()), format!("{e:#}")),
+                    }
+                }
+                let say = |f: &dyn Fn(&JdbRun) -> Option<f64>| FAR_PATHS.map(|k| jdb_runs[k.column()].as_ref().and_then(f).map_or("-".into(), fmt)).join(" / ");
+                let turns = FAR_PATHS.map(|k| jdb_runs[k.column()].as_ref().and_then(|r| r.turns).map_or("-".into(), |x| format!("{}/{}/{}", x.attach, x.first_stop, fmt(x.per_step)))).join(" / ");
+                eprintln!(
+                    "far repetition {rep}, jdb, {}: ssh -L / --far never / --far always: attach ms {}; first stop ms {}; ms per step {}; round trips attach/first stop/step {turns}",
+                    link_label(*link),
+                    say(&|r| Some(r.attach_ms)),
+                    say(&|r| Some(r.first_stop_ms)),
+                    say(&|r| median(&r.step_ms)),
+                );
+            }
+            jdb_row.push(jdb_runs);
         }
         if !warm {
             all.push(row);
+            jdbs.push(jdb_row);
         }
     }
     step_rows(t, p, &all, &counted);
+    if p.jdb_steps > 0 {
+        jdb_rows(t, p, &jdbs);
+    }
     // The idle host with one JVM is this one; then one with four.
     crate::far_idle::run(bin, &keys, &prog, &mut host, &wrapper, &p.idle, t, fail);
 }
@@ -281,7 +317,7 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
     }
     t.section(&format!(
         "an IDE stepping (Step.java: suspend-all breakpoint, step over with class exclusions and a count filter, after each stop frames, locals, this and its fields, statics, strings, array heads, thread name{}) through a JVM on an ssh test host (30 idle pool threads beside its own), up to {} steps or {} s a run, {} repetitions; ms per step = median (p90) of all steps; ratio = --far always / ssh -L, median of per-repetition ratios of the runs' medians (range)",
-        if p.step.ide_view { "; as IntelliJ also: the threads view (every thread's name, status, suspend count, frame count) and this.toString() invoked" } else { "" },
+        if p.step.ide_view { "; as IntelliJ also: the class list at attach, the threads view (every thread's name, status, suspend count, frame count) and this.toString() invoked" } else { "" },
         p.step.steps,
         p.step.budget.as_secs_f64(),
         all.len()
@@ -360,6 +396,60 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
     t.push(Row::new("commands: attach to the breakpoint + the first stop's views and first step's request", [a, b, c, String::new()]));
 }
 
+/// Per repetition, a figure of jdb through one path on link `li`.
+fn jdb_per_rep(all: &[JdbRep], li: usize, col: usize, f: &dyn Fn(&JdbRun) -> Option<f64>) -> Vec<Option<f64>> {
+    all.iter().map(|r| r.get(li).and_then(|l| l[col].as_ref()).and_then(f)).collect()
+}
+
+fn jdb_rows(t: &mut Table, p: &FarParams, all: &[JdbRep]) {
+    if all.iter().all(|r| r.iter().all(|l| l.iter().all(Option::is_none))) {
+        return;
+    }
+    t.section(&format!(
+        "jdb (the JDK's, `jdb -attach`, typed at as a person does: each command after the last one's prompt) through the same paths and links: attach = jdb's start (its own JVM's start included) to `stop at Walk:LINE` set and `resume` answered; first stop = the breakpoint's hit shown to `where` and `locals` answered; a step = `next`, `where`, `locals`; up to {} steps a run, {} repetitions; medians; ratio = --far always / ssh -L",
+        p.jdb_steps,
+        all.len()
+    ));
+    t.columns(["ssh -L", "jdwpmux --far never", "jdwpmux --far always", "--far always / never"]);
+    let med = |li: usize, c: usize, f: &dyn Fn(&JdbRun) -> Option<f64>| median(&jdb_per_rep(all, li, c, f).into_iter().flatten().collect::<Vec<_>>());
+    for (li, link) in p.links.iter().enumerate() {
+        let label = link_label(*link);
+        let figures: [(&str, JdbFigure); 3] = [
+            ("jdb attach, ms", |r| Some(r.attach_ms)),
+            ("jdb first stop, ms", |r| Some(r.first_stop_ms)),
+            ("jdb ms per step (next, where, locals), median", |r| median(&r.step_ms)),
+        ];
+        for (what, f) in figures {
+            let cells = [0, 1, 2].map(|c| fmt_opt(med(li, c, &f)));
+            let never = paired(&jdb_per_rep(all, li, 2, &f), &jdb_per_rep(all, li, 1, &f));
+            let ratios = paired(&jdb_per_rep(all, li, 2, &f), &jdb_per_rep(all, li, 0, &f));
+            let r = Row::new(&format!("{label}: {what}"), [cells[0].clone(), cells[1].clone(), cells[2].clone(), if never.is_empty() { String::new() } else { ratio_text(&never) }]);
+            t.push(r.judged(if ratios.is_empty() { String::new() } else { format!("{} x ssh -L", ratio_text(&ratios)) }, "", None));
+        }
+        let Link::Delay(d) = link else { continue };
+        let rows: [(&str, TurnFigureJdb, f64); 3] = [
+            ("jdb link round trips of the attach, counted", |x| x.attach as f64, ATTACH_TURNS),
+            ("jdb link round trips of the first stop, counted", |x| x.first_stop as f64, FIRST_STOP_TURNS),
+            ("jdb link round trips per step, counted", |x| x.per_step, TURNS_PER_STEP),
+        ];
+        for (what, f, limit) in rows {
+            let of = |c: usize| med(li, c, &|r| r.turns.map(|x| f(&x)));
+            let cells = [0, 1, 2].map(|c| fmt_opt(of(c)));
+            let r = Row::new(&format!("{label}: {what}"), [cells[0].clone(), cells[1].clone(), cells[2].clone(), String::new()]);
+            t.push(if d.is_zero() {
+                r.judged(String::new(), "", None)
+            } else {
+                r.judged(String::new(), &format!("--far always <= {limit}"), of(FarKind::Far.column()).map(|v| v <= limit))
+            });
+        }
+    }
+}
+
+/// One figure of a jdb run's counted round trips.
+type TurnFigureJdb = fn(&crate::jdb_far::JdbTurns) -> f64;
+/// One figure of a jdb run.
+type JdbFigure = fn(&JdbRun) -> Option<f64>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +470,7 @@ mod tests {
         assert_eq!(full.links, vec![Link::Veth, Link::Delay(Duration::ZERO), Link::Delay(Duration::from_millis(10)), Link::Delay(Duration::from_millis(25)), Link::THIN]);
         assert_eq!(full.idle.jvms, vec![1, 4]);
         assert!(!full.tap_measured);
+        assert_eq!((full.jdb_steps, FarParams::new(true).jdb_steps), (0, 0), "jdb only with --far-jdb");
         assert_eq!(full.reps, 3);
         let smoke = FarParams::new(true);
         assert_eq!((smoke.links.len(), smoke.step.steps, smoke.idle.jvms.len(), smoke.reps), (2, 3, 1, 1));

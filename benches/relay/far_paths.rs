@@ -115,7 +115,8 @@ pub struct StepParams {
     pub steps: usize,
     /// Stepping stops after this long even if fewer steps were made (the slowest links).
     pub budget: Duration,
-    /// IntelliJ's view of a stop: the threads view and a toString() of `this` too.
+    /// IntelliJ's attach and view of a stop: the class list at attach, the threads view and
+    /// a toString() of `this` at each stop too.
     pub ide_view: bool,
 }
 

@@ -127,6 +127,13 @@ pub fn walk_breakpoint_line() -> usize {
     classes_java(0).lines().position(|l| l.contains("// the breakpoint's line")).map_or(0, |i| i + 1)
 }
 
+/// The line of `Main` where the stepper thread sleeps while nothing is set (1-based, run
+/// every 20 ms): where jdb stops first to set `Walk.go` (jdb evaluates only in a thread's
+/// frame).
+pub fn idle_line() -> usize {
+    MAIN_JAVA.lines().position(|l| l.contains("Thread.sleep(20)")).map_or(0, |i| i + 1)
+}
+
 /// `Big`, `Work`, `Walk` and `n` empty classes `C0..C{n-1}` in one source file.
 fn classes_java(n: usize) -> String {
     let mut s = format!("class Big {{ static final int LEN = {BIG_ARRAY_LEN}; static byte[] data; }}\n{WORK_JAVA}{WALK_JAVA}");
@@ -322,6 +329,7 @@ mod tests {
         assert!(s.contains("class C0 {}") && s.contains("class C2 {}") && !s.contains("class C3 "));
         assert!(s.contains(&format!("LEN = {BIG_ARRAY_LEN}")));
         assert!(MAIN_JAVA.contains(READY_LINE));
+        assert!(MAIN_JAVA.lines().nth(idle_line() - 1).is_some_and(|l| l.contains("Thread.sleep(20)")));
         let line = walk_breakpoint_line();
         assert!(s.lines().nth(line - 1).is_some_and(|l| l.trim_start().starts_with("a = a * 31 + 7;")), "line {line}");
     }

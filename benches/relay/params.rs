@@ -22,9 +22,11 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             25 ms each way; default veth,0,10,25,thin; smoke veth,10), e.g. `--far-links veth`
             for the target's row alone
   --far-no-idle  the far section without its idle windows
-  --far-ide-view  the far section's IDE as IntelliJ shows a stop: also every thread's name,
-            status, suspend count and frame count (the threads view), and a toString() of
-            `this` invoked
+  --far-ide-view  the far section's IDE as IntelliJ attaches and shows a stop: the class
+            list at attach; at each stop also every thread's name, status, suspend count and
+            frame count (the threads view), and a toString() of `this` invoked
+  --far-jdb  the far section also types at the real jdb through the same paths and links
+            (attach, first stop, steps with `where` and `locals`)
             remote: JVMs on ssh test hosts (network namespaces with sshd; needs root,
             iproute2, openssh-server; skipped with a line saying why otherwise)
             far: an IDE stepping through ssh -L, serve --ssh --far never and --far
@@ -106,8 +108,11 @@ pub struct Opts {
     pub far_links: Option<Vec<crate::far::Link>>,
     /// The far section without its idle windows.
     pub far_no_idle: bool,
-    /// The far section's IDE also shows every thread and a toString() of `this` at each stop.
+    /// The far section's IDE also asks the class list at attach, and shows every thread and a
+    /// toString() of `this` at each stop.
     pub far_ide_view: bool,
+    /// The far section also drives jdb.
+    pub far_jdb: bool,
 }
 
 impl Opts {
@@ -163,6 +168,7 @@ impl Opts {
                 }
                 "--far-no-idle" => o.far_no_idle = true,
                 "--far-ide-view" => o.far_ide_view = true,
+                "--far-jdb" => o.far_jdb = true,
                 "-h" | "--help" => bail!("help"),
                 _ => {}
             }
@@ -229,6 +235,9 @@ impl Params {
             p.far.idle.jvms.clear();
         }
         p.far.step.ide_view = o.far_ide_view;
+        if o.far_jdb {
+            p.far.jdb_steps = if o.smoke { 2 } else { crate::jdb_far::JDB_STEPS };
+        }
         if let Some(r) = o.reps {
             p.far.reps = r;
         }
@@ -364,6 +373,8 @@ mod tests {
         assert_eq!(p.far.links, vec![crate::far::Link::Veth, crate::far::Link::Delay(Duration::from_millis(10))]);
         assert!(p.far.idle.jvms.is_empty());
         assert_eq!((p.reps, p.far.reps), (9, 3), "the far section's own repetitions");
+        assert_eq!(p.far.jdb_steps, 0);
+        assert_eq!(Params::new(&parse(&["--bench", "--far-jdb"]).unwrap()).far.jdb_steps, crate::jdb_far::JDB_STEPS);
         assert_eq!(Params::new(&parse(&["--bench", "--reps", "5"]).unwrap()).far.reps, 5);
         assert!(parse(&["--far-links", "10,veth"]).is_err());
         assert!(parse(&["--far-links", "fast"]).is_err());
