@@ -124,7 +124,7 @@ impl Container {
         let mut pid = self.host_pid().await?;
         loop {
             if let Some(jvm) = java_in_tree(pid) {
-                if listens(jvm, self.spec.port) {
+                if agent_up(jvm, self.spec.port) {
                     self.pid = jvm;
                     return Ok(());
                 }

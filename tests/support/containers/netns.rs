@@ -47,9 +47,9 @@ impl NetnsJvm {
         me.app = Some(JavaApp::spawn(spec).await?);
         let pid = me.pid();
         let deadline = Instant::now() + START_TIMEOUT;
-        while !listens(pid, port) {
+        while !agent_up(pid, port) {
             if Instant::now() >= deadline {
-                bail!("the JVM in a bare namespace said it listens, /proc/{pid}/net/tcp does not show it");
+                bail!("the JVM in a bare namespace said it listens, /proc/{pid}/net/tcp shows neither a LISTEN nor an accepted connection");
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

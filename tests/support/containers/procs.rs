@@ -41,12 +41,25 @@ pub fn ppid(pid: u32) -> Option<u32> {
 /// Whether a socket of `pid`'s network namespace listens on 127.0.0.1:`port`
 /// (/proc/PID/net/tcp: local address `0100007F:PORT` in hex, state 0A).
 pub fn listens(pid: u32, port: u16) -> bool {
+    local_socket_in(pid, port, &["0A"])
+}
+
+/// Whether `pid`'s JDWP agent on 127.0.0.1:`port` is up: listening, or already past it with
+/// a connection accepted (state 01). HotSpot's agent stops listening once it accepts one,
+/// and a daemon that finds the JVM by its process may connect before a poll sees LISTEN.
+pub fn agent_up(pid: u32, port: u16) -> bool {
+    local_socket_in(pid, port, &["0A", "01"])
+}
+
+/// Whether `pid`'s network namespace has a socket at local address 127.0.0.1:`port` in one
+/// of `states` (/proc/PID/net/tcp's hex state column).
+fn local_socket_in(pid: u32, port: u16, states: &[&str]) -> bool {
     let want = format!("0100007F:{port:04X}");
     std::fs::read_to_string(format!("/proc/{pid}/net/tcp"))
         .map(|t| {
             t.lines().skip(1).any(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
-                f.get(1) == Some(&want.as_str()) && f.get(3) == Some(&"0A")
+                f.get(1) == Some(&want.as_str()) && f.get(3).is_some_and(|s| states.contains(s))
             })
         })
         .unwrap_or(false)
