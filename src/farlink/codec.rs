@@ -145,3 +145,6 @@ pub fn wire_len(body: &Body) -> Result<usize, CodecError> {
 #[cfg(test)]
 #[path = "codec_tests.rs"]
 mod tests;
+#[cfg(test)]
+#[path = "codec_squeeze_tests.rs"]
+mod squeeze_tests;

@@ -19,6 +19,7 @@
 //!   commands and events pass, served by the exact bytes of a debugger's command, or
 //!   composed from the values gathered ([`compose`]) within each object id's budget.
 //! - [`early`]: commands answered before the VM's reply, where that reply cannot differ;
+//!   [`early_pending`]: the early answers kept until the VM's reply is compared with them;
 //!   [`early_breakpoint`]: which breakpoint requests are certain, from the line tables held.
 //! - [`stopped`]: the threads [`early`] knows stopped, by a lower bound of each one's
 //!   suspend count, so a step on a thread another debugger also holds stays certain.
@@ -34,6 +35,7 @@
 pub mod compose;
 pub mod early;
 pub mod early_breakpoint;
+pub mod early_pending;
 pub mod inband;
 pub mod known;
 pub mod plan;

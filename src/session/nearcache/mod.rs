@@ -22,6 +22,8 @@ pub mod lasting;
 pub mod table;
 
 #[cfg(test)]
+mod lasting_tests;
+#[cfg(test)]
 mod tests;
 
 pub use commands::{immutable, Args, Immutable, IMMUTABLE, LEFT_OUT};
