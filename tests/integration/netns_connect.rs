@@ -14,7 +14,7 @@ use jdwpmux::netns::{self, NsError, NsTarget};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::support::testhost::{bind_in_netns, Netns};
+use crate::support::testnet::{bind_in_netns, Netns};
 use crate::support::users::{is_root, TestUser};
 use crate::support::PortHold;
 

@@ -7,7 +7,7 @@
 
 use crate::cli::Served;
 use crate::remote::{agent, debug_once, program};
-use crate::support::testhost::Netns;
+use crate::support::testnet::Netns;
 use crate::support::{JavaApp, JvmSpec};
 
 /// This test's row of `app`, wherever it is reached (`remote::row` leaves out rows reached at

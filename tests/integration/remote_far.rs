@@ -21,6 +21,22 @@ impl FarBin {
     pub fn far_dir(&self) -> std::path::PathBuf {
         self._dir.path().join("far")
     }
+
+    /// The far side's processes (found by the folder named on their command line; the host
+    /// has a process list of its own, so its pid file holds another number).
+    pub fn pids(&self) -> Vec<u32> {
+        crate::support::process::pids_with_cmdline(&[BIN, "far", &self.far_dir().display().to_string()])
+    }
+
+    /// Waits until no far side runs; how long that took.
+    pub async fn wait_gone(&self, within: std::time::Duration) -> std::time::Duration {
+        let start = std::time::Instant::now();
+        while !self.pids().is_empty() {
+            assert!(start.elapsed() < within, "the far side {:?} still runs after {within:?}", self.pids());
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        start.elapsed()
+    }
 }
 
 pub fn far_bin() -> FarBin {
@@ -231,11 +247,9 @@ async fn remote_far_an_agent_on_all_addresses_is_marked_through_the_far_side() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_far_serve_stopping_ends_the_far_side_at_once() {
     use crate::remote::{port, ready, serve};
-    use crate::support::process::pids_with_cmdline;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     crate::need_test_hosts!();
     let far = far_bin();
-    let far_dir = std::path::Path::new(&far.path).with_file_name("far").display().to_string();
     let OneVm { keys, host: _host, app, mut served, port: _ } = one_vm("farbye", &["--far", "always", "--far-path", &far.path]).await;
     for round in 0..3 {
         if round > 0 {
@@ -243,15 +257,11 @@ async fn remote_far_serve_stopping_ends_the_far_side_at_once() {
         }
         served.wait_log("using jdwpmux on farbye").await;
         let rows = served.list_until("Billing ready", |r| ready(r, "farbye", "Billing")).await;
-        let far_pids = pids_with_cmdline(&["far", &far_dir]);
+        let far_pids = far.pids();
         assert_eq!(far_pids.len(), 1, "round {round}: one far side: {far_pids:?}");
         debug_once(port(&rows, "farbye", "Billing"), "Billing", &app).await;
         assert_eq!(served.terminate(Duration::from_secs(10)), Some(0), "round {round}: {}", served.log_text());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !pids_with_cmdline(&["far", &far_dir]).is_empty() {
-            assert!(Instant::now() < deadline, "round {round}: the far side still runs 10 s after serve stopped: {}", served.log_text());
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        far.wait_gone(Duration::from_secs(10)).await;
     }
 }
 

@@ -18,52 +18,16 @@ use tokio::time::Instant;
 
 use crate::cli::Served;
 use crate::remote::{agent, jdb, serve, SLOW};
+use crate::remote_far::far_bin;
 use crate::support::console::Console;
 use crate::support::java::javac;
-use crate::support::process::pids_with_cmdline;
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, JvmSpec};
 
-const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
 const TILL_JAVA: &str = include_str!("../support/jdi/Till.java");
 const STEP_DRIVER_JAVA: &str = include_str!("../support/jdi/StepDriver.java");
 const COUNTER_JAVA: &str = include_str!("../support/jdi/Counter.java");
 const WATCHER_JAVA: &str = include_str!("../support/jdi/Watcher.java");
-
-/// The far side for one test host, in a folder of the test's own (test hosts share this
-/// machine's file system), with `extra` arguments (`--hold 8`).
-struct FarBin {
-    dir: tempfile::TempDir,
-    path: String,
-}
-
-impl FarBin {
-    fn new(extra: &[&str]) -> FarBin {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("jdwpmux");
-        let script = format!("#!/bin/sh\nexec {BIN} \"$@\" {} --dir {}\n", extra.join(" "), dir.path().join("far").display());
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        FarBin { path: path.display().to_string(), dir }
-    }
-
-    /// The far side's processes (found by the folder named on their command line; the host
-    /// has a process list of its own, so its pid file holds another number).
-    fn pids(&self) -> Vec<u32> {
-        pids_with_cmdline(&[BIN, "far", &self.dir.path().join("far").display().to_string()])
-    }
-
-    /// Waits until no far side runs; how long that took.
-    async fn wait_gone(&self, within: Duration) -> Duration {
-        let start = Instant::now();
-        while !self.pids().is_empty() {
-            assert!(start.elapsed() < within, "the far side {:?} still runs after {within:?}", self.pids());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        start.elapsed()
-    }
-}
 
 /// A JDI program compiled here, started as a debugger of `127.0.0.1:PORT`.
 struct JdiTool {
@@ -184,7 +148,7 @@ async fn step_through(ide: &JdiTool, port: u16, app: &JavaApp, cut: Option<(&Tes
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_far_a_30s_cut_while_stepping_loses_nothing_and_shows_the_same_values() {
     crate::need_test_hosts!();
-    let far = FarBin::new(&[]);
+    let far = far_bin();
     let keys = Keys::new().unwrap();
     let host = TestHost::start(&keys, "farstep").unwrap();
     let (ide, twin, app) = tokio::join!(
@@ -215,7 +179,7 @@ async fn remote_far_a_30s_cut_while_stepping_loses_nothing_and_shows_the_same_va
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_far_a_cut_with_events_and_commands_in_flight_loses_and_repeats_nothing() {
     crate::need_test_hosts!();
-    let far = FarBin::new(&[]);
+    let far = far_bin();
     let keys = Keys::new().unwrap();
     let host = TestHost::start(&keys, "farflow").unwrap();
     let (watcher, app) = tokio::join!(JdiTool::compile("Watcher", WATCHER_JAVA), app_on(&host, "Counter", COUNTER_JAVA, 8000, &["{dir}"]));
@@ -309,7 +273,7 @@ async fn stopped_at_tick(vm_port: u16, app: &JavaApp) -> (crate::support::Jdb, O
 async fn remote_far_a_cut_shorter_than_the_hold_keeps_jdb_stopped_then_it_carries_on() {
     use crate::remote::{one_vm, row, OneVm};
     crate::need_test_hosts!();
-    let far = FarBin::new(&[]);
+    let far = far_bin();
     let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm("farshort", &["--far", "always", "--far-path", &far.path, "--far-hold", "30", "--ssh-keepalive", "2"]).await;
     served.wait_log("using jdwpmux on farshort").await;
     let (mut j, stopped) = stopped_at_tick(vm_port, &app).await;
@@ -369,7 +333,7 @@ async fn remote_far_a_cut_longer_than_the_hold_closes_jdb_and_lists_the_release_
     use crate::remote::{break_step_quit, one_vm, port, ready, row, OneVm};
     crate::need_test_hosts!();
     const HOLD: Duration = Duration::from_secs(10);
-    let far = FarBin::new(&[]);
+    let far = far_bin();
     let OneVm { keys: _keys, host, app, served, port: vm_port } = one_vm("farhold", &["--far", "always", "--far-path", &far.path, "--far-hold", "10"]).await;
     served.wait_log("using jdwpmux on farhold").await;
     let (mut j, stopped) = stopped_at_tick(vm_port, &app).await;
@@ -436,7 +400,7 @@ async fn remote_far_a_cut_longer_than_the_hold_closes_jdb_and_lists_the_release_
 async fn remote_far_a_near_side_that_dies_is_held_for_and_then_the_far_side_ends() {
     use crate::remote::{one_vm, OneVm};
     crate::need_test_hosts!();
-    let far = FarBin::new(&[]);
+    let far = far_bin();
     let OneVm { keys: _keys, host: _host, app, mut served, port: vm_port } = one_vm("farorphan", &["--far", "always", "--far-path", &far.path, "--far-hold", "8"]).await;
     served.wait_log("using jdwpmux on farorphan").await;
     let mut j = jdb(vm_port).await;
@@ -475,7 +439,7 @@ async fn remote_far_a_near_side_that_dies_is_held_for_and_then_the_far_side_ends
 async fn remote_far_a_second_serve_of_the_login_waits_and_never_takes_the_vms_from_the_first() {
     use crate::remote::{one_vm, ready, row, serve, OneVm};
     crate::need_test_hosts!();
-    let far = FarBin::new(&[]);
+    let far = far_bin();
     let args = ["--far", "always", "--far-path", &far.path];
     let OneVm { keys, host: _host, app, served: mut first, port: vm_port } = one_vm("fartwo", &args).await;
     first.wait_log("using jdwpmux on fartwo").await;
@@ -497,7 +461,7 @@ async fn remote_far_a_second_serve_of_the_login_waits_and_never_takes_the_vms_fr
     assert_eq!(refusals, 1, "{log2}");
     assert!(noisy(&log2) <= 15, "{log2}");
     assert!(!log1.contains("let its VMs go") && !log1.contains("lost the ssh link") && !log1.contains("ended (pid"), "{log1}");
-    let far_log = std::fs::read_to_string(far.dir.path().join("far/far.log")).unwrap_or_default();
+    let far_log = std::fs::read_to_string(far.far_dir().join("far.log")).unwrap_or_default();
     assert!(!far_log.contains("a new session"), "{far_log}");
     assert!(far_log.lines().filter(|l| l.contains("refused a near side")).count() <= 4, "{far_log}");
     j.send("clear Billing.tick").await.unwrap();

@@ -3,7 +3,7 @@
 //! never by a gateway; and the route the test host had is the one it has again after.
 
 use crate::need_test_hosts;
-use crate::support::testhost::Netns;
+use crate::support::testnet::Netns;
 
 /// What `ip route get` said is a route to the test host's own veth or no route at all.
 fn routes_nowhere_else(net: &Netns, said: &str) {

@@ -88,7 +88,7 @@ impl FakeAdb {
     /// A fake adb server listening on 127.0.0.1:5037 of network namespace `netns` (a test
     /// host); the VMs it leads to may be anywhere.
     pub async fn start_in_netns(netns: &str) -> Result<FakeAdb> {
-        let listener = super::testhost::bind_in_netns(netns, "127.0.0.1:5037".parse()?)?;
+        let listener = super::testnet::bind_in_netns(netns, "127.0.0.1:5037".parse()?)?;
         Self::serve_on(TcpListener::from_std(listener)?)
     }
 

@@ -26,6 +26,7 @@ pub mod rate_link;
 pub mod reader;
 pub mod tap;
 pub mod testhost;
+pub mod testnet;
 pub mod trace_check;
 pub mod users;
 pub mod wire;
