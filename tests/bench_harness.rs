@@ -67,6 +67,8 @@ mod sched_wait;
 mod scale;
 #[path = "../benches/relay/soak.rs"]
 mod soak;
+#[path = "../benches/relay/soak_report.rs"]
+mod soak_report;
 #[path = "../benches/relay/soak_debugger.rs"]
 mod soak_debugger;
 #[path = "../benches/relay/soak_world.rs"]
@@ -83,6 +85,8 @@ mod table;
 mod test_hosts;
 #[path = "support/testhost.rs"]
 mod testhost;
+#[path = "support/testnet.rs"]
+mod testnet;
 #[path = "../benches/relay/where_time.rs"]
 mod where_time;
 #[path = "../benches/relay/instructions.rs"]
