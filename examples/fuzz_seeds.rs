@@ -2,7 +2,9 @@
 //! writes `OUT/TARGET/NAME` files for the targets whose input is traffic (codec, handshake,
 //! ddm, heapmap, capture), from pcapng and JSON-lines captures made with `serve --capture`
 //! (a real JVM under jdb, the fake DDM VM under `threads`/`heap`/`features`). Each file is
-//! named after its content's hash, so running it twice adds nothing new. See fuzz/README.md.
+//! named after its content's hash, so running it twice adds nothing new.
+//! `cargo run --example fuzz_seeds -- --nearlink DIR` writes the `nearlink` seeds
+//! (`jdwpmux::fuzzing::nearlink::seeds()`, made in code) to DIR. See fuzz/README.md.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -19,8 +21,16 @@ const PACKETS_PER_SEED: usize = 6;
 const MAX_CAPTURE_SEED: usize = 8 * 1024;
 
 fn main() -> std::io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let out = PathBuf::from(args.next().expect("usage: fuzz_seeds OUT CAPTURE..."));
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("--nearlink") {
+        let dir = PathBuf::from(args.nth(1).expect("usage: fuzz_seeds --nearlink DIR"));
+        std::fs::create_dir_all(&dir)?;
+        for (name, data) in jdwpmux::fuzzing::nearlink::seeds() {
+            std::fs::write(dir.join(format!("{name}-{:02x}", data[0])), data)?;
+        }
+        return Ok(());
+    }
+    let out = PathBuf::from(args.next().expect("usage: fuzz_seeds OUT CAPTURE... | --nearlink DIR"));
     let mut seeds = Seeds::default();
     for path in args.map(PathBuf::from) {
         seeds.capture_file(&path)?;

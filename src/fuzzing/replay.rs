@@ -45,27 +45,3 @@ fn every_corpus_input_passes() {
 fn every_past_crash_passes() {
     replay("regressions");
 }
-
-/// Triage: `JDWPMUX_FUZZ_REPLAY=TARGET:DIR cargo test --lib fuzzing::replay::replay_dir --
-/// --ignored --nocapture` runs every file of DIR (say, AFL's crashes) through TARGET and
-/// prints which ones still fail and why.
-#[test]
-#[ignore]
-fn replay_dir() {
-    let Some((name, dir)) = std::env::var("JDWPMUX_FUZZ_REPLAY").ok().and_then(|v| v.split_once(':').map(|(a, b)| (a.to_string(), b.to_string())))
-    else {
-        return eprintln!("set JDWPMUX_FUZZ_REPLAY=TARGET:DIR");
-    };
-    let t = super::target(&name).unwrap_or_else(|| panic!("no target {name}"));
-    let mut failed = 0;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
-    files.sort();
-    for f in files.iter().filter(|f| f.is_file() && !f.ends_with("README.txt")) {
-        let data = std::fs::read(f).unwrap_or_default();
-        if std::panic::catch_unwind(|| (t.check)(&data)).is_err() {
-            failed += 1;
-            eprintln!("FAILS: {}", f.display());
-        }
-    }
-    eprintln!("{name}: {failed} of {} inputs fail", files.len());
-}
