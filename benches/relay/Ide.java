@@ -15,16 +15,9 @@ import java.util.*;
 
 public class Ide {
     public static void main(String[] a) throws Exception {
-        AttachingConnector c = null;
-        for (AttachingConnector x : Bootstrap.virtualMachineManager().attachingConnectors()) {
-            if (x.name().equals("com.sun.jdi.SocketAttach")) c = x;
-        }
-        Map<String, Connector.Argument> args = c.defaultArguments();
-        args.get("hostname").setValue(a[0]);
-        args.get("port").setValue(a[1]);
         long want = Long.parseLong(a[2]);
         long maxNs = a.length > 3 ? Long.parseLong(a[3]) * 1_000_000L : Long.MAX_VALUE;
-        VirtualMachine vm = c.attach(args);
+        VirtualMachine vm = Jdi.attach(a[0], a[1]);
         EventRequestManager erm = vm.eventRequestManager();
         ClassType work = (ClassType) vm.classesByName("Work").get(0);
         Field go = work.fieldByName("go");

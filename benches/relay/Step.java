@@ -31,20 +31,12 @@ public class Step {
     static boolean view;
 
     public static void main(String[] a) throws Exception {
-        AttachingConnector c = null;
-        for (AttachingConnector x : Bootstrap.virtualMachineManager().attachingConnectors()) {
-            if (x.name().equals("com.sun.jdi.SocketAttach")) c = x;
-        }
-        Map<String, Connector.Argument> args = c.defaultArguments();
-        args.get("hostname").setValue(a[0]);
-        args.get("port").setValue(a[1]);
-        args.get("timeout").setValue("60000");
         int line = Integer.parseInt(a[2]);
         int want = Integer.parseInt(a[3]);
         long maxNs = a.length > 4 ? Long.parseLong(a[4]) * 1_000_000L : Long.MAX_VALUE;
         view = a.length > 5 && a[5].equals("view");
         long t0 = System.nanoTime();
-        VirtualMachine vm = c.attach(args);
+        VirtualMachine vm = Jdi.attach(a[0], a[1], "60000");
         // IntelliJ asks the class list right after attach (its class tree, and to place the
         // breakpoints of classes loaded already), before it looks the breakpoint's class up.
         if (view && vm.allClasses().isEmpty()) throw new IllegalStateException("no classes");

@@ -94,13 +94,7 @@ pub struct StepProgram {
 
 impl StepProgram {
     pub fn compile() -> Result<StepProgram> {
-        let dir = tempfile::tempdir()?;
-        std::fs::write(dir.path().join("Step.java"), STEP_JAVA)?;
-        let out = std::process::Command::new("javac").arg("-d").arg(dir.path()).arg(dir.path().join("Step.java")).stdin(Stdio::null()).output().context("run javac")?;
-        if !out.status.success() {
-            bail!("javac Step.java failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        Ok(StepProgram { dir })
+        Ok(StepProgram { dir: crate::ide::compile_jdi("Step", STEP_JAVA)? })
     }
 
     /// The folder of its class.

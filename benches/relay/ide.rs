@@ -25,20 +25,28 @@ pub struct IdeProgram {
 
 impl IdeProgram {
     pub fn compile() -> Result<IdeProgram> {
-        let dir = tempfile::tempdir()?;
-        std::fs::write(dir.path().join("Ide.java"), IDE_JAVA)?;
-        let out = std::process::Command::new("javac")
-            .arg("-d")
-            .arg(dir.path())
-            .arg(dir.path().join("Ide.java"))
-            .stdin(Stdio::null())
-            .output()
-            .context("run javac")?;
-        if !out.status.success() {
-            bail!("javac Ide.java failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        Ok(IdeProgram { dir })
+        Ok(IdeProgram { dir: compile_jdi("Ide", IDE_JAVA)? })
     }
+}
+
+/// How the tests' JDI programs attach (`Jdi.attach`), compiled beside each program here too.
+const JDI_JAVA: &str = include_str!("../../tests/support/jdi/Jdi.java");
+
+/// `class` (its source) compiled with `Jdi.java` into a folder of its own.
+pub fn compile_jdi(class: &str, source: &str) -> Result<tempfile::TempDir> {
+    let dir = tempfile::tempdir()?;
+    let files = [(format!("{class}.java"), source), ("Jdi.java".to_string(), JDI_JAVA)];
+    let mut javac = std::process::Command::new("javac");
+    javac.arg("-d").arg(dir.path());
+    for (name, text) in &files {
+        std::fs::write(dir.path().join(name), text)?;
+        javac.arg(dir.path().join(name));
+    }
+    let out = javac.stdin(Stdio::null()).output().context("run javac")?;
+    if !out.status.success() {
+        bail!("javac {class}.java failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(dir)
 }
 
 /// One IDE session through one path.

@@ -141,7 +141,7 @@ async fn class_data_is_answered_near_across_debuggers_and_fresh_after_a_redefine
     let proxy = Proxy::with(settings).await;
     let port = proxy.ready(0).await.debugger_port.expect("a debugger port");
     let jdi = tempfile::tempdir().expect("tempdir");
-    javac(jdi.path(), &[("ClassData.java", CLASS_DATA_JAVA)]).await.expect("javac ClassData");
+    crate::support::jdi::javac_jdi(jdi.path(), &[("ClassData.java", CLASS_DATA_JAVA)]).await.expect("javac ClassData");
     let v2 = tempfile::tempdir().expect("tempdir");
     javac(v2.path(), &[("Shape.java", SHAPE_V2)]).await.expect("javac Shape v2");
 
@@ -263,7 +263,7 @@ async fn an_unloaded_class_is_dropped_by_its_signature() {
     let proxy = Proxy::with(settings).await;
     let port = proxy.ready(0).await.debugger_port.expect("a debugger port");
     let jdi = tempfile::tempdir().expect("tempdir");
-    javac(jdi.path(), &[("ClassData.java", CLASS_DATA_JAVA)]).await.expect("javac ClassData");
+    crate::support::jdi::javac_jdi(jdi.path(), &[("ClassData.java", CLASS_DATA_JAVA)]).await.expect("javac ClassData");
 
     let mut a = attach(jdi.path(), "A", port).await;
     a.send("show Gone").await.expect("send");
@@ -313,7 +313,7 @@ async fn class_data_is_answered_near_through_jdwpmux_on_the_host() {
     let OneVm { keys: _keys, host: _host, app: _app, served, port } = one_vm("farnear", &["--far", "always", "--far-path", &far]).await;
     served.wait_log("using jdwpmux on farnear").await;
     let jdi = tempfile::tempdir().expect("tempdir");
-    javac(jdi.path(), &[("ClassData.java", CLASS_DATA_JAVA)]).await.expect("javac ClassData");
+    crate::support::jdi::javac_jdi(jdi.path(), &[("ClassData.java", CLASS_DATA_JAVA)]).await.expect("javac ClassData");
     let mut a = attach(jdi.path(), "A", port).await;
     let seen_a = show_class(&mut a, "Billing").await;
     let mut b = attach(jdi.path(), "B", port).await;

@@ -27,7 +27,8 @@ use crate::remote::{agent, port, ready, serve, SLOW};
 use crate::remote_far::far_bin;
 use crate::support::console::Console;
 use crate::support::delay_link::DelayLink;
-use crate::support::java::{javac, jdk25_java};
+use crate::support::java::jdk25_java;
+use crate::support::jdi::javac_jdi;
 use crate::support::jdi::LEDGER_JAVA;
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, Jdb, JvmSpec};
@@ -101,7 +102,7 @@ struct Attacher {
 impl Attacher {
     async fn compile() -> Attacher {
         let dir = tempfile::tempdir().unwrap();
-        javac(dir.path(), &[("Attacher.java", ATTACHER_JAVA)]).await.unwrap();
+        javac_jdi(dir.path(), &[("Attacher.java", ATTACHER_JAVA)]).await.unwrap();
         Attacher { dir }
     }
 

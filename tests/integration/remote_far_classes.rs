@@ -193,7 +193,7 @@ pub(crate) struct ClassView {
 impl ClassView {
     pub(crate) async fn compile() -> ClassView {
         let dir = tempfile::tempdir().unwrap();
-        javac(dir.path(), &[("ClassView.java", CLASS_VIEW_JAVA)]).await.unwrap();
+        crate::support::jdi::javac_jdi(dir.path(), &[("ClassView.java", CLASS_VIEW_JAVA)]).await.unwrap();
         ClassView { dir }
     }
 

@@ -20,7 +20,7 @@ use crate::cli::Served;
 use crate::remote::{agent, jdb, serve, SLOW};
 use crate::remote_far::far_bin;
 use crate::support::console::Console;
-use crate::support::java::javac;
+use crate::support::jdi::javac_jdi;
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, JvmSpec};
 
@@ -38,7 +38,7 @@ struct JdiTool {
 impl JdiTool {
     async fn compile(class: &'static str, source: &str) -> JdiTool {
         let dir = tempfile::tempdir().unwrap();
-        javac(dir.path(), &[(&format!("{class}.java"), source)]).await.unwrap();
+        javac_jdi(dir.path(), &[(&format!("{class}.java"), source)]).await.unwrap();
         JdiTool { dir, class }
     }
 

@@ -88,7 +88,7 @@ impl Programs {
     async fn compile() -> Programs {
         let dir = tempfile::tempdir().unwrap();
         let sources = [("Meddler.java", MEDDLER_JAVA), ("Dying.java", DYING_JAVA), ("Unloads.java", UNLOADS_JAVA)];
-        javac(dir.path(), &sources).await.unwrap();
+        crate::support::jdi::javac_jdi(dir.path(), &sources).await.unwrap();
         Programs { dir }
     }
 

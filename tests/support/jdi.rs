@@ -13,6 +13,15 @@ use super::java::{javac, JavaApp};
 
 pub const DEBUGGER_JAVA: &str = include_str!("jdi/Debugger.java");
 pub const SHARED_JAVA: &str = include_str!("jdi/Shared.java");
+/// How every JDI program here attaches (`Jdi.attach`): compiled beside each one.
+pub const JDI_JAVA: &str = include_str!("jdi/Jdi.java");
+
+/// Compiles JDI programs (`sources`: file name, text) with `Jdi.java` into `dir`.
+pub async fn javac_jdi(dir: &Path, sources: &[(&str, &str)]) -> Result<()> {
+    let mut all = sources.to_vec();
+    all.push(("Jdi.java", JDI_JAVA));
+    javac(dir, &all).await
+}
 
 /// JVMs and debuggers on a busy 2-core machine can be slow to start.
 pub const SLOW: Duration = Duration::from_secs(60);
@@ -25,7 +34,7 @@ pub struct JdiProgram {
 impl JdiProgram {
     pub async fn compile() -> Result<JdiProgram> {
         let dir = tempfile::tempdir()?;
-        javac(dir.path(), &[("Debugger.java", DEBUGGER_JAVA)]).await?;
+        javac_jdi(dir.path(), &[("Debugger.java", DEBUGGER_JAVA)]).await?;
         Ok(JdiProgram { dir })
     }
 
@@ -87,7 +96,7 @@ pub struct Stepper {
 impl Stepper {
     pub async fn compile() -> Result<Stepper> {
         let dir = tempfile::tempdir()?;
-        javac(dir.path(), &[("Stepper.java", STEPPER_JAVA)]).await?;
+        javac_jdi(dir.path(), &[("Stepper.java", STEPPER_JAVA)]).await?;
         Ok(Stepper { dir })
     }
 

@@ -26,18 +26,11 @@ public class Attacher {
     }
 
     public static void main(String[] a) throws Exception {
-        AttachingConnector c = null;
-        for (AttachingConnector x : Bootstrap.virtualMachineManager().attachingConnectors()) {
-            if (x.name().equals("com.sun.jdi.SocketAttach")) c = x;
-        }
-        Map<String, Connector.Argument> args = c.defaultArguments();
-        args.get("hostname").setValue(a[0]);
-        args.get("port").setValue(a[1]);
         String cls = a[2];
         String method = a[3];
         String mode = a[4];
         long t0 = System.nanoTime();
-        VirtualMachine vm = c.attach(args);
+        VirtualMachine vm = Jdi.attach(a[0], a[1]);
         EventRequestManager erm = vm.eventRequestManager();
         say("attached " + vm.name() + " canRedefine=" + vm.canRedefineClasses() + " canPop=" + vm.canPopFrames());
         if (vm.allClasses().isEmpty()) throw new IllegalStateException("no classes");

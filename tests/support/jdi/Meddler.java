@@ -41,14 +41,7 @@ public class Meddler {
     }
 
     static VirtualMachine attach() throws Exception {
-        AttachingConnector c = null;
-        for (AttachingConnector x : Bootstrap.virtualMachineManager().attachingConnectors()) {
-            if (x.name().equals("com.sun.jdi.SocketAttach")) c = x;
-        }
-        Map<String, Connector.Argument> args = c.defaultArguments();
-        args.get("hostname").setValue(host);
-        args.get("port").setValue(port);
-        return c.attach(args);
+        return Jdi.attach(host, port);
     }
 
     public static void main(String[] a) throws Exception {

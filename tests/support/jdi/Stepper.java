@@ -25,25 +25,10 @@ public class Stepper {
         System.out.flush();
     }
 
-    // The JDK's JDI, or another implementation named by -Djdi.manager (Eclipse's:
-    // org.eclipse.jdi.internal.VirtualMachineManagerImpl, with its jar on the class path).
-    static VirtualMachineManager manager() throws Exception {
-        String impl = System.getProperty("jdi.manager");
-        if (impl == null) return Bootstrap.virtualMachineManager();
-        return (VirtualMachineManager) Class.forName(impl).getDeclaredConstructor().newInstance();
-    }
-
     public static void main(String[] a) throws Exception {
-        AttachingConnector c = null;
-        for (AttachingConnector x : manager().attachingConnectors()) {
-            if (x.name().equals("com.sun.jdi.SocketAttach")) c = x;
-        }
-        Map<String, Connector.Argument> args = c.defaultArguments();
-        args.get("hostname").setValue(a[0]);
-        args.get("port").setValue(a[1]);
         int policy = a[2].equals("all") ? EventRequest.SUSPEND_ALL : EventRequest.SUSPEND_EVENT_THREAD;
         int steps = Integer.parseInt(a[3]);
-        VirtualMachine vm = c.attach(args);
+        VirtualMachine vm = Jdi.attach(a[0], a[1]);
         say("attached " + vm.name() + " " + vm.version());
         EventRequestManager erm = vm.eventRequestManager();
         ClassType ledger = (ClassType) vm.classesByName("Ledger").get(0);

@@ -25,14 +25,7 @@ public class Watcher {
     }
 
     public static void main(String[] a) throws Exception {
-        AttachingConnector c = null;
-        for (AttachingConnector x : Bootstrap.virtualMachineManager().attachingConnectors()) {
-            if (x.name().equals("com.sun.jdi.SocketAttach")) c = x;
-        }
-        Map<String, Connector.Argument> args = c.defaultArguments();
-        args.get("hostname").setValue(a[0]);
-        args.get("port").setValue(a[1]);
-        VirtualMachine vm = c.attach(args);
+        VirtualMachine vm = Jdi.attach(a[0], a[1]);
         say("attached " + vm.name());
         Thread ev = new Thread(() -> eventLoop(vm));
         ev.setDaemon(true);
