@@ -441,5 +441,4 @@ fn describe(e: &VmEntry, s: &VmStatus) -> String {
 }
 
 #[cfg(test)]
-#[path = "registry_tests.rs"]
 mod tests;
