@@ -230,8 +230,9 @@ async fn list(args: ListArgs, control: &std::path::Path) -> anyhow::Result<()> {
         Response::Vms { hosts, .. } if args.json && args.hosts => println!("{}", serde_json::to_string_pretty(&hosts)?),
         Response::Vms { vms, .. } if args.json => println!("{}", serde_json::to_string_pretty(&vms)?),
         Response::Vms { hosts, .. } if args.hosts => print!("{}", control::hosts_view::table(&hosts)),
-        Response::Vms { vms, hosts } => {
+        Response::Vms { vms, hosts, current_port, no_current } => {
             print!("{}", control::view::table(&vms));
+            print!("{}", control::view::current_line(&vms, current_port, no_current.as_deref()));
             if !hosts.is_empty() {
                 print!("\n{}", control::hosts_view::table(&hosts));
             }

@@ -138,3 +138,5 @@ mod netns_connect;
 mod containers;
 #[path = "integration/exec.rs"]
 mod exec;
+#[path = "integration/current_vm.rs"]
+mod current_vm;

@@ -31,6 +31,12 @@ pub enum Response {
         vms: Vec<VmInfo>,
         #[serde(default)]
         hosts: Vec<crate::remote::status::HostRow>,
+        /// The current-VM port (absent from older daemons' answers).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        current_port: Option<u16>,
+        /// Why the current-VM port leads to no VM now (None while one is current).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        no_current: Option<String>,
     },
     Selected { vm: Box<VmInfo> },
     /// Text to print as it is (a thread table screen, a heap summary, a feature list).

@@ -136,7 +136,10 @@ use tokio::io::AsyncReadExt;
 
 fn handle(req: Request, registry: &Registry) -> Response {
     match req {
-        Request::List => Response::Vms { vms: registry.list(), hosts: registry.hosts.rows() },
+        Request::List => {
+            let (current_port, no_current) = registry.current_port_info();
+            Response::Vms { vms: registry.list(), hosts: registry.hosts.rows(), current_port, no_current }
+        }
         Request::Select { selector } => match registry.select(&selector) {
             Ok(id) => {
                 let vm = registry.list().into_iter().find(|v| v.id == id);
@@ -148,7 +151,7 @@ fn handle(req: Request, registry: &Registry) -> Response {
                     None => Response::Error { kind: ErrorKind::Vm, message: "the VM left meanwhile".into() },
                 }
             }
-            Err(e @ (SelectError::Unknown { .. } | SelectError::Ambiguous { .. })) => {
+            Err(e @ (SelectError::Unknown { .. } | SelectError::Ambiguous { .. } | SelectError::Unreachable { .. })) => {
                 Response::Error { kind: ErrorKind::Selector, message: e.to_string() }
             }
         },

@@ -80,6 +80,19 @@ fn table_at(vms: &[VmInfo], now_ms: u64) -> String {
     out
 }
 
+/// The line under the VMs about the current-VM port: what `*` marks, or why the port
+/// leads to no VM now. Nothing when no VM is listed (the table says so).
+pub fn current_line(vms: &[VmInfo], port: Option<u16>, no_current: Option<&str>) -> String {
+    let port = port.map_or_else(|| "the current-VM port".to_string(), |p| format!("port {p}"));
+    if vms.iter().any(|v| v.current) {
+        format!("* the current VM: {port} leads to it (`jdwpmux select` picks another)\n")
+    } else if vms.is_empty() {
+        String::new()
+    } else {
+        format!("no current VM ({port} leads nowhere): {}\n", Shown(no_current.unwrap_or("no VM is selected")))
+    }
+}
+
 /// What is said of a VM whose agent listens on every address.
 fn exposed(v: &VmInfo) -> Option<&str> {
     v.process.as_ref().and_then(|p| p.exposed.as_deref())

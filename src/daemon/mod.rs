@@ -266,6 +266,7 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         }
     };
     let current_addr = current.local_addr().unwrap_or(current_addr);
+    registry.set_current_port(current_addr.port());
     if let Some(path) = &settings.control {
         control::server::start(path, registry.clone(), cancel.clone(), &tracker).await?;
     }

@@ -66,9 +66,9 @@ pub async fn serve(
             Some(e) => (e.name, e.handle, "the VM"),
             None => return info!("closing: the VM is gone"),
         },
-        Target::Current(reg) => match reg.current() {
-            Some(e) => (e.name, e.handle, "the current VM"),
-            None => return info!("closing: no current VM (none found yet, or the selection matches none)"),
+        Target::Current(reg) => match reg.current_or_why() {
+            Ok(e) => (e.name, e.handle, "the current VM"),
+            Err(why) => return info!("closing: no current VM: {why}"),
         },
     };
     // A VM its session cannot reach now: waiting for the attach deadline would only leave

@@ -1,18 +1,24 @@
 //! The VMs the daemon knows, their debugger ports, and which one is current.
 //!
-//! Lookups only: nothing here is held across an `.await`. The current VM is kept as a
-//! selector and resolved when a debugger connects, so a selection by pid or app name follows
-//! what the VMs report about themselves.
+//! Lookups only: nothing here is held across an `.await`.
+//! - `mod.rs`: the entries (one per VM key, kept while the VM is away so that it gets its
+//!   port back), `list`'s rows, and selectors (`resolve`).
+//! - `current.rs`: which VM the current-VM port leads to, and why none (pure rules; the
+//!   selection itself is kept here).
+
+mod current;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::session::{VmHandle, VmStatus};
+
+pub use current::NoCurrent;
 
 pub type VmId = u32;
 
@@ -96,6 +102,12 @@ impl VmEntry {
         self.source == Source::Cli || self.held || self.handle.status().state != crate::session::VmState::Unreachable
     }
 
+    /// A row with no session behind it: found, but it cannot be reached (never current,
+    /// never selected, never a twin that keeps another finder's row out).
+    pub fn placeholder(&self) -> bool {
+        self.handle.tx.is_closed() && self.handle.status().state == crate::session::VmState::Unreachable
+    }
+
     /// The host's name as `list` shows it.
     pub fn host_name(&self) -> &str {
         self.host.as_deref().unwrap_or(LOCAL_HOST)
@@ -146,6 +158,9 @@ pub enum SelectError {
     Unknown { selector: String, candidates: Vec<String> },
     #[error("{selector:?} is ambiguous; it matches: {}", candidates.join(", "))]
     Ambiguous { selector: String, candidates: Vec<String> },
+    /// It names a VM that was found but cannot be reached: never the current VM.
+    #[error("{selector:?} names {vm}, which cannot be reached{}", why.as_ref().map(|w| format!(": {w}")).unwrap_or_default())]
+    Unreachable { selector: String, vm: String, why: Option<String> },
 }
 
 #[derive(Debug, Default)]
@@ -153,10 +168,10 @@ pub struct Registry {
     vms: DashMap<VmId, VmEntry>,
     by_key: DashMap<String, VmId>,
     next_id: AtomicU32,
-    /// The user's selector; None means "the newest VM" (`newest`).
-    selection: Mutex<Option<String>>,
-    /// The current VM last announced in the log while nothing was selected.
-    announced: Mutex<Option<VmId>>,
+    /// What the user selected, and what the log said of it (`current`).
+    selection: Mutex<current::Selection>,
+    /// The current-VM port, once bound (what `list` names).
+    current_port: AtomicU16,
     /// Each `--ssh` host's row (`list`, the page).
     pub hosts: Arc<crate::remote::status::HostTable>,
 }
@@ -252,48 +267,104 @@ impl Registry {
         v
     }
 
-    /// Sets the current VM by selector, after checking it names exactly one VM now.
+    /// Sets the current VM by selector, after checking it names exactly one VM now that can
+    /// be reached: that VM stays current (`current`).
     pub fn select(&self, selector: &str) -> Result<VmId, SelectError> {
         let id = self.resolve(selector)?;
         if let Ok(mut s) = self.selection.lock() {
-            *s = Some(selector.to_string());
+            s.selector = Some(selector.to_string());
+            s.pinned = Some(id);
+            // Said by whoever selected (the control socket's line, the page's).
+            s.said = Some(current::Said::Vm(id));
         }
         Ok(id)
     }
 
-    /// Keeps a selector even if it names no VM yet (`--select` at start).
+    /// Keeps a selector even if it names no VM yet (`--select` at start): resolved as VMs
+    /// appear, until it names one.
     pub fn select_later(&self, selector: &str) {
         if let Ok(mut s) = self.selection.lock() {
-            *s = Some(selector.to_string());
+            s.selector = Some(selector.to_string());
+            s.pinned = None;
         }
     }
 
-    /// The current VM: the selected one, or the newest when nothing was selected.
+    /// The current VM (`current` module's rules).
     pub fn current(&self) -> Option<VmEntry> {
-        let selector = self.selection.lock().ok().and_then(|s| s.clone());
-        match selector {
-            Some(sel) => self.resolve(&sel).ok().and_then(|id| self.get(id)),
-            None => newest(self.entries()),
+        self.current_or_why().ok()
+    }
+
+    /// The current VM, or why the current-VM port leads to none now.
+    pub fn current_or_why(&self) -> Result<VmEntry, NoCurrent> {
+        let id = self.current_id()?;
+        self.get(id).ok_or(NoCurrent::NoneFound)
+    }
+
+    fn current_id(&self) -> Result<VmId, NoCurrent> {
+        let Ok(mut sel) = self.selection.lock() else { return Err(NoCurrent::NoneFound) };
+        match (sel.pinned, sel.selector.clone()) {
+            (Some(id), _) => current::pinned(self.get(id).as_ref()),
+            (None, Some(selector)) => match self.resolve(&selector) {
+                Ok(id) => {
+                    sel.pinned = Some(id);
+                    Ok(id)
+                }
+                Err(SelectError::Ambiguous { selector, candidates }) => Err(NoCurrent::Ambiguous { selector, candidates }),
+                Err(SelectError::Unknown { selector, .. } | SelectError::Unreachable { selector, .. }) => Err(NoCurrent::NotYet { selector }),
+            },
+            (None, None) => {
+                drop(sel);
+                current::newest(&self.rows())
+            }
         }
     }
 
-    /// Says in one line which VM the current-VM port leads to, when nothing was selected and
-    /// that changed since it was last said: called once the discoveries have taken in what
-    /// they found, so that a round finding several JVMs says it once.
+    /// Says in one line which VM the current-VM port leads to, or why none, when that changed
+    /// since it was last said: called once the discoveries have taken in what they found,
+    /// so that a round finding several JVMs says it once.
     pub fn announce_current(&self) {
-        if self.selection.lock().map_or(true, |s| s.is_some()) {
-            return;
+        let now = self.current_id();
+        let said = current::Said::of(&now);
+        let by_selection = {
+            let Ok(mut s) = self.selection.lock() else { return };
+            if s.said.as_ref() == Some(&said) {
+                return;
+            }
+            s.said = Some(said);
+            s.selector.clone()
+        };
+        let vm = now.as_ref().ok().and_then(|id| self.get(*id)).map(|e| {
+            let s = e.handle.status();
+            (e, s)
+        });
+        match current::line(&now, vm.as_ref(), by_selection.as_deref()) {
+            Some((true, text)) => warn!("{text}"),
+            Some((false, text)) => info!("{text}"),
+            None => {}
         }
-        let current = self.current();
-        let Ok(mut announced) = self.announced.lock() else { return };
-        if current.as_ref().map(|e| e.id) == *announced {
-            return;
-        }
-        *announced = current.as_ref().map(|e| e.id);
-        drop(announced);
-        let Some(e) = current else { return };
-        let why = if e.started.is_some() { "the most recently started JVM" } else { "the first VM found" };
-        info!("the current VM is {}: {why} (`jdwpmux select` picks another)", describe(&e, &e.handle.status()));
+    }
+
+    /// Remembers the current-VM port (`list` names it).
+    pub fn set_current_port(&self, port: u16) {
+        self.current_port.store(port, Ordering::Relaxed);
+    }
+
+    /// What `list` says under its rows of the current-VM port: its number, and why it leads
+    /// to no VM now (None while one is current).
+    pub fn current_port_info(&self) -> (Option<u16>, Option<String>) {
+        let port = Some(self.current_port.load(Ordering::Relaxed)).filter(|p| *p != 0);
+        (port, self.current_or_why().err().map(|why| why.to_string()))
+    }
+
+    /// Each listed entry with its status read once.
+    fn rows(&self) -> Vec<(VmEntry, VmStatus)> {
+        self.entries()
+            .into_iter()
+            .map(|e| {
+                let s = e.handle.status();
+                (e, s)
+            })
+            .collect()
     }
 
     pub fn list(&self) -> Vec<VmInfo> {
@@ -328,9 +399,22 @@ impl Registry {
     /// a pid (else a bare debugger port), or an app name (exact, then the class name without
     /// its package, then unique prefix); any of
     /// them after `HOST:` (an ssh host, or `local`) looks at that host's VMs only.
+    /// Rows that cannot be reached are not chosen; one that alone matches is named with why.
     pub fn resolve(&self, selector: &str) -> Result<VmId, SelectError> {
-        let entries = self.entries();
-        let rows: Vec<(VmEntry, VmStatus)> = entries.into_iter().map(|e| { let s = e.handle.status(); (e, s) }).collect();
+        let (placeholders, rows): (Vec<_>, Vec<_>) = self.rows().into_iter().partition(|(e, _)| e.placeholder());
+        match Self::resolve_among(&rows, selector) {
+            Err(SelectError::Unknown { selector, candidates }) => match Self::resolve_among(&placeholders, &selector) {
+                Ok(id) => {
+                    let (e, s) = placeholders.iter().find(|(e, _)| e.id == id).expect("resolved among these rows");
+                    Err(SelectError::Unreachable { selector: selector.clone(), vm: describe(e, s), why: e.note.clone() })
+                }
+                Err(_) => Err(SelectError::Unknown { selector, candidates }),
+            },
+            other => other,
+        }
+    }
+
+    fn resolve_among(rows: &[(VmEntry, VmStatus)], selector: &str) -> Result<VmId, SelectError> {
         if let Some((host, rest)) = selector.split_once(':') {
             let on_host: Vec<(VmEntry, VmStatus)> = rows.iter().filter(|(e, _)| e.host_name() == host).cloned().collect();
             let is_host = host == LOCAL_HOST || rows.iter().any(|(e, _)| e.host.as_deref() == Some(host));
@@ -338,14 +422,15 @@ impl Registry {
                 return match Self::resolve_in(&on_host, rest) {
                     Ok(id) => Ok(id),
                     // `HOST:NAME` where NAME is a VM's full name (`HOST:ADDRESS`).
-                    Err(e) => Self::resolve_in(&rows, selector).map_err(|_| match e {
+                    Err(e) => Self::resolve_in(rows, selector).map_err(|_| match e {
                         SelectError::Unknown { candidates, .. } => SelectError::Unknown { selector: selector.to_string(), candidates },
                         SelectError::Ambiguous { candidates, .. } => SelectError::Ambiguous { selector: selector.to_string(), candidates },
+                        SelectError::Unreachable { vm, why, .. } => SelectError::Unreachable { selector: selector.to_string(), vm, why },
                     }),
                 };
             }
         }
-        Self::resolve_in(&rows, selector)
+        Self::resolve_in(rows, selector)
     }
 
     fn resolve_in(rows: &[(VmEntry, VmStatus)], selector: &str) -> Result<VmId, SelectError> {
@@ -407,23 +492,8 @@ fn simple_name(app: &str) -> &str {
     app.rsplit('.').next().unwrap_or(app)
 }
 
-/// The VM the current-VM port leads to when nothing was selected: the one whose process
-/// started last, among those whose start is known (a JVM on this machine; of two started in
-/// the same clock tick, the one found later); when none is known (VMs behind adb, on other
-/// hosts), the first one found. A VM that cannot be reached (a JVM of a container whose
-/// agent listens on the container's loopback) comes after every one that can: a debugger
-/// on the current port would find nothing there.
-fn newest(entries: Vec<VmEntry>) -> Option<VmEntry> {
-    entries.into_iter().max_by_key(|e| {
-        let reachable = e.handle.status().state != crate::session::VmState::Unreachable;
-        match e.started {
-            Some(t) => (reachable, true, t, e.id),
-            None => (reachable, false, 0, VmId::MAX - e.id),
-        }
-    })
-}
-
-fn describe(e: &VmEntry, s: &VmStatus) -> String {
+/// A VM as log lines and messages name it: `127.0.0.1:8000 (:8600) Billing pid 4242`.
+pub(crate) fn describe(e: &VmEntry, s: &VmStatus) -> String {
     let mut d = match &e.host {
         Some(h) if !e.name.starts_with(&format!("{h}:")) => format!("{h}:{}", e.name),
         _ => e.name.clone(),
@@ -434,7 +504,9 @@ fn describe(e: &VmEntry, s: &VmStatus) -> String {
     if let Some(app) = &s.app {
         d.push_str(&format!(" {app}"));
     }
-    if let Some(pid) = s.pid {
+    // A row named by its pid alone (`pid 4242`, `HOST:pid 4242`: a JVM that cannot be
+    // reached) says it once.
+    if let Some(pid) = s.pid.filter(|p| !e.name.ends_with(&format!("pid {p}"))) {
         d.push_str(&format!(" pid {pid}"));
     }
     d
