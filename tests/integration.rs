@@ -140,3 +140,5 @@ mod containers;
 mod exec;
 #[path = "integration/current_vm.rs"]
 mod current_vm;
+#[path = "integration/one_row.rs"]
+mod one_row;

@@ -24,6 +24,7 @@ pub(crate) mod proc_vms;
 mod remote_vms;
 mod scanned;
 mod started;
+mod twins;
 
 /// How often a debugger port that could not be bound is tried again.
 pub const BIND_RETRY: Duration = Duration::from_secs(5);

@@ -2,6 +2,7 @@
 //! each becomes a session told where its agent listens now (a port the agent picked moves
 //! after every debugger), listed while its process runs. One that cannot be reached (its
 //! agent listens on a container's own loopback) is listed with a note saying what to do.
+//! A container's JVM that an `--exec` host listed first is left to that row (`twins`).
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -11,9 +12,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::followed::{Followed, Sighting};
+use super::twins::{self, Held, Step};
 use super::Spawner;
 use crate::discovery::jvms::keys::KeyBook;
-use crate::discovery::jvms::{self, FoundJvm, HostView, Reach};
+use crate::discovery::jvms::{self, same, FoundJvm, HostView, Reach};
 use crate::registry::{Source, VmId};
 use crate::session::Located;
 use crate::transport::Endpoint;
@@ -107,6 +109,8 @@ pub(super) async fn start(spawner: Spawner, claimed: Claimed) {
 enum Live {
     Session(Followed),
     Unreachable(VmId),
+    /// An `--exec` host lists this JVM already: one JVM, one row (`twins`).
+    Twin,
 }
 
 struct ProcFollower {
@@ -123,10 +127,12 @@ struct ProcFollower {
     holders: HashMap<u64, Option<String>>,
 }
 
-/// A round's JVMs, with who holds each busy one (None: not busy, or jdwpmux itself holds it).
-type Round = (HostView, HashMap<u64, Option<String>>, Result<Vec<(FoundJvm, Option<String>)>, getrandom::Error>);
+/// A round's JVMs, with who holds each busy one (None: not busy, or jdwpmux itself holds it),
+/// and the prints of those in containers, by pid.
+type Round = (HostView, HashMap<u64, Option<String>>, Result<Vec<(FoundJvm, Option<String>)>, getrandom::Error>, HashMap<u32, same::Print>);
 
-/// One /proc round, off the runtime (it reads files): the JVMs and who holds the busy ones.
+/// One /proc round, off the runtime (it reads files): the JVMs, who holds the busy ones, and
+/// what tells those in containers apart.
 fn scan_round(mut view: HostView, mut holders: HashMap<u64, Option<String>>) -> Round {
     let found = jvms::scan_local(&mut view).map(|found| {
         let mut seen = HashSet::new();
@@ -150,7 +156,8 @@ fn scan_round(mut view: HostView, mut holders: HashMap<u64, Option<String>>) -> 
         holders.retain(|inode, _| seen.contains(inode));
         out
     });
-    (view, holders, found)
+    let prints = found.as_ref().map(|f| f.iter().filter_map(|(f, _)| Some((f.pid, print_of(f)?))).collect()).unwrap_or_default();
+    (view, holders, found, prints)
 }
 
 impl ProcFollower {
@@ -165,7 +172,7 @@ impl ProcFollower {
             .collect();
         let holders = std::mem::take(&mut self.holders);
         let scanned = tokio::task::spawn_blocking(move || scan_round(view, holders)).await;
-        let Ok((view, holders, found)) = scanned else { return };
+        let Ok((view, holders, found, mut prints)) = scanned else { return };
         let scanner = view.uid;
         self.view = Some(view);
         self.holders = holders;
@@ -204,10 +211,14 @@ impl ProcFollower {
             match self.live.remove(&slot) {
                 Some(Live::Session(f)) => f.drop_from(&self.spawner),
                 Some(Live::Unreachable(id)) => self.spawner.registry.set_held(id, false, None),
-                None => {}
+                Some(Live::Twin) | None => {}
             }
         }
         for (((f, d), slot), busy) in found.iter().zip(decisions).zip(slots).zip(busy) {
+            let print = prints.remove(&f.pid);
+            if self.twins(&slot, print.as_ref()) {
+                continue;
+            }
             let busy = busy.filter(|_| !connected(&self.spawner, self.live.get(&slot)));
             let located = Located { endpoint: d.endpoint.clone(), pid: Some(f.pid), app: f.main.as_ref().map(|m| m.to_string()), busy: busy.clone() };
             match self.live.get_mut(&slot) {
@@ -216,7 +227,7 @@ impl ProcFollower {
                     self.spawner.registry.set_held(followed.id, true, note(busy.as_deref(), &d));
                     self.spawner.registry.set_process(followed.id, super::followed::process_info(f, scanner, None));
                 }
-                Some(Live::Unreachable(_)) => {}
+                Some(Live::Unreachable(_) | Live::Twin) => {}
                 None => {
                     // A VM named with --vm or found by the port scan is theirs already; the
                     // process says when it started.
@@ -251,6 +262,9 @@ impl ProcFollower {
                     if let Live::Session(followed) = &live {
                         self.spawner.registry.set_started(followed.id, super::started::of_pid(f.pid));
                     }
+                    if let Live::Session(Followed { id, .. }) | Live::Unreachable(id) = &live {
+                        self.spawner.registry.set_print(*id, print);
+                    }
                     self.live.insert(slot, live);
                 }
             }
@@ -258,6 +272,53 @@ impl ProcFollower {
         self.spawner.registry.announce_current();
     }
 
+    /// Whether the JVM in `slot` is left to an `--exec` host's row this round (`twins`: the
+    /// row listed first keeps it; this one, when it cannot reach the JVM, keeps nothing).
+    fn twins(&mut self, slot: &(u32, String), print: Option<&same::Print>) -> bool {
+        let held = match self.live.get(slot) {
+            Some(Live::Session(f)) => Held::Session(f.id),
+            Some(Live::Unreachable(id)) => Held::Unreachable(*id),
+            Some(Live::Twin) => Held::LeftToTwin,
+            None => Held::Nothing,
+        };
+        let exec_row = |e: &crate::registry::VmEntry| e.source == Source::Ssh;
+        let own = match held {
+            Held::Session(id) | Held::Unreachable(id) => Some(id),
+            Held::Nothing | Held::LeftToTwin => None,
+        };
+        let twin = print.and_then(|p| self.spawner.registry.twin(p, own, exec_row));
+        match twins::step(held, twin) {
+            Step::Follow => false,
+            Step::Skip => {
+                if held == Held::Nothing {
+                    debug!(pid = slot.0, "an --exec host lists this JVM already");
+                    self.live.insert(slot.clone(), Live::Twin);
+                }
+                true
+            }
+            Step::Yield | Step::Unlist => {
+                debug!(pid = slot.0, "an --exec host lists this JVM: its row stays, this one goes");
+                match self.live.insert(slot.clone(), Live::Twin) {
+                    Some(Live::Session(f)) => f.drop_from(&self.spawner),
+                    Some(Live::Unreachable(id)) => self.spawner.registry.set_held(id, false, None),
+                    Some(Live::Twin) | None => {}
+                }
+                true
+            }
+            Step::Resume => {
+                self.live.remove(slot);
+                false
+            }
+        }
+    }
+}
+
+/// What tells a container's JVM apart (`discovery::jvms::same`): its pid as its container
+/// counts it is read here (a file read: off the runtime), for JVMs in a container or pod only.
+fn print_of(f: &FoundJvm) -> Option<same::Print> {
+    let contained = matches!(f.place, jvms::Place::Container { .. } | jvms::Place::Pod { .. });
+    let pid = contained.then(|| std::fs::read_to_string(format!("/proc/{}/status", f.pid)).ok()).flatten().and_then(|s| same::innermost_pid(&s));
+    same::Print::of(&f.place, f.port, &f.command, pid)
 }
 
 /// Whether jdwpmux's own session is connected to the JVM (then its connection is the one

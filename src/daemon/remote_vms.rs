@@ -3,6 +3,8 @@
 //! socket, listed under its host and keyed by host and main class, so it keeps its debugger
 //! port across reconnects and restarts; while the link is down they stay listed, unreachable,
 //! with a note naming the host. An adb server on a host's loopback brings its devices' VMs.
+//! An `--exec` container's JVM that this machine's /proc discovery listed first is left to
+//! that row (`twins`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -13,8 +15,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::followed::{Followed, Sighting};
+use super::twins::{self, Held, Step};
 use super::Spawner;
 use crate::discovery::adb::AdbServer;
+use crate::discovery::jvms::same;
 use crate::nearlink::host::{FarChoice, FarMode};
 use crate::registry::{Source, VmId};
 use crate::remote::{self, host::ADB_PORT, HostConfig, HostReport, LinkState, RemoteVm};
@@ -32,7 +36,7 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
         } else {
             spawner.tracker.spawn(crate::nearlink::host::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         }
-        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", live: HashMap::new(), adb: None, busy_noted: false };
+        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", exec: false, live: HashMap::new(), adb: None, busy_noted: false };
         spawner.tracker.spawn(follower.run(rx));
     }
 }
@@ -43,7 +47,7 @@ pub(super) fn start_exec(spawner: &Spawner, hosts: Vec<(HostConfig, crate::nearl
         let (tx, rx) = watch::channel(HostReport::default());
         spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &format!("exec: {}", crate::safe_text::shown(&spec.text))));
         spawner.tracker.spawn(crate::nearlink::exec::host::run(cfg.clone(), spec, far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
-        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", live: HashMap::new(), adb: None, busy_noted: false };
+        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", exec: true, live: HashMap::new(), adb: None, busy_noted: false };
         spawner.tracker.spawn(follower.run(rx));
     }
 }
@@ -51,6 +55,19 @@ pub(super) fn start_exec(spawner: &Spawner, hosts: Vec<(HostConfig, crate::nearl
 enum Live {
     Session(Followed),
     Unreachable(VmId),
+    /// This machine's /proc discovery lists this JVM already: one JVM, one row (`twins`).
+    Twin,
+}
+
+impl Live {
+    /// Its registry entry (none for a JVM left to another row).
+    fn id(&self) -> Option<VmId> {
+        match self {
+            Live::Session(f) => Some(f.id),
+            Live::Unreachable(id) => Some(*id),
+            Live::Twin => None,
+        }
+    }
 }
 
 struct HostFollower {
@@ -58,6 +75,8 @@ struct HostFollower {
     label: String,
     /// How the link is named in notes: "the ssh link to", "the exec to".
     link: &'static str,
+    /// An `--exec` host: jdwpmux in a container, possibly on this machine.
+    exec: bool,
     /// By key: what this host's discovery lists.
     live: HashMap<String, Live>,
     /// The task following the host's adb server, while one listens.
@@ -96,11 +115,7 @@ impl HostFollower {
             LinkState::Up => self.follow_vms(&report.vms),
             LinkState::Down { reason, .. } => {
                 let note = format!("{} {} is down: {reason}", self.link, self.label);
-                for live in self.live.values() {
-                    let id = match live {
-                        Live::Session(f) => f.id,
-                        Live::Unreachable(id) => *id,
-                    };
+                for id in self.live.values().filter_map(Live::id) {
                     self.spawner.registry.set_held(id, true, Some(note.clone()));
                 }
             }
@@ -109,11 +124,7 @@ impl HostFollower {
         // jdwpmux on the host let the VMs go (its hold ran out): said over any other note,
         // so no row looks held (or stopped) that is not.
         if let Some(note) = &report.released {
-            for live in self.live.values() {
-                let id = match live {
-                    Live::Session(f) => f.id,
-                    Live::Unreachable(id) => *id,
-                };
+            for id in self.live.values().filter_map(Live::id) {
                 self.spawner.registry.set_held(id, true, Some(note.clone()));
             }
         }
@@ -129,11 +140,15 @@ impl HostFollower {
                     f.drop_from(&self.spawner)
                 }
                 Some(Live::Unreachable(id)) => self.spawner.registry.set_held(id, false, None),
-                None => {}
+                Some(Live::Twin) | None => {}
             }
         }
         for vm in vms {
             let f = &vm.found;
+            let print = if self.exec { same::Print::of(&f.place, f.port, &f.command, Some(f.pid)) } else { None };
+            if self.twins(&vm.key, print.as_ref()) {
+                continue;
+            }
             let target = match &f.reach {
                 crate::discovery::jvms::Reach::At(addr) => Some(*addr),
                 _ => None,
@@ -156,18 +171,19 @@ impl HostFollower {
                 (Some(Live::Session(followed)), _) => {
                     followed.moved(&self.spawner, name, located);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    self.spawner.registry.set_process(followed.id, super::followed::process_info(f, vm.login, Some(&self.label)));
+                    self.spawner.registry.set_process(followed.id, self.process_info(vm));
                 }
-                (Some(Live::Unreachable(_)), _) => {}
+                (Some(Live::Unreachable(_) | Live::Twin), _) => {}
                 (None, Some(addr)) => {
                     // Said at INFO by the line naming its debugger port.
                     debug!(host = %self.label, pid = f.pid, app = %f.name(), %addr, "found a JVM on {}", self.label);
                     let s = Sighting { key: vm.key.clone(), name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
                     let followed = self.spawner.follow(s);
                     self.spawner.registry.set_held(followed.id, true, note);
-                    let info = super::followed::process_info(f, vm.login, Some(&self.label));
+                    let info = self.process_info(vm);
                     super::followed::warn_exposed(f, &info, Some(&self.label));
                     self.spawner.registry.set_process(followed.id, info);
+                    self.spawner.registry.set_print(followed.id, print);
                     self.live.insert(vm.key.clone(), Live::Session(followed));
                 }
                 (None, None) => {
@@ -176,7 +192,7 @@ impl HostFollower {
                     let why = note.unwrap_or_default();
                     info!(host = %self.label, pid = f.pid, app = %f.name(), "found a JVM on {} that cannot be reached: {why}", self.label);
                     let id = self.spawner.list_unreachable(s, why);
-                    let info = super::followed::process_info(f, vm.login, Some(&self.label));
+                    let info = self.process_info(vm);
                     super::followed::warn_exposed(f, &info, Some(&self.label));
                     self.spawner.registry.set_process(id, info);
                     self.live.insert(vm.key.clone(), Live::Unreachable(id));
@@ -185,6 +201,55 @@ impl HostFollower {
             self.busy_noted |= busy.is_some() && matches!(self.live.get(&vm.key), Some(Live::Session(_)));
         }
         self.spawner.registry.announce_current();
+    }
+
+    /// What `list` shows of a JVM's process. jdwpmux in an `--exec` container runs as whoever
+    /// the exec enters as and takes only that user's JVMs: one it can reach is not another
+    /// user's, though it may name its user `root` (a rootless container's root is the user
+    /// who runs it, and the exec's user is the one who asked).
+    fn process_info(&self, vm: &RemoteVm) -> crate::registry::ProcessInfo {
+        let mut info = super::followed::process_info(&vm.found, vm.login, Some(&self.label));
+        if self.exec && !matches!(vm.found.reach, crate::discovery::jvms::Reach::Unreachable(_)) {
+            info.other_user = false;
+        }
+        info
+    }
+
+    /// Whether the JVM keyed `key` is left to this machine's /proc discovery's row this
+    /// round (`twins`: the row listed first keeps it; only `--exec` hosts' JVMs have prints,
+    /// so only they have twins).
+    fn twins(&mut self, key: &str, print: Option<&same::Print>) -> bool {
+        let held = match self.live.get(key) {
+            Some(Live::Session(f)) => Held::Session(f.id),
+            Some(Live::Unreachable(id)) => Held::Unreachable(*id),
+            Some(Live::Twin) => Held::LeftToTwin,
+            None => Held::Nothing,
+        };
+        let proc_row = |e: &crate::registry::VmEntry| e.source == Source::Proc && e.host.is_none();
+        let twin = print.and_then(|p| self.spawner.registry.twin(p, self.live.get(key).and_then(Live::id), proc_row));
+        match twins::step(held, twin) {
+            Step::Follow => false,
+            Step::Skip => {
+                if held == Held::Nothing {
+                    debug!(host = %self.label, key, "the /proc discovery lists this JVM already");
+                    self.live.insert(key.to_string(), Live::Twin);
+                }
+                true
+            }
+            Step::Yield | Step::Unlist => {
+                debug!(host = %self.label, key, "the /proc discovery lists this JVM: its row stays, this one goes");
+                match self.live.insert(key.to_string(), Live::Twin) {
+                    Some(Live::Session(f)) => f.drop_from(&self.spawner),
+                    Some(Live::Unreachable(id)) => self.spawner.registry.set_held(id, false, None),
+                    Some(Live::Twin) | None => {}
+                }
+                true
+            }
+            Step::Resume => {
+                self.live.remove(key);
+                false
+            }
+        }
     }
 
     /// Follows the host's adb server while one listens on its loopback (and its link is up).

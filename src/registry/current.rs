@@ -156,6 +156,7 @@ mod tests {
             note: None,
             process: None,
             started,
+            print: None,
         };
         (e, status)
     }

@@ -66,6 +66,8 @@ pub struct VmEntry {
     /// When its process started on this machine (clock ticks since boot, from
     /// /proc/PID/stat), when that is known: the newest is the current VM by default.
     pub started: Option<u64>,
+    /// What tells its JVM apart from the JVMs other discoveries find (`Registry::twin`).
+    pub print: Option<crate::discovery::jvms::same::Print>,
 }
 
 /// What a discovery read of a VM's process.
@@ -183,7 +185,7 @@ impl Registry {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let wanted_port = if base_port == 0 { 0 } else { self.free_port(base_port) };
         self.by_key.insert(key.clone(), id);
-        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle, host: None, held: false, note: None, process: None, started: None });
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port, port: None, handle, host: None, held: false, note: None, process: None, started: None, print: None });
         (id, wanted_port)
     }
 
@@ -191,7 +193,7 @@ impl Registry {
     pub fn add_unbound(&self, key: String, name: String, addr: SocketAddr, source: Source, handle: VmHandle) -> VmId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.by_key.insert(key.clone(), id);
-        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port: 0, port: None, handle, host: None, held: false, note: None, process: None, started: None });
+        self.vms.insert(id, VmEntry { id, key, name, addr, source, wanted_port: 0, port: None, handle, host: None, held: false, note: None, process: None, started: None, print: None });
         id
     }
 
@@ -241,6 +243,24 @@ impl Registry {
         if let Some(mut e) = self.vms.get_mut(&id) {
             e.started = started;
         }
+    }
+
+    /// What tells the VM's JVM apart from those other discoveries find.
+    pub fn set_print(&self, id: VmId, print: Option<crate::discovery::jvms::same::Print>) {
+        if let Some(mut e) = self.vms.get_mut(&id) {
+            e.print = print;
+        }
+    }
+
+    /// The first-listed entry other than `except`, listed now with a session, that `of`
+    /// takes (another finder's rows) and whose JVM is the one `print` describes
+    /// (`discovery::jvms::same`): the row that JVM already has.
+    pub fn twin(&self, print: &crate::discovery::jvms::same::Print, except: Option<VmId>, of: impl Fn(&VmEntry) -> bool) -> Option<VmId> {
+        self.entries()
+            .into_iter()
+            .filter(|e| Some(e.id) != except && of(e) && !e.placeholder())
+            .find(|e| e.print.as_ref().is_some_and(|p| p.same(print)))
+            .map(|e| e.id)
     }
 
     /// Renames a VM (its address on its host changed).

@@ -7,7 +7,8 @@
 //! The same scan runs on this machine (`local`, reading /proc directly) and on other hosts
 //! (`scan.sh`, plain POSIX sh run through ssh). Both print records (`wire`) that one host
 //! view takes in (`view`); `found` says what they mean, and `place` where each JVM runs (the
-//! host, a container, a pod or a network namespace, named). Everything but `local` is pure:
+//! host, a container, a pod or a network namespace, named), and `same` whether two finders
+//! found one JVM. Everything but `local` is pure:
 //! a remote host's output is untrusted input, table-tested and fuzzed.
 
 pub mod agent;
@@ -19,6 +20,7 @@ pub mod keys;
 pub mod local;
 pub mod net;
 pub mod place;
+pub mod same;
 pub mod shell;
 pub mod view;
 pub mod wire;
