@@ -190,8 +190,11 @@ pub struct ServeArgs {
     #[arg(help_heading = FINDING_VMS)]
     #[arg(long)]
     pub other_users: bool,
-    /// Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when
-    /// no --vm or --scan is given].
+    /// Find VMs on the devices of an adb server, and start that server (`adb start-server`)
+    /// if none answers and adb is on PATH; it keeps running after jdwpmux ends, as adb's
+    /// server does (`adb kill-server` stops it) [default: 127.0.0.1:5037]. Without --adb, and
+    /// when no --vm or --scan is given, the server at 127.0.0.1:5037 (ANDROID_ADB_SERVER_PORT)
+    /// is followed if one runs, and never started.
     #[arg(help_heading = FINDING_VMS)]
     #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = "127.0.0.1:5037")]
     pub adb: Option<std::net::SocketAddr>,

@@ -142,3 +142,5 @@ mod exec;
 mod current_vm;
 #[path = "integration/one_row.rs"]
 mod one_row;
+#[path = "integration/adb_default.rs"]
+mod adb_default;

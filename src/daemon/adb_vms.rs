@@ -27,7 +27,8 @@ pub(super) struct OnHost {
 
 pub(super) async fn run(spawner: Spawner, addr: SocketAddr, wanted: Wanted, cancel: CancellationToken) {
     let server = AdbServer::new(addr);
-    // The design document: make sure an adb server runs, and carry on without one otherwise.
+    // A server asked for (`--adb`) is started if none runs; on the defaults one is only
+    // followed if it runs. Either way the devices are followed once a server answers.
     let probe = server.clone();
     let _ = tokio::task::spawn_blocking(move || adb::try_start_server(&probe, wanted)).await;
     run_server(spawner, server, wanted, None, cancel).await

@@ -1,7 +1,9 @@
-//! Making sure an adb server runs, as the design asks at start-up: if nothing answers on the
-//! server address, run `adb -P PORT start-server` once when `adb` is on PATH. Every outcome is
-//! reported in one line, none is fatal: device scanning still works if a server appears
-//! later. No server and no `adb` is a warning only for a server the user named.
+//! An adb server at start-up. Asked for (`--adb`): if nothing answers on the server address,
+//! run `adb -P PORT start-server` once when `adb` is on PATH. On the defaults a server is only
+//! followed if one runs, never started: adb's server daemonizes and outlives jdwpmux, and a
+//! first start makes keys in ~/.android, neither of which the user asked for. Every outcome
+//! is reported in one line, none is fatal: device scanning still works if a server appears
+//! later. No server is a warning only for a server the user named.
 //!
 //! Blocking (std::net, std::process): call it before the runtime starts or through
 //! `tokio::task::spawn_blocking`.
@@ -34,29 +36,43 @@ pub enum StartOutcome {
     NotLocal,
     /// No `adb` executable on PATH.
     NoAdbOnPath,
+    /// Nothing answers, and no server was asked for: none is started.
+    NotAsked,
     /// `adb start-server` ran but did not leave a working server.
     Failed(String),
 }
 
-/// Checks the server and starts it if needed; logs one line with the outcome.
+/// Checks the server and, when it was asked for (`Wanted::Named`), starts it if needed;
+/// logs one line with the outcome (none for a server that runs on the defaults: following
+/// it says so).
 pub fn try_start_server(server: &AdbServer, wanted: Wanted) -> StartOutcome {
-    let outcome = start_with(server.addr, find_on_path("adb").as_deref());
+    let outcome = match wanted {
+        Wanted::Named => start_with(server.addr, find_on_path("adb").as_deref()),
+        Wanted::ByDefault => probe_only(server.addr),
+    };
+    let addr = server.addr;
     match &outcome {
-        StartOutcome::AlreadyRunning => info!(addr = %server.addr, "adb server already running"),
-        StartOutcome::Started => info!(addr = %server.addr, "started the adb server"),
-        StartOutcome::NotLocal => info!(addr = %server.addr, "adb server address is not local; not starting one"),
-        StartOutcome::NoAdbOnPath => match wanted {
-            Wanted::Named => {
-                warn!(addr = %server.addr, "no adb server answers and adb is not on PATH; device scanning waits for a server")
-            }
-            Wanted::ByDefault => {
-                info!(addr = %server.addr, "no adb server and no adb on PATH: Android devices are looked for once a server runs")
-            }
-        },
-        // An `adb` that is there but cannot start its server is broken, whoever asked.
-        StartOutcome::Failed(why) => warn!(addr = %server.addr, "could not start the adb server: {why}"),
+        StartOutcome::AlreadyRunning if wanted == Wanted::ByDefault => {}
+        StartOutcome::AlreadyRunning => info!(%addr, "adb server already running"),
+        StartOutcome::Started => info!(%addr, "started the adb server (`adb kill-server` stops it; it outlives jdwpmux as adb's server does)"),
+        StartOutcome::NotLocal => info!(%addr, "adb server address is not local; not starting one"),
+        StartOutcome::NoAdbOnPath => warn!(%addr, "no adb server answers and adb is not on PATH; device scanning waits for a server"),
+        StartOutcome::NotAsked => info!(%addr, "no adb server answers at {addr}: Android devices are looked for once one runs (`--adb` starts one)"),
+        // An `adb` that is there but cannot start its server is broken.
+        StartOutcome::Failed(why) => warn!(%addr, "could not start the adb server: {why}"),
     }
     outcome
+}
+
+/// What is there without starting anything: a server that answers, or none.
+fn probe_only(addr: SocketAddr) -> StartOutcome {
+    if !addr.ip().is_loopback() {
+        StartOutcome::NotLocal
+    } else if server_answers(addr, PROBE_TIMEOUT) {
+        StartOutcome::AlreadyRunning
+    } else {
+        StartOutcome::NotAsked
+    }
 }
 
 /// True when something at `addr` answers `host:version` with OKAY within `timeout` per step.
@@ -189,6 +205,16 @@ mod tests {
         // Exits zero but starts nothing: still a failure.
         let useless = start_with(addr, Some(Path::new("/bin/true")));
         assert!(matches!(&useless, StartOutcome::Failed(m) if m.contains("nothing answers")), "{useless:?}");
+    }
+
+    #[test]
+    fn on_the_defaults_nothing_is_started() {
+        let addr = closed_addr();
+        let server = AdbServer::new(addr);
+        assert_eq!(try_start_server(&server, Wanted::ByDefault), StartOutcome::NotAsked);
+        let (addr, t) = one_shot_server(b"OKAY00040029");
+        assert_eq!(try_start_server(&AdbServer::new(addr), Wanted::ByDefault), StartOutcome::AlreadyRunning);
+        t.join().expect("server thread");
     }
 
     #[test]
