@@ -29,7 +29,8 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
     /// The daemon's control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock,
-    /// else /tmp/jdwpmux-UID/control.sock].
+    /// else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this
+    /// user's daemon in both, and in /run/user/UID/jdwpmux].
     #[arg(help_heading = LOGGING)]
     #[arg(long, value_name = "PATH", env = "JDWPMUX_CONTROL", global = true)]
     pub control: Option<PathBuf>,

@@ -42,7 +42,13 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let control = cli.control.clone().unwrap_or_else(control::default_path);
+    // `serve` answers at the default path; the other commands find the daemon where it
+    // answers (a shell without XDG_RUNTIME_DIR and one with it use two paths).
+    let control = match (&cli.control, &cli.command) {
+        (Some(named), _) => named.clone(),
+        (None, Command::Serve(_) | Command::Far(_) | Command::Decode(_) | Command::Completions(_) | Command::Man) => control::default_path(),
+        (None, _) => control::locate(),
+    };
     let result = match cli.command {
         Command::Serve(args) => rt.block_on(serve(*args, control)),
         Command::List(args) => rt.block_on(list(args, &control)),

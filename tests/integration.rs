@@ -144,3 +144,5 @@ mod current_vm;
 mod one_row;
 #[path = "integration/adb_default.rs"]
 mod adb_default;
+#[path = "integration/control_paths.rs"]
+mod control_paths;

@@ -42,6 +42,12 @@ pub fn prepare_folder(dir: &Path) -> Result<(), ControlError> {
     }
 }
 
+/// Whether `dir` is a real folder of this user's that no other user may write to (where a
+/// client may trust a socket it did not name).
+pub fn own_private_folder(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir).is_ok_and(|m| folder_problem(&m, own_uid()).is_none())
+}
+
 fn folder_problem(meta: &Metadata, own: u32) -> Option<String> {
     let mode = meta.mode() & 0o7777;
     if meta.file_type().is_symlink() {

@@ -20,6 +20,7 @@ use crate::settings::{self, Settings};
 
 mod adb_vms;
 mod followed;
+mod held_port;
 pub(crate) mod proc_vms;
 mod remote_vms;
 mod scanned;
@@ -37,6 +38,8 @@ pub enum RunError {
     Bind { addr: SocketAddr, error: std::io::Error },
     #[error("another jdwpmux serve runs with these settings: it holds {addr} and answers on {} (use it: jdwpmux list; or stop it first)", control.display())]
     AlreadyRunning { addr: SocketAddr, control: std::path::PathBuf },
+    #[error("cannot listen on {addr}: {who} holds it (use it, or stop it first; or pick another port with --current-port / --base-port)")]
+    HeldByOwn { addr: SocketAddr, who: String },
     #[error(transparent)]
     Control(#[from] control::server::ControlError),
     #[error(transparent)]
@@ -257,14 +260,8 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         Ok(l) => l,
         // Started twice the same way: the port is taken by the daemon already running, which
         // is what to say (not to pick other ports).
-        Err(error) => {
-            return Err(match &settings.control {
-                Some(control) if error.kind() == std::io::ErrorKind::AddrInUse && daemon_answers(control).await => {
-                    RunError::AlreadyRunning { addr: current_addr, control: control.clone() }
-                }
-                _ => RunError::Bind { addr: current_addr, error },
-            })
-        }
+        Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => return Err(port_taken(&settings, current_addr, error).await),
+        Err(error) => return Err(RunError::Bind { addr: current_addr, error }),
     };
     let current_addr = current.local_addr().unwrap_or(current_addr);
     registry.set_current_port(current_addr.port());
@@ -316,6 +313,25 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
 /// Whether a daemon answers on the control socket at `path` (only its owner can connect).
 async fn daemon_answers(path: &std::path::Path) -> bool {
     matches!(tokio::time::timeout(Duration::from_secs(2), tokio::net::UnixStream::connect(path)).await, Ok(Ok(_)))
+}
+
+/// What to say of a current-VM port another socket holds: this user's own daemon, where
+/// it answers (its control socket here, or where a daemon started from another shell
+/// answers: `control::candidates`); else this user's own jdwpmux or other process by its
+/// pid; else the bare error.
+async fn port_taken(settings: &Settings, addr: SocketAddr, error: std::io::Error) -> RunError {
+    let uid = crate::control::path_check::own_uid();
+    let others = crate::control::candidates(std::env::var_os("XDG_RUNTIME_DIR").as_deref(), uid);
+    for control in settings.control.iter().chain(others.iter().filter(|p| Some(*p) != settings.control.as_ref())) {
+        let ours = settings.control.as_ref() == Some(control) || crate::control::answers(control);
+        if ours && daemon_answers(control).await {
+            return RunError::AlreadyRunning { addr, control: control.clone() };
+        }
+    }
+    match tokio::task::spawn_blocking(move || held_port::own_holder(addr, uid)).await {
+        Ok(Some((pid, comm))) => RunError::HeldByOwn { addr, who: held_port::describe(pid, &comm) },
+        _ => RunError::Bind { addr, error },
+    }
 }
 
 /// Starts following every --ssh host; their sockets go in a private folder of their own.
