@@ -165,8 +165,8 @@ pub struct ServeArgs {
     #[arg(help_heading = FINDING_VMS)]
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub scan_interval: f64,
-    /// Do not look for VMs on this machine by themselves: neither the default port range nor
-    /// /proc.
+    /// Do not probe ports for VMs (the default range 127.0.0.1:8000-8040). The JVMs of this
+    /// machine are still found by their process (--no-proc turns that off).
     #[arg(help_heading = FINDING_VMS)]
     #[arg(long, conflicts_with = "scans")]
     pub no_scan: bool,
@@ -175,7 +175,7 @@ pub struct ServeArgs {
     #[arg(help_heading = FINDING_VMS)]
     #[arg(long)]
     pub no_proc: bool,
-    /// Find local JVMs in /proc even when --vm, --scan, --adb or --no-scan is given.
+    /// Find local JVMs in /proc even when --vm, --scan or --adb is given.
     #[arg(help_heading = FINDING_VMS)]
     #[arg(long, conflicts_with = "no_proc")]
     pub proc: bool,

@@ -327,8 +327,9 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         keepalive: Duration::from_secs(args.ssh_keepalive),
         ..Default::default()
     };
-    // Local JVMs by their process: by default when no source is named, like the port scan.
-    let proc_scan = args.proc || (nothing_named && !args.no_scan && !args.no_proc);
+    // Local JVMs by their process: by default when no source is named, like the port scan;
+    // --no-scan turns off the port scan only, --no-proc this.
+    let proc_scan = args.proc || (nothing_named && !args.no_proc);
     let capture = args.capture.map(|path| settings::CaptureSettings {
         path,
         format: args.capture_format,

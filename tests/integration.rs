@@ -146,3 +146,5 @@ mod one_row;
 mod adb_default;
 #[path = "integration/control_paths.rs"]
 mod control_paths;
+#[path = "integration/plain_flags.rs"]
+mod plain_flags;

@@ -62,12 +62,12 @@ impl ProxyBin {
 }
 
 impl ProxyBin {
-    /// `--control DIR/control.sock serve --no-scan --no-adb --ssh-config CONFIG --ssh HOST...
+    /// `--control DIR/control.sock serve --no-scan --no-proc --no-adb --ssh-config CONFIG --ssh HOST...
     /// --base-port 0 --current-port 0`: VMs of ssh hosts only, with the daemon's defaults
     /// otherwise (scan interval, keep-alives), plus JDWPMUX_ARGS.
     pub fn serve_ssh_args(&self, hosts: &[&str], config: &Path, dir: &Path) -> Vec<String> {
         let mut a = vec!["--control".to_string(), dir.join("control.sock").display().to_string(), "serve".into()];
-        a.extend(["--no-scan", "--no-adb", "--ssh-config"].map(String::from));
+        a.extend(["--no-scan", "--no-proc", "--no-adb", "--ssh-config"].map(String::from));
         a.push(config.display().to_string());
         for h in hosts {
             a.push("--ssh".into());
@@ -357,7 +357,7 @@ mod tests {
         assert_eq!(a, ["--control", "/d/control.sock", "serve", "--vm", "127.0.0.1:5", "--base-port", "0", "--current-port", "0", "-q"]);
         assert!(nofile_for(1000) >= 3000);
         let a = bin.serve_ssh_args(&["h1", "h2"], Path::new("/k/ssh_config"), Path::new("/d"));
-        let want = "--control /d/control.sock serve --no-scan --no-adb --ssh-config /k/ssh_config --ssh h1 --ssh h2 --base-port 0 --current-port 0 -q";
+        let want = "--control /d/control.sock serve --no-scan --no-proc --no-adb --ssh-config /k/ssh_config --ssh h1 --ssh h2 --base-port 0 --current-port 0 -q";
         assert_eq!(a.join(" "), want);
     }
 }

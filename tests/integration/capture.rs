@@ -274,7 +274,7 @@ async fn a_capture_the_binary_cannot_create_fails_at_start_with_one_line() {
         ("/dev/full", "pcapng", "No space left on device"),
     ] {
         let mut cmd = tokio::process::Command::new(BIN);
-        cmd.args(["serve", "--no-scan", "--base-port", "0", "--current-port", "0", "--control"]);
+        cmd.args(["serve", "--no-scan", "--no-proc", "--base-port", "0", "--current-port", "0", "--control"]);
         cmd.arg(dir.path().join("control.sock"));
         cmd.args(["--capture", path, "--capture-format", format]).env("RUST_LOG", "info");
         let (code, _, err) = run(&mut cmd).await;

@@ -252,7 +252,7 @@ impl Serve {
         let log = dir.path().join("serve.log");
         let child = Command::new(BIN)
             .arg("serve")
-            .args(["--base-port", "0", "--current-port", "0", "--no-scan", "--control"])
+            .args(["--base-port", "0", "--current-port", "0", "--no-scan", "--no-proc", "--control"])
             .arg(dir.path().join("control.sock"))
             .args(args)
             .env("RUST_LOG", "info")

@@ -68,7 +68,7 @@ async fn control_socket_is_owner_only_and_other_uids_are_refused() {
     // Others may pass through the base folder; the daemon makes `private` itself.
     chmod(base.path(), 0o755);
     let sock = base.path().join("private").join("control.sock");
-    let served = Served::start_at(Some(&sock), &["--no-scan", "--no-adb"], &[]);
+    let served = Served::start_at(Some(&sock), &["--no-scan", "--no-proc", "--no-adb"], &[]);
     served.wait_log("control socket at").await;
 
     let folder = sock.parent().unwrap();
@@ -114,7 +114,7 @@ fn serve_on(sock: &Path) -> (Option<i32>, String) {
     let err_file = tempfile::NamedTempFile::new().unwrap();
     let mut child = Command::new(BIN)
         .env_remove("JDWPMUX_CONFIG")
-        .args(["serve", "--no-scan", "--no-adb", "--base-port", "0", "--current-port", "0", "--control"])
+        .args(["serve", "--no-scan", "--no-proc", "--no-adb", "--base-port", "0", "--current-port", "0", "--control"])
         .arg(sock)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())

@@ -15,7 +15,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_jdwpmux");
 fn current_port_of(args: &[&str], env: &[(&str, &str)]) -> u16 {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(BIN);
-    cmd.args(["serve", "--no-scan", "--no-adb", "--control"]).arg(dir.path().join("c.sock")).args(args);
+    cmd.args(["serve", "--no-scan", "--no-proc", "--no-adb", "--control"]).arg(dir.path().join("c.sock")).args(args);
     cmd.env_remove("JDWPMUX_CURRENT_PORT").env_remove("JDWPMUX_CONFIG").env("XDG_CONFIG_HOME", dir.path());
     for (k, v) in env {
         cmd.env(k, v);
@@ -60,7 +60,7 @@ fn command_line_beats_environment_beats_file_beats_defaults() {
     let out = {
         let d = tempfile::tempdir().unwrap();
         let mut child = Command::new(BIN)
-            .args(["serve", "--no-scan", "--no-adb", "--control"])
+            .args(["serve", "--no-scan", "--no-proc", "--no-adb", "--control"])
             .arg(d.path().join("c.sock"))
             .env("XDG_CONFIG_HOME", user.path())
             .env_remove("JDWPMUX_CONFIG")
@@ -149,7 +149,7 @@ fn runtime_and_usage_errors_are_one_clear_line() {
     let port = busy.local_addr().unwrap().port().to_string();
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("c.sock");
-    let (code, err) = run(&["serve", "--no-scan", "--no-adb", "--current-port", &port, "--control", sock.to_str().unwrap()]);
+    let (code, err) = run(&["serve", "--no-scan", "--no-proc", "--no-adb", "--current-port", &port, "--control", sock.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("cannot listen") && err.contains(&port) && err.contains("--current-port"), "{err}");
     assert_eq!(err.lines().filter(|l| l.starts_with("jdwpmux:")).count(), 1, "{err}");

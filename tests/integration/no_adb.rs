@@ -11,10 +11,10 @@ fn level(line: &str) -> Option<&str> {
     line.split_whitespace().nth(1)
 }
 
-/// `serve --no-scan ARGS` with an empty PATH, the usual adb port pointing at `adb_port`
+/// `serve --no-scan --no-proc ARGS` with an empty PATH, the usual adb port pointing at `adb_port`
 /// (where nothing answers), logging at DEBUG so that the quiet lines can be waited for.
 fn serve_without_adb(adb_port: u16, args: &[&str], empty: &std::path::Path) -> Served {
-    let mut all = vec!["--no-scan"];
+    let mut all = vec!["--no-scan", "--no-proc"];
     all.extend_from_slice(args);
     Served::start_with(&all, &[], |cmd| {
         cmd.env("PATH", empty)

@@ -196,7 +196,7 @@ fn owner_an_unknown_allow_user_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(crate::cli::BIN)
         .env_remove("JDWPMUX_CONFIG")
-        .args(["serve", "--no-scan", "--no-adb", "--base-port", "0", "--current-port", "0", "--control"])
+        .args(["serve", "--no-scan", "--no-proc", "--no-adb", "--base-port", "0", "--current-port", "0", "--control"])
         .arg(dir.path().join("control.sock"))
         .args(["--allow-user", "jmx-nobody-has-this-name"])
         .stdin(Stdio::null())

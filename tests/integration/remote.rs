@@ -33,7 +33,7 @@ pub fn agent(suspend: bool, address: &str) -> Option<String> {
 /// `extra` says how often).
 pub fn serve(keys: &Keys, hosts: &[&str], extra: &[&str]) -> Served {
     let cfg = keys.ssh_config().display().to_string();
-    let mut args: Vec<&str> = vec!["--no-scan", "--no-adb", "--ssh-config", &cfg];
+    let mut args: Vec<&str> = vec!["--no-scan", "--no-proc", "--no-adb", "--ssh-config", &cfg];
     if !extra.contains(&"--ssh-interval") {
         args.extend(["--ssh-interval", "0.5"]);
     }

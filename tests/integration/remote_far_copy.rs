@@ -45,7 +45,7 @@ pub(crate) fn login_as(keys: &Keys, alias: &str, host: &TestHost, user: &TestUse
 
 fn serve(keys: &Keys, alias: &str) -> Served {
     let cfg = keys.ssh_config().display().to_string();
-    Served::start(&["--no-scan", "--no-adb", "--ssh-config", &cfg, "--ssh-interval", "0.5", "--ssh", alias, "--far", "auto", "--far-copy"])
+    Served::start(&["--no-scan", "--no-proc", "--no-adb", "--ssh-config", &cfg, "--ssh-interval", "0.5", "--ssh", alias, "--far", "auto", "--far-copy"])
 }
 
 /// Served until the user's Billing is ready through the far side; its debugger port.

@@ -15,7 +15,7 @@ async fn a_control_folder_ssh_would_misread_is_refused_at_start() {
         let dir = base.path().join(name);
         std::fs::create_dir(&dir).unwrap();
         let control = dir.join("control.sock");
-        let mut served = Served::start_at(Some(&control), &["--no-scan", "--no-adb", "--ssh", "build-box"], &[]);
+        let mut served = Served::start_at(Some(&control), &["--no-scan", "--no-proc", "--no-adb", "--ssh", "build-box"], &[]);
         let code = served.wait_exit(Duration::from_secs(30));
         let log = served.log_text();
         assert_eq!(code, Some(1), "{name}: {log}");

@@ -26,7 +26,7 @@ fn billing(host: &TestHost, user: Option<&TestUser>, port: u16) -> JvmSpec {
 /// `serve --ssh shared`, its discovery's debug lines in its log.
 fn serve(keys: &Keys, extra: &[&str]) -> Served {
     let cfg = keys.ssh_config().display().to_string();
-    let mut args = vec!["--no-scan", "--no-adb", "--ssh-config", &cfg, "--ssh-interval", "0.5", "--ssh", "shared"];
+    let mut args = vec!["--no-scan", "--no-proc", "--no-adb", "--ssh-config", &cfg, "--ssh-interval", "0.5", "--ssh", "shared"];
     args.extend_from_slice(extra);
     Served::start_with(&args, &[], |c| {
         c.env("RUST_LOG", "info,jdwpmux::remote=debug");

@@ -114,7 +114,7 @@ async fn requests_without_the_token_from_elsewhere_or_for_another_host_are_refus
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_monitor_open_to_the_network_needs_allow_remote() {
-    let mut served = Served::start(&["--no-scan", "--no-adb", "--web", "0.0.0.0:0"]);
+    let mut served = Served::start(&["--no-scan", "--no-proc", "--no-adb", "--web", "0.0.0.0:0"]);
     let code = served.wait_exit(std::time::Duration::from_secs(20));
     assert_eq!(code, Some(2), "{}", served.log_text());
     let log = served.log_text();
