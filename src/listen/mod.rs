@@ -96,6 +96,13 @@ async fn owner_admits(sock: &tokio::net::TcpStream, peer: SocketAddr, opts: &Lis
             true
         }
         Verdict::Accept(_) => true,
+        // A connection gone before it sent anything (a port probe: `nc -z`, a health check,
+        // an IDE testing the port) has no owner because its socket is closed: there is
+        // nobody to refuse and nothing to warn about.
+        Verdict::Refuse(owner::Refused::Orphaned | owner::Refused::NotFound) if gone_silently(sock) => {
+            debug!(%peer, "a connection gone before it sent anything (a port probe): closed");
+            false
+        }
         Verdict::Refuse(r) => {
             let Some(refusals) = opts.refusals.count(&r) else { return false };
             match r {
@@ -109,6 +116,19 @@ async fn owner_admits(sock: &tokio::net::TcpStream, peer: SocketAddr, opts: &Lis
             }
             false
         }
+    }
+}
+
+/// Whether the peer closed the connection without sending a byte: its end of file (or its
+/// reset) is all there is to read. Peeked without waiting: a peer that is still there, or
+/// that sent something, is not a probe.
+fn gone_silently(sock: &tokio::net::TcpStream) -> bool {
+    use rustix::net::{recv, RecvFlags};
+    let mut byte = [0u8; 1];
+    match recv(sock, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT) {
+        Ok((0, _)) => true,
+        Ok(_) => false,
+        Err(e) => e == rustix::io::Errno::CONNRESET,
     }
 }
 
