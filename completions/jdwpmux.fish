@@ -26,7 +26,7 @@ end
 
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s q -l quiet -d 'Only warnings and errors'
@@ -34,7 +34,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s h -l help -d 'Print hel
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
-complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, :PORT or PORT of a debugger port; HOST:PID or HOST:APP for an ssh host\'s VM)'
+complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, :PORT or PORT of a debugger port; HOST:PID or HOST:APP for an ssh host\'s VM). It stays the current VM, also while it is away, until another is chosen'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
 complete -c jdwpmux -n "__fish_jdwpmux_needs_command" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'
@@ -49,7 +49,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l vm -d 'A VM\'s
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan -d 'Scan a port range for VMs, HOST:FIRST-LAST (repeatable) [default when no --vm or --scan is given: 127.0.0.1:8000-8040]' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l scan-interval -d 'Seconds between scans' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l proc-match -d 'Only JVMs found in /proc whose command line contains TEXT (repeatable: any of them)' -r
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l adb -d 'Find VMs on the devices of an adb server [default: 127.0.0.1:5037, on by default when no --vm or --scan is given]' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l adb -d 'Find VMs on the devices of an adb server, and start that server (`adb start-server`) if none answers and adb is on PATH; it keeps running after jdwpmux ends, as adb\'s server does (`adb kill-server` stops it) [default: 127.0.0.1:5037]. Without --adb, and when no --vm or --scan is given, the server at 127.0.0.1:5037 (ANDROID_ADB_SERVER_PORT) is followed if one runs, and never started' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ddm -d 'When to probe VMs with DDM: auto (Android VMs only), always, never' -r -f -a "auto\t'Only VMs that say they are Android (Dalvik/ART) or were reached through adb'
 always\t'Every VM. HotSpot may crash on a DDM packet: use with care'
 never\t'No DDM at all: a plain debugger proxy'"
@@ -60,7 +60,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l ssh-keepalive 
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l far -d 'When to use jdwpmux on an --ssh host (`jdwpmux far`, started through the ssh link): it holds the VM connections there, so a dropped link loses no event, breakpoint or suspension. auto: when a compatible jdwpmux is there, else ssh forwards with one line saying why; always: only through it; never: ssh forwards' -r -f -a "never\t'Never: VMs are reached through ssh forwards'
 auto\t'When a compatible jdwpmux runs on the host; else through ssh forwards'
 always\t'Always: a host without a usable jdwpmux is retried, never reached another way'"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l far-path -d 'The jdwpmux --far runs on each host: a name the host\'s PATH finds, or a path there' -r
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l far-path -d 'Which jdwpmux to start on each --ssh host and in each --exec container (`jdwpmux far`): a name found on that host\'s PATH, or a path there' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l far-hold -d 'Seconds jdwpmux on a host holds its VM connections while the link is cut (1 to 86400): the VMs see nothing and the debuggers wait. Past it, each VM sees its debugger leave, as when it quits, and the far side ends' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l exec -d 'Serve the JVMs of a container or pod through its runtime\'s exec, where no login on its host is given: COMMAND (split as a shell would), with `jdwpmux far --attach` appended, must give a byte pipe into it, e.g. orders=\'kubectl exec -i -n shop orders-5f7c -c app --\' or billing=\'podman exec -i billing-api\' (repeatable). jdwpmux runs in the container (its own, --far-path, or this one copied in with --far-copy); NAME is the host its rows carry' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l listen -d 'Address the debugger ports listen on' -r
@@ -82,11 +82,11 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l web -d 'Serve 
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l spin-us -d 'Microseconds the daemon keeps polling for an answer after it wrote to a VM or a debugger, before it sleeps (0 to 1000; 0: sleep at once). Measured on a 2-CPU virtual machine, 50 brings a HotSpot round trip near a direct connection\'s, at about 1.4 times the daemon\'s CPU per round trip. Spins only while packets flow' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-scan -d 'Do not look for VMs on this machine by themselves: neither the default port range nor /proc'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-scan -d 'Do not probe ports for VMs (the default range 127.0.0.1:8000-8040). The JVMs of this machine are still found by their process (--no-proc turns that off)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-proc -d 'Do not look for JVMs in /proc [on by default when no --vm, --scan or --adb is given: every local JVM with a listening JDWP agent, on any port, found by its process]'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l proc -d 'Find local JVMs in /proc even when --vm, --scan, --adb or --no-scan is given'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l proc -d 'Find local JVMs in /proc even when --vm, --scan or --adb is given'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l other-users -d 'Also take other users\' JVMs: those /proc shows running as another user than jdwpmux (its effective uid), ports of this machine a scan finds listening as another user, and on --ssh hosts JVMs of other users than the ssh login. By default they are left alone, by a root daemon too, so that their owners\' own debuggers can attach (a HotSpot agent takes one debugger at a time). A --vm address is always connected to'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l no-adb -d 'Do not use an adb server'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -l far-copy -d 'When a host has no jdwpmux --far can use, copy this one there (after checking the host\'s OS, architecture and glibc), into ~/.cache/jdwpmux/VERSION/ on the host, where later starts find it. Without it nothing is ever copied'
@@ -101,7 +101,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s h -l help -d '
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l json -d 'Print a JSON array instead of a table'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -l hosts -d 'Print the --ssh hosts (link state, JVM count, last scan) instead of the VMs; a plain list shows them under the VMs'
@@ -111,7 +111,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -s h -l help -d 'P
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand list" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s q -l quiet -d 'Only warnings and errors'
@@ -120,7 +120,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand select" -s V -l version 
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l trace -d 'Write the capture as a Chrome trace event file (open it in ui.perfetto.dev): a track per debugger, each request a slice from command to reply' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l json -d 'Print JSON instead of text (JSON lines; with --stats one JSON document)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -l stats -d 'Print traffic figures instead of the packets: per debugger and command the count, bytes and reply latency (p50/p90/p99/max), sorted by total time; DDM chunks by type; error replies by name'
@@ -131,7 +131,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand decode" -s V -l version 
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l interval -d 'Milliseconds between updates' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -l once -d 'Print one snapshot and exit'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand threads" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
@@ -142,7 +142,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l png -d 'Draw th
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l timeout -d 'Seconds to wait for the next GC' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l native -d 'The native heap (NHSG) instead of the VM heap (HPSG)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -l gc -d 'Ask the VM for a GC first, so the map comes at once'
@@ -153,7 +153,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -s h -l help -d 'P
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand heap" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -s q -l quiet -d 'Only warnings and errors'
@@ -161,7 +161,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -s h -l help -d 'P
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand exit" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s q -l quiet -d 'Only warnings and errors'
@@ -169,7 +169,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s h -l help -
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand features" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -l json -d 'Print JSON instead of text tables'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
@@ -178,7 +178,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -s h -l help -d '
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand stats" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -s q -l quiet -d 'Only warnings and errors'
@@ -186,7 +186,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -s h -l hel
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s v -l verbose -d 'More log output (-v debug, -vv trace); RUST_LOG overrides'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand man" -s q -l quiet -d 'Only warnings and errors'
@@ -197,7 +197,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l hold -d 'Seconds
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l scan-interval -d 'Seconds between /proc scans' -r
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l log-format -d 'Log line format' -r -f -a "text\t''
 json\t''"
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock]' -r -F
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l control -d 'The daemon\'s control socket [default: $XDG_RUNTIME_DIR/jdwpmux/control.sock, else /tmp/jdwpmux-UID/control.sock; the commands other than serve look for this user\'s daemon in both, and in /run/user/UID/jdwpmux]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l config -d 'A TOML config file with `serve` settings, keys named like the long flags [default: $XDG_CONFIG_HOME/jdwpmux/config.toml or ~/.config/jdwpmux/config.toml, if present]' -r -F
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l detach -d 'Start in the background (a session of its own, the log in the folder), print the ready line and return'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -l beside -d 'Use a folder of this protocol\'s inside the private folder: a far side of another protocol holds the folder itself (`serve --ssh` asks for this when it finds one)'
@@ -208,7 +208,7 @@ complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -s h -l help -d 'Pr
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand far" -s V -l version -d 'Print version'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man far help" -f -a "serve" -d 'Run the proxy: connect to VMs and listen for debuggers'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man far help" -f -a "list" -d 'List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state'
-complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man far help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, :PORT or PORT of a debugger port; HOST:PID or HOST:APP for an ssh host\'s VM)'
+complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man far help" -f -a "select" -d 'Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, :PORT or PORT of a debugger port; HOST:PID or HOST:APP for an ssh host\'s VM). It stays the current VM, also while it is away, until another is chosen'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man far help" -f -a "decode" -d 'Print a capture file as text (one line per packet, DDM chunks decoded), as traffic figures (--stats), or as a trace for Perfetto (--trace)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man far help" -f -a "threads" -d 'Show a DDM-aware VM\'s threads, refreshed like `top` (DDM THEN/THST)'
 complete -c jdwpmux -n "__fish_jdwpmux_using_subcommand help; and not __fish_seen_subcommand_from serve list select decode threads heap exit features stats completions man far help" -f -a "heap" -d 'Show a DDM-aware VM\'s heap: a summary now (HPIF) and the heap map at the next GC'

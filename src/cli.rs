@@ -59,7 +59,7 @@ Quick start:
   jdwpmux serve &                   # finds the JVM by its process; or --vm 127.0.0.1:8000
   jdb -attach 127.0.0.1:8700
 
-Ports: 8700 leads to the current VM; VM k has its own port 8600+k.
+Ports: 8700 leads to the current VM (`*` in `jdwpmux list`); VM k has its own port 8600+k.
 Exit codes: 0 success, 1 runtime error, 2 usage or config error.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -74,7 +74,7 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// List the VMs a running daemon knows: port, pid, app, VM, DDM, current, debugger, state.
     List(ListArgs),
-    /// Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, :PORT or PORT of a debugger port; HOST:PID or HOST:APP for an ssh host's VM).
+    /// Choose the VM behind the current-VM port (by pid, app name, HOST:PORT, :PORT or PORT of a debugger port; HOST:PID or HOST:APP for an ssh host's VM). It stays the current VM, also while it is away, until another is chosen.
     Select(SelectArgs),
     /// Print a capture file as text (one line per packet, DDM chunks decoded), as traffic
     /// figures (--stats), or as a trace for Perfetto (--trace).
@@ -234,7 +234,8 @@ pub struct ServeArgs {
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::nearlink::host::FarMode::Auto)]
     pub far: crate::nearlink::host::FarMode,
-    /// The jdwpmux --far runs on each host: a name the host's PATH finds, or a path there.
+    /// Which jdwpmux to start on each --ssh host and in each --exec container (`jdwpmux far`):
+    /// a name found on that host's PATH, or a path there.
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long, value_name = "PATH", default_value = "jdwpmux")]
     pub far_path: String,

@@ -63,3 +63,25 @@ fn options_that_belong_together_are_shown_together() {
     assert_eq!(group_of("--log-format"), Some(LOGGING));
     assert_eq!(group_of("--verbose"), Some(LOGGING));
 }
+
+/// The help of one `serve` option, as `--help` prints it (its lines joined).
+fn serve_option_help(long: &str) -> String {
+    let cmd = Cli::command();
+    let serve = cmd.find_subcommand("serve").expect("serve");
+    let arg = serve.get_arguments().find(|a| a.get_long() == Some(long)).unwrap_or_else(|| panic!("no --{long}"));
+    arg.get_long_help().or(arg.get_help()).map(|h| h.to_string()).unwrap_or_default()
+}
+
+#[test]
+fn flags_say_what_they_do() {
+    // --no-scan: the port scan only; /proc is --no-proc's.
+    let no_scan = serve_option_help("no-scan");
+    assert!(no_scan.contains("probe ports") && no_scan.contains("--no-proc"), "{no_scan}");
+    assert!(!serve_option_help("proc").contains("--no-scan"));
+    // --adb starts a server, and says that it stays; without it none is started.
+    let adb = serve_option_help("adb");
+    assert!(adb.contains("start-server") && adb.contains("never started") && adb.contains("kill-server"), "{adb}");
+    // --far-path says what it names, plainly.
+    let far_path = serve_option_help("far-path");
+    assert!(far_path.starts_with("Which jdwpmux to start on each --ssh host and in each --exec container"), "{far_path}");
+}

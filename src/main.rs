@@ -393,7 +393,8 @@ async fn serve(args: ServeArgs, control: std::path::PathBuf) -> anyhow::Result<(
     let mut settings = settings_from(args)?;
     settings.control = Some(control);
     match jdwpmux::fd_limit::raise() {
-        Ok(Some((before, after))) => tracing::info!("raised the open-file limit (RLIMIT_NOFILE) from {before} to {after}"),
+        // Done at every start wherever the soft limit is below the hard one: no news.
+        Ok(Some((before, after))) => tracing::debug!("raised the open-file limit (RLIMIT_NOFILE) from {before} to {after}"),
         Ok(None) => {}
         Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit (RLIMIT_NOFILE)"),
     }

@@ -127,7 +127,7 @@ pub(super) async fn list_when_named(
     let reg = &spawner.registry;
     let id = match reg.by_key(&key) {
         Some(old) => {
-            info!(vm = %name, key = %key, port = ?old.port, "app came back; it keeps its debugger port");
+            info!(vm = %name, key = %key, port = %super::shown_port(old.port), "app came back; it keeps its debugger port");
             reg.replace_handle(old.id, name, handle);
             old.id
         }

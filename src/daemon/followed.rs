@@ -47,7 +47,7 @@ impl Spawner {
         let session = handle.clone();
         let id = match self.registry.by_key(&s.key) {
             Some(old) => {
-                info!(vm = %s.name, key = %s.key, port = ?old.port, "a VM came back; it keeps its debugger port");
+                info!(vm = %s.name, key = %s.key, port = %super::shown_port(old.port), "a VM came back; it keeps its debugger port");
                 self.registry.replace_handle(old.id, s.name.clone(), handle);
                 old.id
             }

@@ -196,6 +196,11 @@ impl Spawner {
     }
 }
 
+/// A debugger port as log lines show it: `8601`, or `none yet` while it could not be bound.
+fn shown_port(port: Option<u16>) -> String {
+    port.map_or_else(|| "none yet".into(), |p| p.to_string())
+}
+
 /// What the one line saying a VM's debugger port adds to its name: who it is, when that is
 /// known, and how it was found (` (Billing pid 4242, found by its process)`).
 fn found_as(registry: &Registry, id: VmId) -> String {

@@ -67,3 +67,60 @@ async fn a_port_probe_is_no_warning() {
     let mut c = RawClient::connect(("127.0.0.1", current)).await.unwrap();
     c.request(1, 1, 1, &[], Duration::from_secs(20)).await.unwrap();
 }
+
+/// A JVM restarted on its port keeps its debugger port, and the line saying so names the
+/// port as a number (`port=8601`, not `port=Some(8601)`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_returning_vms_port_is_logged_as_a_number() {
+    assert!(java_available(), "java and javac are needed (install a JDK)");
+    let marker = format!("jdwpmux.test=portnum-{}", std::process::id());
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let address = format!("127.0.0.1:{port}");
+    let mut app = JavaApp::spawn(spec(&marker, "Again", &address)).await.unwrap();
+    let served = Served::start(&["--proc", "--proc-match", &marker, "--no-scan", "--no-adb", "--scan-interval", "0.5"]);
+    let rows = served.list_until("ready", |r| r.len() == 1 && r[0]["state"] == "ready").await;
+    let debugger_port = rows[0]["debugger_port"].as_u64().unwrap();
+    app.kill().await.unwrap();
+    served.list_until("gone", |r| r.is_empty()).await;
+    let _again = JavaApp::spawn(spec(&marker, "Again", &address)).await.unwrap();
+    let line = served.wait_log("it keeps its debugger port").await;
+    assert!(line.contains(&format!("port={debugger_port}")) && !line.contains("Some("), "{line}");
+}
+
+/// Raising the open-file limit (soft below hard, as `prlimit` sets it here) is said at
+/// debug level, not at every start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raising_the_open_file_limit_is_not_news() {
+    let args = ["--no-scan", "--no-adb", "--no-proc"];
+    let served = Served::start_wrapped(&["prlimit", "--nofile=256:4096"], &args);
+    served.wait_log("no VMs to watch").await;
+    assert!(!served.log_text().contains("open-file limit"), "{}", served.log_text());
+    // At debug level it is there.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let mut child = std::process::Command::new("prlimit")
+        .args(["--nofile=256:4096", crate::cli::BIN, "serve", "--base-port", "0", "--current-port", "0", "--control"])
+        .arg(dir.path().join("c.sock"))
+        .args(args)
+        .env("RUST_LOG", "debug")
+        .env_remove("JDWPMUX_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let line = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(l) = text.lines().find(|l| l.contains("raised the open-file limit")) {
+            break l.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline && child.try_wait().unwrap().is_none(), "{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(level(&line), Some("DEBUG"), "{line}");
+}
