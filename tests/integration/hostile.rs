@@ -183,8 +183,8 @@ async fn a_low_open_file_limit_is_raised_so_slow_handshakes_cannot_lock_debugger
     let took = t.elapsed();
     let (fds, limit) = (open_fds(pid), soft_nofile(pid));
     eprintln!("soft RLIMIT_NOFILE 128 at start, {limit} now; {SLOW} slow handshakes pending, daemon fds {fds}; debugger round trip {took:?}");
+    // Raised (said at debug level: it happens at every start).
     assert_eq!(limit, 4096);
-    assert!(served.log_text().contains("RLIMIT_NOFILE"), "{}", served.log_text());
     assert!(took < Duration::from_secs(3), "a debugger waited {took:?} behind {SLOW} slow handshakes");
     for t in slow {
         t.abort();

@@ -79,7 +79,8 @@ async fn hostile_vm_text_is_shown_as_text_in_list_threads_and_the_text_log() {
     assert_eq!(code, 0, "{err}");
     assert_inert("list", &out);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(lines.len(), 4, "a header, a row per VM, the current VM's line: {out}");
+    assert!(lines[3].starts_with("* the current VM: port "), "{out}");
     assert!(lines.iter().any(|l| l.contains(&format!("HotSpot {EVIL_SHOWN} 0.0-fake"))), "{out}");
     assert!(lines.iter().any(|l| l.contains(&format!("com.evil {EVIL_SHOWN}"))), "{out}");
 
@@ -160,7 +161,8 @@ async fn hostile_ssh_stderr_is_shown_as_text_in_notes_and_the_log() {
     assert_inert("list", &out);
     let (vms, hosts) = out.split_once("\n\n").unwrap_or((&out, ""));
     let lines: Vec<&str> = vms.lines().collect();
-    assert_eq!(lines.len(), 3, "a header, the VM, its note: {out}");
+    assert_eq!(lines.len(), 4, "a header, the VM, its note, the current-VM port's line: {out}");
+    assert!(lines[3].starts_with("* the current VM") || lines[3].starts_with("no current VM"), "{out}");
     assert!(lines[2].ends_with("ssh to wry: refused: ?]0;pwned? back?over ?2J ?gnp"), "{out}");
     // The host's row says the same under it, as text.
     let lines: Vec<&str> = hosts.lines().collect();
