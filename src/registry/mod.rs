@@ -3,8 +3,8 @@
 //! Lookups only: nothing here is held across an `.await`.
 //! - `mod.rs`: the entries (one per VM key, kept while the VM is away so that it gets its
 //!   port back), `list`'s rows, and selectors (`resolve`).
-//! - `current.rs`: which VM the current-VM port leads to, and why none (pure rules; the
-//!   selection itself is kept here).
+//! - `current.rs`: which VM the current-VM port leads to, and why none: its rules, and the
+//!   methods that keep the selection and say it.
 
 mod current;
 
@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
-use tracing::{info, warn};
 
 use crate::session::{VmHandle, VmStatus};
 
@@ -285,95 +284,6 @@ impl Registry {
         let mut v: Vec<VmEntry> = self.vms.iter().map(|e| e.clone()).filter(|e| e.present()).collect();
         v.sort_by_key(|e| e.id);
         v
-    }
-
-    /// Sets the current VM by selector, after checking it names exactly one VM now that can
-    /// be reached: that VM stays current (`current`).
-    pub fn select(&self, selector: &str) -> Result<VmId, SelectError> {
-        let id = self.resolve(selector)?;
-        if let Ok(mut s) = self.selection.lock() {
-            s.selector = Some(selector.to_string());
-            s.pinned = Some(id);
-            // Said by whoever selected (the control socket's line, the page's).
-            s.said = Some(current::Said::Vm(id));
-        }
-        Ok(id)
-    }
-
-    /// Keeps a selector even if it names no VM yet (`--select` at start): resolved as VMs
-    /// appear, until it names one.
-    pub fn select_later(&self, selector: &str) {
-        if let Ok(mut s) = self.selection.lock() {
-            s.selector = Some(selector.to_string());
-            s.pinned = None;
-        }
-    }
-
-    /// The current VM (`current` module's rules).
-    pub fn current(&self) -> Option<VmEntry> {
-        self.current_or_why().ok()
-    }
-
-    /// The current VM, or why the current-VM port leads to none now.
-    pub fn current_or_why(&self) -> Result<VmEntry, NoCurrent> {
-        let id = self.current_id()?;
-        self.get(id).ok_or(NoCurrent::NoneFound)
-    }
-
-    fn current_id(&self) -> Result<VmId, NoCurrent> {
-        let Ok(mut sel) = self.selection.lock() else { return Err(NoCurrent::NoneFound) };
-        match (sel.pinned, sel.selector.clone()) {
-            (Some(id), _) => current::pinned(self.get(id).as_ref()),
-            (None, Some(selector)) => match self.resolve(&selector) {
-                Ok(id) => {
-                    sel.pinned = Some(id);
-                    Ok(id)
-                }
-                Err(SelectError::Ambiguous { selector, candidates }) => Err(NoCurrent::Ambiguous { selector, candidates }),
-                Err(SelectError::Unknown { selector, .. } | SelectError::Unreachable { selector, .. }) => Err(NoCurrent::NotYet { selector }),
-            },
-            (None, None) => {
-                drop(sel);
-                current::newest(&self.rows())
-            }
-        }
-    }
-
-    /// Says in one line which VM the current-VM port leads to, or why none, when that changed
-    /// since it was last said: called once the discoveries have taken in what they found,
-    /// so that a round finding several JVMs says it once.
-    pub fn announce_current(&self) {
-        let now = self.current_id();
-        let said = current::Said::of(&now);
-        let by_selection = {
-            let Ok(mut s) = self.selection.lock() else { return };
-            if s.said.as_ref() == Some(&said) {
-                return;
-            }
-            s.said = Some(said);
-            s.selector.clone()
-        };
-        let vm = now.as_ref().ok().and_then(|id| self.get(*id)).map(|e| {
-            let s = e.handle.status();
-            (e, s)
-        });
-        match current::line(&now, vm.as_ref(), by_selection.as_deref()) {
-            Some((true, text)) => warn!("{text}"),
-            Some((false, text)) => info!("{text}"),
-            None => {}
-        }
-    }
-
-    /// Remembers the current-VM port (`list` names it).
-    pub fn set_current_port(&self, port: u16) {
-        self.current_port.store(port, Ordering::Relaxed);
-    }
-
-    /// What `list` says under its rows of the current-VM port: its number, and why it leads
-    /// to no VM now (None while one is current).
-    pub fn current_port_info(&self) -> (Option<u16>, Option<String>) {
-        let port = Some(self.current_port.load(Ordering::Relaxed)).filter(|p| *p != 0);
-        (port, self.current_or_why().err().map(|why| why.to_string()))
     }
 
     /// Each listed entry with its status read once.
