@@ -39,6 +39,10 @@ public class Dying {
             ThreadReference t = ((LocatableEvent) set.iterator().next()).thread();
             String name = t.name();
             if (!name.startsWith("brief-")) throw new IllegalStateException("stopped in " + name);
+            // Held from collection while it is read after its end, as an IDE's threads view
+            // holds it: an ended thread nothing else references may be collected, and its
+            // reads would then fail with ObjectCollectedException instead of saying ZOMBIE.
+            t.disableCollection();
             show(t);
             expect("frames at the stop", true, t.frameCount() >= 2);
             // Each round stops in a thread started since the last: the threads view lists it.
@@ -71,6 +75,7 @@ public class Dying {
             long gone = System.nanoTime() + 10_000_000_000L;
             while (vm.allThreads().contains(t) && System.nanoTime() < gone) Thread.sleep(10);
             expect("the ended thread in the threads view", false, vm.allThreads().contains(t));
+            t.enableCollection();
             say("ok thread-death " + a[i]);
         }
         say("done");
