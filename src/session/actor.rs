@@ -22,6 +22,7 @@ use crate::transport::{Endpoint, Stream};
 use super::ddm_types::{ThreadWatcher, Waiter};
 use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
+use super::held_events::HeldEvents;
 use super::ids::IdTable;
 use super::purpose::{LateSizes, Purpose};
 use super::sharing::Sharing;
@@ -31,9 +32,6 @@ use crate::jdwp::Packet;
 
 /// Bytes queued for the VM above which the session stops taking debugger packets.
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
-/// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
-pub const MAX_HELD_EVENTS: usize = 32;
-pub const MAX_HELD_EVENT_BYTES: usize = 1024 * 1024;
 /// How often timers (request expiry, attach deadlines) are checked.
 /// With a thousand VMs every session's tick adds up, so it is not faster than it must be.
 pub(super) const TICK: Duration = Duration::from_millis(500);
@@ -89,12 +87,8 @@ pub(super) struct Session {
     pub identify_pending: usize,
     /// The Version reply said Android: reconnect once the IDSizes reply is in too.
     pub android_by_version: bool,
-    pub held: VecDeque<Packet>,
-    pub held_bytes: usize,
-    /// Events dropped past the bound since the session started (never reset).
-    pub held_dropped: u64,
-    /// How many of those the log has already reported.
-    pub held_dropped_logged: u64,
+    /// Events that came while no debugger was attached, for the next one.
+    pub held: HeldEvents,
     /// Replies from the VM to ids with no outstanding request (see `vm_side`).
     pub stray_replies: u64,
     pub reset_requested: bool,
@@ -181,10 +175,7 @@ pub fn spawn(
         late_sizes: LateSizes::NotAsked,
         identify_pending: 0,
         android_by_version: false,
-        held: VecDeque::new(),
-        held_bytes: 0,
-        held_dropped: 0,
-        held_dropped_logged: 0,
+        held: HeldEvents::default(),
         stray_replies: 0,
         reset_requested: false,
         cleanup_pending: 0,
@@ -434,7 +425,7 @@ impl Session {
             pins: self.sharing.pins.len(),
             deferred_events: self.deferred_events.len(),
             held_events: self.held.len(),
-            held_dropped: self.held_dropped,
+            held_dropped: self.held.dropped(),
             near_answers: self.near.len(),
             near_pending: self.near.pending(),
         }

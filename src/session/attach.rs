@@ -84,9 +84,7 @@ impl Session {
             self.debugger_came();
             // Events the VM sent while nobody was attached (VM_START with suspend=y) go
             // first, right behind the handshake echo; their suspensions are now this one's.
-            let held: Vec<_> = self.held.drain(..).collect();
-            self.held_bytes = 0;
-            for e in held {
+            for e in self.held.take() {
                 self.hand_held_event(conn, e);
             }
             self.publish_debuggers();

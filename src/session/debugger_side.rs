@@ -280,10 +280,8 @@ impl Session {
             warn!(conn, timeout = ?stall, "a debugger stopped halfway through a large command; cutting it off");
             self.detach(conn, "the debugger stopped sending its command").await;
         }
-        if self.held_dropped > self.held_dropped_logged {
-            let dropped = self.held_dropped - self.held_dropped_logged;
-            warn!(dropped, total = self.held_dropped, "events dropped while no debugger was attached");
-            self.held_dropped_logged = self.held_dropped;
+        if let Some(dropped) = self.held.log_drops() {
+            warn!(dropped, total = self.held.dropped(), "events dropped while no debugger was attached");
         }
     }
 }

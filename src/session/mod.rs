@@ -28,6 +28,8 @@
 //! - `dialect`: how to talk to this VM: THST form, Android over TCP, DDM requests in flight.
 //! - `out_queue`: bytes queued for a socket, written with few copies and system calls.
 //! - `wake_gate`: polls a `select!` source only after its own wake-up.
+//! - `held_events`: events kept back in a queue bounded by count and bytes: the VM's while
+//!   no debugger is attached, and a debugger's under HoldEvents.
 //! - `debugger_io`: one attached debugger's socket, served by the session task.
 //! - `debuggers`: the attached debuggers, in arrival order, and what the session knows of each.
 //! - `vm_reads`: how much to read from the VM at a time, and when to let others run.
@@ -82,6 +84,7 @@ mod thst_plan;
 mod dialect;
 mod out_queue;
 mod wake_gate;
+mod held_events;
 mod debugger_io;
 mod debuggers;
 mod vm_reads;
@@ -111,11 +114,11 @@ mod stats_glue;
 #[cfg(test)]
 mod layout_tests;
 
-pub use actor::{spawn, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+pub use actor::spawn;
 pub use config::{AdbTarget, Located, SessionConfig};
 pub use ddm_types::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
-pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
+pub use held_events::{MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES, MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
 pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus, HeldInfo, WaitHolder, WaitInfo};
 pub use vm_events::MAX_DEFERRED_EVENTS;
 pub use vm_side::COLLECT_PREFIX;

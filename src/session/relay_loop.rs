@@ -42,7 +42,6 @@ impl Session {
         self.android_by_version = false;
         self.late_sizes = LateSizes::NotAsked;
         self.held.clear();
-        self.held_bytes = 0;
         self.reset_requested = false;
         self.cleanup_pending = 0;
         self.cleanup_deadline = None;
@@ -215,7 +214,7 @@ impl Session {
             || self.cleaning_up()
             || !self.ddm_waiters.is_empty()
             || !self.thread_watchers.is_empty()
-            || self.held_dropped > self.held_dropped_logged
+            || self.held.unlogged()
             || self.debuggers.max_queued() >= DEBUGGER_HIGH_WATER
             || self.vm_upstream.is_some()
     }

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use tracing::{debug, warn};
 
-use super::actor::{Session, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+use super::actor::Session;
 use super::purpose::LateSizes;
 use super::sharing::Suspended;
 use crate::jdwp::events::{encode_composite, first_event, kind, parse_composite, suspend, Composite, Event};
@@ -209,13 +209,10 @@ impl Session {
             self.undo_event(data);
             return;
         }
-        if self.held.len() >= MAX_HELD_EVENTS || self.held_bytes + p.len() > MAX_HELD_EVENT_BYTES {
-            self.held_dropped += 1;
-            return;
+        let len = p.len();
+        if self.held.hold(p) {
+            debug!(len, "holding an event until a debugger attaches");
         }
-        debug!(len = p.len(), "holding an event until a debugger attaches");
-        self.held_bytes += p.len();
-        self.held.push_back(p);
     }
 
     /// Gives an event held while nobody was attached to the debugger that just attached: the
