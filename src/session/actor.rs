@@ -24,6 +24,7 @@ use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
 use super::held_events::HeldEvents;
 use super::ids::IdTable;
+use super::leaving::Leaving;
 use super::purpose::{LateSizes, Purpose};
 use super::sharing::Sharing;
 use crate::jdwp::codec::JdwpCodec;
@@ -91,12 +92,8 @@ pub(super) struct Session {
     pub held: HeldEvents,
     /// Replies from the VM to ids with no outstanding request (see `vm_side`).
     pub stray_replies: u64,
-    pub reset_requested: bool,
-    pub cleanup_pending: usize,
-    pub cleanup_deadline: Option<Instant>,
-    /// The clean-up under way ends with a reset of the VM connection (a VM that forgets
-    /// debuggers only with it).
-    pub reset_after_cleanup: bool,
+    /// Serving, cleaning up after the last debugger, or to be reset (`leaving`).
+    pub leaving: Leaving,
     /// Who owns which event request, suspension and pin.
     pub sharing: Sharing,
     /// Events kept back, in the VM's order, until the Sets in flight say whose they are.
@@ -177,10 +174,7 @@ pub fn spawn(
         android_by_version: false,
         held: HeldEvents::default(),
         stray_replies: 0,
-        reset_requested: false,
-        cleanup_pending: 0,
-        cleanup_deadline: None,
-        reset_after_cleanup: false,
+        leaving: Leaving::default(),
         sharing: Sharing::default(),
         deferred_events: VecDeque::new(),
         vm_upstream: None,

@@ -63,7 +63,7 @@ impl Session {
     /// Attaches waiting debuggers while the VM is ready, no clean-up is running and there is room.
     pub(super) fn serve_waiting(&mut self) {
         let max = self.cfg.max_debuggers.max(1);
-        while self.ready && !self.cleaning_up() && !self.reset_requested && self.debuggers.len() < max && !self.waiting.is_empty() {
+        while self.ready && self.leaving.may_serve() && self.debuggers.len() < max && !self.waiting.is_empty() {
             let p = self.waiting.remove(0);
             if p.reply.is_closed() {
                 continue;

@@ -20,7 +20,7 @@ impl Session {
         if self.vm_upstream == Some(conn) {
             // The VM has half of its command and would read whatever comes next as the rest.
             warn!(peer = %a.io.peer, "a debugger left in the middle of a large command; resetting the VM connection");
-            self.reset_requested = true;
+            self.leaving.reset();
         }
         // Its Sets still in flight (it need not wait for a reply answered early): while others
         // stay, or before a VM connection is reset, the requests the VM grants them are

@@ -30,6 +30,8 @@
 //! - `wake_gate`: polls a `select!` source only after its own wake-up.
 //! - `held_events`: events kept back in a queue bounded by count and bytes: the VM's while
 //!   no debugger is attached, and a debugger's under HoldEvents.
+//! - `leaving`: after the last debugger leaves: serving, cleaning up until answered or a
+//!   deadline (then serving the next debugger or reset), or to be reset.
 //! - `debugger_io`: one attached debugger's socket, served by the session task.
 //! - `debuggers`: the attached debuggers, in arrival order, and what the session knows of each.
 //! - `vm_reads`: how much to read from the VM at a time, and when to let others run.
@@ -85,6 +87,7 @@ mod dialect;
 mod out_queue;
 mod wake_gate;
 mod held_events;
+mod leaving;
 mod debugger_io;
 mod debuggers;
 mod vm_reads;

@@ -10,6 +10,7 @@ use tracing::{debug, info, warn};
 use super::actor::Session;
 use super::handle::VmState;
 use super::ids::{Entry, Requester};
+use super::leaving::Then;
 use super::purpose::{CleanupStep, LateSizes, Purpose};
 use super::sharing::VmCmd;
 use crate::ddm::Chunk;
@@ -47,7 +48,7 @@ impl Session {
                 self.queue_for_vm(p.as_bytes(), None, false);
                 self.purposes.insert(id, purpose);
                 if let Purpose::Cleanup(_) = purpose {
-                    self.cleanup_pending += 1;
+                    self.leaving.sent(1);
                 }
                 Some(id)
             }
@@ -106,7 +107,7 @@ impl Session {
 
     fn identified(&mut self, android: bool) {
         // A connection about to be dropped (an Android VM found by its Version) gets nothing.
-        if self.ready || self.ddm_aware.is_some() || self.reset_requested {
+        if self.ready || self.ddm_aware.is_some() || self.leaving.resetting() {
             return;
         }
         let probe = match self.cfg.ddm {
@@ -145,7 +146,7 @@ impl Session {
     pub(super) fn on_proxy_reply(&mut self, purpose: Option<Purpose>, p: &Packet) {
         let Some(purpose) = purpose else { return };
         if let Purpose::Cleanup(_) = purpose {
-            self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+            self.leaving.answered();
         }
         let h = p.header();
         let ok = h.error_code() == 0;
@@ -185,9 +186,9 @@ impl Session {
             }
             Purpose::LeftSet(kind) => {
                 // Waited for by a reset's clean-up (`settle_then_reset`), and so is its Clear.
-                let settling = self.reset_after_cleanup;
+                let settling = self.leaving.settling();
                 if settling {
-                    self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+                    self.leaving.answered();
                 }
                 match p.data().get(..4).filter(|_| ok) {
                     Some(b) => {
@@ -229,14 +230,14 @@ impl Session {
             Purpose::Control => debug!("a DDM request got no reply (answers may come as pushes)"),
             Purpose::Cleanup(step) => {
                 warn!(?step, "a clean-up request was not answered");
-                self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+                self.leaving.answered();
                 self.check_cleanup_done();
             }
             Purpose::Share => debug!("a command sent on a debugger's behalf was not answered"),
             Purpose::LeftSet(kind) => {
                 debug!(kind, "a departed debugger's EventRequest.Set was not answered");
-                if self.reset_after_cleanup {
-                    self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+                if self.leaving.settling() {
+                    self.leaving.answered();
                     self.check_cleanup_done();
                 }
             }
@@ -301,7 +302,7 @@ impl Session {
     /// event requests, releases its suspensions and pins, then resumes every thread as often
     /// as it is still suspended (whatever the holds could not know of).
     pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>, release: Vec<VmCmd>, unpin: Vec<u64>) {
-        self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
+        self.leaving.clean_up(Instant::now() + CLEANUP_TIMEOUT);
         self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &dbgd_request());
         let requests = event_requests.len();
         for (kind, id) in event_requests {
@@ -344,15 +345,14 @@ impl Session {
     pub(super) fn settle_then_reset(&mut self, event_requests: Vec<(u8, u32)>, release: Vec<VmCmd>) {
         let sets_in_flight = self.purposes.values().filter(|p| matches!(p, Purpose::LeftSet(_))).count();
         if event_requests.is_empty() && release.is_empty() && sets_in_flight == 0 {
-            self.reset_requested = true;
+            self.leaving.reset();
             return;
         }
-        self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
-        self.reset_after_cleanup = true;
+        self.leaving.clean_up_then_reset(Instant::now() + CLEANUP_TIMEOUT);
         // As after the reset: not ready for the next debugger until the VM is connected again.
         self.set_state(VmState::Reconnecting);
         // Each Set in flight is waited for, and then the Clear of what it was granted.
-        self.cleanup_pending += sets_in_flight;
+        self.leaving.sent(sets_in_flight);
         let (requests, releases) = (event_requests.len(), release.len());
         for (kind, id) in event_requests {
             self.clear_request_as(kind, id, Purpose::Cleanup(CleanupStep::ClearEvent));
@@ -408,24 +408,17 @@ impl Session {
         }
     }
 
-    pub(super) fn cleaning_up(&self) -> bool {
-        self.cleanup_deadline.is_some()
-    }
-
+    /// Ends a clean-up that is answered or out of time: the connection is reset after it, or
+    /// serves the debuggers waiting.
     pub(super) fn check_cleanup_done(&mut self) {
-        let Some(deadline) = self.cleanup_deadline else { return };
-        if self.cleanup_pending == 0 || Instant::now() >= deadline {
-            if self.cleanup_pending > 0 {
-                warn!(pending = self.cleanup_pending, "clean-up did not finish in time");
-            } else {
-                debug!("clean-up done");
-            }
-            self.cleanup_deadline = None;
-            if std::mem::take(&mut self.reset_after_cleanup) {
-                self.reset_requested = true;
-            } else {
-                self.serve_waiting();
-            }
+        let Some(done) = self.leaving.check(Instant::now()) else { return };
+        if done.unanswered > 0 {
+            warn!(pending = done.unanswered, "clean-up did not finish in time");
+        } else {
+            debug!("clean-up done");
+        }
+        if done.then == Then::Serve {
+            self.serve_waiting();
         }
     }
 }

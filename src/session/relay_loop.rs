@@ -42,10 +42,7 @@ impl Session {
         self.android_by_version = false;
         self.late_sizes = LateSizes::NotAsked;
         self.held.clear();
-        self.reset_requested = false;
-        self.cleanup_pending = 0;
-        self.cleanup_deadline = None;
-        self.reset_after_cleanup = false;
+        self.leaving = Default::default();
         self.sharing = Sharing::default();
         self.deferred_events.clear();
         self.vm_upstream = None;
@@ -119,7 +116,7 @@ impl Session {
                     crate::park::wrote_to(vm_fd);
                 }
             }
-            if self.reset_requested && self.out.is_empty() {
+            if self.leaving.resetting() && self.out.is_empty() {
                 self.fail_pending().await;
                 self.close_debuggers("the VM connection was reset");
                 if shutdown_by.is_some() {
@@ -129,7 +126,7 @@ impl Session {
             }
             // Shutting down: stay until the departed debugger's clean-up is done and written.
             if let Some(deadline) = shutdown_by {
-                if (!self.cleaning_up() && self.out.is_empty()) || Instant::now() >= deadline {
+                if (!self.leaving.cleaning_up() && self.out.is_empty()) || Instant::now() >= deadline {
                     return Ended::Shutdown;
                 }
             }
@@ -211,7 +208,7 @@ impl Session {
     fn has_timers(&self) -> bool {
         !self.purposes.is_empty()
             || !self.waiting.is_empty()
-            || self.cleaning_up()
+            || self.leaving.cleaning_up()
             || !self.ddm_waiters.is_empty()
             || !self.thread_watchers.is_empty()
             || self.held.unlogged()
