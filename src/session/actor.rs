@@ -6,11 +6,9 @@
 //!
 //! The task also serves the attached debuggers' sockets (see `debuggers`).
 
-use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -18,18 +16,13 @@ use tracing::{debug, warn, Instrument};
 
 use super::config::SessionConfig;
 use super::connect::{self, ConnectError, Connected};
+use super::connection::Connection;
 use crate::transport::{Endpoint, Stream};
 use super::ddm_types::{ThreadWatcher, Waiter};
 use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
 use super::held_events::HeldEvents;
-use super::ids::IdTable;
-use super::leaving::Leaving;
-use super::purpose::{LateSizes, Purpose};
-use super::sharing::Sharing;
-use crate::jdwp::codec::JdwpCodec;
 use crate::jdwp::events::IdSizes;
-use crate::jdwp::Packet;
 
 /// Bytes queued for the VM above which the session stops taking debugger packets.
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
@@ -45,14 +38,6 @@ pub(super) enum Ended {
     Reset,
     /// The VM went away or broke the protocol.
     Lost(String),
-}
-
-/// Where the body of a large VM packet goes.
-pub(super) struct VmStream {
-    /// The debuggers it goes to (connection numbers).
-    pub to: Vec<u64>,
-    /// For packets the proxy reads itself: the header, a bounded prefix, and the purpose.
-    pub collect: Option<(crate::jdwp::Header, Vec<u8>, Option<Purpose>)>,
 }
 
 pub(super) struct PendingAttach {
@@ -72,38 +57,17 @@ pub(super) struct Session {
     pub rx: mpsc::Receiver<SessionMsg>,
     pub status: watch::Sender<VmStatus>,
     pub cancel: CancellationToken,
-    // Per connection:
-    pub ids: IdTable,
-    pub purposes: HashMap<u32, Purpose>,
-    pub out: BytesMut,
-    pub codec: JdwpCodec,
-    pub vm_stream: Option<VmStream>,
-    pub ready: bool,
-    pub ddm_aware: Option<bool>,
-    /// The VM's id sizes, from the proxy's IDSizes or a debugger's.
+    /// What belongs to the VM connection of the moment, made anew on each connect.
+    pub vm: Connection,
+    // Across connections (those with a part per connection are told of a new one in
+    // `run_connected`):
+    /// The VM's id sizes, from the proxy's IDSizes or a debugger's (kept across connections
+    /// until the next connection's reply).
     pub id_sizes: Option<IdSizes>,
-    /// Whether the proxy asked IDSizes on a debugger's first EventRequest.Set (the sizes were
-    /// still unknown: an Android VM is identified with HELO alone), and whether that is answered.
-    pub late_sizes: LateSizes,
-    pub identify_pending: usize,
-    /// The Version reply said Android: reconnect once the IDSizes reply is in too.
-    pub android_by_version: bool,
     /// Events that came while no debugger was attached, for the next one.
     pub held: HeldEvents,
     /// Replies from the VM to ids with no outstanding request (see `vm_side`).
     pub stray_replies: u64,
-    /// Serving, cleaning up after the last debugger, or to be reset (`leaving`).
-    pub leaving: Leaving,
-    /// Who owns which event request, suspension and pin.
-    pub sharing: Sharing,
-    /// Events kept back, in the VM's order, until the Sets in flight say whose they are.
-    pub deferred_events: VecDeque<Packet>,
-    /// A debugger whose large command is being streamed to the VM: nothing else may be
-    /// written to the VM until its end, so whole packets wait in `vm_deferred`.
-    pub vm_upstream: Option<u64>,
-    /// When that command last moved.
-    pub vm_upstream_progress: Instant,
-    pub vm_deferred: Vec<(bytes::Bytes, Option<u32>)>,
     /// Answers that never change, kept for every debugger of this connection (`near_answers`).
     pub near: super::nearcache::NearCache,
     /// Whether this connection answers from `near` (`--near-cache`, and where the VM is).
@@ -116,17 +80,12 @@ pub(super) struct Session {
     pub early: crate::gather::early::Early,
     /// Early answers given, until the VM's reply is compared with each.
     pub early_given: crate::gather::early::Pending,
-    // Across connections:
     pub debuggers: Debuggers,
     pub waiting: Vec<PendingAttach>,
-    pub ddm_state: crate::ddm::ClientData,
     pub ddm_waiters: Vec<Waiter>,
     pub thread_watchers: Vec<ThreadWatcher>,
-    pub threads_on: bool,
     /// Summaries of recent packets, kept while a page watches the VM (see `observe`).
     pub recent: Option<std::sync::Arc<super::recent::RecentPackets>>,
-    /// Capture of the VM leg of the current connection.
-    pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
     pub tracker: tokio_util::task::TaskTracker,
     /// Traffic figures since the session started (`jdwpmux stats`).
@@ -161,25 +120,10 @@ pub fn spawn(
         rx,
         status,
         cancel,
-        ids: IdTable::default(),
-        purposes: HashMap::new(),
-        out: BytesMut::new(),
-        codec: JdwpCodec::default(),
-        vm_stream: None,
-        ready: false,
-        ddm_aware: None,
+        vm: Connection::default(),
         id_sizes: None,
-        late_sizes: LateSizes::NotAsked,
-        identify_pending: 0,
-        android_by_version: false,
         held: HeldEvents::default(),
         stray_replies: 0,
-        leaving: Leaving::default(),
-        sharing: Sharing::default(),
-        deferred_events: VecDeque::new(),
-        vm_upstream: None,
-        vm_upstream_progress: Instant::now(),
-        vm_deferred: Vec::new(),
         near: Default::default(),
         near_on: false,
         unload_request: None,
@@ -188,12 +132,9 @@ pub fn spawn(
         early_given: Default::default(),
         debuggers: Debuggers::default(),
         waiting: Vec::new(),
-        ddm_state: Default::default(),
         ddm_waiters: Vec::new(),
         thread_watchers: Vec::new(),
-        threads_on: false,
         recent: None,
-        tap: None,
         tracker: tracker.clone(),
         stats: crate::stats::TrafficStats::live(),
         dialect: Default::default(),
@@ -412,12 +353,12 @@ impl Session {
 
     fn table_sizes(&self) -> super::handle::TableSizes {
         super::handle::TableSizes {
-            outstanding: self.ids.len(),
+            outstanding: self.vm.ids.len(),
             debuggers: self.debuggers.len(),
-            event_requests: self.sharing.owners.len(),
-            holds: self.sharing.holds.len(),
-            pins: self.sharing.pins.len(),
-            deferred_events: self.deferred_events.len(),
+            event_requests: self.vm.sharing.owners.len(),
+            holds: self.vm.sharing.holds.len(),
+            pins: self.vm.sharing.pins.len(),
+            deferred_events: self.vm.deferred_events.len(),
             held_events: self.held.len(),
             held_dropped: self.held.dropped(),
             near_answers: self.near.len(),

@@ -30,10 +30,10 @@ impl Session {
             let mut i = 0;
             while let Some(conn) = self.debuggers.conn_at(i) {
                 i += 1;
-                if self.out.len() >= OUT_HIGH_WATER {
+                if self.vm.out.len() >= OUT_HIGH_WATER {
                     return;
                 }
-                if self.vm_upstream.is_some_and(|c| c != conn) {
+                if self.vm.upstream.is_some_and(|c| c != conn) {
                     continue;
                 }
                 let Some(a) = self.debuggers.get_mut(conn) else { continue };
@@ -87,12 +87,12 @@ impl Session {
                     if let Some(id) = self.assign_id(conn, h, Note::None).await {
                         head[4..8].copy_from_slice(&id.to_be_bytes());
                         self.queue_for_vm(&head, Some(h.id), false);
-                        self.vm_upstream = Some(conn);
-                        self.vm_upstream_progress = Instant::now();
+                        self.vm.upstream = Some(conn);
+                        self.vm.upstream_progress = Instant::now();
                     }
                 }
                 if let Some(a) = self.debuggers.get_mut(conn) {
-                    a.upstream = Some(forward && self.vm_upstream == Some(conn));
+                    a.upstream = Some(forward && self.vm.upstream == Some(conn));
                 }
             }
             Frame::Body { bytes, last } => {
@@ -103,7 +103,7 @@ impl Session {
                 }
                 if forward {
                     self.queue_for_vm(&bytes, None, true);
-                    self.vm_upstream_progress = Instant::now();
+                    self.vm.upstream_progress = Instant::now();
                     if last {
                         self.end_vm_upstream();
                     }
@@ -114,8 +114,8 @@ impl Session {
 
     /// The streamed command is complete: what waited behind it goes to the VM.
     fn end_vm_upstream(&mut self) {
-        self.vm_upstream = None;
-        for (p, orig_id) in std::mem::take(&mut self.vm_deferred) {
+        self.vm.upstream = None;
+        for (p, orig_id) in std::mem::take(&mut self.vm.deferred_writes) {
             self.queue_for_vm(&p, orig_id, false);
         }
     }
@@ -193,7 +193,7 @@ impl Session {
             return false;
         }
         let (set, cmd) = (h.cmd_set(), h.cmd());
-        let why = if set == DDM_CMD_SET && self.ddm_aware != Some(true) {
+        let why = if set == DDM_CMD_SET && self.vm.ddm_aware != Some(true) {
             Some("a DDM command to a VM that does not speak DDM")
         } else if set >= 0x80 && set != DDM_CMD_SET {
             Some("a vendor command set")
@@ -219,7 +219,7 @@ impl Session {
             note,
             sent: Instant::now().into_std(),
         };
-        match self.ids.insert(entry) {
+        match self.vm.ids.insert(entry) {
             Ok(id) => {
                 self.count_command(Requester::Debugger(conn), h.cmd_set(), h.cmd(), h.length);
                 Some(id)
@@ -243,8 +243,8 @@ impl Session {
 
     /// The VM connection is gone: answer the debuggers' outstanding requests with VM_DEAD.
     pub(super) async fn fail_pending(&mut self) {
-        let pending = self.ids.fail_all();
-        self.purposes.clear();
+        let pending = self.vm.ids.fail_all();
+        self.vm.purposes.clear();
         for (id, e) in pending {
             // Answered early: the debugger has its reply already.
             if self.early_given.forget(id).is_some() {
@@ -259,8 +259,8 @@ impl Session {
     /// Periodic work: expired proxy requests, attach deadlines, clean-up deadline.
     pub(super) async fn on_tick(&mut self) {
         let old = Instant::now().into_std() - super::purpose::PROXY_REQUEST_TIMEOUT;
-        for (id, _) in self.ids.expire(old) {
-            if let Some(purpose) = self.purposes.remove(&id) {
+        for (id, _) in self.vm.ids.expire(old) {
+            if let Some(purpose) = self.vm.purposes.remove(&id) {
                 self.on_proxy_timeout(purpose);
             }
         }
@@ -276,7 +276,7 @@ impl Session {
         }
         // A debugger that stops halfway through a large command holds the VM (and every
         // other debugger) up: it is cut off like one that stops reading.
-        if let Some(conn) = self.vm_upstream.filter(|_| self.vm_upstream_progress.elapsed() >= stall) {
+        if let Some(conn) = self.vm.upstream.filter(|_| self.vm.upstream_progress.elapsed() >= stall) {
             warn!(conn, timeout = ?stall, "a debugger stopped halfway through a large command; cutting it off");
             self.detach(conn, "the debugger stopped sending its command").await;
         }

@@ -26,7 +26,7 @@ impl Session {
     /// The early reply to a debugger's command, if the table gives one here and now.
     fn early_reply(&self, p: &Packet) -> Option<Vec<u8>> {
         let sizes = self.id_sizes?;
-        if !self.near_on || self.identify_pending > 0 || self.known_android().is_some() || self.vm_upstream.is_some() {
+        if !self.near_on || self.vm.identify_pending > 0 || self.known_android().is_some() || self.vm.upstream.is_some() {
             return None;
         }
         if !self.status.borrow().vm_ident.as_deref().is_some_and(crate::gather::early::libjdwp_vm) {

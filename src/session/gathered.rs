@@ -50,7 +50,7 @@ impl Session {
                 return;
             }
         };
-        let in_flight: Vec<(u8, u8)> = self.ids.commands().collect();
+        let in_flight: Vec<(u8, u8)> = self.vm.ids.commands().collect();
         // Class data goes to the near cache, unless a RedefineClasses in flight may have
         // changed it after the reading.
         if !in_flight.contains(&super::nearcache::commands::REDEFINE_CLASSES) {

@@ -32,6 +32,8 @@
 //!   no debugger is attached, and a debugger's under HoldEvents.
 //! - `leaving`: after the last debugger leaves: serving, cleaning up until answered or a
 //!   deadline (then serving the next debugger or reset), or to be reset.
+//! - `connection`: what belongs to one VM connection (bytes, ids, purposes, sharing tables,
+//!   what is kept back, leaving), made fresh on each connect.
 //! - `debugger_io`: one attached debugger's socket, served by the session task.
 //! - `debuggers`: the attached debuggers, in arrival order, and what the session knows of each.
 //! - `vm_reads`: how much to read from the VM at a time, and when to let others run.
@@ -88,6 +90,7 @@ mod out_queue;
 mod wake_gate;
 mod held_events;
 mod leaving;
+mod connection;
 mod debugger_io;
 mod debuggers;
 mod vm_reads;

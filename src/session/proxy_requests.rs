@@ -40,15 +40,15 @@ impl Session {
             note: super::ids::Note::None,
             sent: Instant::now().into_std(),
         };
-        match self.ids.insert(entry) {
+        match self.vm.ids.insert(entry) {
             Ok(id) => {
                 let p = Packet::command(id, cmd_set, cmd, data);
                 self.count_command(Requester::Proxy(0), cmd_set, cmd, p.len() as u32);
                 self.trace_ddm_out(&p);
                 self.queue_for_vm(p.as_bytes(), None, false);
-                self.purposes.insert(id, purpose);
+                self.vm.purposes.insert(id, purpose);
                 if let Purpose::Cleanup(_) = purpose {
-                    self.leaving.sent(1);
+                    self.vm.leaving.sent(1);
                 }
                 Some(id)
             }
@@ -70,7 +70,7 @@ impl Session {
         }
         self.send_proxy(Purpose::Version, 1, 1, &[]);
         self.send_proxy(Purpose::IdSizes, 1, 7, &[]);
-        self.identify_pending = 2;
+        self.vm.identify_pending = 2;
         self.start_near_cache();
     }
 
@@ -85,7 +85,7 @@ impl Session {
     }
 
     fn set_ddm(&mut self, aware: bool) {
-        self.ddm_aware = Some(aware);
+        self.vm.ddm_aware = Some(aware);
         self.status.send_modify(|s| s.ddm = Some(aware));
     }
 
@@ -94,11 +94,11 @@ impl Session {
     /// connection: the clean-up and the split of events need them), anything else is probed
     /// with HELO or ready.
     fn identify_step_done(&mut self) {
-        self.identify_pending = self.identify_pending.saturating_sub(1);
-        if self.identify_pending > 0 {
+        self.vm.identify_pending = self.vm.identify_pending.saturating_sub(1);
+        if self.vm.identify_pending > 0 {
             return;
         }
-        if std::mem::take(&mut self.android_by_version) {
+        if std::mem::take(&mut self.vm.android_by_version) {
             self.reconnect_as_android();
         }
         let android = self.android_by_ident();
@@ -107,7 +107,7 @@ impl Session {
 
     fn identified(&mut self, android: bool) {
         // A connection about to be dropped (an Android VM found by its Version) gets nothing.
-        if self.ready || self.ddm_aware.is_some() || self.leaving.resetting() {
+        if self.vm.ready || self.vm.ddm_aware.is_some() || self.vm.leaving.resetting() {
             return;
         }
         let probe = match self.cfg.ddm {
@@ -126,8 +126,8 @@ impl Session {
     }
 
     pub(super) fn become_ready(&mut self) {
-        if !self.ready {
-            self.ready = true;
+        if !self.vm.ready {
+            self.vm.ready = true;
             // Said before `list` can show it ready, so that a reader of both sees the line.
             if self.arrival.first_ready() {
                 let s = self.status.borrow();
@@ -135,7 +135,7 @@ impl Session {
                 drop(s);
                 info!("VM ready: {who}");
             } else {
-                debug!(ddm = ?self.ddm_aware, "VM ready");
+                debug!(ddm = ?self.vm.ddm_aware, "VM ready");
             }
             self.set_state(VmState::Ready);
         }
@@ -146,14 +146,14 @@ impl Session {
     pub(super) fn on_proxy_reply(&mut self, purpose: Option<Purpose>, p: &Packet) {
         let Some(purpose) = purpose else { return };
         if let Purpose::Cleanup(_) = purpose {
-            self.leaving.answered();
+            self.vm.leaving.answered();
         }
         let h = p.header();
         let ok = h.error_code() == 0;
         match purpose {
             Purpose::Version => {
                 self.near_seed(1, 1, p);
-                self.android_by_version = if ok { self.on_version(p.data()) } else { false };
+                self.vm.android_by_version = if ok { self.on_version(p.data()) } else { false };
                 if !ok {
                     warn!(error = h.error_code(), "VirtualMachine.Version failed");
                 }
@@ -186,9 +186,9 @@ impl Session {
             }
             Purpose::LeftSet(kind) => {
                 // Waited for by a reset's clean-up (`settle_then_reset`), and so is its Clear.
-                let settling = self.leaving.settling();
+                let settling = self.vm.leaving.settling();
                 if settling {
-                    self.leaving.answered();
+                    self.vm.leaving.answered();
                 }
                 match p.data().get(..4).filter(|_| ok) {
                     Some(b) => {
@@ -230,14 +230,14 @@ impl Session {
             Purpose::Control => debug!("a DDM request got no reply (answers may come as pushes)"),
             Purpose::Cleanup(step) => {
                 warn!(?step, "a clean-up request was not answered");
-                self.leaving.answered();
+                self.vm.leaving.answered();
                 self.check_cleanup_done();
             }
             Purpose::Share => debug!("a command sent on a debugger's behalf was not answered"),
             Purpose::LeftSet(kind) => {
                 debug!(kind, "a departed debugger's EventRequest.Set was not answered");
-                if self.leaving.settling() {
-                    self.leaving.answered();
+                if self.vm.leaving.settling() {
+                    self.vm.leaving.answered();
                     self.check_cleanup_done();
                 }
             }
@@ -253,15 +253,15 @@ impl Session {
     /// Asks the VM's id sizes if nobody has yet, before a debugger's first EventRequest.Set
     /// goes out (a VM answers in order, so they are known before any event of that request).
     pub(super) fn learn_id_sizes(&mut self) {
-        if self.id_sizes.is_none() && self.late_sizes == LateSizes::NotAsked {
+        if self.id_sizes.is_none() && self.vm.late_sizes == LateSizes::NotAsked {
             debug!("asking the VM's id sizes, to split its events between debuggers");
-            self.late_sizes = LateSizes::Pending;
+            self.vm.late_sizes = LateSizes::Pending;
             self.send_proxy(Purpose::LateIdSizes, 1, 7, &[]);
         }
     }
 
     fn late_sizes_settled(&mut self) {
-        self.late_sizes = LateSizes::Settled;
+        self.vm.late_sizes = LateSizes::Settled;
         self.release_deferred_events();
     }
 
@@ -302,7 +302,7 @@ impl Session {
     /// event requests, releases its suspensions and pins, then resumes every thread as often
     /// as it is still suspended (whatever the holds could not know of).
     pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>, release: Vec<VmCmd>, unpin: Vec<u64>) {
-        self.leaving.clean_up(Instant::now() + CLEANUP_TIMEOUT);
+        self.vm.leaving.clean_up(Instant::now() + CLEANUP_TIMEOUT);
         self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &dbgd_request());
         let requests = event_requests.len();
         for (kind, id) in event_requests {
@@ -343,16 +343,16 @@ impl Session {
     /// before the last of those replies and is resumed as it arrives (`hold_event`); all of
     /// it is written before the connection closes.
     pub(super) fn settle_then_reset(&mut self, event_requests: Vec<(u8, u32)>, release: Vec<VmCmd>) {
-        let sets_in_flight = self.purposes.values().filter(|p| matches!(p, Purpose::LeftSet(_))).count();
+        let sets_in_flight = self.vm.purposes.values().filter(|p| matches!(p, Purpose::LeftSet(_))).count();
         if event_requests.is_empty() && release.is_empty() && sets_in_flight == 0 {
-            self.leaving.reset();
+            self.vm.leaving.reset();
             return;
         }
-        self.leaving.clean_up_then_reset(Instant::now() + CLEANUP_TIMEOUT);
+        self.vm.leaving.clean_up_then_reset(Instant::now() + CLEANUP_TIMEOUT);
         // As after the reset: not ready for the next debugger until the VM is connected again.
         self.set_state(VmState::Reconnecting);
         // Each Set in flight is waited for, and then the Clear of what it was granted.
-        self.leaving.sent(sets_in_flight);
+        self.vm.leaving.sent(sets_in_flight);
         let (requests, releases) = (event_requests.len(), release.len());
         for (kind, id) in event_requests {
             self.clear_request_as(kind, id, Purpose::Cleanup(CleanupStep::ClearEvent));
@@ -411,7 +411,7 @@ impl Session {
     /// Ends a clean-up that is answered or out of time: the connection is reset after it, or
     /// serves the debuggers waiting.
     pub(super) fn check_cleanup_done(&mut self) {
-        let Some(done) = self.leaving.check(Instant::now()) else { return };
+        let Some(done) = self.vm.leaving.check(Instant::now()) else { return };
         if done.unanswered > 0 {
             warn!(pending = done.unanswered, "clean-up did not finish in time");
         } else {
