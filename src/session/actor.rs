@@ -22,6 +22,7 @@ use super::ddm_types::{ThreadWatcher, Waiter};
 use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
 use super::held_events::HeldEvents;
+use super::near_layer::NearAnswers;
 use crate::jdwp::events::IdSizes;
 
 /// Bytes queued for the VM above which the session stops taking debugger packets.
@@ -68,18 +69,8 @@ pub(super) struct Session {
     pub held: HeldEvents,
     /// Replies from the VM to ids with no outstanding request (see `vm_side`).
     pub stray_replies: u64,
-    /// Answers that never change, kept for every debugger of this connection (`near_answers`).
-    pub near: super::nearcache::NearCache,
-    /// Whether this connection answers from `near` (`--near-cache`, and where the VM is).
-    pub near_on: bool,
-    /// The proxy's own ClassUnload request on this connection, once the VM granted it.
-    pub unload_request: Option<u32>,
-    /// The latest stop's answers gathered on the VM's host (`gathered`).
-    pub gathered: crate::gather::store::Store,
-    /// What early answers must know of this connection (`early_answers`).
-    pub early: crate::gather::early::Early,
-    /// Early answers given, until the VM's reply is compared with each.
-    pub early_given: crate::gather::early::Pending,
+    /// The near answers: the cache, a stop's gathered answers, early answers (`near_layer`).
+    pub near: NearAnswers,
     pub debuggers: Debuggers,
     pub waiting: Vec<PendingAttach>,
     pub ddm_waiters: Vec<Waiter>,
@@ -124,12 +115,7 @@ pub fn spawn(
         id_sizes: None,
         held: HeldEvents::default(),
         stray_replies: 0,
-        near: Default::default(),
-        near_on: false,
-        unload_request: None,
-        gathered: Default::default(),
-        early: Default::default(),
-        early_given: Default::default(),
+        near: NearAnswers::default(),
         debuggers: Debuggers::default(),
         waiting: Vec::new(),
         ddm_waiters: Vec::new(),
@@ -361,8 +347,8 @@ impl Session {
             deferred_events: self.vm.deferred_events.len(),
             held_events: self.held.len(),
             held_dropped: self.held.dropped(),
-            near_answers: self.near.len(),
-            near_pending: self.near.pending(),
+            near_answers: self.near.cache.len(),
+            near_pending: self.near.cache.pending(),
         }
     }
 }

@@ -10,7 +10,7 @@ use tracing::{info, warn};
 use super::actor::{Session, OUT_HIGH_WATER};
 use super::debugger_io::DebuggerEvent;
 use super::ids::{Entry, Note, Requester};
-use super::nearcache::NearDecision;
+use super::near_layer::Asked;
 use super::sharing::waits::is_invoke;
 use super::sharing::{policy, Policy};
 use crate::jdwp::codec::Frame;
@@ -83,7 +83,7 @@ impl Session {
                 // nothing else reaches the VM until its end.
                 let forward = self.admit(conn, h);
                 if forward {
-                    self.near_streamed_command(h.cmd_set(), h.cmd());
+                    self.near.streamed_command(h.cmd_set(), h.cmd());
                     if let Some(id) = self.assign_id(conn, h, Note::None).await {
                         head[4..8].copy_from_slice(&id.to_be_bytes());
                         self.queue_for_vm(&head, Some(h.id), false);
@@ -135,12 +135,15 @@ impl Session {
         if h.cmd_set() == DDM_CMD_SET {
             self.on_ddm_payload(p.data(), false, false);
         }
-        if self.gathered_command(conn, &p) {
-            return;
-        }
-        let near_key = match self.near_command(conn, &p) {
-            NearDecision::Answered => return,
-            NearDecision::Forward(key) => key,
+        let near_key = match self.near.ask(&p, self.id_sizes) {
+            Asked::Answer(answer, source) => return self.reply_near(conn, h, &answer, source),
+            Asked::Refuse(code, source) => return self.reply_near_error(conn, h, code, source),
+            Asked::Forward { key, missed } => {
+                if missed {
+                    self.stats.near_miss();
+                }
+                key
+            }
         };
         match policy(h.cmd_set(), h.cmd()) {
             Policy::Forward => {
@@ -149,7 +152,7 @@ impl Session {
                 }
                 let id = self.forward_id(conn, p, Note::None).await;
                 if let (Some(id), Some(key)) = (id, near_key) {
-                    self.near.sent(id, conn, key);
+                    self.near.cache.sent(id, conn, key);
                 }
             }
             Policy::ForwardLogged => {
@@ -247,7 +250,7 @@ impl Session {
         self.vm.purposes.clear();
         for (id, e) in pending {
             // Answered early: the debugger has its reply already.
-            if self.early_given.forget(id).is_some() {
+            if self.near.early_given.forget(id).is_some() {
                 continue;
             }
             if let Requester::Debugger(conn) = e.requester {

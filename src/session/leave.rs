@@ -36,8 +36,8 @@ impl Session {
         // departed debugger's (the reset forgets them). Else they are forgotten now.
         let resetting = self.debuggers.is_empty() && self.vm.ddm_aware != Some(true);
         let purged = if resetting { self.vm.ids.count(Requester::Debugger(conn)) } else { self.vm.ids.purge(Requester::Debugger(conn)) };
-        self.near.forget_conn(conn);
-        self.early_given.forget_conn(conn);
+        self.near.cache.forget_conn(conn);
+        self.near.early_given.forget_conn(conn);
         self.stats.debugger_left(conn);
         info!(peer = %a.io.peer, conn, reason, outstanding = purged, left = self.debuggers.len(), "debugger detached");
         a.io.close(reason, &self.tracker);

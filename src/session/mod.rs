@@ -34,6 +34,8 @@
 //!   deadline (then serving the next debugger or reset), or to be reset.
 //! - `connection`: what belongs to one VM connection (bytes, ids, purposes, sharing tables,
 //!   what is kept back, leaving), made fresh on each connect.
+//! - `near_layer`: the near answers behind one interface (the cache, a stop's gathered
+//!   answers, early answers): answer near, or forward; what was written and read.
 //! - `debugger_io`: one attached debugger's socket, served by the session task.
 //! - `debuggers`: the attached debuggers, in arrival order, and what the session knows of each.
 //! - `vm_reads`: how much to read from the VM at a time, and when to let others run.
@@ -56,10 +58,10 @@
 //! - `leave` (impl Session): a debugger leaving alone; the clean-up after the last one.
 //! - `vm_side` (impl Session): routing each packet from the VM.
 //! - `vm_events` (impl Session): events from the VM, split between the debuggers.
-//! - `near_answers` (impl Session): answers from the near cache; what drops them; the
-//!   proxy's ClassUnload request.
+//! - `near_answers` (impl Session): whether a connection answers near; the proxy's
+//!   ClassUnload request and the facts asked for the near cache.
 //! - `gathered` (impl Session): a stop's answers gathered on the VM's host, taken out of the
-//!   VM's stream and served; near replies sent, counted and marked.
+//!   VM's stream; near replies sent, counted and marked; commands written told to `near_layer`.
 //! - `early_answers` (impl Session): commands answered before the VM's reply, whose reply is
 //!   then compared.
 //! - `proxy_requests` (impl Session): the proxy's own requests: identification, the DDM
@@ -91,6 +93,7 @@ mod wake_gate;
 mod held_events;
 mod leaving;
 mod connection;
+mod near_layer;
 mod debugger_io;
 mod debuggers;
 mod vm_reads;

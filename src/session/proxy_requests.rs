@@ -152,7 +152,7 @@ impl Session {
         let ok = h.error_code() == 0;
         match purpose {
             Purpose::Version => {
-                self.near_seed(1, 1, p);
+                self.near.seed(1, 1, p);
                 self.vm.android_by_version = if ok { self.on_version(p.data()) } else { false };
                 if !ok {
                     warn!(error = h.error_code(), "VirtualMachine.Version failed");
@@ -161,7 +161,7 @@ impl Session {
             }
             Purpose::IdSizes => {
                 if ok {
-                    self.near_seed(1, 7, p);
+                    self.near.seed(1, 7, p);
                     self.on_id_sizes(p.data());
                 }
                 self.identify_step_done();
@@ -208,8 +208,8 @@ impl Session {
                 }
                 self.late_sizes_settled();
             }
-            Purpose::UnloadWatch => self.on_unload_watch_reply(p),
-            Purpose::Seed(set, cmd) => self.near_seed(set, cmd, p),
+            Purpose::UnloadWatch => self.near.unload_watch_replied(p),
+            Purpose::Seed(set, cmd) => self.near.seed(set, cmd, p),
         }
         self.check_cleanup_done();
     }

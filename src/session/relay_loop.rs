@@ -30,12 +30,8 @@ impl Session {
     fn new_connection(&mut self) {
         self.vm = Connection::default();
         self.held.clear();
-        self.near.new_connection();
-        self.near_on = self.near_cache_wanted();
-        self.unload_request = None;
-        self.gathered = Default::default();
-        self.early = Default::default();
-        self.early_given.clear();
+        let near = self.near_cache_wanted();
+        self.near.new_connection(near);
         for w in &mut self.thread_watchers {
             w.restart();
         }

@@ -95,7 +95,7 @@ impl Session {
                 match request {
                     // A request it learned from an early answer, whose Set reply is still
                     // coming: the VM sees the Clear after the Set.
-                    Ok(id) if self.early_given.set_pending(conn, id) => self.forward(conn, p, Note::None).await,
+                    Ok(id) if self.near.early_given.set_pending(conn, id) => self.forward(conn, p, Note::None).await,
                     Ok(id) if !self.vm.sharing.owners.clear(conn, id) => {
                         debug!(conn, request = id, "a Clear of a request this debugger does not own: answered here");
                         self.answer(conn, h.id, error::NONE);

@@ -28,8 +28,8 @@ impl Session {
     /// An Event.Composite from the VM.
     pub(super) fn on_event(&mut self, p: Packet) {
         // Read at once, not when routed: an unloaded class's answers go before anything else.
-        self.near_event(&p);
-        self.gather_event(&p);
+        self.near.class_events(&p, self.id_sizes);
+        self.near.event(&p, self.id_sizes);
         // Behind a kept-back composite, everything waits: the VM's order is kept.
         if !self.vm.deferred_events.is_empty() {
             self.vm.deferred_events.push_back(p);
@@ -142,7 +142,7 @@ impl Session {
         let to: Vec<u64> = match (request, owner) {
             (0, _) => self.debuggers.conns(),
             // The proxy's own ClassUnload request: nobody's.
-            (r, _) if Some(r) == self.unload_request => Vec::new(),
+            (r, _) if Some(r) == self.near.unload_request => Vec::new(),
             (_, Some(o)) => vec![o],
             _ if self.debuggers.len() == 1 => self.debuggers.conns(),
             _ => Vec::new(),

@@ -56,10 +56,10 @@ impl Session {
         if h.is_reply() {
             // Too large to read whole: not kept; a class list's prefix is read for the lasting
             // classes it names (an AllClasses reply is often this large).
-            let list = self.near.streamed(h.id);
+            let list = self.near.cache.streamed(h.id);
             let stream = self.route_reply_head(h, head, list);
             if list.is_some() && stream.collect.is_none() {
-                self.near.forget(h.id);
+                self.near.cache.forget(h.id);
             }
             return stream;
         }
@@ -131,9 +131,9 @@ impl Session {
             }
             return;
         }
-        if h.is_reply() && purpose.is_none() && h.cmd_set() != DDM_CMD_SET && self.near.lists_classes(h.id) {
+        if h.is_reply() && purpose.is_none() && h.cmd_set() != DDM_CMD_SET && self.near.cache.lists_classes(h.id) {
             // Up to COLLECT_PREFIX of it: the classes past that are not learnt.
-            self.near.streamed_class_list(h.id, h.error_code(), &prefix);
+            self.near.cache.streamed_class_list(h.id, h.error_code(), &prefix);
             return;
         }
         if h.is_reply() && purpose.is_some() {
@@ -155,7 +155,7 @@ impl Session {
             match e.requester {
                 Requester::Debugger(conn) if self.debuggers.contains(conn) => {
                     self.settle_reply(conn, &e, &p);
-                    self.near_reply(conn, &e, h.id, &p);
+                    self.near.replied(conn, &e, h.id, &p);
                     if e.cmd_set == DDM_CMD_SET {
                         self.on_ddm_payload(p.data(), true, true);
                     }
@@ -205,7 +205,7 @@ impl Session {
     fn stray_reply(&mut self, h: &Header) {
         // Its requester left, but the VM handled the command: what it resumed or suspended
         // is done.
-        self.early.replied(h.id, h.error_code());
+        self.near.early.replied(h.id, h.error_code());
         self.stray_replies += 1;
         let n = self.stray_replies;
         if n.is_power_of_two() {
