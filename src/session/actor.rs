@@ -1,10 +1,13 @@
-//! The VM session actor: one task per VM that owns the VM socket, the id table, the sharing
-//! tables and the state of every attached debugger. It connects (and reconnects with
-//! backoff), identifies the VM, probes DDM, then relays until the connection drops or the
-//! daemon stops. Each connected period is the relay loop in `relay_loop`; this file holds
-//! the actor's state (`Session`), its start, and its life across connections.
+//! The VM session actor: one task per VM that owns the VM socket and the state of every
+//! attached debugger. It connects (and reconnects with backoff), identifies the VM, probes
+//! DDM, then relays until the connection drops or the daemon stops. Each connected period is
+//! the relay loop in `relay_loop`; this file holds the actor's state (`Session`), its start,
+//! and its life across connections.
 //!
-//! The task also serves the attached debuggers' sockets (see `debuggers`).
+//! The state is a few layers, each owning its own: the VM connection of the moment
+//! (`connection`: ids, purposes, sharing tables, leaving and settling), made fresh on each
+//! connect; the near answers (`near_layer`); the events held for the next debugger
+//! (`held_events`); the attached debuggers and their sockets (`debuggers`).
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -22,8 +22,8 @@ pub(super) struct Attached {
     /// A streamed command from it is being passed to the VM (`Some(true)`) or swallowed.
     pub upstream: Option<bool>,
     /// Under VirtualMachine.HoldEvents: its events wait here until ReleaseEvents.
-    pub holding_events: bool,
-    pub held_events: BoundedQueue<Bytes>,
+    holding_events: bool,
+    held_events: BoundedQueue<Bytes>,
     pub live: Arc<DebuggerLive>,
 }
 
@@ -66,6 +66,11 @@ impl Attached {
             tracing::warn!(peer = %self.io.peer, "too many events held for HoldEvents; delivering anyway");
             self.io.queue(bytes);
         }
+    }
+
+    /// VirtualMachine.HoldEvents: its events wait until ReleaseEvents (within bounds).
+    pub fn hold_events(&mut self) {
+        self.holding_events = true;
     }
 
     /// VirtualMachine.ReleaseEvents: what was held goes out, in order.

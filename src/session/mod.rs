@@ -44,8 +44,9 @@
 //! - `arrival`: a VM's first moments: quiet while its agent starts, one line when first ready.
 //!
 //! The actor.
-//! - `actor`: `Session`, the actor's state; `spawn`; its life across connections (connect,
-//!   back off, reconnect) and its control messages.
+//! - `actor`: `Session`, the actor's state (the layers above and what outlives a VM
+//!   connection); `spawn`; its life across connections (connect, back off, reconnect) and
+//!   its control messages.
 //!
 //! Extensions of the actor: each adds an `impl Session` block, imports `actor` and the files
 //! above, and is imported by none (the actor calls its methods; only the re-exports below

@@ -76,7 +76,7 @@ impl Session {
             HOLD_EVENTS | RELEASE_EVENTS => {
                 if let Some(a) = self.debuggers.get_mut(conn) {
                     if (h.cmd_set(), h.cmd()) == HOLD_EVENTS {
-                        a.holding_events = true;
+                        a.hold_events();
                     } else {
                         a.release_events();
                     }
