@@ -1,16 +1,17 @@
-//! The VM session actor: one task per VM that owns the VM socket, the id table, the sharing
-//! tables and the state of every attached debugger. It connects (and reconnects with
-//! backoff), identifies the VM, probes DDM, then relays until the connection drops or the
-//! daemon stops. Each connected period is the relay loop in `relay_loop`; this file holds
-//! the actor's state (`Session`), its start, and its life across connections.
+//! The VM session actor: one task per VM that owns the VM socket and the state of every
+//! attached debugger. It connects (and reconnects with backoff), identifies the VM, probes
+//! DDM, then relays until the connection drops or the daemon stops. Each connected period is
+//! the relay loop in `relay_loop`; this file holds the actor's state (`Session`), its start,
+//! and its life across connections.
 //!
-//! The task also serves the attached debuggers' sockets (see `debuggers`).
+//! The state is a few layers, each owning its own: the VM connection of the moment
+//! (`connection`: ids, purposes, sharing tables, leaving and settling), made fresh on each
+//! connect; the near answers (`near_layer`); the events held for the next debugger
+//! (`held_events`); the attached debuggers and their sockets (`debuggers`).
 
-use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -18,22 +19,17 @@ use tracing::{debug, warn, Instrument};
 
 use super::config::SessionConfig;
 use super::connect::{self, ConnectError, Connected};
+use super::connection::Connection;
 use crate::transport::{Endpoint, Stream};
 use super::ddm_types::{ThreadWatcher, Waiter};
 use super::debuggers::Debuggers;
 use super::handle::{AttachError, DebuggerLink, SessionMsg, VmHandle, VmState, VmStatus, CONTROL_CHANNEL};
-use super::ids::IdTable;
-use super::purpose::{LateSizes, Purpose};
-use super::sharing::Sharing;
-use crate::jdwp::codec::JdwpCodec;
+use super::held_events::HeldEvents;
+use super::near_layer::NearAnswers;
 use crate::jdwp::events::IdSizes;
-use crate::jdwp::Packet;
 
 /// Bytes queued for the VM above which the session stops taking debugger packets.
 pub(super) const OUT_HIGH_WATER: usize = 1024 * 1024;
-/// Events held while no debugger is attached (count and bytes); beyond, they are dropped.
-pub const MAX_HELD_EVENTS: usize = 32;
-pub const MAX_HELD_EVENT_BYTES: usize = 1024 * 1024;
 /// How often timers (request expiry, attach deadlines) are checked.
 /// With a thousand VMs every session's tick adds up, so it is not faster than it must be.
 pub(super) const TICK: Duration = Duration::from_millis(500);
@@ -46,14 +42,6 @@ pub(super) enum Ended {
     Reset,
     /// The VM went away or broke the protocol.
     Lost(String),
-}
-
-/// Where the body of a large VM packet goes.
-pub(super) struct VmStream {
-    /// The debuggers it goes to (connection numbers).
-    pub to: Vec<u64>,
-    /// For packets the proxy reads itself: the header, a bounded prefix, and the purpose.
-    pub collect: Option<(crate::jdwp::Header, Vec<u8>, Option<Purpose>)>,
 }
 
 pub(super) struct PendingAttach {
@@ -73,69 +61,25 @@ pub(super) struct Session {
     pub rx: mpsc::Receiver<SessionMsg>,
     pub status: watch::Sender<VmStatus>,
     pub cancel: CancellationToken,
-    // Per connection:
-    pub ids: IdTable,
-    pub purposes: HashMap<u32, Purpose>,
-    pub out: BytesMut,
-    pub codec: JdwpCodec,
-    pub vm_stream: Option<VmStream>,
-    pub ready: bool,
-    pub ddm_aware: Option<bool>,
-    /// The VM's id sizes, from the proxy's IDSizes or a debugger's.
+    /// What belongs to the VM connection of the moment, made anew on each connect.
+    pub vm: Connection,
+    // Across connections (those with a part per connection are told of a new one in
+    // `run_connected`):
+    /// The VM's id sizes, from the proxy's IDSizes or a debugger's (kept across connections
+    /// until the next connection's reply).
     pub id_sizes: Option<IdSizes>,
-    /// Whether the proxy asked IDSizes on a debugger's first EventRequest.Set (the sizes were
-    /// still unknown: an Android VM is identified with HELO alone), and whether that is answered.
-    pub late_sizes: LateSizes,
-    pub identify_pending: usize,
-    /// The Version reply said Android: reconnect once the IDSizes reply is in too.
-    pub android_by_version: bool,
-    pub held: VecDeque<Packet>,
-    pub held_bytes: usize,
-    /// Events dropped past the bound since the session started (never reset).
-    pub held_dropped: u64,
-    /// How many of those the log has already reported.
-    pub held_dropped_logged: u64,
+    /// Events that came while no debugger was attached, for the next one.
+    pub held: HeldEvents,
     /// Replies from the VM to ids with no outstanding request (see `vm_side`).
     pub stray_replies: u64,
-    pub reset_requested: bool,
-    pub cleanup_pending: usize,
-    pub cleanup_deadline: Option<Instant>,
-    /// The clean-up under way ends with a reset of the VM connection (a VM that forgets
-    /// debuggers only with it).
-    pub reset_after_cleanup: bool,
-    /// Who owns which event request, suspension and pin.
-    pub sharing: Sharing,
-    /// Events kept back, in the VM's order, until the Sets in flight say whose they are.
-    pub deferred_events: VecDeque<Packet>,
-    /// A debugger whose large command is being streamed to the VM: nothing else may be
-    /// written to the VM until its end, so whole packets wait in `vm_deferred`.
-    pub vm_upstream: Option<u64>,
-    /// When that command last moved.
-    pub vm_upstream_progress: Instant,
-    pub vm_deferred: Vec<(bytes::Bytes, Option<u32>)>,
-    /// Answers that never change, kept for every debugger of this connection (`near_answers`).
-    pub near: super::nearcache::NearCache,
-    /// Whether this connection answers from `near` (`--near-cache`, and where the VM is).
-    pub near_on: bool,
-    /// The proxy's own ClassUnload request on this connection, once the VM granted it.
-    pub unload_request: Option<u32>,
-    /// The latest stop's answers gathered on the VM's host (`gathered`).
-    pub gathered: crate::gather::store::Store,
-    /// What early answers must know of this connection (`early_answers`).
-    pub early: crate::gather::early::Early,
-    /// Early answers given, until the VM's reply is compared with each.
-    pub early_given: crate::gather::early::Pending,
-    // Across connections:
+    /// The near answers: the cache, a stop's gathered answers, early answers (`near_layer`).
+    pub near: NearAnswers,
     pub debuggers: Debuggers,
     pub waiting: Vec<PendingAttach>,
-    pub ddm_state: crate::ddm::ClientData,
     pub ddm_waiters: Vec<Waiter>,
     pub thread_watchers: Vec<ThreadWatcher>,
-    pub threads_on: bool,
     /// Summaries of recent packets, kept while a page watches the VM (see `observe`).
     pub recent: Option<std::sync::Arc<super::recent::RecentPackets>>,
-    /// Capture of the VM leg of the current connection.
-    pub tap: Option<crate::capture::tap::Tap>,
     /// Where closing debugger connections finish flushing.
     pub tracker: tokio_util::task::TaskTracker,
     /// Traffic figures since the session started (`jdwpmux stats`).
@@ -170,45 +114,16 @@ pub fn spawn(
         rx,
         status,
         cancel,
-        ids: IdTable::default(),
-        purposes: HashMap::new(),
-        out: BytesMut::new(),
-        codec: JdwpCodec::default(),
-        vm_stream: None,
-        ready: false,
-        ddm_aware: None,
+        vm: Connection::default(),
         id_sizes: None,
-        late_sizes: LateSizes::NotAsked,
-        identify_pending: 0,
-        android_by_version: false,
-        held: VecDeque::new(),
-        held_bytes: 0,
-        held_dropped: 0,
-        held_dropped_logged: 0,
+        held: HeldEvents::default(),
         stray_replies: 0,
-        reset_requested: false,
-        cleanup_pending: 0,
-        cleanup_deadline: None,
-        reset_after_cleanup: false,
-        sharing: Sharing::default(),
-        deferred_events: VecDeque::new(),
-        vm_upstream: None,
-        vm_upstream_progress: Instant::now(),
-        vm_deferred: Vec::new(),
-        near: Default::default(),
-        near_on: false,
-        unload_request: None,
-        gathered: Default::default(),
-        early: Default::default(),
-        early_given: Default::default(),
+        near: NearAnswers::default(),
         debuggers: Debuggers::default(),
         waiting: Vec::new(),
-        ddm_state: Default::default(),
         ddm_waiters: Vec::new(),
         thread_watchers: Vec::new(),
-        threads_on: false,
         recent: None,
-        tap: None,
         tracker: tracker.clone(),
         stats: crate::stats::TrafficStats::live(),
         dialect: Default::default(),
@@ -427,16 +342,16 @@ impl Session {
 
     fn table_sizes(&self) -> super::handle::TableSizes {
         super::handle::TableSizes {
-            outstanding: self.ids.len(),
+            outstanding: self.vm.ids.len(),
             debuggers: self.debuggers.len(),
-            event_requests: self.sharing.owners.len(),
-            holds: self.sharing.holds.len(),
-            pins: self.sharing.pins.len(),
-            deferred_events: self.deferred_events.len(),
+            event_requests: self.vm.sharing.owners.len(),
+            holds: self.vm.sharing.holds.len(),
+            pins: self.vm.sharing.pins.len(),
+            deferred_events: self.vm.deferred_events.len(),
             held_events: self.held.len(),
-            held_dropped: self.held_dropped,
-            near_answers: self.near.len(),
-            near_pending: self.near.pending(),
+            held_dropped: self.held.dropped(),
+            near_answers: self.near.cache.len(),
+            near_pending: self.near.cache.pending(),
         }
     }
 }

@@ -64,6 +64,6 @@ impl Session {
         let ident = self.status.borrow().vm_ident.clone().unwrap_or_default();
         info!(vm = %ident, "VirtualMachine.Version says this is an Android VM, which now thinks a debugger is attached; reconnecting to speak only DDM to it until a debugger attaches");
         self.dialect.android = Some(AndroidOverTcp::Version(ident));
-        self.reset_requested = true;
+        self.vm.leaving.reset();
     }
 }

@@ -63,7 +63,7 @@ impl Session {
     /// Attaches waiting debuggers while the VM is ready, no clean-up is running and there is room.
     pub(super) fn serve_waiting(&mut self) {
         let max = self.cfg.max_debuggers.max(1);
-        while self.ready && !self.cleaning_up() && !self.reset_requested && self.debuggers.len() < max && !self.waiting.is_empty() {
+        while self.vm.ready && self.vm.leaving.may_serve() && self.debuggers.len() < max && !self.waiting.is_empty() {
             let p = self.waiting.remove(0);
             if p.reply.is_closed() {
                 continue;
@@ -84,9 +84,7 @@ impl Session {
             self.debugger_came();
             // Events the VM sent while nobody was attached (VM_START with suspend=y) go
             // first, right behind the handshake echo; their suspensions are now this one's.
-            let held: Vec<_> = self.held.drain(..).collect();
-            self.held_bytes = 0;
-            for e in held {
+            for e in self.held.take() {
                 self.hand_held_event(conn, e);
             }
             self.publish_debuggers();
@@ -115,14 +113,14 @@ impl Session {
             since_ms: w.since_ms,
             waits_for: w.holders.iter().filter_map(holder).collect(),
         };
-        self.sharing.waits.of(conn).map(shown).collect()
+        self.vm.sharing.waits.of(conn).map(shown).collect()
     }
 
     /// What `conn` resumed that other debuggers keep suspended, as `list` shows it.
     fn still_held_of(&self, conn: u64) -> Vec<HeldInfo> {
         let holder = |d: &u64| self.debuggers.get(*d).map(|a| WaitHolder { conn: *d, peer: a.io.peer });
         let shown = |h: &StillHeld| HeldInfo { thread: h.thread, since_ms: h.since_ms, held_by: h.holders.iter().filter_map(holder).collect() };
-        self.sharing.waits.held_of(conn).map(shown).collect()
+        self.vm.sharing.waits.held_of(conn).map(shown).collect()
     }
 
     /// Brings the request and suspension counts `list` shows for `conn` up to date.
@@ -141,7 +139,7 @@ impl Session {
 
     fn refresh_live_of(&self, a: &Attached) {
         a.live.ddm.store(a.ddm_speaker, Relaxed);
-        a.live.event_requests.store(self.sharing.owners.count(a.conn) as u32, Relaxed);
-        a.live.suspensions.store(self.sharing.holds.held_by(a.conn) as u32, Relaxed);
+        a.live.event_requests.store(self.vm.sharing.owners.count(a.conn) as u32, Relaxed);
+        a.live.suspensions.store(self.vm.sharing.holds.held_by(a.conn) as u32, Relaxed);
     }
 }

@@ -46,7 +46,7 @@ fn fail_in(payload: &[u8]) -> Option<Refusal> {
 
 impl Session {
     fn ddm_usable(&self) -> Result<(), DdmCommandError> {
-        match (self.ready, self.ddm_aware) {
+        match (self.vm.ready, self.vm.ddm_aware) {
             (true, Some(true)) => Ok(()),
             (true, _) => Err(DdmCommandError::NotDdm(self.cfg.name.clone())),
             (false, _) => Err(DdmCommandError::NotReady(self.cfg.name.clone())),
@@ -87,7 +87,7 @@ impl Session {
     }
 
     fn answer_waiter(&self, w: Waiter, outcome: Outcome) {
-        let _ = w.reply.send(Ok(DdmAnswer { chunks: w.got, state: self.ddm_state.clone(), outcome }));
+        let _ = w.reply.send(Ok(DdmAnswer { chunks: w.got, state: self.vm.ddm_state.clone(), outcome }));
     }
 
     /// The reply to one of the proxy's DDM requests (`Purpose::Control`).
@@ -111,7 +111,7 @@ impl Session {
             (AskFor::Thst(form), Some(r)) => self.thst_refused(form, r),
             (AskFor::ThreadsOn, Some(r)) => {
                 // Nothing to turn off again.
-                self.threads_on = false;
+                self.vm.threads_on = false;
                 self.fail_viewers(DdmCommandError::Refused { chunk: ask.chunk, refusal: r });
             }
             (AskFor::Nobody, Some(r)) => warn!(chunk = %ask.chunk, refusal = %r, "the VM refused a DDM request"),
@@ -167,10 +167,10 @@ impl Session {
         if self.ddm_usable().is_err() {
             return;
         }
-        if !self.threads_on {
+        if !self.vm.threads_on {
             // THEN makes the VM name every thread (THCR); also after a reconnect.
             info!("thread updates on");
-            self.threads_on = true;
+            self.vm.threads_on = true;
             self.ask(AskFor::ThreadsOn, &Chunk::Then { enable: true });
         }
         let now = Instant::now();
@@ -189,10 +189,10 @@ impl Session {
     fn threads_off(&mut self) {
         let step = self.dialect.thst.stop();
         self.take_thst_step(step);
-        if self.threads_on {
+        if self.vm.threads_on {
             info!("thread updates off: no viewer left");
             self.ask(AskFor::Nobody, &Chunk::Then { enable: false });
-            self.threads_on = false;
+            self.vm.threads_on = false;
         }
     }
 
@@ -245,7 +245,7 @@ impl Session {
         let now = Instant::now();
         // Pushed status comes every THST_INTERVAL: each viewer gets it at its own pace.
         let paced = self.dialect.thst.form() == ThstForm::Interval;
-        let snapshot = self.ddm_state.clone();
+        let snapshot = self.vm.ddm_state.clone();
         for w in &mut self.thread_watchers {
             if paced {
                 if w.next > now + THST_INTERVAL / 2 {

@@ -30,9 +30,9 @@ impl Session {
                 Ok(chunk) => {
                     info!(dir = arrow, chunk = %chunk.uncompressed().chunk_type(), "{chunk}");
                     if from_vm {
-                        let ignored = self.ddm_state.threads_ignored;
-                        self.ddm_state.apply(&chunk);
-                        if ignored == 0 && self.ddm_state.threads_ignored > 0 {
+                        let ignored = self.vm.ddm_state.threads_ignored;
+                        self.vm.ddm_state.apply(&chunk);
+                        if ignored == 0 && self.vm.ddm_state.threads_ignored > 0 {
                             warn!("the VM reports more than MAX_THREADS ({MAX_THREADS}) threads; the others are not tracked");
                         }
                         self.publish_ddm_state(&chunk);
@@ -49,7 +49,7 @@ impl Session {
         if !matches!(chunk.uncompressed(), Chunk::HeloReply(_) | Chunk::Apnm { .. } | Chunk::Wait { .. }) {
             return;
         }
-        let d = &self.ddm_state;
+        let d = &self.vm.ddm_state;
         let (pid, app, waiting) = (d.pid, d.app_name.clone(), d.is_waiting_for_debugger());
         let ident = d.vm_ident.clone();
         self.status.send_modify(|s| {
@@ -64,7 +64,7 @@ impl Session {
 
     /// A debugger attached: the VM sends no "done waiting" chunk, so the flag ends here.
     pub(super) fn debugger_came(&mut self) {
-        self.ddm_state.clear_waiting();
+        self.vm.ddm_state.clear_waiting();
         self.status.send_modify(|s| s.waiting_for_debugger = false);
     }
 

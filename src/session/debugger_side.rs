@@ -10,7 +10,7 @@ use tracing::{info, warn};
 use super::actor::{Session, OUT_HIGH_WATER};
 use super::debugger_io::DebuggerEvent;
 use super::ids::{Entry, Note, Requester};
-use super::nearcache::NearDecision;
+use super::near_layer::Asked;
 use super::sharing::waits::is_invoke;
 use super::sharing::{policy, Policy};
 use crate::jdwp::codec::Frame;
@@ -30,10 +30,10 @@ impl Session {
             let mut i = 0;
             while let Some(conn) = self.debuggers.conn_at(i) {
                 i += 1;
-                if self.out.len() >= OUT_HIGH_WATER {
+                if self.vm.out.len() >= OUT_HIGH_WATER {
                     return;
                 }
-                if self.vm_upstream.is_some_and(|c| c != conn) {
+                if self.vm.upstream.is_some_and(|c| c != conn) {
                     continue;
                 }
                 let Some(a) = self.debuggers.get_mut(conn) else { continue };
@@ -83,16 +83,16 @@ impl Session {
                 // nothing else reaches the VM until its end.
                 let forward = self.admit(conn, h);
                 if forward {
-                    self.near_streamed_command(h.cmd_set(), h.cmd());
+                    self.near.streamed_command(h.cmd_set(), h.cmd());
                     if let Some(id) = self.assign_id(conn, h, Note::None).await {
                         head[4..8].copy_from_slice(&id.to_be_bytes());
                         self.queue_for_vm(&head, Some(h.id), false);
-                        self.vm_upstream = Some(conn);
-                        self.vm_upstream_progress = Instant::now();
+                        self.vm.upstream = Some(conn);
+                        self.vm.upstream_progress = Instant::now();
                     }
                 }
                 if let Some(a) = self.debuggers.get_mut(conn) {
-                    a.upstream = Some(forward && self.vm_upstream == Some(conn));
+                    a.upstream = Some(forward && self.vm.upstream == Some(conn));
                 }
             }
             Frame::Body { bytes, last } => {
@@ -103,7 +103,7 @@ impl Session {
                 }
                 if forward {
                     self.queue_for_vm(&bytes, None, true);
-                    self.vm_upstream_progress = Instant::now();
+                    self.vm.upstream_progress = Instant::now();
                     if last {
                         self.end_vm_upstream();
                     }
@@ -114,8 +114,8 @@ impl Session {
 
     /// The streamed command is complete: what waited behind it goes to the VM.
     fn end_vm_upstream(&mut self) {
-        self.vm_upstream = None;
-        for (p, orig_id) in std::mem::take(&mut self.vm_deferred) {
+        self.vm.upstream = None;
+        for (p, orig_id) in std::mem::take(&mut self.vm.deferred_writes) {
             self.queue_for_vm(&p, orig_id, false);
         }
     }
@@ -135,12 +135,15 @@ impl Session {
         if h.cmd_set() == DDM_CMD_SET {
             self.on_ddm_payload(p.data(), false, false);
         }
-        if self.gathered_command(conn, &p) {
-            return;
-        }
-        let near_key = match self.near_command(conn, &p) {
-            NearDecision::Answered => return,
-            NearDecision::Forward(key) => key,
+        let near_key = match self.near.ask(&p, self.id_sizes) {
+            Asked::Answer(answer, source) => return self.reply_near(conn, h, &answer, source),
+            Asked::Refuse(code, source) => return self.reply_near_error(conn, h, code, source),
+            Asked::Forward { key, missed } => {
+                if missed {
+                    self.stats.near_miss();
+                }
+                key
+            }
         };
         match policy(h.cmd_set(), h.cmd()) {
             Policy::Forward => {
@@ -149,7 +152,7 @@ impl Session {
                 }
                 let id = self.forward_id(conn, p, Note::None).await;
                 if let (Some(id), Some(key)) = (id, near_key) {
-                    self.near.sent(id, conn, key);
+                    self.near.cache.sent(id, conn, key);
                 }
             }
             Policy::ForwardLogged => {
@@ -193,7 +196,7 @@ impl Session {
             return false;
         }
         let (set, cmd) = (h.cmd_set(), h.cmd());
-        let why = if set == DDM_CMD_SET && self.ddm_aware != Some(true) {
+        let why = if set == DDM_CMD_SET && self.vm.ddm_aware != Some(true) {
             Some("a DDM command to a VM that does not speak DDM")
         } else if set >= 0x80 && set != DDM_CMD_SET {
             Some("a vendor command set")
@@ -219,7 +222,7 @@ impl Session {
             note,
             sent: Instant::now().into_std(),
         };
-        match self.ids.insert(entry) {
+        match self.vm.ids.insert(entry) {
             Ok(id) => {
                 self.count_command(Requester::Debugger(conn), h.cmd_set(), h.cmd(), h.length);
                 Some(id)
@@ -243,11 +246,11 @@ impl Session {
 
     /// The VM connection is gone: answer the debuggers' outstanding requests with VM_DEAD.
     pub(super) async fn fail_pending(&mut self) {
-        let pending = self.ids.fail_all();
-        self.purposes.clear();
+        let pending = self.vm.ids.fail_all();
+        self.vm.purposes.clear();
         for (id, e) in pending {
             // Answered early: the debugger has its reply already.
-            if self.early_given.forget(id).is_some() {
+            if self.near.early_given.forget(id).is_some() {
                 continue;
             }
             if let Requester::Debugger(conn) = e.requester {
@@ -259,8 +262,8 @@ impl Session {
     /// Periodic work: expired proxy requests, attach deadlines, clean-up deadline.
     pub(super) async fn on_tick(&mut self) {
         let old = Instant::now().into_std() - super::purpose::PROXY_REQUEST_TIMEOUT;
-        for (id, _) in self.ids.expire(old) {
-            if let Some(purpose) = self.purposes.remove(&id) {
+        for (id, _) in self.vm.ids.expire(old) {
+            if let Some(purpose) = self.vm.purposes.remove(&id) {
                 self.on_proxy_timeout(purpose);
             }
         }
@@ -276,14 +279,12 @@ impl Session {
         }
         // A debugger that stops halfway through a large command holds the VM (and every
         // other debugger) up: it is cut off like one that stops reading.
-        if let Some(conn) = self.vm_upstream.filter(|_| self.vm_upstream_progress.elapsed() >= stall) {
+        if let Some(conn) = self.vm.upstream.filter(|_| self.vm.upstream_progress.elapsed() >= stall) {
             warn!(conn, timeout = ?stall, "a debugger stopped halfway through a large command; cutting it off");
             self.detach(conn, "the debugger stopped sending its command").await;
         }
-        if self.held_dropped > self.held_dropped_logged {
-            let dropped = self.held_dropped - self.held_dropped_logged;
-            warn!(dropped, total = self.held_dropped, "events dropped while no debugger was attached");
-            self.held_dropped_logged = self.held_dropped;
+        if let Some(dropped) = self.held.log_drops() {
+            warn!(dropped, total = self.held.dropped(), "events dropped while no debugger was attached");
         }
     }
 }

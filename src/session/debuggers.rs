@@ -1,7 +1,6 @@
 //! The debuggers attached to one VM: each one's socket, served by the session task, and what
 //! the session knows of it. A handful at most (`--max-debuggers`), kept in arrival order.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::Poll;
@@ -11,11 +10,7 @@ use bytes::Bytes;
 
 use super::debugger_io::{DebuggerEvent, DebuggerIo};
 use super::handle::{DebuggerInfo, DebuggerLive};
-
-/// Events a debugger may keep unread under VirtualMachine.HoldEvents (count and bytes).
-/// Past that they are delivered anyway: the proxy never drops an event it owes a debugger.
-pub const MAX_HELD_EVENTS_PER_DEBUGGER: usize = 4096;
-pub const MAX_HELD_EVENT_BYTES_PER_DEBUGGER: usize = 16 * 1024 * 1024;
+use super::held_events::{BoundedQueue, MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
 
 /// One attached debugger.
 pub(super) struct Attached {
@@ -27,9 +22,8 @@ pub(super) struct Attached {
     /// A streamed command from it is being passed to the VM (`Some(true)`) or swallowed.
     pub upstream: Option<bool>,
     /// Under VirtualMachine.HoldEvents: its events wait here until ReleaseEvents.
-    pub holding_events: bool,
-    pub held_events: VecDeque<Bytes>,
-    pub held_event_bytes: usize,
+    holding_events: bool,
+    held_events: BoundedQueue<Bytes>,
     pub live: Arc<DebuggerLive>,
 }
 
@@ -42,8 +36,7 @@ impl Attached {
             ddm_speaker: false,
             upstream: None,
             holding_events: false,
-            held_events: VecDeque::new(),
-            held_event_bytes: 0,
+            held_events: BoundedQueue::new(MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER),
             live: Arc::new(DebuggerLive::default()),
         }
     }
@@ -67,24 +60,23 @@ impl Attached {
 
     /// Queues an event part: held under HoldEvents (within bounds), else sent.
     pub fn deliver_event(&mut self, bytes: Bytes) {
-        let room = self.held_events.len() < MAX_HELD_EVENTS_PER_DEBUGGER
-            && self.held_event_bytes + bytes.len() <= MAX_HELD_EVENT_BYTES_PER_DEBUGGER;
-        if self.holding_events && room {
-            self.held_event_bytes += bytes.len();
-            self.held_events.push_back(bytes);
-        } else {
-            if self.holding_events {
-                tracing::warn!(peer = %self.io.peer, "too many events held for HoldEvents; delivering anyway");
-            }
+        if !self.holding_events {
+            self.io.queue(bytes);
+        } else if let Err(bytes) = self.held_events.push(bytes) {
+            tracing::warn!(peer = %self.io.peer, "too many events held for HoldEvents; delivering anyway");
             self.io.queue(bytes);
         }
+    }
+
+    /// VirtualMachine.HoldEvents: its events wait until ReleaseEvents (within bounds).
+    pub fn hold_events(&mut self) {
+        self.holding_events = true;
     }
 
     /// VirtualMachine.ReleaseEvents: what was held goes out, in order.
     pub fn release_events(&mut self) {
         self.holding_events = false;
-        self.held_event_bytes = 0;
-        for e in std::mem::take(&mut self.held_events) {
+        for e in self.held_events.take() {
             self.io.queue(e);
         }
     }

@@ -14,7 +14,7 @@ use tracing::{debug, warn};
 
 use super::actor::Session;
 use super::ids::{Entry, Note};
-use crate::gather::early::{Given, Held, Verdict};
+use crate::gather::early::{Given, Verdict};
 use crate::jdwp::names;
 use crate::jdwp::{Header, Packet};
 use crate::stats::near::Source;
@@ -26,18 +26,13 @@ impl Session {
     /// The early reply to a debugger's command, if the table gives one here and now.
     fn early_reply(&self, p: &Packet) -> Option<Vec<u8>> {
         let sizes = self.id_sizes?;
-        if !self.near_on || self.identify_pending > 0 || self.known_android().is_some() || self.vm_upstream.is_some() {
+        if self.vm.identify_pending > 0 || self.known_android().is_some() || self.vm.upstream.is_some() {
             return None;
         }
         if !self.status.borrow().vm_ident.as_deref().is_some_and(crate::gather::early::libjdwp_vm) {
             return None;
         }
-        let h = p.header();
-        let near = &self.near;
-        let line_table = |class, method| near.line_table(&sizes, class, method);
-        let lasting_class = |class| near.lasting_class(class);
-        let held = Held { line_table: &line_table, lasting_class: &lasting_class };
-        self.early.answer_with(h.cmd_set(), h.cmd(), p.data(), &sizes, &held)
+        self.near.early_answer(p, sizes)
     }
 
     /// Forwards a debugger's command unchanged and answers it at once when the early table
@@ -47,7 +42,7 @@ impl Session {
         let early = self.early_reply(&p);
         let Some(id) = self.forward_id(conn, p, note).await else { return };
         if let Some(data) = early {
-            self.early_given.given(id, Given { conn, set: h.cmd_set(), cmd: h.cmd(), data: data.clone() });
+            self.near.early_given.given(id, Given { conn, set: h.cmd_set(), cmd: h.cmd(), data: data.clone() });
             self.reply_near(conn, h, &data, Source::Early);
         }
     }
@@ -55,20 +50,20 @@ impl Session {
     /// Every whole VM reply, before it is routed: keeps the request counter, and the
     /// suspensions a Suspend's or an invoke's reply gives the stopped threads.
     pub(super) fn early_saw_reply(&mut self, e: &Entry, p: &Packet) {
-        self.early.replied(p.header().id, p.header().error_code());
+        self.near.early.replied(p.header().id, p.header().error_code());
         if (e.cmd_set, e.cmd) == EVENT_SET {
-            self.early.set_replied(p.header().error_code(), p.data());
+            self.near.early.set_replied(p.header().error_code(), p.data());
         }
     }
 
     /// A VM reply too large to read whole (never one to a Set or an early-answered command
     /// from a real VM): the counter is lost, and an early answer cannot be compared.
     pub(super) fn early_streamed_reply(&mut self, e: &Entry, h: &Header) -> bool {
-        self.early.replied(h.id, h.error_code());
+        self.near.early.replied(h.id, h.error_code());
         if (e.cmd_set, e.cmd) == EVENT_SET {
-            self.early.set_lost();
+            self.near.early.set_lost();
         }
-        match self.early_given.forget(h.id) {
+        match self.near.early_given.forget(h.id) {
             Some(g) => {
                 self.early_differed(&g, h.error_code(), &format!("a reply of {} bytes", h.length));
                 true
@@ -81,7 +76,7 @@ impl Session {
     /// (the reply is compared and goes no further).
     pub(super) fn early_check(&mut self, p: &Packet) -> bool {
         let h = p.header();
-        match self.early_given.replied(h.id, h.error_code(), p.data()) {
+        match self.near.early_given.replied(h.id, h.error_code(), p.data()) {
             None => false,
             Some(Verdict::Same(g)) => {
                 debug!(command = %names::display_command(g.set, g.cmd), "the VM's reply matched the early answer");

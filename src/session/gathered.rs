@@ -8,24 +8,16 @@
 //! superclasses) goes to the near cache too.
 //!
 //! The far side sends them only to a near side that asked, which it does unless
-//! `--near-cache never`; only a connection answering near (`near_on`) keeps them. A session
+//! `--near-cache never`; only a connection answering near keeps them (`near_layer`). A session
 //! cannot tell a far side's channel from a plain forward, so every VM connection takes them
 //! out of the stream (no VM sends a command of this set under these ids, and a debugger must
 //! never see one).
 
-use tracing::{debug, warn};
-
 use super::actor::Session;
-use super::nearcache::commands::ABSENT_INFORMATION;
-use super::nearcache::immutable;
 use crate::gather::inband;
-use crate::jdwp::events::IdSizes;
 use crate::jdwp::packet::error;
 use crate::jdwp::{Header, Packet};
 use crate::stats::near::Source;
-
-/// Id sizes to read a command's thread id with before the VM said its own (HotSpot's).
-pub(super) const SIZES_UNTIL_KNOWN: IdSizes = IdSizes { field: 8, method: 8, object: 8, reference_type: 8, frame: 8 };
 
 impl Session {
     /// Whether a packet from the VM is a stop's gathered answers (never relayed).
@@ -35,53 +27,8 @@ impl Session {
 
     /// A stop's gathered answers, read whole from the VM connection.
     pub(super) fn on_gathered(&mut self, data: &[u8]) {
-        if !self.near_on {
-            debug!("gathered answers on a connection that does not answer near: dropped");
-            return;
-        }
-        let Some(sizes) = self.id_sizes else {
-            debug!("gathered answers before the VM's id sizes are known: not kept");
-            return;
-        };
-        let answers = match inband::answers(data) {
-            Ok(a) => a,
-            Err(e) => {
-                warn!(error = %e, "unreadable gathered answers from the VM's host: not kept");
-                return;
-            }
-        };
-        let in_flight: Vec<(u8, u8)> = self.ids.commands().collect();
-        // Class data goes to the near cache, unless a RedefineClasses in flight may have
-        // changed it after the reading.
-        if !in_flight.contains(&super::nearcache::commands::REDEFINE_CLASSES) {
-            self.near.set_sizes(sizes);
-            for g in answers.answers.iter().filter(|g| immutable(g.key.set, g.key.cmd).is_some()) {
-                self.near.gathered(g.key.set, g.key.cmd, &g.key.data, error::NONE, &g.reply);
-            }
-            for key in answers.absent.iter().filter(|k| immutable(k.set, k.cmd).is_some()) {
-                self.near.gathered(key.set, key.cmd, &key.data, ABSENT_INFORMATION, &[]);
-            }
-        }
-        // Class data read for a class lookup's reply suspends nothing: only the cache takes
-        // it, and the current stop's answers stay.
-        if answers.suspend_policy == crate::jdwp::events::suspend::NONE {
-            debug!(reply = answers.event_id, answers = answers.answers.len(), "class data read for a class lookup");
-            return;
-        }
-        debug!(event = answers.event_id, answers = answers.answers.len(), "gathered answers for a stop");
-        self.gathered.arrived(answers, sizes, in_flight);
-    }
-
-    /// A debugger's whole command: answered from the stop's gathered answers when they may
-    /// serve it. True when answered.
-    pub(super) fn gathered_command(&mut self, conn: u64, p: &Packet) -> bool {
-        if !self.near_on {
-            return false;
-        }
-        let h = p.header();
-        let Some(answer) = self.gathered.lookup(h.cmd_set(), h.cmd(), p.data()) else { return false };
-        self.reply_near(conn, h, &answer, Source::Gathered);
-        true
+        let in_flight: Vec<(u8, u8)> = self.vm.ids.commands().collect();
+        self.near.gathered_arrived(data, self.id_sizes, in_flight);
     }
 
     /// Sends a reply the proxy made near (from the cache, gathered or early) to a debugger's
@@ -116,28 +63,6 @@ impl Session {
         }
         // A streamed command's head holds only part of its data: none is read then.
         let data = bytes.get(crate::jdwp::packet::HEADER_LEN..h.length as usize).unwrap_or(&[]);
-        if self.near_on {
-            self.gathered.command(h.cmd_set(), h.cmd(), data);
-            let sizes = self.id_sizes.unwrap_or(SIZES_UNTIL_KNOWN);
-            let near = &self.near;
-            let line_table = |class, method| near.line_table(&sizes, class, method);
-            let lasting_class = |class| near.lasting_class(class);
-            let held = crate::gather::early::Held { line_table: &line_table, lasting_class: &lasting_class };
-            self.early.written_with(h.id, h.cmd_set(), h.cmd(), data, &sizes, &held);
-        }
-    }
-
-    /// An Event.Composite read from the VM, before it is routed.
-    pub(super) fn gather_event(&mut self, p: &Packet) {
-        if !self.near_on {
-            return;
-        }
-        self.gathered.event(p.id());
-        let sizes = self.id_sizes.unwrap_or(SIZES_UNTIL_KNOWN);
-        match crate::jdwp::events::parse_composite(p.data(), &sizes) {
-            Ok(c) => self.early.event(c.suspend_policy, c.events.iter().map(|e| (e.kind, e.thread))),
-            // Unreadable: nothing is known suspended by it, and what was may have ended.
-            Err(_) => self.early.event(crate::jdwp::events::suspend::NONE, [(crate::jdwp::events::kind::VM_DEATH, None)]),
-        }
+        self.near.told_vm(&h, data, self.id_sizes);
     }
 }

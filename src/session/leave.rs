@@ -14,45 +14,45 @@ impl Session {
     pub(super) async fn detach(&mut self, conn: u64, reason: &str) {
         let Some(a) = self.debuggers.remove(conn) else { return };
         // The rest of a large packet on its way to it goes nowhere.
-        if let Some(s) = self.vm_stream.as_mut() {
+        if let Some(s) = self.vm.downstream.as_mut() {
             s.to.retain(|c| *c != conn);
         }
-        if self.vm_upstream == Some(conn) {
+        if self.vm.upstream == Some(conn) {
             // The VM has half of its command and would read whatever comes next as the rest.
             warn!(peer = %a.io.peer, "a debugger left in the middle of a large command; resetting the VM connection");
-            self.reset_requested = true;
+            self.vm.leaving.reset();
         }
         // Its Sets still in flight (it need not wait for a reply answered early): while others
         // stay, or before a VM connection is reset, the requests the VM grants them are
         // cleared as their replies come, as its granted ones are below. Else the VM forgets
         // them with the DDM clean-up.
-        if !self.debuggers.is_empty() || self.ddm_aware != Some(true) {
-            for (id, kind) in self.ids.adopt_sets(Requester::Debugger(conn)) {
-                self.purposes.insert(id, super::purpose::Purpose::LeftSet(kind));
+        if !self.debuggers.is_empty() || self.vm.ddm_aware != Some(true) {
+            for (id, kind) in self.vm.ids.adopt_sets(Requester::Debugger(conn)) {
+                self.vm.purposes.insert(id, super::purpose::Purpose::LeftSet(kind));
             }
         }
         // Before a reset (`settle_then_reset`) the replies to its commands still in flight
         // come while the connection is open: its entries stay, so they are known as a
         // departed debugger's (the reset forgets them). Else they are forgotten now.
-        let resetting = self.debuggers.is_empty() && self.ddm_aware != Some(true);
-        let purged = if resetting { self.ids.count(Requester::Debugger(conn)) } else { self.ids.purge(Requester::Debugger(conn)) };
-        self.near.forget_conn(conn);
-        self.early_given.forget_conn(conn);
+        let resetting = self.debuggers.is_empty() && self.vm.ddm_aware != Some(true);
+        let purged = if resetting { self.vm.ids.count(Requester::Debugger(conn)) } else { self.vm.ids.purge(Requester::Debugger(conn)) };
+        self.near.cache.forget_conn(conn);
+        self.near.early_given.forget_conn(conn);
         self.stats.debugger_left(conn);
         info!(peer = %a.io.peer, conn, reason, outstanding = purged, left = self.debuggers.len(), "debugger detached");
         a.io.close(reason, &self.tracker);
-        let requests = self.sharing.owners.leave(conn);
-        let release = self.sharing.holds.leave(conn);
-        let unpin = self.sharing.pins.leave(conn);
+        let requests = self.vm.sharing.owners.leave(conn);
+        let release = self.vm.sharing.holds.leave(conn);
+        let unpin = self.vm.sharing.pins.leave(conn);
         // Its own waits end with it; others' that waited for it can run now.
-        self.sharing.waits.leave(conn);
-        self.sharing.settle_waits();
+        self.vm.sharing.waits.leave(conn);
+        self.vm.sharing.settle_waits();
         self.publish_debuggers();
         if self.debuggers.is_empty() {
-            if !self.sharing.is_empty() {
+            if !self.vm.sharing.is_empty() {
                 warn!("sharing tables not empty after the last debugger left");
             }
-            if self.ddm_aware == Some(true) {
+            if self.vm.ddm_aware == Some(true) {
                 self.start_cleanup(requests, release, unpin);
             } else {
                 // A VM that does not speak DDM only forgets a debugger when the connection

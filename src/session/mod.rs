@@ -28,6 +28,14 @@
 //! - `dialect`: how to talk to this VM: THST form, Android over TCP, DDM requests in flight.
 //! - `out_queue`: bytes queued for a socket, written with few copies and system calls.
 //! - `wake_gate`: polls a `select!` source only after its own wake-up.
+//! - `held_events`: events kept back in a queue bounded by count and bytes: the VM's while
+//!   no debugger is attached, and a debugger's under HoldEvents.
+//! - `leaving`: after the last debugger leaves: serving, cleaning up until answered or a
+//!   deadline (then serving the next debugger or reset), or to be reset.
+//! - `connection`: what belongs to one VM connection (bytes, ids, purposes, sharing tables,
+//!   what is kept back, leaving), made fresh on each connect.
+//! - `near_layer`: the near answers behind one interface (the cache, a stop's gathered
+//!   answers, early answers): answer near, or forward; what was written and read.
 //! - `debugger_io`: one attached debugger's socket, served by the session task.
 //! - `debuggers`: the attached debuggers, in arrival order, and what the session knows of each.
 //! - `vm_reads`: how much to read from the VM at a time, and when to let others run.
@@ -36,8 +44,9 @@
 //! - `arrival`: a VM's first moments: quiet while its agent starts, one line when first ready.
 //!
 //! The actor.
-//! - `actor`: `Session`, the actor's state; `spawn`; its life across connections (connect,
-//!   back off, reconnect) and its control messages.
+//! - `actor`: `Session`, the actor's state (the layers above and what outlives a VM
+//!   connection); `spawn`; its life across connections (connect, back off, reconnect) and
+//!   its control messages.
 //!
 //! Extensions of the actor: each adds an `impl Session` block, imports `actor` and the files
 //! above, and is imported by none (the actor calls its methods; only the re-exports below
@@ -50,10 +59,10 @@
 //! - `leave` (impl Session): a debugger leaving alone; the clean-up after the last one.
 //! - `vm_side` (impl Session): routing each packet from the VM.
 //! - `vm_events` (impl Session): events from the VM, split between the debuggers.
-//! - `near_answers` (impl Session): answers from the near cache; what drops them; the
-//!   proxy's ClassUnload request.
+//! - `near_answers` (impl Session): whether a connection answers near; the proxy's
+//!   ClassUnload request and the facts asked for the near cache.
 //! - `gathered` (impl Session): a stop's answers gathered on the VM's host, taken out of the
-//!   VM's stream and served; near replies sent, counted and marked.
+//!   VM's stream; near replies sent, counted and marked; commands written told to `near_layer`.
 //! - `early_answers` (impl Session): commands answered before the VM's reply, whose reply is
 //!   then compared.
 //! - `proxy_requests` (impl Session): the proxy's own requests: identification, the DDM
@@ -82,6 +91,10 @@ mod thst_plan;
 mod dialect;
 mod out_queue;
 mod wake_gate;
+mod held_events;
+mod leaving;
+mod connection;
+mod near_layer;
 mod debugger_io;
 mod debuggers;
 mod vm_reads;
@@ -111,11 +124,11 @@ mod stats_glue;
 #[cfg(test)]
 mod layout_tests;
 
-pub use actor::{spawn, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+pub use actor::spawn;
 pub use config::{AdbTarget, Located, SessionConfig};
 pub use ddm_types::{Completion, DdmAnswer, DdmCommandError, Outcome, Refusal, ThreadUpdate};
 pub use debugger_io::{DEBUGGER_HIGH_WATER, MAX_DEBUGGER_PACKET};
-pub use debuggers::{MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
+pub use held_events::{MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES, MAX_HELD_EVENTS_PER_DEBUGGER, MAX_HELD_EVENT_BYTES_PER_DEBUGGER};
 pub use handle::{AttachError, DebuggerInfo, DebuggerLink, SessionMsg, TableSizes, VmHandle, VmState, VmStatus, HeldInfo, WaitHolder, WaitInfo};
 pub use vm_events::MAX_DEFERRED_EVENTS;
 pub use vm_side::COLLECT_PREFIX;

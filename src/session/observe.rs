@@ -112,8 +112,8 @@ impl Session {
     /// Queues bytes for the VM: a packet with its pre-rewrite id, or a body piece. While a
     /// debugger's large command is being streamed, whole packets wait for its end.
     pub(super) fn queue_for_vm(&mut self, bytes: &[u8], orig_id: Option<u32>, body: bool) {
-        if !body && self.vm_upstream.is_some() {
-            self.vm_deferred.push((bytes::Bytes::copy_from_slice(bytes), orig_id));
+        if !body && self.vm.upstream.is_some() {
+            self.vm.deferred_writes.push((bytes::Bytes::copy_from_slice(bytes), orig_id));
             return;
         }
         if !body {
@@ -129,14 +129,14 @@ impl Session {
             let who = if orig_id.is_some() { "dbg->vm" } else { "proxy->vm" };
             super::packet_log::packet(who, bytes, orig_id, None, None);
         }
-        if let Some(t) = self.tap.as_mut() {
+        if let Some(t) = self.vm.tap.as_mut() {
             if body {
                 t.body(crate::capture::Direction::ToServer, bytes);
             } else {
                 t.packet(crate::capture::Direction::ToServer, bytes, orig_id);
             }
         }
-        self.out.extend_from_slice(bytes);
+        self.vm.out.extend_from_slice(bytes);
     }
 
     /// Captures and logs a frame read from the VM, with the requester's id and the latency
@@ -152,12 +152,12 @@ impl Session {
         let log = super::packet_log::wanted();
         match header {
             None => {
-                if let Some(tap) = self.tap.as_mut() {
+                if let Some(tap) = self.vm.tap.as_mut() {
                     tap.body(ToClient, bytes);
                 }
             }
             Some(h) if h.is_reply() => {
-                let entry = self.ids.get(h.id);
+                let entry = self.vm.ids.get(h.id);
                 let to_dbg = entry.is_some_and(|e| matches!(e.requester, super::ids::Requester::Debugger(_)));
                 let orig = entry.filter(|_| to_dbg).map(|e| e.orig_id);
                 let latency = entry.map(|e| e.sent.elapsed());
@@ -174,7 +174,7 @@ impl Session {
                     };
                     r.reply(Party::Vm, conn, id, bytes, answers, latency);
                 }
-                if let Some(tap) = self.tap.as_mut() {
+                if let Some(tap) = self.vm.tap.as_mut() {
                     tap.reply(ToClient, bytes, orig, latency);
                 }
             }
@@ -186,7 +186,7 @@ impl Session {
                 if let Some(r) = self.recent() {
                     r.command(Party::Vm, Party::Proxy, None, bytes);
                 }
-                if let Some(tap) = self.tap.as_mut() {
+                if let Some(tap) = self.vm.tap.as_mut() {
                     tap.near_reply(ToClient, bytes);
                 }
             }
@@ -199,7 +199,7 @@ impl Session {
                     let to = if h.cmd_set() == crate::jdwp::packet::DDM_CMD_SET { Party::Proxy } else { Party::Debugger };
                     r.command(Party::Vm, to, None, bytes);
                 }
-                if let Some(tap) = self.tap.as_mut() {
+                if let Some(tap) = self.vm.tap.as_mut() {
                     tap.packet(ToClient, bytes, None);
                 }
             }

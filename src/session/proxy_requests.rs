@@ -10,6 +10,7 @@ use tracing::{debug, info, warn};
 use super::actor::Session;
 use super::handle::VmState;
 use super::ids::{Entry, Requester};
+use super::leaving::Then;
 use super::purpose::{CleanupStep, LateSizes, Purpose};
 use super::sharing::VmCmd;
 use crate::ddm::Chunk;
@@ -39,15 +40,15 @@ impl Session {
             note: super::ids::Note::None,
             sent: Instant::now().into_std(),
         };
-        match self.ids.insert(entry) {
+        match self.vm.ids.insert(entry) {
             Ok(id) => {
                 let p = Packet::command(id, cmd_set, cmd, data);
                 self.count_command(Requester::Proxy(0), cmd_set, cmd, p.len() as u32);
                 self.trace_ddm_out(&p);
                 self.queue_for_vm(p.as_bytes(), None, false);
-                self.purposes.insert(id, purpose);
+                self.vm.purposes.insert(id, purpose);
                 if let Purpose::Cleanup(_) = purpose {
-                    self.cleanup_pending += 1;
+                    self.vm.leaving.sent(1);
                 }
                 Some(id)
             }
@@ -69,7 +70,7 @@ impl Session {
         }
         self.send_proxy(Purpose::Version, 1, 1, &[]);
         self.send_proxy(Purpose::IdSizes, 1, 7, &[]);
-        self.identify_pending = 2;
+        self.vm.identify_pending = 2;
         self.start_near_cache();
     }
 
@@ -84,7 +85,7 @@ impl Session {
     }
 
     fn set_ddm(&mut self, aware: bool) {
-        self.ddm_aware = Some(aware);
+        self.vm.ddm_aware = Some(aware);
         self.status.send_modify(|s| s.ddm = Some(aware));
     }
 
@@ -93,11 +94,11 @@ impl Session {
     /// connection: the clean-up and the split of events need them), anything else is probed
     /// with HELO or ready.
     fn identify_step_done(&mut self) {
-        self.identify_pending = self.identify_pending.saturating_sub(1);
-        if self.identify_pending > 0 {
+        self.vm.identify_pending = self.vm.identify_pending.saturating_sub(1);
+        if self.vm.identify_pending > 0 {
             return;
         }
-        if std::mem::take(&mut self.android_by_version) {
+        if std::mem::take(&mut self.vm.android_by_version) {
             self.reconnect_as_android();
         }
         let android = self.android_by_ident();
@@ -106,7 +107,7 @@ impl Session {
 
     fn identified(&mut self, android: bool) {
         // A connection about to be dropped (an Android VM found by its Version) gets nothing.
-        if self.ready || self.ddm_aware.is_some() || self.reset_requested {
+        if self.vm.ready || self.vm.ddm_aware.is_some() || self.vm.leaving.resetting() {
             return;
         }
         let probe = match self.cfg.ddm {
@@ -125,8 +126,8 @@ impl Session {
     }
 
     pub(super) fn become_ready(&mut self) {
-        if !self.ready {
-            self.ready = true;
+        if !self.vm.ready {
+            self.vm.ready = true;
             // Said before `list` can show it ready, so that a reader of both sees the line.
             if self.arrival.first_ready() {
                 let s = self.status.borrow();
@@ -134,7 +135,7 @@ impl Session {
                 drop(s);
                 info!("VM ready: {who}");
             } else {
-                debug!(ddm = ?self.ddm_aware, "VM ready");
+                debug!(ddm = ?self.vm.ddm_aware, "VM ready");
             }
             self.set_state(VmState::Ready);
         }
@@ -145,14 +146,14 @@ impl Session {
     pub(super) fn on_proxy_reply(&mut self, purpose: Option<Purpose>, p: &Packet) {
         let Some(purpose) = purpose else { return };
         if let Purpose::Cleanup(_) = purpose {
-            self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+            self.vm.leaving.answered();
         }
         let h = p.header();
         let ok = h.error_code() == 0;
         match purpose {
             Purpose::Version => {
-                self.near_seed(1, 1, p);
-                self.android_by_version = if ok { self.on_version(p.data()) } else { false };
+                self.near.seed(1, 1, p);
+                self.vm.android_by_version = if ok { self.on_version(p.data()) } else { false };
                 if !ok {
                     warn!(error = h.error_code(), "VirtualMachine.Version failed");
                 }
@@ -160,7 +161,7 @@ impl Session {
             }
             Purpose::IdSizes => {
                 if ok {
-                    self.near_seed(1, 7, p);
+                    self.near.seed(1, 7, p);
                     self.on_id_sizes(p.data());
                 }
                 self.identify_step_done();
@@ -185,9 +186,9 @@ impl Session {
             }
             Purpose::LeftSet(kind) => {
                 // Waited for by a reset's clean-up (`settle_then_reset`), and so is its Clear.
-                let settling = self.reset_after_cleanup;
+                let settling = self.vm.leaving.settling();
                 if settling {
-                    self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+                    self.vm.leaving.answered();
                 }
                 match p.data().get(..4).filter(|_| ok) {
                     Some(b) => {
@@ -207,8 +208,8 @@ impl Session {
                 }
                 self.late_sizes_settled();
             }
-            Purpose::UnloadWatch => self.on_unload_watch_reply(p),
-            Purpose::Seed(set, cmd) => self.near_seed(set, cmd, p),
+            Purpose::UnloadWatch => self.near.unload_watch_replied(p),
+            Purpose::Seed(set, cmd) => self.near.seed(set, cmd, p),
         }
         self.check_cleanup_done();
     }
@@ -229,14 +230,14 @@ impl Session {
             Purpose::Control => debug!("a DDM request got no reply (answers may come as pushes)"),
             Purpose::Cleanup(step) => {
                 warn!(?step, "a clean-up request was not answered");
-                self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+                self.vm.leaving.answered();
                 self.check_cleanup_done();
             }
             Purpose::Share => debug!("a command sent on a debugger's behalf was not answered"),
             Purpose::LeftSet(kind) => {
                 debug!(kind, "a departed debugger's EventRequest.Set was not answered");
-                if self.reset_after_cleanup {
-                    self.cleanup_pending = self.cleanup_pending.saturating_sub(1);
+                if self.vm.leaving.settling() {
+                    self.vm.leaving.answered();
                     self.check_cleanup_done();
                 }
             }
@@ -252,15 +253,15 @@ impl Session {
     /// Asks the VM's id sizes if nobody has yet, before a debugger's first EventRequest.Set
     /// goes out (a VM answers in order, so they are known before any event of that request).
     pub(super) fn learn_id_sizes(&mut self) {
-        if self.id_sizes.is_none() && self.late_sizes == LateSizes::NotAsked {
+        if self.id_sizes.is_none() && self.vm.late_sizes == LateSizes::NotAsked {
             debug!("asking the VM's id sizes, to split its events between debuggers");
-            self.late_sizes = LateSizes::Pending;
+            self.vm.late_sizes = LateSizes::Pending;
             self.send_proxy(Purpose::LateIdSizes, 1, 7, &[]);
         }
     }
 
     fn late_sizes_settled(&mut self) {
-        self.late_sizes = LateSizes::Settled;
+        self.vm.late_sizes = LateSizes::Settled;
         self.release_deferred_events();
     }
 
@@ -301,7 +302,7 @@ impl Session {
     /// event requests, releases its suspensions and pins, then resumes every thread as often
     /// as it is still suspended (whatever the holds could not know of).
     pub(super) fn start_cleanup(&mut self, event_requests: Vec<(u8, u32)>, release: Vec<VmCmd>, unpin: Vec<u64>) {
-        self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
+        self.vm.leaving.clean_up(Instant::now() + CLEANUP_TIMEOUT);
         self.send_proxy(Purpose::Dbgd, DDM_CMD_SET, DDM_CMD, &dbgd_request());
         let requests = event_requests.len();
         for (kind, id) in event_requests {
@@ -342,17 +343,16 @@ impl Session {
     /// before the last of those replies and is resumed as it arrives (`hold_event`); all of
     /// it is written before the connection closes.
     pub(super) fn settle_then_reset(&mut self, event_requests: Vec<(u8, u32)>, release: Vec<VmCmd>) {
-        let sets_in_flight = self.purposes.values().filter(|p| matches!(p, Purpose::LeftSet(_))).count();
+        let sets_in_flight = self.vm.purposes.values().filter(|p| matches!(p, Purpose::LeftSet(_))).count();
         if event_requests.is_empty() && release.is_empty() && sets_in_flight == 0 {
-            self.reset_requested = true;
+            self.vm.leaving.reset();
             return;
         }
-        self.cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
-        self.reset_after_cleanup = true;
+        self.vm.leaving.clean_up_then_reset(Instant::now() + CLEANUP_TIMEOUT);
         // As after the reset: not ready for the next debugger until the VM is connected again.
         self.set_state(VmState::Reconnecting);
         // Each Set in flight is waited for, and then the Clear of what it was granted.
-        self.cleanup_pending += sets_in_flight;
+        self.vm.leaving.sent(sets_in_flight);
         let (requests, releases) = (event_requests.len(), release.len());
         for (kind, id) in event_requests {
             self.clear_request_as(kind, id, Purpose::Cleanup(CleanupStep::ClearEvent));
@@ -408,24 +408,17 @@ impl Session {
         }
     }
 
-    pub(super) fn cleaning_up(&self) -> bool {
-        self.cleanup_deadline.is_some()
-    }
-
+    /// Ends a clean-up that is answered or out of time: the connection is reset after it, or
+    /// serves the debuggers waiting.
     pub(super) fn check_cleanup_done(&mut self) {
-        let Some(deadline) = self.cleanup_deadline else { return };
-        if self.cleanup_pending == 0 || Instant::now() >= deadline {
-            if self.cleanup_pending > 0 {
-                warn!(pending = self.cleanup_pending, "clean-up did not finish in time");
-            } else {
-                debug!("clean-up done");
-            }
-            self.cleanup_deadline = None;
-            if std::mem::take(&mut self.reset_after_cleanup) {
-                self.reset_requested = true;
-            } else {
-                self.serve_waiting();
-            }
+        let Some(done) = self.vm.leaving.check(Instant::now()) else { return };
+        if done.unanswered > 0 {
+            warn!(pending = done.unanswered, "clean-up did not finish in time");
+        } else {
+            debug!("clean-up done");
+        }
+        if done.then == Then::Serve {
+            self.serve_waiting();
         }
     }
 }

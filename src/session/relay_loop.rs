@@ -16,60 +16,33 @@ use tokio_util::codec::Decoder;
 
 use super::actor::{Ended, Session, OUT_HIGH_WATER, TICK};
 use super::connect::Connected;
+use super::connection::Connection;
 use super::debugger_io::{DebuggerEvent, DEBUGGER_HIGH_WATER};
 use super::handle::{SessionMsg, VmState};
-use super::ids::IdTable;
-use super::purpose::LateSizes;
-use super::sharing::Sharing;
 use super::wake_gate::WakeGate;
-use crate::jdwp::codec::{JdwpCodec, MAX_PACKET_LEN};
 
 /// How long a stopping session may spend undoing what its debugger left on the VM.
 const SHUTDOWN_CLEANUP: Duration = Duration::from_millis(1500);
 
 impl Session {
-    /// Forgets everything that belonged to the previous VM connection.
-    fn reset_connection_state(&mut self) {
-        self.tap = None;
-        self.ids = IdTable::default();
-        self.purposes.clear();
-        self.out.clear();
-        self.codec = JdwpCodec::new(MAX_PACKET_LEN, crate::jdwp::codec::DEFAULT_STREAM_OVER);
-        self.vm_stream = None;
-        self.ready = false;
-        self.ddm_aware = None;
-        self.identify_pending = 0;
-        self.android_by_version = false;
-        self.late_sizes = LateSizes::NotAsked;
+    /// Starts a new VM connection: what belonged to the previous one is dropped whole, and
+    /// what outlives connections forgets its part of it.
+    fn new_connection(&mut self) {
+        self.vm = Connection::default();
         self.held.clear();
-        self.held_bytes = 0;
-        self.reset_requested = false;
-        self.cleanup_pending = 0;
-        self.cleanup_deadline = None;
-        self.reset_after_cleanup = false;
-        self.sharing = Sharing::default();
-        self.deferred_events.clear();
-        self.vm_upstream = None;
-        self.vm_deferred.clear();
-        self.near.new_connection();
-        self.near_on = self.near_cache_wanted();
-        self.unload_request = None;
-        self.gathered = Default::default();
-        self.early = Default::default();
-        self.early_given.clear();
-        self.ddm_state = Default::default();
-        self.threads_on = false;
+        let near = self.near_cache_wanted();
+        self.near.new_connection(near);
         for w in &mut self.thread_watchers {
             w.restart();
         }
     }
 
     pub(super) async fn run_connected(&mut self, c: Connected) -> Ended {
-        self.reset_connection_state();
+        self.new_connection();
         self.set_state(VmState::Identifying);
         let Connected { mut stream, inbuf: mut input, early } = c;
         self.look_up_process(&stream);
-        self.tap = self.cfg.capture.as_ref().map(|h| {
+        self.vm.tap = self.cfg.capture.as_ref().map(|h| {
             let id = crate::capture::tap::next_conn_id();
             // A Unix socket (an ssh link's forward) has no address: the capture shows a
             // loopback one of its own, a port per connection.
@@ -98,9 +71,9 @@ impl Session {
             // Route everything already buffered before waiting again.
             self.route_debugger_input().await;
             loop {
-                match self.codec.decode(&mut input) {
+                match self.vm.codec.decode(&mut input) {
                     Ok(Some(frame)) => {
-                        if self.tap.is_some() || self.recent.is_some() || super::packet_log::wanted() {
+                        if self.vm.tap.is_some() || self.recent.is_some() || super::packet_log::wanted() {
                             self.record_from_vm(&frame);
                         }
                         self.on_vm_frame(frame).await
@@ -114,13 +87,13 @@ impl Session {
             }
             // Commands go to the VM in this turn too, not in one more turn of the `select!`
             // (which polls every branch). A write error is left to the `select!` branch.
-            if !self.out.is_empty() {
-                if let Ok(n @ 1..) = wr.try_write(&self.out) {
-                    bytes::Buf::advance(&mut self.out, n);
+            if !self.vm.out.is_empty() {
+                if let Ok(n @ 1..) = wr.try_write(&self.vm.out) {
+                    bytes::Buf::advance(&mut self.vm.out, n);
                     crate::park::wrote_to(vm_fd);
                 }
             }
-            if self.reset_requested && self.out.is_empty() {
+            if self.vm.leaving.resetting() && self.vm.out.is_empty() {
                 self.fail_pending().await;
                 self.close_debuggers("the VM connection was reset");
                 if shutdown_by.is_some() {
@@ -130,24 +103,24 @@ impl Session {
             }
             // Shutting down: stay until the departed debugger's clean-up is done and written.
             if let Some(deadline) = shutdown_by {
-                if (!self.cleaning_up() && self.out.is_empty()) || Instant::now() >= deadline {
+                if (!self.vm.leaving.cleaning_up() && self.vm.out.is_empty()) || Instant::now() >= deadline {
                     return Ended::Shutdown;
                 }
             }
-            input.reserve(pacing.size_for(self.codec.body_left()));
+            input.reserve(pacing.size_for(self.vm.codec.body_left()));
             let offered = input.capacity() - input.len();
-            let taking_debugger = self.out.len() < OUT_HIGH_WATER;
+            let taking_debugger = self.vm.out.len() < OUT_HIGH_WATER;
             // A debugger that reads slowly holds the VM back (bounded by its stall timeout).
             let reading_vm = self.debuggers.max_queued() < DEBUGGER_HIGH_WATER;
             // An idle VM has no timers to run: no tick, so a thousand of them cost nothing.
             let timers = self.has_timers() || shutdown_by.is_some();
-            if !self.ids.is_empty() {
-                crate::park::in_flight(self.ids.len());
+            if !self.vm.ids.is_empty() {
+                crate::park::in_flight(self.vm.ids.len());
             }
             let rx = &mut self.rx;
             let event = tokio::select! {
                 r = poll_fn(|cx| vm_gate.poll(cx, |cx| tokio_util::io::poll_read_buf(std::pin::Pin::new(&mut rd), cx, &mut input))), if reading_vm => Event::Read(r),
-                r = wr.write_buf(&mut self.out), if !self.out.is_empty() => Event::Wrote(r),
+                r = wr.write_buf(&mut self.vm.out), if !self.vm.out.is_empty() => Event::Wrote(r),
                 (conn, e) = self.debuggers.next_event(taking_debugger) => Event::Debugger(conn, e),
                 m = poll_fn(|cx| control_gate.poll(cx, |cx| rx.poll_recv(cx))) => Event::Control(m),
                 _ = tick.tick(), if timers => Event::Tick,
@@ -155,7 +128,7 @@ impl Session {
             };
             match event {
                 Event::Read(Ok(0)) => {
-                    let why = match self.codec.decode_eof(&mut input) {
+                    let why = match self.vm.codec.decode_eof(&mut input) {
                         Err(e) => format!("the VM closed the connection: {e}"),
                         Ok(_) => "the VM closed the connection".to_string(),
                     };
@@ -210,14 +183,14 @@ impl Session {
 
     /// Whether anything waits on a deadline (requests, attaches, clean-up, viewers).
     fn has_timers(&self) -> bool {
-        !self.purposes.is_empty()
+        !self.vm.purposes.is_empty()
             || !self.waiting.is_empty()
-            || self.cleaning_up()
+            || self.vm.leaving.cleaning_up()
             || !self.ddm_waiters.is_empty()
             || !self.thread_watchers.is_empty()
-            || self.held_dropped > self.held_dropped_logged
+            || self.held.unlogged()
             || self.debuggers.max_queued() >= DEBUGGER_HIGH_WATER
-            || self.vm_upstream.is_some()
+            || self.vm.upstream.is_some()
     }
 }
 

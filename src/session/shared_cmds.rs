@@ -50,24 +50,24 @@ impl Session {
                 self.detach(conn, "VirtualMachine.Dispose").await;
             }
             VM_SUSPEND => {
-                let hold = self.sharing.holds.suspend_all(conn);
+                let hold = self.vm.sharing.holds.suspend_all(conn);
                 self.forward(conn, p, Note::Hold(hold)).await;
             }
             THREAD_SUSPEND => match only_id(p.data()) {
                 Some(t) => {
-                    let hold = self.sharing.holds.suspend_thread(conn, t);
+                    let hold = self.vm.sharing.holds.suspend_thread(conn, t);
                     self.forward(conn, p, Note::Hold(hold)).await;
                 }
                 None => self.forward(conn, p, Note::None).await,
             },
             VM_RESUME => {
-                let plan = self.sharing.holds.resume_all(conn);
+                let plan = self.vm.sharing.holds.resume_all(conn);
                 self.carry_out(conn, p, VmCmd::ResumeAll, plan).await;
                 self.resume_noted(conn, None);
             }
             THREAD_RESUME => match only_id(p.data()) {
                 Some(t) => {
-                    let plan = self.sharing.holds.resume_thread(conn, t);
+                    let plan = self.vm.sharing.holds.resume_thread(conn, t);
                     self.carry_out(conn, p, VmCmd::ResumeThread(t), plan).await;
                     self.resume_noted(conn, Some(t));
                 }
@@ -76,7 +76,7 @@ impl Session {
             HOLD_EVENTS | RELEASE_EVENTS => {
                 if let Some(a) = self.debuggers.get_mut(conn) {
                     if (h.cmd_set(), h.cmd()) == HOLD_EVENTS {
-                        a.holding_events = true;
+                        a.hold_events();
                     } else {
                         a.release_events();
                     }
@@ -85,7 +85,7 @@ impl Session {
             }
             EVENT_SET => {
                 self.learn_id_sizes();
-                self.sharing.owners.set_sent(conn);
+                self.vm.sharing.owners.set_sent(conn);
                 let kind = p.data().first().copied().unwrap_or(0);
                 self.forward_maybe_early(conn, p, Note::EventSet(kind)).await;
             }
@@ -95,8 +95,8 @@ impl Session {
                 match request {
                     // A request it learned from an early answer, whose Set reply is still
                     // coming: the VM sees the Clear after the Set.
-                    Ok(id) if self.early_given.set_pending(conn, id) => self.forward(conn, p, Note::None).await,
-                    Ok(id) if !self.sharing.owners.clear(conn, id) => {
+                    Ok(id) if self.near.early_given.set_pending(conn, id) => self.forward(conn, p, Note::None).await,
+                    Ok(id) if !self.vm.sharing.owners.clear(conn, id) => {
                         debug!(conn, request = id, "a Clear of a request this debugger does not own: answered here");
                         self.answer(conn, h.id, error::NONE);
                     }
@@ -106,8 +106,8 @@ impl Session {
                 }
             }
             EVENT_CLEAR_BREAKPOINTS => {
-                let alone = self.debuggers.len() == 1 && !self.sharing.owners.others_have_breakpoints(conn);
-                let mine = self.sharing.owners.clear_breakpoints(conn);
+                let alone = self.debuggers.len() == 1 && !self.vm.sharing.owners.others_have_breakpoints(conn);
+                let mine = self.vm.sharing.owners.clear_breakpoints(conn);
                 if alone {
                     self.forward(conn, p, Note::None).await;
                 } else {
@@ -119,7 +119,7 @@ impl Session {
             }
             DISABLE_COLLECTION | ENABLE_COLLECTION => {
                 let Some(o) = only_id(p.data()) else { return self.forward(conn, p, Note::None).await };
-                let pins = &mut self.sharing.pins;
+                let pins = &mut self.vm.sharing.pins;
                 if (h.cmd_set(), h.cmd()) == DISABLE_COLLECTION {
                     if pins.disable(conn, o) {
                         self.forward(conn, p, Note::Pin(o)).await;
@@ -136,7 +136,7 @@ impl Session {
         }
         self.refresh_live(conn);
         // A Resume may let a waiting invoke run: the waits follow the holds.
-        if self.sharing.settle_waits() {
+        if self.vm.sharing.settle_waits() {
             self.publish_debuggers();
         }
     }
@@ -145,8 +145,8 @@ impl Session {
     /// suspended, that is logged once and shown by `list` while it lasts.
     fn resume_noted(&mut self, conn: u64, thread: Option<u64>) {
         let now_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let before = self.sharing.waits.held_of(conn).find(|h| h.thread == thread).map(|h| h.holders.clone());
-        let Some(h) = self.sharing.waits.resumed(conn, thread, &self.sharing.holds, now_ms) else { return };
+        let before = self.vm.sharing.waits.held_of(conn).find(|h| h.thread == thread).map(|h| h.holders.clone());
+        let Some(h) = self.vm.sharing.waits.resumed(conn, thread, &self.vm.sharing.holds, now_ms) else { return };
         let holders = h.holders.clone();
         // Said already when nothing changed: a debugger resuming again and again logs it once.
         if before.as_ref() != Some(&holders) {
@@ -176,7 +176,7 @@ impl Session {
         let Some(t) = invoke_thread(h.cmd_set(), h.cmd(), p.data(), &sizes) else { return };
         let now_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let command = (h.cmd_set(), h.cmd());
-        let Some(w) = self.sharing.waits.sent(conn, h.id, command, t, &self.sharing.holds, now_ms) else { return };
+        let Some(w) = self.vm.sharing.waits.sent(conn, h.id, command, t, &self.vm.sharing.holds, now_ms) else { return };
         let holders = w.holders.clone();
         let name = |d: u64| self.debugger_name(d);
         let waits_for = holders.iter().map(|d| name(*d)).collect::<Vec<_>>().join(" and ");
@@ -255,7 +255,7 @@ impl Session {
     /// reply is relayed.
     pub(super) fn settle_reply(&mut self, conn: u64, e: &Entry, reply: &Packet) {
         let ok = reply.header().error_code() == error::NONE;
-        if let Some(w) = self.sharing.waits.answered(conn, e.orig_id) {
+        if let Some(w) = self.vm.sharing.waits.answered(conn, e.orig_id) {
             debug!(conn, thread = w.thread, "the invoke that waited is answered");
             self.publish_debuggers();
         }
@@ -263,18 +263,18 @@ impl Session {
             Note::None => {}
             Note::EventSet(kind) => {
                 let granted = reply.data().get(..4).filter(|_| ok).map(|b| (kind, u32::from_be_bytes([b[0], b[1], b[2], b[3]])));
-                self.sharing.owners.set_answered(conn, granted);
+                self.vm.sharing.owners.set_answered(conn, granted);
                 self.refresh_live(conn);
             }
             Note::Hold(hold) => {
-                if !ok && self.sharing.holds.cancel(hold) {
+                if !ok && self.vm.sharing.holds.cancel(hold) {
                     debug!(conn, error = reply.header().error_code(), "the VM refused a suspension");
                     self.refresh_live(conn);
                 }
             }
             Note::Pin(o) => {
                 if !ok {
-                    self.sharing.pins.refused(conn, o);
+                    self.vm.sharing.pins.refused(conn, o);
                 }
             }
         }

@@ -21,7 +21,7 @@ impl Session {
     /// Takes the request a VM reply answers out of the id table, counting the reply (its
     /// size, error and latency since the command left) for whoever asked.
     pub(super) fn answered(&mut self, h: &Header) -> Option<Entry> {
-        let e = self.ids.take(h.id)?;
+        let e = self.vm.ids.take(h.id)?;
         self.stats.reply(who(e.requester), e.cmd_set, e.cmd, h.error_code(), h.length, e.sent.elapsed());
         Some(e)
     }

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use tracing::{debug, warn};
 
-use super::actor::{Session, MAX_HELD_EVENTS, MAX_HELD_EVENT_BYTES};
+use super::actor::Session;
 use super::purpose::LateSizes;
 use super::sharing::Suspended;
 use crate::jdwp::events::{encode_composite, first_event, kind, parse_composite, suspend, Composite, Event};
@@ -28,30 +28,30 @@ impl Session {
     /// An Event.Composite from the VM.
     pub(super) fn on_event(&mut self, p: Packet) {
         // Read at once, not when routed: an unloaded class's answers go before anything else.
-        self.near_event(&p);
-        self.gather_event(&p);
+        self.near.class_events(&p, self.id_sizes);
+        self.near.event(&p, self.id_sizes);
         // Behind a kept-back composite, everything waits: the VM's order is kept.
-        if !self.deferred_events.is_empty() {
-            self.deferred_events.push_back(p);
-            if self.deferred_events.len() > MAX_DEFERRED_EVENTS {
+        if !self.vm.deferred_events.is_empty() {
+            self.vm.deferred_events.push_back(p);
+            if self.vm.deferred_events.len() > MAX_DEFERRED_EVENTS {
                 warn!(limit = MAX_DEFERRED_EVENTS, "too many events waiting for EventRequest.Set replies");
-                if let Some(oldest) = self.deferred_events.pop_front() {
+                if let Some(oldest) = self.vm.deferred_events.pop_front() {
                     self.route_event(oldest, true);
                 }
             }
             return;
         }
         if let Some(p) = self.route_event(p, false) {
-            self.deferred_events.push_back(p);
+            self.vm.deferred_events.push_back(p);
         }
     }
 
     /// Routes the composites kept back, now that no Set (and no late IDSizes) is in flight.
     pub(super) fn release_deferred_events(&mut self) {
-        if self.sharing.owners.sets_in_flight() || self.late_sizes == LateSizes::Pending {
+        if self.vm.sharing.owners.sets_in_flight() || self.vm.late_sizes == LateSizes::Pending {
             return;
         }
-        let waiting: VecDeque<Packet> = std::mem::take(&mut self.deferred_events);
+        let waiting: VecDeque<Packet> = std::mem::take(&mut self.vm.deferred_events);
         for p in waiting {
             self.route_event(p, true);
         }
@@ -64,12 +64,12 @@ impl Session {
             self.hold_event(p);
             return None;
         }
-        if self.id_sizes.is_none() && self.late_sizes == LateSizes::Pending && !now {
+        if self.id_sizes.is_none() && self.vm.late_sizes == LateSizes::Pending && !now {
             return Some(p);
         }
         match self.id_sizes.map(|s| parse_composite(p.data(), &s)) {
             Some(Ok(c)) => {
-                let owners = &self.sharing.owners;
+                let owners = &self.vm.sharing.owners;
                 let unknown = c.events.iter().any(|e| e.request_id != 0 && owners.owner(e.request_id).is_none());
                 if unknown && owners.sets_in_flight() && !now {
                     return Some(p);
@@ -96,7 +96,7 @@ impl Session {
                 parts.iter_mut().for_each(|(_, evs)| evs.push(e));
                 continue;
             }
-            let owner = self.sharing.owners.owner(e.request_id);
+            let owner = self.vm.sharing.owners.owner(e.request_id);
             match parts.iter_mut().find(|(conn, _)| Some(*conn) == owner) {
                 Some((_, evs)) => evs.push(e),
                 None => dropped += 1,
@@ -138,11 +138,11 @@ impl Session {
             warn!(len = p.len(), "dropping a malformed event composite");
             return;
         };
-        let owner = self.sharing.owners.owner(request).filter(|o| self.debuggers.contains(*o));
+        let owner = self.vm.sharing.owners.owner(request).filter(|o| self.debuggers.contains(*o));
         let to: Vec<u64> = match (request, owner) {
             (0, _) => self.debuggers.conns(),
             // The proxy's own ClassUnload request: nobody's.
-            (r, _) if Some(r) == self.unload_request => Vec::new(),
+            (r, _) if Some(r) == self.near.unload_request => Vec::new(),
             (_, Some(o)) => vec![o],
             _ if self.debuggers.len() == 1 => self.debuggers.conns(),
             _ => Vec::new(),
@@ -168,12 +168,12 @@ impl Session {
             }
             _ => return,
         };
-        for c in self.sharing.holds.event(scope, to) {
+        for c in self.vm.sharing.holds.event(scope, to) {
             self.send_vm_cmd(c);
         }
         self.refresh_all_live();
         // A debugger stopped again no longer waits on another's hold of what it resumed.
-        if self.sharing.settle_waits() {
+        if self.vm.sharing.settle_waits() {
             self.publish_debuggers();
         }
     }
@@ -201,21 +201,18 @@ impl Session {
     fn hold_event(&mut self, p: Packet) {
         let data = p.data();
         let stale = match self.id_sizes.map(|s| parse_composite(data, &s)) {
-            Some(Ok(c)) => c.events.iter().all(|e| e.request_id != 0 && self.sharing.owners.owner(e.request_id).is_none()),
-            _ => first_event(data).is_some_and(|(_, _, r)| r != 0 && self.sharing.owners.owner(r).is_none()),
+            Some(Ok(c)) => c.events.iter().all(|e| e.request_id != 0 && self.vm.sharing.owners.owner(e.request_id).is_none()),
+            _ => first_event(data).is_some_and(|(_, _, r)| r != 0 && self.vm.sharing.owners.owner(r).is_none()),
         };
         if stale {
             debug!(len = p.len(), "dropping an event of a departed debugger");
             self.undo_event(data);
             return;
         }
-        if self.held.len() >= MAX_HELD_EVENTS || self.held_bytes + p.len() > MAX_HELD_EVENT_BYTES {
-            self.held_dropped += 1;
-            return;
+        let len = p.len();
+        if self.held.hold(p) {
+            debug!(len, "holding an event until a debugger attaches");
         }
-        debug!(len = p.len(), "holding an event until a debugger attaches");
-        self.held_bytes += p.len();
-        self.held.push_back(p);
     }
 
     /// Gives an event held while nobody was attached to the debugger that just attached: the

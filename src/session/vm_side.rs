@@ -5,7 +5,8 @@
 
 use tracing::{debug, info, warn};
 
-use super::actor::{Session, VmStream};
+use super::actor::Session;
+use super::connection::VmStream;
 use super::ids::{Note, Requester};
 use crate::jdwp::codec::Frame;
 use crate::jdwp::packet::{DDM_CMD_SET, EVENT_CMD_SET};
@@ -27,10 +28,10 @@ impl Session {
                         a.io.queue_head(head.clone());
                     }
                 }
-                self.vm_stream = Some(stream);
+                self.vm.downstream = Some(stream);
             }
             Frame::Body { bytes, last } => {
-                let Some(stream) = self.vm_stream.as_mut() else { return };
+                let Some(stream) = self.vm.downstream.as_mut() else { return };
                 if let Some((_, prefix, _)) = stream.collect.as_mut() {
                     let room = COLLECT_PREFIX.saturating_sub(prefix.len());
                     prefix.extend_from_slice(&bytes[..room.min(bytes.len())]);
@@ -42,7 +43,7 @@ impl Session {
                     }
                 }
                 if last {
-                    if let Some(VmStream { collect: Some((h, prefix, purpose)), .. }) = self.vm_stream.take() {
+                    if let Some(VmStream { collect: Some((h, prefix, purpose)), .. }) = self.vm.downstream.take() {
                         self.on_collected(h, prefix, purpose);
                     }
                 }
@@ -55,10 +56,10 @@ impl Session {
         if h.is_reply() {
             // Too large to read whole: not kept; a class list's prefix is read for the lasting
             // classes it names (an AllClasses reply is often this large).
-            let list = self.near.streamed(h.id);
+            let list = self.near.cache.streamed(h.id);
             let stream = self.route_reply_head(h, head, list);
             if list.is_some() && stream.collect.is_none() {
-                self.near.forget(h.id);
+                self.near.cache.forget(h.id);
             }
             return stream;
         }
@@ -78,14 +79,14 @@ impl Session {
             Requester::Debugger(conn) if self.debuggers.contains(conn) => {
                 if let Note::EventSet(_) = e.note {
                     // Never happens with a real VM (the reply is 4 bytes); keep the count right.
-                    self.sharing.owners.set_answered(conn, None);
+                    self.vm.sharing.owners.set_answered(conn, None);
                 }
                 head[4..8].copy_from_slice(&e.orig_id.to_be_bytes());
                 let collect = (e.cmd_set == DDM_CMD_SET || list == Some(conn)).then(|| (h, Vec::new(), None));
                 VmStream { to: vec![conn], collect }
             }
             Requester::Proxy(_) => {
-                let purpose = self.purposes.remove(&h.id);
+                let purpose = self.vm.purposes.remove(&h.id);
                 VmStream { to: Vec::new(), collect: Some((h, Vec::new(), purpose)) }
             }
             Requester::Debugger(_) => nobody(h),
@@ -130,9 +131,9 @@ impl Session {
             }
             return;
         }
-        if h.is_reply() && purpose.is_none() && h.cmd_set() != DDM_CMD_SET && self.near.lists_classes(h.id) {
+        if h.is_reply() && purpose.is_none() && h.cmd_set() != DDM_CMD_SET && self.near.cache.lists_classes(h.id) {
             // Up to COLLECT_PREFIX of it: the classes past that are not learnt.
-            self.near.streamed_class_list(h.id, h.error_code(), &prefix);
+            self.near.cache.streamed_class_list(h.id, h.error_code(), &prefix);
             return;
         }
         if h.is_reply() && purpose.is_some() {
@@ -154,7 +155,7 @@ impl Session {
             match e.requester {
                 Requester::Debugger(conn) if self.debuggers.contains(conn) => {
                     self.settle_reply(conn, &e, &p);
-                    self.near_reply(conn, &e, h.id, &p);
+                    self.near.replied(conn, &e, h.id, &p);
                     if e.cmd_set == DDM_CMD_SET {
                         self.on_ddm_payload(p.data(), true, true);
                     }
@@ -170,7 +171,7 @@ impl Session {
                 }
                 Requester::Debugger(_) => debug!(id = h.id, "dropping a late reply for a departed debugger"),
                 Requester::Proxy(_) => {
-                    let purpose = self.purposes.remove(&h.id);
+                    let purpose = self.vm.purposes.remove(&h.id);
                     self.on_proxy_reply(purpose, &p);
                 }
             }
@@ -204,7 +205,7 @@ impl Session {
     fn stray_reply(&mut self, h: &Header) {
         // Its requester left, but the VM handled the command: what it resumed or suspended
         // is done.
-        self.early.replied(h.id, h.error_code());
+        self.near.early.replied(h.id, h.error_code());
         self.stray_replies += 1;
         let n = self.stray_replies;
         if n.is_power_of_two() {

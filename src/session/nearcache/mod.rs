@@ -27,4 +27,4 @@ mod lasting_tests;
 mod tests;
 
 pub use commands::{immutable, Args, Immutable, IMMUTABLE, LEFT_OUT};
-pub use table::{Counts, Key, Lookup, NearCache, NearDecision};
+pub use table::{Counts, Key, Lookup, NearCache};

@@ -67,15 +67,6 @@ pub enum Lookup {
     Pass,
 }
 
-/// What the session did with a debugger's command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NearDecision {
-    /// Answered near: nothing goes to the VM.
-    Answered,
-    /// To the VM; with a key, its reply may be kept.
-    Forward(Option<Key>),
-}
-
 /// Counters since the session started (they survive new connections).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
