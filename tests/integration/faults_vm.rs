@@ -102,7 +102,13 @@ async fn a_vm_killed_mid_reply_ends_its_debuggers_cleanly_and_spares_the_others(
 
     let after = wait_back_to(served.pid(), before, FAULT_SLACK, SETTLE).await.unwrap();
     println!("vm killed mid reply: daemon before {before}, after {after}");
-    assert!(served.log_text().contains("the VM closed the connection") || served.log_text().contains("read from the VM failed"));
+    // The loss is said, whichever side of the socket met it first: under load the kill can
+    // be seen by the write of the waiting command rather than by a read.
+    let log = served.log_text();
+    assert!(
+        ["the VM closed the connection", "read from the VM failed", "write to the VM failed"].iter().any(|s| log.contains(s)),
+        "the VM's loss was not logged:\n{log}"
+    );
     drop(bystander);
 }
 
