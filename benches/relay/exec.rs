@@ -182,7 +182,7 @@ fn one(way: Way, jvm: &mut Jvm, pm: &Podman, bin: &ProxyBin, classes: &Path, ste
             (None, Some(p), port)
         }
         Way::Node | Way::Exec => {
-            let mut args = vec!["--control".to_string(), dir.path().join("control.sock").display().to_string(), "serve".into(), "--no-scan".into(), "--no-proc".into(), "--no-adb".into(), "--base-port".into(), "0".into(), "--current-port".into(), "0".into()];
+            let mut args = vec!["--control".to_string(), dir.path().join("control.sock").display().to_string(), "serve".into(), "--no-scan".into(), "--no-adb".into(), "--base-port".into(), "0".into(), "--current-port".into(), "0".into()];
             if way == Way::Node {
                 args.extend(["--proc".into(), "--proc-match".into(), classes.display().to_string()]);
             } else {
