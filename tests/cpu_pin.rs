@@ -6,8 +6,7 @@
 //! binaries one after another, so nothing of the integration tests runs beside these. Its
 //! two tests take turns (`TURN`) for the same reason.
 
-mod support;
-#[path = "support/served.rs"]
+use testkit as support;
 mod served;
 
 use std::sync::atomic::{AtomicBool, Ordering};

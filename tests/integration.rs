@@ -1,8 +1,9 @@
 //! The one integration-test binary: fake peers and real JVMs on loopback sockets, the proxy
 //! in-process (`harness`) or as the real binary (`bin`).
 
-mod support;
-#[path = "support/served.rs"]
+use testkit as support;
+// The kit's test-skipping macros, as `crate::need_podman!()` and `crate::need_test_hosts!()`.
+use testkit::{need_podman, need_test_hosts};
 mod served;
 
 #[path = "integration/harness.rs"]

@@ -1,6 +1,8 @@
-//! Integration-test support for jdwpmux, independent of the crate under test: JDWP/DDM framing
-//! (`wire`, `ddm`), a raw debugger client, a DDM-aware fake VM, a real HotSpot debuggee and a
-//! driver for the real `jdb`. Used as `mod support;` from tests/integration.rs.
+//! jdwpmux's test kit, independent of the crate under test: JDWP/DDM framing (`wire`, `ddm`),
+//! a raw debugger client, a DDM-aware fake VM, a real HotSpot debuggee, a driver for the real
+//! `jdb`, test hosts (`testhost`), containers and links with delay or a rate (`delay_link`,
+//! `rate_link`). A dev-dependency of jdwpmux: the integration tests use it as `support`
+//! (`use testkit as support;`), the benchmark and the examples as `testkit`.
 #![allow(dead_code, unused_imports)]
 
 pub mod browser;
@@ -27,6 +29,8 @@ pub mod reader;
 pub mod tap;
 pub mod testhost;
 pub mod testnet;
+// Also read by the capture module's unit tests in src/, which include it by this path.
+#[path = "../../tests/support/trace_check.rs"]
 pub mod trace_check;
 pub mod users;
 pub mod wire;
