@@ -7,6 +7,8 @@
 //! two tests take turns (`TURN`) for the same reason.
 
 use testkit as support;
+// The integration tests' daemon driver, shared with this binary.
+#[path = "integration/served.rs"]
 mod served;
 
 use std::sync::atomic::{AtomicBool, Ordering};
