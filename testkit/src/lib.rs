@@ -1,8 +1,23 @@
-//! jdwpmux's test kit, independent of the crate under test: JDWP/DDM framing (`wire`, `ddm`),
-//! a raw debugger client, a DDM-aware fake VM, a real HotSpot debuggee, a driver for the real
-//! `jdb`, test hosts (`testhost`), containers and links with delay or a rate (`delay_link`,
-//! `rate_link`). A dev-dependency of jdwpmux: the integration tests use it as `support`
-//! (`use testkit as support;`), the benchmark and the examples as `testkit`.
+//! jdwpmux's test kit, independent of the crate under test (the tests must not trust the
+//! code under test to tell them what is on the wire). A dev-dependency of jdwpmux: the
+//! integration tests use it as `support` (`use testkit as support;`), the benchmark
+//! (benches/relay/) and the examples as `testkit`.
+//!
+//! # Layout
+//! - **The wire**: `consts` (JDWP numbers), `reader` (bounds-checked bytes, JDWP and DDM
+//!   strings), `wire` (packets and chunks), `ddm` (DDM payloads, built and parsed together).
+//! - **Debuggers**: `client` (a raw JDWP client), `jvm_wire` (a raw debugger of a real
+//!   HotSpot), `jdb` (the real jdb), `jdi` (IDE-like JDI programs), `console` (a line-driven
+//!   child both stand on), `browser` and `http` (the monitor page's clients).
+//! - **VMs and servers**: `fake_vm` (the DDM-aware fake VM), `fake_adb`, `java` (real JVMs
+//!   compiled and started here), `output` (a child's output, waited on).
+//! - **Between peers**: `tap` (records what reaches a VM), `link_relay` with `delay_link`
+//!   and `rate_link` (links with a delay or a rate).
+//! - **Places**: `testhost` and `testnet` (other machines: namespaces with sshd),
+//!   `containers` (Podman and bare namespaces), `users` (other accounts).
+//! - **Processes**: `process` (what /proc says: memory, descriptors, CPU, listening ports;
+//!   signals and limits), `ports` (free and held ports), `faults` (what fault tests share),
+//!   `trace_check` (a trace file read as a viewer reads it).
 #![allow(dead_code, unused_imports)]
 
 pub mod browser;
