@@ -145,9 +145,7 @@ fn version_rtt(port: u16, rounds: usize) -> Result<f64> {
 fn idle_cpu(pid: u32, window: Duration) -> f64 {
     let ticks = || -> Option<u64> {
         let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let after = s.rsplit_once(')')?.1;
-        let f: Vec<&str> = after.split_whitespace().collect();
-        Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        testkit::process::parse_stat_cpu_ticks(&s)
     };
     let (a, t) = (ticks().unwrap_or(0), Instant::now());
     std::thread::sleep(window);

@@ -303,8 +303,7 @@ fn far_pid() -> Option<u32> {
 
 fn cpu_ticks(pid: u32) -> u64 {
     let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0 };
-    let Some((_, after)) = s.rsplit_once(')') else { return 0 };
-    let f: Vec<&str> = after.split_whitespace().collect();
+    let Some(f) = testkit::process::parse_stat_fields(&s) else { return 0 };
     f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
 }
 

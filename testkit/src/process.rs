@@ -97,8 +97,7 @@ pub fn signal(pid: u32, sig: libc::c_int) -> Result<()> {
 /// once the process is gone.
 pub fn state(pid: u32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "PID (COMM) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
-    stat.rsplit_once(')')?.1.split_whitespace().next()?.chars().next()
+    parse_stat_fields(&stat)?.first()?.chars().next()
 }
 
 /// Makes `cmd`'s process unable to write files larger than `bytes` (RLIMIT_FSIZE): past it a
@@ -174,11 +173,16 @@ pub fn stat_cpu_ns(pid: u32) -> Option<u64> {
     parse_stat_cpu_ticks(&s).map(|t| t * 10_000_000)
 }
 
-fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
-    // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest[0] is field 3 (state); utime and stime are fields 14 and 15.
+/// The fields of a /proc/PID/stat line after the command name, which may hold spaces and
+/// parentheses (so they start after its last ')'): [0] is field 3 of proc(5), the state;
+/// [1] the parent pid, [3] the session id, [11] and [12] utime and stime in ticks.
+pub fn parse_stat_fields(stat: &str) -> Option<Vec<&str>> {
+    Some(stat.rsplit_once(')')?.1.split_whitespace().collect())
+}
+
+/// utime + stime of a /proc/PID/stat line, in ticks.
+pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let f = parse_stat_fields(stat)?;
     let utime: u64 = f.get(11)?.parse().ok()?;
     let stime: u64 = f.get(12)?.parse().ok()?;
     Some(utime + stime)
@@ -230,6 +234,8 @@ mod tests {
     #[test]
     fn stat_fields_after_a_tricky_name() {
         let stat = "1234 (a ) b) S 1 2 3 4 5 6 7 8 9 10 250 37 0 0 20 0 1 0 100";
+        let f = parse_stat_fields(stat).unwrap();
+        assert_eq!((f[0], f[1], f[3]), ("S", "1", "3"), "state, parent, session");
         assert_eq!(parse_stat_cpu_ticks(stat), Some(287));
         assert_eq!(parse_stat_cpu_ticks("garbage"), None);
     }
