@@ -9,11 +9,8 @@
 //! address=PORT`), it listens on that port, and `jdwpmux serve` finds it by its process as it
 //! finds a JVM (with APP_NAME as its main class).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
-use support::fake_vm::DdmLayout;
-use support::{FakeVm, FakeVmConfig};
+use testkit::fake_vm::DdmLayout;
+use testkit::{FakeVm, FakeVmConfig};
 
 const USAGE: &str = "usage: fake_vm [--document] [-agentlib:jdwp=...,address=PORT] [APP_NAME] [PID] [COUNT] [FIRST_PORT]
   APP_NAME    the app name the VM reports (com.example.fake); with COUNT > 1, APP_NAME.1, APP_NAME.2, ...

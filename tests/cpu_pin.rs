@@ -6,8 +6,9 @@
 //! binaries one after another, so nothing of the integration tests runs beside these. Its
 //! two tests take turns (`TURN`) for the same reason.
 
-mod support;
-#[path = "support/served.rs"]
+use testkit as support;
+// The integration tests' daemon driver, shared with this binary.
+#[path = "integration/served.rs"]
 mod served;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -40,12 +40,6 @@ pub struct ContainersRun {
     pub idle_cpu_pct: f64,
 }
 
-/// `unshare --net`: a network namespace of its own with its loopback up, the JVM exec'd in
-/// it (its pid stays the one started).
-fn in_namespace() -> Vec<String> {
-    ["unshare", "--net", "--", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""].map(String::from).to_vec()
-}
-
 fn netns_inode(pid: u32) -> Result<u64> {
     let link = std::fs::read_link(format!("/proc/{pid}/ns/net"))?;
     jdwpmux::netns::parse_ns_link(&link.to_string_lossy(), "net").context("net:[N]")
@@ -59,7 +53,7 @@ pub fn run(bin: &ProxyBin, jvms: usize, rounds: usize) -> Result<ContainersRun> 
     let mut here = Jvm::launch(&prog, &Launch { small: true, ..Launch::default() })?;
     let mut boxed = Vec::new();
     for _ in 0..jvms {
-        boxed.push(Jvm::launch(&prog, &Launch { prefix: in_namespace(), port: 0, small: true })?);
+        boxed.push(Jvm::launch(&prog, &Launch { prefix: testkit::containers::unshare_net(), port: 0, small: true })?);
     }
     here.wait_ready(Duration::from_secs(120))?;
     for j in &mut boxed {
@@ -151,9 +145,7 @@ fn version_rtt(port: u16, rounds: usize) -> Result<f64> {
 fn idle_cpu(pid: u32, window: Duration) -> f64 {
     let ticks = || -> Option<u64> {
         let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let after = s.rsplit_once(')')?.1;
-        let f: Vec<&str> = after.split_whitespace().collect();
-        Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        testkit::process::parse_stat_cpu_ticks(&s)
     };
     let (a, t) = (ticks().unwrap_or(0), Instant::now());
     std::thread::sleep(window);

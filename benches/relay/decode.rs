@@ -74,9 +74,8 @@ pub fn run(bin: &Path, file: &Path, args: &[&str]) -> Result<DecodeRun> {
 /// /proc/self/stat), in ns (assumes the usual 100 ticks per second).
 fn children_cpu_ns() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &s[s.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest[0] is field 3 (state); cutime and cstime are fields 16 and 17.
+    let f = testkit::process::parse_stat_fields(&s)?;
+    // f[0] is field 3 (state); cutime and cstime are fields 16 and 17.
     let cutime: u64 = f.get(13)?.parse().ok()?;
     let cstime: u64 = f.get(14)?.parse().ok()?;
     Some((cutime + cstime) * 10_000_000)

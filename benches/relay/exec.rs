@@ -285,7 +285,7 @@ fn idle_far(bin: &ProxyBin, pm: &Podman, window: Duration) -> Result<Idle> {
     let (f1, s1) = (cpu_ticks(far), cpu_ticks(proxy.pid()));
     let hz = crate::proc_tree::ticks_per_s() as f64;
     let pct = |a: u64, b: u64| b.saturating_sub(a) as f64 / hz / t.elapsed().as_secs_f64() * 100.0;
-    let rss = std::fs::read_to_string(format!("/proc/{far}/status")).ok().and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmRSS:").and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()))).unwrap_or(0);
+    let rss = crate::procs::status_kib(far, "VmRSS").unwrap_or(0);
     let idle = Idle { far_pct: pct(f0, f1), serve_pct: pct(s0, s1), far_rss_kib: rss };
     proxy.stop();
     Ok(idle)
@@ -303,8 +303,7 @@ fn far_pid() -> Option<u32> {
 
 fn cpu_ticks(pid: u32) -> u64 {
     let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0 };
-    let Some((_, after)) = s.rsplit_once(')') else { return 0 };
-    let f: Vec<&str> = after.split_whitespace().collect();
+    let Some(f) = testkit::process::parse_stat_fields(&s) else { return 0 };
     f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
 }
 

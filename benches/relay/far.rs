@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::delay_link::DelayLink;
-use crate::rate_link::RateLink;
+use testkit::delay_link::DelayLink;
+use testkit::rate_link::RateLink;
 use crate::far_paths::{self as fp, FarKind, FarWrapper, StepParams, StepProgram, StepRun, FAR_PATHS};
 use crate::jdb_far::JdbRun;
 use crate::jvm::Debuggee;
@@ -248,7 +248,7 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
     crate::far_idle::run(bin, &keys, &prog, &mut host, &wrapper, &p.idle, t, fail);
 }
 
-fn start_host(keys: &crate::testhost::Keys, prog: &Arc<Debuggee>, alias: &str, jvms: usize) -> Result<BenchHost> {
+fn start_host(keys: &testkit::testhost::Keys, prog: &Arc<Debuggee>, alias: &str, jvms: usize) -> Result<BenchHost> {
     let mut h = BenchHost::start(keys, alias)?;
     for j in 0..jvms {
         h.launch(prog, VM_PORT + j as u16, jvms > 1)?;

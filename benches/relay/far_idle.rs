@@ -39,7 +39,7 @@ pub struct FarIdle {
     pub far_rss_kib: Option<u64>,
 }
 
-fn measure(bin: &ProxyBin, keys: &crate::testhost::Keys, host: &mut BenchHost, wrapper: &FarWrapper, kind: FarKind, p: &IdleParams) -> Result<FarIdle> {
+fn measure(bin: &ProxyBin, keys: &testkit::testhost::Keys, host: &mut BenchHost, wrapper: &FarWrapper, kind: FarKind, p: &IdleParams) -> Result<FarIdle> {
     next_session(std::slice::from_mut(host))?;
     let dir = tempfile::tempdir()?;
     let mut args = bin.serve_ssh_args(&[host.alias()], &keys.ssh_config(), dir.path());
@@ -80,7 +80,7 @@ fn measure(bin: &ProxyBin, keys: &crate::testhost::Keys, host: &mut BenchHost, w
 /// Measures each size of `p.jvms`: on `host` when it has that many JVMs, else on a host of
 /// its own made for it.
 #[allow(clippy::too_many_arguments)]
-pub fn run(bin: &ProxyBin, keys: &crate::testhost::Keys, prog: &Arc<Debuggee>, host: &mut BenchHost, wrapper: &FarWrapper, p: &IdleParams, t: &mut Table, fail: Fail) {
+pub fn run(bin: &ProxyBin, keys: &testkit::testhost::Keys, prog: &Arc<Debuggee>, host: &mut BenchHost, wrapper: &FarWrapper, p: &IdleParams, t: &mut Table, fail: Fail) {
     for &n in &p.jvms {
         let mut own = None;
         let h: &mut BenchHost = if host.jvms.len() == n {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::delay_link::DelayLink;
+use testkit::delay_link::DelayLink;
 use crate::jdwp_tap::{Tap, TapSummary};
 use crate::jvm::Jvm;
 use crate::procs::Proc;

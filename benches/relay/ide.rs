@@ -30,7 +30,7 @@ impl IdeProgram {
 }
 
 /// How the tests' JDI programs attach (`Jdi.attach`), compiled beside each program here too.
-const JDI_JAVA: &str = include_str!("../../tests/support/jdi/Jdi.java");
+const JDI_JAVA: &str = include_str!("../../testkit/src/jdi/Jdi.java");
 
 /// `class` (its source) compiled with `Jdi.java` into a folder of its own.
 pub fn compile_jdi(class: &str, source: &str) -> Result<tempfile::TempDir> {

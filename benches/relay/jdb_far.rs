@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::delay_link::DelayLink;
+use testkit::delay_link::DelayLink;
 use crate::far_paths::{self as fp, FarKind, FarWrapper, Path3};
 use crate::jvm::Jvm;
 use crate::procs::Proc;

@@ -1,5 +1,6 @@
-//! Child processes the benchmark starts (kill-on-drop, also during a panic), and what it
-//! reads about them from /proc: CPU time, peak and current RSS, listening TCP ports.
+//! Child processes the benchmark starts (kill-on-drop, also during a panic); what it reads
+//! about them in /proc (CPU time, peak and current RSS, listening TCP ports) is the test
+//! kit's (`testkit::process`).
 
 use std::path::Path;
 use std::process::{Child, Command};
@@ -7,6 +8,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+
+// What the kit reads about a process in /proc, used here as the benchmark's own.
+pub use testkit::process::{status_kib, wait_listening, CpuSnap};
 
 /// Pids of the children alive now, killed by the signal watcher on Ctrl-C / SIGTERM.
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
@@ -161,97 +165,6 @@ pub fn free_port() -> Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-/// CPU time of a process at one moment: each thread's run time from
-/// /proc/PID/task/*/schedstat (ns precision) and the process total from /proc/PID/stat
-/// (10 ms ticks, but it keeps the time of threads that have exited).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuSnap {
-    threads: std::collections::HashMap<u32, u64>,
-    stat_ns: Option<u64>,
-}
-
-impl CpuSnap {
-    pub fn take(pid: u32) -> Option<CpuSnap> {
-        let mut threads = std::collections::HashMap::new();
-        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-            for t in tasks.flatten() {
-                let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-                let s = std::fs::read_to_string(t.path().join("schedstat")).ok();
-                if let Some(v) = s.as_deref().and_then(|s| s.split_whitespace().next()).and_then(|v| v.parse::<u64>().ok()) {
-                    threads.insert(tid, v);
-                }
-            }
-        }
-        let stat_ns = stat_cpu_ns(pid);
-        (!threads.is_empty() || stat_ns.is_some()).then_some(CpuSnap { threads, stat_ns })
-    }
-
-    /// CPU ns used since `earlier`: summed per thread while every earlier thread still
-    /// exists (precise); from /proc/PID/stat when one has exited (its time would be lost).
-    pub fn since(&self, earlier: &CpuSnap) -> Option<u64> {
-        let all_alive = !earlier.threads.is_empty() && earlier.threads.keys().all(|t| self.threads.contains_key(t));
-        if all_alive {
-            return Some(self.threads.iter().map(|(t, v)| v.saturating_sub(earlier.threads.get(t).copied().unwrap_or(0))).sum());
-        }
-        Some(self.stat_ns?.saturating_sub(earlier.stat_ns?))
-    }
-}
-
-/// utime + stime from /proc/PID/stat, in ns (assumes the usual 100 ticks per second).
-pub fn stat_cpu_ns(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat_cpu_ticks(&s).map(|t| t * 10_000_000)
-}
-
-fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
-    // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest[0] is field 3 (state); utime and stime are fields 14 and 15.
-    let utime: u64 = f.get(11)?.parse().ok()?;
-    let stime: u64 = f.get(12)?.parse().ok()?;
-    Some(utime + stime)
-}
-
-/// A `VmXxx:` value of /proc/PID/status in KiB (VmHWM = peak RSS, VmRSS = current).
-pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    parse_status_kib(&s, field)
-}
-
-fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-}
-
-/// True when something listens on 127.0.0.1:`port` (from /proc/net/tcp, without connecting:
-/// a probe connection would be taken as the debugger by socat or the JVM).
-pub fn is_listening(port: u16) -> bool {
-    std::fs::read_to_string("/proc/net/tcp").map(|t| tcp_table_listens(&t, port)).unwrap_or(false)
-}
-
-fn tcp_table_listens(table: &str, port: u16) -> bool {
-    let want = format!(":{port:04X}");
-    table.lines().skip(1).any(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        f.len() > 3 && f[1].ends_with(&want) && f[3] == "0A"
-    })
-}
-
-pub fn wait_listening(port: u16, limit: Duration) -> Result<()> {
-    let deadline = Instant::now() + limit;
-    while !is_listening(port) {
-        if Instant::now() > deadline {
-            bail!("nothing listens on 127.0.0.1:{port} after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    Ok(())
-}
-
 /// `socat TCP-LISTEN:P,bind=127.0.0.1,reuseaddr TCP:127.0.0.1:TARGET` (one connection, then
 /// it exits), optionally with `-b BUF`.
 pub struct Socat {
@@ -339,56 +252,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stat_fields_after_a_tricky_name() {
-        let stat = "1234 (a ) b) S 1 2 3 4 5 6 7 8 9 10 250 37 0 0 20 0 1 0 100";
-        assert_eq!(parse_stat_cpu_ticks(stat), Some(287));
-        assert_eq!(parse_stat_cpu_ticks("garbage"), None);
-    }
-
-    #[test]
-    fn status_fields() {
-        let s = "Name:\tjdwpmux\nVmHWM:\t   10240 kB\nVmRSS:\t    9000 kB\n";
-        let cases = [("VmHWM", Some(10240)), ("VmRSS", Some(9000)), ("VmSwap", None), ("Vm", None)];
-        for (f, want) in cases {
-            assert_eq!(parse_status_kib(s, f), want, "{f}");
-        }
-    }
-
-    #[test]
-    fn tcp_listen_table() {
-        let t = "  sl  local_address rem_address   st tx_queue\n\
-                 0: 0100007F:1F90 00000000:0000 0A 00000000:00000000\n\
-                 1: 0100007F:1F91 0100007F:D431 01 00000000:00000000\n";
-        assert!(tcp_table_listens(t, 8080));
-        assert!(!tcp_table_listens(t, 8081), "established, not listening");
-        assert!(!tcp_table_listens(t, 80));
-    }
-
-    fn snap(threads: &[(u32, u64)], stat_ns: u64) -> CpuSnap {
-        CpuSnap { threads: threads.iter().copied().collect(), stat_ns: Some(stat_ns) }
-    }
-
-    #[test]
-    fn cpu_deltas_survive_threads_coming_and_going() {
-        let a = snap(&[(1, 100), (2, 50)], 10_000_000);
-        let cases = [
-            (snap(&[(1, 150), (2, 60)], 10_000_000), 60, "same threads: per-thread ns"),
-            (snap(&[(1, 150), (2, 60), (3, 5)], 10_000_000), 65, "a new thread counts whole"),
-            (snap(&[(1, 150)], 30_000_000), 20_000_000, "a thread exited: stat ticks"),
-        ];
-        for (b, want, why) in cases {
-            assert_eq!(b.since(&a), Some(want), "{why}");
-        }
-    }
-
-    #[test]
-    fn cpu_and_rss_of_this_process_are_readable() {
+    fn open_file_limits_of_this_process_are_readable() {
         let me = std::process::id();
-        let a = CpuSnap::take(me).unwrap();
-        let spin = std::time::Instant::now();
-        while spin.elapsed() < Duration::from_millis(20) {}
-        assert!(CpuSnap::take(me).unwrap().since(&a).unwrap() >= 10_000_000);
-        assert!(status_kib(me, "VmHWM").unwrap_or(0) > 0);
         assert!(nofile_limits(me).is_some_and(|(s, h)| s <= h));
     }
 }

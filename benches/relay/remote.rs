@@ -108,7 +108,7 @@ pub fn run(bin: &ProxyBin, p: &RemoteParams, reps: usize, warmup: usize, t: &mut
 const COLUMNS: [&str; 4] = ["ssh -L", "ssh -W", "socat + fwd", "jdwpmux --ssh"];
 
 #[allow(clippy::too_many_arguments)]
-fn paths_part(bin: &ProxyBin, keys: &crate::testhost::Keys, prog: &Arc<Debuggee>, p: &RemoteParams, reps: usize, warmup: usize, t: &mut Table, fail: Fail) {
+fn paths_part(bin: &ProxyBin, keys: &testkit::testhost::Keys, prog: &Arc<Debuggee>, p: &RemoteParams, reps: usize, warmup: usize, t: &mut Table, fail: Fail) {
     eprintln!("remote: a test host with the HotSpot debuggee ...");
     let mut host = match BenchHost::start(keys, "bench").and_then(|mut h| {
         h.launch(prog, VM_PORT, false)?;
@@ -216,7 +216,7 @@ fn path_rows(t: &mut Table, reps: &[Rep<RemoteRun>], p: &PathParams, extra: &[St
 }
 
 /// `p.hosts` hosts `h1`.. with `p.jvms_per_host` small JVMs each, all ready.
-fn start_hosts(keys: &crate::testhost::Keys, prog: &Arc<Debuggee>, p: &RemoteParams) -> Result<Vec<BenchHost>> {
+fn start_hosts(keys: &testkit::testhost::Keys, prog: &Arc<Debuggee>, p: &RemoteParams) -> Result<Vec<BenchHost>> {
     eprintln!("remote: {} test hosts with {} JVMs each ...", p.hosts, p.jvms_per_host);
     let mut hosts = Vec::new();
     for i in 1..=p.hosts {
@@ -251,7 +251,7 @@ pub fn count_ssh_rows(rows: &[serde_json::Value]) -> (usize, usize) {
 
 /// `serve --ssh` of every host, started now: seconds until `list` shows `total` VMs of ssh
 /// hosts, and until all of them are ready.
-fn listing_once(bin: &ProxyBin, keys: &crate::testhost::Keys, aliases: &[&str], total: usize) -> Result<(f64, f64)> {
+fn listing_once(bin: &ProxyBin, keys: &testkit::testhost::Keys, aliases: &[&str], total: usize) -> Result<(f64, f64)> {
     let dir = tempfile::tempdir()?;
     let args = bin.serve_ssh_args(aliases, &keys.ssh_config(), dir.path());
     let t0 = Instant::now();
@@ -276,7 +276,7 @@ fn listing_once(bin: &ProxyBin, keys: &crate::testhost::Keys, aliases: &[&str], 
 }
 
 #[allow(clippy::too_many_arguments)]
-fn listing_part(bin: &ProxyBin, keys: &crate::testhost::Keys, hosts: &mut [BenchHost], p: &RemoteParams, reps: usize, warmup: usize, t: &mut Table, fail: Fail) {
+fn listing_part(bin: &ProxyBin, keys: &testkit::testhost::Keys, hosts: &mut [BenchHost], p: &RemoteParams, reps: usize, warmup: usize, t: &mut Table, fail: Fail) {
     let total = hosts.iter().map(|h| h.jvms.len()).sum::<usize>();
     let aliases: Vec<String> = hosts.iter().map(|h| h.alias().to_string()).collect();
     let aliases: Vec<&str> = aliases.iter().map(String::as_str).collect();
@@ -372,7 +372,7 @@ pub fn idle_cost(local: &dyn Fn() -> Vec<Stat>, daemon: Option<u32>, ns: &str, j
 }
 
 /// jdwpmux serving the idle host: its daemon and the daemon's children.
-fn idle_jdwpmux(bin: &ProxyBin, keys: &crate::testhost::Keys, host: &mut BenchHost, p: &RemoteParams) -> Result<IdleCost> {
+fn idle_jdwpmux(bin: &ProxyBin, keys: &testkit::testhost::Keys, host: &mut BenchHost, p: &RemoteParams) -> Result<IdleCost> {
     next_session(std::slice::from_mut(host))?;
     let dir = tempfile::tempdir()?;
     let args = bin.serve_ssh_args(&[host.alias()], &keys.ssh_config(), dir.path());
@@ -400,7 +400,7 @@ fn idle_jdwpmux(bin: &ProxyBin, keys: &crate::testhost::Keys, host: &mut BenchHo
 
 /// The other design: one master and an `ssh -W` per VM connection, each connection open and
 /// idle after a Version round trip (what a daemon holding each VM through `-W` would keep).
-fn idle_stdio(keys: &crate::testhost::Keys, host: &mut BenchHost, p: &RemoteParams) -> Result<IdleCost> {
+fn idle_stdio(keys: &testkit::testhost::Keys, host: &mut BenchHost, p: &RemoteParams) -> Result<IdleCost> {
     next_session(std::slice::from_mut(host))?;
     let t = |port| Target { config: keys.ssh_config(), host: host.alias().to_string(), port };
     let mut master = Master::start(&t(VM_PORT))?;
@@ -425,7 +425,7 @@ fn idle_stdio(keys: &crate::testhost::Keys, host: &mut BenchHost, p: &RemotePara
     Ok(cost)
 }
 
-fn idle_part(bin: &ProxyBin, keys: &crate::testhost::Keys, host: &mut BenchHost, p: &RemoteParams, t: &mut Table, fail: Fail) {
+fn idle_part(bin: &ProxyBin, keys: &testkit::testhost::Keys, host: &mut BenchHost, p: &RemoteParams, t: &mut Table, fail: Fail) {
     let n = host.jvms.len();
     eprintln!("remote: an idle host with {n} JVMs, {:?} windows ...", p.idle_window);
     let j = idle_jdwpmux(bin, keys, host, p).map_err(|e| fail("remote: idle host, jdwpmux", format!("{e:#}"))).ok();

@@ -7,7 +7,7 @@ use crate::proxy::ProxyBin;
 use crate::report::Rep;
 use crate::stats::{fmt, fmt_opt, median};
 use crate::table::{Row, Table};
-use crate::Failures;
+use crate::failures::Failures;
 use crate::*;
 
 pub(crate) fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {

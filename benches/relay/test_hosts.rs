@@ -1,5 +1,5 @@
 //! Other machines for the `remote` section: the integration tests' test hosts
-//! (tests/support/testhost.rs: a network namespace joined by a veth pair, Debian's sshd in it
+//! (testkit/src/testhost.rs: a network namespace joined by a veth pair, Debian's sshd in it
 //! with a test config, keys, known_hosts and an ssh config file made for the run), with the
 //! benchmark's HotSpot debuggee started inside on the host's own loopback. Every JVM, sshd
 //! and namespace goes on drop, also during a panic; the signal watcher removes the namespaces
@@ -11,11 +11,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::jvm::{Debuggee, Jvm, Launch};
-use crate::testhost::{Keys, TestHost};
+use testkit::testhost::{Keys, TestHost};
 
 /// Why test hosts cannot be made here (not root, no `ip netns`, no sshd), or None.
 pub fn unavailable() -> Option<String> {
-    crate::testhost::unavailable()
+    testkit::testhost::unavailable()
 }
 
 /// A test host and the JVMs the benchmark runs on it.

@@ -1,7 +1,7 @@
 //! The `thin` section: big answers over a thin link (a VPN's 10 Mbit/s with 25 ms each way,
 //! `rate_link`, in front of a test host's sshd). A HotSpot JVM on the host holds 10,000
 //! classes with long names (an AllClassesWithGeneric of about 1 MB) and a 1 MiB string of
-//! JSON lines (`tests/support/jdi/BigAnswers.java`); a raw JDWP client asks for both, each
+//! JSON lines (`testkit/src/jdi/BigAnswers.java`); a raw JDWP client asks for both, each
 //! on a fresh connection of a fresh path, through `ssh -L`, through jdwpmux on the far side
 //! with compression off (`JDWPMUX_SQUEEZE=off` in `serve`'s environment: it speaks protocol 4,
 //! as a jdwpmux from before compression) and on (protocol 5, `farlink::squeeze`). The paths alternate
@@ -19,7 +19,7 @@ use crate::far_paths::{self as fp, FarKind, FarWrapper};
 use crate::jdwp_ops::{id_sizes, IdSizes, CLASSES_BY_SIGNATURE, FIELDS, REF_GET_VALUES, STRING_VALUE};
 use crate::jvm::Debuggee;
 use crate::proxy::ProxyBin;
-use crate::rate_link::RateLink;
+use testkit::rate_link::RateLink;
 use crate::remote::{Fail, VM_PORT};
 use crate::remote_paths::Target;
 use crate::stats::{fmt, fmt_opt, median};
@@ -27,7 +27,7 @@ use crate::table::{Row, Table};
 use crate::test_hosts::BenchHost;
 use crate::wire::{put_id, put_str, Client, Cursor};
 
-const BIG_ANSWERS_JAVA: &str = include_str!("../../tests/support/jdi/BigAnswers.java");
+const BIG_ANSWERS_JAVA: &str = include_str!("../../testkit/src/jdi/BigAnswers.java");
 /// VirtualMachine.AllClassesWithGeneric.
 pub const ALL_CLASSES_GENERIC: (u8, u8) = (1, 20);
 /// JDWP tag of a string object.

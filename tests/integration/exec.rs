@@ -136,7 +136,7 @@ fn execs_of(served: &Served) -> Vec<u32> {
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)).and_then(|p| p.parse::<u32>().ok());
+        let ppid = crate::support::process::parse_stat_fields(&stat).and_then(|f| f.get(1)?.parse::<u32>().ok());
         let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         if ppid == Some(served.pid()) && cmd.ends_with(b"far\0--attach\0") {
             pids.push(pid);

@@ -405,7 +405,8 @@ async fn a_detached_far_side_outlives_its_starter_and_ends_by_itself() -> Result
         }
     }
     let mut kill = Kill(Some(pid));
-    let sid = std::fs::read_to_string(format!("/proc/{pid}/stat"))?.rsplit(')').next().and_then(|r| r.split_whitespace().nth(3)).and_then(|s| s.parse::<i32>().ok());
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let sid = crate::support::process::parse_stat_fields(&stat).and_then(|f| f.get(3)?.parse::<i32>().ok());
     assert_eq!(sid, Some(pid), "it leads a session of its own");
     let log = dir.join("far.log");
     let deadline = tokio::time::Instant::now() + SLOW;

@@ -98,7 +98,7 @@ impl Drop for RealAdb {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_adb_server_killed_and_restarted_is_found_again() {
     assert!(Command::new("adb").arg("version").stdout(Stdio::null()).status().is_ok(), "the adb client is needed (apt-get install adb; .ci/run does)");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = crate::support::ports::free_port();
     let adb = RealAdb { port };
     assert!(RealAdb::start(port), "adb start-server");
     let other = FakeVm::start(FakeVmConfig::default()).await;

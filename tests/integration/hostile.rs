@@ -51,8 +51,7 @@ fn open_fds(pid: u32) -> usize {
 }
 
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
+    crate::support::process::status_kib(pid, "VmRSS").unwrap_or(0)
 }
 
 /// One slow connection: a byte of the handshake a second until the proxy closes it.

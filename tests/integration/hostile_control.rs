@@ -223,9 +223,7 @@ fn control_path_owned_by_someone_else_is_left_alone() {
 
 /// The daemon's resident memory in KiB.
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    crate::support::process::status_kib(pid, "VmRSS").unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -38,7 +38,7 @@ use crate::support::{java_available, jdb_available, Jdb};
 const HOLD_SECS: u64 = 2;
 
 async fn a_debugger_that_quits_while_stopped_leaves_nothing_pinned(java: &Path) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = crate::support::ports::free_port();
     let mut app = loads_at(Vec::new(), java, &format!("127.0.0.1:{port}")).await;
     let proxy = Proxy::start(&[app.addr()], DdmMode::Auto).await;
     let through = proxy.ready(0).await.debugger_port.expect("a debugger port");

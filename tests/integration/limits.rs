@@ -125,10 +125,7 @@ async fn every_length_from_either_side_is_handled_per_jdwp() {
 
     // The largest length JDWP allows, and then nothing: streamed, never allocated.
     let pid = served.pid();
-    let rss = |pid: u32| -> u64 {
-        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        s.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap()
-    };
+    let rss = |pid: u32| -> u64 { crate::support::process::status_kib(pid, "VmRSS").unwrap() };
     let mut watcher = RawClient::connect(addr).await.unwrap();
     still_fine(&mut watcher).await;
     let before = rss(pid);

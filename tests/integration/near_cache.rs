@@ -21,7 +21,7 @@ use crate::support::{java_available, JavaApp, Packet};
 /// ReferenceType.SourceDebugExtension.
 const SOURCE_DEBUG_EXTENSION: (u8, u8) = (2, 12);
 
-const CLASS_DATA_JAVA: &str = include_str!("../support/jdi/ClassData.java");
+const CLASS_DATA_JAVA: &str = include_str!("../../testkit/src/jdi/ClassData.java");
 
 /// The debuggee: keeps `Shape` loaded and calls it until the file named by its argument appears.
 const HELD_JAVA: &str = r#"public class Held {

@@ -166,7 +166,7 @@ fn runtime_and_usage_errors_are_one_clear_line() {
 fn serve_started_twice_the_same_way_says_another_one_runs() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("c.sock");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let port = crate::support::ports::free_port().to_string();
     let args = ["serve", "--no-scan", "--no-adb", "--no-proc", "--base-port", "0", "--current-port", &port, "--control", sock.to_str().unwrap()];
     let log = dir.path().join("first.log");
     let mut first = Command::new(BIN).args(args).env_remove("JDWPMUX_CONFIG").stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
@@ -178,7 +178,7 @@ fn serve_started_twice_the_same_way_says_another_one_runs() {
     // The same settings again: the port is the running daemon's.
     let (code, err) = run(&args);
     // Another current port, the same control socket: that one says so already.
-    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let other = crate::support::ports::free_port().to_string();
     let (other_code, other_err) = run(&["serve", "--no-scan", "--no-adb", "--no-proc", "--current-port", &other, "--control", sock.to_str().unwrap()]);
     let _ = first.kill();
     let _ = first.wait();

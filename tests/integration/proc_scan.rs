@@ -48,7 +48,7 @@ fn seen(found: &[FoundJvm]) -> BTreeMap<u32, Seen> {
 /// Three JVMs of one `java`: waiting on a fixed port, running on a picked port, and with the
 /// agent in JAVA_TOOL_OPTIONS.
 async fn three_jvms(java: PathBuf) -> Vec<JavaApp> {
-    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let free = crate::support::ports::free_port;
     let waiting = JvmSpec::main_at(&java, true, &format!("127.0.0.1:{}", free()));
     let picked = JvmSpec::main_at(&java, false, "127.0.0.1:0");
     let env = JvmSpec {

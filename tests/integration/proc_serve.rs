@@ -8,6 +8,7 @@
 use crate::cli::Served;
 use crate::remote::{agent, debug_once, program};
 use crate::support::testnet::Netns;
+use crate::support::ports::free_port;
 use crate::support::{JavaApp, JvmSpec};
 
 /// This test's row of `app`, wherever it is reached (`remote::row` leaves out rows reached at
@@ -16,9 +17,6 @@ fn row<'a>(rows: &'a [serde_json::Value], host: &str, app: &str) -> Option<&'a s
     rows.iter().find(|r| r["host"] == host && r["app"] == app)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_jvms_are_found_by_their_process_containers_too() {

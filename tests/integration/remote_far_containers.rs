@@ -16,7 +16,7 @@ use crate::support::{JavaApp, JvmSpec};
 /// agent on that namespace's 127.0.0.1:8000.
 fn boxed_on(host: &TestHost, class: &str) -> JvmSpec {
     let mut prefix = host.prefix();
-    prefix.extend(["unshare", "--net", "--", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""].map(String::from));
+    prefix.extend(crate::support::containers::unshare_net());
     JvmSpec { java: Path::new("java").to_path_buf(), prefix, agent: agent(false, "127.0.0.1:8000"), sources: program(class), class: class.into(), ..JvmSpec::default() }
 }
 

@@ -24,10 +24,10 @@ use crate::support::jdi::javac_jdi;
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, JvmSpec};
 
-const TILL_JAVA: &str = include_str!("../support/jdi/Till.java");
-const STEP_DRIVER_JAVA: &str = include_str!("../support/jdi/StepDriver.java");
-const COUNTER_JAVA: &str = include_str!("../support/jdi/Counter.java");
-const WATCHER_JAVA: &str = include_str!("../support/jdi/Watcher.java");
+const TILL_JAVA: &str = include_str!("../../testkit/src/jdi/Till.java");
+const STEP_DRIVER_JAVA: &str = include_str!("../../testkit/src/jdi/StepDriver.java");
+const COUNTER_JAVA: &str = include_str!("../../testkit/src/jdi/Counter.java");
+const WATCHER_JAVA: &str = include_str!("../../testkit/src/jdi/Watcher.java");
 
 /// A JDI program compiled here, started as a debugger of `127.0.0.1:PORT`.
 struct JdiTool {

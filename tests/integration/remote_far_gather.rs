@@ -1,6 +1,6 @@
 //! A stop's answers gathered on the VM's host and answered near, through
 //! `serve --ssh HOST --far always` with a delay relay in front of the host's sshd (10 ms each
-//! way, `support/delay_link.rs`), against real peers: a test host (a network namespace with
+//! way, `testkit/src/delay_link.rs`), against real peers: a test host (a network namespace with
 //! Debian's sshd), a real JVM on its loopback, JDI programs compiled here.
 //!
 //! - The IDE-shaped stepping session (`jdi/Stepper.java`, SUSPEND_ALL and SUSPEND_EVENT_THREAD,
@@ -35,11 +35,11 @@ use crate::support::jdi::{Jdi, Stepper, LEDGER_JAVA};
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, JvmSpec};
 
-const MEDDLER_JAVA: &str = include_str!("../support/jdi/Meddler.java");
-const DYING_JAVA: &str = include_str!("../support/jdi/Dying.java");
-const BRIEF_JAVA: &str = include_str!("../support/jdi/Brief.java");
-const UNLOADS_JAVA: &str = include_str!("../support/jdi/Unloads.java");
-const LOADERS_JAVA: &str = include_str!("../support/jdi/Loaders.java");
+const MEDDLER_JAVA: &str = include_str!("../../testkit/src/jdi/Meddler.java");
+const DYING_JAVA: &str = include_str!("../../testkit/src/jdi/Dying.java");
+const BRIEF_JAVA: &str = include_str!("../../testkit/src/jdi/Brief.java");
+const UNLOADS_JAVA: &str = include_str!("../../testkit/src/jdi/Unloads.java");
+const LOADERS_JAVA: &str = include_str!("../../testkit/src/jdi/Loaders.java");
 
 /// One way; a round trip on the link is 20 ms more than on the veth.
 const DELAY: Duration = Duration::from_millis(10);

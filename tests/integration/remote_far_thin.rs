@@ -1,7 +1,7 @@
 //! Big answers over a thin link through the far side: a real HotSpot JVM on a test host
-//! (`support/jdi/BigAnswers.java`: 10,000 classes with long names, a 1 MiB string), the
+//! (`testkit/src/jdi/BigAnswers.java`: 10,000 classes with long names, a 1 MiB string), the
 //! host's sshd behind a rate-limited relay (10 Mbit/s, 25 ms each way,
-//! `support/rate_link.rs`), `serve --ssh --far always`. A raw client asks for
+//! `testkit/src/rate_link.rs`), `serve --ssh --far always`. A raw client asks for
 //! VirtualMachine.AllClassesWithGeneric and the string's StringReference.Value directly on the
 //! host (a socket made inside its network namespace) and through the far side: the classes
 //! are the same (the agent numbers them per connection, so without their ids) and the string
@@ -21,7 +21,7 @@ use crate::support::rate_link::RateLink;
 use crate::support::testhost::{Keys, TestHost};
 use crate::support::{JavaApp, JvmSpec};
 
-const BIG_ANSWERS_JAVA: &str = include_str!("../support/jdi/BigAnswers.java");
+const BIG_ANSWERS_JAVA: &str = include_str!("../../testkit/src/jdi/BigAnswers.java");
 const CLASSES: usize = 10_000;
 const STRING_LEN: usize = 1 << 20;
 /// A reply may take this long on the thin link (1 MB uncompressed: under a second).

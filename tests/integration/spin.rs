@@ -17,9 +17,8 @@ const IDLE_WINDOW: Duration = Duration::from_secs(2);
 /// User plus system CPU time of a process, from /proc/PID/stat (fields 14 and 15, in ticks).
 fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the daemon runs");
-    // The command name may hold spaces: fields are counted after its closing parenthesis.
-    let rest = &stat[stat.rfind(')').expect("a stat line") + 2..];
-    let f: Vec<u64> = rest.split_whitespace().map(|v| v.parse().unwrap_or(0)).collect();
+    let fields = crate::support::process::parse_stat_fields(&stat).expect("a stat line");
+    let f: Vec<u64> = fields.iter().map(|v| v.parse().unwrap_or(0)).collect();
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     Duration::from_millis((f[11] + f[12]) * 1000 / hz)

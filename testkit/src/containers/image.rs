@@ -176,7 +176,7 @@ impl AppClasses {
         Ok(Arc::new(AppClasses { dir }))
     }
 
-    /// `support::java`'s `Main` (prints `tick N` every 50 ms).
+    /// `java`'s `Main` (prints `tick N` every 50 ms).
     pub async fn main() -> Result<Arc<AppClasses>> {
         Self::compile(&[("Main.java", MAIN_JAVA)]).await
     }

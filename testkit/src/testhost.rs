@@ -38,7 +38,7 @@ pub fn unavailable() -> Option<String> {
 #[macro_export]
 macro_rules! need_test_hosts {
     () => {
-        if let Some(why) = $crate::support::testhost::unavailable() {
+        if let Some(why) = $crate::testhost::unavailable() {
             eprintln!("skipped: {why}");
             return;
         }

@@ -83,7 +83,7 @@ pub fn unavailable() -> Option<String> {
 #[macro_export]
 macro_rules! need_podman {
     () => {
-        if let Some(why) = $crate::support::containers::unavailable() {
+        if let Some(why) = $crate::containers::unavailable() {
             eprintln!("skipped: {why}");
             return;
         }

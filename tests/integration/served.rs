@@ -1,7 +1,8 @@
 //! The real binary as a daemon: `jdwpmux serve` in a child process with its own control
-//! socket and log, and what tests ask it (`list`, `select`, ...). Declared by each test
-//! binary (`mod served;`), not by `support`, which the fake VM example builds too and which has
-//! no binary to run.
+//! socket and log, and what tests ask it (`list`, `select`, ...). A module of the
+//! integration tests that tests/cpu_pin.rs includes too; not part of the test kit
+//! (testkit/), which the benchmark and the fake VM example use and which has no binary to
+//! run.
 #![allow(dead_code)]
 
 use std::process::{Command, Stdio};

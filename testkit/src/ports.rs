@@ -12,6 +12,12 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpSocket;
 
+/// A port of 127.0.0.1 that was free a moment ago (bound to port 0, read, closed), for a
+/// peer that binds it itself; see [`PortHold`] when another test could take it meanwhile.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 pub struct PortHold {
     socket: TcpSocket,
     port: u16,

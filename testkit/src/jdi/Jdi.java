@@ -1,6 +1,6 @@
 // What every JDI program here starts with: attaching to HOST:PORT as an IDE's "remote JVM
 // debug" configuration does, through JDI's socket attaching connector. Compiled beside each
-// program (tests/support/jdi.rs JDI_JAVA). The system property jdi.manager names another
+// program (testkit/src/jdi.rs JDI_JAVA). The system property jdi.manager names another
 // JDI implementation to attach through (Eclipse's: org.eclipse.jdi.internal.
 // VirtualMachineManagerImpl, with its jar on the class path).
 import com.sun.jdi.Bootstrap;

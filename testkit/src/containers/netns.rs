@@ -3,6 +3,14 @@
 // What the containers module imports (std, anyhow, the JVM launcher) and its other parts.
 use super::*;
 
+/// The command prefix that runs a program in a network namespace of its own, loopback up:
+/// `unshare --net` execs sh, which brings lo up and execs the program ($0) with its
+/// arguments, so the program keeps the pid its starter saw. Used by the tests and the
+/// benchmark alike.
+pub fn unshare_net() -> Vec<String> {
+    ["unshare", "--net", "--", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""].map(String::from).to_vec()
+}
+
 /// A real JVM in a network namespace of its own, its agent on that namespace's loopback
 /// (brought up first: a new namespace's `lo` is down, and the agent would say "Listening"
 /// while every connect fails with ENETUNREACH). Named (`ip netns add`: `ip netns identify`
@@ -32,9 +40,7 @@ impl NetnsJvm {
             run_tool(&["ip", "-n", &name, "link", "set", "lo", "up"])?;
             vec!["ip".into(), "netns".into(), "exec".into(), name]
         } else {
-            // unshare execs sh, which brings lo up and execs java ($0) with its arguments:
-            // the JVM keeps the pid the test started.
-            ["unshare", "--net", "--", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""].map(String::from).to_vec()
+            unshare_net()
         };
         let mut spec = JvmSpec { prefix, ..JvmSpec::main_at(&java, false, &format!("127.0.0.1:{port}")) };
         if class != "Main" {

@@ -35,7 +35,7 @@ pub(super) fn comm(pid: u32) -> Option<String> {
 /// The parent pid (from /proc/PID/stat, after the name's last ')').
 pub fn ppid(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    crate::process::parse_stat_fields(&stat)?.get(1)?.parse().ok()
 }
 
 /// Whether a socket of `pid`'s network namespace listens on 127.0.0.1:`port`
