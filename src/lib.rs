@@ -16,14 +16,8 @@
 //! - [`listen`]: debugger accept loops; each new connection's handshake, then the hand-over
 //!   of its socket to the VM's session.
 //! - [`discovery`]: finding VMs: port-range scans and the adb server.
-//! - [`far`]: `jdwpmux far`, jdwpmux on a VM's host: holds its VM connections through link
-//!   cuts and serves them over the [`farlink`] stream.
-//! - [`farlink`]: the stream between jdwpmux near the IDE and jdwpmux on a VM's host: frames,
-//!   channels, acknowledgements and what to replay after a cut. Pure.
-//! - [`gather`]: answers gathered at a stop: what to read (the plan) and how long it holds
-//!   (the validity table). Pure.
-//! - [`nearlink`]: the near side of that stream: one task per far side that keeps it up
-//!   through cuts and gives its VM list and a byte stream per VM connection.
+//! - [`remote`]: VMs on other hosts: the near side, the far side (`jdwpmux far`), the link
+//!   between them, the ssh and runtime ways in, and the answers gathered at a stop.
 //! - [`netns`]: a connected socket inside another process's network namespace (a JVM on its
 //!   container's own loopback): a thread of ours when root, a single-threaded helper process
 //!   of this binary when not.
@@ -47,15 +41,11 @@ mod daemon;
 pub mod discovery;
 pub mod ddm;
 pub mod fd_limit;
-pub mod far;
-pub mod farlink;
 pub mod fuzzing;
-pub mod gather;
 pub mod jdwp;
 pub mod listen;
 pub mod logwriter;
 pub mod manpage;
-pub mod nearlink;
 pub mod netns;
 pub mod park;
 pub mod registry;

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn, Instrument};
 
 use super::config::SessionConfig;
-use super::connect::{self, ConnectError, Connected};
+use crate::transport::open::{self as connect, ConnectError, Connected};
 use crate::transport::{Endpoint, Stream};
 use super::ddm_types::{ThreadWatcher, Waiter};
 use super::debuggers::Debuggers;
@@ -120,11 +120,11 @@ pub(super) struct Session {
     /// The proxy's own ClassUnload request on this connection, once the VM granted it.
     pub unload_request: Option<u32>,
     /// The latest stop's answers gathered on the VM's host (`gathered`).
-    pub gathered: crate::gather::store::Store,
+    pub gathered: crate::remote::stop_answers::store::Store,
     /// What early answers must know of this connection (`early_answers`).
-    pub early: crate::gather::early::Early,
+    pub early: crate::remote::stop_answers::early::Early,
     /// Early answers given, until the VM's reply is compared with each.
-    pub early_given: crate::gather::early::Pending,
+    pub early_given: crate::remote::stop_answers::early::Pending,
     // Across connections:
     pub debuggers: Debuggers,
     pub waiting: Vec<PendingAttach>,

@@ -1,6 +1,6 @@
 //! Answers gathered at a stop by jdwpmux on the VM's host (see `gather`): the packet that
 //! carries them is taken out of the VM connection's stream here (no debugger ever sees it;
-//! captures show it on the VM leg, marked near), kept in a `gather::store::Store` per VM
+//! captures show it on the VM leg, marked near), kept in a `remote::stop_answers::store::Store` per VM
 //! connection, and a debugger's command it can answer is answered with the debugger's own
 //! id, bytes as the VM would send them. The store is told every command written to the VM
 //! (any debugger's, DDM, the proxy's own) and every event read, and judges from them what
@@ -18,7 +18,7 @@ use tracing::{debug, warn};
 use super::actor::Session;
 use super::nearcache::commands::ABSENT_INFORMATION;
 use super::nearcache::immutable;
-use crate::gather::inband;
+use crate::remote::stop_answers::inband;
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::packet::error;
 use crate::jdwp::{Header, Packet};
@@ -122,7 +122,7 @@ impl Session {
             let near = &self.near;
             let line_table = |class, method| near.line_table(&sizes, class, method);
             let lasting_class = |class| near.lasting_class(class);
-            let held = crate::gather::early::Held { line_table: &line_table, lasting_class: &lasting_class };
+            let held = crate::remote::stop_answers::early::Held { line_table: &line_table, lasting_class: &lasting_class };
             self.early.written_with(h.id, h.cmd_set(), h.cmd(), data, &sizes, &held);
         }
     }
