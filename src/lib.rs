@@ -48,6 +48,7 @@ pub mod logwriter;
 pub mod manpage;
 pub mod netns;
 pub mod park;
+pub mod private_folder;
 pub mod registry;
 pub mod remote;
 pub mod safe_text;

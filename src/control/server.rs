@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn, Instrument};
 
-use super::path_check::{self, AtPath};
+use crate::private_folder::{self as path_check, AtPath, FolderError};
 use super::protocol::{parse_request, ErrorKind, Request, Response, MAX_REQUEST_LINE};
 use crate::registry::{Registry, SelectError};
 
@@ -24,12 +24,8 @@ pub const CONTROL_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_
 
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
-    #[error("cannot create the control folder {path}: {source}")]
-    Folder { path: PathBuf, source: std::io::Error },
-    #[error("refusing the control folder {path}: {why} (use --control to put the socket in a folder of your own)")]
-    UnsafeFolder { path: PathBuf, why: String },
-    #[error("refusing the control socket path {path}: {why}; it is left as it is (use --control to pick another path)")]
-    PathTaken { path: PathBuf, why: String },
+    #[error(transparent)]
+    Folder(#[from] FolderError),
     #[error("another jdwpmux daemon already answers on {0} (use --control to pick another path)")]
     InUse(PathBuf),
     #[error("cannot listen on the control socket {path}: {source}")]

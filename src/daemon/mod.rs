@@ -326,7 +326,7 @@ async fn daemon_answers(path: &std::path::Path) -> bool {
 /// answers: `control::candidates`); else this user's own jdwpmux or other process by its
 /// pid; else the bare error.
 async fn port_taken(settings: &Settings, addr: SocketAddr, error: std::io::Error) -> RunError {
-    let uid = crate::control::path_check::own_uid();
+    let uid = crate::private_folder::own_uid();
     let others = crate::control::candidates(std::env::var_os("XDG_RUNTIME_DIR").as_deref(), uid);
     for control in settings.control.iter().chain(others.iter().filter(|p| Some(*p) != settings.control.as_ref())) {
         let ours = settings.control.as_ref() == Some(control) || crate::control::answers(control);

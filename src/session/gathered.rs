@@ -16,7 +16,7 @@
 use tracing::{debug, warn};
 
 use super::actor::Session;
-use super::nearcache::commands::ABSENT_INFORMATION;
+use crate::jdwp::packet::error::ABSENT_INFORMATION;
 use super::nearcache::immutable;
 use crate::remote::stop_answers::inband;
 use crate::jdwp::events::IdSizes;

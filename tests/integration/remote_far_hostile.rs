@@ -64,7 +64,7 @@ impl Fake {
         let d = dir.path();
         std::fs::write(d.join("fake.py"), FAKE).unwrap();
         std::fs::write(d.join("answer"), answer).unwrap();
-        std::fs::write(d.join("ready"), jdwpmux::remote::far::ready_line(&d.join("far.sock"), None, false)).unwrap();
+        std::fs::write(d.join("ready"), jdwpmux::remote::protocol::ready::ready_line(&d.join("far.sock"), None, false)).unwrap();
         let path = d.join("jdwpmux");
         std::fs::write(&path, format!("#!/bin/sh\nexec python3 {} {}\n", d.join("fake.py").display(), d.display())).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();

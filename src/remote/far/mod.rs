@@ -91,7 +91,7 @@ use tracing::{debug, info, warn, Instrument};
 
 use crate::discovery::jvms::keys::KeyBook;
 use crate::discovery::jvms::{self, HostView};
-use crate::remote::protocol::hello;
+use crate::remote::protocol::{hello, ready};
 use crate::remote::protocol::frame::{Body, Header, Kind, HEADER_LEN};
 use crate::remote::protocol::FarCodec;
 use serving::{Accepted, Config, Ended, Scan, Session};
@@ -134,25 +134,6 @@ pub enum FarError {
     Attach { path: PathBuf, source: std::io::Error },
 }
 
-/// The line a far side prints when it is ready, and a second start prints about the first:
-/// the near side reads the socket's path from it.
-pub fn ready_line(socket: &Path, pid: Option<u32>, already: bool) -> String {
-    let pid = pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
-    let state = if already { "already running" } else { "listening" };
-    let protocols = hello::protocols(hello::PROTOCOL_MIN, hello::PROTOCOL);
-    format!("jdwpmux far: {state} on {} ({pid}, protocol {protocols}, jdwpmux {})", socket.display(), env!("CARGO_PKG_VERSION"))
-}
-
-/// The line a start prints about the far side found running: its own protocols and version
-/// from its pid file (`dir::Holder`), not this binary's (a jdwpmux installed over an older
-/// one finds the older one running); `?` for what a far side from before the record did not
-/// write.
-pub fn running_line(socket: &Path, holder: &dir::Holder) -> String {
-    let pid = holder.pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
-    let protocols = holder.protocols.as_ref().map_or_else(|| "?".to_string(), |r| hello::protocols(*r.start(), *r.end()));
-    let version = holder.version.as_deref().unwrap_or("?");
-    format!("jdwpmux far: already running on {} ({pid}, protocol {protocols}, jdwpmux {version})", socket.display())
-}
 
 /// The folder a far side started `--beside` one of another protocol uses, inside the
 /// default (or named) one: one per protocol, so each near side finds the far side it
@@ -179,7 +160,7 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     let socket = dir.join(dir::SOCKET);
     let _lock = match dir::lock(&dir)? {
         dir::Locked::Running(holder) => {
-            say(&running_line(&socket, &holder));
+            say(&ready::running_line(&socket, holder.pid, holder.protocols.as_ref(), holder.version.as_deref()));
             return Ok(());
         }
         dir::Locked::Mine(lock) => lock,
@@ -188,7 +169,7 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     let _ = std::fs::remove_file(&socket);
     let listener = UnixListener::bind(&socket).map_err(|source| FarError::Socket { path: socket.clone(), source })?;
     let key = hello::new_session().map_err(FarError::Random)?;
-    say(&ready_line(&socket, Some(std::process::id()), false));
+    say(&ready::ready_line(&socket, Some(std::process::id()), false));
     info!(socket = %socket.display(), hold_s = opts.hold.as_secs(), "far side listening");
 
     let stop = CancellationToken::new();
@@ -370,7 +351,7 @@ async fn scan_loop(scans: mpsc::Sender<Scan>, interval: Duration) {
                 continue;
             }
         };
-        let decisions = crate::daemon::proc_vms::decide(&found, scanner, &mut book);
+        let decisions = crate::discovery::jvms::decide::decide(&found, scanner, &mut book);
         if scans.send((found, decisions)).await.is_err() {
             return;
         }

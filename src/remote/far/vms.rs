@@ -1,5 +1,5 @@
 //! The far side's VM list: the JVMs its /proc scan found (the same scan and the same keys as
-//! `serve`'s local discovery, `daemon::proc_vms::decide`), each under a number the near side
+//! `serve`'s local discovery, `discovery::jvms::decide::decide`), each under a number the near side
 //! opens channels by. Pure.
 //!
 //! A number names one process's VM: a JVM keeps its number while it runs, and a new process
@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::daemon::proc_vms::Decision;
+use crate::discovery::jvms::decide::Decision;
 use crate::discovery::jvms::cmdline::MainName;
 use crate::discovery::jvms::FoundJvm;
 use crate::transport::Endpoint;
@@ -96,11 +96,14 @@ fn cut(s: &str, max: usize) -> String {
     s[..end].to_string()
 }
 
+// A command line the scan keeps fits the VM list's (a wire limit of the protocol).
+const _: () = assert!(crate::discovery::jvms::found::MAX_COMMAND <= MAX_COMMAND);
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::SocketAddr;
-    use crate::daemon::proc_vms::decide;
+    use crate::discovery::jvms::decide::decide;
     use crate::discovery::jvms::keys::KeyBook;
     use crate::discovery::jvms::Reach;
 

@@ -36,8 +36,10 @@ pub const MAX_TEXT: usize = 512;
 pub const MAX_VERSION: usize = 64;
 /// Bytes of a VM's user name and of its main class, jar or module.
 pub const MAX_NAME: usize = 512;
-/// Bytes of a VM's command line (as `discovery::jvms::found::MAX_COMMAND`).
-pub const MAX_COMMAND: usize = crate::discovery::jvms::found::MAX_COMMAND;
+/// Bytes of a VM's command line. A wire limit of the protocol, so fixed here rather than
+/// borrowed from the scan; the far side checks that what its scan keeps fits
+/// (`remote::far::vms`).
+pub const MAX_COMMAND: usize = 4096;
 
 /// The first bytes of every Hello: a stream that starts otherwise is not this protocol.
 pub const MAGIC: [u8; 8] = *b"JDWPMUXF";

@@ -1,7 +1,11 @@
-//! The line `jdwpmux far --detach` prints (see `remote::far::ready_line`), read by the near side to
-//! learn where the far side listens and what it is. Pure.
+//! The line `jdwpmux far --detach` prints (`ready_line`, or `running_line` about a far side
+//! found running), read by the near side to learn where the far side listens and what it
+//! is. Pure.
 
-use std::path::PathBuf;
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+
+use super::hello;
 
 /// What the far side's ready line says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +24,26 @@ pub struct Ready {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("not a far side's ready line: {0:?}")]
 pub struct NotReady(pub String);
+
+/// The line a far side prints when it is ready, and a second start prints about the first:
+/// the near side reads the socket's path from it.
+pub fn ready_line(socket: &Path, pid: Option<u32>, already: bool) -> String {
+    let pid = pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    let state = if already { "already running" } else { "listening" };
+    let protocols = hello::protocols(hello::PROTOCOL_MIN, hello::PROTOCOL);
+    format!("jdwpmux far: {state} on {} ({pid}, protocol {protocols}, jdwpmux {})", socket.display(), env!("CARGO_PKG_VERSION"))
+}
+
+/// The line a start prints about the far side found running: its own protocols and version
+/// from its pid file (`remote::far::dir::Holder`), not this binary's (a jdwpmux installed
+/// over an older one finds the older one running); `?` for what a far side from before the
+/// record did not write.
+pub fn running_line(socket: &Path, pid: Option<u32>, protocols: Option<&RangeInclusive<u16>>, version: Option<&str>) -> String {
+    let pid = pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"));
+    let protocols = protocols.map_or_else(|| "?".to_string(), |r| hello::protocols(*r.start(), *r.end()));
+    let version = version.unwrap_or("?");
+    format!("jdwpmux far: already running on {} ({pid}, protocol {protocols}, jdwpmux {version})", socket.display())
+}
 
 /// Reads `jdwpmux far: listening on SOCKET (pid N, protocol P, jdwpmux V)` (or `already
 /// running on`). The socket's path is absolute and may hold spaces: it runs to the last
@@ -89,7 +113,7 @@ mod tests {
     fn reads_what_the_far_side_prints() {
         for already in [false, true] {
             for pid in [Some(4242), None] {
-                let line = crate::remote::far::ready_line(Path::new("/run/user/1000/jdwpmux far/far.sock"), pid, already);
+                let line = ready_line(Path::new("/run/user/1000/jdwpmux far/far.sock"), pid, already);
                 let got = parse(&format!("{line}\n")).unwrap();
                 assert_eq!(got.socket, Path::new("/run/user/1000/jdwpmux far/far.sock"));
                 let ours = crate::remote::protocol::hello::PROTOCOL_MIN..=crate::remote::protocol::hello::PROTOCOL;
@@ -108,12 +132,10 @@ mod tests {
     #[test]
     fn a_far_side_found_running_says_its_own_protocols() {
         let socket = Path::new("/x/far.sock");
-        let old = crate::remote::far::dir::Holder { pid: Some(7), protocols: Some(1..=1), version: Some("0.0.9".into()) };
-        let got = parse(&crate::remote::far::running_line(socket, &old)).unwrap();
+        let got = parse(&running_line(socket, Some(7), Some(&(1..=1)), Some("0.0.9"))).unwrap();
         assert_eq!((got.pid, got.protocols, got.version.as_str(), got.already), (Some(7), 1..=1, "0.0.9", true));
         // One from before the record: its pid alone.
-        let bare = crate::remote::far::dir::Holder { pid: Some(7), ..Default::default() };
-        let line = crate::remote::far::running_line(socket, &bare);
+        let line = running_line(socket, Some(7), None, None);
         assert_eq!(line, "jdwpmux far: already running on /x/far.sock (pid 7, protocol ?, jdwpmux ?)");
         let got = parse(&line).unwrap();
         assert_eq!((said(&got.protocols), got.protocols), ("unknown (it did not record it)".to_string(), UNKNOWN));

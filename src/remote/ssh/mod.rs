@@ -26,10 +26,10 @@ const MAX_DIR_LEN: usize = 80;
 /// (whose folder is the user's own, mode 0700), or in the default one when that path is too
 /// long for socket names. A folder whose path ssh cannot be given (`ssh_path`) is an error.
 pub fn private_dir(control: Option<&Path>) -> std::io::Result<PathBuf> {
-    let default = crate::control::default_path();
-    let base = control.and_then(Path::parent).filter(|d| d.as_os_str().len() <= MAX_DIR_LEN).unwrap_or_else(|| default.parent().unwrap_or(Path::new("/tmp")));
-    if base == default.parent().unwrap_or(Path::new("/tmp")) {
-        crate::control::path_check::prepare_folder(base).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let default = crate::private_folder::default_runtime_folder();
+    let base = control.and_then(Path::parent).filter(|d| d.as_os_str().len() <= MAX_DIR_LEN).unwrap_or(&default);
+    if base == default {
+        crate::private_folder::prepare_folder(base).map_err(|e| std::io::Error::other(e.to_string()))?;
     }
     let dir = base.join(format!("ssh-{}", std::process::id()));
     // Refused before anything is made: ssh would take the path for another.

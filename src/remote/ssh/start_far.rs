@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn what_a_start_says() {
-        let line = crate::remote::far::ready_line(Path::new("/run/far/far.sock"), Some(9), false);
+        let line = crate::remote::protocol::ready::ready_line(Path::new("/run/far/far.sock"), Some(9), false);
         assert_eq!(judge_start(Some(0), &format!("{line}\n"), "", "jdwpmux").map(|r| r.socket), Ok(PathBuf::from("/run/far/far.sock")));
         assert_eq!(judge_start(Some(127), "", "sh: 1: jdwpmux: not found", "jdwpmux"), Err(FarUnusable::NotFound("jdwpmux".into())));
         let other = "jdwpmux far: listening on /run/far/far.sock (pid 9, protocol 7, jdwpmux 9.0.0)";

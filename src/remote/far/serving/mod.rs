@@ -46,7 +46,7 @@ use super::channel::{Channel, Event};
 use super::conn::{read_some, reserve, sleep_until, write_some, ConnReader, ConnWriter};
 use crate::remote::protocol::hello::TakenOver;
 use super::vms::VmTable;
-use crate::daemon::proc_vms::Decision;
+use crate::discovery::jvms::decide::Decision;
 use crate::discovery::jvms::FoundJvm;
 use crate::remote::protocol::liveness::{self, Beat};
 use crate::remote::protocol::frame::{Body, ByeReason, Hello, SessionKey, HEADER_LEN, MAX_DATA};
@@ -92,7 +92,7 @@ pub enum Ended {
     Stopped,
 }
 
-/// One round of a scan, as `daemon::proc_vms::decide` saw it.
+/// One round of a scan, as `discovery::jvms::decide::decide` saw it.
 pub type Scan = (Vec<FoundJvm>, Vec<Decision>);
 
 enum Wake {

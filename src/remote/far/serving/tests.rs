@@ -13,7 +13,7 @@ use tokio::net::{TcpListener, UnixStream};
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::*;
-use crate::daemon::proc_vms::decide;
+use crate::discovery::jvms::decide::decide;
 use crate::discovery::jvms::keys::KeyBook;
 use crate::discovery::jvms::{FoundJvm, Reach};
 use crate::remote::protocol::hello::new_session;

@@ -1,4 +1,6 @@
-//! What the daemon accepts at the control socket's path before it binds there.
+//! The user's private runtime folder, and what the daemon accepts at a socket's path in a
+//! folder before it binds there: used by the control socket and by the ssh sockets' folder,
+//! so it sits below both.
 //!
 //! The socket gives whoever connects every VM the daemon reaches, so its folder must belong
 //! to the daemon's user and be closed to others' writes (else another user could swap the
@@ -8,9 +10,43 @@
 
 use std::fs::{DirBuilder, Metadata};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::server::ControlError;
+
+/// Why a socket's folder or path is refused (the words name the control socket, its first
+/// user; the ssh sockets' folder is the same folder).
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    #[error("cannot create the control folder {path}: {source}")]
+    Folder { path: PathBuf, source: std::io::Error },
+    #[error("refusing the control folder {path}: {why} (use --control to put the socket in a folder of your own)")]
+    UnsafeFolder { path: PathBuf, why: String },
+    #[error("refusing the control socket path {path}: {why}; it is left as it is (use --control to pick another path)")]
+    PathTaken { path: PathBuf, why: String },
+    #[error("cannot listen on the control socket {path}: {source}")]
+    Bind { path: PathBuf, source: std::io::Error },
+}
+
+/// This user's runtime folders for jdwpmux, the default first: `$XDG_RUNTIME_DIR/jdwpmux`
+/// when set, then `/tmp/jdwpmux-UID` and `/run/user/UID/jdwpmux`.
+pub fn runtime_folders(xdg_runtime_dir: Option<&std::ffi::OsStr>, uid: u32) -> Vec<PathBuf> {
+    let mut all = Vec::new();
+    if let Some(dir) = xdg_runtime_dir.filter(|d| !d.is_empty()) {
+        all.push(PathBuf::from(dir).join("jdwpmux"));
+    }
+    for dir in [format!("/tmp/jdwpmux-{uid}"), format!("/run/user/{uid}/jdwpmux")] {
+        let path = PathBuf::from(dir);
+        if !all.contains(&path) {
+            all.push(path);
+        }
+    }
+    all
+}
+
+/// The default runtime folder (the first of `runtime_folders`).
+pub fn default_runtime_folder() -> PathBuf {
+    runtime_folders(std::env::var_os("XDG_RUNTIME_DIR").as_deref(), own_uid()).swap_remove(0)
+}
 
 /// The uid the daemon runs as (the owner of its own /proc entry).
 pub fn own_uid() -> u32 {
@@ -25,9 +61,9 @@ pub fn peer_allowed(uid: u32, own: u32) -> bool {
 
 /// Makes the socket's folder (mode 0700) if it is missing, else checks that it is a real
 /// folder of the daemon's user that nobody else may write to.
-pub fn prepare_folder(dir: &Path) -> Result<(), ControlError> {
+pub fn prepare_folder(dir: &Path) -> Result<(), FolderError> {
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    let folder_err = |source| ControlError::Folder { path: dir.into(), source };
+    let folder_err = |source| FolderError::Folder { path: dir.into(), source };
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -37,7 +73,7 @@ pub fn prepare_folder(dir: &Path) -> Result<(), ControlError> {
         Err(e) => return Err(folder_err(e)),
     };
     match folder_problem(&meta, own_uid()) {
-        Some(why) => Err(ControlError::UnsafeFolder { path: dir.into(), why }),
+        Some(why) => Err(FolderError::UnsafeFolder { path: dir.into(), why }),
         None => Ok(()),
     }
 }
@@ -72,14 +108,14 @@ pub enum AtPath {
 }
 
 /// Checks whatever is at `path` without following a symbolic link.
-pub fn inspect(path: &Path) -> Result<AtPath, ControlError> {
+pub fn inspect(path: &Path) -> Result<AtPath, FolderError> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(AtPath::Nothing),
-        Err(source) => return Err(ControlError::Bind { path: path.into(), source }),
+        Err(source) => return Err(FolderError::Bind { path: path.into(), source }),
     };
     match path_problem(&meta, own_uid()) {
-        Some(why) => Err(ControlError::PathTaken { path: path.into(), why }),
+        Some(why) => Err(FolderError::PathTaken { path: path.into(), why }),
         None => Ok(AtPath::OwnSocket),
     }
 }
@@ -146,7 +182,7 @@ mod tests {
         assert_eq!(inspect(&base.path().join("none")).unwrap(), AtPath::Nothing);
         let f = base.path().join("f");
         std::fs::write(&f, "x").unwrap();
-        assert!(matches!(inspect(&f), Err(ControlError::PathTaken { .. })));
+        assert!(matches!(inspect(&f), Err(FolderError::PathTaken { .. })));
         let link = base.path().join("l");
         std::os::unix::fs::symlink(&s, &link).unwrap();
         assert!(path_problem(&meta(&link), own).unwrap().contains("symbolic link"));
