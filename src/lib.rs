@@ -18,9 +18,14 @@
 //! - [`discovery`]: finding VMs: port-range scans and the adb server.
 //! - [`remote`]: VMs on other hosts: the near side, the far side (`jdwpmux far`), the link
 //!   between them, the ssh and runtime ways in, and the answers gathered at a stop.
+//! - [`transport`]: where a VM (or an adb server) is reached and the byte stream to it;
+//!   [`transport::open`] connects to a VM's agent and does the JDWP handshake.
 //! - [`netns`]: a connected socket inside another process's network namespace (a JVM on its
 //!   container's own loopback): a thread of ours when root, a single-threaded helper process
 //!   of this binary when not.
+//! - [`park`]: what the runtime's one thread does before it sleeps (yield after a write).
+//! - [`private_folder`]: the user's runtime folder and the checks of a folder only its user
+//!   may write to (the control socket's and the ssh sockets').
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
 //! - [`stats`]: traffic figures per debugger and command (latency histograms), live and
@@ -31,6 +36,25 @@
 //! - [`fuzzing`]: the fuzz targets' checks, shared by the fuzzers in `fuzz/` and `cargo test`.
 //! - [`safe_text`]: text from VMs, hosts and processes made inert for terminals and logs.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
+//!
+//! # Layers
+//! Bottom to top. A module imports from its own layer and the layers below it, never from
+//! one above (`house_tests` reads every file in `src/` and fails on an import that points
+//! up); `main.rs` alone sees everything.
+//! 1. safe_text, jdwp, netns, park, accept, fd_limit, private_folder, logwriter: leaves.
+//! 2. ddm, transport: DDM on JDWP; where a VM is reached, and opening its connection.
+//! 3. discovery: finding VMs (port scans, adb, /proc and remote scans).
+//! 4. remote: VMs on other hosts (its own map: the link's protocol at the bottom, then the
+//!    near and far sides, then the ssh and runtime ways in).
+//! 5. capture, stats, views: captures, traffic figures, what people see of DDM data.
+//! 6. session: the VM actor.
+//! 7. registry, listen: the known VMs; the debuggers' way in.
+//! 8. settings, cli, config, manpage: what the user asks for.
+//! 9. control, web: the control socket and the live page (nothing else imports control
+//!    but `daemon` and `main`).
+//! 10. daemon: starts and wires everything (nothing below imports it).
+//! 11. fuzzing, house_tests: the fuzz targets' checks, and these rules' tests, over every
+//!     layer (test and fuzz builds only).
 
 mod accept;
 pub mod capture;
@@ -42,6 +66,8 @@ pub mod discovery;
 pub mod ddm;
 pub mod fd_limit;
 pub mod fuzzing;
+#[cfg(test)]
+mod house_tests;
 pub mod jdwp;
 pub mod listen;
 pub mod logwriter;
