@@ -33,7 +33,8 @@
 //! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
 //! - [`web`]: the live monitor page (`serve --web`) and its JSON API.
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
-//! - [`fuzzing`]: the fuzz targets' checks, shared by the fuzzers in `fuzz/` and `cargo test`.
+//! - `fuzzing`: the fuzz targets' checks, shared by the fuzzers in `fuzz/` and `cargo test`
+//!   (built for tests, and with the `fuzzing` feature, which `fuzz/` enables).
 //! - [`safe_text`]: text from VMs, hosts and processes made inert for terminals and logs.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
 //!
@@ -65,6 +66,7 @@ mod daemon;
 pub mod discovery;
 pub mod ddm;
 pub mod fd_limit;
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 #[cfg(test)]
 mod house_tests;

@@ -183,7 +183,7 @@ pub fn check(data: &[u8]) {
 
 /// The seeds of `fuzz/corpus/nearlink`: what a far side sends after a near side's Hello
 /// with three opens, from a well-behaved session to the hostile, each named `NAME-XX` after
-/// its first (mode) byte. Written by `cargo run --example fuzz_seeds -- --nearlink DIR`.
+/// its first (mode) byte. Written by `cargo run --features fuzzing --example fuzz_seeds -- --nearlink DIR`.
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     use crate::remote::protocol::frame::{ByeReason, CloseReason, Hello, MainKind, Role, SessionKey};
     // A far side of protocol 2, as most of the committed corpus holds: a near side of 3
