@@ -9,6 +9,7 @@ mod ddm_cmds;
 pub mod heap;
 pub mod hosts_view;
 pub mod protocol;
+mod reply;
 pub mod server;
 pub mod stats_cmd;
 pub mod view;

@@ -27,13 +27,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// stream (each at most `MAX_DATA` bytes).
 pub const TO_VM_QUEUE: usize = 64;
 
-/// What a channel's task tells the session.
-#[derive(Debug)]
-pub enum Event {
-    Opened { channel: u32, result: Result<(), (OpenStatus, String)> },
-    Data { channel: u32, bytes: Bytes },
-    Closed { channel: u32, reason: CloseReason, text: String },
-}
+pub use super::event::Event;
 
 /// How long a channel the near side closed may take to write what the near side sent
 /// before the close: then its VM connection is closed regardless.

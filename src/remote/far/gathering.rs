@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use super::channel::Event;
+use super::event::Event;
 use crate::remote::protocol::frame::{CloseReason, MAX_DATA};
 use crate::remote::stop_answers::inband;
 use crate::remote::stop_answers::plan::Limits;

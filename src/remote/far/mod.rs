@@ -67,6 +67,7 @@
 
 pub(crate) mod channel;
 mod conn;
+mod event;
 mod gathering;
 pub mod logcap;
 pub mod dir;
