@@ -1,6 +1,9 @@
 //! Where a VM (or an adb server) is reached, and the byte stream to it: TCP for VMs on this
 //! machine, a Unix socket for those behind an ssh link (the link's master forwards each one
 //! from a socket in the daemon's private folder, so no TCP port is opened for them).
+//!
+//! - [`open`]: opening a VM connection: connect under a timeout, then the JDWP handshake
+//!   (used by the VM session, the port scan's probe and the far side alike).
 
 
 pub mod open;

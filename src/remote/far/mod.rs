@@ -8,14 +8,15 @@
 //! ends.
 //!
 //! - [`dir`]: the private folder, its lock and pid file.
-//! - [`handshake`]: what a near side's Hello gets (new session, resumed, refused). Pure.
+//! - What a near side's Hello gets (new session, resumed, refused) is the link's protocol:
+//!   [`crate::remote::protocol::hello`], as is the ready line ([`crate::remote::protocol::ready`]).
 //! - `attach`: `far --attach`, this process's stdin and stdout bridged to the far side's
 //!   socket (started first when none runs): the far side as an exec's byte pipe reaches it.
 //! - `vms`: the VM list and the numbers channels are opened by. Pure.
-//! - `channel`: one task per VM connection.
+//! - `channel`: one task per VM connection; `event`: what it tells the session.
 //! - `gathering`: a channel's relay when the near side asked for stops' answers (protocol 3).
 //! - `conn`: the session's connection to the near side and the waits on it.
-//! - `session`: the task owning the near side's connection, the channels and the resume
+//! - `serving`: the task owning the near side's connection, the channels and the resume
 //!   state.
 //!
 //! One far process serves one session: it starts with a fresh session key, a near side that

@@ -10,6 +10,9 @@
 //! - [`squeeze`]: big Data frames compressed when that makes them smaller (protocol 5),
 //!   inflated under a bound. Pure.
 //! - [`liveness`]: when a side Pings, and when it takes a silent connection for dead. Pure.
+//! - [`hello`]: the versions both sides speak, and what a near side's Hello gets from the
+//!   far side (new session, resumed, taken over, refused). Pure, table-tested.
+//! - [`ready`]: the line a far side prints when it is ready, written and read. Pure.
 //! - [`resume`]: what each side keeps so a cut loses nothing and repeats nothing: sent and
 //!   not yet acknowledged (bounded), received, what to replay after a reconnect. Pure.
 //!

@@ -1,9 +1,18 @@
-//! VMs on other hosts reached through the user's own OpenSSH client.
+//! VMs on other hosts reached through the user's own OpenSSH client: one master connection
+//! a host, whose forwards carry each VM's connection from a Unix socket in the daemon's
+//! private folder (`private_dir`, here).
 //!
-//! Pure parts: `destination` (what may be given to ssh), `cmd` (the command lines),
-//! `errors` (what ssh's failures mean), `config` (whether a config names a host), `path`
-//! (paths escaped for ssh's tokens), `known_hosts` (which files to watch for a host refused
-//! for its key).
+//! - [`destination`]: what may be given to ssh as a host. Pure.
+//! - [`cmd`]: ssh's command lines and options. Pure.
+//! - [`errors`]: what ssh's failures mean. Pure.
+//! - [`config`]: whether the user's ssh config names a host. Pure.
+//! - [`path`]: paths escaped for ssh's tokens. Pure.
+//! - [`known_hosts`]: which files to watch for a host refused for its key. Pure.
+//! - [`master`]: the master connection, and the JVM scan run in its own session.
+//! - [`start_far`]: starting `jdwpmux far` through the master, and forwarding its socket.
+//! - [`through_far`]: one `--ssh` host served through jdwpmux on it, over the near link.
+//!
+//! The host served by plain ssh (scan and forwards) is `remote::host`.
 
 pub mod cmd;
 pub mod config;

@@ -24,7 +24,7 @@
 //!
 //! The task's state, its wake-ups and its beat are here; its methods on each part are in
 //! files of their own:
-//! - `connect`: a near side's connection taken (new session, resumed, taken over) and lost
+//! - `near_side`: a near side's connection taken (new session, resumed, taken over) and lost
 //!   (the hold starts), or let go.
 //! - `frames`: the frames on the connection: the near side's handled, the channels' events
 //!   and the VM list sent.

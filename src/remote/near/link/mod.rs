@@ -17,7 +17,7 @@
 //! table has room (else they wait on their stream, as on a slow socket); what the far side
 //! sends waits for room in a channel's bounded queue, and the stream is not read meanwhile.
 //!
-//! - `connect`: a connection's start and end: the Hello and resume, the backoff after a
+//! - `attempt`: a connection's start and end: the Hello and resume, the backoff after a
 //!   cut, a session lost, taken over or refused, and the goodbye.
 //! - `frames`: the frames of a connection up: written, read and handled, and each
 //!   channel's Data on to its user.
