@@ -11,7 +11,6 @@
 //! - [`inbound`]: what each frame from the far side means (its Hello, then every frame). Pure.
 //! - [`timing`]: when to try again after a cut (promptly while the far side holds), and when
 //!   a cut session is taken for let go (the near side keeps the hold's clock too). Pure.
-//! - [`restart`]: whether the far side still runs when the link goes down, and what then. Pure.
 //! - [`netwatch`]: this machine's network changes, to try a cut host again at once.
 //! - [`found`]: a listed VM as the JVM a host's scan finds (same keys and ports). Pure.
 //! - [`sockets`]: a local socket per far-side VM, each connection a channel whose task
@@ -26,7 +25,6 @@ pub mod found;
 pub mod inbound;
 pub mod link;
 pub mod netwatch;
-pub mod restart;
 pub mod sockets;
 pub mod timing;
 

@@ -29,9 +29,11 @@
 //! - `report`: the far side's list as the host's report, and the host's row following it.
 //! - `lines`: the lines said of a far side that cannot be used, restarted, silent, taken
 //!   over, or holding for another time than asked. Pure.
+//! - `restart`: whether the far side still runs when the link goes down, and what then. Pure.
 
 mod lines;
 mod reach;
+pub mod restart;
 mod report;
 mod serve;
 

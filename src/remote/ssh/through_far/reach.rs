@@ -12,7 +12,7 @@ use tracing::{debug, info, warn};
 use super::{reach_far, FarChoice, FarMode};
 use crate::remote::near::netwatch::NetChanges;
 use crate::remote::protocol::ready::Ready;
-use crate::remote::near::restart::{self, Unusable};
+use crate::remote::ssh::through_far::restart::{self, Unusable};
 use crate::remote::ssh::start_far::FarUnusable;
 use crate::remote::near::timing::{Backoff, Retry, RESTART_AFTER};
 use crate::remote::host::{HostConfig, HostReport, LinkState};
