@@ -1,4 +1,4 @@
-//! Triage of fuzzer findings: `cargo run --example fuzz_replay -- TARGET PATH...` runs every
+//! Triage of fuzzer findings: `cargo run --features fuzzing --example fuzz_replay -- TARGET PATH...` runs every
 //! file named (a folder: each file in it, say AFL's `crashes`) through TARGET's check, the
 //! same one `cargo test` and the AFL binaries run, and prints which inputs still break a
 //! property and which property. Exits 1 when any does. See fuzz/README.md.

@@ -1,9 +1,9 @@
-//! Cuts fuzz seeds out of real captures: `cargo run --example fuzz_seeds -- OUT CAPTURE...`
+//! Cuts fuzz seeds out of real captures: `cargo run --features fuzzing --example fuzz_seeds -- OUT CAPTURE...`
 //! writes `OUT/TARGET/NAME` files for the targets whose input is traffic (codec, handshake,
 //! ddm, heapmap, capture), from pcapng and JSON-lines captures made with `serve --capture`
 //! (a real JVM under jdb, the fake DDM VM under `threads`/`heap`/`features`). Each file is
 //! named after its content's hash, so running it twice adds nothing new.
-//! `cargo run --example fuzz_seeds -- --nearlink DIR` writes the `nearlink` seeds
+//! `cargo run --features fuzzing --example fuzz_seeds -- --nearlink DIR` writes the `nearlink` seeds
 //! (`jdwpmux::fuzzing::nearlink::seeds()`, made in code) to DIR. See fuzz/README.md.
 
 use std::collections::BTreeMap;

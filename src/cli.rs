@@ -232,8 +232,8 @@ pub struct ServeArgs {
     /// suspension. auto: when a compatible jdwpmux is there, else ssh forwards with one line
     /// saying why; always: only through it; never: ssh forwards.
     #[arg(help_heading = OTHER_MACHINES)]
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::nearlink::host::FarMode::Auto)]
-    pub far: crate::nearlink::host::FarMode,
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::remote::ssh::through_far::FarMode::Auto)]
+    pub far: crate::remote::ssh::through_far::FarMode,
     /// Which jdwpmux to start on each --ssh host and in each --exec container (`jdwpmux far`):
     /// a name found on that host's PATH, or a path there.
     #[arg(help_heading = OTHER_MACHINES)]
@@ -243,7 +243,7 @@ pub struct ServeArgs {
     /// 86400): the VMs see nothing and the debuggers wait. Past it, each VM sees its debugger
     /// leave, as when it quits, and the far side ends.
     #[arg(help_heading = OTHER_MACHINES)]
-    #[arg(long, value_name = "SECONDS", default_value_t = crate::nearlink::host::DEFAULT_HOLD_SECS)]
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::remote::ssh::through_far::DEFAULT_HOLD_SECS)]
     pub far_hold: u32,
     /// When a host has no jdwpmux --far can use, copy this one there (after checking the
     /// host's OS, architecture and glibc), into ~/.cache/jdwpmux/VERSION/ on the host, where
@@ -265,7 +265,7 @@ pub struct ServeArgs {
     /// NAME is the host its rows carry.
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long = "exec", value_name = "NAME=COMMAND")]
-    pub exec: Vec<crate::nearlink::exec::ExecSpec>,
+    pub exec: Vec<crate::remote::exec::ExecSpec>,
     /// Address the debugger ports listen on.
     #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", env = "JDWPMUX_LISTEN")]

@@ -16,17 +16,16 @@
 //! - [`listen`]: debugger accept loops; each new connection's handshake, then the hand-over
 //!   of its socket to the VM's session.
 //! - [`discovery`]: finding VMs: port-range scans and the adb server.
-//! - [`far`]: `jdwpmux far`, jdwpmux on a VM's host: holds its VM connections through link
-//!   cuts and serves them over the [`farlink`] stream.
-//! - [`farlink`]: the stream between jdwpmux near the IDE and jdwpmux on a VM's host: frames,
-//!   channels, acknowledgements and what to replay after a cut. Pure.
-//! - [`gather`]: answers gathered at a stop: what to read (the plan) and how long it holds
-//!   (the validity table). Pure.
-//! - [`nearlink`]: the near side of that stream: one task per far side that keeps it up
-//!   through cuts and gives its VM list and a byte stream per VM connection.
+//! - [`remote`]: VMs on other hosts: the near side, the far side (`jdwpmux far`), the link
+//!   between them, the ssh and runtime ways in, and the answers gathered at a stop.
+//! - [`transport`]: where a VM (or an adb server) is reached and the byte stream to it;
+//!   [`transport::open`] connects to a VM's agent and does the JDWP handshake.
 //! - [`netns`]: a connected socket inside another process's network namespace (a JVM on its
 //!   container's own loopback): a thread of ours when root, a single-threaded helper process
 //!   of this binary when not.
+//! - [`park`]: what the runtime's one thread does before it sleeps (yield after a write).
+//! - [`private_folder`]: the user's runtime folder and the checks of a folder only its user
+//!   may write to (the control socket's and the ssh sockets').
 //! - [`registry`]: the known VMs, their ports, and the current selection.
 //! - [`control`]: the local control socket behind `list` and `select`.
 //! - [`stats`]: traffic figures per debugger and command (latency histograms), live and
@@ -34,9 +33,29 @@
 //! - [`views`]: what people see of DDM data: thread tables, heap summaries and pictures.
 //! - [`web`]: the live monitor page (`serve --web`) and its JSON API.
 //! - [`config`] and [`manpage`]: the TOML config file; the man page and completions.
-//! - [`fuzzing`]: the fuzz targets' checks, shared by the fuzzers in `fuzz/` and `cargo test`.
+//! - `fuzzing`: the fuzz targets' checks, shared by the fuzzers in `fuzz/` and `cargo test`
+//!   (built for tests, and with the `fuzzing` feature, which `fuzz/` enables).
 //! - [`safe_text`]: text from VMs, hosts and processes made inert for terminals and logs.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
+//!
+//! # Layers
+//! Bottom to top. A module imports from its own layer and the layers below it, never from
+//! one above (`house_tests` reads every file in `src/` and fails on an import that points
+//! up); `main.rs` alone sees everything.
+//! 1. safe_text, jdwp, netns, park, accept, fd_limit, private_folder, logwriter: leaves.
+//! 2. ddm, transport: DDM on JDWP; where a VM is reached, and opening its connection.
+//! 3. discovery: finding VMs (port scans, adb, /proc and remote scans).
+//! 4. remote: VMs on other hosts (its own map: the link's protocol at the bottom, then the
+//!    near and far sides, then the ssh and runtime ways in).
+//! 5. capture, stats, views: captures, traffic figures, what people see of DDM data.
+//! 6. session: the VM actor.
+//! 7. registry, listen: the known VMs; the debuggers' way in.
+//! 8. settings, cli, config, manpage: what the user asks for.
+//! 9. control, web: the control socket and the live page (nothing else imports control
+//!    but `daemon` and `main`).
+//! 10. daemon: starts and wires everything (nothing below imports it).
+//! 11. fuzzing, house_tests: the fuzz targets' checks, and these rules' tests, over every
+//!     layer (test and fuzz builds only).
 
 mod accept;
 pub mod capture;
@@ -47,17 +66,17 @@ mod daemon;
 pub mod discovery;
 pub mod ddm;
 pub mod fd_limit;
-pub mod far;
-pub mod farlink;
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
-pub mod gather;
+#[cfg(test)]
+mod house_tests;
 pub mod jdwp;
 pub mod listen;
 pub mod logwriter;
 pub mod manpage;
-pub mod nearlink;
 pub mod netns;
 pub mod park;
+pub mod private_folder;
 pub mod registry;
 pub mod remote;
 pub mod safe_text;

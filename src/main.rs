@@ -105,22 +105,22 @@ fn far(a: jdwpmux::cli::FarArgs, rt: &tokio::runtime::Runtime) -> anyhow::Result
     if !(a.scan_interval.is_finite() && a.scan_interval > 0.0) {
         return Err(UsageError(format!("--scan-interval {}: must be a positive number of seconds", a.scan_interval)).into());
     }
-    let opts = jdwpmux::far::Options {
+    let opts = jdwpmux::remote::far::Options {
         dir: a.dir,
         hold: Duration::from_secs(a.hold),
         scan_interval: Duration::from_secs_f64(a.scan_interval),
-        limit: jdwpmux::far::DEFAULT_LIMIT,
+        limit: jdwpmux::remote::far::DEFAULT_LIMIT,
         beside: a.beside,
     };
     if a.detach {
-        return Ok(jdwpmux::far::detach(&opts)?);
+        return Ok(jdwpmux::remote::far::detach(&opts)?);
     }
     if a.attach {
         // The exec ends when this returns: the bridge's threads go with the process.
-        jdwpmux::far::attach(&opts)?;
+        jdwpmux::remote::far::attach(&opts)?;
         std::process::exit(0);
     }
-    Ok(rt.block_on(jdwpmux::far::serve(opts))?)
+    Ok(rt.block_on(jdwpmux::remote::far::serve(opts))?)
 }
 
 /// A usage error (bad flags, config, selector) that the user must fix.
@@ -360,7 +360,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         exec: args.exec,
         ssh_options,
         ssh_interval,
-        far: jdwpmux::nearlink::host::FarChoice {
+        far: jdwpmux::remote::ssh::through_far::FarChoice {
             mode: args.far,
             path: args.far_path.clone(),
             hold_secs: args.far_hold,

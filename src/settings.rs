@@ -155,9 +155,9 @@ pub struct Settings {
     pub ssh_options: crate::remote::SshOptions,
     pub ssh_interval: Duration,
     /// When and which jdwpmux is used on --ssh hosts (`--far`, `--far-path`).
-    pub far: crate::nearlink::host::FarChoice,
+    pub far: crate::remote::ssh::through_far::FarChoice,
     /// Containers and pods reached through their runtime's exec (`--exec NAME=COMMAND`).
-    pub exec: Vec<crate::nearlink::exec::ExecSpec>,
+    pub exec: Vec<crate::remote::exec::ExecSpec>,
     pub scan_interval: Duration,
     /// Capture every packet to a file.
     pub capture: Option<CaptureSettings>,
@@ -197,7 +197,7 @@ impl Default for Settings {
             ssh: Vec::new(),
             ssh_options: crate::remote::SshOptions::default(),
             ssh_interval: DEFAULT_SSH_INTERVAL,
-            far: crate::nearlink::host::FarChoice::default(),
+            far: crate::remote::ssh::through_far::FarChoice::default(),
             exec: Vec::new(),
             scan_interval: DEFAULT_SCAN_INTERVAL,
             web: None,
@@ -235,7 +235,7 @@ pub enum SettingsError {
     BadSshInterval(String),
     #[error("--ssh-keepalive {0}: expected 1 to 300 seconds")]
     BadSshKeepalive(u64),
-    #[error("--far-hold {0}: expected 1 to {max} seconds", max = crate::far::handshake::MAX_HOLD.as_secs())]
+    #[error("--far-hold {0}: expected 1 to {max} seconds", max = crate::remote::protocol::hello::MAX_HOLD.as_secs())]
     BadFarHold(u32),
     #[error("--allow-user {0}: no such user")]
     UnknownUser(String),
@@ -285,14 +285,14 @@ impl Settings {
         if !SSH_KEEPALIVE_RANGE.contains(&self.ssh_options.keepalive) {
             return Err(SettingsError::BadSshKeepalive(self.ssh_options.keepalive.as_secs()));
         }
-        if !(1..=crate::far::handshake::MAX_HOLD.as_secs()).contains(&u64::from(self.far.hold_secs)) {
+        if !(1..=crate::remote::protocol::hello::MAX_HOLD.as_secs()).contains(&u64::from(self.far.hold_secs)) {
             return Err(SettingsError::BadFarHold(self.far.hold_secs));
         }
         if let Some(d) = self.ssh.iter().enumerate().find(|(i, d)| self.ssh[..*i].contains(d)).map(|(_, d)| d) {
             return Err(SettingsError::SshTwice(d.to_string()));
         }
         // An --exec name is a host's name: one of each, and none an --ssh host's.
-        let ssh_labels = crate::remote::destination::labels(&self.ssh);
+        let ssh_labels = crate::remote::ssh::destination::labels(&self.ssh);
         if let Some(e) = self.exec.iter().enumerate().find(|(i, e)| self.exec[..*i].iter().any(|o| o.name == e.name) || ssh_labels.contains(&e.name)).map(|(_, e)| e) {
             return Err(SettingsError::ExecTwice(e.name.clone()));
         }
@@ -377,7 +377,7 @@ mod tests {
         for good in [1, 86_400] {
             s.far.hold_secs = good;
             assert!(s.validate().is_ok());
-            assert_eq!(crate::far::handshake::grant_hold(good, Duration::from_secs(300)).as_secs(), u64::from(good), "granted as asked");
+            assert_eq!(crate::remote::protocol::hello::grant_hold(good, Duration::from_secs(300)).as_secs(), u64::from(good), "granted as asked");
         }
         assert_eq!(SettingsError::BadFarHold(0).to_string(), "--far-hold 0: expected 1 to 86400 seconds");
     }

@@ -3,7 +3,7 @@
 //! published: the same way in as a Podman container's, without an engine's start-up in the
 //! figures), beside one on this machine's loopback, all found by one daemon's /proc scan:
 //!
-//! - connecting: the daemon's own connect step (`session::connect::connect_agent`), into a
+//! - connecting: the daemon's own connect step (`transport::open::connect_agent`), into a
 //!   namespace (as root: a thread that joins it) and plainly over loopback, each followed by
 //!   the JDWP handshake, in process;
 //! - a round trip (VirtualMachine.Version) through each one's debugger port;
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use jdwpmux::netns::NsTarget;
-use jdwpmux::session::connect::{connect_agent, handshake};
+use jdwpmux::transport::open::{connect_agent, handshake};
 use jdwpmux::transport::Endpoint;
 
 use crate::jvm::{Debuggee, Jvm, Launch};

@@ -26,7 +26,7 @@ use crate::remote_paths::{ready_port, RemoteKind, RemoteRelay, Target};
 use crate::sched_wait::SchedSnap;
 
 const STEP_JAVA: &str = include_str!("Step.java");
-/// `farlink::squeeze::SQUEEZE_ENV`: `off` in `serve`'s environment, and it speaks the far
+/// `remote::protocol::squeeze::SQUEEZE_ENV`: `off` in `serve`'s environment, and it speaks the far
 /// side's protocol from before compression.
 pub const SQUEEZE_ENV: &str = "JDWPMUX_SQUEEZE";
 

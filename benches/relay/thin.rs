@@ -4,7 +4,7 @@
 //! JSON lines (`testkit/src/jdi/BigAnswers.java`); a raw JDWP client asks for both, each
 //! on a fresh connection of a fresh path, through `ssh -L`, through jdwpmux on the far side
 //! with compression off (`JDWPMUX_SQUEEZE=off` in `serve`'s environment: it speaks protocol 4,
-//! as a jdwpmux from before compression) and on (protocol 5, `farlink::squeeze`). The paths alternate
+//! as a jdwpmux from before compression) and on (protocol 5, `remote::protocol::squeeze`). The paths alternate
 //! within each repetition. Figures: the seconds from the command to its whole reply, and
 //! the bytes the relay carried from the host meanwhile (ssh's, encrypted); the answers must
 //! be the same on every path (classes without their ids, which the agent numbers per

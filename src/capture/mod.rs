@@ -7,6 +7,7 @@
 
 pub mod ddm;
 pub mod decode_cmd;
+mod decoded;
 pub mod display;
 pub mod figures;
 pub mod jsonl;

@@ -16,7 +16,7 @@ use pcap_file::pcapng::{Block, PcapNgReader};
 
 use super::pairing::Pairing;
 use super::pcapng_meta::{comment_says_near, parse_open_comment, parse_packet_comment};
-use super::reader::{ddm_chunks_of, ConnDesc, DecodedEvent, DecodedRecord, PacketKind, ReadError, Sink};
+use super::decoded::{ddm_chunks_of, ConnDesc, DecodedEvent, DecodedRecord, PacketKind, ReadError, Sink};
 use super::reader_stream::{DirState, Emitter, Seg};
 use super::record::Direction;
 use super::tcpip::{parse_segment, ParsedSegment, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN};

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::reader::{ConnDesc, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind};
+use super::decoded::{ConnDesc, DecodedEvent, DecodedPacket, DecodedRecord, PacketKind};
 use super::record::{Direction, HeadKind, PacketHead, HANDSHAKE, JDWP_HEADER_LEN, REPLY_FLAG};
 
 /// Bytes of a packet's payload kept for decoding (DDM chunks, event summaries); the rest

@@ -42,25 +42,25 @@ fn ddm_vm(registry: &Registry, selector: &str) -> Result<VmEntry, Box<Response>>
 pub(super) async fn threads(wr: &mut OwnedWriteHalf, registry: &Registry, selector: &str, interval_ms: u64, once: bool) {
     let vm = match ddm_vm(registry, selector) {
         Ok(vm) => vm,
-        Err(r) => return drop(super::server::send(wr, &r).await),
+        Err(r) => return drop(super::reply::send(wr, &r).await),
     };
     let interval = Duration::from_millis(interval_ms.clamp(MIN_INTERVAL_MS, MAX_INTERVAL_MS));
     let Some(mut rx) = vm.handle.watch_threads(interval).await else {
-        return drop(super::server::send(wr, &error(ErrorKind::Vm, "the VM session ended")).await);
+        return drop(super::reply::send(wr, &error(ErrorKind::Vm, "the VM session ended")).await);
     };
     let mut first = true;
     loop {
         let wait = if first { FIRST_SNAPSHOT } else { interval * 20 };
         let snapshot = match tokio::time::timeout(wait, rx.recv()).await {
             Ok(Some(Ok(s))) => s,
-            Ok(Some(Err(e))) => return drop(super::server::send(wr, &error(ErrorKind::Vm, e.to_string())).await),
-            Ok(None) => return drop(super::server::send(wr, &error(ErrorKind::Vm, "thread updates stopped (the VM went away?)")).await),
-            Err(_) => return drop(super::server::send(wr, &error(ErrorKind::Vm, format!("no thread status from the VM within {wait:?}"))).await),
+            Ok(Some(Err(e))) => return drop(super::reply::send(wr, &error(ErrorKind::Vm, e.to_string())).await),
+            Ok(None) => return drop(super::reply::send(wr, &error(ErrorKind::Vm, "thread updates stopped (the VM went away?)")).await),
+            Err(_) => return drop(super::reply::send(wr, &error(ErrorKind::Vm, format!("no thread status from the VM within {wait:?}"))).await),
         };
         first = false;
         let header = views::threads_header(snapshot.app_name.as_deref(), snapshot.pid, snapshot.threads.len());
         let text = format!("{header}\n{}", views::threads_table(&snapshot.threads, TABLE_WIDTH));
-        if super::server::send(wr, &Response::Text { text }).await.is_err() || once {
+        if super::reply::send(wr, &Response::Text { text }).await.is_err() || once {
             // Dropping `rx` tells the session the viewer left: it turns updates off.
             return;
         }

@@ -8,13 +8,15 @@ pub mod client;
 mod ddm_cmds;
 pub mod heap;
 pub mod hosts_view;
-pub mod path_check;
 pub mod protocol;
+mod reply;
 pub mod server;
 pub mod stats_cmd;
 pub mod view;
 
 use std::path::PathBuf;
+
+use crate::private_folder;
 
 /// Environment variable that names the control socket for every command.
 pub const CONTROL_ENV: &str = "JDWPMUX_CONTROL";
@@ -23,7 +25,7 @@ pub const CONTROL_ENV: &str = "JDWPMUX_CONTROL";
 /// `/tmp/jdwpmux-UID/control.sock`. Its folder is created with mode 0700 by the daemon, which refuses
 /// one that another user made or may write to.
 pub fn default_path() -> PathBuf {
-    candidates(std::env::var_os("XDG_RUNTIME_DIR").as_deref(), path_check::own_uid()).swap_remove(0)
+    candidates(std::env::var_os("XDG_RUNTIME_DIR").as_deref(), private_folder::own_uid()).swap_remove(0)
 }
 
 /// Where this user's daemon may answer, the default first: a daemon started in a shell
@@ -31,17 +33,7 @@ pub fn default_path() -> PathBuf {
 /// under it, one started where it was not (`su`, cron, a bare ssh session) under
 /// `/tmp/jdwpmux-UID`; commands run from the other shell look in both.
 pub fn candidates(xdg_runtime_dir: Option<&std::ffi::OsStr>, uid: u32) -> Vec<PathBuf> {
-    let mut all = Vec::new();
-    if let Some(dir) = xdg_runtime_dir.filter(|d| !d.is_empty()) {
-        all.push(PathBuf::from(dir).join("jdwpmux").join("control.sock"));
-    }
-    for dir in [format!("/tmp/jdwpmux-{uid}"), format!("/run/user/{uid}/jdwpmux")] {
-        let path = PathBuf::from(dir).join("control.sock");
-        if !all.contains(&path) {
-            all.push(path);
-        }
-    }
-    all
+    private_folder::runtime_folders(xdg_runtime_dir, uid).into_iter().map(|d| d.join("control.sock")).collect()
 }
 
 /// The control socket of this user's daemon, for commands other than `serve` when none was
@@ -49,14 +41,14 @@ pub fn candidates(xdg_runtime_dir: Option<&std::ffi::OsStr>, uid: u32) -> Vec<Pa
 /// in a folder of this user's that no other user may write to (another user could put a
 /// socket of theirs anywhere else); else the default path, which the error then names.
 pub fn locate() -> PathBuf {
-    let all = candidates(std::env::var_os("XDG_RUNTIME_DIR").as_deref(), path_check::own_uid());
+    let all = candidates(std::env::var_os("XDG_RUNTIME_DIR").as_deref(), private_folder::own_uid());
     all.iter().find(|p| answers(p)).cloned().unwrap_or_else(|| all[0].clone())
 }
 
 /// Whether a daemon of this user answers at `path` (a blocking connect: a local socket
 /// answers at once or never).
 pub fn answers(path: &std::path::Path) -> bool {
-    path.parent().is_some_and(path_check::own_private_folder) && std::os::unix::net::UnixStream::connect(path).is_ok()
+    path.parent().is_some_and(private_folder::own_private_folder) && std::os::unix::net::UnixStream::connect(path).is_ok()
 }
 
 #[cfg(test)]

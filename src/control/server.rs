@@ -4,32 +4,26 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn, Instrument};
 
-use super::path_check::{self, AtPath};
+use crate::private_folder::{self as path_check, AtPath, FolderError};
+use super::reply::send;
+pub use super::reply::CONTROL_WRITE_TIMEOUT;
 use super::protocol::{parse_request, ErrorKind, Request, Response, MAX_REQUEST_LINE};
 use crate::registry::{Registry, SelectError};
 
-/// How long one reply may wait for a client to read it before the client is dropped (a
-/// client that asks for live updates and stops reading must not hold its task and its VM's
-/// thread updates forever).
-pub const CONTROL_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long a client has to send its request line.
 pub const CONTROL_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
-    #[error("cannot create the control folder {path}: {source}")]
-    Folder { path: PathBuf, source: std::io::Error },
-    #[error("refusing the control folder {path}: {why} (use --control to put the socket in a folder of your own)")]
-    UnsafeFolder { path: PathBuf, why: String },
-    #[error("refusing the control socket path {path}: {why}; it is left as it is (use --control to pick another path)")]
-    PathTaken { path: PathBuf, why: String },
+    #[error(transparent)]
+    Folder(#[from] FolderError),
     #[error("another jdwpmux daemon already answers on {0} (use --control to pick another path)")]
     InUse(PathBuf),
     #[error("cannot listen on the control socket {path}: {source}")]
@@ -118,19 +112,6 @@ async fn serve_one(sock: UnixStream, registry: Arc<Registry>) {
     }
 }
 
-/// Writes one response line; an error means the client left, or did not read it within
-/// `CONTROL_WRITE_TIMEOUT` (it is then dropped: its task and what it watches end).
-pub(super) async fn send(wr: &mut tokio::net::unix::OwnedWriteHalf, r: &Response) -> std::io::Result<()> {
-    let mut text = serde_json::to_string(r).map_err(std::io::Error::other)?;
-    text.push('\n');
-    match tokio::time::timeout(CONTROL_WRITE_TIMEOUT, wr.write_all(text.as_bytes())).await {
-        Ok(r) => r,
-        Err(_) => {
-            info!("control client not reading: a reply waited {CONTROL_WRITE_TIMEOUT:?} (CONTROL_WRITE_TIMEOUT); dropped");
-            Err(std::io::ErrorKind::TimedOut.into())
-        }
-    }
-}
 
 use tokio::io::AsyncReadExt;
 

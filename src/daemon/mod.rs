@@ -15,7 +15,8 @@ use crate::discovery::adb::Wanted;
 use crate::discovery::forwards::ForwardLookup;
 use crate::listen;
 use crate::registry::{Registry, Source, VmId};
-use crate::session::{self, connect::Connected, SessionConfig, VmHandle};
+use crate::session::{self, SessionConfig, VmHandle};
+use crate::transport::open::Connected;
 use crate::settings::{self, Settings};
 
 mod adb_vms;
@@ -325,7 +326,7 @@ async fn daemon_answers(path: &std::path::Path) -> bool {
 /// answers: `control::candidates`); else this user's own jdwpmux or other process by its
 /// pid; else the bare error.
 async fn port_taken(settings: &Settings, addr: SocketAddr, error: std::io::Error) -> RunError {
-    let uid = crate::control::path_check::own_uid();
+    let uid = crate::private_folder::own_uid();
     let others = crate::control::candidates(std::env::var_os("XDG_RUNTIME_DIR").as_deref(), uid);
     for control in settings.control.iter().chain(others.iter().filter(|p| Some(*p) != settings.control.as_ref())) {
         let ours = settings.control.as_ref() == Some(control) || crate::control::answers(control);
@@ -342,8 +343,8 @@ async fn port_taken(settings: &Settings, addr: SocketAddr, error: std::io::Error
 /// Starts following every --ssh host; their sockets go in a private folder of their own.
 fn start_ssh(spawner: &Spawner) -> Result<std::path::PathBuf, RunError> {
     let s = &spawner.settings;
-    let dir = crate::remote::private_dir(s.control.as_deref()).map_err(RunError::SshFolder)?;
-    let labels = crate::remote::destination::labels(&s.ssh);
+    let dir = crate::remote::ssh::private_dir(s.control.as_deref()).map_err(RunError::SshFolder)?;
+    let labels = crate::remote::ssh::destination::labels(&s.ssh);
     let hosts = s
         .ssh
         .iter()

@@ -14,8 +14,9 @@ use tracing::{debug, info, warn};
 use super::followed::{Followed, Sighting};
 use super::twins::{self, Held, Step};
 use super::Spawner;
+use crate::discovery::jvms::decide::{decide, Decision};
 use crate::discovery::jvms::keys::KeyBook;
-use crate::discovery::jvms::{self, same, FoundJvm, HostView, Reach};
+use crate::discovery::jvms::{self, same, FoundJvm, HostView};
 use crate::registry::{Source, VmId};
 use crate::session::Located;
 use crate::transport::Endpoint;
@@ -23,63 +24,6 @@ use crate::transport::Endpoint;
 /// Addresses of JVMs found by their process: the port scan leaves them alone.
 pub(super) type Claimed = Arc<Mutex<HashSet<SocketAddr>>>;
 
-/// What one round decided about one JVM.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Decision {
-    pub key: String,
-    pub name: String,
-    /// Where its agent listens: on this machine, or inside its network namespace (see
-    /// `endpoint`).
-    pub addr: SocketAddr,
-    /// How it is reached.
-    pub endpoint: Endpoint,
-    /// None: reachable at `addr`; Some: why not.
-    pub unreachable: Option<String>,
-    /// Something worth a note while it is reachable (a container's own address).
-    pub note: Option<String>,
-}
-
-/// Keys and names for a round's JVMs. A JVM whose agent has a port of its own is keyed by
-/// its address (as the port scan and `--vm` key it, so that nothing is listed twice); one
-/// whose agent picked its port, by what it runs (`jvms::keys`: it keeps its key while it
-/// runs, and a restarted one takes it again).
-pub(crate) fn decide(found: &[FoundJvm], scanner: Option<u32>, book: &mut KeyBook) -> Vec<Decision> {
-    // Keyed by what they run, in one call: the book forgets whatever a call does not list.
-    let by_run = |f: &FoundJvm| matches!(f.reach, Reach::Inside { .. }) || (f.agent.ephemeral() && matches!(f.reach, Reach::At(_)));
-    let keyed: Vec<FoundJvm> = found.iter().filter(|f| by_run(f)).cloned().collect();
-    let mut keys = book.keys("proc:", scanner, &keyed).into_iter();
-    found
-        .iter()
-        .map(|f| {
-            let name = f.name();
-            match &f.reach {
-                Reach::At(addr) => {
-                    let key = if f.agent.ephemeral() { keys.next().unwrap_or_default() } else { addr.to_string() };
-                    let note = f.other_net.then(|| format!("runs in another network namespace (a container); reached at {addr}"));
-                    Decision { key, name: addr.to_string(), addr: *addr, endpoint: Endpoint::Tcp(*addr), unreachable: None, note }
-                }
-                // Keyed by what it runs and where, never by its address: every container's
-                // loopback is 127.0.0.1, and this machine's own 127.0.0.1:PORT is another VM.
-                &Reach::Inside { pid, net, addr } => Decision {
-                    key: keys.next().unwrap_or_default(),
-                    name: format!("{addr} in pid {pid}'s network namespace"),
-                    addr,
-                    endpoint: Endpoint::Netns(crate::netns::NsTarget { pid, net, addr }),
-                    unreachable: None,
-                    note: None,
-                },
-                Reach::Unreachable(why) => Decision {
-                    key: format!("proc:{name}#{}!", f.pid),
-                    name: format!("pid {}", f.pid),
-                    addr: SocketAddr::from(([0, 0, 0, 0], f.port.unwrap_or(0))),
-                    endpoint: Endpoint::Tcp(SocketAddr::from(([0, 0, 0, 0], f.port.unwrap_or(0)))),
-                    unreachable: Some(why.clone()),
-                    note: None,
-                },
-            }
-        })
-        .collect()
-}
 
 /// Runs one /proc scan now (the first, before the port scan starts), then every interval.
 pub(super) async fn start(spawner: Spawner, claimed: Claimed) {
@@ -339,6 +283,7 @@ fn note(busy: Option<&str>, d: &Decision) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discovery::jvms::Reach;
 
     fn jvm(pid: u32, main: &str, port: u16, reach: Reach) -> FoundJvm {
         FoundJvm::sample(pid, main, port, 4000 + pid as u16, reach)

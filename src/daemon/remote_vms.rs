@@ -19,7 +19,7 @@ use super::twins::{self, Held, Step};
 use super::Spawner;
 use crate::discovery::adb::AdbServer;
 use crate::discovery::jvms::same;
-use crate::nearlink::host::{FarChoice, FarMode};
+use crate::remote::ssh::through_far::{FarChoice, FarMode};
 use crate::registry::{Source, VmId};
 use crate::remote::{self, host::ADB_PORT, HostConfig, HostReport, LinkState, RemoteVm};
 use crate::session::Located;
@@ -34,7 +34,7 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
         if far.mode == FarMode::Never {
             spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         } else {
-            spawner.tracker.spawn(crate::nearlink::host::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
+            spawner.tracker.spawn(crate::remote::ssh::through_far::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         }
         let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", exec: false, live: HashMap::new(), adb: None, busy_noted: false };
         spawner.tracker.spawn(follower.run(rx));
@@ -42,11 +42,11 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
 }
 
 /// Starts a task per `--exec` host (through jdwpmux in its container), and one following each.
-pub(super) fn start_exec(spawner: &Spawner, hosts: Vec<(HostConfig, crate::nearlink::exec::ExecSpec)>, far: FarChoice) {
+pub(super) fn start_exec(spawner: &Spawner, hosts: Vec<(HostConfig, crate::remote::exec::ExecSpec)>, far: FarChoice) {
     for (cfg, spec) in hosts {
         let (tx, rx) = watch::channel(HostReport::default());
         spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &format!("exec: {}", crate::safe_text::shown(&spec.text))));
-        spawner.tracker.spawn(crate::nearlink::exec::host::run(cfg.clone(), spec, far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
+        spawner.tracker.spawn(crate::remote::exec::host::run(cfg.clone(), spec, far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", exec: true, live: HashMap::new(), adb: None, busy_noted: false };
         spawner.tracker.spawn(follower.run(rx));
     }

@@ -220,7 +220,7 @@ impl Display for Chunk {
         if let Compressed { compressed_len, original_len, inner } = self {
             return write!(f, "{inner} [zlib {compressed_len}->{original_len}]");
         }
-        super::chunk::fmt_fourcc(self.chunk_type().0, f)?;
+        super::chunk_type::fmt_fourcc(self.chunk_type().0, f)?;
         match self {
             HeloRequest { version } => write!(f, " version={version}"),
             HeloReply(h) => {

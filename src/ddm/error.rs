@@ -1,7 +1,7 @@
 //! The one error type of the DDM decoder. Every variant carries the numbers that explain it
 //! (what was needed, what was there) so a log line is enough to diagnose a bad chunk.
 
-use super::chunk::ChunkType;
+use super::chunk_type::ChunkType;
 
 /// Anything that can be wrong with DDM bytes (or with a request to encode a chunk).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

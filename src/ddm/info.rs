@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::chunk::fmt_fourcc;
+use super::chunk_type::fmt_fourcc;
 use super::error::DdmError;
 use super::reader::Reader;
 

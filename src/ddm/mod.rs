@@ -16,6 +16,7 @@
 //! length and first bytes and may be decoded from a prefix of their packet.
 
 pub mod chunk;
+mod chunk_type;
 pub mod decode;
 mod display;
 pub mod encode;

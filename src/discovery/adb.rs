@@ -158,11 +158,12 @@ impl AdbServer {
         parse_devices(&self.query("host:devices").await?)
     }
 
-    /// The server's port forwards (`host:list-forward`), every device's.
-    pub async fn list_forwards(&self) -> Result<Vec<super::forwards::Forward>, AdbError> {
+    /// The server's port forwards (`host:list-forward`), every device's, as the text the
+    /// server answers (`forwards::parse_forwards` reads it).
+    pub async fn forward_list(&self) -> Result<String, AdbError> {
         let text = self.query("host:list-forward").await?;
         let text = std::str::from_utf8(&text).map_err(|e| AdbError::NotText { offset: e.valid_up_to() })?;
-        Ok(super::forwards::parse_forwards(text))
+        Ok(text.to_string())
     }
 
     /// A one-shot request whose answer is a single length-prefixed message.

@@ -127,7 +127,7 @@ impl ForwardLookup {
                 return list.clone();
             }
         }
-        let list = match tokio::time::timeout(FORWARD_LOOKUP_TIMEOUT, self.server.list_forwards()).await {
+        let list = match tokio::time::timeout(FORWARD_LOOKUP_TIMEOUT, async { self.server.forward_list().await.map(|t| parse_forwards(&t)) }).await {
             Ok(Ok(list)) => list,
             Ok(Err(e)) => {
                 log_unanswered(&self.server, &e);

@@ -29,7 +29,7 @@ use super::port_owner::LocalPorts;
 use crate::jdwp::codec::{Frame, JdwpCodec};
 use crate::jdwp::version::VmVersion;
 use crate::jdwp::Packet;
-use crate::session::connect::{self, ConnectError, Connected};
+use crate::transport::open::{self as connect, ConnectError, Connected};
 
 /// How long a port that answered something other than JDWP is left alone.
 pub const NOT_JDWP_RECHECK: Duration = Duration::from_secs(60);

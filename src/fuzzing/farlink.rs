@@ -20,9 +20,9 @@ use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::pieces;
-use crate::farlink::codec::{CodecError, FarCodec};
-use crate::farlink::frame::{check as check_header, Frame, Header, Kind, HEADER_LEN, MAX_DATA};
-use crate::farlink::resume::{Outbound, Received, Resume};
+use crate::remote::protocol::codec::{CodecError, FarCodec};
+use crate::remote::protocol::frame::{check as check_header, Frame, Header, Kind, HEADER_LEN, MAX_DATA};
+use crate::remote::protocol::resume::{Outbound, Received, Resume};
 
 /// The resume state's bound on unacknowledged bytes in this target: small, so inputs cross it.
 const LIMIT: usize = 4096;
@@ -36,7 +36,7 @@ pub fn check(data: &[u8]) {
     let mut resume = Resume::new(Outbound::new(LIMIT));
     // Something of ours to be acknowledged, so hostile acks meet a non-empty table.
     for i in 0..3u8 {
-        let _ = resume.out.push(1, crate::farlink::Body::Data(bytes::Bytes::from(vec![i; 100])));
+        let _ = resume.out.push(1, crate::remote::protocol::Body::Data(bytes::Bytes::from(vec![i; 100])));
     }
     for piece in pieces(seed, stream) {
         buf.extend_from_slice(piece);
@@ -68,7 +68,7 @@ pub fn check(data: &[u8]) {
 /// The frame encodes back to the bytes at the front of `at`; returns how many those are.
 fn canonical(frame: &Frame, at: &[u8]) -> usize {
     if let Some(Ok(h)) = Header::parse(at).filter(|h| h.as_ref().is_ok_and(|h| h.kind == Kind::DataZ)) {
-        assert!(matches!(&frame.body, crate::farlink::Body::Data(b) if !b.is_empty() && b.len() <= MAX_DATA), "a DataZ frame decoded to {frame:?}");
+        assert!(matches!(&frame.body, crate::remote::protocol::Body::Data(b) if !b.is_empty() && b.len() <= MAX_DATA), "a DataZ frame decoded to {frame:?}");
         assert_eq!((frame.channel, frame.seq, frame.ack), (h.channel, h.seq, h.ack));
         return HEADER_LEN + h.len as usize;
     }
@@ -136,7 +136,7 @@ mod tests {
                 kinds.insert(h.kind as u8);
             }
         }
-        let all: BTreeSet<u8> = crate::farlink::Kind::ALL.iter().map(|k| *k as u8).collect();
+        let all: BTreeSet<u8> = crate::remote::protocol::Kind::ALL.iter().map(|k| *k as u8).collect();
         assert_eq!(kinds, all);
     }
 }

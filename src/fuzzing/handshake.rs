@@ -17,7 +17,7 @@ use super::pieces;
 use crate::jdwp::codec::{Frame, JdwpCodec};
 use crate::jdwp::handshake::{scan_debugger, scan_vm, Scan, HANDSHAKE};
 use crate::jdwp::packet::{Header, HEADER_LEN};
-use crate::session::connect::{MAX_EARLY_PACKET, MAX_EARLY_PACKETS};
+use crate::transport::open::{MAX_EARLY_PACKET, MAX_EARLY_PACKETS};
 
 pub fn check(data: &[u8]) {
     let Some((&seed, bytes)) = data.split_first() else { return };
@@ -51,7 +51,7 @@ fn verdicts_settle(bytes: &[u8], scan: impl Fn(&[u8]) -> Scan, max_early: usize)
     }
 }
 
-/// The loop of `session::connect::handshake` over the VM's bytes, read in pieces.
+/// The loop of `transport::open::handshake` over the VM's bytes, read in pieces.
 fn vm_side_loop(seed: u8, bytes: &[u8], max_early: usize) {
     let mut buf = BytesMut::new();
     let mut early = 0usize;

@@ -25,13 +25,13 @@ use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::pieces;
-use crate::farlink::codec::FarCodec;
-use crate::farlink::frame::{OpenStatus, VmInfo, MAX_VMS};
-use crate::farlink::resume::{Outbound, Resume};
-use crate::farlink::{Body, Frame};
-use crate::nearlink::channels::{Channels, Opened, Route};
-use crate::nearlink::found::found_jvm;
-use crate::nearlink::inbound::{self, First, Inbound};
+use crate::remote::protocol::codec::FarCodec;
+use crate::remote::protocol::frame::{OpenStatus, VmInfo, MAX_VMS};
+use crate::remote::protocol::resume::{Outbound, Resume};
+use crate::remote::protocol::{Body, Frame};
+use crate::remote::near::channels::{Channels, Opened, Route};
+use crate::remote::near::found::found_jvm;
+use crate::remote::near::inbound::{self, First, Inbound};
 use crate::remote::naming::Names;
 
 /// Opens the near side sent before the far side's first frame.
@@ -97,7 +97,7 @@ impl Near {
             Inbound::Data { channel, bytes } => match self.channels.route(channel) {
                 Route::Deliver(()) => *self.delivered.get_mut(&channel).expect("an open channel has a count") += bytes.len(),
                 Route::Drop => {}
-                Route::Protocol(what) => return reason(&crate::nearlink::inbound::Broken::Channel { what, channel }.to_string()),
+                Route::Protocol(what) => return reason(&crate::remote::near::inbound::Broken::Channel { what, channel }.to_string()),
             },
         }
         assert!(self.channels.len() <= OPENS as usize, "{} channels from {OPENS} opens", self.channels.len());
@@ -183,9 +183,9 @@ pub fn check(data: &[u8]) {
 
 /// The seeds of `fuzz/corpus/nearlink`: what a far side sends after a near side's Hello
 /// with three opens, from a well-behaved session to the hostile, each named `NAME-XX` after
-/// its first (mode) byte. Written by `cargo run --example fuzz_seeds -- --nearlink DIR`.
+/// its first (mode) byte. Written by `cargo run --features fuzzing --example fuzz_seeds -- --nearlink DIR`.
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
-    use crate::farlink::frame::{ByeReason, CloseReason, Hello, MainKind, Role, SessionKey};
+    use crate::remote::protocol::frame::{ByeReason, CloseReason, Hello, MainKind, Role, SessionKey};
     // A far side of protocol 2, as most of the committed corpus holds: a near side of 3
     // still takes it. `protocol-3` answers with 3.
     let hello_of = |proto, role, ack, resumed| Frame {

@@ -15,10 +15,12 @@ pub const DDM_CMD: u8 = 0x01;
 pub const EVENT_CMD_SET: u8 = 64;
 pub const EVENT_COMPOSITE: u8 = 100;
 
-/// JDWP error codes the proxy itself produces.
+/// JDWP error codes the proxy itself produces or reads.
 pub mod error {
     pub const NONE: u16 = 0;
     pub const NOT_IMPLEMENTED: u16 = 99;
+    /// ABSENT_INFORMATION: the class file lacks what was asked for.
+    pub const ABSENT_INFORMATION: u16 = 101;
     pub const VM_DEAD: u16 = 112;
 }
 

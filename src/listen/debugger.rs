@@ -13,7 +13,7 @@ use tracing::{debug, info};
 use crate::capture::CaptureHandle;
 use crate::jdwp::handshake::{scan_debugger, Scan, HANDSHAKE};
 use crate::registry::Registry;
-use crate::session::connect::describe;
+use crate::transport::open::describe;
 use crate::session::{DebuggerLink, VmState};
 
 /// First read size for a debugger connection (the handshake and its first commands).

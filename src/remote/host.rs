@@ -2,7 +2,7 @@
 //! every interval, and a forward per JVM from a local socket to where its agent listens.
 //! What it knows is published on a watch channel; the daemon turns it into VM sessions.
 //! A probe run on the first link made may take the host over with that link
-//! (`run_probing`: jdwpmux on the host, `nearlink::host`).
+//! (`run_probing`: jdwpmux on the host, `remote::ssh::through_far`).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -16,12 +16,12 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::destination::Destination;
-use super::known_hosts::{self, Stamp};
-use super::link::Link;
+use super::ssh::destination::Destination;
+use super::ssh::known_hosts::{self, Stamp};
+use super::ssh::master::Link;
 use super::naming::Names;
-use super::ssh_cmd::SshOptions;
-use super::ssh_errors::LinkFailure;
+use super::ssh::cmd::SshOptions;
+use super::ssh::errors::LinkFailure;
 use super::status::HostTable;
 use crate::discovery::jvms::shell::ShellError;
 use crate::discovery::jvms::{FoundJvm, Reach};
@@ -72,7 +72,7 @@ impl HostConfig {
     /// The longest a scan round may take before the link counts as lost: a silent link is
     /// noticed by then even if ssh's keep-alives have not given up yet.
     fn round_timeout(&self) -> Duration {
-        (self.ssh.keepalive * super::ssh_cmd::KEEPALIVE_COUNT).max(Duration::from_secs(4))
+        (self.ssh.keepalive * super::ssh::cmd::KEEPALIVE_COUNT).max(Duration::from_secs(4))
     }
 }
 

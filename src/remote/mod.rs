@@ -1,96 +1,47 @@
-//! VMs on other hosts, reached through the user's own OpenSSH client: one master connection
-//! a host (`link`), whose own session runs the JVM scan in a plain shell, and whose forwards
-//! carry each VM's connection from a Unix socket in the daemon's private folder to where the
-//! VM's agent listens on that host (`host`). Nothing is installed on a host and no TCP port is
-//! opened: the sockets are in a folder only the daemon's user can enter.
+//! VMs on other hosts: the remote feature, in one place.
 //!
-//! Pure parts: `destination` (what may be given to ssh), `ssh_cmd` (the command lines),
-//! `ssh_errors` (what ssh's failures mean), `ssh_config` (whether a config names a host), `ssh_path` (paths escaped for ssh's tokens),
-//! `naming` (stable keys and sockets per JVM), `known_hosts` (which files to watch for a host
-//! refused for its key), `status` (a host's row in `list` and on the page).
+//! A VM on another host is reached one of three ways, and each ends in a local socket per
+//! VM that the daemon's VM session uses as it uses a VM's own socket:
+//! - **ssh, plain**: the user's own OpenSSH client keeps one master connection a host, whose
+//!   own session runs the JVM scan in a plain shell, and whose forwards carry each VM's
+//!   connection from a Unix socket in the daemon's private folder to the VM's agent
+//!   ([`host`], over [`ssh`]). Nothing is installed on the host and no TCP port is opened.
+//! - **ssh, through jdwpmux on the host** (`--far`): the far side started through that
+//!   master, its socket forwarded, and the [`near`] link over it
+//!   ([`ssh::through_far`]).
+//! - **a runtime's exec** (`--exec`: kubectl, podman, docker): the exec's pipe is the near
+//!   link's stream ([`exec`]); the binary copied in when the host has none ([`copy`]).
+//!
+//! The parts, each named once:
+//! - [`protocol`]: the link between the near and the far side: frames, codec, compression,
+//!   liveness, resume, the Hello's versions and verdicts (`protocol::hello`) and the line a
+//!   far side prints when ready (`protocol::ready`). Pure. Both sides import it; neither
+//!   imports the other.
+//! - [`near`]: the near side of the link: one task per far side that keeps it up through
+//!   cuts and gives a local socket per far-side VM.
+//! - [`far`]: `jdwpmux far`, the far side on the VM's host: holds its VM connections through
+//!   link cuts and serves them over the link.
+//! - [`stop_answers`]: answers gathered at a stop by the far side and served near while still
+//!   the VM's truth; the early answers. Pure tables.
+//! - [`ssh`]: the ssh client's command lines, errors, config, paths, the master connection
+//!   ([`ssh::master`]), starting the far side through it ([`ssh::start_far`]) and the host
+//!   served that way ([`ssh::through_far`]).
+//! - [`exec`] and [`copy`]: the runtime way in, and this binary copied to a host.
+//! - [`host`]: one remote host's config, its report (the JVMs found, their sockets) and the
+//!   task serving it by plain ssh. [`naming`]: stable keys and sockets per JVM. [`status`]: a
+//!   host's row in `list` and on the page.
 
-pub mod destination;
+pub mod copy;
+pub mod exec;
+pub mod far;
 pub mod host;
-pub mod known_hosts;
-pub mod link;
 pub mod naming;
-pub mod ssh_cmd;
-pub mod ssh_config;
-pub mod ssh_errors;
-pub mod ssh_path;
+pub mod near;
+pub mod protocol;
+pub mod ssh;
 pub mod status;
+pub mod stop_answers;
 
-use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
-
-pub use destination::Destination;
 pub use host::{HostConfig, HostReport, LinkState, RemoteVm};
-pub use ssh_cmd::SshOptions;
-
-/// Longest folder path for the ssh sockets: a Unix socket path has 108 bytes, and the
-/// longest file name in it is about 24.
-const MAX_DIR_LEN: usize = 80;
-
-/// Makes the daemon's private folder for ssh's sockets: `ssh-PID` beside the control socket
-/// (whose folder is the user's own, mode 0700), or in the default one when that path is too
-/// long for socket names. A folder whose path ssh cannot be given (`ssh_path`) is an error.
-pub fn private_dir(control: Option<&Path>) -> std::io::Result<PathBuf> {
-    let default = crate::control::default_path();
-    let base = control.and_then(Path::parent).filter(|d| d.as_os_str().len() <= MAX_DIR_LEN).unwrap_or_else(|| default.parent().unwrap_or(Path::new("/tmp")));
-    if base == default.parent().unwrap_or(Path::new("/tmp")) {
-        crate::control::path_check::prepare_folder(base).map_err(|e| std::io::Error::other(e.to_string()))?;
-    }
-    let dir = base.join(format!("ssh-{}", std::process::id()));
-    // Refused before anything is made: ssh would take the path for another.
-    ssh_path::check_folder(&dir).map_err(std::io::Error::other)?;
-    remove_stale(base);
-    if dir.exists() {
-        // Left by an earlier daemon with this pid.
-        std::fs::remove_dir_all(&dir)?;
-    }
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-    Ok(dir)
-}
-
-/// Removes the `ssh-PID` folders of daemons that are gone (killed before they could).
-fn remove_stale(base: &Path) {
-    let Ok(entries) = std::fs::read_dir(base) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("ssh-")).and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_private_folder_per_daemon_and_none_left_of_gone_ones() {
-        let base = tempfile::tempdir().unwrap();
-        let control = base.path().join("control.sock");
-        // A daemon that was killed (no such pid) left its folder; a live one's stays.
-        let gone = base.path().join(format!("ssh-{}", u32::MAX - 1));
-        let live = base.path().join("ssh-1");
-        std::fs::create_dir(&gone).unwrap();
-        std::fs::create_dir(&live).unwrap();
-        let dir = private_dir(Some(&control)).unwrap();
-        assert_eq!(dir, base.path().join(format!("ssh-{}", std::process::id())));
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
-        assert!(!gone.exists() && live.exists());
-    }
-
-    #[test]
-    fn a_folder_ssh_cannot_be_given_is_refused_and_nothing_made() {
-        let base = tempfile::tempdir().unwrap();
-        let odd = base.path().join("${HOME}");
-        std::fs::create_dir(&odd).unwrap();
-        let e = private_dir(Some(&odd.join("control.sock"))).unwrap_err();
-        assert!(e.to_string().contains("environment variable"), "{e}");
-        assert_eq!(std::fs::read_dir(&odd).unwrap().count(), 0);
-    }
-}
+pub use ssh::cmd::SshOptions;
+pub use ssh::destination::Destination;

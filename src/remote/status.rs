@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use serde::{Deserialize, Serialize};
 
 use super::host::LinkState;
-use crate::farlink::squeeze::LinkSqueeze;
+use crate::remote::protocol::squeeze::LinkSqueeze;
 
 /// What `list` shows of an up host whose scan found nothing to debug.
 pub const NO_JVM: &str = "no JVM with a JDWP agent";

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn, Instrument};
 
 use super::config::SessionConfig;
-use super::connect::{self, ConnectError, Connected};
+use crate::transport::open::{self as connect, ConnectError, Connected};
 use super::connection::Connection;
 use crate::transport::{Endpoint, Stream};
 use super::ddm_types::{ThreadWatcher, Waiter};

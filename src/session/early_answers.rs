@@ -1,11 +1,11 @@
-//! Early answers (the table in `gather::early`): a debugger's command whose VM reply cannot
+//! Early answers (the table in `remote::stop_answers::early`): a debugger's command whose VM reply cannot
 //! differ from what the proxy knows is answered as it leaves for the VM, saving the
 //! debugger a round trip. The VM's own reply is compared with the early one when it comes
 //! and is not relayed; a difference is a defect, counted (`early_differed`) and logged.
 //!
 //! Only where the session forwards the debugger's command unchanged (a Resume the sharing
 //! layer answers or turns into other commands is never early), on a connection answering
-//! near, to a VM whose Version names a VM with libjdwp (`gather::early::libjdwp_vm`: not
+//! near, to a VM whose Version names a VM with libjdwp (`remote::stop_answers::early::libjdwp_vm`: not
 //! Android, not a native image's agent), and not while a debugger's large command
 //! holds the VM's queue (a command waiting there is not written yet, so the request
 //! counter would not know of it).
@@ -14,7 +14,7 @@ use tracing::{debug, warn};
 
 use super::actor::Session;
 use super::ids::{Entry, Note};
-use crate::gather::early::{Given, Verdict};
+use crate::remote::stop_answers::early::{Given, Verdict};
 use crate::jdwp::names;
 use crate::jdwp::{Header, Packet};
 use crate::stats::near::Source;
@@ -29,7 +29,7 @@ impl Session {
         if self.vm.identify_pending > 0 || self.known_android().is_some() || self.vm.upstream.is_some() {
             return None;
         }
-        if !self.status.borrow().vm_ident.as_deref().is_some_and(crate::gather::early::libjdwp_vm) {
+        if !self.status.borrow().vm_ident.as_deref().is_some_and(crate::remote::stop_answers::early::libjdwp_vm) {
             return None;
         }
         self.near.early_answer(p, sizes)

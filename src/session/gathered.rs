@@ -1,6 +1,6 @@
 //! Answers gathered at a stop by jdwpmux on the VM's host (see `gather`): the packet that
 //! carries them is taken out of the VM connection's stream here (no debugger ever sees it;
-//! captures show it on the VM leg, marked near), kept in a `gather::store::Store` per VM
+//! captures show it on the VM leg, marked near), kept in a `remote::stop_answers::store::Store` per VM
 //! connection, and a debugger's command it can answer is answered with the debugger's own
 //! id, bytes as the VM would send them. The store is told every command written to the VM
 //! (any debugger's, DDM, the proxy's own) and every event read, and judges from them what
@@ -14,7 +14,7 @@
 //! never see one).
 
 use super::actor::Session;
-use crate::gather::inband;
+use crate::remote::stop_answers::inband;
 use crate::jdwp::packet::error;
 use crate::jdwp::{Header, Packet};
 use crate::stats::near::Source;

@@ -66,13 +66,13 @@ impl Default for IdTable {
 
 impl IdTable {
     /// `first` is the first id handed out; ids then increase and wrap around below
-    /// [`crate::gather::FAR_IDS`], skipping 0 and any id still outstanding.
+    /// [`crate::remote::stop_answers::FAR_IDS`], skipping 0 and any id still outstanding.
     pub fn new(first: u32, limit: usize) -> IdTable {
         IdTable { pending: FxHashMap::default(), next: Self::wrap(first), limit }
     }
 
     fn wrap(id: u32) -> u32 {
-        if id == 0 || crate::gather::FAR_IDS.contains(&id) {
+        if id == 0 || crate::remote::stop_answers::FAR_IDS.contains(&id) {
             1
         } else {
             id
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn wraps_around_below_the_far_sides_ids_skipping_zero_and_outstanding() {
-        let last = *crate::gather::FAR_IDS.start() - 1;
+        let last = *crate::remote::stop_answers::FAR_IDS.start() - 1;
         let mut t = IdTable::new(last - 1, 10);
         let held = t.insert(entry(Requester::Debugger(1), 5)).unwrap();
         assert_eq!(held, last - 1);
@@ -383,7 +383,7 @@ mod tests {
                 if op < 2 {
                     if let Ok(id) = t.insert(entry(Requester::Debugger(1), 0)) {
                         proptest::prop_assert!(id != 0);
-                        proptest::prop_assert!(!crate::gather::FAR_IDS.contains(&id), "{id:#x} is the far side's");
+                        proptest::prop_assert!(!crate::remote::stop_answers::FAR_IDS.contains(&id), "{id:#x} is the far side's");
                         proptest::prop_assert!(live.insert(id));
                     }
                 } else if let Some(&id) = live.iter().next() {

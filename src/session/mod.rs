@@ -81,7 +81,6 @@ mod handle;
 mod config;
 mod ddm_types;
 pub mod recent;
-pub mod connect;
 
 pub mod ids;
 pub mod sharing;

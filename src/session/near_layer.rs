@@ -1,6 +1,6 @@
 //! The near answers of one VM, behind one interface: the near cache (`nearcache`), a stop's
-//! answers gathered on the VM's host (`gather::store`), and early answers
-//! (`gather::early`), with whether this connection answers near at all. The debugger side
+//! answers gathered on the VM's host (`remote::stop_answers::store`), and early answers
+//! (`remote::stop_answers::early`), with whether this connection answers near at all. The debugger side
 //! asks `ask` ("answer near, or forward?"); the VM side tells it what was written and read.
 //! Every method does nothing on a connection that does not answer near, so the callers
 //! need not check.
@@ -9,11 +9,11 @@ use bytes::Bytes;
 use tracing::{debug, warn};
 
 use super::ids::Entry;
-use super::nearcache::commands::ABSENT_INFORMATION;
+use crate::jdwp::packet::error::ABSENT_INFORMATION;
 use super::nearcache::{commands, immutable, Key, Lookup, NearCache};
-use crate::gather::early::{Early, Held, Pending};
-use crate::gather::inband;
-use crate::gather::store::Store;
+use crate::remote::stop_answers::early::{Early, Held, Pending};
+use crate::remote::stop_answers::inband;
+use crate::remote::stop_answers::store::Store;
 use crate::jdwp::events::{kind, parse_composite, suspend, IdSizes};
 use crate::jdwp::packet::error;
 use crate::jdwp::reader::Reader;

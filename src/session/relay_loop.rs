@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use tokio_util::codec::Decoder;
 
 use super::actor::{Ended, Session, OUT_HIGH_WATER, TICK};
-use super::connect::Connected;
+use crate::transport::open::Connected;
 use super::connection::Connection;
 use super::debugger_io::{DebuggerEvent, DEBUGGER_HIGH_WATER};
 use super::handle::{SessionMsg, VmState};

@@ -1,11 +1,11 @@
 //! What `stats` shows of each far link (a host served through jdwpmux on it, `--far`): the
 //! Data frames the near side sent to the far side and received from it, and of them those
-//! compressed on the link (`farlink::squeeze`), so a user on a slow link sees what
+//! compressed on the link (`remote::protocol::squeeze`), so a user on a slow link sees what
 //! compression saved.
 
 use serde::{Deserialize, Serialize};
 
-use crate::farlink::squeeze::{LinkSqueeze, SqueezeCount};
+use crate::remote::protocol::squeeze::{LinkSqueeze, SqueezeCount};
 
 /// One host's far link, since the daemon started (over every connection of the link).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn far_links_follow_the_vms() {
-        let mut s = crate::farlink::squeeze::LinkSqueeze::default();
+        let mut s = crate::remote::protocol::squeeze::LinkSqueeze::default();
         s.received.data(60_000, Some(3_000));
         let r = StatsReport { vms: Vec::new(), links: vec![super::super::LinkReport::new("build-box", s)] };
         assert_eq!(

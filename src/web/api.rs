@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
@@ -57,10 +57,6 @@ fn ddm_entry(st: &WebState, id: VmId) -> Result<VmEntry, ApiError> {
         Some(false) => Err(ApiError(StatusCode::CONFLICT, format!("{} does not speak DDM (only Android VMs do; HotSpot does not)", vm.name))),
         None => Err(ApiError(StatusCode::CONFLICT, format!("{} is not ready yet ({})", vm.name, status.state))),
     }
-}
-
-pub(super) fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 pub async fn vms(State(st): State<Arc<WebState>>) -> Json<Vec<VmInfo>> {
@@ -133,7 +129,7 @@ async fn read_heap(st: &WebState, vm: &VmEntry, ask: HeapAsk) -> Result<Json<jso
     if ask.map {
         match reading.png() {
             Ok(Some((png, (width, height)))) => {
-                st.pictures.put(vm.id, Stored { png: png.into(), width, height, taken_ms: now_ms() });
+                st.pictures.put(vm.id, Stored { png: png.into(), width, height, taken_ms: json::now_ms() });
             }
             Ok(None) => return Err(ApiError(StatusCode::BAD_GATEWAY, "the VM sent no heap map to draw".into())),
             Err(e) => return Err(ApiError(StatusCode::INTERNAL_SERVER_ERROR, e)),

@@ -2,6 +2,8 @@
 //! (thread states, command names, error names, DDM chunk types), so neither the page nor a
 //! script needs the tables.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use serde::Serialize;
 
 use crate::ddm::{ClientData, HeapInfo};
@@ -117,6 +119,12 @@ impl<'a> Packets<'a> {
         let next = summaries.last().map_or(asked, |p| p.seq + 1);
         Packets { next, packets: summaries.iter().map(Packet::from).collect() }
     }
+}
+
+/// Now, in milliseconds since the epoch: the `now_ms` of the messages and the time a
+/// picture was taken.
+pub(super) fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

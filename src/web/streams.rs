@@ -19,7 +19,7 @@ use futures_util::stream::{self, Stream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::api::now_ms;
+use super::json::now_ms;
 use super::json;
 use super::WebState;
 use crate::ddm::ClientData;

@@ -7,9 +7,9 @@
 
 use std::path::Path;
 
-use jdwpmux::gather::plan::Gathered;
-use jdwpmux::gather::relay::Answers;
-use jdwpmux::gather::{inband, Key};
+use jdwpmux::remote::stop_answers::plan::Gathered;
+use jdwpmux::remote::stop_answers::relay::Answers;
+use jdwpmux::remote::stop_answers::{inband, Key};
 use jdwpmux::settings::{CaptureSettings, DdmMode, NearCacheMode};
 
 use crate::harness::{wait_until, Proxy, SOON};

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use bytes::{Buf, Bytes, BytesMut};
-use jdwpmux::farlink::frame::{Body, ByeReason, Hello, OpenStatus, Role, SessionKey, VmInfo};
-use jdwpmux::farlink::resume::{Outbound, Received, Resume};
-use jdwpmux::farlink::{FarCodec, Frame};
+use jdwpmux::remote::protocol::frame::{Body, ByeReason, Hello, OpenStatus, Role, SessionKey, VmInfo};
+use jdwpmux::remote::protocol::resume::{Outbound, Received, Resume};
+use jdwpmux::remote::protocol::{FarCodec, Frame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::process::Command;
@@ -41,7 +41,7 @@ impl Near {
     /// Connects, says Hello for `session` (empty: a new one) with what `resume` has received,
     /// reads the far side's Hello and sends again what the far side has not received.
     async fn connect(socket: &Path, session: SessionKey, resume: &mut Resume) -> Result<(Near, Hello)> {
-        use jdwpmux::far::handshake::{PROTOCOL, PROTOCOL_MIN};
+        use jdwpmux::remote::protocol::hello::{PROTOCOL, PROTOCOL_MIN};
         Near::connect_as(socket, session, resume, (PROTOCOL_MIN, PROTOCOL), false).await
     }
 
@@ -76,9 +76,9 @@ impl Near {
     async fn read_frame(&mut self) -> Result<Frame> {
         tokio::time::timeout(SLOW, async {
             loop {
-                let kind = jdwpmux::farlink::frame::Header::parse(&self.buf).and_then(Result::ok).map(|h| h.kind);
+                let kind = jdwpmux::remote::protocol::frame::Header::parse(&self.buf).and_then(Result::ok).map(|h| h.kind);
                 if let Some(f) = FarCodec.decode(&mut self.buf)? {
-                    if kind == Some(jdwpmux::farlink::Kind::DataZ) {
+                    if kind == Some(jdwpmux::remote::protocol::Kind::DataZ) {
                         self.compressed += 1;
                     }
                     return Ok(f);
@@ -192,7 +192,7 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     cmd.args(["far", "--hold", &HOLD_SECS.to_string(), "--scan-interval", "0.2", "--dir"]).arg(&dir);
     let mut far = Console::spawn(cmd, "jdwpmux far")?;
     let socket = dir.join("far.sock");
-    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol {}", socket.display(), far.pid().unwrap_or(0), jdwpmux::far::handshake::protocols(jdwpmux::far::handshake::PROTOCOL_MIN, jdwpmux::far::handshake::PROTOCOL)), SLOW).await?;
+    far.expect(&format!("jdwpmux far: listening on {} (pid {}, protocol {}", socket.display(), far.pid().unwrap_or(0), jdwpmux::remote::protocol::hello::protocols(jdwpmux::remote::protocol::hello::PROTOCOL_MIN, jdwpmux::remote::protocol::hello::PROTOCOL)), SLOW).await?;
     assert_eq!(std::fs::metadata(&dir)?.mode() & 0o777, 0o700, "the far side's folder is private");
 
     // A second start finds the first and leaves it alone.
@@ -205,7 +205,7 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     let mut resume = Resume::new(Outbound::new(1 << 20));
     let (mut near, hello) = Near::connect(&socket, SessionKey::default(), &mut resume).await?;
     assert_eq!((hello.role, hello.resumed, hello.hold_secs), (Role::Far, false, HOLD_SECS as u32));
-    let ours = jdwpmux::far::handshake::PROTOCOL;
+    let ours = jdwpmux::remote::protocol::hello::PROTOCOL;
     assert_eq!((hello.proto_min, hello.proto_max), (ours, ours), "the highest protocol both speak");
     let session = hello.session;
     let pid = app.pid().context("the JVM's pid")?;
@@ -264,7 +264,7 @@ async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<(
     let want: Vec<(u32, u8, u16)> = (1..=7).map(|id| (id, 0x80, 0)).collect();
     assert_eq!(replies, want);
     let large: usize = got[2..5].iter().map(|p| p.3).sum();
-    assert!(large > jdwpmux::farlink::frame::MAX_DATA, "the batch's replies ({large} bytes) fit one frame: the cut was not in the middle");
+    assert!(large > jdwpmux::remote::protocol::frame::MAX_DATA, "the batch's replies ({large} bytes) fit one frame: the cut was not in the middle");
     assert!(stream.is_empty(), "{} bytes after the last reply", stream.len());
     assert!(got[0].3 == got[1].3 && got[1].3 == got[5].3 && got[5].3 == got[6].3, "the same Version reply each time");
 
@@ -331,7 +331,7 @@ pub(crate) fn classes_of(data: &[u8], generic: bool) -> Result<Vec<(u8, String, 
 /// plain, as before, to one of protocol 4; the same bytes either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn far_side_compresses_big_replies_for_a_near_side_of_5_only() -> Result<()> {
-    use jdwpmux::far::handshake::{PROTOCOL_MIN, SQUEEZE_PROTOCOL};
+    use jdwpmux::remote::protocol::hello::{PROTOCOL_MIN, SQUEEZE_PROTOCOL};
     assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
     let app = JavaApp::start(false).await?;
     let tmp = tempfile::tempdir()?;
@@ -365,7 +365,7 @@ async fn far_side_compresses_big_replies_for_a_near_side_of_5_only() -> Result<(
         assert_eq!(packets(&mut reply.clone()).iter().map(|p| (p.0, p.2)).collect::<Vec<_>>(), vec![(1, 0)], "one reply, no error");
         assert!(reply.len() > 20_000, "AllClasses of {} bytes is not big", reply.len());
         replies.push((protocol, near.compressed, reply));
-        near.send(&mut resume, CHANNEL, Body::Close { reason: jdwpmux::farlink::frame::CloseReason::Done, text: String::new() }).await?;
+        near.send(&mut resume, CHANNEL, Body::Close { reason: jdwpmux::remote::protocol::frame::CloseReason::Done, text: String::new() }).await?;
         drop(near);
     }
     let counts: Vec<(u16, usize, usize)> = replies.iter().map(|r| (r.0, r.1, r.2.len())).collect();

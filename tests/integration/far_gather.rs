@@ -9,10 +9,10 @@ use std::collections::HashSet;
 
 use anyhow::{bail, ensure, Context, Result};
 use bytes::{Buf, Bytes, BytesMut};
-use jdwpmux::farlink::frame::{Body, SessionKey};
-use jdwpmux::farlink::resume::{Outbound, Resume};
-use jdwpmux::gather::relay::Answers;
-use jdwpmux::gather::{inband, Key, FAR_IDS};
+use jdwpmux::remote::protocol::frame::{Body, SessionKey};
+use jdwpmux::remote::protocol::resume::{Outbound, Resume};
+use jdwpmux::remote::stop_answers::relay::Answers;
+use jdwpmux::remote::stop_answers::{inband, Key, FAR_IDS};
 use jdwpmux::jdwp::packet::{Header, Packet, HEADER_LEN};
 use tokio::process::Command;
 
@@ -161,7 +161,7 @@ fn method_id(reply: &[u8], name: &str) -> Option<u64> {
     None
 }
 
-fn answers_of(answers: &Answers, set: u8, cmd: u8) -> Vec<&jdwpmux::gather::plan::Gathered> {
+fn answers_of(answers: &Answers, set: u8, cmd: u8) -> Vec<&jdwpmux::remote::stop_answers::plan::Gathered> {
     answers.answers.iter().filter(|g| (g.key.set, g.key.cmd) == (set, cmd)).collect()
 }
 
@@ -268,7 +268,7 @@ async fn far_side_gathers_a_stops_answers_before_its_event_as_the_vm_answers_the
 /// side of 5 gets neither (its decoder knows no such list). The VM says the same when asked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn far_side_sends_what_a_class_lacks_to_a_near_side_of_6_only() -> Result<()> {
-    use jdwpmux::far::handshake::ABSENT_PROTOCOL;
+    use jdwpmux::remote::protocol::hello::ABSENT_PROTOCOL;
     assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
     let app = JavaApp::launch(std::path::Path::new("java"), &[("Gather.java", GATHER_JAVA)], "Gather", &[], false).await?;
     app.wait_for_output("Gather started", SLOW).await?;

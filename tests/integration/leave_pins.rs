@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
-use jdwpmux::far::handshake::{PROTOCOL, PROTOCOL_MIN};
-use jdwpmux::farlink::frame::{Body, SessionKey};
-use jdwpmux::farlink::resume::{Outbound, Resume};
+use jdwpmux::remote::protocol::hello::{PROTOCOL, PROTOCOL_MIN};
+use jdwpmux::remote::protocol::frame::{Body, SessionKey};
+use jdwpmux::remote::protocol::resume::{Outbound, Resume};
 use jdwpmux::settings::DdmMode;
 use tokio::process::Command;
 
@@ -72,7 +72,7 @@ async fn a_debugger_that_quits_while_stopped_leaves_nothing_pinned(java: &Path) 
 
 /// Through `jdwpmux far` (gathering, as today's near sides ask): a near side suspends the VM
 /// (VirtualMachine.Suspend) and is cut off; after the hold the far side lets go of the VM
-/// connection, resuming it first (`gather::vm_wide`).
+/// connection, resuming it first (`remote::stop_answers::vm_wide`).
 async fn a_far_side_resumes_a_vm_before_it_lets_go(java: &Path) -> Result<()> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let mut app = loads_at(Vec::new(), java, &format!("127.0.0.1:{port}")).await;

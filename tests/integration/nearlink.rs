@@ -1,4 +1,4 @@
-//! The near link (`jdwpmux::nearlink`) against the real `jdwpmux far` on a real Unix socket
+//! The near link (`jdwpmux::remote::near`) against the real `jdwpmux far` on a real Unix socket
 //! with a real JVM, through a relay that cuts the stream as a dropped ssh forward would: the
 //! link lists the JVM, opens a channel, speaks JDWP through it; the VM is suspended, the
 //! stream cut and kept cut while a command waits, and when it returns the command's reply
@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use jdwpmux::farlink::frame::VmInfo;
-use jdwpmux::nearlink::timing::Liveness;
-use jdwpmux::nearlink::{self, Config, Dial, LinkState, NearLink, OpenError};
+use jdwpmux::remote::protocol::frame::VmInfo;
+use jdwpmux::remote::near::timing::Liveness;
+use jdwpmux::remote::near::{self as nearlink, Config, Dial, LinkState, NearLink, OpenError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::process::Command;

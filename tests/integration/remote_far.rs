@@ -146,7 +146,7 @@ async fn remote_far_a_far_side_of_another_protocol_is_refused_with_one_clear_lin
     let line = served.wait_log("speaks far-side protocol").await;
     let ours = env!("CARGO_PKG_VERSION");
     assert!(
-        line.contains(&format!("jdwpmux on faralien (9.9.9) speaks far-side protocol 9, this one ({ours}) speaks {}: its VMs are reached through ssh forwards", jdwpmux::far::handshake::protocols(jdwpmux::far::handshake::PROTOCOL_MIN, jdwpmux::far::handshake::PROTOCOL))),
+        line.contains(&format!("jdwpmux on faralien (9.9.9) speaks far-side protocol 9, this one ({ours}) speaks {}: its VMs are reached through ssh forwards", jdwpmux::remote::protocol::hello::protocols(jdwpmux::remote::protocol::hello::PROTOCOL_MIN, jdwpmux::remote::protocol::hello::PROTOCOL))),
         "{line}"
     );
     assert!(line.contains(&format!("install jdwpmux {ours} on faralien")) && line.contains("or use --far never"), "{line}");
@@ -164,8 +164,8 @@ async fn remote_far_a_far_side_of_another_protocol_is_refused_with_one_clear_lin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_far_a_far_side_that_refuses_the_hello_leaves_the_host_to_forwards() {
     use bytes::BytesMut;
-    use jdwpmux::farlink::frame::{Body, ByeReason};
-    use jdwpmux::farlink::{FarCodec, Frame};
+    use jdwpmux::remote::protocol::frame::{Body, ByeReason};
+    use jdwpmux::remote::protocol::{FarCodec, Frame};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -174,7 +174,7 @@ async fn remote_far_a_far_side_that_refuses_the_hello_leaves_the_host_to_forward
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("far.sock");
     let listener = tokio::net::UnixListener::bind(&socket).unwrap();
-    let protocol = jdwpmux::far::handshake::PROTOCOL;
+    let protocol = jdwpmux::remote::protocol::hello::PROTOCOL;
     let fake = fake_far(dir.path(), &socket, &protocol.to_string(), "9.9.9");
     let text = "jdwpmux 9.9.9 on this host speaks far-side protocol 9: install the same version on both";
     let hellos = Arc::new(AtomicUsize::new(0));
@@ -297,7 +297,7 @@ async fn remote_far_a_leftover_far_side_of_an_older_protocol_gets_this_ones_besi
     assert!(line.contains(&format!("jdwpmux on farold (pid {}, jdwpmux 0.0.9) speaks far-side protocol 1, which this one does not: this one's runs beside it", old.id())), "{line}");
     assert!(line.contains(" INFO "), "{line}");
     let using = served.wait_log("using jdwpmux on farold").await;
-    assert!(using.contains(&format!("protocol-{}", jdwpmux::far::handshake::PROTOCOL)), "{using}");
+    assert!(using.contains(&format!("protocol-{}", jdwpmux::remote::protocol::hello::PROTOCOL)), "{using}");
     debug_once(port, "Billing", &app).await;
     let log = served.log_text();
     assert_eq!(log.matches("which this one does not").count(), 1, "one line: {log}");

@@ -315,7 +315,7 @@ async fn remote_far_gather_a_thread_ending_after_a_stop_is_seen_ended() {
 /// the program gives up 30 s after the loader was dropped ("NO-UNLOAD").
 ///
 /// What of the stop may still be served is the gathered answers' validity table
-/// (`gather::validity`): with SUSPEND_EVENT_THREAD only the stopped thread's frames, locals,
+/// (`remote::stop_answers::validity`): with SUSPEND_EVENT_THREAD only the stopped thread's frames, locals,
 /// `this`, status and variable tables are admitted at all (fields, statics, strings and
 /// arrays are not: other threads run); with SUSPEND_ALL the cue (ClassType.SetValues) and
 /// the other thread resumed alone (ThreadReference.Resume of a thread not the stopped one)

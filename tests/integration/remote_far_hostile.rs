@@ -9,8 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use jdwpmux::farlink::frame::{Body, ByeReason, Header, Kind};
-use jdwpmux::farlink::{FarCodec, Frame};
+use jdwpmux::remote::protocol::frame::{Body, ByeReason, Header, Kind};
+use jdwpmux::remote::protocol::{FarCodec, Frame};
 use tokio_util::codec::Encoder;
 
 use crate::remote::{debug_once, one_vm, serve, OneVm, SLOW};
@@ -64,7 +64,7 @@ impl Fake {
         let d = dir.path();
         std::fs::write(d.join("fake.py"), FAKE).unwrap();
         std::fs::write(d.join("answer"), answer).unwrap();
-        std::fs::write(d.join("ready"), jdwpmux::far::ready_line(&d.join("far.sock"), None, false)).unwrap();
+        std::fs::write(d.join("ready"), jdwpmux::remote::protocol::ready::ready_line(&d.join("far.sock"), None, false)).unwrap();
         let path = d.join("jdwpmux");
         std::fs::write(&path, format!("#!/bin/sh\nexec python3 {} {}\n", d.join("fake.py").display(), d.display())).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -154,12 +154,12 @@ async fn remote_far_hostile_answers_with_always_are_retried_at_the_backoffs_pace
 /// lasted); the daemon stays up, and its WARN lines stay few.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_far_hostile_a_hello_then_garbage_is_retried_at_the_backoffs_pace() {
-    use jdwpmux::farlink::frame::{Hello, Role, SessionKey};
+    use jdwpmux::remote::protocol::frame::{Hello, Role, SessionKey};
     crate::need_test_hosts!();
     let hello = Hello {
         role: Role::Far,
-        proto_min: jdwpmux::far::handshake::PROTOCOL,
-        proto_max: jdwpmux::far::handshake::PROTOCOL,
+        proto_min: jdwpmux::remote::protocol::hello::PROTOCOL,
+        proto_max: jdwpmux::remote::protocol::hello::PROTOCOL,
         binary: jdwpmux_version(),
         session: SessionKey { id: [1; 16], token: [2; 16] },
         hold_secs: 60,

@@ -13,6 +13,7 @@
 
 pub mod agent;
 pub mod cmdline;
+pub mod decide;
 pub mod exposed;
 pub mod found;
 pub mod holder;

@@ -108,8 +108,7 @@ pub const LEFT_OUT: &[(u8, u8, &str, &str)] = &[
     (13, 1, "ArrayReference.Length", "as ObjectReference.ReferenceType"),
 ];
 
-/// JDWP error ABSENT_INFORMATION: the class file lacks what was asked for.
-pub const ABSENT_INFORMATION: u16 = 101;
+pub use crate::jdwp::packet::error::ABSENT_INFORMATION;
 
 /// Commands of [`IMMUTABLE`] whose ABSENT_INFORMATION answer is kept too, and why: what the
 /// class file lacks stays lacking until the class is redefined (every answer about it is

@@ -36,7 +36,7 @@ impl NearCache {
     }
 
     /// The Method.LineTable answer kept for a (class, method), if any: what makes a
-    /// breakpoint request certain (`gather::early_breakpoint`).
+    /// breakpoint request certain (`remote::stop_answers::early_breakpoint`).
     pub fn line_table(&self, sizes: &IdSizes, class: u64, method: u64) -> Option<Vec<u8>> {
         let mut key = Vec::with_capacity(sizes.reference_type + sizes.method);
         crate::jdwp::reader::put_id(&mut key, class, sizes.reference_type);

@@ -1,0 +1,130 @@
+//! The link's counts of Data frames, against a far side played by the test on a Unix socket.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixListener;
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::remote::protocol::hello::PROTOCOL;
+use crate::remote::protocol::frame::{Body, Hello, OpenStatus, Role, SessionKey};
+use crate::remote::protocol::resume::{Outbound, Resume};
+use crate::remote::protocol::squeeze::{LinkSqueeze, SqueezeCount};
+use crate::remote::protocol::{FarCodec, Frame};
+use crate::remote::near::link::{start, Config, Dial, LinkState, NearLink};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The far side's end of one connection: its frames are numbered by its own `Resume`.
+struct Far {
+    rd: OwnedReadHalf,
+    wr: OwnedWriteHalf,
+    buf: BytesMut,
+    resume: Resume,
+}
+
+impl Far {
+    async fn next(&mut self) -> Frame {
+        loop {
+            if let Some(f) = FarCodec.decode(&mut self.buf).expect("a frame from the near side") {
+                return f;
+            }
+            let n = tokio::time::timeout(WAIT, self.rd.read_buf(&mut self.buf)).await.expect("the near side writes").expect("read");
+            assert!(n > 0, "the near side closed the stream");
+        }
+    }
+
+    /// The next frame that is not a Ping, Pong or Ack, taken as the far side takes it.
+    async fn next_numbered(&mut self) -> Frame {
+        loop {
+            let f = self.next().await;
+            if !matches!(f.body, Body::Ping(_) | Body::Pong(_) | Body::Ack) {
+                let _ = self.resume.receive(&f);
+                return f;
+            }
+        }
+    }
+
+    /// Writes `frame`, compressed when it pays (`squeeze`); its count.
+    async fn write(&mut self, frame: &Frame, squeeze: bool) -> SqueezeCount {
+        let (mut out, mut count) = (BytesMut::new(), SqueezeCount::default());
+        if squeeze {
+            FarCodec::encode_squeezed(frame, &mut out, &mut count).expect("encode");
+        } else {
+            FarCodec.encode(frame, &mut out).expect("encode");
+        }
+        self.wr.write_all(&out).await.expect("write");
+        count
+    }
+}
+
+/// A class-list-like run of bytes: compresses well.
+fn big(n: usize) -> Bytes {
+    (0..n).map(|i| b"Lcom/example/Handler;"[i % 21] ^ (i / 4096) as u8).collect::<Vec<u8>>().into()
+}
+
+async fn squeezed_until(link: &NearLink, f: impl FnMut(&LinkSqueeze) -> bool) -> LinkSqueeze {
+    let mut rx = link.squeezed();
+    let got = *tokio::time::timeout(WAIT, rx.wait_for(f)).await.expect("the link counts").expect("the link runs");
+    got
+}
+
+#[tokio::test]
+async fn data_frames_are_counted_each_way_and_kept_across_a_cut() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("far.sock");
+    let listener = UnixListener::bind(&path).expect("bind");
+    let link = start(Dial::Unix(path), Config::default());
+    assert_eq!(*link.squeezed().borrow(), LinkSqueeze::default());
+    let (sock, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("the near side connects").expect("accept");
+    let (rd, wr) = sock.into_split();
+    let mut far = Far { rd, wr, buf: BytesMut::new(), resume: Resume::new(Outbound::new(1 << 20)) };
+    assert!(matches!(far.next().await.body, Body::Hello(_)));
+    let hello = Hello { role: Role::Far, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "test".into(), session: SessionKey { id: [7; 16], token: [8; 16] }, hold_secs: 300, resumed: false, gather: false };
+    let hello = far.resume.link(Body::Hello(hello));
+    far.write(&hello, false).await;
+
+    let opener = link.clone();
+    let open = tokio::spawn(async move { opener.open_channel(1).await });
+    let f = far.next_numbered().await;
+    assert!(matches!(f.body, Body::Open { vm: 1 }), "{f:?}");
+    let channel = f.channel;
+    let opened = far.resume.send(channel, Body::Opened { status: OpenStatus::Ok, text: String::new() }).expect("numbered");
+    far.write(&opened, false).await;
+    let mut ends = open.await.expect("joined").expect("the channel opens");
+
+    // From the far side: a small frame as it is, a big one compressed.
+    let (small, large) = (Bytes::from_static(b"small"), big(40_000));
+    let plain = far.resume.send(channel, Body::Data(small.clone())).expect("numbered");
+    far.write(&plain, true).await;
+    let data = far.resume.send(channel, Body::Data(large.clone())).expect("numbered");
+    let packed = far.write(&data, true).await;
+    assert_eq!(packed.squeezed, 1, "the big frame went compressed");
+    let mut got = 0;
+    while got < small.len() + large.len() {
+        got += tokio::time::timeout(WAIT, ends.from_far.recv()).await.expect("data").expect("the channel is open").len();
+    }
+    let counts = squeezed_until(&link, |s| s.received.frames == 2).await;
+    assert_eq!(counts.received, SqueezeCount { frames: 2, squeezed: 1, raw: large.len() as u64, wire: packed.wire });
+    assert!(packed.wire * 10 < packed.raw, "{packed:?}");
+
+    // To the far side: one big frame, compressed when this side compresses at all.
+    ends.to_far().send(ends.data(large.clone())).await.expect("the link takes it");
+    let f = far.next_numbered().await;
+    assert_eq!(f.body, Body::Data(large.clone()), "a DataZ frame decodes to the Data it was");
+    let counts = squeezed_until(&link, |s| s.sent.frames == 1).await;
+    if crate::remote::protocol::squeeze::enabled() {
+        assert_eq!((counts.sent.squeezed, counts.sent.raw), (1, large.len() as u64));
+        assert!(counts.sent.wire > 0 && counts.sent.wire < counts.sent.raw, "{counts:?}");
+    }
+
+    // A cut: the connection's counts stay with the link's.
+    drop(far);
+    let mut state = link.state();
+    tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Down { .. }))).await.expect("the link sees the cut").expect("the link runs");
+    assert_eq!(*link.squeezed().borrow(), counts);
+    drop(ends);
+    link.shutdown().await;
+}

@@ -1,0 +1,188 @@
+//! A local Unix socket per far-side VM, in the daemon's private folder, where ssh forwards'
+//! sockets are today: a VM session connects to it as to a forward, and each connection is
+//! one channel of the near link to that VM. So the sessions need nothing new, and a link cut
+//! leaves their sockets open: the link holds the channel and replays.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{debug, warn, Instrument};
+
+use super::link::{ChannelEnds, FromStream, NearLink};
+use crate::remote::protocol::frame::MAX_DATA;
+
+/// How long a connection waits for its channel (through a cut, a new connection waits).
+pub const OPEN_TIMEOUT: Duration = Duration::from_secs(120);
+
+struct Listening {
+    vm: watch::Sender<u32>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The listeners of one host's VMs, by socket.
+pub struct Sockets {
+    link: NearLink,
+    by_socket: HashMap<PathBuf, Listening>,
+}
+
+impl Sockets {
+    pub fn new(link: NearLink) -> Sockets {
+        Sockets { link, by_socket: HashMap::new() }
+    }
+
+    /// Connections to `socket` go to the far side's VM `vm` (a VM that restarted keeps its
+    /// socket and gets a new key). True when it listens.
+    pub fn set(&mut self, socket: &Path, vm: u32) -> bool {
+        if let Some(l) = self.by_socket.get(socket) {
+            l.vm.send_if_modified(|k| std::mem::replace(k, vm) != vm);
+            return true;
+        }
+        let _ = std::fs::remove_file(socket);
+        let listener = match UnixListener::bind(socket) {
+            Ok(l) => l,
+            Err(e) => {
+                warn!(socket = %socket.display(), "cannot listen for a far-side VM: {e}");
+                return false;
+            }
+        };
+        let (tx, rx) = watch::channel(vm);
+        let span = tracing::debug_span!("far_vm", socket = %socket.display());
+        let task = tokio::spawn(accept(listener, rx, self.link.clone()).instrument(span));
+        self.by_socket.insert(socket.to_path_buf(), Listening { vm: tx, task });
+        true
+    }
+
+    /// Stops listening on every socket but `keep`'s.
+    pub fn retain(&mut self, keep: &[PathBuf]) {
+        let gone: Vec<PathBuf> = self.by_socket.keys().filter(|s| !keep.contains(s)).cloned().collect();
+        for s in gone {
+            self.by_socket.remove(&s);
+            let _ = std::fs::remove_file(&s);
+        }
+    }
+}
+
+impl Drop for Sockets {
+    fn drop(&mut self) {
+        for s in self.by_socket.keys() {
+            let _ = std::fs::remove_file(s);
+        }
+    }
+}
+
+async fn accept(listener: UnixListener, vm: watch::Receiver<u32>, link: NearLink) {
+    loop {
+        let conn = match listener.accept().await {
+            Ok((c, _)) => c,
+            Err(e) => {
+                warn!("accepting on a far-side VM's socket: {e}");
+                return;
+            }
+        };
+        let key = *vm.borrow();
+        tokio::spawn(relay(conn, key, link.clone()));
+    }
+}
+
+/// One connection: a channel to the VM, the bytes relayed both ways until either ends. A VM
+/// that cannot be opened closes the connection, as a forward to a port nothing listens on.
+///
+/// This task owns the connection and moves its bytes to and from the link's queues itself:
+/// a packet takes one hop between tasks each way (no stream or copying task in between).
+async fn relay(conn: UnixStream, vm: u32, link: NearLink) {
+    let channel = match tokio::time::timeout(OPEN_TIMEOUT, link.open_channel(vm)).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return debug!(vm, "no channel: {e}"),
+        Err(_) => return debug!(vm, "no channel within {OPEN_TIMEOUT:?}"),
+    };
+    let (read, write) = conn.into_split();
+    pump(channel, read, write).await;
+}
+
+/// Moves a channel's bytes between its user's two halves and the link's queues until both
+/// ends are done: what `relay` does with a socket, and `ChannelEnds::into_stream` with an
+/// in-process stream.
+pub(super) async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(mut channel: ChannelEnds, mut read: R, mut write: W) {
+    let tx = channel.to_far();
+    let mut buf = vec![0u8; MAX_DATA];
+    // A piece read and waiting for room in the link's queue, and one of the far side's
+    // waiting for the user's socket: each direction waits on its own, as two copying tasks
+    // would (a link out of room must not stop the far side's bytes, which bring its acks).
+    let mut to_far: Option<Bytes> = None;
+    let mut to_user: Option<Bytes> = None;
+    let (mut reading, mut writing, mut far_open) = (true, true, true);
+    while reading || far_open || to_user.is_some() {
+        let step = tokio::select! {
+            p = tx.reserve(), if to_far.is_some() => Step::Room(p.ok()),
+            got = read_piece(&mut read, &mut buf), if reading && to_far.is_none() => Step::Read(got),
+            wrote = write.write(to_user.as_deref().unwrap_or_default()), if to_user.is_some() => Step::Wrote(wrote),
+            got = channel.from_far.recv(), if far_open && to_user.is_none() => Step::Far(got),
+        };
+        match step {
+            Step::Room(permit) => match (permit, to_far.take()) {
+                (Some(permit), Some(bytes)) => permit.send(channel.data(bytes)),
+                // The link has ended.
+                _ => return,
+            },
+            Step::Read(Some(bytes)) => to_far = Some(bytes),
+            // Its user closed it: the channel closes.
+            Step::Read(None) => {
+                reading = false;
+                channel.close().await;
+            }
+            Step::Wrote(Ok(n)) if n > 0 => {
+                if let Some(b) = &mut to_user {
+                    b.advance(n);
+                    if b.is_empty() {
+                        to_user = None;
+                    }
+                }
+            }
+            // The user's socket is broken: what the far side sends from now on is dropped
+            // (still taken, so the link never waits on this channel).
+            Step::Wrote(_) => {
+                to_user = None;
+                writing = false;
+            }
+            Step::Far(Some(bytes)) => to_user = Some(bytes).filter(|_| writing),
+            // The channel closed: the user sees the end of the stream.
+            Step::Far(None) => {
+                far_open = false;
+                if writing {
+                    let _ = write.shutdown().await;
+                }
+            }
+        }
+    }
+    channel.close().await;
+}
+
+/// What one wait of `relay` brought.
+enum Step<'a> {
+    Room(Option<tokio::sync::mpsc::Permit<'a, FromStream>>),
+    Read(Option<Bytes>),
+    Wrote(std::io::Result<usize>),
+    Far(Option<Bytes>),
+}
+
+/// Reads what the connection's user wrote: None at its end (or an error). One buffer for
+/// every read, each piece copied out at its size (a few hundred bytes): a piece split off
+/// would keep the buffer shared and the next read would allocate MAX_DATA bytes anew.
+async fn read_piece<R: AsyncRead + Unpin>(read: &mut R, buf: &mut [u8]) -> Option<Bytes> {
+    match read.read(buf).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(Bytes::copy_from_slice(&buf[..n])),
+    }
+}
