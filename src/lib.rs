@@ -38,6 +38,9 @@
 //! - [`safe_text`]: text from VMs, hosts and processes made inert for terminals and logs.
 //! - [`settings`] and [`cli`]: validated settings and the command line.
 //!
+//! `ARCHITECTURE.md` (beside `Cargo.toml`) follows one debugger command from the listener to
+//! the VM and back, locally and through the far side, naming the file of each step.
+//!
 //! # Layers
 //! Bottom to top. A module imports from its own layer and the layers below it, never from
 //! one above (`house_tests` reads every file in `src/` and fails on an import that points
