@@ -301,7 +301,10 @@ async fn remote_far_a_cut_shorter_than_the_hold_keeps_jdb_stopped_then_it_carrie
     let up = Instant::now();
     assert_eq!(app.ticks_seen(), stopped, "the VM stayed stopped through the cut");
     j.send("step").await.unwrap();
-    j.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    // The step's event, then the prompt jdb prints after its location (an earlier
+    // prompt must not count: jdb is still printing the location).
+    j.expect("Step completed", SLOW).await.unwrap();
+    j.expect("main[1] ", SLOW).await.unwrap();
     println!("jdb stepped {:?} after a 12 s cut ended; list read {reads} times during it", up.elapsed());
     j.send("clear Billing.tick").await.unwrap();
     j.expect_all(&["Removed: breakpoint Billing.tick", "main[1] "], SLOW).await.unwrap();
@@ -453,7 +456,10 @@ async fn remote_far_a_second_serve_of_the_login_waits_and_never_takes_the_vms_fr
     tokio::time::sleep(Duration::from_secs(20)).await;
     assert_eq!(app.ticks_seen(), stopped, "the VM ran: the first serve's stop was taken");
     j.send("step").await.unwrap();
-    j.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    // The step's event, then the prompt jdb prints after its location (an earlier
+    // prompt must not count: jdb is still printing the location).
+    j.expect("Step completed", SLOW).await.unwrap();
+    j.expect("main[1] ", SLOW).await.unwrap();
     let (log1, log2) = (first.log_text(), second.log_text());
     let noisy = |log: &str| log.lines().filter(|l| l.contains(" WARN ") || l.contains(" INFO ")).count();
     let refusals = log2.lines().filter(|l| l.contains("serves another serve now")).count();

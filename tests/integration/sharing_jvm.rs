@@ -233,7 +233,10 @@ async fn an_invoke_waits_visibly_for_the_other_debugger(java: &Path) {
     // jdb steps after its invoke: the step's Set is answered early, and rightly.
     let (sets, _) = early_sets(&proxy).await;
     jdb.send("next").await.unwrap();
-    jdb.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    // The step's event, then the prompt jdb prints after its location (an earlier
+    // prompt must not count: jdb is still printing the location).
+    jdb.expect("Step completed", SLOW).await.unwrap();
+    jdb.expect("main[1] ", SLOW).await.unwrap();
     assert_eq!(early_sets(&proxy).await, (sets + 1, 0), "the step's Set after the invoke");
     command(&mut ide, "resume", "resumed").await.unwrap();
 
@@ -379,7 +382,10 @@ async fn an_invoke_waits_visibly_through_the_far_side() {
     };
     let (sets, _) = early_sets();
     jdb.send("next").await.unwrap();
-    jdb.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    // The step's event, then the prompt jdb prints after its location (an earlier
+    // prompt must not count: jdb is still printing the location).
+    jdb.expect("Step completed", SLOW).await.unwrap();
+    jdb.expect("main[1] ", SLOW).await.unwrap();
     assert_eq!(early_sets(), (sets + 1, Some(0)), "the step's Set after the invoke, through the far side");
 
     jdb.send("clear Shared.beta").await.unwrap();
