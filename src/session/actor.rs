@@ -15,7 +15,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn, Instrument};
+use tracing::{debug, info, warn, Instrument};
+
+use super::loss::{process_runs, Loss, Say, Since};
 
 use super::config::SessionConfig;
 use crate::transport::open::{self as connect, ConnectError, Connected};
@@ -40,8 +42,9 @@ pub(super) enum Ended {
     Shutdown,
     /// The connection was dropped on purpose (a non-DDM VM lost its debugger): reconnect now.
     Reset,
-    /// The VM went away or broke the protocol.
-    Lost(String),
+    /// The VM went away or broke the protocol; a local process's loss is held until it is
+    /// known whether the process exited (`loss`).
+    Lost(String, Option<super::loss::Loss>),
 }
 
 pub(super) struct PendingAttach {
@@ -133,6 +136,21 @@ pub fn spawn(
     VmHandle { tx, status: status_rx }
 }
 
+/// Says a held loss once its line is known (see `loss`): one INFO line when its process
+/// exited, else the loss's WARN line.
+fn say_loss(held: &mut Option<Loss>, since: Since, exited: &mut bool) {
+    let Some(loss) = held.as_ref() else { return };
+    match loss.judge(since, process_runs(loss.pid), Instant::now()) {
+        Say::Wait => return,
+        Say::Exited(line) => {
+            info!(reason = %loss.why, "{line}");
+            *exited = true;
+        }
+        Say::Lost => warn!(reason = %loss.why, "lost the VM connection; reconnecting"),
+    }
+    *held = None;
+}
+
 /// Reconnect delays: fast at first (HotSpot listens again within milliseconds after a
 /// debugger leaves), then backing off to a steady retry.
 const BACKOFF_MS: [u64; 9] = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000];
@@ -144,6 +162,8 @@ impl Session {
         // After dropping a connection on purpose the VM refuses for a few milliseconds
         // while it resets; that is expected and not worth a warning.
         let mut quiet_until: Option<Instant> = None;
+        // A local process's lost connection not said yet, and whether it was said exited.
+        let (mut held_loss, mut exited): (Option<Loss>, bool) = (None, false);
         loop {
             if self.cancel.is_cancelled() {
                 break;
@@ -160,6 +180,8 @@ impl Session {
                 Ok(c) => {
                     attempt = 0;
                     last_error = None;
+                    exited = false;
+                    say_loss(&mut held_loss, Since::Reconnected, &mut exited);
                     self.arrival.connected();
                     debug!(addr = %self.cfg.addr, "connected to the VM");
                     match self.run_connected(c).await {
@@ -173,15 +195,19 @@ impl Session {
                             quiet_until = Some(Instant::now() + Duration::from_secs(2));
                             continue;
                         }
-                        Ended::Lost(why) if self.ssh_host().is_some() => {
+                        Ended::Lost(why, _) if self.ssh_host().is_some() => {
                             // Through ssh: the host's link line or its discovery says why
                             // (the link is down, the JVM is gone), once for all its VMs.
                             debug!(reason = %why, "lost the VM connection; reconnecting");
                             self.set_state(VmState::Reconnecting);
                             quiet_until = None;
                         }
-                        Ended::Lost(why) => {
-                            warn!(reason = %why, "lost the VM connection; reconnecting");
+                        Ended::Lost(why, loss) => {
+                            match &loss {
+                                Some(l) => debug!(reason = %why, pid = l.pid, "lost the VM connection; is its process exiting?"),
+                                None => warn!(reason = %why, "lost the VM connection; reconnecting"),
+                            }
+                            held_loss = loss;
                             self.set_state(VmState::Reconnecting);
                             quiet_until = None;
                         }
@@ -198,6 +224,7 @@ impl Session {
                     self.on_relocated();
                 }
                 Err(e) => {
+                    say_loss(&mut held_loss, Since::Refused, &mut exited);
                     let text = match (&e, self.ssh_host()) {
                         (ConnectError::Refused, None) => format!(
                             "{e}: is the VM running, with -agentlib:jdwp=transport=dt_socket,server=y,address={}?",
@@ -213,6 +240,9 @@ impl Session {
                         debug!(error = %text, "VM not back yet");
                     } else if starting {
                         debug!(error = %text, "VM not listening yet; its agent may still be starting");
+                    } else if exited || held_loss.is_some() {
+                        // Its process exited (said once), or may be exiting (said soon).
+                        debug!(error = %text, "VM not reachable; retrying");
                     } else if self.ssh_host().is_some() {
                         // Its host's link line (a WARN once for all its VMs) or its discovery
                         // says why: a link down makes every VM of the host unreachable at once.
@@ -235,6 +265,7 @@ impl Session {
                 break;
             }
         }
+        say_loss(&mut held_loss, Since::Ending, &mut exited);
         self.close_debuggers("the VM session ended");
         // A discovered VM whose session ends (its process left) leaves `list`.
         self.set_state(VmState::Unreachable);

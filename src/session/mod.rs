@@ -42,6 +42,7 @@
 //! - `packet_log`: jdwpspy-style log lines, one per packet.
 //! - `local_process`: the pid and main class of a local JVM, from /proc.
 //! - `arrival`: a VM's first moments: quiet while its agent starts, one line when first ready.
+//! - `loss`: how a lost VM connection is said: a local JVM that exited is one INFO line.
 //!
 //! The actor.
 //! - `actor`: `Session`, the actor's state (the layers above and what outlives a VM
@@ -100,6 +101,7 @@ mod vm_reads;
 mod packet_log;
 pub mod local_process;
 mod arrival;
+mod loss;
 
 mod actor;
 

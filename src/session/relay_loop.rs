@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tokio_util::codec::Decoder;
 
 use super::actor::{Ended, Session, OUT_HIGH_WATER, TICK};
+use super::loss::Loss;
 use crate::transport::open::Connected;
 use super::connection::Connection;
 use super::debugger_io::{DebuggerEvent, DEBUGGER_HIGH_WATER};
@@ -156,6 +157,7 @@ impl Session {
     }
 
     async fn lost(&mut self, why: String) -> Ended {
+        let loss = self.local_loss(&why);
         self.dialect.vm_went_away();
         // Whatever answers at the address next may be another process (a JVM restarted on
         // the same port): its pid and app are looked up, or said by DDM, again. A VM whose
@@ -178,7 +180,18 @@ impl Session {
             None => "the VM connection was lost".to_string(),
         };
         self.close_debuggers(&closing);
-        Ended::Lost(why)
+        Ended::Lost(why, loss)
+    }
+
+    /// The loss of a JVM's connection on this machine, whose pid /proc can tell about: not
+    /// one through ssh or adb, nor a DDM VM (its pid is the device's).
+    fn local_loss(&self, why: &str) -> Option<Loss> {
+        let remote = self.ssh_host().is_some() || self.cfg.adb.is_some() || self.cfg.android || self.dialect.android.is_some();
+        if remote || self.vm.ddm_aware == Some(true) {
+            return None;
+        }
+        let s = self.status.borrow();
+        Some(Loss { why: why.to_string(), pid: s.pid?, app: s.app.clone(), at: tokio::time::Instant::now() })
     }
 
     /// Whether anything waits on a deadline (requests, attaches, clean-up, viewers).

@@ -121,3 +121,48 @@ async fn a_jvm_found_before_its_agent_listens_gets_no_warning_and_one_ready_line
     let ready: Vec<&String> = lines.iter().filter(|l| l.contains("VM ready: ") && l.contains("Late")).collect();
     assert_eq!(ready.len(), 1, "one line when it is ready:\n{text}");
 }
+
+/// Waits for a file named by its argument, then exits with 0: a JVM that ends normally.
+const LEAVING_JAVA: &str = r#"
+public class Leaving {
+    public static void main(String[] a) throws Exception {
+        java.io.File stop = new java.io.File(a[0]);
+        while (!stop.exists()) Thread.sleep(20);
+        System.out.println("leaving");
+        System.exit(0);
+    }
+}
+"#;
+
+/// A JVM that exits normally is one INFO line, "Leaving (pid N) exited": no WARN for the
+/// lost connection nor for the refused reconnects, and its row leaves `list`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jvm_that_exits_is_one_info_line() {
+    assert!(java_available(), "java and javac are needed (install a JDK)");
+    let marker = format!("jdwpmux.test=leaving-{}", std::process::id());
+    let spec = JvmSpec {
+        jvm: vec![format!("-D{marker}")],
+        agent: agent(false, "127.0.0.1:0"),
+        sources: vec![("Leaving.java".into(), LEAVING_JAVA.into())],
+        class: "Leaving".into(),
+        args: vec!["{dir}/stop".into()],
+        ..JvmSpec::default()
+    };
+    let mut app = JavaApp::spawn(spec).await.unwrap();
+    let pid = app.pid().unwrap();
+    let served = Served::start(&["--proc", "--proc-match", &marker, "--no-scan", "--no-adb", "--scan-interval", "0.5"]);
+    served.list_until("the JVM ready", |r| r.len() == 1 && r[0]["state"] == "ready").await;
+    let before = said(&served).len();
+
+    std::fs::write(app.dir().join("stop"), b"").unwrap();
+    let status = app.wait_exit(SLOW).await.unwrap();
+    assert!(status.success(), "{status:?}: {}", app.output());
+    let line = served.wait_log(&format!("Leaving (pid {pid}) exited")).await;
+    assert!(line.contains(" INFO "), "{line}");
+    served.list_until("the JVM unlisted", |r| r.is_empty()).await;
+
+    let after = said(&served).split_off(before);
+    let text = after.join("\n");
+    assert!(!after.iter().any(|l| l.contains(" WARN ") || l.contains(" ERROR ")), "a warning for a JVM that exited:\n{text}");
+    assert_eq!(after.iter().filter(|l| l.contains(&format!("pid {pid}"))).count(), 1, "{text}");
+}
