@@ -273,7 +273,7 @@ fn ide(step: &StepProgram, port: u16, steps: usize) -> Result<(f64, Vec<f64>)> {
 /// `window`, once they have settled.
 fn idle_far(bin: &ProxyBin, pm: &Podman, window: Duration) -> Result<Idle> {
     let dir = tempfile::tempdir()?;
-    let args: Vec<String> = ["--control".to_string(), dir.path().join("control.sock").display().to_string(), "serve".into(), "--no-scan".into(), "--no-proc".into(), "--no-adb".into(), "--no-proc".into(), "--base-port".into(), "0".into(), "--current-port".into(), "0".into(), "--exec".into(), format!("c=podman exec -i {}", pm.name), "--far-path".into(), "/opt/jm/jdwpmux".into()].into();
+    let args: Vec<String> = ["--control".to_string(), dir.path().join("control.sock").display().to_string(), "serve".into(), "--no-scan".into(), "--no-proc".into(), "--no-adb".into(), "--base-port".into(), "0".into(), "--current-port".into(), "0".into(), "--exec".into(), format!("c=podman exec -i {}", pm.name), "--far-path".into(), "/opt/jm/jdwpmux".into()].into();
     let envs = pm.envs();
     let env: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut proxy = Proxy::start_args(bin, &args, dir.path(), &env, 1, 0)?;
