@@ -24,6 +24,7 @@ mod followed;
 mod held_port;
 pub(crate) mod proc_vms;
 mod remote_vms;
+mod runtime_vms;
 mod scanned;
 mod started;
 mod twins;
@@ -60,8 +61,9 @@ pub struct Daemon {
     capture: Option<CaptureHandle>,
     cancel: CancellationToken,
     tracker: TaskTracker,
-    /// The private folder of the ssh links' sockets, removed at the end.
-    ssh_dir: Option<std::path::PathBuf>,
+    /// The private folder of the links' sockets (ssh hosts, exec hosts, containers reached
+    /// through their runtime), removed at the end.
+    ssh_dir: runtime_vms::SharedDir,
 }
 
 impl Daemon {
@@ -72,7 +74,7 @@ impl Daemon {
         if tokio::time::timeout(grace, self.tracker.wait()).await.is_err() {
             warn!("some tasks did not stop within {grace:?}");
         }
-        if let Some(dir) = &self.ssh_dir {
+        if let Some(dir) = self.ssh_dir.lock().ok().and_then(|mut d| d.take()) {
             let _ = std::fs::remove_dir_all(dir);
         }
         if let Some(c) = self.capture {
@@ -298,13 +300,20 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
         spawner.add(vm.to_string(), *vm, Source::Cli, settings.android_vms.contains(vm), None);
     }
     // The processes first: a JVM they show is never probed by the port scan.
+    // Containers this user cannot enter, reached through their runtime: the /proc
+    // discovery says which; `runtime_vms` serves them.
+    let runtime_known = runtime_vms::Shared::default();
+    let (runtime_seen, runtime_rx) = tokio::sync::watch::channel(std::collections::BTreeSet::new());
     if settings.proc_scan {
-        proc_vms::start(spawner.clone(), spawner.claimed.clone()).await;
+        proc_vms::start(spawner.clone(), spawner.claimed.clone(), proc_vms::Runtimes { seen: runtime_seen, known: runtime_known.clone() }).await;
     }
     if !settings.scans.is_empty() {
         scanned::start(&spawner);
     }
-    let ssh_dir = if settings.ssh.is_empty() && settings.exec.is_empty() { None } else { Some(start_ssh(&spawner)?) };
+    let ssh_dir = runtime_vms::SharedDir::new(std::sync::Mutex::new(if settings.ssh.is_empty() && settings.exec.is_empty() { None } else { Some(start_ssh(&spawner)?) }));
+    if settings.proc_scan {
+        tracker.spawn(runtime_vms::run(spawner.clone(), runtime_rx, runtime_known, ssh_dir.clone()));
+    }
     if let Some(addr) = settings.adb {
         let wanted = if settings.adb_by_default { Wanted::ByDefault } else { Wanted::Named };
         tracker.spawn(adb_vms::run(spawner.clone(), addr, wanted, cancel.clone()));

@@ -26,10 +26,11 @@ pub(super) type Claimed = Arc<Mutex<HashSet<SocketAddr>>>;
 
 
 /// Runs one /proc scan now (the first, before the port scan starts), then every interval.
-pub(super) async fn start(spawner: Spawner, claimed: Claimed) {
+pub(super) async fn start(spawner: Spawner, claimed: Claimed, runtimes: Runtimes) {
     let mut follower = ProcFollower {
         spawner: spawner.clone(),
         claimed,
+        runtimes,
         view: Some(HostView::default()),
         keys: KeyBook::default(),
         live: HashMap::new(),
@@ -57,9 +58,18 @@ enum Live {
     Twin,
 }
 
+/// What the /proc discovery tells of containers this user cannot enter (`runtime_vms`), and
+/// what it is told back (their names, whether docker reaches them).
+pub(super) struct Runtimes {
+    /// Full ids of the Docker containers holding a JVM this user cannot enter, each round.
+    pub seen: tokio::sync::watch::Sender<std::collections::BTreeSet<String>>,
+    pub known: super::runtime_vms::Shared,
+}
+
 struct ProcFollower {
     spawner: Spawner,
     claimed: Claimed,
+    runtimes: Runtimes,
     view: Option<HostView>,
     keys: KeyBook,
     /// By pid: what this discovery lists.
@@ -114,6 +124,10 @@ impl ProcFollower {
             .filter(|(_, l)| matches!(l, Live::Session(f) if super::followed::connected(&self.spawner, f.id)))
             .map(|((pid, _), _)| *pid)
             .collect();
+        if let Ok(k) = self.runtimes.known.lock() {
+            view.runtime_names = k.names.clone();
+            view.docker = k.docker;
+        }
         let holders = std::mem::take(&mut self.holders);
         let scanned = tokio::task::spawn_blocking(move || scan_round(view, holders)).await;
         let Ok((view, holders, found, mut prints)) = scanned else { return };
@@ -140,6 +154,19 @@ impl ProcFollower {
             }
         }
         let (found, busy): (Vec<FoundJvm>, Vec<Option<String>>) = found.into_iter().unzip();
+        let through_runtime: std::collections::BTreeSet<String> = found
+            .iter()
+            .filter(|f| f.cannot_enter())
+            .filter_map(|f| match &f.place {
+                jvms::Place::Container { runtime: jvms::place::Runtime::Docker, id: Some(id), .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        self.runtimes.seen.send_if_modified(|s| {
+            let changed = *s != through_runtime;
+            *s = through_runtime;
+            changed
+        });
         let decisions = decide(&found, scanner, &mut self.keys);
         if let Ok(mut c) = self.claimed.lock() {
             c.clear();
@@ -171,7 +198,15 @@ impl ProcFollower {
                     self.spawner.registry.set_held(followed.id, true, note(busy.as_deref(), &d));
                     self.spawner.registry.set_process(followed.id, super::followed::process_info(f, scanner, None));
                 }
-                Some(Live::Unreachable(_) | Live::Twin) => {}
+                // Why it cannot be reached may change (docker found usable), and so may its
+                // container's name (told by the runtime) and what tells it apart.
+                Some(Live::Unreachable(id)) => {
+                    let id = *id;
+                    self.spawner.registry.set_held(id, true, d.unreachable.clone());
+                    self.spawner.registry.set_process(id, super::followed::process_info(f, scanner, None));
+                    self.spawner.registry.set_print(id, print);
+                }
+                Some(Live::Twin) => {}
                 None => {
                     // A VM named with --vm or found by the port scan is theirs already; the
                     // process says when it started.

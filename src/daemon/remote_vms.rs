@@ -36,7 +36,7 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
         } else {
             spawner.tracker.spawn(crate::remote::ssh::through_far::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         }
-        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", exec: false, live: HashMap::new(), adb: None, busy_noted: false };
+        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", exec: false, live: HashMap::new(), adb: None, busy_noted: false, cancel: spawner.cancel.clone() };
         spawner.tracker.spawn(follower.run(rx));
     }
 }
@@ -44,12 +44,18 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
 /// Starts a task per `--exec` host (through jdwpmux in its container), and one following each.
 pub(super) fn start_exec(spawner: &Spawner, hosts: Vec<(HostConfig, crate::remote::exec::ExecSpec)>, far: FarChoice) {
     for (cfg, spec) in hosts {
-        let (tx, rx) = watch::channel(HostReport::default());
-        spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &format!("exec: {}", crate::safe_text::shown(&spec.text))));
-        spawner.tracker.spawn(crate::remote::exec::host::run(cfg.clone(), spec, far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
-        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", exec: true, live: HashMap::new(), adb: None, busy_noted: false };
-        spawner.tracker.spawn(follower.run(rx));
+        start_one_exec(spawner, cfg, spec, far.clone(), spawner.cancel.clone());
     }
+}
+
+/// Starts one exec host and its follower, both ended by `cancel` (the daemon's, or a
+/// container's reached through its runtime: `runtime_vms`); its rows go when it ends.
+pub(super) fn start_one_exec(spawner: &Spawner, cfg: HostConfig, spec: crate::remote::exec::ExecSpec, far: FarChoice, cancel: CancellationToken) {
+    let (tx, rx) = watch::channel(HostReport::default());
+    spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &format!("exec: {}", crate::safe_text::shown(&spec.text))));
+    spawner.tracker.spawn(crate::remote::exec::host::run(cfg.clone(), spec, far, tx, spawner.registry.hosts.clone(), cancel.clone()));
+    let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", exec: true, live: HashMap::new(), adb: None, busy_noted: false, cancel };
+    spawner.tracker.spawn(follower.run(rx));
 }
 
 enum Live {
@@ -83,6 +89,8 @@ struct HostFollower {
     adb: Option<(PathBuf, CancellationToken)>,
     /// A VM of a live session was last noted busy (see `run`).
     busy_noted: bool,
+    /// Ends it: the daemon's, or its own (a container reached through its runtime).
+    cancel: CancellationToken,
 }
 
 /// How often a busy note on a VM with a live session is looked at again.
@@ -90,7 +98,7 @@ const BUSY_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl HostFollower {
     async fn run(mut self, mut rx: watch::Receiver<HostReport>) {
-        let cancel = self.spawner.cancel.clone();
+        let cancel = self.cancel.clone();
         loop {
             let report = rx.borrow_and_update().clone();
             self.apply(report);
@@ -105,6 +113,17 @@ impl HostFollower {
         }
         if let Some((_, token)) = self.adb.take() {
             token.cancel();
+        }
+        // Ended alone (its container gone for good): its rows go, their ports kept by key.
+        if !self.spawner.cancel.is_cancelled() {
+            for (_, live) in self.live.drain() {
+                match live {
+                    Live::Session(f) => f.drop_from(&self.spawner),
+                    Live::Unreachable(id) => self.spawner.registry.set_held(id, false, None),
+                    Live::Twin => {}
+                }
+            }
+            self.spawner.registry.announce_current();
         }
     }
 

@@ -38,6 +38,7 @@ pub mod host;
 pub mod naming;
 pub mod near;
 pub mod protocol;
+pub mod runtime;
 pub mod ssh;
 pub mod status;
 pub mod stop_answers;

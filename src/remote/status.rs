@@ -116,6 +116,13 @@ impl HostTable {
         }
     }
 
+    /// Takes the row of `host` away (a host served no more).
+    pub fn remove(&self, host: &str) {
+        if let Ok(mut rows) = self.rows.lock() {
+            rows.retain(|r| r.host != host);
+        }
+    }
+
     pub fn rows(&self) -> Vec<HostRow> {
         self.rows.lock().map(|r| r.clone()).unwrap_or_default()
     }

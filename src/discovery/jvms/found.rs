@@ -8,8 +8,8 @@ use super::agent::{self, Agent, Bind};
 use super::holder::{holder, Holder};
 use super::cmdline::MainName;
 use super::net::{Socket, ESTABLISHED};
-use super::place::Place;
-use super::view::{HostView, ProcView};
+use super::place::{Place, Runtime};
+use super::view::{DockerWay, HostView, ProcView};
 
 /// Where a JVM's agent options came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,12 +292,40 @@ fn inside(view: &HostView, pid: u32, p: &ProcView, addr: SocketAddr) -> Reach {
     match (view.uid, p.uid, p.net) {
         (Some(0), _, Some(net)) => Reach::Inside { pid, net, addr },
         (Some(me), Some(them), Some(net)) if me == them => Reach::Inside { pid, net, addr },
+        // A Docker container this user may reach through `docker exec` (the docker group).
+        _ if view.docker != DockerWay::No && matches!(view.place_of(p), Place::Container { runtime: Runtime::Docker, .. }) => {
+            let place = view.place_of(p);
+            let name = match &place {
+                Place::Container { name, .. } => name.clone(),
+                _ => String::new(),
+            };
+            Reach::Unreachable(match view.docker {
+                DockerWay::Copying => format!(
+                    "its agent listens on {place}'s own {addr} only and its network namespace is not this user's to enter; \
+                     reaching it through `docker exec -i {name}`"
+                ),
+                _ => format!(
+                    "its agent listens on {place}'s own {addr} only and its network namespace is not this user's to enter; \
+                     jdwpmux reaches it through docker (this user may use it) when it may copy itself into the container: \
+                     serve --far-copy (or use an image with jdwpmux in it)"
+                ),
+            })
+        }
         // Readable or not (another user's namespace links are not), who may enter says.
         (me, Some(0), _) if me != Some(0) => {
             let exec = view.place_of(p).exec_hint().map_or_else(|| "its container runtime's exec (serve --exec)".to_string(), |e| format!("`{e}`"));
             Reach::Unreachable(format!(
                 "it runs in a container of root's and its agent listens on that container's own {addr} only; \
                  only root can enter its network namespace: run jdwpmux as root, or reach it through {exec}"
+            ))
+        }
+        // A uid with no user here (a container's `--user 4321`): nobody logs in as it.
+        (_, Some(_), _) if p.user.as_deref().is_none_or(str::is_empty) => {
+            let exec = view.place_of(p).exec_hint().map_or_else(|| "its container runtime's exec (serve --exec)".to_string(), |e| format!("`{e}`"));
+            let who = owner.unwrap_or_else(|| "a uid with no user here".into());
+            Reach::Unreachable(format!(
+                "it runs as {who} (no user of this machine) and its agent listens on its container's own {addr} only; \
+                 only root can enter its network namespace: run jdwpmux as root with --other-users, or reach it through {exec}"
             ))
         }
         (_, Some(them), _) if view.uid != Some(them) => {
@@ -472,6 +500,46 @@ mod tests {
         p.uid = Some(0);
         let rootful = view(vec![(10, p)], vec![]);
         assert!(matches!(&found(&rootful)[0].reach, Reach::Unreachable(w) if w.contains("run jdwpmux as root")), "{:?}", found(&rootful)[0].reach);
+    }
+
+    #[test]
+    fn advice_fits_the_case_at_hand() {
+        let id = "2d9d171a7943".to_string() + &"0".repeat(52);
+        let mut p = proc_("java -agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:5005 Main", None);
+        p.net = Some(2);
+        p.pids = Some(8);
+        p.net_sockets = Some(vec![sock("127.0.0.1:5005", LISTEN, 5)]);
+        p.place.set_cgroups(&format!("0::/docker/{id}\n"));
+        // A uid with no user here (`docker run --user 4321`): no "run jdwpmux as uid 4321".
+        p.uid = Some(4321);
+        p.user = None;
+        let mut v = view(vec![(10, p.clone())], vec![]);
+        v.uid = Some(1000);
+        let why = |v: &HostView| match &found(v)[0].reach {
+            Reach::Unreachable(w) => w.clone(),
+            other => panic!("{other:?}"),
+        };
+        let w = why(&v);
+        assert!(w.contains("no user of this machine") && w.contains("run jdwpmux as root with --other-users") && !w.contains("run jdwpmux as uid"), "{w}");
+        assert!(w.contains("serve --exec 2d9d171a7943='docker exec -i 2d9d171a7943' --far-copy"), "{w}");
+        // This user may use docker: reached through it, named by it; copying allowed or not.
+        v.runtime_names.insert(id.clone(), "orders-api".into());
+        v.docker = DockerWay::NotCopying;
+        let w = why(&v);
+        assert!(w.contains("container orders-api (docker)'s own 127.0.0.1:5005") && w.contains("serve --far-copy") && !w.contains("--other-users"), "{w}");
+        assert_eq!(found(&v)[0].place, Place::Container { runtime: Runtime::Docker, name: "orders-api".into(), id: Some(id.clone()) });
+        v.docker = DockerWay::Copying;
+        assert!(why(&v).ends_with("reaching it through `docker exec -i orders-api`"), "{}", why(&v));
+        // A root container: the same.
+        let mut rootful = view(vec![(10, p.clone())], vec![]);
+        rootful.procs.get_mut(&10).unwrap().uid = Some(0);
+        rootful.uid = Some(1000);
+        assert!(why(&rootful).contains("run jdwpmux as root"), "{}", why(&rootful));
+        rootful.docker = DockerWay::Copying;
+        assert!(why(&rootful).contains("through `docker exec -i 2d9d171a7943`"), "{}", why(&rootful));
+        // Root enters it whatever docker says.
+        rootful.uid = Some(0);
+        assert!(matches!(found(&rootful)[0].reach, Reach::Inside { .. }));
     }
 
     #[test]

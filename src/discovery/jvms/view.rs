@@ -141,6 +141,24 @@ pub struct HostView {
     /// one read meanwhile is known. Reading another namespace's table costs a walk of the kernel's whole
     /// TCP hash (every namespace's sockets), about a millisecond each.
     pub settled: BTreeSet<u32>,
+    /// Container names as their runtime reported them, by full id, for containers whose
+    /// state files this scanner cannot read (set by the caller: `remote::runtime`).
+    pub runtime_names: BTreeMap<String, String>,
+    /// How a container's JVM this scanner cannot enter may be reached through Docker's CLI,
+    /// as the caller found (what its rows advise).
+    pub docker: DockerWay,
+}
+
+/// Whether this user may reach containers through `docker exec`, and how.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DockerWay {
+    /// Not known to be usable by this user (no CLI, no access, not asked yet).
+    #[default]
+    No,
+    /// Usable; jdwpmux is copied in where the image has none (`--far-copy`).
+    Copying,
+    /// Usable, but nothing may be copied in (no `--far-copy`).
+    NotCopying,
 }
 
 /// A scan command and the pids it is about.
@@ -316,7 +334,16 @@ impl HostView {
 
     /// Where a process runs, from what its records and the host's showed.
     pub fn place_of(&self, p: &ProcView) -> Place {
-        place::place_of(&p.place, &self.places, p.net.filter(|_| self.in_other_net(p)))
+        let mut place = place::place_of(&p.place, &self.places, p.net.filter(|_| self.in_other_net(p)));
+        // A Docker container whose own state this scanner cannot read: named by its runtime.
+        if let Place::Container { runtime: place::Runtime::Docker, name, id: Some(id) } = &mut place {
+            if p.place.docker_name.is_none() {
+                if let Some(n) = self.runtime_names.get(id.as_str()) {
+                    *name = n.clone();
+                }
+            }
+        }
+        place
     }
 
     /// What to read next, after a round's `ns` and `tcp` records: new processes' command

@@ -1,0 +1,74 @@
+//! A container's name as its runtime reports it, for containers whose state files this user
+//! cannot read (`/var/lib/docker` is root's): `docker inspect` asked once per container id,
+//! its answer parsed here.
+
+use std::time::Duration;
+
+/// What the runtime says of one container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeName {
+    /// Its name, without Docker's leading `/`.
+    pub name: String,
+    /// The compose service it runs, when compose made it (`com.docker.compose.service`).
+    pub service: Option<String>,
+}
+
+/// The `--format` given to `docker inspect`: name, a tab, the compose service (may be empty).
+pub const INSPECT_FORMAT: &str = "{{.Name}}\t{{index .Config.Labels \"com.docker.compose.service\"}}";
+
+/// How long one `docker inspect` may take.
+pub const INSPECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The longest name taken: a container name is a host label and a column.
+const MAX_NAME: usize = 64;
+
+/// Reads `docker inspect --format INSPECT_FORMAT ID`'s first line. None: nothing usable (a
+/// name that is empty, too long, or holds what a name may not: Docker's own names are
+/// `[a-zA-Z0-9][a-zA-Z0-9_.-]*`).
+pub fn parse_inspect(stdout: &str) -> Option<RuntimeName> {
+    let line = stdout.lines().next()?.trim_end_matches('\r');
+    let (name, service) = line.split_once('\t').unwrap_or((line, ""));
+    let name = name.trim().trim_start_matches('/');
+    let ok = |s: &str| !s.is_empty() && s.len() <= MAX_NAME && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)) && !s.starts_with(['.', '-']);
+    if !ok(name) || name == "local" {
+        return None;
+    }
+    let service = service.trim();
+    // `index` of a missing label prints `<no value>`.
+    let service = (ok(service) && service != "<no value>").then(|| service.to_string());
+    Some(RuntimeName { name: name.to_string(), service })
+}
+
+/// Whether `id` is a full container id (64 lowercase hex digits): only such words are
+/// given to the runtime's CLI.
+pub fn is_id(id: &str) -> bool {
+    id.len() == 64 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_as_docker_prints_them() {
+        assert_eq!(parse_inspect("/orders-api\t\n"), Some(RuntimeName { name: "orders-api".into(), service: None }));
+        assert_eq!(parse_inspect("/shop-orders-1\torders\n"), Some(RuntimeName { name: "shop-orders-1".into(), service: Some("orders".into()) }));
+        assert_eq!(parse_inspect("/billing\t<no value>\n"), Some(RuntimeName { name: "billing".into(), service: None }));
+        assert_eq!(parse_inspect("/x"), Some(RuntimeName { name: "x".into(), service: None }));
+        // Nothing, a name no runtime gives, one that would be taken for this machine, a
+        // terminal escape.
+        for bad in ["", "\n", "/\t", "/a b\t", "/local\t", "/-x\t", "/a\x1b[2J\t", &format!("/{}\t", "a".repeat(65))] {
+            assert_eq!(parse_inspect(bad), None, "{bad:?}");
+        }
+        // A service that is no name is left out, the name kept.
+        assert_eq!(parse_inspect("/a\tb c\n"), Some(RuntimeName { name: "a".into(), service: None }));
+    }
+
+    #[test]
+    fn only_full_ids_go_to_the_cli() {
+        assert!(is_id(&"0123456789abcdef".repeat(4)));
+        assert!(!is_id(&"0123456789ABCDEF".repeat(4)));
+        assert!(!is_id("0123456789ab"));
+        assert!(!is_id(&format!("-{}", "a".repeat(63))));
+    }
+}
