@@ -38,6 +38,15 @@ impl TestUser {
         Self::make(tag, true)
     }
 
+    /// An account with a home (as `with_home`) that is a member of the `docker` group: its
+    /// `docker` CLI talks to the default socket (0660 root:docker). Run commands as it with
+    /// [`TestUser::command_with_groups`]: the plain `prefix` clears supplementary groups.
+    pub fn docker_member(tag: &str) -> Result<TestUser> {
+        let user = Self::make(tag, true)?;
+        run(&["usermod", "--append", "--groups", "docker", &user.name])?;
+        Ok(user)
+    }
+
     fn make(tag: &str, home: bool) -> Result<TestUser> {
         if !is_root() {
             bail!("making test users needs root (useradd); CI runs as root");
@@ -68,6 +77,29 @@ impl TestUser {
         let mut c = Command::new(&p[0]);
         c.args(&p[1..]).arg(program).current_dir("/");
         c
+    }
+
+    /// A command that runs `program` as this user with its supplementary groups (`docker`,
+    /// for a `docker_member`), from `/`, in a fresh login's environment.
+    pub fn command_with_groups(&self, program: &str) -> Command {
+        let p = self.prefix_with_groups();
+        let mut c = Command::new(&p[0]);
+        c.args(&p[1..]).arg(program).current_dir("/");
+        c
+    }
+
+    /// The words that run a command as this user with the groups /etc/group gives it
+    /// (`setpriv --init-groups`), in the environment of a fresh login for it (HOME, USER,
+    /// PATH...).
+    pub fn prefix_with_groups(&self) -> Vec<String> {
+        vec![
+            "setpriv".into(),
+            format!("--reuid={}", self.uid),
+            format!("--regid={}", self.gid),
+            "--init-groups".into(),
+            "--reset-env".into(),
+            "--".into(),
+        ]
     }
 
     /// The words that run a command as this user (its uid, its group, no others, the

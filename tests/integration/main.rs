@@ -2,8 +2,8 @@
 //! in-process (`harness`) or as the real binary (`bin`).
 
 use testkit as support;
-// The kit's test-skipping macros, as `crate::need_podman!()` and `crate::need_test_hosts!()`.
-use testkit::{need_podman, need_test_hosts};
+// The kit's test-skipping macros, as `crate::need_podman!()`, `crate::need_docker!()` and `crate::need_test_hosts!()`.
+use testkit::{need_docker, need_podman, need_test_hosts};
 mod served;
 
 mod harness;
@@ -72,6 +72,7 @@ mod remote_hosts;
 mod containers_support;
 mod netns_connect;
 mod containers;
+mod docker_kit;
 mod exec;
 mod current_vm;
 mod one_row;

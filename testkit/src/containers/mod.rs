@@ -17,17 +17,25 @@
 //! - [`Container`]: one JVM in a container, started and waited for until its agent listens
 //!   (seen in the container's /proc/PID/net/tcp); removed on drop.
 //! - [`NetnsJvm`]: one JVM in a bare network namespace (no container), loopback up.
+//! - [`DockerEngine`]: the real Docker Engine on the default socket, found or started once
+//!   and shared by the test processes (who stops it: see `docker.rs`); the same JDK root
+//!   folder imported into it as `jdwpmux-test-jdk:PID`. [`DockerContainer`]: one JVM in a
+//!   Docker container (`--network=none`, root or `--user`), removed on drop.
 //!
 //! Everything a test makes is removed on drop, also when the test fails; what a killed test
 //! process left behind is swept by the next one (see `process_dir`).
 
 mod container;
+mod docker;
+mod docker_container;
 mod image;
 mod netns;
 mod procs;
 mod sweep;
 
 pub use container::*;
+pub use docker::*;
+pub use docker_container::*;
 pub use image::*;
 pub use netns::*;
 pub use procs::*;
