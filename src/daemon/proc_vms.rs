@@ -35,6 +35,7 @@ pub(super) async fn start(spawner: Spawner, claimed: Claimed, runtimes: Runtimes
         keys: KeyBook::default(),
         live: HashMap::new(),
         left_alone: HashSet::new(),
+        unsaid: HashSet::new(),
         holders: HashMap::new(),
     };
     follower.round().await;
@@ -76,6 +77,9 @@ struct ProcFollower {
     live: HashMap<(u32, String), Live>,
     /// Other users' JVMs seen and left alone (each said once in the log).
     left_alone: HashSet<u32>,
+    /// Docker containers' JVMs listed unreachable before docker was asked whether it
+    /// reaches them: their line is said once it was.
+    unsaid: HashSet<(u32, String)>,
     /// Who holds a busy JVM's agent, by the holder's socket inode (read once per connection:
     /// finding it means reading every process's fds).
     holders: HashMap<u64, Option<String>>,
@@ -124,9 +128,11 @@ impl ProcFollower {
             .filter(|(_, l)| matches!(l, Live::Session(f) if super::followed::connected(&self.spawner, f.id)))
             .map(|((pid, _), _)| *pid)
             .collect();
+        let mut docker_asked = false;
         if let Ok(k) = self.runtimes.known.lock() {
             view.runtime_names = k.names.clone();
             view.docker = k.docker;
+            docker_asked = k.docker_asked;
         }
         let holders = std::mem::take(&mut self.holders);
         let scanned = tokio::task::spawn_blocking(move || scan_round(view, holders)).await;
@@ -157,8 +163,9 @@ impl ProcFollower {
         let through_runtime: std::collections::BTreeSet<String> = found
             .iter()
             .filter(|f| f.cannot_enter())
+            .filter(|f| docker_container(f))
             .filter_map(|f| match &f.place {
-                jvms::Place::Container { runtime: jvms::place::Runtime::Docker, id: Some(id), .. } => Some(id.clone()),
+                jvms::Place::Container { id, .. } => id.clone(),
                 _ => None,
             })
             .collect();
@@ -179,6 +186,7 @@ impl ProcFollower {
         let gone: Vec<(u32, String)> = self.live.keys().filter(|k| !slots.contains(k)).cloned().collect();
         for slot in gone {
             debug!(pid = slot.0, key = %slot.1, "a JVM found by its process is gone");
+            self.unsaid.remove(&slot);
             match self.live.remove(&slot) {
                 Some(Live::Session(f)) => f.drop_from(&self.spawner),
                 Some(Live::Unreachable(id)) => self.spawner.registry.set_held(id, false, None),
@@ -202,6 +210,11 @@ impl ProcFollower {
                 // container's name (told by the runtime) and what tells it apart.
                 Some(Live::Unreachable(id)) => {
                     let id = *id;
+                    if docker_asked && self.unsaid.remove(&slot) {
+                        if let Some(why) = &d.unreachable {
+                            info!(pid = f.pid, app = %f.name(), place = %f.place, "found a JVM that cannot be reached: {why}");
+                        }
+                    }
                     self.spawner.registry.set_held(id, true, d.unreachable.clone());
                     self.spawner.registry.set_process(id, super::followed::process_info(f, scanner, None));
                     self.spawner.registry.set_print(id, print);
@@ -229,7 +242,13 @@ impl ProcFollower {
                             Live::Session(followed)
                         }
                         Some(why) => {
-                            info!(pid = f.pid, app = %f.name(), place = %f.place, "found a JVM that cannot be reached: {why}");
+                            // A Docker container's, before docker was asked whether it reaches
+                            // it: said once the answer is known (next rounds).
+                            if docker_container(f) && !docker_asked {
+                                self.unsaid.insert(slot.clone());
+                            } else {
+                                info!(pid = f.pid, app = %f.name(), place = %f.place, "found a JVM that cannot be reached: {why}");
+                            }
                             let id = self.spawner.list_unreachable(s, why.clone());
                             let info = super::followed::process_info(f, scanner, None);
                             super::followed::warn_exposed(f, &info, None);
@@ -298,6 +317,11 @@ fn print_of(f: &FoundJvm) -> Option<same::Print> {
     let contained = matches!(f.place, jvms::Place::Container { .. } | jvms::Place::Pod { .. });
     let pid = contained.then(|| std::fs::read_to_string(format!("/proc/{}/status", f.pid)).ok()).flatten().and_then(|s| same::innermost_pid(&s));
     same::Print::of(&f.place, f.port, &f.command, pid)
+}
+
+/// Whether it runs in a Docker container (which `runtime_vms` may reach through docker).
+fn docker_container(f: &FoundJvm) -> bool {
+    matches!(&f.place, jvms::Place::Container { runtime: jvms::place::Runtime::Docker, id: Some(_), .. })
 }
 
 /// Whether jdwpmux's own session is connected to the JVM (then its connection is the one

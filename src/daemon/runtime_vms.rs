@@ -26,6 +26,8 @@ use crate::remote::runtime::plan::{Change, Plan};
 pub(crate) struct Known {
     pub names: BTreeMap<String, String>,
     pub docker: DockerWay,
+    /// Docker was asked (whatever it said): `docker` is its answer.
+    pub docker_asked: bool,
 }
 
 pub(crate) type Shared = Arc<Mutex<Known>>;
@@ -96,6 +98,7 @@ impl Follower {
         };
         if let Ok(mut k) = self.known.lock() {
             k.docker = way;
+            k.docker_asked = true;
         }
         if way == DockerWay::No {
             return;
