@@ -8,6 +8,8 @@
 //!
 //! - [`spec`]: `NAME=COMMAND` read, split into words, and the place it names. Pure.
 //! - [`tail`]: the exec's last stderr lines, bounded. Pure.
+//! - [`answer`]: what a command through the exec ended with: a missing program (each
+//!   runtime's exit code and words, on either stream), and what to quote of a failure. Pure.
 //! - [`place`]: the probe of a container a binary may be copied into, and its judgement. Pure.
 //! - [`start`]: the jdwpmux the exec runs: the container's, or this one copied in.
 //! - [`pipe`]: one run of the exec as one connection of the link (`Dial::Exec`).
@@ -16,6 +18,7 @@
 //! The one rule: the exec command is only ever the stream. A dropped exec is a cut: the far
 //! side in the container holds the session for the hold, the next run attaches to it.
 
+pub mod answer;
 pub mod host;
 pub mod pipe;
 pub mod place;

@@ -3,7 +3,7 @@
 //! this binary copied in through the same exec (probed first: `place`), kept by version in
 //! the folder the probe chose and found there by the next start. What cannot be done is one
 //! line saying why and what to do; what the exec itself said when it failed (`kubectl`'s
-//! "Forbidden", a missing container) is its own words.
+//! "Forbidden", a missing container, Docker's errors on stdout) is its own words (`answer`).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::process::Command;
 use tracing::info;
 
+use super::answer::Answer;
 use super::place::{self, Refusal};
 use super::spec::ExecSpec;
 use crate::remote::copy::plan::{self, Mismatch, Plan};
@@ -36,26 +37,9 @@ pub enum NotStarted {
     Unusable(String),
 }
 
-/// What a command run through the exec ended with.
-struct Answer {
-    code: Option<i32>,
-    stdout: String,
-    said: String,
-}
-
-impl Answer {
-    /// The runtime found no such program (`podman exec`, `kubectl exec`: 127, or 126 with a
-    /// "not found" from the OCI runtime).
-    fn not_found(&self) -> bool {
-        let s = self.said.to_ascii_lowercase();
-        self.code == Some(127) || (self.code == Some(126) && (s.contains("not found") || s.contains("no such file")))
-    }
-
-    fn failure(&self, spec: &ExecSpec, what: &str) -> NotStarted {
-        let how = self.code.map_or_else(|| "was ended by a signal".to_string(), |c| format!("exited with {c}"));
-        let said = if self.said.is_empty() { "it said nothing".to_string() } else { self.said.clone() };
-        NotStarted::Exec(format!("`{} {what}` {how}: {said}", crate::safe_text::shown(&spec.text)))
-    }
+/// How a failed exec is shown: the command, how it ended, what it said (stderr, else stdout).
+fn failure(answer: &Answer, spec: &ExecSpec, what: &str) -> NotStarted {
+    NotStarted::Exec(answer.failure_text(&format!("{} {what}", crate::safe_text::shown(&spec.text))))
 }
 
 async fn ask(spec: &ExecSpec, more: &[&str], stdin: Stdio, limit: Duration) -> Result<Answer, NotStarted> {
@@ -68,9 +52,7 @@ async fn ask(spec: &ExecSpec, more: &[&str], stdin: Stdio, limit: Duration) -> R
         Ok(Err(e)) => return Err(NotStarted::Exec(format!("cannot run {program}: {e}"))),
         Ok(Ok(o)) => o,
     };
-    let mut tail = super::tail::Tail::default();
-    tail.push(&out.stderr);
-    Ok(Answer { code: out.status, stdout: String::from_utf8_lossy(&out.stdout).into_owned(), said: tail.said().unwrap_or_default() })
+    Ok(Answer::new(out.status, &out.stdout, &out.stderr))
 }
 
 /// The path of the jdwpmux to run in the container.
@@ -86,7 +68,7 @@ pub async fn find(spec: &ExecSpec, far: &FarChoice) -> Result<String, NotStarted
     } else if first.not_found() {
         format!("{name} has no jdwpmux ({} was not found there)", far.path)
     } else {
-        return Err(first.failure(spec, &format!("{} --version", far.path)));
+        return Err(failure(&first, spec, &format!("{} --version", far.path)));
     };
     let image = format!("use an image with {ours} in it (or name it with --far-path)");
     if !far.copy {
@@ -107,7 +89,7 @@ async fn copy_in(spec: &ExecSpec, why: &str, image: &str) -> Result<String, NotS
         return Err(unusable(format!("{name} has no shell (sh) to copy it in with; {image}, or debug it from its node (serve --ssh NODE: jdwpmux there enters the node's containers)")));
     }
     if probe.code != Some(0) {
-        return Err(probe.failure(spec, "sh -c PROBE"));
+        return Err(failure(&probe, spec, "sh -c PROBE"));
     }
     let dir = match place::decide(&probe.stdout, &build, size) {
         Ok(Plan::Use(path)) => {
@@ -130,7 +112,7 @@ async fn copy_in(spec: &ExecSpec, why: &str, image: &str) -> Result<String, NotS
     let limit = COPY_TIMEOUT + Duration::from_secs(size / MIN_RATE);
     let copied = ask(spec, &["sh", "-c", &plan::copy_script(&dir, size, &build.version)], Stdio::from(file), limit).await?;
     if copied.code != Some(0) || !plan::runs_as(&copied.stdout, &build.version) {
-        return Err(copied.failure(spec, "sh -c COPY"));
+        return Err(failure(&copied, spec, "sh -c COPY"));
     }
     info!(exec = %name, path = %path.display(), "copied this jdwpmux into {name} in {:.1} s", began.elapsed().as_secs_f64());
     Ok(path.display().to_string())
