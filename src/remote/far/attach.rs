@@ -8,6 +8,12 @@
 //!
 //! Plain threads and blocking reads: two copies, nothing to schedule, and the process has no
 //! runtime to keep (it is started once a connection).
+//!
+//! **Nothing left behind**: a container's PID 1 is often the app itself (a JVM), which never
+//! reaps the orphans it adopts: a far side that outlived the process that started it would
+//! stay a zombie under it when it ends. So the bridge, once its exec has closed, closes its
+//! ends and waits for the process it started (the far side, or the one that found it running
+//! and ended at once) before it ends itself, reaped by the runtime outside the container.
 
 use std::io::{Read, Write};
 use std::net::Shutdown;
@@ -21,7 +27,7 @@ const CHUNK: usize = 64 * 1024;
 /// Starts (or finds) the far side, prints its ready line and bridges stdin and stdout to its
 /// socket. Returns when either side has closed.
 pub fn attach(opts: &Options) -> Result<(), FarError> {
-    let line = start_detached(opts)?;
+    let (line, mut started) = start_detached(opts)?;
     let ready = crate::remote::protocol::ready::parse(&line).map_err(|e| FarError::Line(e.to_string()))?;
     let sock = UnixStream::connect(&ready.socket).map_err(|source| FarError::Attach { path: ready.socket.clone(), source })?;
     say(&line);
@@ -59,5 +65,23 @@ pub fn attach(opts: &Options) -> Result<(), FarError> {
         }
     }
     let _ = from_far.shutdown(Shutdown::Both);
+    drop(out);
+    // The exec sees its streams end now; the far side holds its session on (or ends) as it
+    // would without this process, which only waits to reap it.
+    close_stdio();
+    let _ = started.wait();
     Ok(())
+}
+
+/// Closes stdin and stdout (to /dev/null: nothing is written after this), so that the exec
+/// is not held open by this process while it waits.
+fn close_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dup2 onto this process's own standard descriptors; `null` outlives the calls.
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 0);
+            libc::dup2(null.as_raw_fd(), 1);
+        }
+    }
 }

@@ -201,13 +201,15 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
 /// log in the folder), waits for its ready line and prints it: what `ssh HOST jdwpmux far
 /// --detach` runs, so the far side outlives the ssh session that started it.
 pub fn detach(opts: &Options) -> Result<(), FarError> {
-    let line = start_detached(opts)?;
+    // Its process is left to this machine's init, which reaps it.
+    let (line, _far) = start_detached(opts)?;
     say(&line);
     Ok(())
 }
 
-/// Starts the far side in the background, or finds it running: its ready line.
-fn start_detached(opts: &Options) -> Result<String, FarError> {
+/// Starts the far side in the background, or finds it running: its ready line, and the
+/// process started for it (the far side, or one that found it running and ends at once).
+fn start_detached(opts: &Options) -> Result<(String, std::process::Child), FarError> {
     let (dir, _) = folder(opts)?;
     let log_path = dir.join(dir::LOG_FILE);
     let log = std::fs::OpenOptions::new()
@@ -236,7 +238,7 @@ fn start_detached(opts: &Options) -> Result<String, FarError> {
     }
     let mut child = cmd.spawn().map_err(FarError::Detach)?;
     let line = child.stdout.take().and_then(|out| BufReader::new(out).lines().next()).and_then(Result::ok);
-    line.ok_or(FarError::Silent(log_path))
+    Ok((line.ok_or(FarError::Silent(log_path))?, child))
 }
 
 /// The private folder: the one named, checked; else the default (`dir::choose_default`),

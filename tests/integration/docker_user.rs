@@ -1,0 +1,147 @@
+//! A developer in the `docker` group, not root, debugging the JVMs of Docker containers that
+//! run as root or as a uid with no user here, their agents on the containers' own loopback,
+//! nothing published: `jdwpmux serve` finds them by their process, cannot enter their
+//! namespaces, and reaches them through `docker exec` (the far side copied in with
+//! `--far-copy`), named by their container names. A real Docker Engine and real JVMs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cli::{Served, BIN};
+use crate::remote::SLOW;
+use crate::support::containers::{refused_here, AppClasses, DockerContainer, DockerEngine, DockerSpec};
+use crate::support::users::TestUser;
+use crate::support::Jdb;
+
+async fn classes(class: &str) -> Arc<AppClasses> {
+    let src = crate::support::java::MAIN_JAVA.replace("Main", class);
+    AppClasses::compile(&[(&format!("{class}.java"), &src)]).await.expect("javac")
+}
+
+fn row<'a>(rows: &'a [Value], app: &str) -> Option<&'a Value> {
+    rows.iter().find(|r| r["app"] == app)
+}
+
+fn listed(served: &Served) -> Vec<Value> {
+    let (code, out, _) = served.run(&["list", "--json"]);
+    if code != 0 {
+        return Vec::new();
+    }
+    serde_json::from_str(&out).unwrap_or_default()
+}
+
+async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + SLOW;
+    loop {
+        let rows = listed(served);
+        if cond(&rows) {
+            return rows;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}: rows {rows:?}\n{}", served.log_text());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn ticks(c: &DockerContainer) -> u64 {
+    c.logs().await.lines().rev().filter_map(|l| l.strip_prefix("tick ")).find_map(|n| n.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Waits until the container's app printed two ticks past now: it runs on.
+async fn runs_on(c: &DockerContainer) {
+    let start = ticks(c).await;
+    let deadline = tokio::time::Instant::now() + SLOW;
+    while ticks(c).await < start + 2 {
+        assert!(tokio::time::Instant::now() < deadline, "{} did not run on: {}", c.name(), c.logs().await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until no process of jdwpmux is left in the container, dead or alive.
+async fn nothing_left(c: &DockerContainer) {
+    let deadline = tokio::time::Instant::now() + SLOW;
+    loop {
+        let procs = c.processes().await.unwrap();
+        if !procs.iter().any(|p| p.comm.starts_with("jdwpmux")) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "jdwpmux left in {}: {procs:?}", c.name());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_docker_group_member_debugs_root_containers_through_docker() {
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let marker = format!("dkuser{}", std::process::id());
+    let (ledger_cls, billing_cls) = (classes("Ledger").await, classes("Billing").await);
+    let mut spec = DockerSpec::new("dkledger", &ledger_cls);
+    spec.class = "Ledger".into();
+    spec.jvm = vec![format!("-Djdwpmux.test={marker}")];
+    let ledger = DockerContainer::run(engine, spec).await.expect("a root container");
+    let mut spec = DockerSpec::as_user("dkbilling", &billing_cls, 4321);
+    spec.class = "Billing".into();
+    spec.jvm = vec![format!("-Djdwpmux.test={marker}")];
+    let billing = DockerContainer::run(engine, spec).await.expect("a container as uid 4321");
+    refused_here(ledger.port()).unwrap();
+
+    let dev = TestUser::docker_member("dkdev").expect("a docker group member");
+    let home = dev.home.clone().expect("a home");
+    let own = |p: &std::path::Path| std::os::unix::fs::chown(p, Some(dev.uid), Some(dev.gid)).unwrap();
+    let (bin, dir) = (home.join("jm"), home.join("jdwpmux"));
+    for d in [&bin, &dir] {
+        std::fs::create_dir_all(d).unwrap();
+        own(d);
+    }
+    std::fs::copy(BIN, bin.join("jdwpmux")).unwrap();
+    own(&bin.join("jdwpmux"));
+    let mut wrapper = dev.prefix_with_groups();
+    wrapper.extend(["env".to_string(), "PATH=/usr/local/bin:/usr/bin:/bin".into(), format!("HOME={}", home.display()), "RUST_LOG=info".into()]);
+    let base = ["--proc", "--proc-match", marker.as_str(), "--no-scan", "--no-adb", "--scan-interval", "0.5"];
+
+    // Without --far-copy: listed by container name, unreachable, told how to allow it; never
+    // the current VM.
+    {
+        let served = Served::start_bin_as(&wrapper, &bin.join("jdwpmux"), &dir.join("control.sock"), &base);
+        let rows = list_until(&served, "both JVMs, with advice naming --far-copy", |r| {
+            ["Ledger", "Billing"].iter().all(|a| row(r, a).is_some_and(|v| v["note"].as_str().is_some_and(|n| n.contains("serve --far-copy"))))
+        })
+        .await;
+        for (app, c) in [("Ledger", &ledger), ("Billing", &billing)] {
+            let v = row(&rows, app).unwrap();
+            assert_eq!(v["process"]["place"], format!("container {} (docker)", c.name()), "{rows:?}");
+            assert_eq!(v["current"], false, "{rows:?}");
+            assert!(!v["note"].as_str().unwrap().contains("run jdwpmux as"), "{rows:?}");
+        }
+        served.wait_log("reached through `docker exec`").await;
+    }
+
+    // With --far-copy: both reached through docker, ready, under their container names.
+    let mut args = base.to_vec();
+    args.push("--far-copy");
+    let served = Served::start_bin_as(&wrapper, &bin.join("jdwpmux"), &dir.join("control.sock"), &args);
+    let ready = |r: &[Value], app: &str, host: &str| row(r, app).is_some_and(|v| v["state"] == "ready" && v["host"] == host && v["debugger_port"].is_u64());
+    let rows = list_until(&served, "both JVMs ready through docker", |r| ready(r, "Ledger", ledger.name()) && ready(r, "Billing", billing.name())).await;
+    assert_eq!(rows.len(), 2, "one row per JVM: {rows:?}");
+    for (app, c) in [("Ledger", &ledger), ("Billing", &billing)] {
+        assert_eq!(row(&rows, app).unwrap()["process"]["place"], format!("container {} (docker)", c.name()), "{rows:?}");
+    }
+    let port = |app: &str| row(&rows, app).and_then(|v| v["debugger_port"].as_u64()).unwrap();
+    for (app, c) in [("Ledger", &ledger), ("Billing", &billing)] {
+        let mut j = Jdb::attach_as(&dev.prefix(), &format!("127.0.0.1:{}", port(app))).await.expect("jdb starts");
+        j.expect("> ", SLOW).await.expect("jdb attaches");
+        crate::remote::break_step_clear_quit(&mut j, app).await;
+        runs_on(c).await;
+    }
+    // The current VM is one that can be reached.
+    let (_, text, _) = served.run(&["list"]);
+    assert!(text.lines().any(|l| l.starts_with('*') && (l.contains("Ledger") || l.contains("Billing"))), "{text}");
+    // `serve` ended as a user ends it (Ctrl-C, SIGTERM): nothing of jdwpmux runs on in
+    // either container, dead or alive.
+    let mut served = served;
+    assert_eq!(served.terminate(SLOW), Some(0), "{}", served.log_text());
+    nothing_left(&ledger).await;
+    nothing_left(&billing).await;
+}
