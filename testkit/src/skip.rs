@@ -67,9 +67,9 @@ pub fn decide(allowed: bool, record: &Path, test: &str, why: &str) -> Result<(),
         return Ok(());
     }
     Err(format!(
-        "this test cannot run here: {why}. `{TEST_COMMAND}` installs what the tests need (as root); \
-         to let tests that cannot run be skipped instead (recorded and named at the end of \
-         `{TEST_COMMAND}`), set {ALLOW_ENV}=1"
+        "this test cannot run here: {why}. Run `{TEST_COMMAND}` as root (it installs what the \
+         tests need); or, to let tests that cannot run be skipped instead (recorded and named \
+         at the end of `{TEST_COMMAND}`), set {ALLOW_ENV}=1"
     ))
 }
 
