@@ -46,10 +46,16 @@ macro_rules! not_run {
 /// ([`ALLOW_ENV`]); records the test and `why` first either way. `place` (the caller's module
 /// and line) names the test when the thread does not (libtest names each test's thread).
 pub fn not_run(place: &str, why: &dyn std::fmt::Display) {
-    let allowed = std::env::var(ALLOW_ENV).is_ok_and(|v| v == "1");
-    if let Err(e) = decide(allowed, &record_path(), &test_name(place), &why.to_string()) {
+    if let Err(e) = not_run_as(&test_name(place), &why.to_string()) {
         panic!("{e}");
     }
+}
+
+/// [`not_run`] for what is not a test thread (a benchmark's section): records `name` and
+/// `why`; `Err` (the failure's message) unless skipping is allowed ([`ALLOW_ENV`]).
+pub fn not_run_as(name: &str, why: &str) -> Result<(), String> {
+    let allowed = std::env::var(ALLOW_ENV).is_ok_and(|v| v == "1");
+    decide(allowed, &record_path(), name, why)
 }
 
 /// The pure part of [`not_run`]: records, then says whether the test may end as skipped
