@@ -289,6 +289,21 @@ mod tests {
         assert!(readme.lines().count() <= 350, "the README is for users: 350 lines at most");
     }
 
+    /// The README's test command (its first block's second line) is the script that installs
+    /// what the tests need, and the one `.ci/run` runs, on a line of its own.
+    #[test]
+    fn the_readme_test_command_is_the_one_ci_runs() {
+        let readme = include_str!("../README.md");
+        let block = readme.split("```sh\n").nth(1).and_then(|b| b.split("```").next()).expect("a first sh block");
+        let test = block.lines().nth(1).and_then(|l| l.split(" #").next()).map(str::trim).expect("a second line");
+        assert_eq!(test, "./test.sh", "README's test command");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let script = std::fs::read_to_string(root.join("test.sh")).expect("test.sh");
+        assert!(script.contains("bash .ci/install") && script.contains("cargo test"), "test.sh installs, then tests");
+        let ci = std::fs::read_to_string(root.join(".ci/run")).expect(".ci/run");
+        assert!(ci.lines().any(|l| l == test), ".ci/run runs {test} as README says");
+    }
+
     /// The README's first steps work in the order written (`jdwpmux` is run only after the
     /// first block put it on PATH), and `--help`'s quick start is the README's.
     #[test]

@@ -79,7 +79,7 @@ struct Relayed {
 
 impl Relayed {
     async fn start(extra: &[&str]) -> Relayed {
-        assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+        assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
         let app = JavaApp::start(false).await.unwrap();
         let vm = app.host_port();
         let mut args = vec!["--vm", vm.as_str(), "--no-adb"];

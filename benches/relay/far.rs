@@ -146,8 +146,7 @@ type FarRep = Vec<[Option<StepRun>; 3]>;
 type JdbRep = Vec<[Option<JdbRun>; 3]>;
 
 pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Table, fail: Fail) {
-    if let Some(why) = crate::test_hosts::unavailable() {
-        eprintln!("far: skipped, no test hosts on this machine: {why}");
+    if !crate::test_hosts::can_run("far", fail) {
         return;
     }
     if !bin.has_control || !bin.has_list {

@@ -28,7 +28,8 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
   --far-jdb  the far section also types at the real jdb through the same paths and links
             (attach, first stop, steps with `where` and `locals`)
             remote: JVMs on ssh test hosts (network namespaces with sshd; needs root,
-            iproute2, openssh-server; skipped with a line saying why otherwise)
+            iproute2, openssh-server; without them a failure, or skipped with
+            JDWPMUX_TEST_ALLOW_SKIP=1)
             far: an IDE stepping through ssh -L, serve --ssh --far never and --far
             always, with and without added link delay; the far side's idle cost (as remote)
             thin: big answers (a 1 MB class list, a 1 MiB string) at 10 Mbit/s and 25 ms

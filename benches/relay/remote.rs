@@ -77,10 +77,10 @@ impl RemoteParams {
 /// Records a functional failure: what, and why.
 pub type Fail<'a> = &'a mut dyn FnMut(&str, String);
 
-/// Runs the section; a line says why when it cannot (no test hosts here).
+/// Runs the section; when it cannot (no test hosts here), a failure, or skipped when allowed
+/// (`test_hosts::can_run`).
 pub fn run(bin: &ProxyBin, p: &RemoteParams, reps: usize, warmup: usize, t: &mut Table, fail: Fail) {
-    if let Some(why) = crate::test_hosts::unavailable() {
-        eprintln!("remote: skipped, no test hosts on this machine: {why}");
+    if !crate::test_hosts::can_run("remote", fail) {
         return;
     }
     if !bin.has_control || !bin.has_list {

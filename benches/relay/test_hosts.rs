@@ -18,6 +18,17 @@ pub fn unavailable() -> Option<String> {
     testkit::testhost::unavailable()
 }
 
+/// Whether `section` can have its test hosts. When not, it did not run: as with a test,
+/// that goes through the test kit's record (testkit/src/skip.rs), and is a failure unless
+/// `JDWPMUX_TEST_ALLOW_SKIP=1` allows it (then one `skipped: WHY` line).
+pub fn can_run(section: &str, fail: crate::remote::Fail) -> bool {
+    let Some(why) = unavailable() else { return true };
+    if let Err(e) = testkit::skip::not_run_as(&format!("bench relay: {section}"), &format!("{section}: no test hosts on this machine: {why}")) {
+        fail(&format!("{section}: not run"), e);
+    }
+    false
+}
+
 /// A test host and the JVMs the benchmark runs on it.
 pub struct BenchHost {
     /// First field: the JVMs go before their namespace.

@@ -100,8 +100,7 @@ pub struct Answers {
 }
 
 pub fn run(bin: &ProxyBin, p: &ThinParams, t: &mut Table, fail: Fail) {
-    if let Some(why) = crate::test_hosts::unavailable() {
-        eprintln!("thin: skipped, no test hosts on this machine: {why}");
+    if !crate::test_hosts::can_run("thin", fail) {
         return;
     }
     if !bin.has_control || !bin.has_list {

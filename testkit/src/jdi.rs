@@ -113,7 +113,7 @@ impl Stepper {
         let mut java = vec!["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
         if jdi == Jdi::Eclipse {
             for jar in ECLIPSE_JDI_JARS {
-                anyhow::ensure!(Path::new(jar).is_file(), "{jar} is missing: install libeclipse-jdt-debug-java (.ci/run does)");
+                anyhow::ensure!(Path::new(jar).is_file(), "{jar} is missing: install libeclipse-jdt-debug-java (./test.sh does)");
                 class_path = format!("{class_path}:{jar}");
             }
             java.push("-Djdi.manager=org.eclipse.jdi.internal.VirtualMachineManagerImpl");

@@ -18,6 +18,8 @@
 //! - **Processes**: `process` (what /proc says: memory, descriptors, CPU, listening ports;
 //!   signals and limits), `ports` (free and held ports), `faults` (what fault tests share),
 //!   `trace_check` (a trace file read as a viewer reads it).
+//! - **Tests that cannot run here**: `skip` (`not_run!`: they fail, or with
+//!   `JDWPMUX_TEST_ALLOW_SKIP=1` are skipped and recorded; never passed).
 #![allow(dead_code, unused_imports)]
 
 pub mod browser;
@@ -41,6 +43,7 @@ pub mod ports;
 pub mod process;
 pub mod rate_link;
 pub mod reader;
+pub mod skip;
 pub mod tap;
 pub mod testhost;
 pub mod testnet;

@@ -22,7 +22,7 @@ pub fn unavailable() -> Option<String> {
     for tool in ["ip", "/usr/sbin/sshd", "ssh", "ssh-keygen", "nsenter", "unshare"] {
         let ok = Command::new(tool).arg("-V").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
         if !ok {
-            return Some(format!("{tool} is not installed (.ci/run installs iproute2, openssh-server, util-linux)"));
+            return Some(format!("{tool} is not installed (./test.sh installs iproute2, openssh-server, util-linux)"));
         }
     }
     // One name per probe: tests run at once in one process probe at once.
@@ -33,14 +33,13 @@ pub fn unavailable() -> Option<String> {
     made.err().map(|e| format!("cannot make a network namespace: {e:#}"))
 }
 
-/// Skips the calling test (returns from it) with a line naming why, when test hosts cannot
-/// be made on this machine.
+/// Ends the calling test through [`not_run!`](crate::not_run) (a failure, unless skipping is
+/// allowed) when test hosts cannot be made on this machine.
 #[macro_export]
 macro_rules! need_test_hosts {
     () => {
         if let Some(why) = $crate::testhost::unavailable() {
-            eprintln!("skipped: {why}");
-            return;
+            $crate::not_run!(why);
         }
     };
 }

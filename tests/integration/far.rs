@@ -184,7 +184,7 @@ pub(crate) async fn wait_for_vm(near: &mut Near, resume: &mut Resume, pid: u32) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn far_side_holds_a_jvm_through_cuts_and_ends_after_the_hold() -> Result<()> {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let app = JavaApp::start(false).await?;
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path().join("far");
@@ -332,7 +332,7 @@ pub(crate) fn classes_of(data: &[u8], generic: bool) -> Result<Vec<(u8, String, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn far_side_compresses_big_replies_for_a_near_side_of_5_only() -> Result<()> {
     use jdwpmux::remote::protocol::hello::{PROTOCOL_MIN, SQUEEZE_PROTOCOL};
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let app = JavaApp::start(false).await?;
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path().join("far");
@@ -448,8 +448,7 @@ async fn a_default_folder_taken_by_another_user_first_is_passed_over() -> Result
     use crate::support::users::{is_root, TestUser};
     use std::os::unix::fs::PermissionsExt;
     if !is_root() {
-        eprintln!("skipped: needs root to act as other users");
-        return Ok(());
+        crate::not_run!("needs root to act as other users" => Ok(()));
     }
     let owner = TestUser::with_home("farown")?;
     let squatter = TestUser::create("farsquat")?;

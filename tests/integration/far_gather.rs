@@ -167,7 +167,7 @@ fn answers_of(answers: &Answers, set: u8, cmd: u8) -> Vec<&jdwpmux::remote::stop
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn far_side_gathers_a_stops_answers_before_its_event_as_the_vm_answers_them() -> Result<()> {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let app = JavaApp::launch(std::path::Path::new("java"), &[("Gather.java", GATHER_JAVA)], "Gather", &[], false).await?;
     app.wait_for_output("Gather started", SLOW).await?;
     let tmp = tempfile::tempdir()?;
@@ -269,7 +269,7 @@ async fn far_side_gathers_a_stops_answers_before_its_event_as_the_vm_answers_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn far_side_sends_what_a_class_lacks_to_a_near_side_of_6_only() -> Result<()> {
     use jdwpmux::remote::protocol::hello::ABSENT_PROTOCOL;
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let app = JavaApp::launch(std::path::Path::new("java"), &[("Gather.java", GATHER_JAVA)], "Gather", &[], false).await?;
     app.wait_for_output("Gather started", SLOW).await?;
     let pid = app.pid().context("the JVM's pid")?;

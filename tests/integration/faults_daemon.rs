@@ -97,7 +97,7 @@ impl Drop for RealAdb {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_adb_server_killed_and_restarted_is_found_again() {
-    assert!(Command::new("adb").arg("version").stdout(Stdio::null()).status().is_ok(), "the adb client is needed (apt-get install adb; .ci/run does)");
+    assert!(Command::new("adb").arg("version").stdout(Stdio::null()).status().is_ok(), "the adb client is needed (apt-get install adb; ./test.sh does)");
     let port = crate::support::ports::free_port();
     let adb = RealAdb { port };
     assert!(RealAdb::start(port), "adb start-server");
@@ -266,7 +266,7 @@ async fn a_flooded_control_socket_answers_or_closes_every_client_and_list_still_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_while_a_debugger_holds_a_breakpoint_stop_exits_and_leaves_the_vm_running() {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let big = start_big(Path::new("java")).await.unwrap();
     let big_addr = big.host_port();
     let mut served = Served::start(&["--vm", &big_addr, "--no-adb"]);

@@ -48,7 +48,7 @@ fn debugger_row(rows: &[serde_json::Value], peer: &str) -> Option<serde_json::Va
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_debugger_that_reads_nothing_while_200_mib_stream_is_cut_and_holds_nobody_hostage() {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let big = start_big(Path::new("java")).await.unwrap();
     let other = FakeVm::start(FakeVmConfig::default()).await;
     let (big_addr, other_addr) = (big.host_port(), other.addr().to_string());
@@ -159,7 +159,7 @@ fn half_packets(class: u64, tick: u64) -> Vec<Vec<u8>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_debugger_reset_mid_packet_leaves_nothing_of_it_in_the_vm() {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let big = start_big(Path::new("java")).await.unwrap();
     let fake = FakeVm::start(FakeVmConfig::default()).await;
     let (big_addr, fake_addr) = (big.host_port(), fake.addr().to_string());
@@ -210,7 +210,7 @@ async fn a_debugger_reset_mid_packet_leaves_nothing_of_it_in_the_vm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_larger_than_the_read_buffer_reaches_the_vm_whole() {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let big = start_big(Path::new("java")).await.unwrap();
     let big_addr = big.host_port();
     let served = serve(&[&big_addr], 30);
@@ -247,7 +247,7 @@ const TRICKLE_EVERY: Duration = Duration::from_millis(100);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_debugger_that_reads_a_trickle_is_cut_like_one_that_reads_nothing() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let big = start_big(Path::new("java")).await.unwrap();
     let big_addr = big.host_port();
     let served = serve(&[&big_addr], STALL_SECS);

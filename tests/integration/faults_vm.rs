@@ -52,7 +52,7 @@ async fn serve_two(big: &str, other: &FakeVm) -> (Served, u16, u16) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vm_killed_mid_reply_ends_its_debuggers_cleanly_and_spares_the_others() {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let mut big = start_big_of(Path::new("java"), KILLED_LEN).await.unwrap();
     let other = FakeVm::start(FakeVmConfig::default()).await;
     let (mut served, big_port, other_port) = serve_two(&big.host_port(), &other).await;
@@ -112,7 +112,7 @@ async fn a_vm_killed_mid_reply_ends_its_debuggers_cleanly_and_spares_the_others(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vm_stopped_for_30_s_answers_after_it_resumes_and_nothing_times_out() {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let big = start_big(Path::new("java")).await.unwrap();
     let other = FakeVm::start(FakeVmConfig::default()).await;
     let (mut served, big_port, other_port) = serve_two(&big.host_port(), &other).await;

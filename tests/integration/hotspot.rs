@@ -12,7 +12,7 @@ use crate::support::{java_available, jdb_available, JavaApp, Jdb};
 const SLOW: Duration = Duration::from_secs(60);
 
 fn tools() -> bool {
-    // CI installs a JDK (.ci/run); a machine without one cannot run these tests.
+    // ./test.sh installs a JDK; a machine without one cannot run these tests.
     assert!(java_available() && jdb_available(), "java, javac and jdb are needed (install a JDK)");
     true
 }

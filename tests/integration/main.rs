@@ -2,8 +2,10 @@
 //! in-process (`harness`) or as the real binary (`bin`).
 
 use testkit as support;
-// The kit's test-skipping macros, as `crate::need_podman!()`, `crate::need_docker!()` and `crate::need_test_hosts!()`.
-use testkit::{need_docker, need_podman, need_test_hosts};
+// The kit's macros for tests that cannot run here (they fail unless skipping is allowed), as
+// `crate::need_podman!()`, `crate::need_docker!()`, `crate::need_test_hosts!()` and
+// `crate::not_run!(why)`.
+use testkit::{need_docker, need_podman, need_test_hosts, not_run};
 mod served;
 
 mod harness;

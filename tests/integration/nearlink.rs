@@ -130,7 +130,7 @@ fn test_config() -> Config {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_channel_through_the_near_link_survives_a_cut_with_the_vm_suspended() -> Result<()> {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let app = JavaApp::start(false).await?;
     let pid = app.pid().context("the JVM's pid")?;
     let tmp = tempfile::tempdir()?;
@@ -207,7 +207,7 @@ async fn a_channel_through_the_near_link_survives_a_cut_with_the_vm_suspended() 
 /// (its stream ends, as a VM connection that closed), and the link goes on with a new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_far_side_that_restarted_ends_the_channels_and_the_link_goes_on() -> Result<()> {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let app = JavaApp::start(false).await?;
     let pid = app.pid().context("the JVM's pid")?;
     let tmp = tempfile::tempdir()?;

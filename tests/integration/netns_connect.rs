@@ -206,19 +206,16 @@ fn helper_as(user: &TestUser) -> Vec<OsString> {
 async fn a_user_enters_its_own_rootless_namespace() {
     crate::need_test_hosts!();
     if !is_root() {
-        eprintln!("skipped: making test users needs root");
-        return;
+        crate::not_run!("making test users needs root");
     }
     if let Some(why) = no_unprivileged_userns() {
-        eprintln!("skipped: {why}");
-        return;
+        crate::not_run!(why);
     }
     let owner = TestUser::create("nsowner").unwrap();
     let stranger = TestUser::create("nsother").unwrap();
     let probe = owner.command("unshare").args(["--user", "--map-root-user", "--net", "true"]).stdin(Stdio::null()).output().unwrap();
     if !probe.status.success() {
-        eprintln!("skipped: a user cannot make a user namespace here: {}", String::from_utf8_lossy(&probe.stderr).trim());
-        return;
+        crate::not_run!(format!("a user cannot make a user namespace here: {}", String::from_utf8_lossy(&probe.stderr).trim()));
     }
     let ip = ["/usr/sbin/ip", "/usr/bin/ip", "/sbin/ip", "/bin/ip"].into_iter().find(|p| std::path::Path::new(p).exists()).expect("ip");
     let script = format!("{ip} link set lo up && exec python3 -c \"$1\" \"$2\"");

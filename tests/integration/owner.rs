@@ -10,7 +10,8 @@
 //! - `--allow-user NAME` lets that user's jdb attach and work (one INFO line names it),
 //!   while a third user is still refused; `--allow-user any` lets every local user in.
 //!
-//! Only root can make users and act as them: elsewhere these tests say so and stop early.
+//! Only root can make users and act as them: elsewhere these tests fail saying so, unless
+//! skipping is allowed (`JDWPMUX_TEST_ALLOW_SKIP=1`).
 
 use std::time::Duration;
 
@@ -21,13 +22,15 @@ use crate::support::{java_available, jdb_available, FakeVm, FakeVmConfig, JavaAp
 /// jdb and a JVM on a busy 2-core machine can be slow to start.
 const SLOW: Duration = Duration::from_secs(60);
 
-fn can_act_as_others(test: &str) -> bool {
-    if !is_root() {
-        eprintln!("{test}: not root, so no users can be made: skipped");
-        return false;
-    }
-    assert!(java_available() && jdb_available(), "java, javac and jdb are needed (install a JDK)");
-    true
+/// Ends the test through `not_run!` (a failure unless skipping is allowed) when no users can
+/// be made here; java and jdb are required.
+macro_rules! need_other_users {
+    () => {
+        if !is_root() {
+            crate::not_run!("not root, so no users can be made (useradd)");
+        }
+        assert!(java_available() && jdb_available(), "java, javac and jdb are needed (install a JDK; ./test.sh does)");
+    };
 }
 
 /// Waits until `needle` appears on `n` lines of the daemon's log; returns those lines.
@@ -104,9 +107,7 @@ async fn owner_gets_in(port: u16) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owner_another_users_jdb_is_refused_on_the_vm_port_and_the_current_port() {
-    if !can_act_as_others("owner_another_users_jdb_is_refused") {
-        return;
-    }
+    need_other_users!();
     let other = TestUser::create("r").expect("a test user");
     let mut app = JavaApp::start(false).await.unwrap();
     let (served, vm_port, current) = serve(&app.host_port(), &[]).await;
@@ -140,9 +141,7 @@ async fn owner_another_users_jdb_is_refused_on_the_vm_port_and_the_current_port(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owner_allow_user_lets_the_named_user_attach_and_nobody_else() {
-    if !can_act_as_others("owner_allow_user_lets_the_named_user_attach") {
-        return;
-    }
+    need_other_users!();
     let (alice, mallory) = (TestUser::create("a").expect("a test user"), TestUser::create("m").expect("a test user"));
     let mut app = JavaApp::start(false).await.unwrap();
     let (served, vm_port, _) = serve(&app.host_port(), &["--allow-user", &alice.name]).await;
@@ -172,9 +171,7 @@ async fn owner_allow_user_lets_the_named_user_attach_and_nobody_else() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owner_allow_user_any_lets_every_local_user_in() {
-    if !can_act_as_others("owner_allow_user_any_lets_every_local_user_in") {
-        return;
-    }
+    need_other_users!();
     let other = TestUser::create("y").expect("a test user");
     let vm = FakeVm::start(FakeVmConfig::hotspot_like()).await;
     let (served, vm_port, current) = serve(&vm.addr().to_string(), &["--allow-user", "any"]).await;

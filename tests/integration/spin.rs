@@ -26,7 +26,7 @@ fn cpu_time(pid: u32) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spinning_daemon_relays_hotspot_and_sleeps_when_idle() {
-    assert!(java_available(), "java and javac are needed (install a JDK; .ci/run does)");
+    assert!(java_available(), "java and javac are needed (install a JDK; ./test.sh does)");
     let mut app = JavaApp::start(false).await.unwrap();
     let vm = app.host_port();
     let served = Served::start(&["--vm", &vm, "--no-adb", "--spin-us", "200"]);

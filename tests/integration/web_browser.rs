@@ -72,7 +72,7 @@ fn command_row(rows: &[Vec<String>], peer: &str, command: &str) -> Option<Vec<St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_in_a_real_browser() {
-    assert!(browser_available(), "chromium and chromedriver are needed (apt-get install chromium chromium-driver; .ci/run does)");
+    assert!(browser_available(), "chromium and chromedriver are needed (apt-get install chromium chromium-driver; ./test.sh does)");
     let shop = FakeVm::start(busy_app()).await;
     let maps = FakeVm::start(FakeVmConfig { app_name: "com.example.maps".into(), pid: 5151, ..Default::default() }).await;
     let plain = FakeVm::start(FakeVmConfig::hotspot_like()).await;
@@ -259,7 +259,7 @@ async fn the_page_in_a_real_browser() {
 /// that name on another host makes it "NAME on HOST").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_header_tells_apart_vms_of_one_name() {
-    assert!(browser_available(), "chromium and chromedriver are needed (apt-get install chromium chromium-driver; .ci/run does)");
+    assert!(browser_available(), "chromium and chromedriver are needed (apt-get install chromium chromium-driver; ./test.sh does)");
     let worker = |pid| FakeVmConfig { app_name: "Worker".into(), pid, ..Default::default() };
     let (a, b) = (FakeVm::start(worker(3131)).await, FakeVm::start(worker(3232)).await);
     let (proxy, page) = monitor_sharing(&[a.addr(), b.addr()]).await;

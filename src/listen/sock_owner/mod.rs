@@ -100,8 +100,8 @@ mod tests {
         for ip in ["127.0.0.1", "::1"] {
             let Some((peer, local, c, s)) = pair(ip) else {
                 assert_ne!(ip, "127.0.0.1", "IPv4 loopback must work");
-                eprintln!("no IPv6 loopback here: {ip} skipped");
-                continue;
+                // IPv6 comes last: the IPv4 half ran, this half did not.
+                testkit::not_run!("no IPv6 loopback (::1) here: the IPv6 half of the test cannot run");
             };
             assert_eq!(lookup_diag(peer, local).unwrap(), Owner::Uid(me()), "{ip} sock_diag");
             assert_eq!(lookup_proc(peer, local).unwrap(), Owner::Uid(me()), "{ip} /proc");
@@ -115,7 +115,7 @@ mod tests {
             drop((c, s));
             done += 1;
         }
-        assert!(done >= 1);
+        assert_eq!(done, 2);
     }
 
     #[tokio::test]

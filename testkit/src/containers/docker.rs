@@ -48,11 +48,11 @@ pub fn docker_unavailable() -> Option<String> {
     }
     for (tool, package) in [("docker", "docker.io"), ("dockerd", "docker.io"), ("setsid", "util-linux"), ("setpriv", "util-linux"), ("busybox", "busybox"), ("tar", "tar")] {
         if which(tool).is_none() {
-            return Some(format!("{tool} is not installed (.ci/run installs {package})"));
+            return Some(format!("{tool} is not installed (./test.sh installs {package})"));
         }
     }
     if !Path::new(JDK17_HOME).join("bin/java").exists() {
-        return Some(format!("no JDK 17 at {JDK17_HOME} (.ci/run installs openjdk-17-jdk-headless)"));
+        return Some(format!("no JDK 17 at {JDK17_HOME} (./test.sh installs openjdk-17-jdk-headless)"));
     }
     None
 }
@@ -63,8 +63,7 @@ pub fn docker_unavailable() -> Option<String> {
 macro_rules! need_docker {
     () => {
         if let Some(why) = $crate::containers::docker_unavailable() {
-            eprintln!("skipped: {why}");
-            return;
+            $crate::not_run!(why);
         }
     };
 }

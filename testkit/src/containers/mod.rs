@@ -69,31 +69,30 @@ pub const PODMAN_TIMEOUT: Duration = Duration::from_secs(60);
 static NEXT: AtomicU32 = AtomicU32::new(1);
 
 /// Why real containers cannot be run here (not root, podman or runc missing, no uidmap for
-/// rootless ones), or None when they can. CI installs all of it (.ci/run), so a skip only
-/// happens on a developer's machine.
+/// rootless ones), or None when they can. `./test.sh` installs all of it; run as root, no
+/// container test is left out.
 pub fn unavailable() -> Option<String> {
     if !is_root() {
         return Some("containers need root (rootful podman, and making the rootless test users)".into());
     }
     for (tool, package) in [("podman", "podman"), ("runc", "runc"), ("newuidmap", "uidmap"), ("newgidmap", "uidmap"), ("setpriv", "util-linux"), ("ip", "iproute2"), ("unshare", "util-linux"), ("busybox", "busybox")] {
         if which(tool).is_none() {
-            return Some(format!("{tool} is not installed (.ci/run installs {package})"));
+            return Some(format!("{tool} is not installed (./test.sh installs {package})"));
         }
     }
     if !Path::new(JDK17_HOME).join("bin/java").exists() {
-        return Some(format!("no JDK 17 at {JDK17_HOME} (.ci/run installs openjdk-17-jdk-headless)"));
+        return Some(format!("no JDK 17 at {JDK17_HOME} (./test.sh installs openjdk-17-jdk-headless)"));
     }
     None
 }
 
-/// Skips the calling test (returns from it) with a line naming why, when real containers
-/// cannot be run on this machine.
+/// Ends the calling test through [`not_run!`](crate::not_run) (a failure, unless skipping is
+/// allowed) when real containers cannot be run on this machine.
 #[macro_export]
 macro_rules! need_podman {
     () => {
         if let Some(why) = $crate::containers::unavailable() {
-            eprintln!("skipped: {why}");
-            return;
+            $crate::not_run!(why);
         }
     };
 }
