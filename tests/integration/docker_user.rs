@@ -135,6 +135,22 @@ async fn a_docker_group_member_debugs_root_containers_through_docker() {
         crate::remote::break_step_clear_quit(&mut j, app).await;
         runs_on(c).await;
     }
+    // The container restarted (its JVM and the far side in it end): the same port, ready again
+    // through docker, and a debugger stops in it.
+    let mut ledger = ledger;
+    ledger.restart().await.expect("docker restart");
+    let before = port("Ledger");
+    // The far side there is a new one (the old one ended with the container).
+    served.wait_log(&format!("jdwpmux in {} is another one now", ledger.name())).await;
+    let again = list_until(&served, "Ledger back after its container's restart", |r| {
+        row(r, "Ledger").is_some_and(|v| v["state"] == "ready" && v["pid"] == 1 && v["debugger_port"].as_u64() == Some(before)) && r.len() == 2
+    })
+    .await;
+    assert_eq!(row(&again, "Ledger").unwrap()["host"], ledger.name(), "{again:?}");
+    let mut j = Jdb::attach_as(&dev.prefix(), &format!("127.0.0.1:{before}")).await.expect("jdb starts");
+    j.expect("> ", SLOW).await.expect("jdb attaches");
+    crate::remote::break_step_clear_quit(&mut j, "Ledger").await;
+    runs_on(&ledger).await;
     // The current VM is one that can be reached.
     let (_, text, _) = served.run(&["list"]);
     assert!(text.lines().any(|l| l.starts_with('*') && (l.contains("Ledger") || l.contains("Billing"))), "{text}");
