@@ -60,13 +60,18 @@ pub const REMOTE_LIMIT: Duration = Duration::from_secs(18);
 /// session of its own may not have left the group yet). The far side
 /// proper is not in that group (it makes a session of its own), so a start that answered
 /// leaves only it running. Without this, killing the ssh client here left `sh -c ... far
-/// --detach` and its child on the host for every try. `beside`: in the folder of this
-/// protocol beside a far side of another (`far --beside`).
+/// --detach` and its child on the host for every try. And as soon as this side gives the
+/// start up (`serve` stopped, or the start printed too much), the group is killed too: the
+/// session's stdin, which this side holds open while it waits (`start`), reaches its end
+/// when the ssh client here is gone, and a reader of it kills the group if the start still
+/// runs then. `beside`: in the folder of this protocol beside a far side of another (`far
+/// --beside`).
 pub fn start_script(far_path: &str, beside: bool, limit: Duration) -> String {
     let script = format!(
         "pg=$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null); [ -n \"$pg\" ] || pg=$$; \
          (i=0; while [ $i -lt {n} ] && kill -0 $$ 2>/dev/null; do sleep 1; i=$((i+1)); done; [ $i -lt {n} ] || kill -KILL -$pg) </dev/null >/dev/null 2>&1 & \
-         exec {path} far --detach{beside}",
+         exec 3<&0; (cat <&3 >/dev/null 2>&1; kill -0 $$ 2>/dev/null && kill -KILL -$pg) >/dev/null 2>&1 & \
+         exec {path} far --detach{beside} 3<&- </dev/null",
         n = limit.as_secs(),
         path = shell_quote(far_path),
         beside = if beside { " --beside" } else { "" }
@@ -141,7 +146,9 @@ pub const MAX_START_OUTPUT: usize = 64 * 1024;
 pub async fn start(ssh: &SshOptions, control: &Path, dest: &Destination, far_path: &str, beside: bool) -> Result<Ready, FarUnusable> {
     let args = start_command(ssh, control, dest, far_path, beside).map_err(|e| FarUnusable::Failed(e.to_string()))?;
     let mut cmd = Command::new(&ssh.program);
-    cmd.args(args).stdin(Stdio::null()).kill_on_drop(true);
+    // Held open while the start runs: its end tells the host's script to end what it
+    // started (`start_script`).
+    cmd.args(args).stdin(Stdio::piped()).kill_on_drop(true);
     let began = tokio::time::Instant::now();
     let out = match tokio::time::timeout(START_TIMEOUT, bounded_output(cmd, MAX_START_OUTPUT)).await {
         Err(_) => return Err(FarUnusable::Failed(format!("{far_path} far --detach did not answer within {START_TIMEOUT:?}"))),
@@ -296,11 +303,13 @@ mod tests {
         for p in [&never, &answers] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let run = |path: &Path| {
+        // Its stdin held open, as `start` holds the ssh client's.
+        let run_for = |path: &Path, limit: Duration| {
             let mut c = Command::new("setsid");
-            c.args(["-w", "sh", "-c", &start_script(&path.display().to_string(), false, Duration::from_secs(2))]).stdin(Stdio::null()).kill_on_drop(true);
+            c.args(["-w", "sh", "-c", &start_script(&path.display().to_string(), false, limit)]).stdin(Stdio::piped()).kill_on_drop(true);
             c
         };
+        let run = |path: &Path| run_for(path, Duration::from_secs(2));
         // The processes whose command line holds `m` (the test's folder, or a mark).
         let with = |m: &str| -> Vec<i32> {
             std::fs::read_dir("/proc")
@@ -329,6 +338,19 @@ mod tests {
         let out = bounded_output(run(&never), MAX_START_OUTPUT).await.unwrap();
         assert!(out.status.is_none() && t.elapsed() < Duration::from_secs(10), "killed at the limit: {:?} after {:?}", out.status, t.elapsed());
         gone(vec![folder.clone(), format!("{mark}-never")]).await;
+        // Given up here long before its limit (the ssh client gone: the end of its stdin):
+        // killed there at once, with what it started.
+        let mut given_up = run_for(&never, Duration::from_secs(60)).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while with(&format!("{mark}-never")).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "the start never ran");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let t = std::time::Instant::now();
+        drop(given_up.stdin.take());
+        gone(vec![folder.clone(), format!("{mark}-never")]).await;
+        assert!(t.elapsed() < Duration::from_secs(10), "ended {:?} after its stdin did", t.elapsed());
+        let _ = given_up.wait().await;
         let out = bounded_output(run(&answers), MAX_START_OUTPUT).await.unwrap();
         assert_eq!((out.status, out.stdout.as_slice()), (Some(0), &b"ready\n"[..]));
         gone(vec![folder]).await;
