@@ -36,34 +36,13 @@ pub fn attach(opts: &Options) -> Result<(), FarError> {
     // The near side's bytes to the far side. Its end (the exec closed our stdin) is passed
     // on as the end of what the far side reads: a cut, which it holds through.
     std::thread::spawn(move || {
-        let mut input = std::io::stdin().lock();
-        let mut buf = vec![0u8; CHUNK];
-        loop {
-            match input.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if to_far.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
+        pump(&mut std::io::stdin().lock(), &mut to_far);
         let _ = to_far.shutdown(Shutdown::Both);
     });
     // The far side's bytes to the near side, until the far side closes (it took another
     // connection, or ended) or stdout is gone (the exec ended).
     let mut out = std::io::stdout().lock();
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        match from_far.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if out.write_all(&buf[..n]).and_then(|_| out.flush()).is_err() {
-                    break;
-                }
-            }
-        }
-    }
+    pump(&mut from_far, &mut out);
     let _ = from_far.shutdown(Shutdown::Both);
     drop(out);
     // The exec sees its streams end now; the far side holds its session on (or ends) as it
@@ -71,6 +50,21 @@ pub fn attach(opts: &Options) -> Result<(), FarError> {
     close_stdio();
     let _ = started.wait();
     Ok(())
+}
+
+/// Copies `from` to `to` (each write flushed) until either ends or fails.
+fn pump(from: &mut impl Read, to: &mut impl Write) {
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).and_then(|_| to.flush()).is_err() {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// Closes stdin and stdout (to /dev/null: nothing is written after this), so that the exec
