@@ -17,11 +17,13 @@ use super::{say, start_detached, FarError, Options};
 
 /// Bytes moved at once each way.
 const CHUNK: usize = 64 * 1024;
+/// How long the bridge waits, once closed, for the far side it started to end.
+const REAP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Starts (or finds) the far side, prints its ready line and bridges stdin and stdout to its
 /// socket. Returns when either side has closed.
 pub fn attach(opts: &Options) -> Result<(), FarError> {
-    let line = start_detached(opts)?;
+    let (line, reaper) = start_detached(opts)?;
     let ready = crate::remote::protocol::ready::parse(&line).map_err(|e| FarError::Line(e.to_string()))?;
     let sock = UnixStream::connect(&ready.socket).map_err(|source| FarError::Attach { path: ready.socket.clone(), source })?;
     say(&line);
@@ -59,5 +61,13 @@ pub fn attach(opts: &Options) -> Result<(), FarError> {
         }
     }
     let _ = from_far.shutdown(Shutdown::Both);
+    // A far side this process started and that is ending (its near side said it leaves for
+    // good) is waited for a moment, so that it is reaped here: once this process is gone it
+    // belongs to the container's first process, often the JVM, which reaps nothing, and it
+    // would stay a zombie. One holding a cut session goes on; this process ends anyway.
+    let deadline = std::time::Instant::now() + REAP_GRACE;
+    while !reaper.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     Ok(())
 }

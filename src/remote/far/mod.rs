@@ -201,13 +201,14 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
 /// log in the folder), waits for its ready line and prints it: what `ssh HOST jdwpmux far
 /// --detach` runs, so the far side outlives the ssh session that started it.
 pub fn detach(opts: &Options) -> Result<(), FarError> {
-    let line = start_detached(opts)?;
+    let (line, _) = start_detached(opts)?;
     say(&line);
     Ok(())
 }
 
-/// Starts the far side in the background, or finds it running: its ready line.
-fn start_detached(opts: &Options) -> Result<String, FarError> {
+/// Starts the far side in the background, or finds it running: its ready line, and the
+/// thread that reaps the process started (done once it has ended).
+fn start_detached(opts: &Options) -> Result<(String, std::thread::JoinHandle<()>), FarError> {
     let (dir, _) = folder(opts)?;
     let log_path = dir.join(dir::LOG_FILE);
     let log = std::fs::OpenOptions::new()
@@ -236,7 +237,14 @@ fn start_detached(opts: &Options) -> Result<String, FarError> {
     }
     let mut child = cmd.spawn().map_err(FarError::Detach)?;
     let line = child.stdout.take().and_then(|out| BufReader::new(out).lines().next()).and_then(Result::ok);
-    line.ok_or(FarError::Silent(log_path))
+    // Reaped while this process lives: one that found a far side running ends at once, and
+    // the far side itself may end first (its hold ran out). Unreaped, each would stay a
+    // zombie, in a container for good: it goes to the container's first process, which is
+    // often the JVM itself and reaps nothing (`far --attach` under `docker exec`).
+    let reaper = std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok((line.ok_or(FarError::Silent(log_path))?, reaper))
 }
 
 /// The private folder: the one named, checked; else the default (`dir::choose_default`),
