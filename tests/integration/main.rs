@@ -73,6 +73,7 @@ mod containers_support;
 mod netns_connect;
 mod containers;
 mod docker_kit;
+mod docker;
 mod exec;
 mod current_vm;
 mod one_row;
