@@ -20,7 +20,11 @@ const DOCKER_HOST: (&str, &str) = ("DOCKER_HOST", "unix:///var/run/docker.sock")
 /// `uid` when given.
 async fn run(engine: &'static DockerEngine, tag: &str, class: &str, marker: &str, uid: Option<u32>) -> DockerContainer {
     let cls: Arc<AppClasses> = crate::containers::classes(class).await;
-    let mut s = DockerSpec::new(tag, &cls);
+    run_classes(engine, tag, &cls, class, marker, uid).await
+}
+
+async fn run_classes(engine: &'static DockerEngine, tag: &str, cls: &Arc<AppClasses>, class: &str, marker: &str, uid: Option<u32>) -> DockerContainer {
+    let mut s = DockerSpec::new(tag, cls);
     s.class = class.into();
     s.jvm = vec![format!("-D{marker}")];
     s.user = uid.map(|u| format!("{u}:{u}"));
@@ -79,9 +83,10 @@ async fn break_cont_detach(port: u16, class: &str) {
     j.quit().await.unwrap();
 }
 
-/// As root, by namespace entry (`--other-users` for the uid-4321 one): a root container and a
-/// uid-4321 one are listed as `container NAME (docker)`, ready; jdb breaks, continues and detaches through each one's port, and
-/// the apps run on.
+/// As root, by namespace entry (`--other-users` for the uid-4321 one): root containers and a
+/// uid-4321 one are listed as `container NAME (docker)`, ready; jdb breaks, continues and
+/// detaches through each one's port, two debuggers share one, a JDI session sees what it
+/// sees directly, and the apps run on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_containers_root_and_a_uid_with_no_user_are_served_by_root() {
     crate::need_docker!();
@@ -89,25 +94,38 @@ async fn docker_containers_root_and_a_uid_with_no_user_are_served_by_root() {
     let marker = format!("jdwpmux.test=dkns-{}", std::process::id());
     let billing = run(engine, "dkbill", "Billing", &marker, None).await;
     let orders = run(engine, "dkord", "Orders", &marker, Some(4321)).await;
+    let ledger_classes = AppClasses::compile(&[("Ledger.java", crate::support::jdi::LEDGER_JAVA)]).await.expect("javac");
+    let ledger = run_classes(engine, "dkledg", &ledger_classes, "Ledger", &marker, None).await;
     assert!(std::process::Command::new("getent").args(["passwd", "4321"]).output().is_ok_and(|o| !o.status.success()), "uid 4321 has a user here");
 
     // The uid-4321 JVM is another user's to root, as any JVM not running as root: served
     // with --other-users (left alone without it).
     let served = Served::start_env(&["--proc", "--proc-match", &marker, "--other-users", "--no-scan", "--no-adb", "--scan-interval", "0.5"], &[DOCKER_HOST]);
-    let rows = list_local_until(&served, "both Docker containers ready", |r| local_ready(r, "Billing") && local_ready(r, "Orders")).await;
-    assert_eq!(rows.len(), 2, "{rows:?}");
-    for (app, c) in [("Billing", &billing), ("Orders", &orders)] {
+    let rows = list_local_until(&served, "the Docker containers ready", |r| ["Billing", "Orders", "Ledger"].iter().all(|a| local_ready(r, a))).await;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for (app, c) in [("Billing", &billing), ("Orders", &orders), ("Ledger", &ledger)] {
         let r = local_row(&rows, app).unwrap();
         assert_eq!(r["pid"], c.jvm_pid(), "{rows:?}");
         assert_eq!(r["process"]["place"], format!("container {} (docker)", c.name()), "{rows:?}");
     }
     let (_, text, _) = served.run(&["list"]);
     assert!(text.contains(&format!("container {} (docker)", orders.name())), "{text}");
+    let port = |app: &str| local_row(&rows, app).and_then(|r| r["debugger_port"].as_u64()).unwrap() as u16;
     for (app, c) in [("Billing", &billing), ("Orders", &orders)] {
-        let port = local_row(&rows, app).and_then(|r| r["debugger_port"].as_u64()).unwrap() as u16;
-        break_cont_detach(port, app).await;
+        break_cont_detach(port(app), app).await;
         runs_on(c).await;
     }
+    // Two debuggers on one container's JVM: one idle while the other breaks and steps; each
+    // leaves, and the app runs on.
+    let mut idle = jdb(port("Billing")).await;
+    let mut j = jdb(port("Billing")).await;
+    crate::remote::break_step_clear_quit(&mut j, "Billing").await;
+    list_local_until(&served, "the idle jdb still attached", |r| local_row(r, "Billing").is_some_and(|v| v["debuggers"].as_array().is_some_and(|d| d.len() == 1))).await;
+    idle.quit().await.unwrap();
+    runs_on(&billing).await;
+    // An IDE-shaped JDI session sees in the container what it sees of the same program here.
+    crate::containers::same_as_here(port("Ledger"), "through jdwpmux into the Docker container").await;
+    runs_on(&ledger).await;
     drop(served);
 }
 
