@@ -90,6 +90,11 @@ pub(super) fn build_rootfs(root: &Path) -> Result<()> {
     if !status.success() {
         bail!("chmod -R a+rX {} failed", root.display());
     }
+    // As in any image: every user may write /tmp and /var/tmp (a Docker container has no
+    // tmpfs over them, and one running as a uid of its own writes there).
+    for d in ["tmp", "var/tmp"] {
+        std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o1777))?;
+    }
     Ok(())
 }
 
