@@ -222,3 +222,26 @@ async fn docker_exec_far_copy_holds_through_a_killed_exec_and_a_restart() {
     assert!(zombies.is_empty(), "zombies left in the container: {zombies:?}");
     runs_on(&c).await;
 }
+
+/// A container running as uid 4321 (no user here, HOME=/) through `docker exec -i CT
+/// --far-copy`: its home's cache cannot be written, so this binary goes to /tmp/jdwpmux-4321
+/// in the container, runs there as 4321, and jdb breaks, steps and detaches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_exec_far_copy_into_a_uid_container() {
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let c = run(engine, "dkexuid", "Ledger", "jdwpmux.test=dkexuid", Some(4321)).await;
+    let exec = format!("ledger=docker exec -i {}", c.name());
+    let served = Served::start_env(&["--no-proc", "--no-scan", "--no-adb", "--exec", &exec, "--far-copy"], &[DOCKER_HOST]);
+    let rows = list_until(&served, "Ledger through docker exec as 4321", |r| ready(r, "ledger", "Ledger")).await;
+    assert_eq!(row(&rows, "ledger", "Ledger").unwrap()["process"]["place"], format!("container {} (docker)", c.name()), "{rows:?}");
+    let log = served.log_text();
+    assert!(log.contains("copied this jdwpmux into ledger") && log.contains("/tmp/jdwpmux-4321/"), "{log}");
+    let far = c.processes().await.unwrap().into_iter().find(|p| p.comm == "jdwpmux" && p.state != "Z").expect("the far side runs in the container");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", far.pid)).unwrap();
+    assert!(status.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("4321")), "the far side runs as the container's user: {status}");
+    let mut j = jdb(port_of(&rows, "ledger", "Ledger")).await;
+    crate::remote::break_step_clear_quit(&mut j, "Ledger").await;
+    runs_on(&c).await;
+    drop(served);
+}
