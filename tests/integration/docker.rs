@@ -245,3 +245,25 @@ async fn docker_exec_far_copy_into_a_uid_container() {
     runs_on(&c).await;
     drop(served);
 }
+
+/// What `docker exec` says is read as Docker says it: without `--far-copy`, a container with
+/// no jdwpmux (126 and "executable file not found" on stdout) gets the line saying how to
+/// allow the copy, never "exited with 126: it said nothing"; a missing container is shown in
+/// Docker's own words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_exec_answers_are_read_from_either_stream() {
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let c = run(engine, "dkans", "Ledger", "jdwpmux.test=dkans", None).await;
+    let exec = format!("ledger=docker exec -i {}", c.name());
+    let missing = format!("gone=docker exec -i {}-missing", c.name());
+    let served = Served::start_env(&["--no-proc", "--no-scan", "--no-adb", "--exec", &exec, "--exec", &missing], &[DOCKER_HOST]);
+    let h = hosts_until(&served, "both rows say why", |h| h.len() == 2 && h.iter().all(|r| r["state"] == "down" && r["reason"].is_string())).await;
+    let reason = |host: &str| h.iter().find(|r| r["host"] == host).and_then(|r| r["reason"].as_str()).unwrap().to_string();
+    let ledger = reason("ledger");
+    assert!(ledger.starts_with("ledger has no jdwpmux (jdwpmux was not found there): use an image with jdwpmux") && ledger.contains("--far-copy"), "{ledger}");
+    let gone = reason("gone");
+    assert!(gone.contains("No such container") && gone.contains(&format!("{}-missing", c.name())) && !gone.contains("said nothing"), "Docker's words: {gone}");
+    drop(served);
+    assert!(c.files("/root").await.unwrap().iter().all(|f| !f.contains("jdwpmux")), "nothing was copied without --far-copy");
+}
