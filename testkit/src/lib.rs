@@ -14,7 +14,7 @@
 //! - **Between peers**: `tap` (records what reaches a VM), `link_relay` with `delay_link`
 //!   and `rate_link` (links with a delay or a rate).
 //! - **Places**: `testhost` and `testnet` (other machines: namespaces with sshd),
-//!   `containers` (Podman and bare namespaces), `users` (other accounts).
+//!   `containers` (Podman, Docker Engine and bare namespaces), `users` (other accounts).
 //! - **Processes**: `process` (what /proc says: memory, descriptors, CPU, listening ports;
 //!   signals and limits), `ports` (free and held ports), `faults` (what fault tests share),
 //!   `trace_check` (a trace file read as a viewer reads it).

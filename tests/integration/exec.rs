@@ -53,20 +53,20 @@ fn serve(engine: &Engine, extra: &[&str]) -> Served {
     Served::start_env(&args, &[("CONTAINERS_CONF", conf.to_str().unwrap()), ("CONTAINERS_STORAGE_CONF", storage.to_str().unwrap())])
 }
 
-fn row<'a>(rows: &'a [Value], host: &str, app: &str) -> Option<&'a Value> {
+pub(crate) fn row<'a>(rows: &'a [Value], host: &str, app: &str) -> Option<&'a Value> {
     rows.iter().find(|r| r["host"] == host && r["app"] == app)
 }
 
-fn ready(rows: &[Value], host: &str, app: &str) -> bool {
+pub(crate) fn ready(rows: &[Value], host: &str, app: &str) -> bool {
     row(rows, host, app).is_some_and(|r| r["state"] == "ready" && r["debugger_port"].is_u64() && r["note"].is_null())
 }
 
-fn port_of(rows: &[Value], host: &str, app: &str) -> u16 {
+pub(crate) fn port_of(rows: &[Value], host: &str, app: &str) -> u16 {
     row(rows, host, app).and_then(|r| r["debugger_port"].as_u64()).expect("a debugger port") as u16
 }
 
 /// The rows of `list --json`, or of `list --hosts --json` (none while serve starts).
-fn listed(served: &Served, hosts: bool) -> Vec<Value> {
+pub(crate) fn listed(served: &Served, hosts: bool) -> Vec<Value> {
     let args: &[&str] = if hosts { &["list", "--hosts", "--json"] } else { &["list", "--json"] };
     let (code, out, _) = served.run(args);
     if code != 0 {
@@ -76,7 +76,7 @@ fn listed(served: &Served, hosts: bool) -> Vec<Value> {
 }
 
 /// Waits until `list --json` satisfies `cond`; the log is shown when it never does.
-async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let deadline = Instant::now() + SLOW;
     loop {
         let rows = listed(served, false);
@@ -88,7 +88,7 @@ async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool
     }
 }
 
-async fn hosts_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) async fn hosts_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let deadline = Instant::now() + SLOW;
     loop {
         let h = listed(served, true);
@@ -114,14 +114,14 @@ async fn runs_on(c: &Container) {
     }
 }
 
-async fn jdb(port: u16) -> Jdb {
+pub(crate) async fn jdb(port: u16) -> Jdb {
     let mut j = Jdb::attach(&format!("127.0.0.1:{port}")).await.expect("jdb starts");
     j.expect("> ", SLOW).await.expect("jdb attaches");
     j
 }
 
 /// jdb stopped at `class.tick`'s breakpoint.
-async fn stopped(port: u16, class: &str) -> Jdb {
+pub(crate) async fn stopped(port: u16, class: &str) -> Jdb {
     let mut j = jdb(port).await;
     j.send(&format!("stop in {class}.tick")).await.unwrap();
     j.expect_all(&[&format!("Set breakpoint {class}.tick"), "Breakpoint hit"], SLOW).await.unwrap();
@@ -131,7 +131,7 @@ async fn stopped(port: u16, class: &str) -> Jdb {
 
 /// The exec commands `serve` runs now (its children whose command line ends in `far
 /// --attach`), by pid.
-fn execs_of(served: &Served) -> Vec<u32> {
+pub(crate) fn execs_of(served: &Served) -> Vec<u32> {
     let mut pids = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
@@ -145,7 +145,7 @@ fn execs_of(served: &Served) -> Vec<u32> {
     pids
 }
 
-async fn one_exec(served: &Served) -> u32 {
+pub(crate) async fn one_exec(served: &Served) -> u32 {
     let deadline = Instant::now() + SLOW;
     loop {
         if let [pid] = execs_of(served)[..] {

@@ -75,6 +75,7 @@ mod containers_support;
 mod netns_connect;
 mod containers;
 mod docker_kit;
+mod docker;
 mod docker_user;
 mod exec;
 mod current_vm;

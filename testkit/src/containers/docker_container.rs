@@ -6,7 +6,7 @@
 use super::*;
 
 /// How to run one Docker container: `docker run -d --name NAME --network=none --label
-/// jdwpmux.test.pid=PID [--user U:G] --tmpfs /tmp:exec -v CLASSES:/app:ro IMAGE java
+/// jdwpmux.test.pid=PID [--user U:G] -v CLASSES:/app:ro IMAGE java
 /// -agentlib:jdwp=...,address=127.0.0.1:PORT -cp /app CLASS ARGS`.
 #[derive(Clone)]
 pub struct DockerSpec {
@@ -60,8 +60,9 @@ impl DockerSpec {
         if let Some(u) = &self.user {
             a.extend(["--user".into(), u.clone()]);
         }
-        // A /tmp of its own (the JVM's hsperfdata), and the classes read-only.
-        a.extend(["--tmpfs".into(), "/tmp:exec".into(), "-v".into(), format!("{}:/app:ro", self.classes.dir().display())]);
+        // The classes read-only. /tmp is the image's (mode 1777), in the container's own layer
+        // as in images built the usual way: writable by any uid, and programs may run from it.
+        a.extend(["-v".into(), format!("{}:/app:ro", self.classes.dir().display())]);
         a.extend(self.docker_args.iter().cloned());
         a.extend([image.to_string(), self.jdk.java_in_image()]);
         a.extend(["-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Xmx64m".into()]);

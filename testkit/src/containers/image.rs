@@ -40,11 +40,6 @@ pub(super) fn build_rootfs(root: &Path) -> Result<()> {
     for d in ["usr/bin", "usr/lib/jvm", "usr/lib/x86_64-linux-gnu", "usr/lib64", "etc", "opt", "proc", "sys", "dev", "tmp", "run", "var/tmp", "root", "app"] {
         std::fs::create_dir_all(root.join(d))?;
     }
-    // As in every image: anyone may write /tmp (a container running as a uid of its own
-    // does; Docker's `--tmpfs /tmp` copies this mode up).
-    for d in ["tmp", "var/tmp"] {
-        std::fs::set_permissions(root.join(d), std::os::unix::fs::PermissionsExt::from_mode(0o1777))?;
-    }
     // Debian's merged /usr: ldd names /lib/x86_64-linux-gnu/... and /lib64/ld-linux...
     for (link, to) in [("lib", "usr/lib"), ("lib64", "usr/lib64"), ("bin", "usr/bin"), ("sbin", "usr/bin")] {
         std::os::unix::fs::symlink(to, root.join(link))?;
@@ -94,6 +89,11 @@ pub(super) fn build_rootfs(root: &Path) -> Result<()> {
     let status = Command::new("chmod").args(["-R", "a+rX"]).arg(root).status()?;
     if !status.success() {
         bail!("chmod -R a+rX {} failed", root.display());
+    }
+    // As in any image: every user may write /tmp and /var/tmp (a Docker container has no
+    // tmpfs over them, and one running as a uid of its own writes there).
+    for d in ["tmp", "var/tmp"] {
+        std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o1777))?;
     }
     Ok(())
 }
