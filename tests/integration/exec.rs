@@ -273,7 +273,42 @@ async fn exec_jdb_steps_through_podman_exec_and_a_killed_exec_reattaches() {
     assert!(execs_of(&served).contains(&second), "the second exec carries the link");
     let log = served.log_text();
     assert!(!log.contains("let its VMs go"), "the far side held the session through the kill: {log}");
-    drop(served);
+    // serve ended as a user ends it: nothing of jdwpmux stays in the container, dead or alive
+    // (its first process is the JVM, which reaps no orphan: before, each far side and each
+    // exec that found one running stayed there a zombie).
+    let mut served = served;
+    assert_eq!(served.terminate(SLOW), Some(0), "{}", served.log_text());
+    let deadline = Instant::now() + SLOW;
+    loop {
+        let left = jdwpmux_in(c.jvm_pid());
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left in {}: {left:?}", c.name());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The jdwpmux processes (any state, zombies too) in the pid namespace of `pid`, with their
+/// state letter.
+fn jdwpmux_in(pid: u32) -> Vec<(u32, String)> {
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+    let want = ns(&pid.to_string());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.file_name().to_str()?.to_string();
+            p.parse::<u32>().ok()?;
+            if want.is_none() || ns(&p) != want {
+                return None;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            comm.starts_with("jdwpmux").then(|| (p.parse().unwrap_or(0), rest.chars().next().unwrap_or('?').to_string()))
+        })
+        .collect()
 }
 
 /// Through a stand-in for `kubectl exec -i -n shop POD -c app --`: the JVM is listed in `pod
