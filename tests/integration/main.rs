@@ -77,6 +77,7 @@ mod containers;
 mod docker_kit;
 mod docker;
 mod docker_user;
+mod docker_restart;
 mod exec;
 mod current_vm;
 mod one_row;

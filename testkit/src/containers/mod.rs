@@ -28,6 +28,7 @@
 mod container;
 mod docker;
 mod docker_container;
+mod docker_private;
 mod image;
 mod netns;
 mod procs;
@@ -36,6 +37,7 @@ mod sweep;
 pub use container::*;
 pub use docker::*;
 pub use docker_container::*;
+pub use docker_private::*;
 pub use image::*;
 pub use netns::*;
 pub use procs::*;
