@@ -31,7 +31,7 @@ fn table_at(hosts: &[HostRow], now_ms: u64) -> String {
         out.push('\n');
         let Some(h) = i.checked_sub(1).and_then(|k| hosts.get(k)) else { continue };
         let why = match h.state {
-            HostState::Down | HostState::Refused => h.reason.as_deref(),
+            HostState::Down | HostState::Refused | HostState::Busy => h.reason.as_deref(),
             _ => h.note.as_deref(),
         };
         if let Some(why) = why {

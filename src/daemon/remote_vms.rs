@@ -138,6 +138,13 @@ impl HostFollower {
                     self.spawner.registry.set_held(id, true, Some(note.clone()));
                 }
             }
+            // The link is up; the far side there serves another serve.
+            LinkState::Busy { reason } => {
+                let note = format!("jdwpmux on {}: {reason}", self.label);
+                for id in self.live.values().filter_map(Live::id) {
+                    self.spawner.registry.set_held(id, true, Some(note.clone()));
+                }
+            }
             LinkState::Connecting => {}
         }
         // jdwpmux on the host let the VMs go (its hold ran out): said over any other note,

@@ -83,6 +83,9 @@ pub enum LinkState {
     Up,
     /// Down, with why, and whether it is retried soon.
     Down { reason: String, refused: bool },
+    /// The link is up, but jdwpmux there serves another serve (taken over, or busy): its
+    /// words. Waited on; not a link that is down.
+    Busy { reason: String },
 }
 
 /// A JVM found on a host.

@@ -23,6 +23,8 @@ pub enum HostState {
     Down,
     /// A login or host key ssh refused: tried again when the user fixed it.
     Refused,
+    /// The link is up; jdwpmux there serves another serve.
+    Busy,
 }
 
 impl std::fmt::Display for HostState {
@@ -32,6 +34,7 @@ impl std::fmt::Display for HostState {
             HostState::Up => "up",
             HostState::Down => "down",
             HostState::Refused => "refused",
+            HostState::Busy => "busy",
         })
     }
 }
@@ -68,6 +71,7 @@ impl HostRow {
             LinkState::Up => (HostState::Up, None),
             LinkState::Down { reason, refused: false } => (HostState::Down, Some(reason.clone())),
             LinkState::Down { reason, refused: true } => (HostState::Refused, Some(reason.clone())),
+            LinkState::Busy { reason } => (HostState::Busy, Some(reason.clone())),
         };
         self.note = self.note_now();
         self

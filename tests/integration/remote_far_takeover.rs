@@ -57,6 +57,12 @@ async fn remote_far_take_over_tells_the_first_once_and_it_never_takes_it_back() 
     assert_eq!(far_pids(), pids, "one far process all along");
     let rows = second.list_until("Billing still the second's", |r| ready(r, "fartake", "Billing")).await;
     assert!(row(&rows, "fartake", "Billing").is_some(), "{rows:?}");
+    // The first's row, meanwhile, says what is so: its ssh link is up, the far side serves
+    // another serve (not "the ssh link ... is down").
+    let (_, out, _) = first.run(&["list", "--json"]);
+    let theirs: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap_or_default();
+    let note = row(&theirs, "fartake", "Billing").and_then(|v| v["note"].as_str()).unwrap_or("").to_string();
+    assert!(note.contains("another serve") && !note.contains("ssh link to fartake is down"), "{theirs:?}");
 
     // The second stops, its far side with it: the first starts one again and serves the VM,
     // and its line does not say that VM connections were closed now (it held none).
@@ -73,6 +79,17 @@ async fn remote_far_take_over_tells_the_first_once_and_it_never_takes_it_back() 
     println!("the first started it again {:?} after the second stopped: {line}", stopped.elapsed());
     assert!(line.contains("this serve serves fartake again") && !line.contains("closed"), "{line}");
     let rows = first.list_until("Billing served by the first again", |r| ready(r, "fartake", "Billing")).await;
+    // And its note goes with the take-over: within a few seconds, not 45.
+    let back = Instant::now();
+    loop {
+        let (_, out, _) = first.run(&["list", "--json"]);
+        let now: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap_or_default();
+        if row(&now, "fartake", "Billing").is_some_and(|v| v["note"].is_null()) {
+            break;
+        }
+        assert!(back.elapsed() < Duration::from_secs(10), "a note stayed on the row with the link up: {now:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let mut last = jdb(port(&rows, "fartake", "Billing")).await;
     last.expect("> ", SLOW).await.unwrap();
     crate::remote::break_step_quit(&mut last, "Billing", &app).await;

@@ -110,7 +110,11 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
                         report.send_modify(|r| r.link = LinkState::Up);
                     }
                     // The link's reason, with the exec's own last words where it said any.
-                    NearState::Down { why } | NearState::Busy(why) | NearState::TakenOver(why) => {
+                    // jdwpmux there serves another serve: the exec works, it waits.
+                    NearState::Busy(why) | NearState::TakenOver(why) => {
+                        report.send_modify(|r| r.link = LinkState::Busy { reason: why });
+                    }
+                    NearState::Down { why } => {
                         let reason = down_reason(&why, tail.lock().ok().and_then(|t| t.said()));
                         report.send_modify(|r| r.link = LinkState::Down { reason, refused: false });
                     }

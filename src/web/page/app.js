@@ -310,7 +310,7 @@ function renderHosts() {
     ]);
     tr.dataset.host = h.host;
     rows.push(tr);
-    const why = h.state === "down" || h.state === "refused" ? h.reason : h.note;
+    const why = h.state === "down" || h.state === "refused" || h.state === "busy" ? h.reason : h.note;
     if (why) {
       const note = el("tr", null, "why why-" + h.state);
       note.appendChild(el("td", why, null, { colspan: "4" }));

@@ -217,13 +217,13 @@ pub(super) async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch
                             } else {
                                 say_once(&mut retry.said, &cfg.label, format!("jdwpmux on {} will not take this serve: {text}; this one waits for it", cfg.label));
                             }
-                            report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
+                            report.send_modify(|r| r.link = LinkState::Busy { reason: text });
                         }
                         NearState::TakenOver(text) => {
                             ever_up = true;
                             taken_over = true;
                             warn!(host = %cfg.label, "{}", taken_over_line(&cfg.label, &text));
-                            report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
+                            report.send_modify(|r| r.link = LinkState::Busy { reason: text });
                         }
                         NearState::Connecting | NearState::Ended => {}
                     }
