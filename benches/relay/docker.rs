@@ -3,10 +3,13 @@
 //! reaches it and as root does, beside a JVM on this machine.
 //!
 //! - Stepping: an IDE (`Step.java`, the `far` and `exec` sections' JDI program) stepping
-//!   through `serve` three ways, alternating within each repetition: `user`, a `docker` group
+//!   through `serve` four ways, alternating within each repetition: `user`, a `docker` group
 //!   member's `serve --far-copy` reaching the container through `docker exec` (jdwpmux copied
-//!   in on first use, the far side running there); `root`, root's `serve` entering the
-//!   container's network namespace; `host`, a JVM on this machine through `serve`.
+//!   in on first use, the far side running there); `exec`, root's `serve --exec C='docker
+//!   exec -i C' --far-copy`, the same far side over the same exec without the runtime's
+//!   discovery (which part of the user's cost is the exec's own); `root`, root's `serve`
+//!   entering the container's network namespace; `host`, a JVM on this machine through
+//!   `serve`.
 //! - Listing: from `serve`'s start to the JVMs of N containers all listed ready (`list
 //!   --json`): as the user (its first start copies jdwpmux into each container; later starts
 //!   find it there) and as root.
@@ -30,16 +33,18 @@ use crate::table::{Row, Table};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Way {
     User,
+    Exec,
     Root,
     Host,
 }
 
-pub const WAYS: [Way; 3] = [Way::User, Way::Root, Way::Host];
+pub const WAYS: [Way; 4] = [Way::User, Way::Exec, Way::Root, Way::Host];
 
 impl Way {
     fn label(self) -> &'static str {
         match self {
             Way::User => "docker group member: serve --far-copy (through docker exec)",
+            Way::Exec => "root: serve --exec C='docker exec -i C' --far-copy",
             Way::Root => "root: serve (enters the container)",
             Way::Host => "a JVM on this machine: serve",
         }
@@ -54,6 +59,8 @@ pub fn row_is(way: Way, name: &str, row: &Value) -> bool {
     match way {
         // Through the runtime the container is a host of its own, named by the runtime.
         Way::User => in_box && row["host"] == name,
+        // The far side lists it from inside, under the host name given to --exec.
+        Way::Exec => row["host"] == name,
         Way::Root => in_box && row["host"] == "local",
         Way::Host => place.is_none() && row["host"] == "local",
     }
@@ -67,8 +74,8 @@ pub fn ready(row: &Value) -> bool {
 /// One repetition's figures: per way, the median ms of a step and the attach to the first stop.
 #[derive(Debug, Clone, Default)]
 pub struct StepRep {
-    pub step_ms: [Option<f64>; 3],
-    pub first_ms: [Option<f64>; 3],
+    pub step_ms: [Option<f64>; 4],
+    pub first_ms: [Option<f64>; 4],
 }
 
 /// From `serve`'s start to every container's JVM listed ready, seconds.
@@ -128,9 +135,14 @@ pub fn run(bin: &ProxyBin, reps: usize, steps: usize, boxes: usize) -> Result<Do
 }
 
 /// `serve` for `way`, finding the JVMs of `prog` only.
-fn start_serve(way: Way, prog: &Debuggee, user: &mut DockerUser, bin: &ProxyBin, room_for: usize) -> Result<(Proxy, tempfile::TempDir)> {
-    let mut args: Vec<String> = ["--proc", "--proc-match"].map(String::from).to_vec();
-    args.push(prog.out_dir().display().to_string());
+fn start_serve(way: Way, prog: &Debuggee, name: &str, user: &mut DockerUser, bin: &ProxyBin, room_for: usize) -> Result<(Proxy, tempfile::TempDir)> {
+    let mut args: Vec<String> = if way == Way::Exec {
+        // No /proc here: the agent takes one debugger, and this serve would enter the
+        // container itself and hold it.
+        vec!["--no-proc".into(), "--exec".into(), format!("{name}=docker exec -i {name}"), "--far-copy".into()]
+    } else {
+        vec!["--proc".into(), "--proc-match".into(), prog.out_dir().display().to_string()]
+    };
     args.extend(["--no-scan", "--no-adb", "--base-port", "0", "--current-port", "0"].map(String::from));
     // Root's own folder for its socket and log (the user's serve has one in its home).
     let dir = tempfile::tempdir()?;
@@ -139,7 +151,7 @@ fn start_serve(way: Way, prog: &Debuggee, user: &mut DockerUser, bin: &ProxyBin,
             args.push("--far-copy".into());
             user.serve(bin, &args, room_for)?
         }
-        Way::Root | Way::Host => {
+        Way::Exec | Way::Root | Way::Host => {
             let mut a = vec!["--control".to_string(), dir.path().join("control.sock").display().to_string(), "serve".into()];
             a.extend(args);
             a.extend(bin.extra.iter().cloned());
@@ -154,7 +166,7 @@ fn start_serve(way: Way, prog: &Debuggee, user: &mut DockerUser, bin: &ProxyBin,
 fn session(way: Way, jvm: &mut Jvm, prog: &Debuggee, name: &str, user: &mut DockerUser, bin: &ProxyBin, step: &StepProgram, steps: usize) -> Result<(f64, Vec<f64>)> {
     jvm.wait_free(Duration::from_secs(60))?;
     jvm.session_ended();
-    let (mut proxy, _dir) = start_serve(way, prog, user, bin, 1)?;
+    let (mut proxy, _dir) = start_serve(way, prog, name, user, bin, 1)?;
     let port = wait_rows(&proxy, bin, Duration::from_secs(180), |rows| rows.iter().find(|r| row_is(way, name, r) && ready(r)).and_then(|r| r["debugger_port"].as_u64()));
     // The user's serve takes only its own user's debuggers: the IDE runs as the user there.
     let prefix = if way == Way::User { user.wrapper() } else { Vec::new() };
@@ -194,7 +206,7 @@ fn listing(bin: &ProxyBin, user: &mut DockerUser, prog: &Arc<Debuggee>, boxes: u
             j.session_ended();
         }
         let t0 = Instant::now();
-        let (mut proxy, _dir) = start_serve(way, prog, user, bin, boxes)?;
+        let (mut proxy, _dir) = start_serve(way, prog, "", user, bin, boxes)?;
         let all = |rows: &[Value]| names.iter().all(|n| rows.iter().any(|r| row_is(way, n, r) && ready(r))).then_some(());
         let got = wait_rows(&proxy, bin, Duration::from_secs(120 + 10 * boxes as u64), all);
         let s = t0.elapsed().as_secs_f64();
@@ -215,7 +227,8 @@ pub fn rows(t: &mut Table, r: &DockerRun) {
     if !r.reps.is_empty() {
         t.section(&format!("An IDE stepping through a JVM in a root Docker container ({} steps a session; medians of {} repetitions)", r.steps, r.reps.len()));
         let med = |f: &dyn Fn(&StepRep) -> Option<f64>| median(&r.reps.iter().filter_map(f).collect::<Vec<_>>()).unwrap_or(f64::NAN);
-        let host = med(&|x| x.step_ms[2]);
+        let h = WAYS.iter().position(|w| *w == Way::Host).unwrap_or(0);
+        let host = med(&|x| x.step_ms[h]);
         for (i, way) in WAYS.iter().enumerate() {
             let step = med(&|x| x.step_ms[i]);
             let first = med(&|x| x.first_ms[i]);
@@ -244,9 +257,15 @@ mod tests {
         let root = json!({"host": "local", "state": "ready", "debugger_port": 8601, "process": {"place": "container jmb1 (docker)"}});
         let here = json!({"host": "local", "state": "ready", "debugger_port": 8602, "process": {"agent": "5005"}});
         let other = json!({"host": "local", "state": "ready", "debugger_port": 8603, "process": {"place": "container jmb10 (docker)"}});
-        let table = [(Way::User, [true, false, false, false]), (Way::Root, [false, true, false, false]), (Way::Host, [false, false, true, false])];
+        let far = json!({"host": "jmb1", "state": "ready", "debugger_port": 8604, "process": {"agent": "5005"}});
+        let table = [
+            (Way::User, [true, false, false, false, false]),
+            (Way::Exec, [true, false, false, false, true]),
+            (Way::Root, [false, true, false, false, false]),
+            (Way::Host, [false, false, true, false, false]),
+        ];
         for (way, want) in table {
-            let got: Vec<bool> = [&user, &root, &here, &other].iter().map(|r| row_is(way, "jmb1", r)).collect();
+            let got: Vec<bool> = [&user, &root, &here, &other, &far].iter().map(|r| row_is(way, "jmb1", r)).collect();
             assert_eq!(got, want, "{way:?}");
         }
         assert!(ready(&user));
@@ -256,7 +275,7 @@ mod tests {
 
     #[test]
     fn rows_say_what_was_measured() {
-        let reps = vec![StepRep { step_ms: [Some(6.0), Some(4.0), Some(3.0)], first_ms: [Some(200.0), Some(150.0), Some(100.0)] }];
+        let reps = vec![StepRep { step_ms: [Some(6.0), Some(5.0), Some(4.0), Some(3.0)], first_ms: [Some(200.0), Some(180.0), Some(150.0), Some(100.0)] }];
         let listed = Listed { boxes: 20, user_first_s: 9.0, user_s: vec![4.0, 5.0], root_s: vec![2.0] };
         let mut t = Table::default();
         rows(&mut t, &DockerRun { steps: 100, reps, listed });
