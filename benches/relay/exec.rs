@@ -243,7 +243,20 @@ fn ready_port(proxy: &Proxy, bin: &ProxyBin) -> Result<u16> {
 
 /// `java Step`: attach, the breakpoint, `steps` steps; (first stop ms, step ms).
 fn ide(step: &StepProgram, port: u16, steps: usize) -> Result<(f64, Vec<f64>)> {
-    let mut cmd = crate::procs::command("java");
+    ide_as(&[], step, port, steps)
+}
+
+/// [`ide`] run under `prefix` (e.g. `setpriv` to another user, whose debugger ports take
+/// only that user's own debuggers), when it is not empty.
+pub(crate) fn ide_as(prefix: &[String], step: &StepProgram, port: u16, steps: usize) -> Result<(f64, Vec<f64>)> {
+    let mut cmd = match prefix.split_first() {
+        Some((program, args)) => {
+            let mut c = crate::procs::command(program);
+            c.args(args).arg("java");
+            c
+        }
+        None => crate::procs::command("java"),
+    };
     cmd.args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
         .arg(step.dir())
         .args(["Step", "127.0.0.1", &port.to_string(), &crate::jvm::walk_breakpoint_line().to_string(), &steps.to_string(), "60000"])

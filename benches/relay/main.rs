@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 15] = [
+    let sections: [(Section, SectionFn); 16] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -66,6 +66,7 @@ fn main() -> ExitCode {
         (Section::Thin, thin_section),
         (Section::Containers, containers_section),
         (Section::Exec, exec_section),
+        (Section::Docker, docker_section),
     ];
     for (s, run) in sections {
         if !opts.wants(s) {

@@ -8,6 +8,8 @@ mod containers;
 mod cpu_budget;
 mod ddm_wire;
 mod decode;
+mod docker;
+mod docker_user;
 mod exec;
 mod failures;
 mod fake_vm;

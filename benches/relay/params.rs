@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,thin,containers,exec] [--soak-minutes N]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,thin,containers,exec,docker] [--soak-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -39,6 +39,10 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             exec: an IDE stepping through a Podman container: serve --exec 'podman exec -i
             C', a plain pipe through the exec, root entering it; the far side's idle cost
             there (needs root, podman, runc, socat, busybox)
+            docker: an IDE stepping through a JVM in a root Docker container, as a
+            docker group member (serve --far-copy, through docker exec) and as root
+            (entering it), beside a JVM here; from serve's start to the JVMs of 20
+            containers (3 in smoke mode) listed ready, as each (needs root, docker.io)
 env: JDWPMUX_BIN (proxy binary), JDWPMUX_ARGS (extra serve arguments)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +72,10 @@ pub enum Section {
     /// An IDE stepping through a Podman container's exec (`serve --exec`), a plain pipe
     /// through the exec and root entering it; the far side's idle cost there.
     Exec,
+    /// An IDE stepping through a root Docker container's JVM as a `docker` group member
+    /// (through `docker exec`) and as root (entering it), beside a JVM here; the time to list
+    /// many containers' JVMs, as each.
+    Docker,
 }
 
 impl Section {
@@ -88,11 +96,12 @@ impl Section {
             Section::Thin => "thin",
             Section::Containers => "containers",
             Section::Exec => "exec",
+            Section::Docker => "docker",
         }
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::Thin, Section::Containers, Section::Exec]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::Thin, Section::Containers, Section::Exec, Section::Docker]
             .into_iter()
             .find(|x| x.name() == s)
     }
@@ -399,6 +408,9 @@ mod tests {
         let far = parse(&["--bench", "--only", "far"]).unwrap();
         assert!(far.wants(Section::Far) && !far.wants(Section::Remote));
         assert!(parse(&["--bench"]).unwrap().wants(Section::Far) && parse(&["--smoke"]).unwrap().wants(Section::Far), "in both default runs");
+        let docker = parse(&["--bench", "--only", "docker"]).unwrap();
+        assert!(docker.wants(Section::Docker) && !docker.wants(Section::Exec));
+        assert!(parse(&["--smoke"]).unwrap().wants(Section::Docker), "in the smoke run CI runs");
     }
 
     #[test]

@@ -436,6 +436,23 @@ pub(crate) fn exec_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Fa
     }
 }
 
+pub(crate) fn docker_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    // Not runnable here (not root, no Docker Engine): as a test that cannot run, recorded,
+    // and a failure unless JDWPMUX_TEST_ALLOW_SKIP=1 lets it be skipped.
+    if let Some(why) = docker_user::unavailable() {
+        if let Err(e) = testkit::skip::not_run_as("bench relay: docker", &format!("docker: {why}")) {
+            f.add("docker: not run", e);
+        }
+        return;
+    }
+    // Smoke: one repetition of 20 steps, 3 containers listed.
+    let (reps, steps, boxes) = if p.reps <= 1 { (1, 20, 3) } else { (p.reps.min(5), 100, 20) };
+    match docker::run(bin, reps, steps, boxes) {
+        Ok(r) => docker::rows(t, &r),
+        Err(e) => f.add("docker", format!("{e:#}")),
+    }
+}
+
 pub(crate) fn far_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     far::run(bin, &p.far, p.far.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
 }
