@@ -151,6 +151,21 @@ async fn a_docker_group_member_debugs_root_containers_through_docker() {
     j.expect("> ", SLOW).await.expect("jdb attaches");
     crate::remote::break_step_clear_quit(&mut j, "Ledger").await;
     runs_on(&ledger).await;
+    // Removed and made again under its name (a new container, with nothing of what was
+    // copied into the old one): the same port, jdwpmux looked for and copied in again.
+    let spec = ledger.spec().clone();
+    drop(ledger);
+    let ledger = DockerContainer::run(engine, spec).await.expect("the container made again");
+    served.wait_log(&format!("jdwpmux is no longer at /root/.cache/jdwpmux/{}/jdwpmux in {}", env!("CARGO_PKG_VERSION"), ledger.name())).await;
+    let again = list_until(&served, "Ledger back in the container made again", |r| {
+        row(r, "Ledger").is_some_and(|v| v["state"] == "ready" && v["debugger_port"].as_u64() == Some(before)) && r.len() == 2
+    })
+    .await;
+    assert_eq!(row(&again, "Ledger").unwrap()["process"]["place"], format!("container {} (docker)", ledger.name()), "{again:?}");
+    let mut j = Jdb::attach_as(&dev.prefix(), &format!("127.0.0.1:{before}")).await.expect("jdb starts");
+    j.expect("> ", SLOW).await.expect("jdb attaches");
+    crate::remote::break_step_clear_quit(&mut j, "Ledger").await;
+    runs_on(&ledger).await;
     // The current VM is one that can be reached.
     let (_, text, _) = served.run(&["list"]);
     assert!(text.lines().any(|l| l.starts_with('*') && (l.contains("Ledger") || l.contains("Billing"))), "{text}");

@@ -38,15 +38,35 @@ pub async fn run(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch:
 
 async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::Sender<HostReport>, rows: Arc<HostTable>, cancel: CancellationToken) {
     let mirror = tokio::spawn(mirror_rows(cfg.label.clone(), report.subscribe(), rows.clone()));
+    // The jdwpmux found there is used until it is gone (a container made again under its
+    // name has none of what was copied into the one before): then it is looked for again.
+    while let Some(path) = find(&spec, &far, &report, &cancel).await {
+        match run_link(&cfg, &spec, &far, &report, &rows, &cancel, &path).await {
+            LinkEnd::Stopped => break,
+            LinkEnd::FarGone => info!("jdwpmux is no longer at {path} in {} (the container was made again?): looking for it again", spec.name),
+        }
+    }
+    mirror.abort();
+}
+
+/// How serving through one jdwpmux in the container ended.
+enum LinkEnd {
+    Stopped,
+    /// The exec found no program at its path: the container is not the one it was copied to.
+    FarGone,
+}
+
+/// The jdwpmux to run in the container, tried until found (None: cancelled).
+async fn find(spec: &ExecSpec, far: &FarChoice, report: &watch::Sender<HostReport>, cancel: &CancellationToken) -> Option<String> {
     let mut backoff = Backoff::new(FIRST_WAIT, MAX_WAIT);
     let mut said: Option<String> = None;
-    let path = loop {
+    loop {
         let found = tokio::select! {
-            f = start::find(&spec, &far) => f,
-            _ = cancel.cancelled() => return mirror.abort(),
+            f = start::find(spec, far) => f,
+            _ = cancel.cancelled() => return None,
         };
         let (text, wait) = match found {
-            Ok(path) => break path,
+            Ok(path) => return Some(path),
             Err(NotStarted::Exec(text)) => (text, backoff.next_wait()),
             Err(NotStarted::Unusable(text)) => (text, UNUSABLE_WAIT),
         };
@@ -59,16 +79,23 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
         report.send_modify(|r| r.link = LinkState::Down { reason: text, refused: false });
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = cancel.cancelled() => return mirror.abort(),
+            _ = cancel.cancelled() => return None,
         }
-    };
+    }
+}
+
+/// Serves the container through the jdwpmux at `path` there until cancelled, or until the
+/// exec finds no program at that path.
+#[allow(clippy::too_many_arguments)]
+async fn run_link(cfg: &HostConfig, spec: &ExecSpec, far: &FarChoice, report: &watch::Sender<HostReport>, rows: &Arc<HostTable>, cancel: &CancellationToken, path: &str) -> LinkEnd {
     info!(path = %path, "serving {} through `{}` with jdwpmux at {path} there", spec.name, crate::safe_text::shown(&spec.text));
     let tail = Arc::new(Mutex::new(Tail::default()));
     let (ready_tx, mut ready_rx) = watch::channel(None);
-    let dial = Arc::new(ExecDial { name: spec.name.clone(), argv: spec.with(&[&path, "far", "--attach"]), tail: tail.clone(), ready: ready_tx });
+    let gone = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let dial = Arc::new(ExecDial { name: spec.name.clone(), argv: spec.with(&[path, "far", "--attach"]), tail: tail.clone(), ready: ready_tx, far_gone: gone.clone() });
     let nl = link::start(Dial::Exec(dial), link::Config { host: spec.name.clone(), hold_secs: far.hold_secs, gather: far.gather, ..link::Config::default() });
     rows.put_link(&cfg.label, nl.squeezed());
-    tokio::spawn(follow_release(nl.state(), report.clone(), cfg.label.clone()));
+    let release = tokio::spawn(follow_release(nl.state(), report.clone(), cfg.label.clone()));
     let mut sockets = Sockets::new(nl.clone());
     let mut names = Names::default();
     let place = spec.place();
@@ -76,6 +103,7 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
     // The far side each run of the exec reached: a new pid is one that was started again
     // (killed, or its hold ran out), said once; the link finds its session gone by itself.
     let mut far_pid: Option<u32> = None;
+    let mut end = LinkEnd::Stopped;
     loop {
         tokio::select! {
             changed = ready_rx.changed() => {
@@ -95,7 +123,7 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
                     break;
                 }
                 let listed = vms.borrow_and_update().clone();
-                publish(&cfg, &mut names, &mut sockets, None, &listed, Some(&place), &report);
+                publish(cfg, &mut names, &mut sockets, None, &listed, Some(&place), report);
             }
             changed = state.changed() => {
                 if changed.is_err() {
@@ -117,6 +145,10 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
                     NearState::Down { why } => {
                         let reason = down_reason(&why, tail.lock().ok().and_then(|t| t.said()));
                         report.send_modify(|r| r.link = LinkState::Down { reason, refused: false });
+                        if gone.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                            end = LinkEnd::FarGone;
+                            break;
+                        }
                     }
                     NearState::Refused(text) => {
                         warn!("jdwpmux in {} refused this one: {text}", spec.name);
@@ -130,7 +162,8 @@ async fn serve(cfg: HostConfig, spec: ExecSpec, far: FarChoice, report: watch::S
     }
     drop(sockets);
     nl.shutdown().await;
-    mirror.abort();
+    release.abort();
+    end
 }
 
 /// What a down exec host's row says: the link's reason, then what the exec printed on

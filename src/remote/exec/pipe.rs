@@ -34,6 +34,9 @@ pub struct ExecDial {
     pub tail: Arc<Mutex<Tail>>,
     /// The ready line of the last run that gave one.
     pub ready: watch::Sender<Option<Ready>>,
+    /// Set when a run found no program at the far side's path (the container was made
+    /// again without what was copied into it): the host looks for jdwpmux there again.
+    pub far_gone: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A connection made: its two halves and what was read past the ready line.
@@ -82,25 +85,53 @@ impl ExecDial {
             Ok(Ok(None)) | Ok(Err(_)) => return Err(self.ended(&mut child, &buf).await),
             Err(_) => return Err(format!("the exec gave no ready line within {} s{}", READY_TIMEOUT.as_secs(), self.said_suffix())),
         };
-        let ready = ready::parse(&line).map_err(|e| format!("{e}{}", self.said_suffix()))?;
+        let ready = match ready::parse(&line) {
+            Ok(r) => r,
+            // A runtime's own error on stdout (Docker's exec of a missing program): the run
+            // ends, and is judged by how it ended; one that runs on is no far side.
+            Err(e) => {
+                let mut printed = line.into_bytes();
+                printed.extend_from_slice(&buf);
+                let code = tokio::time::timeout(EXIT_WAIT, child.wait()).await.ok().and_then(Result::ok).map(|s| s.code());
+                return Err(match code {
+                    Some(code) => self.judged(code, &printed).await,
+                    None => format!("{e}{}", self.said_suffix()),
+                });
+            }
+        };
         self.ready.send_replace(Some(ready));
         Ok(Connected { read: Box::new(ExecRead { out: stdout, _child: child }), write: Box::new(stdin), rest: buf })
     }
 
     /// Why a run ended before its ready line: its exit code and its last words.
     async fn ended(&self, child: &mut Child, printed: &[u8]) -> String {
-        let how = match tokio::time::timeout(EXIT_WAIT, child.wait()).await {
-            Ok(Ok(s)) => s.code().map_or_else(|| "was ended by a signal".to_string(), |c| format!("exited with {c}")),
-            _ => "closed its output".to_string(),
-        };
+        match tokio::time::timeout(EXIT_WAIT, child.wait()).await {
+            Ok(Ok(s)) => self.judged(s.code(), printed).await,
+            _ => format!("the exec closed its output: {}", self.words(printed)),
+        }
+    }
+
+    /// Why a run that exited with `code` (None: a signal) gave no connection, in its own
+    /// words; a run that found no program at the far side's path sets `far_gone`.
+    async fn judged(&self, code: Option<i32>, printed: &[u8]) -> String {
+        let how = code.map_or_else(|| "was ended by a signal".to_string(), |c| format!("exited with {c}"));
         // Its stderr reader may still hold the last piece: a moment for it.
         tokio::time::sleep(Duration::from_millis(50)).await;
+        let answer = super::answer::Answer { code, stdout: String::from_utf8_lossy(printed).into_owned(), said: self.said(), said_out: Some(String::from_utf8_lossy(printed).trim().to_string()).filter(|s| !s.is_empty()) };
+        if answer.not_found() {
+            self.far_gone.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        format!("the exec {how}: {}", self.words(printed))
+    }
+
+    /// Its last words: on stderr, else what it printed on stdout, else that it said nothing.
+    fn words(&self, printed: &[u8]) -> String {
         let said = self.said().or_else(|| {
             let p = String::from_utf8_lossy(printed);
             let p = p.trim();
             (!p.is_empty()).then(|| crate::safe_text::shown(&p.chars().take(300).collect::<String>()).into_owned())
         });
-        format!("the exec {how}: {}", said.unwrap_or_else(|| "it said nothing".into()))
+        said.unwrap_or_else(|| "it said nothing".into())
     }
 
     pub fn said(&self) -> Option<String> {
