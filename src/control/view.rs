@@ -269,4 +269,26 @@ mod tests {
         assert!(lines[1].contains("Evil?]0;pwned????2J??"), "{text:?}");
         assert_eq!(lines[2], "    ! ssh said: Evil?]0;pwned????2J??");
     }
+
+    #[test]
+    fn the_star_is_said_under_the_table_only_when_a_row_has_it() {
+        let vm = |current: bool| VmInfo {
+            id: 0,
+            host: "local".into(),
+            note: None,
+            process: None,
+            user: None,
+            addr: "127.0.0.1:8000".into(),
+            source: Source::Cli,
+            debugger_port: Some(8600),
+            current,
+            status: VmStatus::default(),
+        };
+        assert!(table_at(&[vm(true)], 0).lines().nth(1).is_some_and(|l| l.starts_with('*')));
+        assert_eq!(current_line(&[vm(false), vm(true)], Some(8700), None), "* the current VM: port 8700 leads to it (`jdwpmux select` picks another)\n");
+        let none = current_line(&[vm(false)], Some(8700), Some("\"Main\" matches 2 VMs"));
+        assert_eq!(none, "no current VM (port 8700 leads nowhere): \"Main\" matches 2 VMs\n");
+        assert!(!none.contains('*'), "no star, no legend for it");
+        assert_eq!(current_line(&[], Some(8700), None), "", "no VMs: the table says so");
+    }
 }

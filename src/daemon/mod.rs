@@ -25,6 +25,7 @@ mod held_port;
 pub(crate) mod proc_vms;
 mod remote_vms;
 mod runtime_vms;
+mod said;
 mod scanned;
 mod started;
 mod twins;

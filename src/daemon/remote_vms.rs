@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::followed::{Followed, Sighting};
+use super::said::SaidOnce;
 use super::twins::{self, Held, Step};
 use super::Spawner;
 use crate::discovery::adb::AdbServer;
@@ -36,7 +37,7 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
         } else {
             spawner.tracker.spawn(crate::remote::ssh::through_far::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         }
-        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", exec: false, live: HashMap::new(), adb: None, busy_noted: false, cancel: spawner.cancel.clone() };
+        let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", exec: false, live: HashMap::new(), said: SaidOnce::default(), adb: None, busy_noted: false, cancel: spawner.cancel.clone() };
         spawner.tracker.spawn(follower.run(rx));
     }
 }
@@ -54,7 +55,7 @@ pub(super) fn start_one_exec(spawner: &Spawner, cfg: HostConfig, spec: crate::re
     let (tx, rx) = watch::channel(HostReport::default());
     spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &format!("exec: {}", crate::safe_text::shown(&spec.text))));
     spawner.tracker.spawn(crate::remote::exec::host::run(cfg.clone(), spec, far, tx, spawner.registry.hosts.clone(), cancel.clone()));
-    let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", exec: true, live: HashMap::new(), adb: None, busy_noted: false, cancel };
+    let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", exec: true, live: HashMap::new(), said: SaidOnce::default(), adb: None, busy_noted: false, cancel };
     spawner.tracker.spawn(follower.run(rx));
 }
 
@@ -85,6 +86,9 @@ struct HostFollower {
     exec: bool,
     /// By key: what this host's discovery lists.
     live: HashMap<String, Live>,
+    /// The JVMs that cannot be reached said already (by pid and why): each is one INFO line,
+    /// however often the host's list drops it and lists it again.
+    said: SaidOnce,
     /// The task following the host's adb server, while one listens.
     adb: Option<(PathBuf, CancellationToken)>,
     /// A VM of a live session was last noted busy (see `run`).
@@ -216,7 +220,11 @@ impl HostFollower {
                     let addr = SocketAddr::from(([0, 0, 0, 0], f.port.unwrap_or(0)));
                     let s = Sighting { key: key_unreachable, name, addr, source: Source::Ssh, host: Some(self.label.clone()), located };
                     let why = note.unwrap_or_default();
-                    info!(host = %self.label, pid = f.pid, app = %f.name(), "found a JVM on {} that cannot be reached: {why}", self.label);
+                    if self.said.first(format!("{} {why}", f.pid)) {
+                        info!(host = %self.label, pid = f.pid, app = %f.name(), "found a JVM on {} that cannot be reached: {why}", self.label);
+                    } else {
+                        debug!(host = %self.label, pid = f.pid, app = %f.name(), "listed again: a JVM on {} that cannot be reached: {why}", self.label);
+                    }
                     let id = self.spawner.list_unreachable(s, why);
                     let info = self.process_info(vm);
                     super::followed::warn_exposed(f, &info, Some(&self.label));

@@ -399,6 +399,49 @@ async fn exec_far_copy_puts_jdwpmux_into_a_container_without_one() {
     drop(served);
 }
 
+/// `--far-copy` into containers it cannot copy into says why in the container's terms: a
+/// shell without mkdir (and the rest) is told which commands are missing, never that no
+/// folder can be written; /tmp and /var/tmp on noexec mounts (Docker's --tmpfs default) are
+/// passed over and said so, with HOME=/ giving no `//.cache` candidate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_far_copy_says_what_the_container_lacks() {
+    crate::need_podman!();
+    let engine = Engine::rootful().unwrap();
+    let cls = classes("Lacks").await;
+    let mut s = ContainerSpec::new(&engine, "lacks", &cls);
+    s.class = "Lacks".into();
+    // A folder holding only a shell and uname (busybox's applets by name), for an exec whose
+    // PATH is that folder alone: an image stripped to its shell.
+    let shell_only = tempfile::tempdir().unwrap();
+    for tool in ["sh", "uname"] {
+        std::os::unix::fs::symlink("/usr/bin/busybox", shell_only.path().join(tool)).unwrap();
+    }
+    // noexec said: Docker's --tmpfs default, not podman's.
+    s.podman_args = ["--tmpfs", "/tmp:rw,noexec", "--tmpfs", "/var/tmp:rw,noexec", "-e", "HOME=/", "-v"].map(String::from).to_vec();
+    s.podman_args.push(format!("{}:/shonly:ro", shell_only.path().display()));
+    let c = Container::run(s).await.unwrap();
+    let noexec = format!("noexec=podman exec -i {}", c.name());
+    let nomkdir = format!("nomkdir=podman exec -i -e PATH=/shonly {}", c.name());
+
+    let served = serve(&engine, &["--exec", &noexec, "--exec", &nomkdir, "--far-copy"]);
+    let h = hosts_until(&served, "both rows say why", |h| h.len() == 2 && h.iter().all(|r| r["state"] == "down" && r["reason"].as_str().is_some_and(|s| s.contains("not copied in")))).await;
+    let reason = |host: &str| h.iter().find(|r| r["host"] == host).and_then(|r| r["reason"].as_str()).unwrap().to_string();
+    let missing = reason("nomkdir");
+    assert!(missing.contains("its shell finds no mkdir, chmod, cat, wc, mv, rm (the copy needs"), "{missing}");
+    assert!(!missing.contains("folder"), "a missing command is not a folder: {missing}");
+    let v = env!("CARGO_PKG_VERSION");
+    let noexec = reason("noexec");
+    assert!(
+        noexec.contains(&format!("no folder this jdwpmux can be written to and run from (/tmp/jdwpmux-0/{v}: a file there cannot be run (a noexec mount")) && noexec.contains(&format!("/var/tmp/jdwpmux-0/{v}: a file there cannot be run")),
+        "{noexec}"
+    );
+    assert!(noexec.contains("--tmpfs /tmp:exec") && !noexec.contains(".cache"), "no //.cache for HOME=/: {noexec}");
+    // Nothing left in the container by the probe: the folders it made for nothing are gone.
+    let out = engine.podman(&["exec", c.name(), "/usr/bin/busybox", "ls", "-A", "/tmp", "/var/tmp"]).await.unwrap();
+    assert!(!out.contains("jdwpmux"), "{out}");
+    drop(served);
+}
+
 /// A container with no jdwpmux and no shell (its only program a static init) is refused with
 /// one line saying so and what to do, `--far-copy` or not; a missing container is shown in
 /// podman's own words.

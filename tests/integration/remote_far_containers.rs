@@ -45,6 +45,7 @@ async fn remote_far_reaches_a_jvm_in_a_namespace_of_its_host() {
     assert_eq!(row(&rows, "boxhost", "Boxed").unwrap()["process"]["place"], "network namespace", "{rows:?}");
     let line = served.wait_log("connected to the far side").await;
     assert!(line.contains(&format!("protocol={}", jdwpmux::remote::protocol::hello::PROTOCOL)), "{line}");
+    assert!(line.contains("resumed=false") && line.contains("replayed=0"), "a new session replays nothing: {line}");
     let port = row(&rows, "boxhost", "Boxed").and_then(|v| v["debugger_port"].as_u64()).unwrap() as u16;
     debug_once(port, "Boxed", &app).await;
     drop(served);

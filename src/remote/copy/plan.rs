@@ -75,7 +75,7 @@ const STALE_PART_MINUTES: u32 = 60;
 /// The cache folder of `version` on the host, as the host's shell spells it.
 fn cache_dir_script(version: &str) -> String {
     format!(
-        r#"case "${{XDG_CACHE_HOME:-}}" in /*) c="$XDG_CACHE_HOME" ;; *) c="$HOME/.cache" ;; esac
+        r#"case "${{XDG_CACHE_HOME:-}}" in /*) c="$XDG_CACHE_HOME" ;; *) c="${{HOME%/}}/.cache" ;; esac
 d="$c/jdwpmux/"{}"#,
         shell_quote(version)
     )
@@ -98,6 +98,8 @@ if [ -f "$d/{NAME}" ] && [ -x "$d/{NAME}" ]; then echo "cached $("$d/{NAME}" --v
 /// The copy: `size` bytes on stdin written to a part file in `dir` (folders 0700), checked
 /// whole, made runnable, run with `--version` (printed, and it must say `version`), and only
 /// then renamed to its name: a copy cut anywhere leaves no half binary under the final name.
+/// Its commands are `exec::place::NEEDED` (`find` is done without), as a container lacking
+/// one is told.
 pub fn copy_script(dir: &Path, size: u64, version: &str) -> String {
     let d = shell_quote(&dir.display().to_string());
     let want = shell_quote(&format!("jdwpmux {version}"));
@@ -106,7 +108,7 @@ pub fn copy_script(dir: &Path, size: u64, version: &str) -> String {
 umask 077
 d={d}
 mkdir -p "$d"
-chmod 700 "$(dirname "$d")" "$d"
+chmod 700 "${{d%/*}}" "$d"
 find "$d" -maxdepth 1 -name '{PART}*' -mmin +{STALE_PART_MINUTES} -exec rm -f {{}} + 2>/dev/null || true
 t="$d/{PART}$$"
 trap 'rm -f "$t"' EXIT
@@ -115,7 +117,7 @@ cat > "$t"
 n=$(wc -c < "$t")
 if [ "$n" -ne {size} ]; then echo "the copy has $n of {size} bytes" >&2; exit 3; fi
 chmod 755 "$t"
-v=$("$t" --version 2>&1 | head -n 1)
+v=$("$t" --version 2>&1 | {{ read -r a || true; echo "$a"; }})
 echo "$v"
 if [ "$v" != {want} ]; then echo "the copy does not run here: $v" >&2; exit 4; fi
 mv -f "$t" "$d/{NAME}"

@@ -102,7 +102,10 @@ async fn copy_in(spec: &ExecSpec, why: &str, image: &str) -> Result<String, NotS
             return Err(unusable(format!("{}; {image}, or run a static build of jdwpmux here (cargo build --release --target {}-unknown-linux-musl), which --far-copy copies into any image", Refusal::from(m), std::env::consts::ARCH)))
         }
         Ok(Plan::Refuse(m)) => return Err(unusable(format!("{}; {image}", Refusal::from(m)))),
-        Err(r @ Refusal::NoPlace(_)) => return Err(unusable(format!("{r}; {image}, or mount a writable volume (an emptyDir at /tmp)"))),
+        Err(r @ Refusal::NoPlace(_)) => {
+            let mount = if r.noexec() { "or mount /tmp so that files there can run (docker run --tmpfs /tmp:exec, a Kubernetes emptyDir)" } else { "or mount a writable volume (an emptyDir at /tmp)" };
+            return Err(unusable(format!("{r}; {image}, {mount}")));
+        }
         Err(r) => return Err(unusable(format!("{r}; {image}"))),
     };
     let path = dir.join(plan::NAME);

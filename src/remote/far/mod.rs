@@ -169,7 +169,7 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     };
     // The lock is ours: a socket file left there is a dead far side's.
     let _ = std::fs::remove_file(&socket);
-    let listener = UnixListener::bind(&socket).map_err(|source| FarError::Socket { path: socket.clone(), source })?;
+    let listener = listen(&socket).map_err(|source| FarError::Socket { path: socket.clone(), source })?;
     let key = hello::new_session().map_err(FarError::Random)?;
     say(&ready::ready_line(&socket, Some(std::process::id()), false));
     info!(socket = %socket.display(), hold_s = opts.hold.as_secs(), "far side listening");
@@ -195,6 +195,15 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     };
     info!("far side ends: {why}");
     Ok(())
+}
+
+/// The far side's socket, listening, readable and writable by its owner only (bind makes it
+/// with the umask's modes, 0755 most often): the folder keeps others out already, this is
+/// the second lock the docs promise.
+fn listen(socket: &Path) -> std::io::Result<UnixListener> {
+    let listener = UnixListener::bind(socket)?;
+    crate::remote::ssh::master::owner_only(socket);
+    Ok(listener)
 }
 
 /// Starts the far side as a process of its own (its own session, stdio off the caller's, its
@@ -371,4 +380,17 @@ async fn stop_on_signal(stop: CancellationToken) {
         _ = int.recv() => {}
     }
     stop.cancel();
+}
+
+#[cfg(test)]
+mod listen_tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[tokio::test]
+    async fn the_far_sides_socket_is_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join(super::dir::SOCKET);
+        let _listener = super::listen(&socket).unwrap();
+        assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600);
+    }
 }

@@ -51,7 +51,10 @@ impl Sockets {
         }
         let _ = std::fs::remove_file(socket);
         let listener = match UnixListener::bind(socket) {
-            Ok(l) => l,
+            Ok(l) => {
+                crate::remote::ssh::master::owner_only(socket);
+                l
+            }
             Err(e) => {
                 warn!(socket = %socket.display(), "cannot listen for a far-side VM: {e}");
                 return false;

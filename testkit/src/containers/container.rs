@@ -37,7 +37,8 @@ pub struct ContainerSpec {
     pub network: String,
     /// `--pid=host`: the container's processes in our pid namespace (another network one).
     pub pid_host: bool,
-    /// More `podman run` options, before the image.
+    /// More `podman run` options, before the image (a `--tmpfs /tmp:OPTIONS` here replaces
+    /// the plain /tmp tmpfs every container gets).
     pub podman_args: Vec<String>,
 }
 
@@ -76,13 +77,15 @@ impl ContainerSpec {
             // has it, a --rootfs one does not): set it as an image would.
             "--env".into(),
             "container=podman".into(),
-            // A /tmp of its own: the image folder is shared, and every JVM writes
-            // /tmp/hsperfdata_root/<its pid>, which is 1 in every container.
-            "--tmpfs".into(),
-            "/tmp".into(),
             "-v".into(),
             format!("{}:/app:ro", self.classes.dir().display()),
         ]);
+        // A /tmp of its own: the image folder is shared, and every JVM writes
+        // /tmp/hsperfdata_root/<its pid>, which is 1 in every container. Unless the spec
+        // mounts one of its own (podman refuses two at one place).
+        if !self.podman_args.windows(2).any(|w| w[0] == "--tmpfs" && (w[1] == "/tmp" || w[1].starts_with("/tmp:"))) {
+            a.extend(["--tmpfs".into(), "/tmp".into()]);
+        }
         a.extend(self.podman_args.iter().cloned());
         a.extend(["--rootfs".into(), rootfs.display().to_string(), self.jdk.java_in_image()]);
         a.extend(["-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into(), "-Xmx64m".into()]);

@@ -171,7 +171,10 @@ impl Task {
         self.key = far.session;
         self.hold = (far.hold_secs > 0).then(|| Duration::from_secs(u64::from(far.hold_secs)));
         self.connections += 1;
-        info!(resumed = far.resumed, replayed = replay.len(), far = %far.binary, protocol = far.proto_max, gathered = self.cfg.gather && far.proto_max >= crate::remote::protocol::hello::GATHER_PROTOCOL, hold_s = far.hold_secs, hold_asked_s = self.cfg.hold_secs, connections = self.connections, "connected to the far side");
+        // Frames queued before a new session's first connection (its channels' opens) are
+        // sent for the first time, not replayed: the count says what a resume sent again.
+        let (replayed, queued) = if far.resumed { (replay.len(), 0) } else { (0, replay.len()) };
+        info!(resumed = far.resumed, replayed, queued, far = %far.binary, protocol = far.proto_max, gathered = self.cfg.gather && far.proto_max >= crate::remote::protocol::hello::GATHER_PROTOCOL, hold_s = far.hold_secs, hold_asked_s = self.cfg.hold_secs, connections = self.connections, "connected to the far side");
         self.rd = Some(ReadSide { half: read, buf, squeezed: SqueezeCount::default() });
         let squeeze = crate::remote::protocol::hello::squeezes(far.proto_max);
         self.wr = Some(WriteSide { half: write, out: BytesMut::new(), squeeze, squeezed: SqueezeCount::default() });

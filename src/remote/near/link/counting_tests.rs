@@ -1,4 +1,5 @@
-//! The link's counts of Data frames, against a far side played by the test on a Unix socket.
+//! The link's counts (Data frames each way; what a connection sent again), against a far side
+//! played by the test on a Unix socket.
 
 use std::time::Duration;
 
@@ -16,6 +17,10 @@ use crate::remote::protocol::{FarCodec, Frame};
 use crate::remote::near::link::{start, Config, Dial, LinkState, NearLink};
 
 const WAIT: Duration = Duration::from_secs(10);
+
+/// One test here at a time: the test reading the log must not race another's first use of
+/// the same log lines (tracing caches whether a line is wanted, per line, for every thread).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The far side's end of one connection: its frames are numbered by its own `Resume`.
 struct Far {
@@ -73,6 +78,7 @@ async fn squeezed_until(link: &NearLink, f: impl FnMut(&LinkSqueeze) -> bool) ->
 
 #[tokio::test]
 async fn data_frames_are_counted_each_way_and_kept_across_a_cut() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("far.sock");
     let listener = UnixListener::bind(&path).expect("bind");
@@ -126,5 +132,75 @@ async fn data_frames_are_counted_each_way_and_kept_across_a_cut() {
     tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Down { .. }))).await.expect("the link sees the cut").expect("the link runs");
     assert_eq!(*link.squeezed().borrow(), counts);
     drop(ends);
+    link.shutdown().await;
+}
+
+/// What the link logs, for a test on the current thread.
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).into_owned()
+    }
+}
+
+/// An open asked for before a new session's first connection is sent on it for the first
+/// time: the line saying the link is up counts it as queued, never as replayed.
+#[tokio::test]
+async fn a_new_sessions_queued_open_is_not_counted_as_replayed() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let logs = Logs::default();
+    let subscriber = tracing_subscriber::fmt().with_writer({
+        let logs = logs.clone();
+        move || logs.clone()
+    });
+    let _log = tracing::subscriber::set_default(subscriber.with_ansi(false).finish());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("far.sock");
+    let link = start(Dial::Unix(path.clone()), Config::default());
+    let mut state = link.state();
+    tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Down { .. }))).await.expect("no far side yet").expect("the link runs");
+    // Asked while no far side answers: its command is sent at the first poll.
+    let opener = link.clone();
+    let mut open = Box::pin(async move { opener.open_channel(1).await });
+    tokio::select! {
+        biased;
+        _ = open.as_mut() => panic!("opened without a far side"),
+        () = std::future::ready(()) => {}
+    }
+    let listener = UnixListener::bind(&path).expect("bind");
+    // Tests on other threads, with no subscriber, may have had the line's interest cached
+    // as none while this one's subscriber was being registered: asked again.
+    tracing::callsite::rebuild_interest_cache();
+    // After the open, in the same queue: the link takes the open first.
+    link.retry_now();
+    let (sock, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("the near side connects").expect("accept");
+    let (rd, wr) = sock.into_split();
+    let mut far = Far { rd, wr, buf: BytesMut::new(), resume: Resume::new(Outbound::new(1 << 20)) };
+    assert!(matches!(far.next().await.body, Body::Hello(_)));
+    let hello = Hello { role: Role::Far, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "test".into(), session: SessionKey { id: [7; 16], token: [8; 16] }, hold_secs: 300, resumed: false, gather: false };
+    let hello = far.resume.link(Body::Hello(hello));
+    far.write(&hello, false).await;
+    let f = far.next_numbered().await;
+    assert!(matches!(f.body, Body::Open { vm: 1 }), "{f:?}");
+    let opened = far.resume.send(f.channel, Body::Opened { status: OpenStatus::Ok, text: String::new() }).expect("numbered");
+    far.write(&opened, false).await;
+    let ends = tokio::time::timeout(WAIT, open).await.expect("answered").expect("the channel opens");
+    let text = logs.text();
+    let line = text.lines().find(|l| l.contains("connected to the far side")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("resumed=false") && line.contains("replayed=0") && line.contains("queued=1"), "{line}");
+    drop(ends);
+    drop(far);
     link.shutdown().await;
 }
