@@ -77,6 +77,7 @@ mod containers;
 mod docker_kit;
 mod docker_user;
 mod exec;
+mod kube_standin;
 mod current_vm;
 mod one_row;
 mod adb_default;
