@@ -1,7 +1,8 @@
 //! The stand-in Kubernetes API server (testkit's `kube`) with the real kubectl: pods listed by
-//! namespace and label selector, a watch that sees a pod added, an exec that relays stdin,
-//! stdout and the exit code through a real Docker container, exec forbidden as RBAC answers
-//! it, and the server stopped and started again on its port.
+//! namespace and label selector (and read by jdwpmux's own pod reading), a watch that sees
+//! pods added, replaced and deleted, an exec that relays stdin, stdout and the exit code
+//! through a real Docker container, exec forbidden as RBAC answers it, and the server stopped
+//! and started again on its port (a running exec ended with it).
 
 use std::process::Output;
 use std::time::Duration;
@@ -76,6 +77,9 @@ async fn kubectl_lists_pods_by_namespace_and_selector_across_a_restart() {
     assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "ReplicaSet");
     assert_eq!(pod["metadata"]["ownerReferences"][0]["name"], "orders-5f7c9");
     assert_eq!(pod["status"]["phase"], "Running");
+    // jdwpmux's own reading of the same list: the workload of each pod.
+    let (pods, _) = jdwpmux::remote::kube::pod::parse_list(&out.stdout).expect("kubectl's list read by jdwpmux");
+    assert!(pods.iter().all(|p| p.workload() == jdwpmux::remote::kube::Workload::Deployment("orders".into())), "{pods:?}");
     let all = kubectl(&api, &["get", "pods", "-n", "shop", "-o", "json"], None).await;
     assert_eq!(names(&all), ["cart-66b4d-aa111", "db-0", "orders-5f7c9-q2w8n", "orders-5f7c9-x8k2p"]);
     // What kubectl asked: legacy discovery, then the list with the selector.
@@ -108,7 +112,7 @@ async fn read_until(out: &mut tokio::process::ChildStdout, seen: &mut String, wa
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_watch_sees_pods_added_and_deleted() {
+async fn kubectl_watch_sees_pods_added_replaced_and_deleted() {
     need_kubectl!();
     let api = KubeApi::start().await.unwrap();
     api.put(StandinPod::replica("shop", "orders", "5f7c9", "x8k2p"));
@@ -123,6 +127,9 @@ async fn kubectl_watch_sees_pods_added_and_deleted() {
     api.put(StandinPod::replica("billing", "orders", "77d9c", "zz999"));
     api.put(StandinPod::replica("shop", "orders", "8c2d1", "m4n5b"));
     read_until(&mut out, &mut seen, "orders-8c2d1-m4n5b").await;
+    // Replaced (MODIFIED): the old pod restarting.
+    api.put(StandinPod::replica("shop", "orders", "5f7c9", "x8k2p").with_phase("Pending"));
+    read_until(&mut out, &mut seen, "\"phase\": \"Pending\"").await;
     let before = seen.matches("orders-5f7c9-x8k2p").count();
     assert!(api.delete("shop", "orders-5f7c9-x8k2p"));
     let deadline = tokio::time::Instant::now() + KUBECTL_TIMEOUT;
@@ -169,6 +176,19 @@ async fn kubectl_exec_relays_stdin_output_and_exit_code_through_docker() {
     let out = kubectl(&api, &["exec", "-i", "-n", "shop", &name, "-c", "sidecar", "--", "true"], Some(b"")).await;
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("container sidecar is not valid"), "{}", text(&out.stderr));
+    // An exec still running when the server stops: its docker exec is ended, kubectl ends.
+    let mut cmd = api.kubectl();
+    cmd.args(["exec", "-i", "-n", "shop", &name, "-c", "app", "--", "cat"]).stdin(std::process::Stdio::piped());
+    let mut running = cmd.spawn().unwrap();
+    let deadline = tokio::time::Instant::now() + KUBECTL_TIMEOUT;
+    while ct.exec_clients().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no docker exec for kubectl exec -- cat");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut api = api;
+    api.stop().await.unwrap();
+    let status = tokio::time::timeout(KUBECTL_TIMEOUT, running.wait()).await.expect("kubectl exec ends when the server stops").unwrap();
+    assert!(!status.success(), "{status:?}");
     drop(api);
     // No docker exec client is left running once the server is gone.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
