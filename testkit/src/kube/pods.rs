@@ -232,14 +232,18 @@ impl Store {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn change(&self, kind: &'static str, pod: StandinPod) -> u64 {
+    /// Puts (`Some`) or deletes (`None`) the pod of that namespace and name, under one lock:
+    /// the change's resource version, or None when there was nothing to delete.
+    fn change(&self, namespace: &str, name: &str, put: Option<StandinPod>) -> Option<u64> {
         let mut s = self.lock();
+        let key = (namespace.to_string(), name.to_string());
+        let (kind, pod) = match put {
+            Some(p) => (if s.pods.contains_key(&key) { "MODIFIED" } else { "ADDED" }, p),
+            None => ("DELETED", s.pods.remove(&key)?.0),
+        };
         s.rv += 1;
         let rv = s.rv;
-        let key = (pod.namespace.clone(), pod.name.clone());
-        if kind == "DELETED" {
-            s.pods.remove(&key);
-        } else {
+        if kind != "DELETED" {
             s.pods.insert(key, (pod.clone(), rv));
         }
         let event = Event { rv, kind, pod };
@@ -249,25 +253,18 @@ impl Store {
         }
         // Sent under the lock, so that a watcher subscribing under it sees each event once.
         let _ = self.events.send(event);
-        rv
+        Some(rv)
     }
 
     /// Adds a pod (ADDED), or replaces the one of that name (MODIFIED); its resource version.
     pub fn put(&self, pod: StandinPod) -> u64 {
-        let exists = self.lock().pods.contains_key(&(pod.namespace.clone(), pod.name.clone()));
-        self.change(if exists { "MODIFIED" } else { "ADDED" }, pod)
+        let (namespace, name) = (pod.namespace.clone(), pod.name.clone());
+        self.change(&namespace, &name, Some(pod)).unwrap_or_default()
     }
 
     /// Deletes a pod (DELETED); false when there was none of that name.
     pub fn delete(&self, namespace: &str, name: &str) -> bool {
-        let pod = self.lock().pods.get(&(namespace.to_string(), name.to_string())).map(|(p, _)| p.clone());
-        match pod {
-            Some(p) => {
-                self.change("DELETED", p);
-                true
-            }
-            None => false,
-        }
+        self.change(namespace, name, None).is_some()
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<(StandinPod, u64)> {
@@ -327,10 +324,12 @@ mod tests {
         let store = Store::default();
         let a = store.put(StandinPod::replica("shop", "orders", "5f7c9", "a"));
         store.put(StandinPod::replica("shop", "orders", "5f7c9", "b"));
+        store.put(StandinPod::replica("shop", "orders", "5f7c9", "b").with_phase("Pending"));
         assert!(store.delete("shop", "orders-5f7c9-a"));
+        assert!(!store.delete("shop", "orders-5f7c9-a"), "deleted once");
         let (first, _rx) = store.watch(Some(a));
         let kinds: Vec<_> = first.iter().map(|e| (e.kind, e.pod.name.as_str())).collect();
-        assert_eq!(kinds, [("ADDED", "orders-5f7c9-b"), ("DELETED", "orders-5f7c9-a")]);
+        assert_eq!(kinds, [("ADDED", "orders-5f7c9-b"), ("MODIFIED", "orders-5f7c9-b"), ("DELETED", "orders-5f7c9-a")]);
         let (first, _rx) = store.watch(None);
         assert_eq!(first.len(), 1);
         let json = first[0].pod.to_json(first[0].rv);
