@@ -27,6 +27,8 @@
 //!   ([`ssh::master`]), starting the far side through it ([`ssh::start_far`]) and the host
 //!   served that way ([`ssh::through_far`]).
 //! - [`exec`] and [`copy`]: the runtime way in, and this binary copied to a host.
+//! - [`kube`]: Kubernetes pods: a pod read from the API server's JSON, its workload, and the
+//!   table that keeps each workload's container on a stable slot across rollouts. Pure.
 //! - [`host`]: one remote host's config, its report (the JVMs found, their sockets) and the
 //!   task serving it by plain ssh. [`naming`]: stable keys and sockets per JVM. [`status`]: a
 //!   host's row in `list` and on the page.
@@ -35,6 +37,7 @@ pub mod copy;
 pub mod exec;
 pub mod far;
 pub mod host;
+pub mod kube;
 pub mod naming;
 pub mod near;
 pub mod protocol;

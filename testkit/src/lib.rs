@@ -14,7 +14,8 @@
 //! - **Between peers**: `tap` (records what reaches a VM), `link_relay` with `delay_link`
 //!   and `rate_link` (links with a delay or a rate).
 //! - **Places**: `testhost` and `testnet` (other machines: namespaces with sshd),
-//!   `containers` (Podman, Docker Engine and bare namespaces), `users` (other accounts).
+//!   `containers` (Podman, Docker Engine and bare namespaces), `users` (other accounts), `kube`
+//!   (a stand-in Kubernetes API server for the real kubectl, its execs run in Docker containers).
 //! - **Processes**: `process` (what /proc says: memory, descriptors, CPU, listening ports;
 //!   signals and limits), `ports` (free and held ports), `faults` (what fault tests share),
 //!   `trace_check` (a trace file read as a viewer reads it).
@@ -37,6 +38,7 @@ pub mod java;
 pub mod jdi;
 pub mod jdb;
 pub mod jvm_wire;
+pub mod kube;
 pub mod link_relay;
 pub mod output;
 pub mod ports;

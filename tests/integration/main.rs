@@ -79,6 +79,7 @@ mod docker;
 mod docker_user;
 mod docker_restart;
 mod exec;
+mod kube_standin;
 mod current_vm;
 mod one_row;
 mod adb_default;
