@@ -313,7 +313,13 @@ fn inside(view: &HostView, pid: u32, p: &ProcView, addr: SocketAddr) -> Reach {
         }
         // Readable or not (another user's namespace links are not), who may enter says.
         (me, Some(0), _) if me != Some(0) => {
-            let exec = view.place_of(p).exec_hint().map_or_else(|| "its container runtime's exec (serve --exec)".to_string(), |e| format!("`{e}`"));
+            // Root's Podman containers are root's Podman's: a user reaches them through sudo.
+            let place = view.place_of(p);
+            let hint = place.exec_hint().map(|e| match &place {
+                Place::Container { runtime: Runtime::Podman, .. } => format!("{}` (if sudo lets you run podman)", e.replacen("'podman exec", "'sudo -n podman exec", 1)),
+                _ => format!("{e}`"),
+            });
+            let exec = hint.map_or_else(|| "its container runtime's exec (serve --exec)".to_string(), |e| format!("`{e}"));
             Reach::Unreachable(format!(
                 "it runs in a container of root's and its agent listens on that container's own {addr} only; \
                  only root can enter its network namespace: run jdwpmux as root, or reach it through {exec}"
@@ -540,6 +546,15 @@ mod tests {
         // Root enters it whatever docker says.
         rootful.uid = Some(0);
         assert!(matches!(found(&rootful)[0].reach, Reach::Inside { .. }));
+        // A rootful Podman's container, to a user: through sudo's podman.
+        let mut podman = p.clone();
+        podman.uid = Some(0);
+        podman.place = Default::default();
+        podman.place.set_cgroups(&format!("0::/machine.slice/libpod-{id}.scope\n"));
+        let mut v = view(vec![(10, podman)], vec![]);
+        v.uid = Some(1000);
+        let w = why(&v);
+        assert!(w.contains("`serve --exec 2d9d171a7943='sudo -n podman exec -i 2d9d171a7943' --far-copy` (if sudo lets you run podman)"), "{w}");
     }
 
     #[test]

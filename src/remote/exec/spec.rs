@@ -65,7 +65,10 @@ impl ExecSpec {
     /// Where its JVMs run, as `list`'s WHERE column says it: read from a `kubectl exec`,
     /// `podman exec` or `docker exec` command line; else the name given.
     pub fn place(&self) -> Place {
-        let w: Vec<&str> = self.words.iter().map(String::as_str).collect();
+        let all: Vec<&str> = self.words.iter().map(String::as_str).collect();
+        // `sudo [-n] [-u USER] podman exec ...`: the runtime's exec as another user (a rootful
+        // Podman's containers, reached by a user whom sudo lets run podman).
+        let w = without_sudo(&all);
         let tool = w.first().map(|p| p.rsplit('/').next().unwrap_or(p)).unwrap_or("");
         match (tool, w.get(1).copied()) {
             ("kubectl" | "oc", Some("exec")) => kubectl_place(&w[2..]).unwrap_or_else(|| Place::Reported(self.name.clone())),
@@ -76,6 +79,23 @@ impl ExecSpec {
             _ => Place::Reported(self.name.clone()),
         }
     }
+}
+
+/// The words after a leading `sudo` and its options (`-n`, `-E`, `-u USER`...), else all.
+fn without_sudo<'a, 'b>(w: &'b [&'a str]) -> &'b [&'a str] {
+    let is_sudo = w.first().is_some_and(|p| p.rsplit('/').next() == Some("sudo"));
+    if !is_sudo {
+        return w;
+    }
+    let mut i = 1;
+    while i < w.len() && w[i].starts_with('-') {
+        let with_value = matches!(w[i], "-u" | "--user" | "-g" | "--group" | "-C" | "--close-from" | "-D" | "--chdir" | "-h" | "--host" | "-p" | "--prompt" | "-r" | "--role" | "-t" | "--type");
+        i += if with_value { 2 } else { 1 };
+        if w.get(i - 1) == Some(&"--") {
+            break;
+        }
+    }
+    &w[i.min(w.len())..]
 }
 
 /// `[-n NS] POD [-c C] [--]` of `kubectl exec`, in any order.
@@ -154,5 +174,9 @@ mod tests {
         assert_eq!(place("b=podman exec -i -u 0 billing-api"), "container billing-api (podman)");
         assert_eq!(place("b=docker exec -i -e A=1 billing"), "container billing (docker)");
         assert_eq!(place("b=ssh box podman exec -i c"), "b");
+        // A rootful Podman's container through sudo: the container all the same.
+        assert_eq!(place("b=sudo -n podman exec -i billing-api"), "container billing-api (podman)");
+        assert_eq!(place("b=/usr/bin/sudo -n -u root -- podman exec -i -u 0 billing-api"), "container billing-api (podman)");
+        assert_eq!(place("b=sudo"), "b");
     }
 }
