@@ -107,8 +107,8 @@ impl Follower {
             if !self.asked.contains_key(id) {
                 let name = cli::inspect(id).await;
                 match &name {
-                    Some(n) => debug!(id = %&id[..12], name = %n.name, service = n.service.as_deref().unwrap_or("-"), "docker names the container"),
-                    None => debug!(id = %&id[..12], "docker gave no usable name for the container"),
+                    Some(n) => debug!(id = %id.get(..12).unwrap_or(id), name = %n.name, service = n.service.as_deref().unwrap_or("-"), "docker names the container"),
+                    None => debug!(id = %id.get(..12).unwrap_or(id), "docker gave no usable name for the container"),
                 }
                 self.asked.insert(id.clone(), name);
             }

@@ -227,6 +227,29 @@ pub fn wait_listening(port: u16, limit: Duration) -> Result<()> {
     Ok(())
 }
 
+/// The processes whose name (`comm`) starts with `name`, in any state (zombies too), in the
+/// pid namespace of `pid` (a container's, from its first process): their pids and state
+/// letters.
+pub fn named_in_pid_ns_of(pid: u32, name: &str) -> Vec<(u32, String)> {
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+    let want = ns(&pid.to_string());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.file_name().to_str()?.to_string();
+            p.parse::<u32>().ok()?;
+            if want.is_none() || ns(&p) != want {
+                return None;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            comm.starts_with(name).then(|| (p.parse().unwrap_or(0), rest.chars().next().unwrap_or('?').to_string()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

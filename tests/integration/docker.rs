@@ -35,12 +35,12 @@ async fn run_classes(engine: &'static DockerEngine, tag: &str, cls: &Arc<AppClas
 
 /// The last `tick N` the container's JVM printed (the last: a restarted container's log
 /// holds its first run's ticks too).
-async fn ticks(c: &DockerContainer) -> u64 {
+pub(crate) async fn ticks(c: &DockerContainer) -> u64 {
     c.logs().await.lines().rev().filter_map(|l| l.strip_prefix("tick ")).find_map(|n| n.trim().parse().ok()).unwrap_or(0)
 }
 
 /// Waits until the container's app printed two ticks past now: it runs on.
-async fn runs_on(c: &DockerContainer) {
+pub(crate) async fn runs_on(c: &DockerContainer) {
     let start = ticks(c).await;
     let deadline = tokio::time::Instant::now() + SLOW;
     while ticks(c).await < start + 2 {

@@ -4,21 +4,17 @@
 //! namespaces, and reaches them through `docker exec` (the far side copied in with
 //! `--far-copy`), named by their container names. A real Docker Engine and real JVMs.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::cli::{Served, BIN};
+use crate::docker::runs_on;
+use crate::exec::classes;
 use crate::remote::SLOW;
-use crate::support::containers::{refused_here, AppClasses, DockerContainer, DockerEngine, DockerSpec};
+use crate::support::containers::{refused_here, DockerContainer, DockerEngine, DockerSpec};
 use crate::support::users::TestUser;
 use crate::support::Jdb;
-
-async fn classes(class: &str) -> Arc<AppClasses> {
-    let src = crate::support::java::MAIN_JAVA.replace("Main", class);
-    AppClasses::compile(&[(&format!("{class}.java"), &src)]).await.expect("javac")
-}
 
 fn row<'a>(rows: &'a [Value], app: &str) -> Option<&'a Value> {
     rows.iter().find(|r| r["app"] == app)
@@ -41,20 +37,6 @@ async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool
         }
         assert!(tokio::time::Instant::now() < deadline, "{what}: rows {rows:?}\n{}", served.log_text());
         tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-async fn ticks(c: &DockerContainer) -> u64 {
-    c.logs().await.lines().rev().filter_map(|l| l.strip_prefix("tick ")).find_map(|n| n.trim().parse().ok()).unwrap_or(0)
-}
-
-/// Waits until the container's app printed two ticks past now: it runs on.
-async fn runs_on(c: &DockerContainer) {
-    let start = ticks(c).await;
-    let deadline = tokio::time::Instant::now() + SLOW;
-    while ticks(c).await < start + 2 {
-        assert!(tokio::time::Instant::now() < deadline, "{} did not run on: {}", c.name(), c.logs().await);
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

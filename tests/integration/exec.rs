@@ -19,7 +19,7 @@ use crate::support::Jdb;
 /// Where the bind-mounted jdwpmux is inside the containers.
 const MOUNTED: &str = "/opt/jm/jdwpmux";
 
-async fn classes(class: &str) -> Arc<AppClasses> {
+pub(crate) async fn classes(class: &str) -> Arc<AppClasses> {
     let src = crate::support::java::MAIN_JAVA.replace("Main", class);
     AppClasses::compile(&[(&format!("{class}.java"), &src)]).await.expect("javac")
 }
@@ -280,7 +280,7 @@ async fn exec_jdb_steps_through_podman_exec_and_a_killed_exec_reattaches() {
     assert_eq!(served.terminate(SLOW), Some(0), "{}", served.log_text());
     let deadline = Instant::now() + SLOW;
     loop {
-        let left = jdwpmux_in(c.jvm_pid());
+        let left = crate::support::process::named_in_pid_ns_of(c.jvm_pid(), "jdwpmux");
         if left.is_empty() {
             break;
         }
@@ -289,27 +289,6 @@ async fn exec_jdb_steps_through_podman_exec_and_a_killed_exec_reattaches() {
     }
 }
 
-/// The jdwpmux processes (any state, zombies too) in the pid namespace of `pid`, with their
-/// state letter.
-fn jdwpmux_in(pid: u32) -> Vec<(u32, String)> {
-    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
-    let want = ns(&pid.to_string());
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let p = e.file_name().to_str()?.to_string();
-            p.parse::<u32>().ok()?;
-            if want.is_none() || ns(&p) != want {
-                return None;
-            }
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-            let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
-            comm.starts_with("jdwpmux").then(|| (p.parse().unwrap_or(0), rest.chars().next().unwrap_or('?').to_string()))
-        })
-        .collect()
-}
 
 /// Through a stand-in for `kubectl exec -i -n shop POD -c app --`: the JVM is listed in `pod
 /// shop/POD`. The exec then fails as a refused kubectl does (Unauthorized) while jdb is
