@@ -46,15 +46,7 @@ pub fn docker_unavailable() -> Option<String> {
     if !is_root() {
         return Some("Docker tests need root (starting dockerd, entering containers, making users)".into());
     }
-    for (tool, package) in [("docker", "docker.io"), ("dockerd", "docker.io"), ("setsid", "util-linux"), ("setpriv", "util-linux"), ("busybox", "busybox"), ("tar", "tar")] {
-        if which(tool).is_none() {
-            return Some(format!("{tool} is not installed (./test.sh installs {package})"));
-        }
-    }
-    if !Path::new(JDK17_HOME).join("bin/java").exists() {
-        return Some(format!("no JDK 17 at {JDK17_HOME} (./test.sh installs openjdk-17-jdk-headless)"));
-    }
-    None
+    missing(&[("docker", "docker.io"), ("dockerd", "docker.io"), ("setsid", "util-linux"), ("setpriv", "util-linux"), ("busybox", "busybox"), ("tar", "tar")])
 }
 
 /// Skips the calling test (returns from it) with a line naming why, when a Docker Engine

@@ -77,10 +77,14 @@ pub fn unavailable() -> Option<String> {
     if !is_root() {
         return Some("containers need root (rootful podman, and making the rootless test users)".into());
     }
-    for (tool, package) in [("podman", "podman"), ("runc", "runc"), ("newuidmap", "uidmap"), ("newgidmap", "uidmap"), ("setpriv", "util-linux"), ("ip", "iproute2"), ("unshare", "util-linux"), ("busybox", "busybox")] {
-        if which(tool).is_none() {
-            return Some(format!("{tool} is not installed (./test.sh installs {package})"));
-        }
+    missing(&[("podman", "podman"), ("runc", "runc"), ("newuidmap", "uidmap"), ("newgidmap", "uidmap"), ("setpriv", "util-linux"), ("ip", "iproute2"), ("unshare", "util-linux"), ("busybox", "busybox")])
+}
+
+/// The first of `tools` (with the package that has it) not installed here, or the JDK 17
+/// the images are made of: what to say; None when all are.
+fn missing(tools: &[(&str, &str)]) -> Option<String> {
+    if let Some((tool, package)) = tools.iter().find(|(tool, _)| which(tool).is_none()) {
+        return Some(format!("{tool} is not installed (./test.sh installs {package})"));
     }
     if !Path::new(JDK17_HOME).join("bin/java").exists() {
         return Some(format!("no JDK 17 at {JDK17_HOME} (./test.sh installs openjdk-17-jdk-headless)"));
