@@ -365,6 +365,11 @@ async fn remote_far_a_cut_longer_than_the_hold_closes_jdb_and_lists_the_release_
             if r["note"].as_str().is_some_and(|n| n.starts_with("released (the hold ran out)")) && listed.is_none() {
                 assert_eq!(suspensions(r), 0, "{r}");
                 listed = Some(cut_at.elapsed());
+                // Read after the VM's row: the host cannot be `up` beside a VM said released.
+                let (_, hosts, _) = served.run(&["list", "--hosts", "--json"]);
+                let hosts: Vec<serde_json::Value> = serde_json::from_str(&hosts).unwrap();
+                let h = hosts.iter().find(|h| h["host"] == "farhold").unwrap_or_else(|| panic!("{hosts:?}"));
+                assert_ne!(h["state"], "up", "the host listed up {:?} into the cut, its VM released: {h}", cut_at.elapsed());
             }
         }
         if said.is_none() && served.log_text().contains("jdwpmux on farhold let its VMs go") {
@@ -384,6 +389,14 @@ async fn remote_far_a_cut_longer_than_the_hold_closes_jdb_and_lists_the_release_
     assert!(ran.unwrap() <= HOLD + Duration::from_secs(4), "the far side let the VM go {ran:?} into the cut: its hold is 10 s");
     let lines = served.log_text().lines().filter(|l| l.contains("let its VMs go")).count();
     assert_eq!(lines, 1, "{}", served.log_text());
+    // The cut is said (once, a WARN) before the VMs are said let go, and nothing says them
+    // held after that.
+    let log = served.log_text();
+    let lost = log.lines().position(|l| l.contains("lost the link to jdwpmux on farhold") || l.contains("lost the ssh link to farhold"));
+    let let_go = log.lines().position(|l| l.contains("let its VMs go"));
+    assert!(lost.is_some_and(|a| let_go.is_some_and(|b| a < b)), "the cut said after the release:\n{log}");
+    let held_after: Vec<&str> = log.lines().skip(let_go.unwrap_or(0)).filter(|l| l.contains("are held")).collect();
+    assert!(held_after.is_empty(), "VMs said held after they were let go: {held_after:?}");
     app.wait_ticks_advance(SLOW).await.unwrap();
     far.wait_gone(SLOW).await;
     host.net.set_link(true).unwrap();

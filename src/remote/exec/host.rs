@@ -142,7 +142,7 @@ async fn run_link(cfg: &HostConfig, spec: &ExecSpec, far: &FarChoice, report: &w
                     NearState::Busy(why) | NearState::TakenOver(why) => {
                         report.send_modify(|r| r.link = LinkState::Busy { reason: why });
                     }
-                    NearState::Down { why } => {
+                    NearState::Down { why, .. } => {
                         let reason = down_reason(&why, tail.lock().ok().and_then(|t| t.said()));
                         report.send_modify(|r| r.link = LinkState::Down { reason, refused: false });
                         if gone.swap(false, std::sync::atomic::Ordering::Relaxed) {

@@ -88,7 +88,9 @@ pub enum LinkState {
     /// cut and made again), `resumed` says this one resumed the session.
     Up { connections: u64, resumed: bool, hold_secs: u32 },
     /// Cut; trying again.
-    Down { why: String },
+    /// `silent`: nothing was heard from the far side within the liveness deadline (a cut, as
+    /// a rule, or a far side stopped), not a stream closed, broken or refused.
+    Down { why: String, silent: bool },
     /// Cut for longer than the far side's hold: the far side has let the session's VMs go
     /// (they run on), and the link has closed its channels (their debuggers with them); it
     /// goes on trying, for a new session. `hold_secs`: the hold that ran out.

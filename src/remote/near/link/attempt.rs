@@ -101,8 +101,8 @@ impl Task {
     fn down(&mut self, why: String) {
         debug!("no connection to the far side: {why}");
         self.state_tx.send_if_modified(|s| {
-            let changed = !matches!(s, LinkState::Down { why: w } if *w == why);
-            *s = LinkState::Down { why };
+            let changed = !matches!(s, LinkState::Down { why: w, .. } if *w == why);
+            *s = LinkState::Down { why, silent: false };
             changed
         });
     }
@@ -194,6 +194,17 @@ impl Task {
 
     /// The connection is gone: every channel stays, an attempt follows after the backoff.
     pub(super) fn lose(&mut self, why: &str) {
+        self.lose_as(why, false);
+    }
+
+    /// Nothing was heard from the far side within the liveness deadline: lost as `lose`,
+    /// said to be silence (a cut, as a rule) rather than a stream that ended.
+    pub(super) fn lose_silent(&mut self) {
+        let why = format!("nothing heard from the far side for {:.1?}", Instant::now() - self.heard);
+        self.lose_as(&why, true);
+    }
+
+    fn lose_as(&mut self, why: &str, silent: bool) {
         let Some(rd) = self.rd.take() else { return };
         let wr = self.wr.take();
         self.retire(&rd, wr.as_ref());
@@ -202,7 +213,7 @@ impl Task {
         }
         self.retry_at = Some(Instant::now() + self.backoff.next_wait());
         info!(channels = self.channels.len(), "the stream to the far side is cut ({why}); trying again");
-        self.state_tx.send_replace(LinkState::Down { why: why.to_string() });
+        self.state_tx.send_replace(LinkState::Down { why: why.to_string(), silent });
     }
 
     /// The session's channels fail and its resume state goes: the next Hello asks for a new

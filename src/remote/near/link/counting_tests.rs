@@ -129,7 +129,8 @@ async fn data_frames_are_counted_each_way_and_kept_across_a_cut() {
     // A cut: the connection's counts stay with the link's.
     drop(far);
     let mut state = link.state();
-    tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Down { .. }))).await.expect("the link sees the cut").expect("the link runs");
+    let down = tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Down { .. }))).await.expect("the link sees the cut").expect("the link runs").clone();
+    assert!(matches!(down, LinkState::Down { silent: false, .. }), "a stream that ended is no silence: {down:?}");
     assert_eq!(*link.squeezed().borrow(), counts);
     drop(ends);
     link.shutdown().await;
@@ -201,6 +202,37 @@ async fn a_new_sessions_queued_open_is_not_counted_as_replayed() {
     let line = text.lines().find(|l| l.contains("connected to the far side")).unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("resumed=false") && line.contains("replayed=0") && line.contains("queued=1"), "{line}");
     drop(ends);
+    drop(far);
+    link.shutdown().await;
+}
+
+/// A far side that answered and then says nothing (its stream open: a cut without a word)
+/// is lost as silence once the liveness deadline passes, which the host's task says as a cut
+/// before any hold can run out.
+#[tokio::test]
+async fn a_far_side_gone_quiet_is_lost_as_silence() {
+    use crate::remote::protocol::liveness::Liveness;
+    let _one = ONE_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("far.sock");
+    let listener = UnixListener::bind(&path).expect("bind");
+    let liveness = Liveness { ping_every: Duration::from_millis(100), dead_after: Duration::from_millis(600) };
+    let link = start(Dial::Unix(path), Config { liveness, ..Config::default() });
+    let (sock, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("the near side connects").expect("accept");
+    let (rd, wr) = sock.into_split();
+    let mut far = Far { rd, wr, buf: BytesMut::new(), resume: Resume::new(Outbound::new(1 << 20)) };
+    assert!(matches!(far.next().await.body, Body::Hello(_)));
+    let hello = Hello { role: Role::Far, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "test".into(), session: SessionKey { id: [7; 16], token: [8; 16] }, hold_secs: 300, resumed: false, gather: false };
+    let hello = far.resume.link(Body::Hello(hello));
+    far.write(&hello, false).await;
+    let mut state = link.state();
+    tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Up { .. }))).await.expect("up").expect("the link runs");
+    // Its pings go unanswered; the socket stays open.
+    let down = tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Down { .. }))).await.expect("the silence is seen").expect("the link runs").clone();
+    match down {
+        LinkState::Down { why, silent: true } => assert!(why.starts_with("nothing heard from the far side for"), "{why}"),
+        other => panic!("not lost as silence: {other:?}"),
+    }
     drop(far);
     link.shutdown().await;
 }

@@ -256,7 +256,7 @@ impl Task {
     fn release(&mut self) {
         let Some(hold) = self.hold else { return };
         if self.rd.is_some() {
-            self.lose(&format!("nothing heard from the far side for {:?}", Instant::now() - self.heard));
+            self.lose_silent();
         }
         let why = format!("the link to it has been down for its hold ({} s, --far-hold), so they run on", hold.as_secs());
         self.lose_session(&why);
@@ -286,7 +286,7 @@ impl Task {
                 self.emit(&ping);
                 self.pinged = Some(now);
             }
-            Beat::Dead => self.lose(&format!("nothing heard from the far side for {:?}", now - self.heard)),
+            Beat::Dead => self.lose_silent(),
         }
     }
 }

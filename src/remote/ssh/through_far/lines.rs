@@ -46,6 +46,13 @@ pub(super) fn restart_line(label: &str, was: Option<u32>, now: Option<u32>, by_u
     }
 }
 
+/// The one line said when the link to jdwpmux on a host falls silent after it was up (a cut,
+/// as a rule: the ssh master notices later, by its own keep-alives), before any of its VMs
+/// can be said let go: they are held there for the hold.
+pub fn silence_line(label: &str, why: &str) -> String {
+    format!("lost the link to jdwpmux on {label} ({why}); its VMs are held by jdwpmux there; reconnecting")
+}
+
 /// The one line said when jdwpmux on a host still runs (its start found it, same process)
 /// and the master is up, but its stream was lost: it is stopped or stuck. Before, nothing
 /// was said and the host stayed `up`.

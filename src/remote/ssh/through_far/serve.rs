@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::lines::{fallback_line, hold_line, restart_line, silent_line, taken_over_line};
+use super::lines::{fallback_line, hold_line, restart_line, silence_line, silent_line, taken_over_line};
 use super::reach::{pause, phase, reach_again, say_once, Reached, Retrying};
 use super::report::{follow_release, now_ms, publish};
 use super::{FarChoice, FarMode};
@@ -66,6 +66,13 @@ pub(super) async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch
     let mut ever_up = false;
     // Another serve took the far side over from this one: said once, then this one waits.
     let mut taken_over = false;
+    // This outage of the link was said (a WARN, the host row down): by the near link's
+    // silence or by the master's end, whichever came first, so the host row never says `up`
+    // while its VMs are said held or released, and "held" is never said after "let go".
+    let mut cut_said = false;
+    // When the link fell silent with the master up, for the line that says it is back (a
+    // lost master says its own).
+    let mut silent_since: Option<Instant> = None;
     loop {
         let plan = retry_plan(lost_at.map(|t| t.elapsed()), hold, regular);
         let (mut master, mut ready) = match first.take() {
@@ -173,7 +180,7 @@ pub(super) async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch
                         // It started, but what listens there does not speak as a far side
                         // (another program, a broken or hostile one): with auto, served as
                         // if there were none; else said once while the link tries again.
-                        NearState::Down { why } if !ever_up => {
+                        NearState::Down { why, .. } if !ever_up => {
                             let why = FarUnusable::Failed(format!("what was started there does not answer as a far side: {why}"));
                             if far.mode == FarMode::Auto {
                                 info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, far));
@@ -186,9 +193,34 @@ pub(super) async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch
                         }
                         NearState::Down { .. } | NearState::Released { .. } => {
                             check_at.get_or_insert_with(Instant::now);
+                            match &now {
+                                // Silence, where the master has not noticed the cut yet:
+                                // said now, before the hold can run out.
+                                NearState::Down { why, silent: true } if !cut_said => {
+                                    cut_said = true;
+                                    silent_since = Some(Instant::now());
+                                    let line = silence_line(&cfg.label, why);
+                                    warn!(host = %cfg.label, "{line}");
+                                    report.send_modify(|r| r.link = LinkState::Down { reason: line, refused: false });
+                                }
+                                // The link let the VMs go (said in its own line) while this
+                                // master still stands: the host is not `up` beside VMs
+                                // said released.
+                                NearState::Released { hold_secs } if !cut_said => {
+                                    cut_said = true;
+                                    let reason = format!("nothing heard from jdwpmux on {} for its hold ({hold_secs} s)", cfg.label);
+                                    report.send_modify(|r| r.link = LinkState::Down { reason, refused: false });
+                                }
+                                _ => {}
+                            }
                         }
                         NearState::Up { hold_secs, .. } => {
                             ever_up = true;
+                            // A silence the master never noticed (its end says the rest).
+                            cut_said = false;
+                            if let Some(since) = silent_since.take() {
+                                info!(host = %cfg.label, "the link to jdwpmux on {} is back after {:.1} s", cfg.label, since.elapsed().as_secs_f64());
+                            }
                             answered = true;
                             same_checks = 0;
                             if std::mem::take(&mut silent_said) {
@@ -250,7 +282,7 @@ pub(super) async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch
                                 if same_checks >= 2 && down && !silent_said {
                                     silent_said = true;
                                     let why = match &*state.borrow() {
-                                        NearState::Down { why } => why.clone(),
+                                        NearState::Down { why, .. } => why.clone(),
                                         _ => "its session was let go".to_string(),
                                     };
                                     let line = silent_line(&cfg.label, ready.pid, &why);
@@ -320,8 +352,14 @@ pub(super) async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch
         }
         // The near link keeps the channels and tries again by itself; the master and the
         // forward are made again here, promptly while the far side holds the session.
-        warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}; its VMs are held by jdwpmux there; reconnecting", cfg.label);
-        report.send_modify(|r| r.link = LinkState::Down { reason: why, refused: false });
+        silent_since = None;
+        if std::mem::replace(&mut cut_said, true) {
+            // Said already when the link fell silent: the master's end is its detail.
+            info!(host = %cfg.label, reason = %why, "lost the ssh link to {} too; reconnecting", cfg.label);
+        } else {
+            warn!(host = %cfg.label, reason = %why, "lost the ssh link to {}; its VMs are held by jdwpmux there; reconnecting", cfg.label);
+            report.send_modify(|r| r.link = LinkState::Down { reason: why, refused: false });
+        }
         master.close().await;
         let plan = retry_plan(Some(Duration::ZERO), hold, regular);
         if !pause(&mut backoff, plan, &mut retry, &cfg.label, cancel).await {
