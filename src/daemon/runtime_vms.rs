@@ -24,7 +24,8 @@ use crate::remote::runtime::plan::{Change, Plan};
 /// whether (and how) Docker's CLI reaches containers for this user.
 #[derive(Debug, Default)]
 pub(crate) struct Known {
-    pub names: BTreeMap<String, String>,
+    /// By full id: (name, compose service), as `HostView::runtime_names`.
+    pub names: BTreeMap<String, (String, Option<String>)>,
     pub docker: DockerWay,
     /// Docker was asked (whatever it said): `docker` is its answer.
     pub docker_asked: bool,
@@ -117,12 +118,15 @@ impl Follower {
             self.asked.retain(|id, _| ids.contains(id));
         }
         if let Ok(mut k) = self.known.lock() {
-            k.names = self.asked.iter().filter_map(|(id, n)| Some((id.clone(), n.as_ref()?.name.clone()))).collect();
+            k.names = self.asked.iter().filter_map(|(id, n)| n.as_ref().map(|n| (id.clone(), (n.name.clone(), n.compose.clone())))).collect();
         }
-        let names: Vec<String> = ids.iter().filter_map(|id| Some(self.asked.get(id)?.as_ref()?.name.clone())).collect();
-        for change in self.plan.seen(Instant::now(), names.iter().map(String::as_str)) {
+        let named: Vec<RuntimeName> = ids.iter().filter_map(|id| self.asked.get(id)?.clone()).collect();
+        for change in self.plan.seen(Instant::now(), named.iter().map(|n| n.name.as_str())) {
             match change {
-                Change::Start(name) => self.start(&name),
+                Change::Start(name) => {
+                    let compose = named.iter().find(|n| n.name == name).and_then(|n| n.compose.clone());
+                    self.start(&name, compose);
+                }
                 Change::Stop(name) => {
                     if let Some(token) = self.hosts.remove(&name) {
                         info!("container {name} (docker) has had no JVM for a while: it is no longer followed");
@@ -136,9 +140,9 @@ impl Follower {
     }
 
     /// Serves the container `name` as an exec host of its own.
-    fn start(&mut self, name: &str) {
+    fn start(&mut self, name: &str, compose: Option<String>) {
         let s = &self.spawner.settings;
-        let Some(spec) = cli::exec_spec(name) else { return };
+        let Some(spec) = cli::exec_spec(name, compose) else { return };
         if self.spawner.registry.hosts.rows().iter().any(|r| r.host == name) {
             warn!("container {name} (docker) is not reached through docker: a host of that name is served already (--ssh or --exec)");
             return;

@@ -183,11 +183,11 @@ fn advice_fits_the_case_at_hand() {
     assert!(w.contains("no user of this machine") && w.contains("run jdwpmux as root with --other-users") && !w.contains("run jdwpmux as uid"), "{w}");
     assert!(w.contains("serve --exec 2d9d171a7943='docker exec -i 2d9d171a7943' --far-copy"), "{w}");
     // This user may use docker: reached through it, named by it; copying allowed or not.
-    v.runtime_names.insert(id.clone(), "orders-api".into());
+    v.runtime_names.insert(id.clone(), ("orders-api".into(), None));
     v.docker = DockerWay::NotCopying;
     let w = why(&v);
     assert!(w.contains("container orders-api (docker)'s own 127.0.0.1:5005") && w.contains("serve --far-copy") && !w.contains("--other-users"), "{w}");
-    assert_eq!(found(&v)[0].place, Place::Container { runtime: Runtime::Docker, name: "orders-api".into(), id: Some(id.clone()) });
+    assert_eq!(found(&v)[0].place, Place::Container { runtime: Runtime::Docker, name: "orders-api".into(), id: Some(id.clone()), compose: None });
     v.docker = DockerWay::Copying;
     assert!(why(&v).ends_with("reaching it through `docker exec -i orders-api`"), "{}", why(&v));
     // A root container: the same.

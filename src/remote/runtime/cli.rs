@@ -84,9 +84,12 @@ pub async fn inspect(id: &str) -> Option<RuntimeName> {
 }
 
 /// The `--exec` that reaches the container named `name`: `NAME=docker exec -i NAME` (by
-/// name: a container made again under its name is the same place to the user).
-pub fn exec_spec(name: &str) -> Option<ExecSpec> {
-    format!("{name}={DOCKER} exec -i {name}").parse().ok()
+/// name: a container made again under its name is the same place to the user); its rows show
+/// `compose`, the Compose service the runtime named.
+pub fn exec_spec(name: &str, compose: Option<String>) -> Option<ExecSpec> {
+    let mut spec: ExecSpec = format!("{name}={DOCKER} exec -i {name}").parse().ok()?;
+    spec.compose = compose;
+    Some(spec)
 }
 
 #[cfg(test)]
@@ -96,11 +99,13 @@ mod tests {
 
     #[test]
     fn a_container_is_reached_by_its_name() {
-        let spec = exec_spec("orders-api").unwrap();
+        let spec = exec_spec("orders-api", None).unwrap();
         assert_eq!(spec.words, ["docker", "exec", "-i", "orders-api"]);
         assert_eq!(spec.name, "orders-api");
-        assert_eq!(spec.place(), Place::Container { runtime: Runtime::Docker, name: "orders-api".into(), id: None });
-        assert_eq!(exec_spec("local"), None);
+        assert_eq!(spec.place(), Place::Container { runtime: Runtime::Docker, name: "orders-api".into(), id: None, compose: None });
+        assert_eq!(exec_spec("local", None), None);
+        let spec = exec_spec("shop-orders-1", Some("shop/orders".into())).unwrap();
+        assert_eq!(spec.place().to_string(), "container shop-orders-1 (docker, compose shop/orders)");
     }
 
     #[test]
