@@ -169,7 +169,9 @@ async fn a_docker_group_member_debugs_root_containers_through_docker() {
 
 /// A container Compose made (its labels), running as root, to a docker group member: its row
 /// names the container and its Compose project and service, whether it can be reached yet or
-/// not.
+/// not; an IDE-shaped JDI session (the Stepper: breakpoint, steps, frames, locals, `this`,
+/// both suspend policies) run as that user through its port sees what it sees of the same
+/// program run here directly, detaches, and the app runs on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_docker_group_member_steps_a_compose_service_with_a_jdi_program() {
     crate::need_docker!();
@@ -201,6 +203,9 @@ async fn a_docker_group_member_steps_a_compose_service_with_a_jdi_program() {
     assert_eq!(row(&rows, "Ledger").unwrap()["process"]["place"], place.as_str(), "{rows:?}");
     let (_, text, _) = served.run(&["list"]);
     assert!(text.contains(&place), "{text}");
+    let port = row(&rows, "Ledger").and_then(|v| v["debugger_port"].as_u64()).unwrap() as u16;
+    crate::containers::same_as_here_as(&dev.prefix(), port, "as a docker group member through docker exec").await;
+    runs_on(&orders).await;
     let mut served = served;
     assert_eq!(served.terminate(SLOW), Some(0), "{}", served.log_text());
     nothing_left(&orders).await;
