@@ -16,7 +16,7 @@ use crate::support::containers::{refused_here, DockerContainer, DockerEngine, Do
 use crate::support::users::TestUser;
 use crate::support::Jdb;
 
-fn row<'a>(rows: &'a [Value], app: &str) -> Option<&'a Value> {
+pub(crate) fn row<'a>(rows: &'a [Value], app: &str) -> Option<&'a Value> {
     rows.iter().find(|r| r["app"] == app)
 }
 
@@ -28,7 +28,7 @@ fn listed(served: &Served) -> Vec<Value> {
     serde_json::from_str(&out).unwrap_or_default()
 }
 
-async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let deadline = tokio::time::Instant::now() + SLOW;
     loop {
         let rows = listed(served);
@@ -53,10 +53,10 @@ async fn nothing_left(c: &DockerContainer) {
     }
 }
 
-/// What `serve` as the docker group member `dev` needs: the words that run a command as
+/// What `serve` as the docker group member (or any test user) `dev` needs: the words that run a command as
 /// them (with their groups, a login's environment), a copy of jdwpmux they own, and a
 /// folder of theirs for the control socket.
-fn member_serves(dev: &TestUser) -> (Vec<String>, std::path::PathBuf, std::path::PathBuf) {
+pub(crate) fn member_serves(dev: &TestUser) -> (Vec<String>, std::path::PathBuf, std::path::PathBuf) {
     let home = dev.home.clone().expect("a home");
     let own = |p: &std::path::Path| std::os::unix::fs::chown(p, Some(dev.uid), Some(dev.gid)).unwrap();
     let (bin, dir) = (home.join("jm"), home.join("jdwpmux"));

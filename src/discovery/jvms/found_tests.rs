@@ -209,6 +209,22 @@ fn advice_fits_the_case_at_hand() {
     v.uid = Some(1000);
     let w = why(&v);
     assert!(w.contains("`serve --exec 2d9d171a7943='sudo -n podman exec -i 2d9d171a7943' --far-copy` (if sudo lets you run podman)"), "{w}");
+    assert!(w.contains("let jdwpmux do that: `serve --podman-sudo --far-copy`"), "{w}");
+    // --podman-sudo, not tried yet: the same advice.
+    v.podman_sudo = PodmanSudo::Untried;
+    assert_eq!(why(&v), w);
+    // Tried: sudo's podman reaches it, copying allowed or not; or sudo's words.
+    v.podman_sudo = PodmanSudo::Copying;
+    assert!(why(&v).ends_with("reaching it through `sudo -n podman exec -i 2d9d171a7943`"), "{}", why(&v));
+    v.podman_sudo = PodmanSudo::NotCopying;
+    assert!(why(&v).contains("serve --far-copy") && !why(&v).contains("serve --exec"), "{}", why(&v));
+    v.podman_sudo = PodmanSudo::Refused("sudo: a password is required".into());
+    assert!(why(&v).contains("was refused: sudo: a password is required: let this user run podman through sudo without a password"), "{}", why(&v));
+    // A Docker container is none of sudo's podman's business.
+    rootful.uid = Some(1000);
+    rootful.docker = DockerWay::No;
+    rootful.podman_sudo = PodmanSudo::Copying;
+    assert!(!why(&rootful).contains("sudo"), "{}", why(&rootful));
 }
 
 #[test]

@@ -148,6 +148,25 @@ pub struct HostView {
     /// How a container's JVM this scanner cannot enter may be reached through Docker's CLI,
     /// as the caller found (what its rows advise).
     pub docker: DockerWay,
+    /// How a JVM in root's Podman container may be reached through `sudo -n podman`, as the
+    /// caller found (what its rows advise).
+    pub podman_sudo: PodmanSudo,
+}
+
+/// Whether this user reaches root's Podman containers through `sudo -n podman exec`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PodmanSudo {
+    /// Not asked for (no `--podman-sudo`).
+    #[default]
+    Off,
+    /// Asked for, not tried yet.
+    Untried,
+    /// Asked for, and sudo said no (its words).
+    Refused(String),
+    /// Usable; jdwpmux is copied in where the image has none (`--far-copy`).
+    Copying,
+    /// Usable, but nothing may be copied in (no `--far-copy`).
+    NotCopying,
 }
 
 /// Whether this user may reach containers through `docker exec`, and how.
