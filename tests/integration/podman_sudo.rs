@@ -86,8 +86,15 @@ async fn root_podman_containers_are_reached_through_sudo_when_asked() {
         assert!(note_of(&rows).contains("sudo: a password is required") && note_of(&rows).contains("NOPASSWD"), "{rows:?}");
         assert_ne!(row(&rows, "Vault").unwrap()["state"], "ready", "{rows:?}");
     }
-    // Allowed: reached through sudo's podman, jdwpmux copied in; jdb stops in it.
+    // Allowed, but nothing may be copied in: the row says how to allow it.
     let _sudo = SudoPodman::allow(&user.name);
+    {
+        let served = serve(&["--podman-sudo"]);
+        let rows = list_until(&served, "the Vault, told to allow copying", |r| note_of(r).contains("serve --far-copy")).await;
+        assert!(note_of(&rows).contains("sudo -n podman exec") && !note_of(&rows).contains("serve --exec"), "{rows:?}");
+        served.wait_log("root's Podman").await;
+    }
+    // Allowed: reached through sudo's podman, jdwpmux copied in; jdb stops in it.
     let served = serve(&["--far-copy", "--podman-sudo"]);
     let rows = list_until(&served, "the Vault ready through sudo's podman", |r| row(r, "Vault").is_some_and(|v| v["state"] == "ready" && v["host"] == vault.name() && v["debugger_port"].is_u64())).await;
     assert_eq!(rows.len(), 1, "one row per JVM: {rows:?}");
