@@ -191,6 +191,13 @@ pub struct ServeArgs {
     #[arg(help_heading = FINDING_VMS)]
     #[arg(long)]
     pub other_users: bool,
+    /// Reach the JVMs of root's Podman containers, which this user cannot enter, through
+    /// `sudo -n podman exec -i CONTAINER` (as through `docker exec` for a member of the docker
+    /// group): only when sudo lets this user run podman without a password; what is copied in
+    /// follows --far-copy. Without it such a JVM is listed with how to reach it.
+    #[arg(help_heading = FINDING_VMS)]
+    #[arg(long)]
+    pub podman_sudo: bool,
     /// Find VMs on the devices of an adb server, and start that server (`adb start-server`)
     /// if none answers and adb is on PATH; it keeps running after jdwpmux ends, as adb's
     /// server does (`adb kill-server` stops it) [default: 127.0.0.1:5037]. Without --adb, and

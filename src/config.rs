@@ -81,6 +81,7 @@ pub struct ConfigFile {
     pub far_path: Option<String>,
     pub far_hold: Option<u32>,
     pub far_copy: Option<bool>,
+    pub podman_sudo: Option<bool>,
     pub far_take_over: Option<bool>,
     pub exec: Option<Vec<Parsed<crate::remote::exec::ExecSpec>>>,
     pub scan_interval: Option<f64>,
@@ -157,6 +158,7 @@ impl ConfigFile {
             let c = one("proc", self.proc.map(|b| b.to_string()), c);
             let c = many("proc_match", self.proc_match.clone(), c);
             let c = one("other_users", self.other_users.map(|b| b.to_string()), c);
+            let c = one("podman_sudo", self.podman_sudo.map(|b| b.to_string()), c);
             let c = many("ssh", self.ssh.as_ref().map(|v| v.iter().map(|d| d.0.to_string()).collect()), c);
             let c = one("ssh_config", self.ssh_config.as_ref().map(|p| p.display().to_string()), c);
             let c = one("ssh_interval", self.ssh_interval.map(|f| f.to_string()), c);
@@ -266,6 +268,7 @@ mod tests {
         assert!(all.spin_us.is_some() && all.cpu_pin.is_some());
         assert_eq!(all.near_cache, Some(crate::settings::NearCacheMode::Auto));
         assert!(all.proc.is_some() && all.no_proc.is_some() && all.proc_match.is_some() && all.other_users.is_some());
+        assert!(all.podman_sudo.is_some());
         assert!(all.ssh.is_some() && all.ssh_config.is_some() && all.ssh_interval.is_some() && all.ssh_keepalive.is_some());
         assert!(all.far.is_some() && all.far_path.is_some() && all.far_hold.is_some() && all.far_copy.is_some() && all.far_take_over.is_some());
         drop(c);

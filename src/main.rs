@@ -356,6 +356,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         proc_scan,
         proc_match: args.proc_match,
         other_users: args.other_users,
+        podman_sudo: args.podman_sudo,
         ssh: args.ssh,
         exec: args.exec,
         ssh_options,

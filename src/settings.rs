@@ -149,6 +149,9 @@ pub struct Settings {
     /// Other users' JVMs and listening ports are taken too (`--other-users`); by default
     /// only those of jdwpmux's own user (on an ssh host: of the ssh login).
     pub other_users: bool,
+    /// Root's Podman containers, to a user, are reached through `sudo -n podman exec`
+    /// (`--podman-sudo`).
+    pub podman_sudo: bool,
     /// Hosts whose JVMs are found and served through ssh.
     pub ssh: Vec<crate::remote::Destination>,
     /// How ssh is run for them, and how often they are scanned.
@@ -194,6 +197,7 @@ impl Default for Settings {
             proc_scan: false,
             proc_match: Vec::new(),
             other_users: false,
+            podman_sudo: false,
             ssh: Vec::new(),
             ssh_options: crate::remote::SshOptions::default(),
             ssh_interval: DEFAULT_SSH_INTERVAL,

@@ -62,8 +62,9 @@ enum Live {
 /// What the /proc discovery tells of containers this user cannot enter (`runtime_vms`), and
 /// what it is told back (their names, whether docker reaches them).
 pub(super) struct Runtimes {
-    /// Full ids of the Docker containers holding a JVM this user cannot enter, each round.
-    pub seen: tokio::sync::watch::Sender<std::collections::BTreeSet<String>>,
+    /// The containers holding a JVM this user cannot enter, each round: Docker's by full id,
+    /// root's Podman's by name (with --podman-sudo).
+    pub seen: tokio::sync::watch::Sender<std::collections::BTreeSet<super::runtime_vms::Seen>>,
     pub known: super::runtime_vms::Shared,
 }
 
@@ -132,6 +133,7 @@ impl ProcFollower {
         if let Ok(k) = self.runtimes.known.lock() {
             view.runtime_names = k.names.clone();
             view.docker = k.docker;
+            view.podman_sudo = k.podman_sudo.clone();
             docker_asked = k.docker_asked;
         }
         let holders = std::mem::take(&mut self.holders);
@@ -160,12 +162,13 @@ impl ProcFollower {
             }
         }
         let (found, busy): (Vec<FoundJvm>, Vec<Option<String>>) = found.into_iter().unzip();
-        let through_runtime: std::collections::BTreeSet<String> = found
+        let podman_sudo = self.spawner.settings.podman_sudo;
+        let through_runtime: std::collections::BTreeSet<super::runtime_vms::Seen> = found
             .iter()
             .filter(|f| f.cannot_enter())
-            .filter(|f| docker_container(f))
             .filter_map(|f| match &f.place {
-                jvms::Place::Container { id, .. } => id.clone(),
+                jvms::Place::Container { id: Some(id), .. } if docker_container(f) => Some(super::runtime_vms::Seen::Docker(id.clone())),
+                jvms::Place::Container { name, .. } if podman_sudo && root_podman_container(f) => Some(super::runtime_vms::Seen::RootPodman(name.clone())),
                 _ => None,
             })
             .collect();
@@ -322,6 +325,12 @@ fn print_of(f: &FoundJvm) -> Option<same::Print> {
 /// Whether it runs in a Docker container (which `runtime_vms` may reach through docker).
 fn docker_container(f: &FoundJvm) -> bool {
     matches!(&f.place, jvms::Place::Container { runtime: jvms::place::Runtime::Docker, id: Some(_), .. })
+}
+
+/// Whether it runs as root in a Podman container with a name (root's Podman's: a user's
+/// rootless containers map root to that user), which `runtime_vms` may reach through sudo.
+fn root_podman_container(f: &FoundJvm) -> bool {
+    f.uid == Some(0) && matches!(&f.place, jvms::Place::Container { runtime: jvms::place::Runtime::Podman, name, .. } if !name.is_empty() && !name.starts_with('-'))
 }
 
 /// Whether jdwpmux's own session is connected to the JVM (then its connection is the one

@@ -100,6 +100,14 @@ impl Stepper {
         Ok(Stepper { dir })
     }
 
+    /// Lets every user read the compiled program (its folder is the test's, 0700), for a
+    /// session run as another user.
+    pub fn open_to_all(&self) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(self.dir.path(), std::fs::Permissions::from_mode(0o755))?;
+        Ok(())
+    }
+
     /// Runs one session (under `prefix`: e.g. inside a test host) against 127.0.0.1:`port`
     /// with the breakpoint's and steps' suspend policy `policy` ("all" or "thread"); what it
     /// printed, once it said "done" and exited.

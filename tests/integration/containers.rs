@@ -247,6 +247,11 @@ async fn a_jdi_session_through_a_container_sees_what_it_sees_directly() {
 /// Ledger at `port`, under both suspend policies, prints what it prints against a Ledger run
 /// here directly; that one runs on after.
 pub(crate) async fn same_as_here(port: u16, how: &str) {
+    same_as_here_as(&[], port, how).await
+}
+
+/// As `same_as_here`, the session through `port` run under `prefix` (as another user).
+pub(crate) async fn same_as_here_as(prefix: &[String], port: u16, how: &str) {
     use crate::support::jdi::{Stepper, LEDGER_JAVA};
     let here_port = crate::support::containers::free_port();
     let here = crate::support::JavaApp::spawn(crate::support::JvmSpec {
@@ -258,8 +263,9 @@ pub(crate) async fn same_as_here(port: u16, how: &str) {
     .await
     .unwrap();
     let stepper = Stepper::compile().await.unwrap();
+    stepper.open_to_all().unwrap();
     for policy in ["all", "thread"] {
-        let through = stepper.run(&[], port, policy, 6).await.unwrap();
+        let through = stepper.run(prefix, port, policy, 6).await.unwrap();
         let direct = stepper.run(&[], here_port, policy, 6).await.unwrap();
         assert!(through.contains("hit Ledger.work"), "{through}");
         assert_eq!(unaddressed(&through), unaddressed(&direct), "{policy}: {how}, then directly here");

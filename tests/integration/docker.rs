@@ -95,7 +95,14 @@ async fn docker_containers_root_and_a_uid_with_no_user_are_served_by_root() {
     let billing = run(engine, "dkbill", "Billing", &marker, None).await;
     let orders = run(engine, "dkord", "Orders", &marker, Some(4321)).await;
     let ledger_classes = AppClasses::compile(&[("Ledger.java", crate::support::jdi::LEDGER_JAVA)]).await.expect("javac");
-    let ledger = run_classes(engine, "dkledg", &ledger_classes, "Ledger", &marker, None).await;
+    // One made by Compose (its labels): root reads them with its name from the container's
+    // state file.
+    let mut s = DockerSpec::new("dkledg", &ledger_classes);
+    s.class = "Ledger".into();
+    s.jvm = vec![format!("-D{marker}")];
+    s.docker_args = ["com.docker.compose.project=shop", "com.docker.compose.service=ledger"].iter().flat_map(|l| ["--label".to_string(), l.to_string()]).collect();
+    let ledger = DockerContainer::run(engine, s).await.unwrap();
+    refused_here(ledger.port()).unwrap();
     assert!(std::process::Command::new("getent").args(["passwd", "4321"]).output().is_ok_and(|o| !o.status.success()), "uid 4321 has a user here");
 
     // The uid-4321 JVM is another user's to root, as any JVM not running as root: served
@@ -103,10 +110,10 @@ async fn docker_containers_root_and_a_uid_with_no_user_are_served_by_root() {
     let served = Served::start_env(&["--proc", "--proc-match", &marker, "--other-users", "--no-scan", "--no-adb", "--scan-interval", "0.5"], &[DOCKER_HOST]);
     let rows = list_local_until(&served, "the Docker containers ready", |r| ["Billing", "Orders", "Ledger"].iter().all(|a| local_ready(r, a))).await;
     assert_eq!(rows.len(), 3, "{rows:?}");
-    for (app, c) in [("Billing", &billing), ("Orders", &orders), ("Ledger", &ledger)] {
+    for (app, c, compose) in [("Billing", &billing, ""), ("Orders", &orders, ""), ("Ledger", &ledger, ", compose shop/ledger")] {
         let r = local_row(&rows, app).unwrap();
         assert_eq!(r["pid"], c.jvm_pid(), "{rows:?}");
-        assert_eq!(r["process"]["place"], format!("container {} (docker)", c.name()), "{rows:?}");
+        assert_eq!(r["process"]["place"], format!("container {} (docker{compose})", c.name()), "{rows:?}");
     }
     let (_, text, _) = served.run(&["list"]);
     assert!(text.contains(&format!("container {} (docker)", orders.name())), "{text}");

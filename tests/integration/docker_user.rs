@@ -16,7 +16,7 @@ use crate::support::containers::{refused_here, DockerContainer, DockerEngine, Do
 use crate::support::users::TestUser;
 use crate::support::Jdb;
 
-fn row<'a>(rows: &'a [Value], app: &str) -> Option<&'a Value> {
+pub(crate) fn row<'a>(rows: &'a [Value], app: &str) -> Option<&'a Value> {
     rows.iter().find(|r| r["app"] == app)
 }
 
@@ -28,7 +28,7 @@ fn listed(served: &Served) -> Vec<Value> {
     serde_json::from_str(&out).unwrap_or_default()
 }
 
-async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) async fn list_until(served: &Served, what: &str, cond: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let deadline = tokio::time::Instant::now() + SLOW;
     loop {
         let rows = listed(served);
@@ -53,6 +53,24 @@ async fn nothing_left(c: &DockerContainer) {
     }
 }
 
+/// What `serve` as the docker group member (or any test user) `dev` needs: the words that run a command as
+/// them (with their groups, a login's environment), a copy of jdwpmux they own, and a
+/// folder of theirs for the control socket.
+pub(crate) fn member_serves(dev: &TestUser) -> (Vec<String>, std::path::PathBuf, std::path::PathBuf) {
+    let home = dev.home.clone().expect("a home");
+    let own = |p: &std::path::Path| std::os::unix::fs::chown(p, Some(dev.uid), Some(dev.gid)).unwrap();
+    let (bin, dir) = (home.join("jm"), home.join("jdwpmux"));
+    for d in [&bin, &dir] {
+        std::fs::create_dir_all(d).unwrap();
+        own(d);
+    }
+    std::fs::copy(BIN, bin.join("jdwpmux")).unwrap();
+    own(&bin.join("jdwpmux"));
+    let mut wrapper = dev.prefix_with_groups();
+    wrapper.extend(["env".to_string(), "PATH=/usr/local/bin:/usr/bin:/bin".into(), format!("HOME={}", home.display()), "RUST_LOG=info".into()]);
+    (wrapper, bin, dir)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_docker_group_member_debugs_root_containers_through_docker() {
     crate::need_docker!();
@@ -70,17 +88,7 @@ async fn a_docker_group_member_debugs_root_containers_through_docker() {
     refused_here(ledger.port()).unwrap();
 
     let dev = TestUser::docker_member("dkdev").expect("a docker group member");
-    let home = dev.home.clone().expect("a home");
-    let own = |p: &std::path::Path| std::os::unix::fs::chown(p, Some(dev.uid), Some(dev.gid)).unwrap();
-    let (bin, dir) = (home.join("jm"), home.join("jdwpmux"));
-    for d in [&bin, &dir] {
-        std::fs::create_dir_all(d).unwrap();
-        own(d);
-    }
-    std::fs::copy(BIN, bin.join("jdwpmux")).unwrap();
-    own(&bin.join("jdwpmux"));
-    let mut wrapper = dev.prefix_with_groups();
-    wrapper.extend(["env".to_string(), "PATH=/usr/local/bin:/usr/bin:/bin".into(), format!("HOME={}", home.display()), "RUST_LOG=info".into()]);
+    let (wrapper, bin, dir) = member_serves(&dev);
     let base = ["--proc", "--proc-match", marker.as_str(), "--no-scan", "--no-adb", "--scan-interval", "0.5"];
 
     // Without --far-copy: listed by container name, unreachable, told how to allow it; never
@@ -157,4 +165,48 @@ async fn a_docker_group_member_debugs_root_containers_through_docker() {
     assert_eq!(served.terminate(SLOW), Some(0), "{}", served.log_text());
     nothing_left(&ledger).await;
     nothing_left(&billing).await;
+}
+
+/// A container Compose made (its labels), running as root, to a docker group member: its row
+/// names the container and its Compose project and service, whether it can be reached yet or
+/// not; an IDE-shaped JDI session (the Stepper: breakpoint, steps, frames, locals, `this`,
+/// both suspend policies) run as that user through its port sees what it sees of the same
+/// program run here directly, detaches, and the app runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_docker_group_member_steps_a_compose_service_with_a_jdi_program() {
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let marker = format!("dkjdi{}", std::process::id());
+    let cls = crate::support::containers::AppClasses::compile(&[("Ledger.java", crate::support::jdi::LEDGER_JAVA)]).await.expect("javac");
+    let mut spec = DockerSpec::new("dkshop", &cls);
+    spec.class = "Ledger".into();
+    spec.jvm = vec![format!("-Djdwpmux.test={marker}")];
+    spec.docker_args = ["com.docker.compose.project=shop", "com.docker.compose.service=orders"].iter().flat_map(|l| ["--label".to_string(), l.to_string()]).collect();
+    let orders = DockerContainer::run(engine, spec).await.expect("a root container");
+    refused_here(orders.port()).unwrap();
+    let place = format!("container {} (docker, compose shop/orders)", orders.name());
+
+    let dev = TestUser::docker_member("dkjdi").expect("a docker group member");
+    let (wrapper, bin, dir) = member_serves(&dev);
+    let base = ["--proc", "--proc-match", marker.as_str(), "--no-scan", "--no-adb", "--scan-interval", "0.5"];
+    // Not reachable yet (nothing may be copied in): named by the runtime, Compose and all.
+    {
+        let served = Served::start_bin_as(&wrapper, &bin.join("jdwpmux"), &dir.join("control.sock"), &base);
+        let rows = list_until(&served, "the Ledger, named with its compose service", |r| row(r, "Ledger").is_some_and(|v| v["process"]["place"] == place.as_str())).await;
+        assert!(row(&rows, "Ledger").unwrap()["note"].as_str().is_some_and(|n| n.contains("serve --far-copy")), "{rows:?}");
+    }
+    let mut args = base.to_vec();
+    args.push("--far-copy");
+    let served = Served::start_bin_as(&wrapper, &bin.join("jdwpmux"), &dir.join("control.sock"), &args);
+    let rows = list_until(&served, "the Ledger ready through docker", |r| row(r, "Ledger").is_some_and(|v| v["state"] == "ready" && v["host"] == orders.name() && v["debugger_port"].is_u64())).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(row(&rows, "Ledger").unwrap()["process"]["place"], place.as_str(), "{rows:?}");
+    let (_, text, _) = served.run(&["list"]);
+    assert!(text.contains(&place), "{text}");
+    let port = row(&rows, "Ledger").and_then(|v| v["debugger_port"].as_u64()).unwrap() as u16;
+    crate::containers::same_as_here_as(&dev.prefix(), port, "as a docker group member through docker exec").await;
+    runs_on(&orders).await;
+    let mut served = served;
+    assert_eq!(served.terminate(SLOW), Some(0), "{}", served.log_text());
+    nothing_left(&orders).await;
 }

@@ -78,6 +78,7 @@ mod docker_kit;
 mod docker;
 mod docker_user;
 mod docker_restart;
+mod podman_sudo;
 mod exec;
 mod kube_standin;
 mod current_vm;

@@ -9,7 +9,7 @@ use super::holder::{holder, Holder};
 use super::cmdline::MainName;
 use super::net::{Socket, ESTABLISHED};
 use super::place::{Place, Runtime};
-use super::view::{DockerWay, HostView, ProcView};
+use super::view::{DockerWay, HostView, PodmanSudo, ProcView};
 
 /// Where a JVM's agent options came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,12 +311,34 @@ fn inside(view: &HostView, pid: u32, p: &ProcView, addr: SocketAddr) -> Reach {
                 ),
             })
         }
+        // Root's Podman container, to a user who asked for sudo's podman (--podman-sudo).
+        (me, Some(0), _) if me != Some(0) && !matches!(view.podman_sudo, PodmanSudo::Off | PodmanSudo::Untried) && matches!(view.place_of(p), Place::Container { runtime: Runtime::Podman, ref name, .. } if !name.is_empty()) => {
+            let place = view.place_of(p);
+            let name = match &place {
+                Place::Container { name, .. } => name.clone(),
+                _ => String::new(),
+            };
+            let head = format!("it runs in {place} of root's and its agent listens on that container's own {addr} only; only root can enter its network namespace");
+            Reach::Unreachable(match &view.podman_sudo {
+                PodmanSudo::Copying => format!("{head}: reaching it through `sudo -n podman exec -i {name}`"),
+                PodmanSudo::Refused(said) => format!(
+                    "{head}, and `sudo -n podman` (--podman-sudo) was refused: {said}: let this user run podman through sudo without a password (NOPASSWD), or run jdwpmux as root"
+                ),
+                _ => format!(
+                    "{head}; jdwpmux reaches it through `sudo -n podman exec` (--podman-sudo) when it may copy itself into the container: \
+                     serve --far-copy (or use an image with jdwpmux in it)"
+                ),
+            })
+        }
         // Readable or not (another user's namespace links are not), who may enter says.
         (me, Some(0), _) if me != Some(0) => {
-            // Root's Podman containers are root's Podman's: a user reaches them through sudo.
+            // Root's Podman containers are root's Podman's: a user reaches them through sudo,
+            // by hand or by jdwpmux (--podman-sudo).
             let place = view.place_of(p);
             let hint = place.exec_hint().map(|e| match &place {
-                Place::Container { runtime: Runtime::Podman, .. } => format!("{}` (if sudo lets you run podman)", e.replacen("'podman exec", "'sudo -n podman exec", 1)),
+                Place::Container { runtime: Runtime::Podman, .. } => {
+                    format!("{}` (if sudo lets you run podman), or let jdwpmux do that: `serve --podman-sudo --far-copy`", e.replacen("'podman exec", "'sudo -n podman exec", 1))
+                }
                 _ => format!("{e}`"),
             });
             let exec = hint.map_or_else(|| "its container runtime's exec (serve --exec)".to_string(), |e| format!("`{e}"));

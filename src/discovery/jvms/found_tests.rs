@@ -183,11 +183,11 @@ fn advice_fits_the_case_at_hand() {
     assert!(w.contains("no user of this machine") && w.contains("run jdwpmux as root with --other-users") && !w.contains("run jdwpmux as uid"), "{w}");
     assert!(w.contains("serve --exec 2d9d171a7943='docker exec -i 2d9d171a7943' --far-copy"), "{w}");
     // This user may use docker: reached through it, named by it; copying allowed or not.
-    v.runtime_names.insert(id.clone(), "orders-api".into());
+    v.runtime_names.insert(id.clone(), ("orders-api".into(), None));
     v.docker = DockerWay::NotCopying;
     let w = why(&v);
     assert!(w.contains("container orders-api (docker)'s own 127.0.0.1:5005") && w.contains("serve --far-copy") && !w.contains("--other-users"), "{w}");
-    assert_eq!(found(&v)[0].place, Place::Container { runtime: Runtime::Docker, name: "orders-api".into(), id: Some(id.clone()) });
+    assert_eq!(found(&v)[0].place, Place::Container { runtime: Runtime::Docker, name: "orders-api".into(), id: Some(id.clone()), compose: None });
     v.docker = DockerWay::Copying;
     assert!(why(&v).ends_with("reaching it through `docker exec -i orders-api`"), "{}", why(&v));
     // A root container: the same.
@@ -209,6 +209,22 @@ fn advice_fits_the_case_at_hand() {
     v.uid = Some(1000);
     let w = why(&v);
     assert!(w.contains("`serve --exec 2d9d171a7943='sudo -n podman exec -i 2d9d171a7943' --far-copy` (if sudo lets you run podman)"), "{w}");
+    assert!(w.contains("let jdwpmux do that: `serve --podman-sudo --far-copy`"), "{w}");
+    // --podman-sudo, not tried yet: the same advice.
+    v.podman_sudo = PodmanSudo::Untried;
+    assert_eq!(why(&v), w);
+    // Tried: sudo's podman reaches it, copying allowed or not; or sudo's words.
+    v.podman_sudo = PodmanSudo::Copying;
+    assert!(why(&v).ends_with("reaching it through `sudo -n podman exec -i 2d9d171a7943`"), "{}", why(&v));
+    v.podman_sudo = PodmanSudo::NotCopying;
+    assert!(why(&v).contains("serve --far-copy") && !why(&v).contains("serve --exec"), "{}", why(&v));
+    v.podman_sudo = PodmanSudo::Refused("sudo: a password is required".into());
+    assert!(why(&v).contains("was refused: sudo: a password is required: let this user run podman through sudo without a password"), "{}", why(&v));
+    // A Docker container is none of sudo's podman's business.
+    rootful.uid = Some(1000);
+    rootful.docker = DockerWay::No;
+    rootful.podman_sudo = PodmanSudo::Copying;
+    assert!(!why(&rootful).contains("sudo"), "{}", why(&rootful));
 }
 
 #[test]

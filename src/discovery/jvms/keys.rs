@@ -109,7 +109,7 @@ mod tests {
         let boxed = |pid: u32, net: u64, name: &str| FoundJvm {
             other_net: true,
             reach: Reach::Inside { pid, net, addr: ([127, 0, 0, 1], 8000).into() },
-            place: Place::Container { runtime: Runtime::Podman, name: name.into(), id: None },
+            place: Place::Container { runtime: Runtime::Podman, name: name.into(), id: None, compose: None },
             ..jvm(pid, "Billing", 8000)
         };
         let mut book = KeyBook::default();

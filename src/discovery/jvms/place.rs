@@ -66,8 +66,10 @@ impl fmt::Display for Runtime {
 pub enum Place {
     #[default]
     Host,
-    /// `name` may be empty when nothing named it; `id` is the runtime's container id.
-    Container { runtime: Runtime, name: String, id: Option<String> },
+    /// `name` may be empty when nothing named it; `id` is the runtime's container id;
+    /// `compose` the Compose service that made it (`shop/orders`: project and service), as
+    /// its labels say. Shown only: the container is known by its name.
+    Container { runtime: Runtime, name: String, id: Option<String>, compose: Option<String> },
     /// `namespace` and `name` are empty when no `/var/log/pods` entry named the pod (then
     /// `name` is its hostname when that was readable).
     Pod { namespace: String, name: String, uid: String, container: Option<String> },
@@ -99,8 +101,16 @@ impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Place::Host => f.write_str("-"),
-            Place::Container { runtime, name, .. } if name.is_empty() => write!(f, "container ({runtime})"),
-            Place::Container { runtime, name, .. } => write!(f, "container {name} ({runtime})"),
+            Place::Container { runtime, name, compose, .. } => {
+                f.write_str("container ")?;
+                if !name.is_empty() {
+                    write!(f, "{name} ")?;
+                }
+                match compose {
+                    Some(c) => write!(f, "({runtime}, compose {c})"),
+                    None => write!(f, "({runtime})"),
+                }
+            }
             Place::Pod { namespace, name, uid, .. } => match (namespace.is_empty(), name.is_empty()) {
                 (false, _) => write!(f, "pod {namespace}/{name}"),
                 (true, false) => write!(f, "pod {name}"),
@@ -181,6 +191,8 @@ pub struct ProcFacts {
     pub conmon: Option<Conmon>,
     /// The `Name` of the Docker container its cgroup names.
     pub docker_name: Option<String>,
+    /// That container's Compose service (see [`compose`]), from its labels.
+    pub docker_compose: Option<String>,
 }
 
 /// `conmon ... -n NAME ... -c ID`: the container Podman (or CRI-O) runs it for.
@@ -188,6 +200,22 @@ pub struct ProcFacts {
 pub struct Conmon {
     pub name: Option<String>,
     pub id: Option<String>,
+}
+
+/// The labels Docker Compose puts on the containers it makes.
+pub const COMPOSE_PROJECT: &str = "com.docker.compose.project";
+pub const COMPOSE_SERVICE: &str = "com.docker.compose.service";
+
+/// How a container's Compose service is shown: `project/service`, or `service` alone when no
+/// project is said. None without a service, or when either is no name (Compose's are
+/// `[a-zA-Z0-9._-]`, 64 bytes at most here).
+pub fn compose(project: &str, service: &str) -> Option<String> {
+    let ok = |s: &str| !s.is_empty() && s.len() <= MAX_NAME && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)) && !s.starts_with(['.', '-']);
+    let (project, service) = (project.trim(), service.trim());
+    if !ok(service) {
+        return None;
+    }
+    Some(if ok(project) { format!("{project}/{service}") } else { service.to_string() })
 }
 
 /// What the host shows of its containers (`view::HostView` keeps it).
@@ -243,18 +271,26 @@ impl ProcFacts {
         self.ancestors.push(prog);
     }
 
-    /// Takes a Docker container's `config.v2.json`: only its `Name` (`"/billing"`) is kept.
+    /// Takes a Docker container's `config.v2.json`: only its `Name` (`"/billing"`) and its
+    /// Compose labels are kept.
     pub fn set_docker_config(&mut self, json: &[u8]) {
         #[derive(serde::Deserialize)]
         struct Config {
             #[serde(rename = "Name")]
             name: String,
+            #[serde(rename = "Config", default)]
+            config: Option<Inner>,
         }
-        self.docker_name = (json.len() <= MAX_DOCKER_CONFIG)
-            .then(|| serde_json::from_slice::<Config>(json).ok())
-            .flatten()
-            .map(|c| name(c.name.trim_start_matches('/')))
-            .filter(|n| !n.is_empty());
+        #[derive(serde::Deserialize)]
+        struct Inner {
+            #[serde(rename = "Labels", default)]
+            labels: Option<std::collections::HashMap<String, serde_json::Value>>,
+        }
+        let c = (json.len() <= MAX_DOCKER_CONFIG).then(|| serde_json::from_slice::<Config>(json).ok()).flatten();
+        let labels = c.as_ref().and_then(|c| c.config.as_ref()?.labels.as_ref());
+        let label = |k: &str| labels.and_then(|l| l.get(k)?.as_str()).unwrap_or("");
+        self.docker_compose = compose(label(COMPOSE_PROJECT), label(COMPOSE_SERVICE));
+        self.docker_name = c.map(|c| name(c.name.trim_start_matches('/'))).filter(|n| !n.is_empty());
     }
 }
 
@@ -306,12 +342,13 @@ pub fn place_of(p: &ProcFacts, host: &HostFacts, other_net: Option<u64>) -> Plac
             Runtime::Docker => p.docker_name.clone(),
             _ => conmon.and_then(|c| c.name.clone()),
         };
+        let compose = if runtime == Runtime::Docker { p.docker_compose.clone() } else { None };
         let name = named.or_else(|| id.as_ref().map(|i| i[..12].to_string())).unwrap_or_default();
-        return Place::Container { runtime, name, id };
+        return Place::Container { runtime, name, id, compose };
     }
     if let Some(Conmon { name, id }) = conmon {
         let name = name.clone().or_else(|| p.hostname_env.clone()).unwrap_or_default();
-        return Place::Container { runtime: Runtime::Podman, name, id: id.clone() };
+        return Place::Container { runtime: Runtime::Podman, name, id: id.clone(), compose: None };
     }
     if let Some(kind) = &p.container_env {
         let runtime = match kind.as_str() {
@@ -319,7 +356,7 @@ pub fn place_of(p: &ProcFacts, host: &HostFacts, other_net: Option<u64>) -> Plac
             "docker" => Runtime::Docker,
             _ => Runtime::Other(kind.clone()),
         };
-        return Place::Container { runtime, name: p.hostname_env.clone().unwrap_or_default(), id: None };
+        return Place::Container { runtime, name: p.hostname_env.clone().unwrap_or_default(), id: None, compose: None };
     }
     match other_net {
         Some(net) => Place::Netns { name: host.netns.iter().find(|(i, _)| *i == net).map(|(_, n)| n.clone()) },

@@ -37,7 +37,7 @@ fn host() -> HostFacts {
 }
 
 fn container(runtime: Runtime, name: &str, id: Option<&str>) -> Place {
-    Place::Container { runtime, name: name.into(), id: id.map(String::from) }
+    Place::Container { runtime, name: name.into(), id: id.map(String::from), compose: None }
 }
 
 /// Each rule, with cgroups shaped as the machines of design-containers.md show them.
@@ -104,6 +104,13 @@ fn names_from_conmon_docker_and_the_environment() {
     assert_eq!(place_of(&p, &host(), Some(9)).to_string(), "container billing (docker)");
     p.set_docker_config(b"{\"Name\":");
     assert_eq!(place_of(&p, &host(), Some(9)).to_string(), "container 3f1c9e0b7d2a (docker)");
+    // Made by Compose: its project and service shown beside the name.
+    let json = format!(r#"{{"ID":"{ID}","Config":{{"Labels":{{"com.docker.compose.project":"shop","com.docker.compose.service":"orders","n":1}}}},"Name":"/shop-orders-1"}}"#);
+    p.set_docker_config(json.as_bytes());
+    assert_eq!(place_of(&p, &host(), Some(9)).to_string(), "container shop-orders-1 (docker, compose shop/orders)");
+    assert_eq!(place_of(&p, &host(), Some(9)).workload().as_deref(), Some("shop-orders-1"));
+    p.set_docker_config(br#"{"Config":{"Labels":null},"Name":"/solo"}"#);
+    assert_eq!(place_of(&p, &host(), Some(9)).to_string(), "container solo (docker)");
     // A conmon-looking program that is not conmon.
     let mut p = ProcFacts::default();
     p.add_ancestor(b"/usr/bin/notconmon\0-n\0x\0");
@@ -219,4 +226,16 @@ fn hostile_names_are_bounded_and_printable() {
     h.set_pods("pods/*\ncontainers/*\n");
     h.set_netns("ls: cannot access '/run/netns/*'\n");
     assert!(h.pods.is_empty() && h.containers.is_empty() && h.netns.is_empty());
+}
+
+#[test]
+fn compose_services_as_shown() {
+    use super::compose;
+    assert_eq!(compose("shop", "orders").as_deref(), Some("shop/orders"));
+    assert_eq!(compose("", "orders").as_deref(), Some("orders"));
+    assert_eq!(compose("a b", "orders").as_deref(), Some("orders"));
+    assert_eq!(compose("shop", ""), None);
+    assert_eq!(compose("shop", "<no value>"), None);
+    assert_eq!(compose("shop", "x\x1b[2J"), None);
+    assert_eq!(compose("shop", &"s".repeat(200)), None);
 }

@@ -51,7 +51,7 @@ impl Print {
 /// pod by namespace and name (and container, when both say).
 fn same_place(a: &Place, b: &Place) -> bool {
     match (a, b) {
-        (Place::Container { runtime: ra, name: na, id: ia }, Place::Container { runtime: rb, name: nb, id: ib }) => {
+        (Place::Container { runtime: ra, name: na, id: ia, .. }, Place::Container { runtime: rb, name: nb, id: ib, .. }) => {
             // An id prefix is what the runtimes accept: at least 12 of its hex digits.
             let by_id = |name: &str, id: &Option<String>| name.len() >= 12 && id.as_deref().is_some_and(|i| i.starts_with(name));
             ra == rb && ((!na.is_empty() && na == nb) || by_id(na, ib) || by_id(nb, ia))
@@ -79,7 +79,7 @@ mod tests {
     use crate::discovery::jvms::place::Runtime;
 
     fn container(name: &str, id: Option<&str>) -> Place {
-        Place::Container { runtime: Runtime::Podman, name: name.into(), id: id.map(str::to_string) }
+        Place::Container { runtime: Runtime::Podman, name: name.into(), id: id.map(str::to_string), compose: None }
     }
 
     const ID: &str = "3f2a9c1b7d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8";
@@ -100,7 +100,7 @@ mod tests {
         assert!(!here.same(&Print::of(&container("ncapp", None), Some(5005), "java Other", Some(1)).unwrap()));
         assert!(!here.same(&Print::of(&container("ncapp", None), Some(5005), CMD, Some(7)).unwrap()));
         assert!(!here.same(&Print::of(&container("other", None), Some(5005), CMD, Some(1)).unwrap()));
-        let docker = Place::Container { runtime: Runtime::Docker, name: "ncapp".into(), id: None };
+        let docker = Place::Container { runtime: Runtime::Docker, name: "ncapp".into(), id: None, compose: None };
         assert!(!here.same(&Print::of(&docker, Some(5005), CMD, Some(1)).unwrap()));
         // A pid not known on one side does not tell them apart.
         assert!(here.same(&Print::of(&container("ncapp", None), Some(5005), CMD, None).unwrap()));

@@ -141,12 +141,32 @@ pub struct HostView {
     /// one read meanwhile is known. Reading another namespace's table costs a walk of the kernel's whole
     /// TCP hash (every namespace's sockets), about a millisecond each.
     pub settled: BTreeSet<u32>,
-    /// Container names as their runtime reported them, by full id, for containers whose
-    /// state files this scanner cannot read (set by the caller: `remote::runtime`).
-    pub runtime_names: BTreeMap<String, String>,
+    /// Container names as their runtime reported them, with their Compose service (see
+    /// `place::compose`), by full id, for containers whose state files this scanner cannot
+    /// read (set by the caller: `remote::runtime`).
+    pub runtime_names: BTreeMap<String, (String, Option<String>)>,
     /// How a container's JVM this scanner cannot enter may be reached through Docker's CLI,
     /// as the caller found (what its rows advise).
     pub docker: DockerWay,
+    /// How a JVM in root's Podman container may be reached through `sudo -n podman`, as the
+    /// caller found (what its rows advise).
+    pub podman_sudo: PodmanSudo,
+}
+
+/// Whether this user reaches root's Podman containers through `sudo -n podman exec`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PodmanSudo {
+    /// Not asked for (no `--podman-sudo`).
+    #[default]
+    Off,
+    /// Asked for, not tried yet.
+    Untried,
+    /// Asked for, and sudo said no (its words).
+    Refused(String),
+    /// Usable; jdwpmux is copied in where the image has none (`--far-copy`).
+    Copying,
+    /// Usable, but nothing may be copied in (no `--far-copy`).
+    NotCopying,
 }
 
 /// Whether this user may reach containers through `docker exec`, and how.
@@ -336,10 +356,11 @@ impl HostView {
     pub fn place_of(&self, p: &ProcView) -> Place {
         let mut place = place::place_of(&p.place, &self.places, p.net.filter(|_| self.in_other_net(p)));
         // A Docker container whose own state this scanner cannot read: named by its runtime.
-        if let Place::Container { runtime: place::Runtime::Docker, name, id: Some(id) } = &mut place {
+        if let Place::Container { runtime: place::Runtime::Docker, name, id: Some(id), compose } = &mut place {
             if p.place.docker_name.is_none() {
-                if let Some(n) = self.runtime_names.get(id.as_str()) {
+                if let Some((n, c)) = self.runtime_names.get(id.as_str()) {
                     *name = n.clone();
+                    *compose = c.clone();
                 }
             }
         }

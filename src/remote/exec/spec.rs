@@ -15,6 +15,9 @@ pub struct ExecSpec {
     pub text: String,
     /// The command's words; `jdwpmux far ...` is appended as more words.
     pub words: Vec<String>,
+    /// The Compose service of the container it enters, when the runtime named one (set by
+    /// `remote::runtime`; an `--exec` the user gave has none).
+    pub compose: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,7 +48,7 @@ impl std::str::FromStr for ExecSpec {
         if words.is_empty() {
             return Err(SpecError::Empty(name.into()));
         }
-        Ok(ExecSpec { name: name.into(), text: text.trim().to_string(), words })
+        Ok(ExecSpec { name: name.into(), text: text.trim().to_string(), words, compose: None })
     }
 }
 
@@ -73,7 +76,7 @@ impl ExecSpec {
         match (tool, w.get(1).copied()) {
             ("kubectl" | "oc", Some("exec")) => kubectl_place(&w[2..]).unwrap_or_else(|| Place::Reported(self.name.clone())),
             ("podman" | "docker", Some("exec")) => match first_operand(&w[2..], &["-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys", "--preserve-fds"]) {
-                Some(c) => Place::Container { runtime: if tool == "podman" { Runtime::Podman } else { Runtime::Docker }, name: c.to_string(), id: None },
+                Some(c) => Place::Container { runtime: if tool == "podman" { Runtime::Podman } else { Runtime::Docker }, name: c.to_string(), id: None, compose: self.compose.clone() },
                 None => Place::Reported(self.name.clone()),
             },
             _ => Place::Reported(self.name.clone()),

@@ -11,10 +11,14 @@ pub struct RuntimeName {
     pub name: String,
     /// The compose service it runs, when compose made it (`com.docker.compose.service`).
     pub service: Option<String>,
+    /// How its Compose service is shown (`shop/orders`: `com.docker.compose.project` and the
+    /// service; see `place::compose`).
+    pub compose: Option<String>,
 }
 
-/// The `--format` given to `docker inspect`: name, a tab, the compose service (may be empty).
-pub const INSPECT_FORMAT: &str = "{{.Name}}\t{{index .Config.Labels \"com.docker.compose.service\"}}";
+/// The `--format` given to `docker inspect`: name, the compose service, the compose project,
+/// tab-separated (a label not there prints as `<no value>`).
+pub const INSPECT_FORMAT: &str = "{{.Name}}\t{{index .Config.Labels \"com.docker.compose.service\"}}\t{{index .Config.Labels \"com.docker.compose.project\"}}";
 
 /// How long one `docker inspect` may take.
 pub const INSPECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -27,16 +31,20 @@ const MAX_NAME: usize = 64;
 /// `[a-zA-Z0-9][a-zA-Z0-9_.-]*`).
 pub fn parse_inspect(stdout: &str) -> Option<RuntimeName> {
     let line = stdout.lines().next()?.trim_end_matches('\r');
-    let (name, service) = line.split_once('\t').unwrap_or((line, ""));
+    let mut fields = line.split('\t');
+    let (name, service, project) = (fields.next().unwrap_or(""), fields.next().unwrap_or(""), fields.next().unwrap_or(""));
     let name = name.trim().trim_start_matches('/');
     let ok = |s: &str| !s.is_empty() && s.len() <= MAX_NAME && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)) && !s.starts_with(['.', '-']);
     if !ok(name) || name == "local" {
         return None;
     }
-    let service = service.trim();
-    // `index` of a missing label prints `<no value>`.
-    let service = (ok(service) && service != "<no value>").then(|| service.to_string());
-    Some(RuntimeName { name: name.to_string(), service })
+    // `index` of a missing label prints `<no value>`, which is no name.
+    fn label(s: &str, ok: impl Fn(&str) -> bool) -> Option<&str> {
+        Some(s.trim()).filter(|s| ok(s) && *s != "<no value>")
+    }
+    let service = label(service, ok).map(str::to_string);
+    let compose = service.as_deref().and_then(|s| crate::discovery::jvms::place::compose(label(project, ok).unwrap_or(""), s));
+    Some(RuntimeName { name: name.to_string(), service, compose })
 }
 
 /// Whether `id` is a full container id (64 lowercase hex digits): only such words are
@@ -51,17 +59,23 @@ mod tests {
 
     #[test]
     fn names_as_docker_prints_them() {
-        assert_eq!(parse_inspect("/orders-api\t\n"), Some(RuntimeName { name: "orders-api".into(), service: None }));
-        assert_eq!(parse_inspect("/shop-orders-1\torders\n"), Some(RuntimeName { name: "shop-orders-1".into(), service: Some("orders".into()) }));
-        assert_eq!(parse_inspect("/billing\t<no value>\n"), Some(RuntimeName { name: "billing".into(), service: None }));
-        assert_eq!(parse_inspect("/x"), Some(RuntimeName { name: "x".into(), service: None }));
+        let plain = |n: &str| Some(RuntimeName { name: n.into(), service: None, compose: None });
+        assert_eq!(parse_inspect("/orders-api\t\n"), plain("orders-api"));
+        assert_eq!(parse_inspect("/shop-orders-1\torders\tshop\n"), Some(RuntimeName { name: "shop-orders-1".into(), service: Some("orders".into()), compose: Some("shop/orders".into()) }));
+        assert_eq!(parse_inspect("/shop-orders-1\torders\n"), Some(RuntimeName { name: "shop-orders-1".into(), service: Some("orders".into()), compose: Some("orders".into()) }));
+        assert_eq!(parse_inspect("/o\torders\t<no value>\n").unwrap().compose.as_deref(), Some("orders"));
+        assert_eq!(parse_inspect("/billing\t<no value>\t<no value>\n"), plain("billing"));
+        // A project without a service is no Compose service.
+        assert_eq!(parse_inspect("/billing\t<no value>\tshop\n"), plain("billing"));
+        assert_eq!(parse_inspect("/x"), plain("x"));
         // Nothing, a name no runtime gives, one that would be taken for this machine, a
         // terminal escape.
         for bad in ["", "\n", "/\t", "/a b\t", "/local\t", "/-x\t", "/a\x1b[2J\t", &format!("/{}\t", "a".repeat(65))] {
             assert_eq!(parse_inspect(bad), None, "{bad:?}");
         }
         // A service that is no name is left out, the name kept.
-        assert_eq!(parse_inspect("/a\tb c\n"), Some(RuntimeName { name: "a".into(), service: None }));
+        assert_eq!(parse_inspect("/a\tb c\n"), Some(RuntimeName { name: "a".into(), service: None, compose: None }));
+        assert_eq!(parse_inspect("/a\tweb\tx\x1b[2J\n").unwrap().compose.as_deref(), Some("web"));
     }
 
     #[test]
