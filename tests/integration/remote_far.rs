@@ -101,7 +101,7 @@ async fn remote_far_a_link_cut_while_stopped_at_a_breakpoint_loses_nothing() {
 
     host.net.set_link(false).unwrap();
     let cut_at = tokio::time::Instant::now();
-    let line = served.wait_log("lost the ssh link to farcut").await;
+    let line = served.wait_cut("farcut").await;
     assert!(line.contains("its VMs are held by jdwpmux there"), "{line}");
     j.send("step").await.unwrap();
     tokio::time::sleep_until(cut_at + Duration::from_secs(10)).await;

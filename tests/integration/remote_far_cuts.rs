@@ -105,7 +105,7 @@ async fn step_through(ide: &JdiTool, port: u16, app: &JavaApp, cut: Option<(&Tes
                 host.net.set_link(false).unwrap();
                 let cut_at = Instant::now();
                 c.send("step").await.unwrap();
-                let line = served.wait_log(&format!("lost the ssh link to {}", host.alias)).await;
+                let line = served.wait_cut(&host.alias).await;
                 assert!(line.contains("its VMs are held by jdwpmux there"), "{line}");
                 tokio::time::sleep_until(cut_at + LONG_CUT).await;
                 assert!(!c.output().contains(&format!("stopped {n}")), "the step completed during the cut:\n{}", c.output());
@@ -118,7 +118,7 @@ async fn step_through(ide: &JdiTool, port: u16, app: &JavaApp, cut: Option<(&Tes
                 // The link's return is noticed as it happens, not at the next timed attempt.
                 served.wait_log(&format!("the network changed: trying {} again now", host.alias)).await;
                 let log = served.log_text();
-                let steps = ["lost the ssh link", "the network changed", "using jdwpmux", "connected to the far side"];
+                let steps = ["lost the ssh link", "lost the link to jdwpmux", "the network changed", "using jdwpmux", "connected to the far side"];
                 for l in log.lines().filter(|l| steps.iter().any(|s| l.contains(s))) {
                     println!("  {l}");
                 }
@@ -193,7 +193,7 @@ async fn remote_far_a_cut_with_events_and_commands_in_flight_loses_and_repeats_n
 
     host.net.set_link(false).unwrap();
     let cut_at = Instant::now();
-    served.wait_log("lost the ssh link to farflow").await;
+    served.wait_cut("farflow").await;
     tokio::time::sleep_until(cut_at + Duration::from_secs(10)).await;
     let during = status(&mut w).await;
     host.net.set_link(true).unwrap();
@@ -296,6 +296,8 @@ async fn remote_far_a_cut_shorter_than_the_hold_keeps_jdb_stopped_then_it_carrie
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     assert!(reads >= 10, "list answered {reads} times in the cut");
+    let cut_line = served.wait_cut("farshort").await;
+    // The master is lost too (ssh's keep-alives, 2 s here) and made again after the cut.
     served.wait_log("lost the ssh link to farshort").await;
     host.net.set_link(true).unwrap();
     let up = Instant::now();
@@ -317,7 +319,7 @@ async fn remote_far_a_cut_shorter_than_the_hold_keeps_jdb_stopped_then_it_carrie
     // The cut is said when it begins and when it ends (with its tries), not at every try.
     let back = served.wait_log("the ssh link to farshort is back after").await;
     assert!(back.contains(" INFO ") && back.contains(" tries"), "{back}");
-    let since_cut: String = log.lines().skip_while(|l| !l.contains("lost the ssh link to farshort")).collect::<Vec<_>>().join("\n");
+    let since_cut: String = log.lines().skip_while(|l| *l != cut_line).collect::<Vec<_>>().join("\n");
     let warns = since_cut.lines().filter(|l| l.contains(" WARN ")).count();
     assert!(warns <= 2, "{warns} WARN lines during a 12 s cut: {since_cut}");
     drop(served);

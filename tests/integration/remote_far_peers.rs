@@ -315,7 +315,7 @@ async fn remote_far_a_far_side_killed_during_a_cut_is_said_and_started_again() {
     assert_eq!(pids.len(), 1, "one far side: {pids:?}");
     let host_pid = pid_in_host(pids[0]);
     host.net.set_link(false).unwrap();
-    served.wait_log(&format!("lost the ssh link to {alias}")).await;
+    served.wait_cut(alias).await;
     crate::support::process::signal(pids[0], libc::SIGKILL).unwrap();
     host.net.set_link(true).unwrap();
     let line = served.wait_log(&format!("jdwpmux on {alias} ended")).await;

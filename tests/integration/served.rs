@@ -151,6 +151,21 @@ impl Served {
         }
     }
 
+    /// Waits for the line that says the link to a far side's host is cut: the first of "lost
+    /// the link to jdwpmux on HOST" (the near link heard nothing) and "lost the ssh link to
+    /// HOST" (the ssh master ended), whichever noticed the cut first.
+    pub async fn wait_cut(&self, host: &str) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let needles = [format!("lost the link to jdwpmux on {host} "), format!("lost the ssh link to {host}")];
+        loop {
+            if let Some(line) = self.log_text().lines().find(|l| needles.iter().any(|n| l.contains(n.as_str()))) {
+                return line.to_string();
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no cut of {host} said in the log:\n{}", self.log_text());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits (up to 40 s) until the rows of `list --json` satisfy `cond`; returns them.
     pub async fn list_until(&self, what: &str, cond: impl Fn(&[serde_json::Value]) -> bool) -> Vec<serde_json::Value> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
