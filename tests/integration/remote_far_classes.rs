@@ -323,7 +323,9 @@ async fn classes_loaded_and_unloaded_between_attaches(alias: &str, java: &Path) 
         match truth.get(&state) {
             Some(before) => assert_eq!(before, &seen, "{state:?} read on the host twice"),
             None => {
-                eprintln!("{state:?} on the host:\n{}\n{}", seen.view, seen.jdb);
+                // One line: a failure's own message (which prints both texts) must not be
+                // lost behind pages of what passed.
+                eprintln!("{state:?} on the host: {} lines of ClassView, {} of jdb", seen.view.lines().count(), seen.jdb.lines().count());
                 truth.insert(state, seen);
             }
         }
