@@ -32,8 +32,9 @@ listener.bind(sock)
 listener.listen(8)
 answer = open(os.path.join(folder, "answer"), "rb").read()
 ready = open(os.path.join(folder, "ready")).read()
-if os.fork() > 0:
-    print(ready, flush=True)
+child = os.fork()
+if child > 0:
+    print(ready.replace("pid unknown", "pid %d" % child), flush=True)
     os._exit(0)
 os.setsid()
 null = os.open(os.devnull, os.O_RDWR)
@@ -66,9 +67,24 @@ impl Fake {
         std::fs::write(d.join("answer"), answer).unwrap();
         std::fs::write(d.join("ready"), jdwpmux::remote::protocol::ready::ready_line(&d.join("far.sock"), None, false)).unwrap();
         let path = d.join("jdwpmux");
-        std::fs::write(&path, format!("#!/bin/sh\nexec python3 {} {}\n", d.join("fake.py").display(), d.display())).unwrap();
+        // Its command line ends as the start gave it (`far --detach`), as a far side's does.
+        std::fs::write(&path, format!("#!/bin/sh\nexec python3 {} {} \"$@\"\n", d.join("fake.py").display(), d.display())).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         Fake { path: path.display().to_string(), dir }
+    }
+
+    /// Its processes still running (on the host: the test sees every pid namespace's).
+    fn running(&self) -> Vec<u32> {
+        crate::support::process::pids_with_cmdline(&["fake.py", &self.dir.path().display().to_string()])
+    }
+
+    /// Waits until none of its processes runs.
+    async fn wait_ended(&self, why: &str) {
+        let deadline = Instant::now() + SLOW;
+        while !self.running().is_empty() {
+            assert!(Instant::now() < deadline, "{why}: what was started as a far side still runs: {:?}", self.running());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// When each connection came (seconds of the host's monotonic clock).
@@ -107,6 +123,8 @@ async fn remote_far_hostile_garbage_with_auto_falls_back_to_forwards_in_one_line
     let log = served.log_text();
     assert_eq!(log.matches("cannot be used").count(), 1, "one line: {log}");
     assert!(!fake.connections().is_empty());
+    // Given up for forwards, what was started there is ended, not left running detached.
+    fake.wait_ended("after the fallback to forwards").await;
     drop(served);
 }
 
@@ -143,7 +161,13 @@ async fn remote_far_hostile_answers_with_always_are_retried_at_the_backoffs_pace
         assert!(served.is_running(), "{alias}: the daemon ended");
         let log = served.log_text();
         assert_eq!(log.matches("cannot be used").count(), 1, "{alias}: one line, the rest at debug: {log}");
-        drop(served);
+        // Stopped as a user stops it (SIGTERM): what never answered as a far side ends with
+        // the serve that started it (a refusal is a far side's own word: it may serve
+        // another serve, and is left alone).
+        served.terminate(SLOW);
+        if alias == "fartoolong" {
+            fake.wait_ended("after serve stopped").await;
+        }
         drop(host);
     }
 }

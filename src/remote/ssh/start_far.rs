@@ -240,6 +240,37 @@ pub async fn forward(ssh: &SshOptions, control: &Path, dest: &Destination, local
     }
 }
 
+/// The host's shell command that ends a far side this side started and found unusable (it
+/// does not answer as a far side: garbage, a flood, a frame too long), so nothing of it stays
+/// on the host once this side gives it up: the process named by its ready line, only while
+/// that pid still runs as a far side (`... far --OPTIONS`: its start, or the detached far
+/// side), TERM, then KILL a second later. A pid that names anything else is left alone.
+pub fn end_script(pid: u32) -> String {
+    format!("sh -c {}", shell_quote(&end_script_body(pid)))
+}
+
+/// `end_script`'s script itself.
+fn end_script_body(pid: u32) -> String {
+    format!(
+        "p={pid}; c=\" $(tr '\\0' ' ' </proc/$p/cmdline 2>/dev/null)\"; \
+         case \"$c\" in *' far --'*) kill -TERM $p 2>/dev/null; i=0; \
+         while [ $i -lt 10 ] && kill -0 $p 2>/dev/null; do sleep 0.1; i=$((i+1)); done; kill -KILL $p 2>/dev/null;; esac; true"
+    )
+}
+
+/// Ends a far side found unusable (`end_script`) through the host's master; what could not
+/// be done is returned to be logged.
+pub async fn end_unusable(ssh: &SshOptions, control: &Path, dest: &Destination, pid: u32) -> Result<(), String> {
+    let args = master_command(ssh, control, dest, &end_script(pid)).map_err(|e| e.to_string())?;
+    let out = Command::new(&ssh.program).args(args).stdin(Stdio::null()).kill_on_drop(true).output();
+    match tokio::time::timeout(CONTROL_TIMEOUT, out).await {
+        Err(_) => Err(format!("ending it did not answer within {CONTROL_TIMEOUT:?}")),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(o)) if o.status.success() => Ok(()),
+        Ok(Ok(o)) => Err(String::from_utf8_lossy(&o.stderr).trim().lines().last().unwrap_or("failed").to_string()),
+    }
+}
+
 /// The local socket a host's far side is forwarded to.
 pub fn local_socket(dir: &Path, prefix: &str) -> PathBuf {
     dir.join(format!("{prefix}.far.sock"))
@@ -267,6 +298,28 @@ mod tests {
         }
         let out = bounded_output(sh("echo 'jdwpmux far: ready'; echo said >&2; exit 3"), MAX_START_OUTPUT).await.unwrap();
         assert_eq!((out.cut, out.status, out.stdout.as_slice(), out.stderr.as_slice()), (false, Some(3), &b"jdwpmux far: ready\n"[..], &b"said\n"[..]));
+    }
+
+    /// The end script kills a process whose command line is a far side's start, and leaves
+    /// any other alone (a ready line may name any pid).
+    #[tokio::test]
+    async fn the_end_script_kills_only_a_far_sides_start() {
+        // A process whose argv reads `... far --detach`, as the start script runs the far side.
+        let mut looks_far = Command::new("python3");
+        looks_far.args(["-c", "import time; time.sleep(300)", "far", "--detach"]).kill_on_drop(true);
+        let mut other = Command::new("sleep");
+        other.arg("300").kill_on_drop(true);
+        let mut a = looks_far.spawn().unwrap();
+        let mut b = other.spawn().unwrap();
+        let (pa, pb) = (a.id().unwrap(), b.id().unwrap());
+        for pid in [pa, pb] {
+            let st = sh(&end_script_body(pid)).status().await.unwrap();
+            assert!(st.success());
+        }
+        let ended = tokio::time::timeout(Duration::from_secs(10), a.wait()).await.expect("the far side's start was ended").unwrap();
+        assert!(!ended.success());
+        assert!(b.try_wait().unwrap().is_none(), "another process was killed");
+        b.kill().await.unwrap();
     }
 
     fn words(a: &[OsString]) -> Vec<String> {

@@ -185,6 +185,7 @@ pub(super) async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch
                             if far.mode == FarMode::Auto {
                                 info!(host = %cfg.label, "{}", fallback_line(&cfg.label, &why, far));
                                 end(Some((nl, sockets))).await;
+                                end_unanswering(cfg, &control, &ready).await;
                                 master.close().await;
                                 return Ended::Forwards;
                             }
@@ -317,6 +318,11 @@ pub(super) async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch
                 _ = master.ended() => break Lost::Link(master.last_words().unwrap_or_else(|| "ssh exited".into())),
                 _ = cancel.cancelled() => {
                     end(Some((nl, sockets))).await;
+                    // What this serve started there and never spoke to as a far side has
+                    // no goodbye to end it: it ends with this serve.
+                    if !ever_up {
+                        end_unanswering(cfg, &control, &ready).await;
+                    }
                     master.close().await;
                     return Ended::Stopped;
                 }
@@ -385,6 +391,19 @@ async fn sleep_until(at: Option<Instant>) {
 }
 
 /// The daemon stops: the far side is told, so it ends at once instead of holding the VMs.
+/// Ends what this serve started on the host that does not answer as a far side (garbage, a
+/// flood, a frame too long, or nothing yet): closing its stream ends no process, and it
+/// runs detached there. Only what this serve started (not a far side found running, which
+/// may be another serve's), and only while its pid still runs as a far side
+/// (`start_far::end_script`).
+async fn end_unanswering(cfg: &HostConfig, control: &std::path::Path, ready: &Ready) {
+    let Some(pid) = ready.pid.filter(|_| !ready.already) else { return };
+    match ssh::end_unusable(&cfg.ssh, control, &cfg.dest, pid).await {
+        Ok(()) => debug!(host = %cfg.label, pid, "ended what was started there as a far side"),
+        Err(e) => info!(host = %cfg.label, pid, "could not end what was started there as a far side: {e}"),
+    }
+}
+
 async fn end(near: Option<(NearLink, Sockets)>) -> Ended {
     if let Some((link, sockets)) = near {
         drop(sockets);
