@@ -358,6 +358,8 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         other_users: args.other_users,
         ssh: args.ssh,
         exec: args.exec,
+        kube: args.kube,
+        kube_context: args.kube_context,
         ssh_options,
         ssh_interval,
         far: jdwpmux::remote::ssh::through_far::FarChoice {

@@ -158,6 +158,10 @@ pub struct Settings {
     pub far: crate::remote::ssh::through_far::FarChoice,
     /// Containers and pods reached through their runtime's exec (`--exec NAME=COMMAND`).
     pub exec: Vec<crate::remote::exec::ExecSpec>,
+    /// Namespaces whose pods are followed through kubectl (`--kube NAMESPACE[:SELECTOR]`).
+    pub kube: Vec<crate::remote::kube::KubeSpec>,
+    /// kubectl's `--context` for them (`--kube-context`).
+    pub kube_context: Option<String>,
     pub scan_interval: Duration,
     /// Capture every packet to a file.
     pub capture: Option<CaptureSettings>,
@@ -199,6 +203,8 @@ impl Default for Settings {
             ssh_interval: DEFAULT_SSH_INTERVAL,
             far: crate::remote::ssh::through_far::FarChoice::default(),
             exec: Vec::new(),
+            kube: Vec::new(),
+            kube_context: None,
             scan_interval: DEFAULT_SCAN_INTERVAL,
             web: None,
         }
