@@ -80,6 +80,7 @@ mod docker_user;
 mod docker_restart;
 mod exec;
 mod kube_standin;
+mod kube_serve;
 mod current_vm;
 mod one_row;
 mod adb_default;

@@ -1,0 +1,128 @@
+//! `serve --kube NAMESPACE:SELECTOR` with the real kubectl against the test kit's stand-in
+//! API server, each pod's exec a `docker exec -i` into a real Docker container with a real
+//! JVM (agent on the container's own 127.0.0.1, `--network=none`): the selected pod's JVM is
+//! listed as `pod NS/NAME`, ready, and jdb stops in it through its port; a rollout (the new
+//! pod made, the old one deleted) lists the new pod's JVM on the same port; a pod of another
+//! namespace and one the selector leaves out are not followed. Exec forbidden: the pod's row
+//! says Forbidden in kubectl's words; the API server stopped: the `--kube` row says so, and
+//! is up again once the server is.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::cli::Served;
+use crate::docker::runs_on;
+use crate::exec::{hosts_until, jdb, list_until, port_of, ready, row};
+use crate::support::containers::{refused_here, DockerContainer, DockerEngine, DockerSpec};
+use crate::support::kube::{kubectl_unavailable, KubeApi, StandinPod};
+
+const DOCKER_HOST: (&str, &str) = ("DOCKER_HOST", "unix:///var/run/docker.sock");
+
+macro_rules! need_kubectl {
+    () => {
+        if let Some(why) = kubectl_unavailable() {
+            crate::not_run!(why);
+        }
+    };
+}
+
+/// `serve` following `kube` only, kubectl pointed at the stand-in.
+fn serve(api: &KubeApi, kube: &str, extra: &[&str]) -> Served {
+    let config = api.kubeconfig();
+    let mut args = vec!["--no-proc", "--no-scan", "--no-adb", "--kube", kube];
+    args.extend_from_slice(extra);
+    Served::start_env(&args, &[("KUBECONFIG", config.to_str().unwrap()), DOCKER_HOST])
+}
+
+async fn orders(engine: &'static DockerEngine, tag: &str) -> DockerContainer {
+    let cls = crate::exec::classes("Orders").await;
+    let mut s = DockerSpec::new(tag, &cls);
+    s.class = "Orders".into();
+    let c = DockerContainer::run(engine, s).await.unwrap();
+    refused_here(c.port()).unwrap();
+    c
+}
+
+fn host<'a>(hosts: &'a [Value], name: &str) -> Option<&'a Value> {
+    hosts.iter().find(|h| h["host"] == name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_pods_are_served_and_a_rollout_keeps_the_port() {
+    need_kubectl!();
+    crate::need_docker!();
+    let began = Instant::now();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let old_ct = orders(engine, "kubeold").await;
+    let new_ct = orders(engine, "kubenew").await;
+    let api = KubeApi::start().await.unwrap();
+    let old = StandinPod::replica("shop", "orders", "5f7c9", "x8k2p").in_docker(old_ct.name());
+    let old_name = old.name.clone();
+    api.put(old);
+    // Another namespace's pod of the same app, and a pod of shop the selector leaves out.
+    api.put(StandinPod::replica("billing", "orders", "77d9c", "qk2lp").in_docker(old_ct.name()));
+    api.put(StandinPod::replica("shop", "cart", "66b4d", "aa111").in_docker(old_ct.name()));
+
+    let served = serve(&api, "shop:app=orders", &["--far-copy", "--far-hold", "60"]);
+    let old_host = format!("shop/{old_name}");
+    let rows = list_until(&served, "the pod's JVM ready", |r| ready(r, &old_host, "Orders")).await;
+    assert_eq!(rows.len(), 1, "only the selected pod's JVM: {rows:?}");
+    assert_eq!(row(&rows, &old_host, "Orders").unwrap()["process"]["place"], format!("pod {old_host}"), "{rows:?}");
+    let port = port_of(&rows, &old_host, "Orders");
+    println!("[kube] {old_host}'s JVM ready on port {port} after {:?}", began.elapsed());
+    let hosts = hosts_until(&served, "the --kube row up", |h| host(h, "kube:shop:app=orders").is_some_and(|r| r["state"] == "up")).await;
+    assert!(hosts.iter().all(|h| !h["host"].as_str().unwrap().contains("billing") && !h["host"].as_str().unwrap().contains("cart")), "pods left out are not followed: {hosts:?}");
+    let (_, text, _) = served.run(&["list"]);
+    assert!(text.contains(&format!("pod {old_host}")), "{text}");
+
+    let mut j = jdb(port).await;
+    crate::remote::break_step_clear_quit(&mut j, "Orders").await;
+    runs_on(&old_ct).await;
+
+    // A rollout: the new pod made, then the old one deleted. The new pod's JVM on the same port.
+    let new = StandinPod::replica("shop", "orders", "8c2d1", "m4n5b").in_docker(new_ct.name());
+    let new_host = format!("shop/{}", new.name);
+    api.put(new);
+    // Listed first in the next slot, on a port of its own.
+    let rows = list_until(&served, "the new pod's JVM listed", |r| row(r, &new_host, "Orders").is_some_and(|v| v["debugger_port"].is_u64())).await;
+    assert_ne!(port_of(&rows, &new_host, "Orders"), port, "two replicas, two ports: {rows:?}");
+    assert!(api.delete("shop", &old_name));
+    let rows = list_until(&served, "the new pod's JVM ready on the old pod's port, the old one gone", |r| {
+        ready(r, &new_host, "Orders") && port_of(r, &new_host, "Orders") == port && row(r, &old_host, "Orders").is_none() && r.len() == 1
+    })
+    .await;
+    assert_eq!(row(&rows, &new_host, "Orders").unwrap()["process"]["place"], format!("pod {new_host}"), "{rows:?}");
+    println!("[kube] after the rollout {new_host}'s JVM is on port {port} ({:?} in all)", began.elapsed());
+    let log = served.log_text();
+    assert!(log.contains(&format!("pod {old_host} (app): the pod was deleted")), "{log}");
+    let mut j = jdb(port).await;
+    crate::remote::break_step_clear_quit(&mut j, "Orders").await;
+    runs_on(&new_ct).await;
+    drop(served);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_exec_forbidden_and_the_api_server_down_are_said_in_the_rows() {
+    need_kubectl!();
+    let mut api = KubeApi::start().await.unwrap();
+    api.forbid_exec(true);
+    let pod = StandinPod::replica("shop", "orders", "5f7c9", "x8k2p");
+    let pod_host = format!("shop/{}", pod.name);
+    api.put(pod);
+    let served = serve(&api, "shop", &["--far-copy"]);
+    let hosts = hosts_until(&served, "the pod's row says Forbidden", |h| host(h, &pod_host).is_some_and(|r| r["state"] == "down" && r["reason"].as_str().is_some_and(|s| s.contains("Forbidden")))).await;
+    println!("[kube] forbidden: {:?}", host(&hosts, &pod_host));
+    assert_eq!(host(&hosts, "kube:shop").unwrap()["state"], "up", "{hosts:?}");
+
+    // The API server stopped: the --kube row says kubectl's words; started again: up.
+    api.stop().await.unwrap();
+    let hosts = hosts_until(&served, "the --kube row down", |h| host(h, "kube:shop").is_some_and(|r| r["state"] == "down" && r["reason"].as_str().is_some_and(|s| s.contains("refused")))).await;
+    println!("[kube] server down: {:?}", host(&hosts, "kube:shop"));
+    let stopped_at = Instant::now();
+    api.restart().await.unwrap();
+    hosts_until(&served, "the --kube row up again", |h| host(h, "kube:shop").is_some_and(|r| r["state"] == "up")).await;
+    println!("[kube] up again {:?} after the server was started", stopped_at.elapsed());
+    assert!(stopped_at.elapsed() < Duration::from_secs(45), "retried with a bounded backoff");
+    drop(served);
+}
