@@ -97,6 +97,7 @@ impl Follower {
                     Ok(pods) => {
                         let n = pods.len();
                         debug!(pods = n, "listed");
+                        self.mark_busy();
                         let changes = self.table.listed(pods);
                         self.apply(changes);
                         self.row_up();
@@ -195,6 +196,7 @@ impl Follower {
                                     // kubectl ends the watch itself after an ERROR event; the list is run again then.
                                     Ok(WatchEvent::Error { code, reason, message }) => debug!(code, reason, message, "the watch says it ends"),
                                     Ok(ev) => {
+                                        self.mark_busy();
                                         let changes = self.table.event(ev);
                                         self.apply(changes);
                                         self.row_up();
@@ -234,6 +236,12 @@ impl Follower {
         }
         let said = tail.said().unwrap_or_else(|| "kubectl's watch ended".into());
         Ended::Ended(said, began.elapsed())
+    }
+
+    /// Tells the table which pods have a debugger attached to one of their JVMs now.
+    fn mark_busy(&mut self) {
+        let busy: std::collections::HashSet<String> = self.spawner.registry.list().into_iter().filter(|v| !v.status.debuggers.is_empty()).map(|v| v.host).collect();
+        self.table.set_busy(|h| busy.contains(&h.label()));
     }
 
     fn apply(&mut self, changes: Vec<Change>) {

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::cli::Served;
 use crate::docker::runs_on;
-use crate::exec::{hosts_until, jdb, list_until, port_of, ready, row};
+use crate::remote::SLOW;
+use crate::exec::{hosts_until, jdb, list_until, port_of, ready, row, stopped};
 use crate::support::containers::{refused_here, DockerContainer, DockerEngine, DockerSpec};
 use crate::support::kube::{kubectl_unavailable, KubeApi, StandinPod};
 
@@ -99,6 +100,52 @@ async fn kube_pods_are_served_and_a_rollout_keeps_the_port() {
     let mut j = jdb(port).await;
     crate::remote::break_step_clear_quit(&mut j, "Orders").await;
     runs_on(&new_ct).await;
+    drop(served);
+}
+
+/// Two replicas, jdb stopped in the second; the first deleted: the second is not moved into
+/// the freed slot (which would start its exec host again and drop the debugger): it keeps
+/// its port, and jdb steps on. Once jdb has left, a new replica takes the freed slot's port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_a_pod_with_a_debugger_attached_keeps_its_port_when_another_goes() {
+    need_kubectl!();
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let first_ct = orders(engine, "kubebusy1").await;
+    let second_ct = orders(engine, "kubebusy2").await;
+    let api = KubeApi::start().await.unwrap();
+    let first = StandinPod::replica("shop", "orders", "5f7c9", "aaaaa").in_docker(first_ct.name());
+    let second = StandinPod::replica("shop", "orders", "5f7c9", "bbbbb").in_docker(second_ct.name());
+    let (first_host, second_host) = (format!("shop/{}", first.name), format!("shop/{}", second.name));
+    let first_name = first.name.clone();
+    api.put(first);
+    let served = serve(&api, "shop:app=orders", &["--far-copy", "--far-hold", "60"]);
+    let rows = list_until(&served, "the first replica ready", |r| ready(r, &first_host, "Orders")).await;
+    let first_port = port_of(&rows, &first_host, "Orders");
+    api.put(second);
+    let rows = list_until(&served, "the second replica ready", |r| ready(r, &second_host, "Orders")).await;
+    let second_port = port_of(&rows, &second_host, "Orders");
+    assert_ne!(first_port, second_port, "{rows:?}");
+
+    let mut j = stopped(second_port, "Orders").await;
+    assert!(api.delete("shop", &first_name));
+    let rows = list_until(&served, "the first replica gone", |r| row(r, &first_host, "Orders").is_none()).await;
+    assert_eq!(port_of(&rows, &second_host, "Orders"), second_port, "a pod with a debugger attached is not moved: {rows:?}");
+    j.send("step").await.unwrap();
+    j.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    j.send("clear Orders.tick").await.unwrap();
+    j.expect_all(&["Removed: breakpoint Orders.tick", "main[1] "], SLOW).await.unwrap();
+    j.quit().await.unwrap();
+    runs_on(&second_ct).await;
+    let log = served.log_text();
+    assert!(!log.contains(&format!("pod {second_host} (app)")), "the second pod's host was never stopped: {log}");
+
+    // A new replica takes the freed slot, and its port.
+    let third = StandinPod::replica("shop", "orders", "5f7c9", "ccccc").in_docker(first_ct.name());
+    let third_host = format!("shop/{}", third.name);
+    api.put(third);
+    let rows = list_until(&served, "the new replica on the freed port", |r| ready(r, &third_host, "Orders") && port_of(r, &third_host, "Orders") == first_port).await;
+    assert_eq!(port_of(&rows, &second_host, "Orders"), second_port, "{rows:?}");
     drop(served);
 }
 

@@ -111,6 +111,17 @@ impl PodHosts {
         self.reconcile()
     }
 
+    /// Marks each host's pod busy (a debugger attached to one of its JVMs) or idle, as
+    /// `busy` says: a busy pod is never moved to another slot when a pod below it goes, so
+    /// its host is not started again under it (which would drop the debugger).
+    pub fn set_busy(&mut self, busy: impl Fn(&Host) -> bool) {
+        for h in self.hosts.values() {
+            if let Some(p) = self.pods.get(&h.uid) {
+                self.slots.set_busy(&slot_key(p, &h.container), &h.uid, busy(h));
+            }
+        }
+    }
+
     /// The hosts started now.
     pub fn hosts(&self) -> impl Iterator<Item = &Host> {
         self.hosts.values()

@@ -86,6 +86,21 @@ fn a_fresh_list_ends_the_hosts_of_pods_gone_meanwhile() {
     assert_eq!(t.listed(vec![b]), []);
 }
 
+#[test]
+fn a_pod_with_a_debugger_attached_keeps_its_slot_and_host() {
+    let mut t = PodHosts::default();
+    let a = replica("shop", "orders", "5f7c9", "x8k2p");
+    let b = replica("shop", "orders", "5f7c9", "q2w8n");
+    t.listed(vec![a.clone(), b.clone()]);
+    t.set_busy(|h| h.pod == b.name);
+    // a goes: b, busy, stays in slot 1 and its host runs on.
+    assert_eq!(stops(&t.event(WatchEvent::Deleted(a))), [("shop/orders-5f7c9-x8k2p".to_string(), Why::Deleted)]);
+    // The debugger left; a new replica takes the free slot 0.
+    t.set_busy(|_| false);
+    let c = replica("shop", "orders", "8c2d1", "m4n5b");
+    assert_eq!(starts(&t.event(WatchEvent::Added(c))), [("shop/orders-8c2d1-m4n5b".to_string(), "kube:shop/deploy/orders/0/app".to_string())]);
+}
+
 proptest! {
     /// Any run of events: the hosts told started minus those told stopped are the hosts
     /// held; every running container of a running, undeleted pod has one; keys are unique.
