@@ -101,6 +101,25 @@ fn a_pod_with_a_debugger_attached_keeps_its_slot_and_host() {
     assert_eq!(starts(&t.event(WatchEvent::Added(c))), [("shop/orders-8c2d1-m4n5b".to_string(), "kube:shop/deploy/orders/0/app".to_string())]);
 }
 
+#[test]
+fn a_scale_from_one_to_three_takes_slots_in_order_and_statefulsets_their_ordinals() {
+    let mut t = PodHosts::default();
+    let keys = |c: &[Change]| starts(c).into_iter().map(|(_, k)| k).collect::<Vec<_>>();
+    assert_eq!(keys(&t.listed(vec![replica("shop", "orders", "h", "a")])), ["kube:shop/deploy/orders/0/app"]);
+    let c = t.listed(vec![replica("shop", "orders", "h", "a"), replica("shop", "orders", "h", "b"), replica("shop", "orders", "h", "c")]);
+    assert_eq!(keys(&c), ["kube:shop/deploy/orders/1/app", "kube:shop/deploy/orders/2/app"]);
+    // A StatefulSet's pod takes its ordinal, and the pod made again under its name takes it over.
+    let mut db = replica("shop", "x", "h", "y");
+    db.name = "db-1".into();
+    db.uid = "uid-db-1".into();
+    db.labels.clear();
+    db.owner = Some(Owner { kind: "StatefulSet".into(), name: "db".into() });
+    assert_eq!(keys(&t.event(WatchEvent::Added(db.clone()))), ["kube:shop/sts/db/1/app"]);
+    t.event(WatchEvent::Deleted(db.clone()));
+    db.uid = "uid-db-1-again".into();
+    assert_eq!(keys(&t.event(WatchEvent::Added(db))), ["kube:shop/sts/db/1/app"]);
+}
+
 proptest! {
     /// Any run of events: the hosts told started minus those told stopped are the hosts
     /// held; every running container of a running, undeleted pod has one; keys are unique.
