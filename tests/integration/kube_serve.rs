@@ -77,6 +77,10 @@ async fn kube_pods_are_served_and_a_rollout_keeps_the_port() {
     let (_, text, _) = served.run(&["list"]);
     assert!(text.contains(&format!("pod {old_host}")), "{text}");
 
+    for pid in crate::exec::execs_of(&served) {
+        let rss = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default().lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("").to_string();
+        println!("[kube] the pod's kubectl exec (pid {pid}): {rss}");
+    }
     let mut j = jdb(port).await;
     crate::remote::break_step_clear_quit(&mut j, "Orders").await;
     runs_on(&old_ct).await;
@@ -171,5 +175,28 @@ async fn kube_exec_forbidden_and_the_api_server_down_are_said_in_the_rows() {
     hosts_until(&served, "the --kube row up again", |h| host(h, "kube:shop").is_some_and(|r| r["state"] == "up")).await;
     println!("[kube] up again {:?} after the server was started", stopped_at.elapsed());
     assert!(stopped_at.elapsed() < Duration::from_secs(45), "retried with a bounded backoff");
+    drop(served);
+}
+
+/// 50 pods in a namespace: each has its host row within 5 s of `serve`'s start (exec
+/// forbidden, so that no container is needed; the list and the rows are what is timed). The
+/// near side's memory is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_fifty_pods_are_listed_within_five_seconds() {
+    need_kubectl!();
+    const PODS: usize = 50;
+    let api = KubeApi::start().await.unwrap();
+    api.forbid_exec(true);
+    for i in 0..PODS {
+        api.put(StandinPod::replica("shop", "orders", "5f7c9", &format!("p{i:04}")));
+    }
+    let started = Instant::now();
+    let served = serve(&api, "shop:app=orders", &[]);
+    let pods = |h: &[Value]| h.iter().filter(|r| r["host"].as_str().is_some_and(|n| n.starts_with("shop/orders-"))).count();
+    hosts_until(&served, "a row for each pod", |h| pods(h) == PODS).await;
+    let took = started.elapsed();
+    let rss_kib = std::fs::read_to_string(format!("/proc/{}/status", served.pid())).unwrap().lines().find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().unwrap())).unwrap();
+    println!("[kube] {PODS} pods listed in {took:?}; serve's RSS then {rss_kib} KiB in all (its kubectl children not counted)");
+    assert!(took < Duration::from_secs(5), "{PODS} pods took {took:?}");
     drop(served);
 }
