@@ -5,7 +5,9 @@
 //! while the table says, its JVMs keyed by the pod's workload slot so that a rollout's new
 //! pod takes the ports of the pod it replaces. When kubectl ends (the API server down, the
 //! watch expired) the list and the watch are run again after a backoff, the `--kube` row
-//! saying why meanwhile; a fresh list ends the hosts of pods gone while no watch ran.
+//! saying why meanwhile; a fresh list ends the hosts of pods gone while no watch ran. A
+//! container whose far side lists no JVM for a while is put to rest (`remote::kube::rest`):
+//! its exec ended, its row saying so, looked at again every few minutes.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -23,10 +25,11 @@ use crate::remote::exec::ExecSpec;
 use crate::remote::host::LinkState;
 use crate::remote::kube::hosts::{Change, Host, PodHosts};
 use crate::remote::kube::pod::{self, WatchEvent, MAX_LIST_BYTES};
+use crate::remote::kube::rest::{Rest, LOOK_AGAIN};
 use crate::remote::kube::watch::{Piece, Splitter};
 use crate::remote::kube::KubeSpec;
 use crate::remote::near::timing::Backoff;
-use crate::remote::status::HostRow;
+use crate::remote::status::{HostRow, HostState};
 
 /// The command run: this user's kubectl, found on PATH.
 pub const KUBECTL: &str = "kubectl";
@@ -39,11 +42,13 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 const HEALTHY: Duration = Duration::from_secs(60);
 /// What kubectl may print on stderr for a list that is kept.
 const MAX_STDERR: usize = 16 * 1024;
+/// How often the served hosts' rows are looked at (for containers with no JVM).
+const LOOK_EVERY: Duration = Duration::from_secs(5);
 
 /// Starts following each `--kube`.
 pub(super) fn start(spawner: &Spawner, dir: SharedDir) {
     for (i, spec) in spawner.settings.kube.iter().enumerate() {
-        let f = Follower { spawner: spawner.clone(), spec: spec.clone(), index: i, dir: dir.clone(), table: PodHosts::default(), hosts: HashMap::new(), next: 0 };
+        let f = Follower { spawner: spawner.clone(), spec: spec.clone(), index: i, dir: dir.clone(), table: PodHosts::default(), hosts: HashMap::new(), rest: Rest::default(), resting: HashMap::new(), next: 0 };
         let span = tracing::info_span!("kube", pods = %spec);
         spawner.tracker.spawn(tracing::Instrument::instrument(f.run(), span));
     }
@@ -56,8 +61,11 @@ struct Follower {
     index: usize,
     dir: SharedDir,
     table: PodHosts,
-    /// Each host's token, by its label.
-    hosts: HashMap<String, CancellationToken>,
+    /// Each served host and its token, by its label.
+    hosts: HashMap<String, (Host, CancellationToken)>,
+    rest: Rest,
+    /// The hosts put to rest (no JVM in their container), by label.
+    resting: HashMap<String, Host>,
     /// Numbers the hosts' files.
     next: u32,
 }
@@ -129,7 +137,7 @@ impl Follower {
                 _ = cancel.cancelled() => break,
             }
         }
-        for (_, token) in self.hosts.drain() {
+        for (_, (_, token)) in self.hosts.drain() {
             token.cancel();
         }
     }
@@ -185,8 +193,11 @@ impl Follower {
         let mut tail = Tail::default();
         let (mut buf, mut ebuf) = (vec![0u8; 64 * 1024], vec![0u8; 4096]);
         let mut err_open = true;
+        let mut look = tokio::time::interval(LOOK_EVERY);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let why = loop {
             tokio::select! {
+                _ = look.tick() => self.look(),
                 n = out.read(&mut buf) => match n {
                     Ok(0) | Err(_) => break None,
                     Ok(n) => {
@@ -249,13 +260,50 @@ impl Follower {
             match c {
                 Change::Stop(h, why) => {
                     let label = h.label();
-                    if let Some(token) = self.hosts.remove(&label) {
+                    self.rest.forget(&label);
+                    if let Some((_, token)) = self.hosts.remove(&label) {
                         info!("pod {}/{} ({}): {why}: its JVMs are no longer served through it", h.namespace, h.pod, h.container);
                         token.cancel();
                         self.spawner.registry.hosts.remove(&label);
+                    } else if self.resting.remove(&label).is_some() {
+                        self.spawner.registry.hosts.remove(&label);
                     }
                 }
-                Change::Start(h) => self.start_host(&h),
+                Change::Start(h) => {
+                    let label = h.label();
+                    self.rest.forget(&label);
+                    if self.resting.remove(&label).is_some() {
+                        self.spawner.registry.hosts.remove(&label);
+                    }
+                    self.start_host(&h);
+                }
+            }
+        }
+    }
+
+    /// Puts to rest the served containers that have listed no JVM for a while, and serves
+    /// again those whose rest is over.
+    fn look(&mut self) {
+        let now = Instant::now();
+        let rows = self.spawner.registry.hosts.rows();
+        let idle = |label: &str| rows.iter().find(|r| r.host == label).is_some_and(|r| r.state == HostState::Up && r.jvms == 0 && r.last_scan_ms.is_some());
+        let seen: Vec<(String, bool)> = self.hosts.keys().map(|l| (l.clone(), idle(l))).collect();
+        for label in self.rest.served(now, seen.iter().map(|(l, i)| (l.as_str(), *i))) {
+            let Some((h, token)) = self.hosts.remove(&label) else { continue };
+            token.cancel();
+            info!("pod {}/{} ({}): no JVM with a JDWP agent in it: its exec is ended, and it is looked at again every {} s", h.namespace, h.pod, h.container, LOOK_AGAIN.as_secs());
+            let last = rows.iter().find(|r| r.host == label).cloned();
+            self.spawner.registry.hosts.remove(&label);
+            let mut row = last.unwrap_or_else(|| HostRow::new(&label, ""));
+            row.note = Some(format!("{}: looked at again every {} s", crate::remote::status::NO_JVM, LOOK_AGAIN.as_secs()));
+            self.spawner.registry.hosts.put(row);
+            self.resting.insert(label, h);
+        }
+        for label in self.rest.due(now) {
+            if let Some(h) = self.resting.remove(&label) {
+                debug!("pod {label}: looked at again");
+                self.spawner.registry.hosts.remove(&label);
+                self.start_host(&h);
             }
         }
     }
@@ -285,7 +333,7 @@ impl Follower {
         info!("reaching the JVMs of pod {}/{} (container {}) through `{}`", h.namespace, h.pod, h.container, spec.text);
         let token = self.spawner.cancel.child_token();
         super::remote_vms::start_one_exec(&self.spawner, cfg, spec, s.far.clone(), token.clone());
-        self.hosts.insert(label, token);
+        self.hosts.insert(label, (h.clone(), token));
     }
 
     /// The private folder of the links' sockets, made now if no host made it before.

@@ -153,6 +153,54 @@ async fn kube_a_pod_with_a_debugger_attached_keeps_its_port_when_another_goes() 
     drop(served);
 }
 
+/// A container of this test with no JVM (a sidecar's shape: busybox `sleep`), removed on drop.
+struct NoJvm(String);
+
+impl Drop for NoJvm {
+    fn drop(&mut self) {
+        let _ = crate::support::containers::docker_blocking(&["rm", "-f", &self.0]);
+    }
+}
+
+/// A pod whose container runs no JVM: looked at once (through its exec, jdwpmux copied in),
+/// then its exec is ended and its row says it is looked at again later; no kubectl process
+/// is left for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_a_container_with_no_jvm_is_put_to_rest() {
+    need_kubectl!();
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let image = engine.image().await.unwrap();
+    let name = format!("kube-nojvm-{}", std::process::id());
+    let label = format!("{}={}", crate::support::containers::PID_LABEL, std::process::id());
+    engine.docker(&["run", "-d", "--name", &name, "--label", &label, "--network=none", &image, "/bin/sleep", "600"]).await.expect("a container with no JVM");
+    let ct = NoJvm(name);
+    let api = KubeApi::start().await.unwrap();
+    let pod = StandinPod::replica("shop", "proxy", "77aa1", "zzzzz").in_docker(&ct.0);
+    let pod_host = format!("shop/{}", pod.name);
+    api.put(pod);
+    let started = Instant::now();
+    let served = serve(&api, "shop", &["--far-copy"]);
+    hosts_until(&served, "the pod looked at: up, no JVM", |h| host(h, &pod_host).is_some_and(|r| r["state"] == "up" && r["jvms"] == 0 && r["last_scan_ms"].is_u64())).await;
+    assert_eq!(crate::exec::execs_of(&served).len(), 1, "one exec while it is looked at");
+    let deadline = Instant::now() + jdwpmux::remote::kube::rest::IDLE_AFTER + SLOW;
+    loop {
+        let h = crate::exec::listed(&served, true);
+        if host(&h, &pod_host).is_some_and(|r| r["note"].as_str().is_some_and(|n| n.contains("looked at again"))) {
+            println!("[kube] put to rest after {:?}: {:?}", started.elapsed(), host(&h, &pod_host));
+            break;
+        }
+        assert!(Instant::now() < deadline, "never put to rest: {h:?}\n{}", served.log_text());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let deadline = Instant::now() + SLOW;
+    while !crate::exec::execs_of(&served).is_empty() {
+        assert!(Instant::now() < deadline, "the exec of a resting pod still runs");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(served);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_exec_forbidden_and_the_api_server_down_are_said_in_the_rows() {
     need_kubectl!();
