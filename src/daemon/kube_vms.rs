@@ -142,14 +142,9 @@ impl Follower {
         }
     }
 
-    /// The `--kube` row after kubectl answered: up, its count the pods' containers served.
+    /// The `--kube` row after kubectl answered: up (its JVM count is set by `look`).
     fn row_up(&self) {
-        let n = self.hosts.len();
-        self.spawner.registry.hosts.update(&self.row(), |mut r| {
-            r = r.with_link(&LinkState::Up);
-            r.jvms = n;
-            r
-        });
+        self.spawner.registry.hosts.update(&self.row(), |r| r.with_link(&LinkState::Up));
     }
 
     fn kubectl(&self, args: &[String]) -> Command {
@@ -299,6 +294,12 @@ impl Follower {
             self.spawner.registry.hosts.put(row);
             self.resting.insert(label, h);
         }
+        // The --kube row counts the JVMs its pods' rows list.
+        let jvms: usize = rows.iter().filter(|r| self.hosts.contains_key(&r.host)).map(|r| r.jvms).sum();
+        self.spawner.registry.hosts.update(&self.row(), |mut r| {
+            r.jvms = jvms;
+            r
+        });
         for label in self.rest.due(now) {
             if let Some(h) = self.resting.remove(&label) {
                 debug!("pod {label}: looked at again");

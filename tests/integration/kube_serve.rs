@@ -72,7 +72,7 @@ async fn kube_pods_are_served_and_a_rollout_keeps_the_port() {
     assert_eq!(row(&rows, &old_host, "Orders").unwrap()["process"]["place"], format!("pod {old_host}"), "{rows:?}");
     let port = port_of(&rows, &old_host, "Orders");
     println!("[kube] {old_host}'s JVM ready on port {port} after {:?}", began.elapsed());
-    let hosts = hosts_until(&served, "the --kube row up", |h| host(h, "kube:shop:app=orders").is_some_and(|r| r["state"] == "up")).await;
+    let hosts = hosts_until(&served, "the --kube row up, counting its pods' JVM", |h| host(h, "kube:shop:app=orders").is_some_and(|r| r["state"] == "up" && r["jvms"] == 1)).await;
     assert!(hosts.iter().all(|h| !h["host"].as_str().unwrap().contains("billing") && !h["host"].as_str().unwrap().contains("cart")), "pods left out are not followed: {hosts:?}");
     let (_, text, _) = served.run(&["list"]);
     assert!(text.contains(&format!("pod {old_host}")), "{text}");
