@@ -190,11 +190,11 @@ impl Follower {
         let mut err_open = true;
         let mut look = tokio::time::interval(LOOK_EVERY);
         look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let why = loop {
+        let cancelled = loop {
             tokio::select! {
                 _ = look.tick() => self.look(),
                 n = out.read(&mut buf) => match n {
-                    Ok(0) | Err(_) => break None,
+                    Ok(0) | Err(_) => break false,
                     Ok(n) => {
                         for piece in split.feed(&buf[..n]) {
                             match piece {
@@ -219,10 +219,10 @@ impl Follower {
                     Ok(0) | Err(_) => err_open = false,
                     Ok(n) => tail.push(&ebuf[..n]),
                 },
-                _ = cancel.cancelled() => break Some(()),
+                _ = cancel.cancelled() => break true,
             }
         };
-        if why.is_some() {
+        if cancelled {
             let _ = child.kill().await;
             return Ended::Cancelled;
         }
