@@ -218,9 +218,19 @@ async fn kube_exec_forbidden_and_the_api_server_down_are_said_in_the_rows() {
     api.stop().await.unwrap();
     let hosts = hosts_until(&served, "the --kube row down", |h| host(h, "kube:shop").is_some_and(|r| r["state"] == "down" && r["reason"].as_str().is_some_and(|s| s.contains("refused")))).await;
     println!("[kube] server down: {:?}", host(&hosts, "kube:shop"));
+    // Meanwhile the pod is replaced: no watch sees it; the list run once the server is back does.
+    let old_name = pod_host.trim_start_matches("shop/").to_string();
+    assert!(api.delete("shop", &old_name));
+    let new = StandinPod::replica("shop", "orders", "8c2d1", "m4n5b");
+    let new_host = format!("shop/{}", new.name);
+    api.put(new);
     let stopped_at = Instant::now();
     api.restart().await.unwrap();
-    hosts_until(&served, "the --kube row up again", |h| host(h, "kube:shop").is_some_and(|r| r["state"] == "up")).await;
+    let hosts = hosts_until(&served, "the --kube row up again, the pod replaced while it was down", |h| {
+        host(h, "kube:shop").is_some_and(|r| r["state"] == "up") && host(h, &new_host).is_some() && host(h, &pod_host).is_none()
+    })
+    .await;
+    println!("[kube] after the restart: {:?}", hosts.iter().map(|h| h["host"].as_str().unwrap_or("")).collect::<Vec<_>>());
     println!("[kube] up again {:?} after the server was started", stopped_at.elapsed());
     assert!(stopped_at.elapsed() < Duration::from_secs(45), "retried with a bounded backoff");
     drop(served);
