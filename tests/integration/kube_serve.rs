@@ -1,7 +1,8 @@
 //! `serve --kube NAMESPACE:SELECTOR` with the real kubectl against the test kit's stand-in
 //! API server, each pod's exec a `docker exec -i` into a real Docker container with a real
 //! JVM (agent on the container's own 127.0.0.1, `--network=none`): the selected pod's JVM is
-//! listed as `pod NS/NAME`, ready, and jdb stops in it through its port; a rollout (the new
+//! listed as `pod NS/NAME`, ready, and jdb stops in it through its port (and steps on after
+//! the pod's kubectl exec is killed while it is stopped); a rollout (the new
 //! pod made, the old one deleted) lists the new pod's JVM on the same port; a pod of another
 //! namespace and one the selector leaves out are not followed. Exec forbidden: the pod's row
 //! says Forbidden in kubectl's words; the API server stopped: the `--kube` row says so, and
@@ -84,6 +85,21 @@ async fn kube_pods_are_served_and_a_rollout_keeps_the_port() {
     let mut j = jdb(port).await;
     crate::remote::break_step_clear_quit(&mut j, "Orders").await;
     runs_on(&old_ct).await;
+
+    // The pod's kubectl exec killed while jdb is stopped: a new one reattaches, the far side
+    // in the pod held the session, and the step completes.
+    let mut j = stopped(port, "Orders").await;
+    let first = crate::exec::one_exec(&served).await;
+    // SAFETY: kill with a pid of serve's own child, read just now.
+    assert_eq!(unsafe { libc::kill(first as i32, libc::SIGKILL) }, 0);
+    served.wait_log(&format!("the exec to {old_host} is back")).await;
+    j.send("step").await.unwrap();
+    j.expect_all(&["Step completed", "main[1] "], SLOW).await.unwrap();
+    j.send("clear Orders.tick").await.unwrap();
+    j.expect_all(&["Removed: breakpoint Orders.tick", "main[1] "], SLOW).await.unwrap();
+    j.quit().await.unwrap();
+    runs_on(&old_ct).await;
+    assert!(!served.log_text().contains("let its VMs go"), "the far side held the session through the kill");
 
     // A rollout: the new pod made, then the old one deleted. The new pod's JVM on the same port.
     let new = StandinPod::replica("shop", "orders", "8c2d1", "m4n5b").in_docker(new_ct.name());
