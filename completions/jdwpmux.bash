@@ -581,7 +581,7 @@ _jdwpmux() {
             return 0
             ;;
         jdwpmux__subcmd__serve)
-            opts="-v -q -h -V --vm --scan --scan-interval --no-scan --no-proc --proc --proc-match --other-users --podman-sudo --adb --no-adb --ddm --ssh --ssh-config --ssh-interval --ssh-keepalive --far --far-path --far-hold --far-copy --far-take-over --exec --listen --allow-remote --allow --allow-user --base-port --current-port --select --max-debuggers --near-cache --stall-timeout --capture --capture-format --capture-max-bytes --capture-snaplen --web --no-web --spin-us --cpu-pin --no-cpu-pin --verbose --quiet --log-format --control --config --help --version"
+            opts="-v -q -h -V --vm --scan --scan-interval --no-scan --no-proc --proc --proc-match --other-users --podman-sudo --adb --no-adb --ddm --ssh --ssh-config --ssh-interval --ssh-keepalive --far --far-path --far-hold --far-copy --far-take-over --exec --kube --kube-context --listen --allow-remote --allow --allow-user --base-port --current-port --select --max-debuggers --near-cache --stall-timeout --capture --capture-format --capture-max-bytes --capture-snaplen --web --no-web --spin-us --cpu-pin --no-cpu-pin --verbose --quiet --log-format --control --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -640,6 +640,14 @@ _jdwpmux() {
                     return 0
                     ;;
                 --exec)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kube)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kube-context)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -273,6 +273,18 @@ pub struct ServeArgs {
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long = "exec", value_name = "NAME=COMMAND")]
     pub exec: Vec<crate::remote::exec::ExecSpec>,
+    /// Serve the JVMs of the pods of a Kubernetes namespace that match a label selector
+    /// (kubectl's -l), e.g. shop:app=orders, or every pod of billing (repeatable): followed
+    /// through this user's own kubectl (KUBECONFIG, contexts and auth plugins as set), each
+    /// running container reached as --exec reaches one (`kubectl exec -i`). A rollout's new
+    /// pod takes the debugger port of the pod it replaces.
+    #[arg(help_heading = OTHER_MACHINES)]
+    #[arg(long = "kube", value_name = "NAMESPACE[:SELECTOR]")]
+    pub kube: Vec<crate::remote::kube::KubeSpec>,
+    /// The kubeconfig context --kube uses (kubectl --context); its current context by default.
+    #[arg(help_heading = OTHER_MACHINES)]
+    #[arg(long, value_name = "NAME")]
+    pub kube_context: Option<String>,
     /// Address the debugger ports listen on.
     #[arg(help_heading = PORTS)]
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", env = "JDWPMUX_LISTEN")]

@@ -85,3 +85,19 @@ fn flags_say_what_they_do() {
     let far_path = serve_option_help("far-path");
     assert!(far_path.starts_with("Which jdwpmux to start on each --ssh host and in each --exec container"), "{far_path}");
 }
+
+#[test]
+fn kube_takes_namespaces_with_selectors_and_a_context() {
+    use clap::Parser;
+    let cli = Cli::try_parse_from(["jdwpmux", "serve", "--kube", "shop:app=orders", "--kube", "billing", "--kube-context", "prod"]).unwrap();
+    let Command::Serve(s) = cli.command else { panic!("serve") };
+    let kube: Vec<String> = s.kube.iter().map(|k| k.to_string()).collect();
+    assert_eq!(kube, ["shop:app=orders", "billing"]);
+    assert_eq!(s.kube_context.as_deref(), Some("prod"));
+    assert!(Cli::try_parse_from(["jdwpmux", "serve", "--kube", "Shop"]).is_err());
+    assert!(Cli::try_parse_from(["jdwpmux", "serve", "--kube", "shop:"]).is_err());
+    let groups = serve_help_groups();
+    let group_of = |opt: &str| groups.iter().find(|(_, o)| o.iter().any(|l| l.contains(opt))).map(|(h, _)| h.as_str());
+    assert_eq!(group_of("--kube <"), Some(OTHER_MACHINES));
+    assert_eq!(group_of("--kube-context"), Some(OTHER_MACHINES));
+}

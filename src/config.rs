@@ -84,6 +84,9 @@ pub struct ConfigFile {
     pub podman_sudo: Option<bool>,
     pub far_take_over: Option<bool>,
     pub exec: Option<Vec<Parsed<crate::remote::exec::ExecSpec>>>,
+    pub kube: Option<Vec<Parsed<crate::remote::kube::KubeSpec>>>,
+    #[serde(default, deserialize_with = "non_empty")]
+    pub kube_context: Option<String>,
     pub scan_interval: Option<f64>,
     pub adb: Option<Parsed<SocketAddr>>,
     pub no_adb: Option<bool>,
@@ -169,6 +172,8 @@ impl ConfigFile {
             let c = one("far_copy", self.far_copy.map(|b| b.to_string()), c);
             let c = one("far_take_over", self.far_take_over.map(|b| b.to_string()), c);
             let c = many("exec", self.exec.as_ref().map(|v| v.iter().map(|e| e.0.to_string()).collect()), c);
+            let c = many("kube", self.kube.as_ref().map(|v| v.iter().map(|k| k.0.to_string()).collect()), c);
+            let c = one("kube_context", s(&self.kube_context), c);
             let c = one("scan_interval", self.scan_interval.map(|f| f.to_string()), c);
             let c = one("adb", self.adb.as_ref().map(|a| a.0.to_string()), c);
             let c = one("no_adb", self.no_adb.map(|b| b.to_string()), c);
@@ -271,6 +276,7 @@ mod tests {
         assert!(all.podman_sudo.is_some());
         assert!(all.ssh.is_some() && all.ssh_config.is_some() && all.ssh_interval.is_some() && all.ssh_keepalive.is_some());
         assert!(all.far.is_some() && all.far_path.is_some() && all.far_hold.is_some() && all.far_copy.is_some() && all.far_take_over.is_some());
+        assert!(all.exec.is_some() && all.kube.is_some() && all.kube_context.is_some());
         drop(c);
     }
 
@@ -283,6 +289,17 @@ mod tests {
         assert!(matches!(&err, ConfigError::Invalid { line: 2, message, .. } if message.contains("expected HOST or USER@HOST")), "{err}");
         use clap::CommandFactory;
         assert!(crate::cli::Cli::command().try_get_matches_from(["jdwpmux", "serve", "--ssh", "-oProxyCommand=sh"]).is_err());
+    }
+
+    #[test]
+    fn kube_namespaces_and_their_context() {
+        let c = parse("kube = [\"shop:app=orders\", \"billing\"]\nkube-context = \"prod\"").unwrap();
+        let kube: Vec<String> = c.kube.unwrap().into_iter().map(|k| k.0.to_string()).collect();
+        assert_eq!(kube, ["shop:app=orders", "billing"]);
+        assert_eq!(c.kube_context.as_deref(), Some("prod"));
+        let err = parse("kube = [\"Shop\"]").unwrap_err();
+        assert!(err.to_string().contains("DNS label"), "{err}");
+        assert!(parse("kube-context = \"\"").is_err());
     }
 
     #[test]

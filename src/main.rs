@@ -359,6 +359,8 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         podman_sudo: args.podman_sudo,
         ssh: args.ssh,
         exec: args.exec,
+        kube: args.kube,
+        kube_context: args.kube_context,
         ssh_options,
         ssh_interval,
         far: jdwpmux::remote::ssh::through_far::FarChoice {

@@ -161,6 +161,10 @@ pub struct Settings {
     pub far: crate::remote::ssh::through_far::FarChoice,
     /// Containers and pods reached through their runtime's exec (`--exec NAME=COMMAND`).
     pub exec: Vec<crate::remote::exec::ExecSpec>,
+    /// Namespaces whose pods are followed through kubectl (`--kube NAMESPACE[:SELECTOR]`).
+    pub kube: Vec<crate::remote::kube::KubeSpec>,
+    /// kubectl's `--context` for them (`--kube-context`).
+    pub kube_context: Option<String>,
     pub scan_interval: Duration,
     /// Capture every packet to a file.
     pub capture: Option<CaptureSettings>,
@@ -203,6 +207,8 @@ impl Default for Settings {
             ssh_interval: DEFAULT_SSH_INTERVAL,
             far: crate::remote::ssh::through_far::FarChoice::default(),
             exec: Vec::new(),
+            kube: Vec::new(),
+            kube_context: None,
             scan_interval: DEFAULT_SCAN_INTERVAL,
             web: None,
         }
@@ -247,6 +253,8 @@ pub enum SettingsError {
     SshTwice(String),
     #[error("--exec {0}: the name is given twice (or names an --ssh host too)")]
     ExecTwice(String),
+    #[error("--kube {0} is given twice")]
+    KubeTwice(String),
     /// ssh would fail on every try with it (`Can't open user config file`), forever.
     #[error("--ssh-config {path}: {why}")]
     SshConfig { path: String, why: String },
@@ -299,6 +307,9 @@ impl Settings {
         let ssh_labels = crate::remote::ssh::destination::labels(&self.ssh);
         if let Some(e) = self.exec.iter().enumerate().find(|(i, e)| self.exec[..*i].iter().any(|o| o.name == e.name) || ssh_labels.contains(&e.name)).map(|(_, e)| e) {
             return Err(SettingsError::ExecTwice(e.name.clone()));
+        }
+        if let Some(k) = self.kube.iter().enumerate().find(|(i, k)| self.kube[..*i].contains(k)).map(|(_, k)| k) {
+            return Err(SettingsError::KubeTwice(k.to_string()));
         }
         Ok(())
     }
@@ -384,6 +395,16 @@ mod tests {
             assert_eq!(crate::remote::protocol::hello::grant_hold(good, Duration::from_secs(300)).as_secs(), u64::from(good), "granted as asked");
         }
         assert_eq!(SettingsError::BadFarHold(0).to_string(), "--far-hold 0: expected 1 to 86400 seconds");
+    }
+
+    #[test]
+    fn a_kube_is_given_once() {
+        // Two selectors in one namespace are two --kube (a pod both match is entered once:
+        // its host is named by the pod).
+        let mut s = Settings { kube: vec!["shop:app=orders".parse().unwrap(), "shop:app=cart".parse().unwrap(), "billing".parse().unwrap()], ..Settings::default() };
+        assert!(s.validate().is_ok());
+        s.kube.push("shop:app=orders".parse().unwrap());
+        assert_eq!(s.validate(), Err(SettingsError::KubeTwice("shop:app=orders".into())));
     }
 
     #[test]

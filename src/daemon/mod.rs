@@ -22,6 +22,7 @@ use crate::settings::{self, Settings};
 mod adb_vms;
 mod followed;
 mod held_port;
+mod kube_vms;
 pub(crate) mod proc_vms;
 mod remote_vms;
 mod runtime_vms;
@@ -315,12 +316,15 @@ pub async fn start(settings: Settings) -> Result<Daemon, RunError> {
     if settings.proc_scan {
         tracker.spawn(runtime_vms::run(spawner.clone(), runtime_rx, runtime_known, ssh_dir.clone()));
     }
+    if !settings.kube.is_empty() {
+        kube_vms::start(&spawner, ssh_dir.clone());
+    }
     if let Some(addr) = settings.adb {
         let wanted = if settings.adb_by_default { Wanted::ByDefault } else { Wanted::Named };
         tracker.spawn(adb_vms::run(spawner.clone(), addr, wanted, cancel.clone()));
     }
-    if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() && !settings.proc_scan && settings.ssh.is_empty() && settings.exec.is_empty() {
-        info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST, --adb, --proc, --ssh HOST or --exec NAME=COMMAND");
+    if settings.vms.is_empty() && settings.scans.is_empty() && settings.adb.is_none() && !settings.proc_scan && settings.ssh.is_empty() && settings.exec.is_empty() && settings.kube.is_empty() {
+        info!("no VMs to watch: give --vm HOST:PORT, --scan HOST:FIRST-LAST, --adb, --proc, --ssh HOST, --exec NAME=COMMAND or --kube NAMESPACE");
     }
     registry.announce_current();
     Ok(Daemon { registry, current_addr, web, capture, cancel, tracker, ssh_dir })
@@ -368,6 +372,7 @@ fn start_ssh(spawner: &Spawner) -> Result<std::path::PathBuf, RunError> {
             ssh: s.ssh_options.clone(),
             interval: s.ssh_interval,
             other_users: s.other_users,
+            keyed_as: None,
         })
         .collect();
     remote_vms::start(spawner, hosts, s.far.clone());
@@ -378,7 +383,7 @@ fn start_ssh(spawner: &Spawner) -> Result<std::path::PathBuf, RunError> {
         .enumerate()
         .filter_map(|(i, e)| {
             let dest = e.name.parse().ok()?;
-            let cfg = crate::remote::HostConfig { dest, label: e.name.clone(), dir: dir.clone(), prefix: format!("x{i}"), ssh: s.ssh_options.clone(), interval: s.ssh_interval, other_users: s.other_users };
+            let cfg = crate::remote::HostConfig { dest, label: e.name.clone(), dir: dir.clone(), prefix: format!("x{i}"), ssh: s.ssh_options.clone(), interval: s.ssh_interval, other_users: s.other_users, keyed_as: None };
             Some((cfg, e.clone()))
         })
         .collect();

@@ -248,7 +248,7 @@ impl Follower {
         }
         let Some(dir) = self.dir() else { return };
         let Ok(dest) = name.parse() else { return };
-        let cfg = crate::remote::HostConfig { dest, label: name.to_string(), dir, prefix: format!("r{}", self.next), ssh: s.ssh_options.clone(), interval: s.ssh_interval, other_users: s.other_users };
+        let cfg = crate::remote::HostConfig { dest, label: name.to_string(), dir, prefix: format!("r{}", self.next), ssh: s.ssh_options.clone(), interval: s.ssh_interval, other_users: s.other_users, keyed_as: None };
         self.next += 1;
         info!("reaching the JVMs of container {name} ({rt}) through `{}`", spec.text);
         let token = self.spawner.cancel.child_token();

@@ -57,9 +57,18 @@ pub struct HostConfig {
     pub interval: Duration,
     /// Take the JVMs of other users than the ssh login too (`--other-users`).
     pub other_users: bool,
+    /// What its JVMs' keys (and so their debugger ports) are named by, when not `label`: a
+    /// pod's workload slot (`kube:NS/deploy/NAME/SLOT/CONTAINER`), so that the pod taking
+    /// its place takes its ports.
+    pub keyed_as: Option<String>,
 }
 
 impl HostConfig {
+    /// The name its JVMs' keys start with.
+    pub fn key_name(&self) -> &str {
+        self.keyed_as.as_deref().unwrap_or(&self.label)
+    }
+
     fn control(&self) -> PathBuf {
         self.dir.join(format!("{}.ctl", self.prefix))
     }
@@ -364,7 +373,7 @@ async fn update_forwards(
     login: Option<u32>,
     found: Vec<FoundJvm>,
 ) -> Vec<RemoteVm> {
-    let named = names.name(&cfg.label, &cfg.dir, &cfg.prefix, login, &found);
+    let named = names.name(cfg.key_name(), &cfg.dir, &cfg.prefix, login, &found);
     let mut vms = Vec::new();
     for (mut f, n) in found.into_iter().zip(named) {
         let Some(n) = n else { continue };

@@ -27,8 +27,10 @@
 //!   ([`ssh::master`]), starting the far side through it ([`ssh::start_far`]) and the host
 //!   served that way ([`ssh::through_far`]).
 //! - [`exec`] and [`copy`]: the runtime way in, and this binary copied to a host.
-//! - [`kube`]: Kubernetes pods: a pod read from the API server's JSON, its workload, and the
-//!   table that keeps each workload's container on a stable slot across rollouts. Pure.
+//! - [`kube`]: Kubernetes pods (`--kube`): a pod read from the API server's JSON, its
+//!   workload, the table that keeps each workload's container on a stable slot across
+//!   rollouts, which pod containers have an exec host, and which rest. Pure; the daemon's
+//!   `kube_vms` runs kubectl and the hosts.
 //! - [`host`]: one remote host's config, its report (the JVMs found, their sockets) and the
 //!   task serving it by plain ssh. [`naming`]: stable keys and sockets per JVM. [`status`]: a
 //!   host's row in `list` and on the page.

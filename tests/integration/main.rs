@@ -81,6 +81,7 @@ mod docker_restart;
 mod podman_sudo;
 mod exec;
 mod kube_standin;
+mod kube_serve;
 mod current_vm;
 mod one_row;
 mod adb_default;

@@ -23,6 +23,7 @@ fn host_config(keys: &Keys, alias: &str, dir: &std::path::Path) -> HostConfig {
         ssh: SshOptions { config: Some(keys.ssh_config()), ..SshOptions::default() },
         interval: Duration::from_millis(500),
         other_users: false,
+        keyed_as: None,
     }
 }
 

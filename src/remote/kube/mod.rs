@@ -13,11 +13,22 @@
 //!   slots in order, a rollout's new pod ends in the replaced pod's slot, a pod with a
 //!   debugger attached is never moved. Pure table.
 //!
+//! - [`spec`]: `--kube NAMESPACE[:SELECTOR]` read, and kubectl's words for it. Pure.
+//! - [`hosts`]: which pod containers have an exec host now, and the key their JVMs' ports
+//!   are kept by (namespace, workload, slot, container). Pure table over [`workloads`].
+//! - [`rest`]: containers whose far side lists no JVM for a while have their exec ended, and
+//!   are looked at again now and then. Pure table.
+//!
 //! What the API server sends and kubectl asks is in the test kit's stand-in server
 //! (testkit/src/kube/), which the tests run the real kubectl against.
 
+pub mod hosts;
 pub mod pod;
+pub mod rest;
+pub mod spec;
+pub mod watch;
 pub mod workloads;
 
 pub use pod::{Pod, PodError, WatchEvent, Workload};
+pub use spec::KubeSpec;
 pub use workloads::{SlotKey, Workloads};

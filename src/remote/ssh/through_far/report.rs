@@ -80,7 +80,7 @@ pub(in crate::remote) fn publish(cfg: &HostConfig, names: &mut Names, sockets: &
         f
     };
     let (found, keys): (Vec<_>, Vec<u32>) = listed.iter().map(|v| (placed(found_jvm(v, login)), v.key)).filter(|(f, _)| mine(f)).unzip();
-    let named = names.name(&cfg.label, &cfg.dir, &cfg.prefix, login, &found);
+    let named = names.name(cfg.key_name(), &cfg.dir, &cfg.prefix, login, &found);
     let mut vms = Vec::new();
     let mut keep: Vec<PathBuf> = Vec::new();
     for ((f, key), n) in found.into_iter().zip(keys).zip(named) {
