@@ -31,6 +31,18 @@ struct Far {
 }
 
 impl Far {
+    /// Takes the near side's connection and answers its Hello with a new session's.
+    async fn accept(listener: &UnixListener) -> Far {
+        let (sock, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("the near side connects").expect("accept");
+        let (rd, wr) = sock.into_split();
+        let mut far = Far { rd, wr, buf: BytesMut::new(), resume: Resume::new(Outbound::new(1 << 20)) };
+        assert!(matches!(far.next().await.body, Body::Hello(_)));
+        let hello = Hello { role: Role::Far, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "test".into(), session: SessionKey { id: [7; 16], token: [8; 16] }, hold_secs: 300, resumed: false, gather: false };
+        let hello = far.resume.link(Body::Hello(hello));
+        far.write(&hello, false).await;
+        far
+    }
+
     async fn next(&mut self) -> Frame {
         loop {
             if let Some(f) = FarCodec.decode(&mut self.buf).expect("a frame from the near side") {
@@ -84,13 +96,7 @@ async fn data_frames_are_counted_each_way_and_kept_across_a_cut() {
     let listener = UnixListener::bind(&path).expect("bind");
     let link = start(Dial::Unix(path), Config::default());
     assert_eq!(*link.squeezed().borrow(), LinkSqueeze::default());
-    let (sock, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("the near side connects").expect("accept");
-    let (rd, wr) = sock.into_split();
-    let mut far = Far { rd, wr, buf: BytesMut::new(), resume: Resume::new(Outbound::new(1 << 20)) };
-    assert!(matches!(far.next().await.body, Body::Hello(_)));
-    let hello = Hello { role: Role::Far, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "test".into(), session: SessionKey { id: [7; 16], token: [8; 16] }, hold_secs: 300, resumed: false, gather: false };
-    let hello = far.resume.link(Body::Hello(hello));
-    far.write(&hello, false).await;
+    let mut far = Far::accept(&listener).await;
 
     let opener = link.clone();
     let open = tokio::spawn(async move { opener.open_channel(1).await });
@@ -186,13 +192,7 @@ async fn a_new_sessions_queued_open_is_not_counted_as_replayed() {
     tracing::callsite::rebuild_interest_cache();
     // After the open, in the same queue: the link takes the open first.
     link.retry_now();
-    let (sock, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("the near side connects").expect("accept");
-    let (rd, wr) = sock.into_split();
-    let mut far = Far { rd, wr, buf: BytesMut::new(), resume: Resume::new(Outbound::new(1 << 20)) };
-    assert!(matches!(far.next().await.body, Body::Hello(_)));
-    let hello = Hello { role: Role::Far, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "test".into(), session: SessionKey { id: [7; 16], token: [8; 16] }, hold_secs: 300, resumed: false, gather: false };
-    let hello = far.resume.link(Body::Hello(hello));
-    far.write(&hello, false).await;
+    let mut far = Far::accept(&listener).await;
     let f = far.next_numbered().await;
     assert!(matches!(f.body, Body::Open { vm: 1 }), "{f:?}");
     let opened = far.resume.send(f.channel, Body::Opened { status: OpenStatus::Ok, text: String::new() }).expect("numbered");
@@ -218,13 +218,7 @@ async fn a_far_side_gone_quiet_is_lost_as_silence() {
     let listener = UnixListener::bind(&path).expect("bind");
     let liveness = Liveness { ping_every: Duration::from_millis(100), dead_after: Duration::from_millis(600) };
     let link = start(Dial::Unix(path), Config { liveness, ..Config::default() });
-    let (sock, _) = tokio::time::timeout(WAIT, listener.accept()).await.expect("the near side connects").expect("accept");
-    let (rd, wr) = sock.into_split();
-    let mut far = Far { rd, wr, buf: BytesMut::new(), resume: Resume::new(Outbound::new(1 << 20)) };
-    assert!(matches!(far.next().await.body, Body::Hello(_)));
-    let hello = Hello { role: Role::Far, proto_min: PROTOCOL, proto_max: PROTOCOL, binary: "test".into(), session: SessionKey { id: [7; 16], token: [8; 16] }, hold_secs: 300, resumed: false, gather: false };
-    let hello = far.resume.link(Body::Hello(hello));
-    far.write(&hello, false).await;
+    let far = Far::accept(&listener).await;
     let mut state = link.state();
     tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Up { .. }))).await.expect("up").expect("the link runs");
     // Its pings go unanswered; the socket stays open.
