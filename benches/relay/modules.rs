@@ -20,7 +20,6 @@ mod ide;
 mod instructions;
 mod jdb_far;
 mod jdwp_ops;
-mod jdwp_tap;
 mod jvm;
 mod jvm_suite;
 mod one_cpu;
