@@ -71,8 +71,6 @@ fn layers() -> BTreeMap<String, usize> {
 /// shared piece down instead.
 const KNOWN_UP: &[(&str, &str, &str)] = &[
     // (importing file, imported file, what to do)
-    ("remote::stop_answers::plan::reply", "session::nearcache::commands",
-        "which error answers the near cache keeps (`error_kept`) is a table of JDWP facts: move it below both"),
     ("session::config", "settings", "the session's modes (DdmMode, Timeouts, NearCacheMode) belong to the session, settings builds them"),
     ("session::near_answers", "settings", "as session::config"),
     ("session::proxy_requests", "settings", "as session::config"),
