@@ -71,9 +71,6 @@ fn layers() -> BTreeMap<String, usize> {
 /// shared piece down instead.
 const KNOWN_UP: &[(&str, &str, &str)] = &[
     // (importing file, imported file, what to do)
-    ("session::config", "settings", "the session's modes (DdmMode, Timeouts, NearCacheMode) belong to the session, settings builds them"),
-    ("session::near_answers", "settings", "as session::config"),
-    ("session::proxy_requests", "settings", "as session::config"),
 ];
 
 #[test]
