@@ -136,11 +136,7 @@ pub fn get_values_request(array: u64, object_size: usize, first: u32, length: u3
     q
 }
 
-/// The byte at index `i` of every array the benchmark reads (the debuggee and the fake VM
-/// fill them so): cheap to check at memory speed.
-pub fn pattern_byte(i: u64) -> u8 {
-    i as u8
-}
+pub use testkit::fake_vm::lean_wire::pattern_byte;
 
 /// Checks a byte[] GetValues reply body (tag 'B', count, bytes) piece by piece.
 pub struct ByteRegionCheck {

@@ -9,8 +9,9 @@
 //! - **Debuggers**: `client` (a raw JDWP client), `jvm_wire` (a raw debugger of a real
 //!   HotSpot), `jdb` (the real jdb), `jdi` (IDE-like JDI programs), `console` (a line-driven
 //!   child both stand on), `browser` and `http` (the monitor page's clients).
-//! - **VMs and servers**: `fake_vm` (the DDM-aware fake VM), `fake_adb`, `java` (real JVMs
-//!   compiled and started here), `output` (a child's output, waited on).
+//! - **VMs and servers**: `fake_vm` (the DDM-aware fake VM; `fake_vm::lean`, many lean ones
+//!   for load), `fake_adb`, `java` (real JVMs compiled and started here), `output` (a
+//!   child's output, waited on).
 //! - **Between peers**: `tap` (records what reaches a VM, or both ways), `ide_counts` (what
 //!   an IDE asked per step, from a tap's log), `link_relay` with `delay_link`
 //!   and `rate_link` (links with a delay or a rate).
