@@ -104,7 +104,6 @@ const KNOWN_CIRCLES: &[&str] = &[
     // the dial kinds and a far side's unusable reasons belong below both.
     "remote: copy <-> ssh <-> host <-> status <-> near <-> exec",
     "remote::near: api <-> link <-> sockets",
-    "remote::stop_answers: plan <-> wire <-> relay",
 ];
 
 #[test]
