@@ -103,7 +103,6 @@ const KNOWN_CIRCLES: &[&str] = &[
     // The ways in and the near side name each other (near's Dial::Exec, restart's FarMode):
     // the dial kinds and a far side's unusable reasons belong below both.
     "remote: copy <-> ssh <-> host <-> status <-> near <-> exec",
-    "remote::near: api <-> link <-> sockets",
 ];
 
 #[test]
