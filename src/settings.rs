@@ -43,51 +43,8 @@ pub const STALL_TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> = Duration::fr
 /// Most `--spin-us`: past a millisecond a spin costs more than any wake-up it saves.
 pub const MAX_SPIN_US: u64 = 1000;
 
-/// When to probe a VM with the DDM HELO chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DdmMode {
-    /// Only VMs that say they are Android (Dalvik/ART) or were reached through adb.
-    Auto,
-    /// Every VM. HotSpot may crash on a DDM packet: use with care.
-    Always,
-    /// No DDM at all: a plain debugger proxy.
-    Never,
-}
-
-/// When the proxy answers class, method and VM data that never changes from what the VM
-/// said before (see `session::nearcache`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NearCacheMode {
-    /// For VMs reached through ssh (jdwpmux on the host or ssh forwards), where each round
-    /// trip costs the link's delay.
-    #[default]
-    Auto,
-    /// For every VM, local ones too.
-    Always,
-    /// Never: every command goes to the VM.
-    Never,
-}
-
-impl std::fmt::Display for NearCacheMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            NearCacheMode::Auto => "auto",
-            NearCacheMode::Always => "always",
-            NearCacheMode::Never => "never",
-        })
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    pub connect: Duration,
-    pub handshake: Duration,
-    pub attach_wait: Duration,
-    pub debugger_handshake: Duration,
-    pub debugger_stall: Duration,
-}
+// The session's modes are the session's; settings builds them (and gives their defaults).
+pub use crate::session::modes::{DdmMode, NearCacheMode, Timeouts};
 
 impl Default for Timeouts {
     fn default() -> Self {

@@ -8,7 +8,7 @@
 //! relay in front of the host's sshd at D = 0, 10 and 25 ms one way (`delay_link`, which
 //! also counts the link's round trips: per step, for the attach and for the first stop), and
 //! on a thin link (`thin`: 10 Mbit/s with 25 ms each way, `rate_link`, a VPN). The
-//! warm-up repetition runs through a counting tap (`jdwp_tap`): commands per step. Then the
+//! warm-up repetition runs through the kit's tap, counted (`testkit::ide_counts`): commands per step. Then the
 //! far side's idle cost on a host with N JVMs beside today's scan (`far_idle`). With
 //! `--far-jdb`, the real jdb goes through the same paths and links after the IDE in each
 //! repetition (`jdb_far`): its attach, first stop and steps, timed and counted alike.
@@ -182,7 +182,7 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
     let ns = host.ns().to_string();
     let mut all: Vec<FarRep> = Vec::new();
     let mut jdbs: Vec<JdbRep> = Vec::new();
-    let mut counted: [Option<crate::jdwp_tap::TapSummary>; 3] = Default::default();
+    let mut counted: [Option<testkit::ide_counts::IdeCounts>; 3] = Default::default();
     for rep in 0..warmup + reps {
         let warm = rep < warmup;
         let tap = warm || p.tap_measured;
@@ -310,7 +310,7 @@ fn turn_rows(t: &mut Table, all: &[FarRep], li: usize, label: &str, d: Duration,
     }
 }
 
-fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<crate::jdwp_tap::TapSummary>; 3]) {
+fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<testkit::ide_counts::IdeCounts>; 3]) {
     if all.iter().all(|r| r.iter().all(|l| l.iter().all(Option::is_none))) {
         return;
     }
@@ -388,7 +388,7 @@ fn step_rows(t: &mut Table, p: &FarParams, all: &[FarRep], counted: &[Option<cra
         let [a, b, c] = cells3(&setup);
         t.push(Row::new(&format!("{label}: path ready after s (ssh up; serve: VM listed ready)"), [a, b, c, String::new()]));
     }
-    let count = |f: &dyn Fn(&crate::jdwp_tap::TapSummary) -> String| counted.clone().map(|s| s.as_ref().map_or("-".into(), f));
+    let count = |f: &dyn Fn(&testkit::ide_counts::IdeCounts) -> String| counted.clone().map(|s| s.as_ref().map_or("-".into(), f));
     let [a, b, c] = count(&|s| s.per_step().map_or("-".into(), |(cmds, seq)| format!("{} ({})", fmt(cmds), fmt(seq))));
     t.push(Row::new("commands per step (of them sequential), counted by a tap before the IDE in the warm-up run", [a, b, c, String::new()]));
     let [a, b, c] = count(&|s| format!("{} + {}", s.attach, s.first_stop.map_or("-".into(), |f| f.to_string())));

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use testkit::delay_link::DelayLink;
-use crate::jdwp_tap::{Tap, TapSummary};
+use testkit::ide_counts::IdeCounts;
+use testkit::tap::Tap;
 use crate::jvm::Jvm;
 use crate::procs::Proc;
 use crate::proxy::{Proxy, ProxyBin};
@@ -124,8 +125,8 @@ pub struct StepRun {
     /// The first stop alone: its event to its views read.
     pub first_stop_ms: Option<f64>,
     pub step_ms: Vec<f64>,
-    /// With the counting tap in front (see `jdwp_tap`).
-    pub tap: Option<TapSummary>,
+    /// With the kit's tap in front, counted (see `testkit::ide_counts`).
+    pub tap: Option<IdeCounts>,
     /// Per step, µs on a CPU and µs waiting for one (`sched_wait`), while stepping: this
     /// machine's processes of the path, the host's (sshd, the far side, the JVM), the IDE.
     pub sched: Option<[(f64, f64); 3]>,
@@ -241,8 +242,8 @@ pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, f
     let t0 = Instant::now();
     let (mut path, port) = start(kind, t, bin, far)?;
     let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let tap = if tap { Some(Tap::start(port)?) } else { None };
-    let ide_port = tap.as_ref().map_or(port, |t| t.port);
+    let tap = if tap { Some(CountingTap::start(port)?) } else { None };
+    let ide_port = tap.as_ref().map_or(port, CountingTap::port);
     let mut cmd = crate::procs::command("java");
     cmd.args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
         .arg(prog.dir.path())
@@ -310,7 +311,7 @@ pub fn run(kind: FarKind, jvm: &mut Jvm, t: &Target, ns: &str, bin: &ProxyBin, f
             Err(_) => break,
         }
     }
-    let summary = tap.as_ref().map(Tap::summary);
+    let summary = tap.as_ref().map(CountingTap::counts);
     // jdwpmux goes first while the IDE is still attached: the VM sees one disconnect.
     let log = match &mut path {
         Path3::Jdwpmux { proxy, .. } => {
@@ -366,6 +367,31 @@ pub fn far_gone(ns: &str, limit: Duration) -> Result<()> {
             bail!("jdwpmux far still runs on the host after {limit:?} (pids {left:?})");
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The kit's tap in front of 127.0.0.1:`target`, recording both ways, on a runtime of its
+/// own (the path is driven from plain threads). The tap adds a hop, so only the warm-up
+/// repetition goes through it. Dropping it closes the tap's connections.
+struct CountingTap {
+    tap: Tap,
+    // Runs the tap; dropped after it, ending its relays.
+    _rt: tokio::runtime::Runtime,
+}
+
+impl CountingTap {
+    fn start(target: u16) -> Result<CountingTap> {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().context("the tap's runtime")?;
+        let tap = rt.block_on(Tap::start_both(([127, 0, 0, 1], target).into()));
+        Ok(CountingTap { tap, _rt: rt })
+    }
+
+    fn port(&self) -> u16 {
+        self.tap.addr().port()
+    }
+
+    fn counts(&self) -> IdeCounts {
+        IdeCounts::of(&self.tap.seen())
     }
 }
 

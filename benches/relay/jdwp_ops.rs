@@ -4,20 +4,16 @@
 
 use crate::wire::{put_id, put_str, Client, Cursor, Result, WireError};
 
-pub const VERSION: (u8, u8) = (1, 1);
+// The commands the kit's lean fake VMs answer, as they know them.
+pub use testkit::consts::ERR_NOT_IMPLEMENTED;
+pub use testkit::fake_vm::lean_wire::{ALL_THREADS, ARRAY_GET_VALUES, DDM, ID_SIZES, STRING_VALUE, TAG_BYTE, VERSION};
+
 pub const CLASSES_BY_SIGNATURE: (u8, u8) = (1, 2);
 pub const ALL_CLASSES: (u8, u8) = (1, 3);
-pub const ALL_THREADS: (u8, u8) = (1, 4);
-pub const ID_SIZES: (u8, u8) = (1, 7);
 pub const FIELDS: (u8, u8) = (2, 4);
 pub const REF_GET_VALUES: (u8, u8) = (2, 6);
 pub const ARRAY_LENGTH: (u8, u8) = (13, 1);
-pub const ARRAY_GET_VALUES: (u8, u8) = (13, 2);
-pub const STRING_VALUE: (u8, u8) = (10, 1);
-pub const DDM: (u8, u8) = (0xC7, 1);
-pub const ERR_NOT_IMPLEMENTED: u16 = 99;
-/// JDWP tag of a byte value / an array object.
-pub const TAG_BYTE: u8 = b'B';
+/// JDWP tag of an array object.
 pub const TAG_ARRAY: u8 = b'[';
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,11 +132,7 @@ pub fn get_values_request(array: u64, object_size: usize, first: u32, length: u3
     q
 }
 
-/// The byte at index `i` of every array the benchmark reads (the debuggee and the fake VM
-/// fill them so): cheap to check at memory speed.
-pub fn pattern_byte(i: u64) -> u8 {
-    i as u8
-}
+pub use testkit::fake_vm::lean_wire::pattern_byte;
 
 /// Checks a byte[] GetValues reply body (tag 'B', count, bytes) piece by piece.
 pub struct ByteRegionCheck {

@@ -247,3 +247,68 @@ pub fn read_region(c: &mut Client, request: &[u8], first: u32, count: u32) -> Re
     check.finish()?;
     Ok(u64::from(h.len))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The benchmark's client and checks against the kit's lean fake VMs.
+    use std::sync::atomic::Ordering;
+
+    use testkit::fake_vm::lean::{LeanConfig, LeanVms};
+    use testkit::fake_vm::lean_wire::helo_reply;
+
+    use super::*;
+    use crate::jdwp_ops::{get_values_request, version_vm_name, DDM, VERSION};
+    use crate::wire::HEADER_LEN;
+
+    fn connect(vms: &LeanVms) -> Client {
+        Client::connect(vms.addrs[0], Duration::from_secs(10)).unwrap()
+    }
+
+    #[test]
+    fn plain_vm_answers_what_the_benchmark_asks() {
+        let vms = LeanVms::start(2, LeanConfig { ddm: false, thst_every: None, threads: 0 }).unwrap();
+        assert_eq!(vms.addrs.len(), 2);
+        let mut c = connect(&vms);
+        let version = c.request(VERSION.0, VERSION.1, &[]).unwrap();
+        assert_eq!(version_vm_name(&version).unwrap(), "Fake VM");
+        assert_eq!(crate::jdwp_ops::id_sizes(&mut c).unwrap().object, 8);
+        let (_, samples) = latency(&mut c, 10, &version).unwrap();
+        assert_eq!(samples.len(), 10);
+        pipelined(&mut c, 100, 16, &version).unwrap();
+        let bytes = read_region(&mut c, &get_values_request(1, 8, 7, 300_000), 7, 300_000).unwrap();
+        assert_eq!(bytes, (HEADER_LEN + 5 + 300_000) as u64);
+        // A plain VM knows no DDM; unknown commands get NOT_IMPLEMENTED.
+        let id = c.send(DDM.0, DDM.1, b"HELO\0\0\0\x04\0\0\0\x01").unwrap();
+        let h = c.read_header().unwrap();
+        assert!(matches!(check_reply(&h, id, DDM.0, DDM.1), Err(crate::wire::WireError::Jdwp { code: 99, .. })));
+        assert_eq!(vms.shared.helo.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn ddm_vm_says_dalvik_answers_helo_and_floods_thst() {
+        let vms = LeanVms::start(1, LeanConfig { ddm: true, thst_every: None, threads: 3 }).unwrap();
+        let mut c = connect(&vms);
+        let version = c.request(VERSION.0, VERSION.1, &[]).unwrap();
+        assert_eq!(version_vm_name(&version).unwrap(), "Dalvik");
+        let helo = c.request(DDM.0, DDM.1, b"HELO\0\0\0\x04\0\0\0\x01").unwrap();
+        assert_eq!(helo, helo_reply(0));
+        assert_eq!(vms.shared.helo.load(Ordering::SeqCst), 1);
+        vms.flood(300);
+        let mut body = Vec::new();
+        for i in 0..300u32 {
+            let h = c.read_header().unwrap();
+            assert!(!h.is_reply());
+            assert_eq!((h.id, h.a, h.b), (0x8000_0001 + i, DDM.0, DDM.1));
+            c.read_body(&h, &mut body).unwrap();
+            assert_eq!(&body[..4], b"THST");
+            assert_eq!(body.len(), 8 + 4 + 3 * 17);
+        }
+        // Replies still come while nothing else is queued.
+        latency(&mut c, 5, &version).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while vms.shared.thst_written.load(Ordering::SeqCst) < 300 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(vms.shared.thst_written.load(Ordering::SeqCst), 300);
+    }
+}

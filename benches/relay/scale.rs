@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::fake_vm::{FakeConfig, FakeVms};
+use testkit::fake_vm::lean::{LeanConfig, LeanVms};
 use crate::jdwp_ops::{self as ops};
 use crate::jvm_suite::latency;
 use crate::paths::CpuMeter;
@@ -117,8 +117,8 @@ fn settle(pid: u32, limit: Duration) -> Duration {
 pub fn scale(bin: &ProxyBin, n: usize, settle_limit: Duration, window: Duration) -> Result<ScaleResult> {
     // The fake VMs live in this process: a listener and a connection each.
     ensure_nofile(2 * n as u64 + 512)?;
-    let cfg = FakeConfig { ddm: true, thst_every: Some(Duration::from_millis(500)), threads: 8 };
-    let vms = FakeVms::start(n, cfg)?;
+    let cfg = LeanConfig { ddm: true, thst_every: Some(Duration::from_millis(500)), threads: 8 };
+    let vms = LeanVms::start(n, cfg)?;
     let dir = tempfile::tempdir()?;
     let started = Instant::now();
     let web: &[&str] = if bin.has_web { &["--web", "127.0.0.1:0"] } else { &[] };
@@ -239,7 +239,7 @@ impl ThstCount {
 }
 
 pub fn ddm_flood(bin: &ProxyBin, chunks: u64, threads: u16) -> Result<DdmResult> {
-    let vms = FakeVms::start(1, FakeConfig { ddm: true, thst_every: None, threads })?;
+    let vms = LeanVms::start(1, LeanConfig { ddm: true, thst_every: None, threads })?;
     let dir = tempfile::tempdir()?;
     let mut proxy = Proxy::start(bin, &vms.addrs, dir.path())?;
     let shared = vms.shared.clone();

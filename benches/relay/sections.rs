@@ -9,6 +9,7 @@ use crate::stats::{fmt, fmt_opt, median};
 use crate::table::{Row, Table};
 use crate::failures::Failures;
 use crate::*;
+use testkit::fake_vm::lean::{LeanConfig, LeanVms};
 
 pub(crate) fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     eprintln!("starting the HotSpot debuggee ({} generated classes) ...", p.classes);
@@ -126,7 +127,7 @@ pub(crate) fn where_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut F
 }
 
 pub(crate) fn bulk_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
-    let vm = match fake_vm::FakeVms::start(1, fake_vm::FakeConfig { ddm: false, thst_every: None, threads: 0 }) {
+    let vm = match LeanVms::start(1, LeanConfig { ddm: false, thst_every: None, threads: 0 }) {
         Ok(v) => v,
         Err(e) => return f.add("fake VM", format!("{e:#}")),
     };
@@ -241,7 +242,7 @@ pub(crate) fn ddm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Fai
 }
 
 pub(crate) fn startup_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
-    let vm = match fake_vm::FakeVms::start(1, fake_vm::FakeConfig { ddm: false, thst_every: None, threads: 0 }) {
+    let vm = match LeanVms::start(1, LeanConfig { ddm: false, thst_every: None, threads: 0 }) {
         Ok(v) => v,
         Err(e) => return f.add("fake VM", format!("{e:#}")),
     };
@@ -302,7 +303,7 @@ pub(crate) fn decode_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut 
 }
 
 pub(crate) fn stats_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
-    let vm = match fake_vm::FakeVms::start(1, fake_vm::FakeConfig { ddm: false, thst_every: None, threads: 0 }) {
+    let vm = match LeanVms::start(1, LeanConfig { ddm: false, thst_every: None, threads: 0 }) {
         Ok(v) => v,
         Err(e) => return f.add("fake VM", format!("{e:#}")),
     };

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::fake_vm::{FakeConfig, FakeVms};
+use testkit::fake_vm::lean::{LeanConfig, LeanVms};
 use crate::paths::CpuMeter;
 use crate::procs::{ensure_nofile, status_kib};
 use crate::proxy::{parse_listen_line, Listen, LogFollower, Proxy, ProxyBin};
@@ -180,7 +180,7 @@ fn pick_ports(n: usize) -> Result<World> {
     while (base as usize) + n < ephemeral_low as usize {
         let ports: Vec<u16> = (base..base + n as u16).collect();
         if ports.iter().all(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok()) {
-            let fakes = FakeVms::start(0, FakeConfig { ddm: false, thst_every: None, threads: 0 })?;
+            let fakes = LeanVms::start(0, LeanConfig { ddm: false, thst_every: None, threads: 0 })?;
             return World::start(fakes, &ports).context("start the fake VMs");
         }
         base += n as u16 + 100;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::fake_vm::{string_value, vm_description, VM_DESCRIPTION};
+use testkit::fake_vm::lean::{string_value, vm_description, VM_DESCRIPTION};
 use crate::jdwp_ops::{ALL_THREADS, ARRAY_GET_VALUES, ERR_NOT_IMPLEMENTED, ID_SIZES, STRING_VALUE, TAG_BYTE, VERSION};
 use crate::soak_world::{port_of, Counters, Pick, Rng, World};
 use crate::wire::{command, put_id, put_str, Client, Cursor, WireError};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::fake_vm::{FakeVms, KillableVm};
+use testkit::fake_vm::lean::{KillableVm, LeanVms};
 
 /// Debuggers attached to one VM at most (the daemon allows 8 by default).
 pub const MAX_SHARE: usize = 3;
@@ -122,7 +122,7 @@ pub struct Pick {
 }
 
 pub struct World {
-    pub fakes: FakeVms,
+    pub fakes: LeanVms,
     slots: Mutex<Vec<Slot>>,
     pub counters: Counters,
     pub stop: AtomicBool,
@@ -134,7 +134,7 @@ pub struct World {
 
 impl World {
     /// VMs on every port of `ports` (all of which must be free).
-    pub fn start(fakes: FakeVms, ports: &[u16]) -> Result<World> {
+    pub fn start(fakes: LeanVms, ports: &[u16]) -> Result<World> {
         let mut slots = Vec::with_capacity(ports.len());
         for &port in ports {
             let k = vm_number(port, 0);

@@ -1,5 +1,6 @@
 //! The JDWP wire format: handshake, packets, a streaming decoder, a bounded body reader and
-//! the names of commands and errors. Pure code: no sockets, no tasks.
+//! the names of commands and errors, and which commands' answers never change
+//! (`unchanging`). Pure code: no sockets, no tasks.
 
 pub mod codec;
 pub mod events;
@@ -7,6 +8,7 @@ pub mod handshake;
 pub mod names;
 pub mod packet;
 pub mod reader;
+pub mod unchanging;
 pub mod version;
 
 pub use codec::{CodecError, Frame, JdwpCodec};

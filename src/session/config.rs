@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::settings::{DdmMode, Timeouts};
+use crate::session::modes::{DdmMode, Timeouts};
 
 /// Everything a session needs to know about its VM.
 #[derive(Clone)]
@@ -26,7 +26,7 @@ pub struct SessionConfig {
     /// Most debuggers attached at once (`--max-debuggers`; 1: a second one is refused).
     pub max_debuggers: usize,
     /// When answers that never change are given near (`--near-cache`).
-    pub near_cache: crate::settings::NearCacheMode,
+    pub near_cache: crate::session::modes::NearCacheMode,
     /// Asked before each TCP connection whether `addr` is an adb forward to an Android VM.
     pub forwards: Option<std::sync::Arc<crate::discovery::forwards::ForwardLookup>>,
     /// Where its discovery says the VM is now, read at every connection: a VM found by its

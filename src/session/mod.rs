@@ -12,6 +12,7 @@
 //! - `handle`: `VmHandle`, the cheap-clone handle on a session; `SessionMsg`, what it sends;
 //!   `DebuggerLink`, a debugger handed over; `VmStatus` and `TableSizes`, what it reports.
 //! - `config`: `SessionConfig` and `AdbTarget`, what a session is told about its VM.
+//! - `modes`: `DdmMode`, `NearCacheMode` and `Timeouts`, which `settings` builds.
 //! - `ddm_types`: DDM requests and answers (`DdmRequest`, `DdmAnswer`, `Completion`, `Refusal`),
 //!   and the records of who waits for them.
 //! - `recent`: the ring of recent packet summaries a watching page reads.
@@ -80,6 +81,7 @@
 
 mod handle;
 mod config;
+pub mod modes;
 mod ddm_types;
 pub mod recent;
 

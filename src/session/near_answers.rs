@@ -11,7 +11,7 @@
 use super::actor::Session;
 use super::purpose::Purpose;
 use crate::jdwp::events::{kind, suspend};
-use crate::settings::NearCacheMode;
+use crate::session::modes::NearCacheMode;
 
 /// EventRequest.Set.
 const EVENT_SET: (u8, u8) = (15, 1);

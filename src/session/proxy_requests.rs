@@ -19,7 +19,7 @@ use crate::jdwp::packet::{DDM_CMD, DDM_CMD_SET};
 use crate::jdwp::reader::{put_id, Reader};
 use crate::jdwp::version::{is_android_vm, VmVersion};
 use crate::jdwp::Packet;
-use crate::settings::DdmMode;
+use crate::session::modes::DdmMode;
 
 /// A new debugger waits at most this long for the previous one's clean-up to finish.
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);

@@ -9,9 +9,11 @@
 //! - **Debuggers**: `client` (a raw JDWP client), `jvm_wire` (a raw debugger of a real
 //!   HotSpot), `jdb` (the real jdb), `jdi` (IDE-like JDI programs), `console` (a line-driven
 //!   child both stand on), `browser` and `http` (the monitor page's clients).
-//! - **VMs and servers**: `fake_vm` (the DDM-aware fake VM), `fake_adb`, `java` (real JVMs
-//!   compiled and started here), `output` (a child's output, waited on).
-//! - **Between peers**: `tap` (records what reaches a VM), `link_relay` with `delay_link`
+//! - **VMs and servers**: `fake_vm` (the DDM-aware fake VM; `fake_vm::lean`, many lean ones
+//!   for load), `fake_adb`, `java` (real JVMs compiled and started here), `output` (a
+//!   child's output, waited on).
+//! - **Between peers**: `tap` (records what reaches a VM, or both ways), `ide_counts` (what
+//!   an IDE asked per step, from a tap's log), `link_relay` with `delay_link`
 //!   and `rate_link` (links with a delay or a rate).
 //! - **Places**: `testhost` and `testnet` (other machines: namespaces with sshd),
 //!   `containers` (Podman, Docker Engine and bare namespaces), `users` (other accounts), `kube`
@@ -34,6 +36,7 @@ pub mod fake_adb;
 pub mod fake_vm;
 pub mod faults;
 pub mod http;
+pub mod ide_counts;
 pub mod java;
 pub mod jdi;
 pub mod jdb;

@@ -4,27 +4,15 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use super::agent::{self, Agent, Bind};
+use super::agent::{Agent, Bind};
 use super::holder::{holder, Holder};
 use super::cmdline::MainName;
 use super::net::{Socket, ESTABLISHED};
 use super::place::{Place, Runtime};
 use super::view::{DockerWay, HostView, PodmanSudo, ProcView};
 
-/// Where a JVM's agent options came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentFrom {
-    CommandLine,
-    JdkJavaOptions,
-    JavaToolOptions,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentOf {
-    pub agent: Agent,
-    pub from: AgentFrom,
-    pub from_command_line: bool,
-}
+pub use super::agents::{agent_of, agent_socket_of, waiting, AgentFrom, AgentOf};
+pub use super::view::{MAX_COMMAND, STARTED_THREADS};
 
 /// How a JVM's agent is reached from the host that was scanned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,9 +62,6 @@ pub struct FoundJvm {
     /// Where it runs: the host, a container, a pod, a network namespace.
     pub place: Place,
 }
-
-/// Bytes of a command line kept in `FoundJvm::command`.
-pub const MAX_COMMAND: usize = 4096;
 
 impl FoundJvm {
     /// A JVM running `main` whose agent was given `agent_port` (0: it picked one), listening
@@ -129,38 +114,6 @@ impl FoundJvm {
     pub fn name(&self) -> String {
         self.main.as_ref().map_or_else(|| format!("pid {}", self.pid), |m| m.to_string())
     }
-}
-
-/// Threads a JVM starts once its VM is initialised: none of them exists while a
-/// `suspend=y` agent waits for its first debugger (seen on HotSpot 17 and 25; others, such as
-/// "VM Periodic Task Thread", already run then on 25).
-pub const STARTED_THREADS: &[&str] = &["Common-Cleaner", "Notification Th"];
-
-/// The process's listening JDWP agent: from its command line, else `JDK_JAVA_OPTIONS`, else
-/// `JAVA_TOOL_OPTIONS` (the JVM reads that one first, but the command line is what people
-/// look at).
-pub fn agent_of(p: &ProcView) -> Option<AgentOf> {
-    let cmd = &p.command.as_ref()?.java;
-    if let Some(agent) = cmd.agents.iter().flatten().find(|a| a.listens()).cloned() {
-        return Some(AgentOf { agent, from: AgentFrom::CommandLine, from_command_line: true });
-    }
-    for (var, from) in [("JDK_JAVA_OPTIONS=", AgentFrom::JdkJavaOptions), ("JAVA_TOOL_OPTIONS=", AgentFrom::JavaToolOptions)] {
-        let Some(value) = p.env.iter().find_map(|e| e.strip_prefix(var)) else { continue };
-        let found = agent::split_env_options(value).iter().filter_map(|o| agent::parse_arg(o)).flatten().find(Agent::listens);
-        if let Some(agent) = found {
-            return Some(AgentOf { agent, from, from_command_line: false });
-        }
-    }
-    None
-}
-
-/// Whether a `suspend=y` JVM still waits for its first debugger (None: not known yet).
-pub fn waiting(p: &ProcView) -> Option<bool> {
-    let a = agent_of(p)?;
-    if !a.agent.suspend {
-        return Some(false);
-    }
-    Some(!p.threads?.started)
 }
 
 /// Every process of `view` with a listening JDWP agent. One whose agent came from the
@@ -221,29 +174,6 @@ fn found_one(view: &HostView, pid: u32, p: &ProcView) -> Option<FoundJvm> {
         command: command.text,
         place: view.place_of(p),
     })
-}
-
-/// The agent's listening socket now, if it can be told: for a given port, the process's
-/// socket on it (any socket on it when the process's own cannot be read); for a port the
-/// agent picked, the one it was seen on, else a listening socket of the process that is not
-/// one of the program's own servers (the first one opened, at first sight: the agent listens
-/// before the program starts).
-pub fn agent_socket_of<'a>(view: &'a HostView, p: &'a ProcView) -> Option<&'a Socket> {
-    let a = agent_of(p)?;
-    let table = view.table_of(p)?;
-    let own = |s: &&Socket| p.fd_sockets.as_ref().is_some_and(|fds| fds.contains(&s.inode));
-    if !a.agent.ephemeral() {
-        let on_port = |s: &&Socket| s.listening() && s.local.port() == a.agent.port;
-        return match p.fd_sockets {
-            Some(_) => table.iter().filter(own).filter(on_port).min_by_key(|s| s.inode),
-            None => table.iter().filter(on_port).min_by_key(|s| s.inode),
-        };
-    }
-    let listening: Vec<&Socket> = table.iter().filter(own).filter(|s| s.listening()).collect();
-    if let Some(s) = p.agent_inode.and_then(|i| listening.iter().copied().find(|s| s.inode == i)) {
-        return Some(s);
-    }
-    listening.into_iter().filter(|s| !p.other_listeners.contains(&s.inode)).min_by_key(|s| s.inode)
 }
 
 fn reach(view: &HostView, pid: u32, p: &ProcView, agent: &Agent, listen: Option<&Socket>, port: Option<u16>, other_net: bool) -> Reach {

@@ -6,12 +6,14 @@
 //!
 //! The same scan runs on this machine (`local`, reading /proc directly) and on other hosts
 //! (`scan.sh`, plain POSIX sh run through ssh). Both print records (`wire`) that one host
-//! view takes in (`view`); `found` says what they mean, and `place` where each JVM runs (the
-//! host, a container, a pod or a network namespace, named), and `same` whether two finders
-//! found one JVM. Everything but `local` is pure:
+//! view takes in (`view`); `agents` reads each process's JDWP agent off the view, `rounds`
+//! what the next step of a round reads; `found` says what they mean, `place` where each JVM
+//! runs (the host, a container, a pod or a network namespace, named), and `same` whether two
+//! finders found one JVM. Everything but `local` is pure:
 //! a remote host's output is untrusted input, table-tested and fuzzed.
 
 pub mod agent;
+pub mod agents;
 pub mod cmdline;
 pub mod decide;
 pub mod exposed;
@@ -21,6 +23,7 @@ pub mod keys;
 pub mod local;
 pub mod net;
 pub mod place;
+mod rounds;
 pub mod same;
 pub mod shell;
 pub mod view;

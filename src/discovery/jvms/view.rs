@@ -64,11 +64,19 @@ pub struct ProcView {
     pub place: ProcFacts,
 }
 
+/// Bytes of a command line kept (`CommandLine::text`, `found::FoundJvm::command`).
+pub const MAX_COMMAND: usize = 4096;
+
+/// Threads a JVM starts once its VM is initialised: none of them exists while a
+/// `suspend=y` agent waits for its first debugger (seen on HotSpot 17 and 25; others, such as
+/// "VM Periodic Task Thread", already run then on 25).
+pub const STARTED_THREADS: &[&str] = &["Common-Cleaner", "Notification Th"];
+
 /// A command line, read once: only what it says is kept (class paths make them long).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommandLine {
     pub java: super::cmdline::JavaCommand,
-    /// The arguments joined by spaces, cut at `found::MAX_COMMAND` bytes (for filters).
+    /// The arguments joined by spaces, cut at `MAX_COMMAND` bytes (for filters).
     pub text: String,
 }
 
@@ -76,7 +84,7 @@ impl CommandLine {
     pub fn from_args(argv: &[String]) -> CommandLine {
         let mut text = String::new();
         for a in argv {
-            if text.len() >= super::found::MAX_COMMAND {
+            if text.len() >= MAX_COMMAND {
                 break;
             }
             if !text.is_empty() {
@@ -84,7 +92,7 @@ impl CommandLine {
             }
             text.push_str(a);
         }
-        CommandLine { java: super::cmdline::parse(argv), text: cut(text, super::found::MAX_COMMAND) }
+        CommandLine { java: super::cmdline::parse(argv), text: cut(text, MAX_COMMAND) }
     }
 }
 
@@ -93,7 +101,7 @@ impl CommandLine {
 pub struct ThreadMarks {
     /// A JDWP agent thread ("JDWP Transport Listener", "JDWP Event Helper Thread").
     pub jdwp: bool,
-    /// A thread the JVM starts once it is initialised (see `found::STARTED_THREADS`).
+    /// A thread the JVM starts once it is initialised (see `STARTED_THREADS`).
     pub started: bool,
 }
 
@@ -102,7 +110,7 @@ impl ThreadMarks {
         let mut m = ThreadMarks::default();
         for n in names {
             m.jdwp |= n.starts_with("JDWP");
-            m.started |= super::found::STARTED_THREADS.iter().any(|s| n.starts_with(s));
+            m.started |= STARTED_THREADS.iter().any(|s| n.starts_with(s));
         }
         m
     }
@@ -205,33 +213,6 @@ impl HostView {
                 "pods" => self.places.set_pods(&r.text()),
                 "netns" => self.places.set_netns(&r.text()),
                 _ => self.apply_proc_record(r),
-            }
-        }
-    }
-
-    /// Notes each agent's listening socket, and for an agent that picked its port, which
-    /// other sockets of the process listen (see `ProcView::agent_inode`). Done once a round's
-    /// records are all in: what a round shows is then one moment's, however its records were
-    /// read.
-    pub fn remember_agent_sockets(&mut self) {
-        let mut seen = Vec::new();
-        for (&pid, p) in &self.procs {
-            let Some(s) = super::found::agent_socket_of(self, p) else { continue };
-            let others: Vec<u64> = match (&p.fd_sockets, self.table_of(p)) {
-                (Some(fds), Some(t)) => t.iter().filter(|o| o.listening() && fds.contains(&o.inode) && o.inode != s.inode).map(|o| o.inode).collect(),
-                _ => Vec::new(),
-            };
-            seen.push((pid, s.local.port(), s.inode, others));
-        }
-        for (pid, port, inode, others) in seen {
-            if let Some(p) = self.procs.get_mut(&pid) {
-                p.last_port = Some(port);
-                p.agent_inode = Some(inode);
-                for o in others {
-                    if !p.other_listeners.contains(&o) && p.other_listeners.len() < 64 {
-                        p.other_listeners.push(o);
-                    }
-                }
             }
         }
     }
@@ -367,58 +348,11 @@ impl HostView {
         place
     }
 
-    /// What to read next, after a round's `ns` and `tcp` records: new processes' command
-    /// lines, and for JVMs with a listening agent their sockets (when the ones known are gone
-    /// from the table), threads (while they may wait for a debugger) and, in another network
-    /// namespace, that namespace's table and addresses.
-    pub fn requests(&self) -> Vec<Request> {
-        let mut proc_ = Vec::new();
-        let (mut fd, mut threads, mut net_) = (Vec::new(), Vec::new(), Vec::new());
-        // Namespaces whose table this round asks for already (through one of their processes).
-        let mut nets_asked = BTreeSet::new();
-        // Every process, whatever its network namespace: one that shares our process list
-        // (a bare `ip netns exec` namespace, a `--pid=host` container) is on this machine all
-        // the same, and is reached inside its namespace.
-        for (&pid, p) in &self.procs {
-            if p.command.is_none() {
-                proc_.push(pid);
-                continue;
-            }
-            let Some(agent) = super::found::agent_of(p) else { continue };
-            let other_net = self.in_other_net(p);
-            // Its namespace's table: once a round, through one of its processes; not at all
-            // while jdwpmux's own connection holds the agent and the table read since says so.
-            let settled = self.settled.contains(&pid) && p.net_settled;
-            if other_net && !p.net_read && !settled && net_of(p).is_some_and(|n| nets_asked.insert(n)) {
-                net_.push(pid);
-            }
-            if !agent.from_command_line && p.threads.is_none() {
-                // Only the agent's threads tell a JVM from a process that merely inherited
-                // JAVA_TOOL_OPTIONS.
-                threads.push(pid);
-            } else if agent.agent.suspend && super::found::waiting(p) != Some(false) {
-                threads.push(pid);
-            }
-            let known_gone = match (&p.fd_sockets, self.table_of(p)) {
-                (None, _) => !p.fd_read,
-                (Some(fds), Some(table)) => !table.iter().any(|s| fds.contains(&s.inode) && s.local.port() != 0),
-                (Some(_), None) => other_net,
-            };
-            if known_gone || (other_net && p.net_sockets.is_none()) {
-                fd.push(pid);
-            }
-        }
-        [("jdwpmux_proc", proc_), ("jdwpmux_fd", fd), ("jdwpmux_threads", threads), ("jdwpmux_net", net_)]
-            .into_iter()
-            .filter(|(_, pids)| !pids.is_empty())
-            .map(|(command, pids)| Request { command, pids })
-            .collect()
-    }
 }
 
 /// What tells a process's network namespace apart: its inode, else (not readable) the
 /// inode of its namespace's TCP table file. Both come from one kernel numbering.
-fn net_of(p: &ProcView) -> Option<u64> {
+pub(super) fn net_of(p: &ProcView) -> Option<u64> {
     p.net.or(p.net_seen)
 }
 

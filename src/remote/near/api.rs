@@ -150,7 +150,7 @@ impl NearLink {
     /// A connection to the far side's VM `vm` (a key from its list): the ends of a channel
     /// carrying that VM's JDWP connection from its start (the handshake is the caller's to
     /// send). Waits through a cut; the caller bounds the wait.
-    pub async fn open_channel(&self, vm: u32) -> Result<super::link::ChannelEnds, OpenError> {
+    pub async fn open_channel(&self, vm: u32) -> Result<super::ends::ChannelEnds, OpenError> {
         let (reply, answer) = oneshot::channel();
         self.cmds.send(Cmd::Open { vm, reply }).await.map_err(|_| OpenError::Ended)?;
         answer.await.map_err(|_| OpenError::Ended)?
@@ -181,7 +181,7 @@ impl NearLink {
 /// What the handle asks of the link's task.
 #[derive(Debug)]
 pub(super) enum Cmd {
-    Open { vm: u32, reply: oneshot::Sender<Result<super::link::ChannelEnds, OpenError>> },
+    Open { vm: u32, reply: oneshot::Sender<Result<super::ends::ChannelEnds, OpenError>> },
     Shutdown(oneshot::Sender<()>),
     Retry,
 }

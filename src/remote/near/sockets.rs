@@ -7,15 +7,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bytes::{Buf, Bytes};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn, Instrument};
 
-use super::link::{ChannelEnds, FromStream, NearLink};
-use crate::remote::protocol::frame::MAX_DATA;
+use super::api::NearLink;
+use super::ends::pump;
 
 /// How long a connection waits for its channel (through a cut, a new connection waits).
 pub const OPEN_TIMEOUT: Duration = Duration::from_secs(120);
@@ -112,80 +110,4 @@ async fn relay(conn: UnixStream, vm: u32, link: NearLink) {
     };
     let (read, write) = conn.into_split();
     pump(channel, read, write).await;
-}
-
-/// Moves a channel's bytes between its user's two halves and the link's queues until both
-/// ends are done: what `relay` does with a socket, and `ChannelEnds::into_stream` with an
-/// in-process stream.
-pub(super) async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(mut channel: ChannelEnds, mut read: R, mut write: W) {
-    let tx = channel.to_far();
-    let mut buf = vec![0u8; MAX_DATA];
-    // A piece read and waiting for room in the link's queue, and one of the far side's
-    // waiting for the user's socket: each direction waits on its own, as two copying tasks
-    // would (a link out of room must not stop the far side's bytes, which bring its acks).
-    let mut to_far: Option<Bytes> = None;
-    let mut to_user: Option<Bytes> = None;
-    let (mut reading, mut writing, mut far_open) = (true, true, true);
-    while reading || far_open || to_user.is_some() {
-        let step = tokio::select! {
-            p = tx.reserve(), if to_far.is_some() => Step::Room(p.ok()),
-            got = read_piece(&mut read, &mut buf), if reading && to_far.is_none() => Step::Read(got),
-            wrote = write.write(to_user.as_deref().unwrap_or_default()), if to_user.is_some() => Step::Wrote(wrote),
-            got = channel.from_far.recv(), if far_open && to_user.is_none() => Step::Far(got),
-        };
-        match step {
-            Step::Room(permit) => match (permit, to_far.take()) {
-                (Some(permit), Some(bytes)) => permit.send(channel.data(bytes)),
-                // The link has ended.
-                _ => return,
-            },
-            Step::Read(Some(bytes)) => to_far = Some(bytes),
-            // Its user closed it: the channel closes.
-            Step::Read(None) => {
-                reading = false;
-                channel.close().await;
-            }
-            Step::Wrote(Ok(n)) if n > 0 => {
-                if let Some(b) = &mut to_user {
-                    b.advance(n);
-                    if b.is_empty() {
-                        to_user = None;
-                    }
-                }
-            }
-            // The user's socket is broken: what the far side sends from now on is dropped
-            // (still taken, so the link never waits on this channel).
-            Step::Wrote(_) => {
-                to_user = None;
-                writing = false;
-            }
-            Step::Far(Some(bytes)) => to_user = Some(bytes).filter(|_| writing),
-            // The channel closed: the user sees the end of the stream.
-            Step::Far(None) => {
-                far_open = false;
-                if writing {
-                    let _ = write.shutdown().await;
-                }
-            }
-        }
-    }
-    channel.close().await;
-}
-
-/// What one wait of `relay` brought.
-enum Step<'a> {
-    Room(Option<tokio::sync::mpsc::Permit<'a, FromStream>>),
-    Read(Option<Bytes>),
-    Wrote(std::io::Result<usize>),
-    Far(Option<Bytes>),
-}
-
-/// Reads what the connection's user wrote: None at its end (or an error). One buffer for
-/// every read, each piece copied out at its size (a few hundred bytes): a piece split off
-/// would keep the buffer shared and the next read would allocate MAX_DATA bytes anew.
-async fn read_piece<R: AsyncRead + Unpin>(read: &mut R, buf: &mut [u8]) -> Option<Bytes> {
-    match read.read(buf).await {
-        Ok(0) | Err(_) => None,
-        Ok(n) => Some(Bytes::copy_from_slice(&buf[..n])),
-    }
 }

@@ -72,6 +72,10 @@ mod wire_tests;
 /// session's one-off probe at connect, 0x8000_0001, is below it.)
 pub const FAR_IDS: std::ops::RangeInclusive<u32> = 0xF000_0000..=u32::MAX;
 
+/// The most answers one stop carries on the wire (`wire`); a plan's class lookups stay
+/// within it (`plan`).
+pub const MAX_ANSWERS: usize = 256;
+
 /// A command as a debugger sends it, without its id: the key a gathered answer is found by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key {

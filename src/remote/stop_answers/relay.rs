@@ -82,7 +82,7 @@ pub struct Answers {
     pub thread: u64,
     pub answers: Vec<Gathered>,
     /// Commands the VM answered ABSENT_INFORMATION that the near cache keeps
-    /// (`session::nearcache::commands::ABSENT_KEPT`): only when [`Limits::absent`].
+    /// (`jdwp::unchanging::ABSENT_KEPT`): only when [`Limits::absent`].
     pub absent: Vec<super::Key>,
 }
 

@@ -17,8 +17,7 @@ use super::relay::Answers;
 use super::Key;
 use crate::jdwp::reader::Reader;
 
-/// The most answers one stop carries.
-pub const MAX_ANSWERS: usize = 256;
+pub use super::MAX_ANSWERS;
 /// The largest payload: a plan's kept bytes are bounded well below this.
 pub const MAX_WIRE: usize = 1024 * 1024;
 

@@ -3,8 +3,9 @@
 //! Version, ...) is answered by the proxy on the next asking, by any debugger on the same VM
 //! connection, without a round trip to the VM. Pure tables; the session calls them.
 //!
-//! - [`commands`]: which commands, the shape of their arguments, and why each is in (or
-//!   left out of) the table.
+//! - [`commands`] (`jdwp::unchanging`, as JDWP facts shared with `remote::stop_answers`):
+//!   which commands, the shape of their arguments, and why each is in (or left out of) the
+//!   table.
 //! - [`table`]: the cache itself: keyed by command and argument bytes, successful answers
 //!   only, a byte budget, dropped on RedefineClasses, ClassUnload, DisposeObjects of a type
 //!   and a new VM connection.
@@ -17,7 +18,7 @@
 //! until that request is in place, answers about types are not kept (facts about the VM
 //! are). A type whose signature the cache never saw is dropped on every ClassUnload.
 
-pub mod commands;
+pub use crate::jdwp::unchanging as commands;
 pub mod lasting;
 pub mod table;
 

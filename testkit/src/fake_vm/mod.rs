@@ -1,11 +1,14 @@
 //! An in-repo, DDM-aware fake VM that behaves like a JDWP VM server, plus the controls and
 //! observations tests use: inject events/chunks/raw bytes, drop the connection, and read back
-//! what it received, its suspend counts, event requests and connection counts.
+//! what it received, its suspend counts, event requests and connection counts. For load
+//! (many VMs, 200 MiB regions, THST floods) the lean ones of [`lean`] record nothing.
 
 mod conn;
 mod ddm;
 mod document;
 mod jdwp;
+pub mod lean;
+pub mod lean_wire;
 mod state;
 
 use std::net::SocketAddr;

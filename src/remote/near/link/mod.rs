@@ -21,12 +21,10 @@
 //!   cut, a session lost, taken over or refused, and the goodbye.
 //! - `frames`: the frames of a connection up: written, read and handled, and each
 //!   channel's Data on to its user.
-//! - `ends`: an open channel as its user holds it (`ChannelEnds`).
 //! - `counting`: the Data frames each connection carried, and how many compressed.
 
 mod attempt;
 mod counting;
-mod ends;
 mod frames;
 
 use std::time::Duration;
@@ -41,8 +39,8 @@ use super::api::Cmd;
 
 pub use super::api::{Config, Dial, LinkState, NearLink, OpenError};
 pub use attempt::{near_name, HELLO_TIMEOUT};
-pub use ends::ChannelEnds;
-pub(super) use ends::FromStream;
+pub use super::ends::ChannelEnds;
+pub(super) use super::ends::FromStream;
 use super::channels::Channels;
 use super::timing::{release_after, Backoff, Beat, Liveness};
 use crate::remote::protocol::frame::{Body, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};

@@ -26,9 +26,9 @@ const NATIVE: i32 = 0x0100;
 const ABSTRACT: i32 = 0x0400;
 
 /// A class lookup's limits: its answers all fit in one set on the wire (line tables of many
-/// methods could pass [`crate::remote::stop_answers::wire::MAX_ANSWERS`] otherwise).
+/// methods could pass [`crate::remote::stop_answers::MAX_ANSWERS`] otherwise).
 fn class_limits(limits: Limits) -> Limits {
-    Limits { commands: limits.commands.min(crate::remote::stop_answers::wire::MAX_ANSWERS), ..limits }
+    Limits { commands: limits.commands.min(crate::remote::stop_answers::MAX_ANSWERS), ..limits }
 }
 
 /// The classes of a VirtualMachine.ClassesBySignature reply (a count, then each class's tag,

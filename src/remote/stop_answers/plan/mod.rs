@@ -56,7 +56,7 @@
 //! per stop, and no command twice. Only replies with error code 0 are kept (an error goes
 //! to the VM again when asked), and, for a near side that reads them (`Limits::absent`),
 //! the ABSENT_INFORMATION answers its near cache keeps (what the class file lacks:
-//! `session::nearcache::commands::ABSENT_KEPT`). A reply that does not parse ends that
+//! `jdwp::unchanging::ABSENT_KEPT`). A reply that does not parse ends that
 //! branch of the plan, nothing else.
 //!
 //! - `reply`: a reply taken in: what it leads to, and each command issued once.

@@ -9,7 +9,7 @@ use crate::remote::stop_answers::values::{self, Field, CLASS};
 use crate::remote::stop_answers::Key;
 use crate::jdwp::reader::{put_id, Reader};
 use crate::jdwp::packet::error::ABSENT_INFORMATION;
-use crate::session::nearcache::commands::error_kept;
+use crate::jdwp::unchanging::error_kept;
 
 impl Plan {
     /// The reply to the command issued at position `n`; returns the commands it leads to.

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::{jdwp_string, Key, Lookup, NearCache, Pending, Slot, ENTRY_OVERHEAD, LARGEST_SHARE, MAX_PENDING};
 use crate::jdwp::events::IdSizes;
 use crate::jdwp::reader::Reader;
-use crate::session::nearcache::commands::{self, immutable, Args};
+use crate::jdwp::unchanging::{self as commands, immutable, Args};
 
 impl NearCache {
     /// The type a command names, when its data has the shape its row wants; None for a

@@ -3,7 +3,7 @@
 //! sizes; and the budget, least recently used out first.
 
 use super::{Key, NearCache};
-use crate::session::nearcache::commands::{self, immutable};
+use crate::jdwp::unchanging::{self as commands, immutable};
 
 impl NearCache {
     /// A RedefineClasses command on its way to the VM. `data` is its body when read whole;

@@ -1,6 +1,8 @@
 //! Which commands have answers that never change once the VM has given them, what their
 //! arguments are (the key), and why each is (or is not) in the table. Read against the
-//! JDWP specification (Java SE 17 and 25, `jdwp-protocol.html`).
+//! JDWP specification (Java SE 17 and 25, `jdwp-protocol.html`). JDWP facts, below both
+//! users: the session's near cache (`session::nearcache`, which names this `commands`)
+//! and the answering at a stop (`remote::stop_answers`), which keeps the same errors.
 //!
 //! An answer is kept per VM connection only: HotSpot's ids live in its reference table,
 //! which a debugger's departure resets, so an id means nothing on the next connection.
@@ -172,7 +174,7 @@ pub const ALL_CLASSES: (u8, u8) = (1, 3);
 pub const ALL_CLASSES_WITH_GENERIC: (u8, u8) = (1, 20);
 
 /// Commands never answered near whose answers teach the cache about types: forwarded, their
-/// replies read ([`super::Lookup::Watch`]).
+/// replies read (the near cache's `Lookup::Watch`).
 pub fn watched(set: u8, cmd: u8) -> bool {
     [CLASSES_BY_SIGNATURE, ALL_CLASSES, ALL_CLASSES_WITH_GENERIC].contains(&(set, cmd))
 }
