@@ -361,7 +361,7 @@ pub(crate) fn exec_spec(h: &Host, context: Option<&str>) -> ExecSpec {
         words.extend(["--context".to_string(), c.to_string()]);
     }
     words.extend(["-n", &h.namespace, &h.pod, "-c", &h.container, "--"].map(String::from));
-    ExecSpec { name: h.label(), text: shell_words::join(&words), words, compose: None }
+    ExecSpec { name: h.label(), text: shell_words::join(&words), words, compose: None, several: h.several }
 }
 
 #[cfg(test)]
@@ -376,5 +376,14 @@ mod tests {
         assert_eq!(spec.name, "shop/orders-5f7c9-x8k2p");
         assert_eq!(spec.place().to_string(), "pod shop/orders-5f7c9-x8k2p");
         assert_eq!(exec_spec(&h, None).text, "kubectl exec -i -n shop orders-5f7c9-x8k2p -c app --");
+    }
+
+    #[test]
+    fn a_container_of_a_pod_with_several_is_shown_with_the_pod() {
+        let h = Host { namespace: "shop".into(), pod: "orders-5f7c9-x8k2p".into(), uid: "u".into(), container: "app".into(), several: true, key: "kube:shop/deploy/orders/0/app".into() };
+        let spec = exec_spec(&h, None);
+        assert_eq!(spec.name, "shop/orders-5f7c9-x8k2p/app");
+        assert_eq!(spec.words[spec.words.len() - 3..], ["-c", "app", "--"]);
+        assert_eq!(spec.place().to_string(), "pod shop/orders-5f7c9-x8k2p (app)");
     }
 }
