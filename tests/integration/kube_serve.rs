@@ -274,3 +274,30 @@ async fn kube_fifty_pods_are_listed_within_five_seconds() {
     assert!(took < Duration::from_secs(5), "{PODS} pods took {took:?}");
     drop(served);
 }
+
+/// A pod deleted between the list and the start of the watch (the stand-in deletes it as
+/// soon as the first list has been read): the watch starts from the list's resource version,
+/// so its DELETED event is seen and the pod's row goes at once, not at the next list (which
+/// a healthy watch never runs). Exec forbidden: no container is needed, the rows are what is
+/// looked at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_a_pod_deleted_between_the_list_and_the_watch_is_not_followed() {
+    need_kubectl!();
+    let api = KubeApi::start().await.unwrap();
+    api.forbid_exec(true);
+    let gone = StandinPod::replica("shop", "orders", "5f7c9", "gggg1");
+    let kept = StandinPod::replica("shop", "orders", "5f7c9", "kkkk2");
+    let (gone_host, kept_host) = (format!("shop/{}", gone.name), format!("shop/{}", kept.name));
+    api.delete_after_next_list("shop", &gone.name);
+    api.put(gone);
+    api.put(kept);
+    let started = Instant::now();
+    let served = serve(&api, "shop", &[]);
+    hosts_until(&served, "the kept pod's row, the deleted pod's row gone", |h| host(h, &kept_host).is_some() && host(h, &gone_host).is_none() && served.log_text().contains(&format!("pod {gone_host} (app): the pod was deleted"))).await;
+    println!("[kube] the pod deleted after the list is gone after {:?}", started.elapsed());
+    assert!(api.store().get("shop", gone_host.trim_start_matches("shop/")).is_none(), "the stand-in deleted it after the list");
+    let is_list = |r: &str| r.strip_prefix("GET /api/v1/namespaces/shop/pods").is_some_and(|q| (q.is_empty() || q.starts_with('?')) && !q.contains("watch="));
+    let lists = api.requests().iter().filter(|r| is_list(r)).count();
+    assert_eq!(lists, 1, "no second list was needed: {:?}", api.requests());
+    drop(served);
+}
