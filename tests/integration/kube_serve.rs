@@ -301,3 +301,51 @@ async fn kube_a_pod_deleted_between_the_list_and_the_watch_is_not_followed() {
     assert_eq!(lists, 1, "no second list was needed: {:?}", api.requests());
     drop(served);
 }
+
+/// Rss, Pss and private (Private_Clean + Private_Dirty: USS) KiB of a process, from
+/// `/proc/PID/smaps_rollup`; None when it is gone.
+fn memory_kib(pid: u32) -> Option<(u64, u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let field = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()).unwrap_or(0);
+    Some((field("Rss:"), field("Pss:"), field("Private_Clean:") + field("Private_Dirty:")))
+}
+
+/// Five pods served at once, each through its own `kubectl exec -i` (containers with no JVM:
+/// the exec is what is measured, while they are looked at): each kubectl's Rss, Pss and
+/// private memory (USS) are printed. kubectl is one static binary: its text is shared by the
+/// five, so what a pod costs is its private memory, not its Rss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_the_memory_of_five_pods_execs_is_measured() {
+    need_kubectl!();
+    crate::need_docker!();
+    const PODS: usize = 5;
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let image = engine.image().await.unwrap();
+    let label = format!("{}={}", crate::support::containers::PID_LABEL, std::process::id());
+    let api = KubeApi::start().await.unwrap();
+    let mut cts = Vec::new();
+    let mut hosts = Vec::new();
+    for i in 0..PODS {
+        let name = format!("kube-mem{i}-{}", std::process::id());
+        engine.docker(&["run", "-d", "--name", &name, "--label", &label, "--network=none", &image, "/bin/sleep", "600"]).await.expect("a container with no JVM");
+        cts.push(NoJvm(name.clone()));
+        let pod = StandinPod::replica("shop", "proxy", "77aa1", &format!("mem{i:02}")).in_docker(&name);
+        hosts.push(format!("shop/{}", pod.name));
+        api.put(pod);
+    }
+    let served = serve(&api, "shop", &["--far-copy"]);
+    hosts_until(&served, "every pod looked at: up, no JVM", |h| hosts.iter().all(|p| host(h, p).is_some_and(|r| r["state"] == "up" && r["last_scan_ms"].is_u64()))).await;
+    let pids = crate::exec::execs_of(&served);
+    assert_eq!(pids.len(), PODS, "one kubectl exec per pod");
+    let mut sum = (0, 0, 0);
+    for &pid in &pids {
+        let (rss, pss, uss) = memory_kib(pid).expect("the exec runs");
+        println!("[kube] kubectl exec pid {pid}: Rss {rss} KiB, Pss {pss} KiB, private (USS) {uss} KiB");
+        sum = (sum.0 + rss, sum.1 + pss, sum.2 + uss);
+    }
+    let n = PODS as u64;
+    println!("[kube] per pod's kubectl exec, mean of {PODS}: Rss {} KiB, Pss {} KiB, private {} KiB", sum.0 / n, sum.1 / n, sum.2 / n);
+    assert!(sum.1 <= sum.0 && sum.2 <= sum.1, "Pss within Rss, private within Pss: {sum:?}");
+    drop(served);
+    drop(cts);
+}
