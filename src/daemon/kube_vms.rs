@@ -373,7 +373,7 @@ mod tests {
 
     #[test]
     fn a_pods_container_is_reached_by_kubectl_exec_and_shown_as_the_pod() {
-        let h = Host { namespace: "shop".into(), pod: "orders-5f7c9-x8k2p".into(), uid: "u".into(), container: "app".into(), several: false, key: "kube:shop/deploy/orders/0/app".into() };
+        let h = Host { namespace: "shop".into(), pod: "orders-5f7c9-x8k2p".into(), uid: "u".into(), container: "app".into(), several: false, key: "kube:shop/deploy/orders/0/app".into(), restarts: 0 };
         let spec = exec_spec(&h, Some("prod"));
         assert_eq!(spec.words, ["kubectl", "exec", "-i", "--context", "prod", "-n", "shop", "orders-5f7c9-x8k2p", "-c", "app", "--"]);
         assert_eq!(spec.name, "shop/orders-5f7c9-x8k2p");
@@ -383,7 +383,7 @@ mod tests {
 
     #[test]
     fn a_container_of_a_pod_with_several_is_shown_with_the_pod() {
-        let h = Host { namespace: "shop".into(), pod: "orders-5f7c9-x8k2p".into(), uid: "u".into(), container: "app".into(), several: true, key: "kube:shop/deploy/orders/0/app".into() };
+        let h = Host { namespace: "shop".into(), pod: "orders-5f7c9-x8k2p".into(), uid: "u".into(), container: "app".into(), several: true, key: "kube:shop/deploy/orders/0/app".into(), restarts: 0 };
         let spec = exec_spec(&h, None);
         assert_eq!(spec.name, "shop/orders-5f7c9-x8k2p/app");
         assert_eq!(spec.words[spec.words.len() - 3..], ["-c", "app", "--"]);

@@ -4,9 +4,11 @@
 //! listed as `pod NS/NAME`, ready, and jdb stops in it through its port (and steps on after
 //! the pod's kubectl exec is killed while it is stopped); a rollout (the new
 //! pod made, the old one deleted) lists the new pod's JVM on the same port; a pod of another
-//! namespace and one the selector leaves out are not followed. Exec forbidden: the pod's row
-//! says Forbidden in kubectl's words; the API server stopped: the `--kube` row says so, and
-//! is up again once the server is.
+//! namespace and one the selector leaves out are not followed; a pod deleted between the
+//! list and the watch goes; a pod whose container is restarted, then evicted, under a
+//! debugger is said so and its row goes; five pods' kubectl execs are measured. Exec
+//! forbidden: the pod's row says Forbidden in kubectl's words; the API server stopped: the
+//! `--kube` row says so, and is up again once the server is.
 
 use std::time::{Duration, Instant};
 
@@ -348,4 +350,45 @@ async fn kube_the_memory_of_five_pods_execs_is_measured() {
     assert!(sum.1 <= sum.0 && sum.2 <= sum.1, "Pss within Rss, private within Pss: {sum:?}");
     drop(served);
     drop(cts);
+}
+
+/// A debugger attached to a pod's JVM when the pod goes: its container restarted by the
+/// kubelet (restart count up), then the pod evicted. Each time the log names the pod and
+/// why, and after the eviction `list` has no row of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_a_pod_restarted_or_evicted_under_a_debugger_is_said_and_its_row_goes() {
+    need_kubectl!();
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let ct = orders(engine, "kubegoes").await;
+    let api = KubeApi::start().await.unwrap();
+    let pod = StandinPod::replica("shop", "orders", "5f7c9", "ev1ct").in_docker(ct.name());
+    let pod_host = format!("shop/{}", pod.name);
+    api.put(pod.clone());
+    let served = serve(&api, "shop:app=orders", &["--far-copy"]);
+    let rows = list_until(&served, "the pod's JVM ready", |r| ready(r, &pod_host, "Orders")).await;
+    let port = port_of(&rows, &pod_host, "Orders");
+
+    // Its container restarted (the count up, the stop not seen): said, served again.
+    let j = jdb(port).await;
+    list_until(&served, "jdb attached", |r| row(r, &pod_host, "Orders").is_some_and(|v| v["debuggers"].as_array().is_some_and(|d| !d.is_empty()))).await;
+    let mut restarted = pod.clone();
+    restarted.restarts = 1;
+    api.put(restarted.clone());
+    served.wait_log(&format!("pod {pod_host} (app): its container was restarted")).await;
+    list_until(&served, "the restarted container's JVM ready again on its port", |r| ready(r, &pod_host, "Orders") && port_of(r, &pod_host, "Orders") == port).await;
+    drop(j);
+
+    // Evicted under a debugger: said, and its rows go.
+    let j = jdb(port).await;
+    list_until(&served, "jdb attached again", |r| row(r, &pod_host, "Orders").is_some_and(|v| v["debuggers"].as_array().is_some_and(|d| !d.is_empty()))).await;
+    api.put(restarted.evicted());
+    served.wait_log(&format!("pod {pod_host} (app): the pod was evicted")).await;
+    list_until(&served, "the evicted pod's row gone", |r| row(r, &pod_host, "Orders").is_none()).await;
+    let hosts = crate::exec::listed(&served, true);
+    assert!(host(&hosts, &pod_host).is_none(), "its host row gone too: {hosts:?}");
+    let (_, text, _) = served.run(&["list"]);
+    assert!(!text.contains(&pod_host), "{text}");
+    drop(j);
+    drop(served);
 }
