@@ -6,7 +6,8 @@
 //! pod made, the old one deleted) lists the new pod's JVM on the same port; a pod of another
 //! namespace and one the selector leaves out are not followed; a pod deleted between the
 //! list and the watch goes; a pod whose container is restarted, then evicted, under a
-//! debugger is said so and its row goes; five pods' kubectl execs are measured. Exec
+//! debugger is said so and its row goes; a pod with two containers shows each in WHERE;
+//! five pods' kubectl execs are measured. Exec
 //! forbidden: the pod's row says Forbidden in kubectl's words; the API server stopped: the
 //! `--kube` row says so, and is up again once the server is.
 
@@ -390,5 +391,30 @@ async fn kube_a_pod_restarted_or_evicted_under_a_debugger_is_said_and_its_row_go
     let (_, text, _) = served.run(&["list"]);
     assert!(!text.contains(&pod_host), "{text}");
     drop(j);
+    drop(served);
+}
+
+/// A pod with two containers (both execs land in the one Docker container of the stand-in's
+/// pod): each container is a host of its own, `NS/POD/C`, and its JVM's WHERE names the
+/// container, `pod NS/POD (C)`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_a_pod_with_several_containers_shows_the_container() {
+    need_kubectl!();
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let ct = orders(engine, "kubetwo").await;
+    let api = KubeApi::start().await.unwrap();
+    let pod = StandinPod::replica("shop", "orders", "5f7c9", "tw0cs").with_containers(&["app", "sidecar"]).in_docker(ct.name());
+    let name = pod.name.clone();
+    api.put(pod);
+    let served = serve(&api, "shop:app=orders", &["--far-copy"]);
+    let app = format!("shop/{name}/app");
+    let rows = list_until(&served, "the app container's JVM ready", |r| ready(r, &app, "Orders")).await;
+    assert_eq!(row(&rows, &app, "Orders").unwrap()["process"]["place"], format!("pod shop/{name} (app)"), "{rows:?}");
+    let hosts = crate::exec::listed(&served, true);
+    assert!(host(&hosts, &format!("shop/{name}/sidecar")).is_some() && host(&hosts, &format!("shop/{name}")).is_none(), "{hosts:?}");
+    let (_, text, _) = served.run(&["list"]);
+    assert!(text.contains(&format!("pod shop/{name} (app)")), "{text}");
+    println!("[kube] {text}");
     drop(served);
 }
