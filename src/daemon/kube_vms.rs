@@ -1,6 +1,7 @@
 //! Pods followed through this user's own kubectl (`serve --kube NAMESPACE[:SELECTOR]`): per
-//! `--kube`, a list (`kubectl get pods -o json`), then a watch (`--watch
-//! --output-watch-events`), read into `remote::kube::hosts`'s table; each running container
+//! `--kube`, a list (`kubectl get --raw /api/v1/namespaces/NS/pods?labelSelector=SEL`: the
+//! API server's own, with its resource version), then a watch from that version (`kubectl get
+//! --raw '...pods?watch=1&resourceVersion=RV'`: nothing changed between the two is missed), read into `remote::kube::hosts`'s table; each running container
 //! of each running pod is served as an `--exec` host (`kubectl exec -i -n NS POD -c C --`)
 //! while the table says, its JVMs keyed by the pod's workload slot so that a rollout's new
 //! pod takes the ports of the pod it replaces. When kubectl ends (the API server down, the
@@ -102,7 +103,7 @@ impl Follower {
         loop {
             let why = tokio::select! {
                 listed = self.list() => match listed {
-                    Ok(pods) => {
+                    Ok((pods, rv)) => {
                         let n = pods.len();
                         debug!(pods = n, "listed");
                         self.mark_busy();
@@ -112,7 +113,7 @@ impl Follower {
                         if said.take().is_some() {
                             info!("kubectl answers again for {}", self.spec);
                         }
-                        match self.watch().await {
+                        match self.watch(&rv).await {
                             Ended::Cancelled => break,
                             Ended::Ended(why, ran) => {
                                 if ran >= HEALTHY {
@@ -153,9 +154,9 @@ impl Follower {
         cmd
     }
 
-    /// Every pod selected now.
-    async fn list(&self) -> Result<Vec<pod::Pod>, String> {
-        let args = self.args(&["-o", "json"]);
+    /// Every pod selected now, and the list's resource version.
+    async fn list(&self) -> Result<(Vec<pod::Pod>, String), String> {
+        let args = self.spec.list_args(self.spawner.settings.kube_context.as_deref());
         let out = match tokio::time::timeout(LIST_TIMEOUT, crate::remote::ssh::start_far::bounded_output(self.kubectl(&args), MAX_LIST_BYTES)).await {
             Err(_) => return Err(format!("`{KUBECTL} get pods` did not answer within {} s", LIST_TIMEOUT.as_secs())),
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => return Err(format!("no {KUBECTL} command on PATH")),
@@ -167,13 +168,14 @@ impl Follower {
             tail.push(&out.stderr[..out.stderr.len().min(MAX_STDERR)]);
             return Err(tail.said().unwrap_or_else(|| format!("`{KUBECTL} get pods` exited with {:?}", out.status)));
         }
-        pod::parse_list(&out.stdout).map(|(pods, _)| pods).map_err(|e| format!("kubectl's pod list was not read: {e}"))
+        pod::parse_list(&out.stdout).map_err(|e| format!("kubectl's pod list was not read: {e}"))
     }
 
-    /// Runs the watch until kubectl ends or the daemon does.
-    async fn watch(&mut self) -> Ended {
+    /// Runs the watch from the list's resource version `rv` until kubectl ends or the daemon
+    /// does.
+    async fn watch(&mut self, rv: &str) -> Ended {
         let began = Instant::now();
-        let args = self.args(&["-o", "json", "--watch", "--output-watch-events"]);
+        let args = self.spec.watch_args(self.spawner.settings.kube_context.as_deref(), rv);
         let mut cmd = self.kubectl(&args);
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = match cmd.spawn() {
@@ -199,7 +201,8 @@ impl Follower {
                         for piece in split.feed(&buf[..n]) {
                             match piece {
                                 Piece::Object(bytes) => match WatchEvent::parse(&bytes) {
-                                    // kubectl ends the watch itself after an ERROR event; the list is run again then.
+                                    // The API server ends the watch after an ERROR event (410 Gone: the
+                                    // version is too old); the list is run again then.
                                     Ok(WatchEvent::Error { code, reason, message }) => debug!(code, reason, message, "the watch says it ends"),
                                     Ok(ev) => {
                                         self.mark_busy();
@@ -361,7 +364,7 @@ pub(crate) fn exec_spec(h: &Host, context: Option<&str>) -> ExecSpec {
         words.extend(["--context".to_string(), c.to_string()]);
     }
     words.extend(["-n", &h.namespace, &h.pod, "-c", &h.container, "--"].map(String::from));
-    ExecSpec { name: h.label(), text: shell_words::join(&words), words, compose: None }
+    ExecSpec { name: h.label(), text: shell_words::join(&words), words, compose: None, several: h.several }
 }
 
 #[cfg(test)]
@@ -370,11 +373,20 @@ mod tests {
 
     #[test]
     fn a_pods_container_is_reached_by_kubectl_exec_and_shown_as_the_pod() {
-        let h = Host { namespace: "shop".into(), pod: "orders-5f7c9-x8k2p".into(), uid: "u".into(), container: "app".into(), several: false, key: "kube:shop/deploy/orders/0/app".into() };
+        let h = Host { namespace: "shop".into(), pod: "orders-5f7c9-x8k2p".into(), uid: "u".into(), container: "app".into(), several: false, key: "kube:shop/deploy/orders/0/app".into(), restarts: 0 };
         let spec = exec_spec(&h, Some("prod"));
         assert_eq!(spec.words, ["kubectl", "exec", "-i", "--context", "prod", "-n", "shop", "orders-5f7c9-x8k2p", "-c", "app", "--"]);
         assert_eq!(spec.name, "shop/orders-5f7c9-x8k2p");
         assert_eq!(spec.place().to_string(), "pod shop/orders-5f7c9-x8k2p");
         assert_eq!(exec_spec(&h, None).text, "kubectl exec -i -n shop orders-5f7c9-x8k2p -c app --");
+    }
+
+    #[test]
+    fn a_container_of_a_pod_with_several_is_shown_with_the_pod() {
+        let h = Host { namespace: "shop".into(), pod: "orders-5f7c9-x8k2p".into(), uid: "u".into(), container: "app".into(), several: true, key: "kube:shop/deploy/orders/0/app".into(), restarts: 0 };
+        let spec = exec_spec(&h, None);
+        assert_eq!(spec.name, "shop/orders-5f7c9-x8k2p/app");
+        assert_eq!(spec.words[spec.words.len() - 3..], ["-c", "app", "--"]);
+        assert_eq!(spec.place().to_string(), "pod shop/orders-5f7c9-x8k2p (app)");
     }
 }

@@ -4,9 +4,12 @@
 //! listed as `pod NS/NAME`, ready, and jdb stops in it through its port (and steps on after
 //! the pod's kubectl exec is killed while it is stopped); a rollout (the new
 //! pod made, the old one deleted) lists the new pod's JVM on the same port; a pod of another
-//! namespace and one the selector leaves out are not followed. Exec forbidden: the pod's row
-//! says Forbidden in kubectl's words; the API server stopped: the `--kube` row says so, and
-//! is up again once the server is.
+//! namespace and one the selector leaves out are not followed; a pod deleted between the
+//! list and the watch goes; a pod whose container is restarted, then evicted, under a
+//! debugger is said so and its row goes; a pod with two containers shows each in WHERE;
+//! five pods' kubectl execs are measured. Exec
+//! forbidden: the pod's row says Forbidden in kubectl's words; the API server stopped: the
+//! `--kube` row says so, and is up again once the server is.
 
 use std::time::{Duration, Instant};
 
@@ -272,5 +275,146 @@ async fn kube_fifty_pods_are_listed_within_five_seconds() {
     let rss_kib = std::fs::read_to_string(format!("/proc/{}/status", served.pid())).unwrap().lines().find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().unwrap())).unwrap();
     println!("[kube] {PODS} pods listed in {took:?}; serve's RSS then {rss_kib} KiB in all (its kubectl children not counted)");
     assert!(took < Duration::from_secs(5), "{PODS} pods took {took:?}");
+    drop(served);
+}
+
+/// A pod deleted between the list and the start of the watch (the stand-in deletes it as
+/// soon as the first list has been read): the watch starts from the list's resource version,
+/// so its DELETED event is seen and the pod's row goes at once, not at the next list (which
+/// a healthy watch never runs). Exec forbidden: no container is needed, the rows are what is
+/// looked at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_a_pod_deleted_between_the_list_and_the_watch_is_not_followed() {
+    need_kubectl!();
+    let api = KubeApi::start().await.unwrap();
+    api.forbid_exec(true);
+    let gone = StandinPod::replica("shop", "orders", "5f7c9", "gggg1");
+    let kept = StandinPod::replica("shop", "orders", "5f7c9", "kkkk2");
+    let (gone_host, kept_host) = (format!("shop/{}", gone.name), format!("shop/{}", kept.name));
+    api.delete_after_next_list("shop", &gone.name);
+    api.put(gone);
+    api.put(kept);
+    let started = Instant::now();
+    let served = serve(&api, "shop", &[]);
+    hosts_until(&served, "the kept pod's row, the deleted pod's row gone", |h| host(h, &kept_host).is_some() && host(h, &gone_host).is_none() && served.log_text().contains(&format!("pod {gone_host} (app): the pod was deleted"))).await;
+    println!("[kube] the pod deleted after the list is gone after {:?}", started.elapsed());
+    assert!(api.store().get("shop", gone_host.trim_start_matches("shop/")).is_none(), "the stand-in deleted it after the list");
+    let is_list = |r: &str| r.strip_prefix("GET /api/v1/namespaces/shop/pods").is_some_and(|q| (q.is_empty() || q.starts_with('?')) && !q.contains("watch="));
+    let lists = api.requests().iter().filter(|r| is_list(r)).count();
+    assert_eq!(lists, 1, "no second list was needed: {:?}", api.requests());
+    drop(served);
+}
+
+/// Rss, Pss and private (Private_Clean + Private_Dirty: USS) KiB of a process, from
+/// `/proc/PID/smaps_rollup`; None when it is gone.
+fn memory_kib(pid: u32) -> Option<(u64, u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let field = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()).unwrap_or(0);
+    Some((field("Rss:"), field("Pss:"), field("Private_Clean:") + field("Private_Dirty:")))
+}
+
+/// Five pods served at once, each through its own `kubectl exec -i` (containers with no JVM:
+/// the exec is what is measured, while they are looked at): each kubectl's Rss, Pss and
+/// private memory (USS) are printed. kubectl is one static binary: its text is shared by the
+/// five, so what a pod costs is its private memory, not its Rss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_the_memory_of_five_pods_execs_is_measured() {
+    need_kubectl!();
+    crate::need_docker!();
+    const PODS: usize = 5;
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let image = engine.image().await.unwrap();
+    let label = format!("{}={}", crate::support::containers::PID_LABEL, std::process::id());
+    let api = KubeApi::start().await.unwrap();
+    let mut cts = Vec::new();
+    let mut hosts = Vec::new();
+    for i in 0..PODS {
+        let name = format!("kube-mem{i}-{}", std::process::id());
+        engine.docker(&["run", "-d", "--name", &name, "--label", &label, "--network=none", &image, "/bin/sleep", "600"]).await.expect("a container with no JVM");
+        cts.push(NoJvm(name.clone()));
+        let pod = StandinPod::replica("shop", "proxy", "77aa1", &format!("mem{i:02}")).in_docker(&name);
+        hosts.push(format!("shop/{}", pod.name));
+        api.put(pod);
+    }
+    let served = serve(&api, "shop", &["--far-copy"]);
+    hosts_until(&served, "every pod looked at: up, no JVM", |h| hosts.iter().all(|p| host(h, p).is_some_and(|r| r["state"] == "up" && r["last_scan_ms"].is_u64()))).await;
+    let pids = crate::exec::execs_of(&served);
+    assert_eq!(pids.len(), PODS, "one kubectl exec per pod");
+    let mut sum = (0, 0, 0);
+    for &pid in &pids {
+        let (rss, pss, uss) = memory_kib(pid).expect("the exec runs");
+        println!("[kube] kubectl exec pid {pid}: Rss {rss} KiB, Pss {pss} KiB, private (USS) {uss} KiB");
+        sum = (sum.0 + rss, sum.1 + pss, sum.2 + uss);
+    }
+    let n = PODS as u64;
+    println!("[kube] per pod's kubectl exec, mean of {PODS}: Rss {} KiB, Pss {} KiB, private {} KiB", sum.0 / n, sum.1 / n, sum.2 / n);
+    assert!(sum.1 <= sum.0 && sum.2 <= sum.1, "Pss within Rss, private within Pss: {sum:?}");
+    drop(served);
+    drop(cts);
+}
+
+/// A debugger attached to a pod's JVM when the pod goes: its container restarted by the
+/// kubelet (restart count up), then the pod evicted. Each time the log names the pod and
+/// why, and after the eviction `list` has no row of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_a_pod_restarted_or_evicted_under_a_debugger_is_said_and_its_row_goes() {
+    need_kubectl!();
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let ct = orders(engine, "kubegoes").await;
+    let api = KubeApi::start().await.unwrap();
+    let pod = StandinPod::replica("shop", "orders", "5f7c9", "ev1ct").in_docker(ct.name());
+    let pod_host = format!("shop/{}", pod.name);
+    api.put(pod.clone());
+    let served = serve(&api, "shop:app=orders", &["--far-copy"]);
+    let rows = list_until(&served, "the pod's JVM ready", |r| ready(r, &pod_host, "Orders")).await;
+    let port = port_of(&rows, &pod_host, "Orders");
+
+    // Its container restarted (the count up, the stop not seen): said, served again.
+    let j = jdb(port).await;
+    list_until(&served, "jdb attached", |r| row(r, &pod_host, "Orders").is_some_and(|v| v["debuggers"].as_array().is_some_and(|d| !d.is_empty()))).await;
+    let mut restarted = pod.clone();
+    restarted.restarts = 1;
+    api.put(restarted.clone());
+    served.wait_log(&format!("pod {pod_host} (app): its container was restarted")).await;
+    list_until(&served, "the restarted container's JVM ready again on its port", |r| ready(r, &pod_host, "Orders") && port_of(r, &pod_host, "Orders") == port).await;
+    drop(j);
+
+    // Evicted under a debugger: said, and its rows go.
+    let j = jdb(port).await;
+    list_until(&served, "jdb attached again", |r| row(r, &pod_host, "Orders").is_some_and(|v| v["debuggers"].as_array().is_some_and(|d| !d.is_empty()))).await;
+    api.put(restarted.evicted());
+    served.wait_log(&format!("pod {pod_host} (app): the pod was evicted")).await;
+    list_until(&served, "the evicted pod's row gone", |r| row(r, &pod_host, "Orders").is_none()).await;
+    let hosts = crate::exec::listed(&served, true);
+    assert!(host(&hosts, &pod_host).is_none(), "its host row gone too: {hosts:?}");
+    let (_, text, _) = served.run(&["list"]);
+    assert!(!text.contains(&pod_host), "{text}");
+    drop(j);
+    drop(served);
+}
+
+/// A pod with two containers (both execs land in the one Docker container of the stand-in's
+/// pod): each container is a host of its own, `NS/POD/C`, and its JVM's WHERE names the
+/// container, `pod NS/POD (C)`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_a_pod_with_several_containers_shows_the_container() {
+    need_kubectl!();
+    crate::need_docker!();
+    let engine = DockerEngine::get().await.expect("a Docker Engine");
+    let ct = orders(engine, "kubetwo").await;
+    let api = KubeApi::start().await.unwrap();
+    let pod = StandinPod::replica("shop", "orders", "5f7c9", "tw0cs").with_containers(&["app", "sidecar"]).in_docker(ct.name());
+    let name = pod.name.clone();
+    api.put(pod);
+    let served = serve(&api, "shop:app=orders", &["--far-copy"]);
+    let app = format!("shop/{name}/app");
+    let rows = list_until(&served, "the app container's JVM ready", |r| ready(r, &app, "Orders")).await;
+    assert_eq!(row(&rows, &app, "Orders").unwrap()["process"]["place"], format!("pod shop/{name} (app)"), "{rows:?}");
+    let hosts = crate::exec::listed(&served, true);
+    assert!(host(&hosts, &format!("shop/{name}/sidecar")).is_some() && host(&hosts, &format!("shop/{name}")).is_none(), "{hosts:?}");
+    let (_, text, _) = served.run(&["list"]);
+    assert!(text.contains(&format!("pod shop/{name} (app)")), "{text}");
+    println!("[kube] {text}");
     drop(served);
 }

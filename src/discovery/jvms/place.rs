@@ -71,8 +71,10 @@ pub enum Place {
     /// its labels say. Shown only: the container is known by its name.
     Container { runtime: Runtime, name: String, id: Option<String>, compose: Option<String> },
     /// `namespace` and `name` are empty when no `/var/log/pods` entry named the pod (then
-    /// `name` is its hostname when that was readable).
-    Pod { namespace: String, name: String, uid: String, container: Option<String> },
+    /// `name` is its hostname when that was readable). `several`: the pod is known to have
+    /// several containers (a pod followed through the API server says so; `/proc` cannot
+    /// tell): then its WHERE names the container too, `pod shop/orders-5f7c9-x8k2p (app)`.
+    Pod { namespace: String, name: String, uid: String, container: Option<String>, several: bool },
     Netns { name: Option<String> },
     /// As jdwpmux on another host said it (`Display` of one of the above there), already
     /// bounded by the link's frame; its name is kept as the workload, as there.
@@ -111,11 +113,17 @@ impl fmt::Display for Place {
                     None => write!(f, "({runtime})"),
                 }
             }
-            Place::Pod { namespace, name, uid, .. } => match (namespace.is_empty(), name.is_empty()) {
-                (false, _) => write!(f, "pod {namespace}/{name}"),
-                (true, false) => write!(f, "pod {name}"),
-                (true, true) => write!(f, "pod {}", uid.get(..8).unwrap_or(uid)),
-            },
+            Place::Pod { namespace, name, uid, container, several } => {
+                match (namespace.is_empty(), name.is_empty()) {
+                    (false, _) => write!(f, "pod {namespace}/{name}")?,
+                    (true, false) => write!(f, "pod {name}")?,
+                    (true, true) => write!(f, "pod {}", uid.get(..8).unwrap_or(uid))?,
+                }
+                match container {
+                    Some(c) if *several => write!(f, " ({c})"),
+                    _ => Ok(()),
+                }
+            }
             Place::Netns { name: Some(n) } => write!(f, "netns {n}"),
             Place::Netns { name: None } => f.write_str("network namespace"),
             Place::Reported(text) => f.write_str(text),
@@ -473,7 +481,7 @@ fn pod(host: &HostFacts, uid: &str, id: Option<&str>, hostname: Option<&str>) ->
         })
     });
     let (namespace, name_) = named.unwrap_or_else(|| (String::new(), hostname.map(name).unwrap_or_default()));
-    Place::Pod { namespace, name: name_, uid: uid.to_string(), container }
+    Place::Pod { namespace, name: name_, uid: uid.to_string(), container, several: false }
 }
 
 /// A name from untrusted text: printable, at most `MAX_NAME` characters.

@@ -48,6 +48,7 @@ fn places_by_rule() {
         name: "orders-7d9f8b6c4-x2z9q".into(),
         uid: UID.into(),
         container: container.map(String::from),
+        several: false,
     };
     let uid_ = UID.replace('-', "_");
     let rows: Vec<(String, Place)> = vec![
@@ -124,6 +125,13 @@ fn pods_and_namespaces() {
     let place = place_of(&p, &host(), Some(9));
     assert_eq!(place.to_string(), "pod shop/orders-7d9f8b6c4-x2z9q");
     assert_eq!(place.workload().as_deref(), Some("shop/orders"));
+    // Its container is known (`app`) but not whether it has others: shown as the pod alone;
+    // a pod known to have several containers is shown with the container, keyed the same.
+    assert!(matches!(&place, Place::Pod { container: Some(c), several: false, .. } if c == "app"), "{place:?}");
+    let Place::Pod { namespace, name, uid, container, .. } = place.clone() else { unreachable!() };
+    let several = Place::Pod { namespace, name, uid, container, several: true };
+    assert_eq!(several.to_string(), "pod shop/orders-7d9f8b6c4-x2z9q (app)");
+    assert_eq!(several.workload(), place.workload());
     // No /var/log/pods entry: the pod's hostname names it.
     let mut p = p;
     p.set_env([&b"HOSTNAME=orders-7d9f8b6c4-x2z9q"[..]].into_iter());
@@ -181,7 +189,7 @@ fn workloads() {
     assert_eq!(container(Runtime::Podman, "", None).workload(), None);
     assert_eq!(Place::Netns { name: Some("jmh1".into()) }.workload().as_deref(), Some("jmh1"));
     assert_eq!(Place::Netns { name: None }.workload(), None);
-    let sts = Place::Pod { namespace: "db".into(), name: "pg-1".into(), uid: UID.into(), container: None };
+    let sts = Place::Pod { namespace: "db".into(), name: "pg-1".into(), uid: UID.into(), container: None, several: false };
     assert_eq!(sts.workload().as_deref(), Some("db/pg-1"));
 }
 
@@ -189,7 +197,7 @@ fn workloads() {
 fn exec_hints_name_the_runtimes_own_command() {
     assert_eq!(container(Runtime::Podman, "billing-api", Some(ID)).exec_hint().as_deref(), Some("serve --exec billing-api='podman exec -i billing-api' --far-copy"));
     assert_eq!(container(Runtime::Docker, "orders", None).exec_hint().as_deref(), Some("serve --exec orders='docker exec -i orders' --far-copy"));
-    let pod = Place::Pod { namespace: "shop".into(), name: "orders-5f7c".into(), uid: UID.into(), container: Some("app".into()) };
+    let pod = Place::Pod { namespace: "shop".into(), name: "orders-5f7c".into(), uid: UID.into(), container: Some("app".into()), several: false };
     assert_eq!(pod.exec_hint().as_deref(), Some("serve --exec orders-5f7c='kubectl exec -i -n shop orders-5f7c -c app --' --far-copy"));
     // No name, another runtime, or a name a shell would read otherwise: no hint.
     for p in [container(Runtime::Podman, "", None), container(Runtime::Containerd, "x", None), container(Runtime::Podman, "a'b; rm", None), Place::Netns { name: None }] {

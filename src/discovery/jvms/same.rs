@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn pods_by_namespace_and_name_and_nothing_outside_containers() {
-        let pod = |ns: &str, c: Option<&str>| Place::Pod { namespace: ns.into(), name: "orders-5f7c".into(), uid: String::new(), container: c.map(str::to_string) };
+        let pod = |ns: &str, c: Option<&str>| Place::Pod { namespace: ns.into(), name: "orders-5f7c".into(), uid: String::new(), container: c.map(str::to_string), several: false };
         let a = Print::of(&pod("shop", Some("app")), Some(5005), CMD, Some(1)).unwrap();
         assert!(a.same(&Print::of(&pod("shop", None), Some(5005), CMD, Some(1)).unwrap()));
         assert!(!a.same(&Print::of(&pod("shop", Some("sidecar")), Some(5005), CMD, Some(1)).unwrap()));

@@ -18,6 +18,9 @@ pub struct ExecSpec {
     /// The Compose service of the container it enters, when the runtime named one (set by
     /// `remote::runtime`; an `--exec` the user gave has none).
     pub compose: Option<String>,
+    /// The pod it enters has several containers (set by the pod follower, `remote::kube`,
+    /// which knows; an `--exec` the user gave has false): its WHERE names the container.
+    pub several: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -48,7 +51,7 @@ impl std::str::FromStr for ExecSpec {
         if words.is_empty() {
             return Err(SpecError::Empty(name.into()));
         }
-        Ok(ExecSpec { name: name.into(), text: text.trim().to_string(), words, compose: None })
+        Ok(ExecSpec { name: name.into(), text: text.trim().to_string(), words, compose: None, several: false })
     }
 }
 
@@ -74,7 +77,11 @@ impl ExecSpec {
         let w = without_sudo(&all);
         let tool = w.first().map(|p| p.rsplit('/').next().unwrap_or(p)).unwrap_or("");
         match (tool, w.get(1).copied()) {
-            ("kubectl" | "oc", Some("exec")) => kubectl_place(&w[2..]).unwrap_or_else(|| Place::Reported(self.name.clone())),
+            ("kubectl" | "oc", Some("exec")) => match kubectl_place(&w[2..]) {
+                Some(Place::Pod { namespace, name, uid, container, .. }) => Place::Pod { namespace, name, uid, container, several: self.several },
+                Some(other) => other,
+                None => Place::Reported(self.name.clone()),
+            },
             ("podman" | "docker", Some("exec")) => match first_operand(&w[2..], &["-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys", "--preserve-fds"]) {
                 Some(c) => Place::Container { runtime: if tool == "podman" { Runtime::Podman } else { Runtime::Docker }, name: c.to_string(), id: None, compose: self.compose.clone() },
                 None => Place::Reported(self.name.clone()),
@@ -128,7 +135,7 @@ fn kubectl_place(args: &[&str]) -> Option<Place> {
         }
         i += 1;
     }
-    Some(Place::Pod { namespace: ns, name: pod?, uid: String::new(), container })
+    Some(Place::Pod { namespace: ns, name: pod?, uid: String::new(), container, several: false })
 }
 
 /// The first word that is neither an option nor the value of one of `with_value`.
@@ -171,7 +178,7 @@ mod tests {
     fn places_read_from_the_command() {
         let place = |s: &str| s.parse::<ExecSpec>().unwrap().place().to_string();
         assert_eq!(place("o=kubectl exec -i -n shop orders-5f7c -c app --"), "pod shop/orders-5f7c");
-        assert_eq!(place("o=kubectl exec -i orders-5f7c --"), Place::Pod { namespace: String::new(), name: "orders-5f7c".into(), uid: String::new(), container: None }.to_string());
+        assert_eq!(place("o=kubectl exec -i orders-5f7c --"), Place::Pod { namespace: String::new(), name: "orders-5f7c".into(), uid: String::new(), container: None, several: false }.to_string());
         assert_eq!(place("o=/usr/bin/kubectl exec -i pod/x --namespace=n --context prod --"), "pod n/x");
         assert_eq!(place("o=kubectl exec -i --namespace=n pod/x --"), "pod n/x");
         assert_eq!(place("b=podman exec -i -u 0 billing-api"), "container billing-api (podman)");

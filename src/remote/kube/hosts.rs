@@ -9,8 +9,11 @@
 //!   deleted, so a rollout's new pod ends in the slot of the pod it replaces, and its JVM
 //!   (keyed by this and its main class) on that pod's port;
 //! - a host whose key changes (its pod moved down a slot when another went) is stopped and
-//!   started again under the new key; stops come before starts in every answer (a pod's
-//!   host row is named by the pod).
+//!   started again under the new key, and so is one whose container's restart count went up
+//!   (the kubelet restarted it: its JVM is a new one); stops come before starts in every
+//!   answer (a pod's host row is named by the pod);
+//! - each stop says why, as the log line that closes its debuggers does: deleted, evicted,
+//!   not running, its container stopped or restarted, moved.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,6 +31,9 @@ pub struct Host {
     pub several: bool,
     /// What its JVMs' keys start with: `kube:NS/KIND/WORKLOAD/SLOT/CONTAINER`.
     pub key: String,
+    /// Its container's restart count when it was started: a higher one means the kubelet
+    /// restarted the container (its JVM is a new one), seen or not while it was down.
+    pub restarts: u32,
 }
 
 impl Host {
@@ -53,8 +59,12 @@ pub enum Why {
     Deleted,
     /// The pod's phase is no longer Running.
     NotRunning(Phase),
+    /// The kubelet evicted the pod (phase Failed, reason `Evicted`).
+    Evicted,
     /// Its container stopped (it may be restarted by the kubelet: then a new host).
     ContainerStopped,
+    /// Its container was restarted (its restart count went up): a new host for it.
+    Restarted,
     /// Its pod took another slot: started again under its new key.
     Moved,
 }
@@ -64,7 +74,9 @@ impl std::fmt::Display for Why {
         match self {
             Why::Deleted => f.write_str("the pod was deleted"),
             Why::NotRunning(p) => write!(f, "the pod is {p:?} now"),
+            Why::Evicted => f.write_str("the pod was evicted"),
             Why::ContainerStopped => f.write_str("its container stopped"),
+            Why::Restarted => f.write_str("its container was restarted"),
             Why::Moved => f.write_str("the pod took the place of one that went"),
         }
     }
@@ -161,7 +173,7 @@ impl PodHosts {
             for c in p.running() {
                 let k = slot_key(p, &c.name);
                 let Some(slot) = self.slots.slot_of(&k, &p.uid) else { continue };
-                let h = Host { namespace: p.namespace.clone(), pod: p.name.clone(), uid: p.uid.clone(), container: c.name.clone(), several, key: key_text(&k, slot) };
+                let h = Host { namespace: p.namespace.clone(), pod: p.name.clone(), uid: p.uid.clone(), container: c.name.clone(), several, key: key_text(&k, slot), restarts: c.restarts };
                 want.insert(h.id(), h);
             }
         }
@@ -170,6 +182,7 @@ impl PodHosts {
         for (id, h) in &self.hosts {
             match want.get(id) {
                 Some(w) if w == h => {}
+                Some(w) if w.restarts > h.restarts => stops.push(Change::Stop(h.clone(), Why::Restarted)),
                 Some(_) => stops.push(Change::Stop(h.clone(), Why::Moved)),
                 None => stops.push(Change::Stop(h.clone(), self.why_gone(h))),
             }
@@ -187,6 +200,7 @@ impl PodHosts {
     fn why_gone(&self, h: &Host) -> Why {
         match self.pods.get(&h.uid) {
             None => Why::Deleted,
+            Some(p) if p.phase == Phase::Failed && p.reason.as_deref() == Some("Evicted") => Why::Evicted,
             Some(p) if p.phase != Phase::Running => Why::NotRunning(p.phase),
             Some(_) => Why::ContainerStopped,
         }

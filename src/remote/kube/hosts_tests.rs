@@ -11,6 +11,7 @@ fn replica(ns: &str, deploy: &str, hash: &str, suffix: &str) -> Pod {
         resource_version: "1".into(),
         phase: Phase::Running,
         deleting: false,
+        reason: None,
         containers: vec![Container { name: "app".into(), running: true, restarts: 0 }],
         labels: [("app".to_string(), deploy.to_string()), ("pod-template-hash".to_string(), hash.to_string())].into(),
         owner: Some(Owner { kind: "ReplicaSet".into(), name: format!("{deploy}-{hash}") }),
@@ -155,4 +156,36 @@ proptest! {
             prop_assert_eq!(keys.len(), up.len());
         }
     }
+}
+
+/// Why a host stops, as its log line says it: evicted (phase Failed, reason Evicted), its
+/// container restarted (its restart count up, whether or not its stop was seen), deleted.
+#[test]
+fn a_pod_that_goes_says_why() {
+    let mut t = PodHosts::default();
+    let a = replica("shop", "orders", "5f7c9", "x8k2p");
+    let b = replica("shop", "orders", "5f7c9", "q2w8n");
+    t.event(WatchEvent::Added(a.clone()));
+    t.event(WatchEvent::Added(b.clone()));
+    // a's container restarted between two events: stopped and started again under its key.
+    let mut restarted = a.clone();
+    restarted.containers[0].restarts = 1;
+    let c = t.event(WatchEvent::Modified(restarted.clone()));
+    assert_eq!(stops(&c), [("shop/orders-5f7c9-x8k2p".to_string(), Why::Restarted)]);
+    assert_eq!(starts(&c), [("shop/orders-5f7c9-x8k2p".to_string(), "kube:shop/deploy/orders/0/app".to_string())]);
+    assert_eq!(Why::Restarted.to_string(), "its container was restarted");
+    assert_eq!(t.event(WatchEvent::Modified(restarted)), []);
+    // b evicted: Failed with reason Evicted.
+    let mut evicted = b.clone();
+    evicted.phase = Phase::Failed;
+    evicted.reason = Some("Evicted".into());
+    evicted.containers[0].running = false;
+    assert_eq!(stops(&t.event(WatchEvent::Modified(evicted))), [("shop/orders-5f7c9-q2w8n".to_string(), Why::Evicted)]);
+    assert_eq!(Why::Evicted.to_string(), "the pod was evicted");
+    // Failed for another reason: said as its phase.
+    let mut t = PodHosts::default();
+    t.event(WatchEvent::Added(b.clone()));
+    let mut failed = b;
+    failed.phase = Phase::Failed;
+    assert_eq!(stops(&t.event(WatchEvent::Modified(failed))), [("shop/orders-5f7c9-q2w8n".to_string(), Why::NotRunning(Phase::Failed))]);
 }

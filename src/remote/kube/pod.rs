@@ -108,6 +108,8 @@ pub struct Pod {
     pub phase: Phase,
     /// Being deleted (`metadata.deletionTimestamp` set).
     pub deleting: bool,
+    /// `status.reason`: why it is in its phase (`Evicted` for a pod the kubelet evicted).
+    pub reason: Option<String>,
     pub containers: Vec<Container>,
     pub labels: BTreeMap<String, String>,
     pub owner: Option<Owner>,
@@ -289,6 +291,7 @@ struct RawContainer {
 #[serde(default, rename_all = "camelCase")]
 struct RawStatus {
     phase: Option<String>,
+    reason: Option<String>,
     container_statuses: Option<Vec<RawContainerStatus>>,
 }
 
@@ -343,6 +346,10 @@ impl RawPod {
             resource_version,
             phase: Phase::parse(self.status.phase.as_deref()),
             deleting: m.deletion_timestamp.is_some(),
+            reason: match self.status.reason {
+                Some(r) => Some(bounded(&r, "a pod's reason")?.to_string()),
+                None => None,
+            },
             containers,
             labels,
             owner,

@@ -30,6 +30,15 @@ fn a_deployments_pod() {
     assert_eq!(pod.owner, Some(Owner { kind: "ReplicaSet".into(), name: "orders-5f7c9".into() }));
     assert_eq!(pod.workload(), Workload::Deployment("orders".into()));
     assert_eq!(pod.ordinal(), None);
+    assert_eq!(pod.reason, None);
+    // Evicted: the kubelet's reason is read; an overlong one is an error.
+    let mut v = replica();
+    v["status"]["phase"] = "Failed".into();
+    v["status"]["reason"] = "Evicted".into();
+    let pod = Pod::parse(v.to_string().as_bytes()).unwrap();
+    assert_eq!((pod.phase, pod.reason.as_deref()), (Phase::Failed, Some("Evicted")));
+    v["status"]["reason"] = "x".repeat(MAX_NAME + 1).into();
+    assert!(Pod::parse(v.to_string().as_bytes()).is_err());
 }
 
 #[test]

@@ -72,6 +72,60 @@ impl KubeSpec {
         }
         a
     }
+
+    /// kubectl's words for a list of these pods as the API server gives it, its resource
+    /// version with it: `[--context C] get --raw /api/v1/namespaces/NS/pods[?labelSelector=SEL]`.
+    /// (`kubectl get pods -o json` prints a `List` it made itself, with no version.)
+    pub fn list_args(&self, context: Option<&str>) -> Vec<String> {
+        self.raw(context, None)
+    }
+
+    /// kubectl's words for a watch of these pods from resource version `rv` (the version of
+    /// the list just read; empty: from now, every pod first as ADDED): `[--context C] get
+    /// --raw /api/v1/namespaces/NS/pods?watch=1&resourceVersion=RV[&labelSelector=SEL]`.
+    /// `kubectl get --watch` has no flag for the version it starts from, and lists anew
+    /// itself: a pod deleted between that list and the one read before would never be said
+    /// gone. The raw watch's events are the API server's own, one JSON object a line.
+    pub fn watch_args(&self, context: Option<&str>, rv: &str) -> Vec<String> {
+        self.raw(context, Some(rv))
+    }
+
+    fn raw(&self, context: Option<&str>, watch_from: Option<&str>) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(c) = context {
+            a.extend(["--context".to_string(), c.to_string()]);
+        }
+        let mut query = Vec::new();
+        if let Some(rv) = watch_from {
+            query.push("watch=1".to_string());
+            if !rv.is_empty() {
+                query.push(format!("resourceVersion={}", query_escaped(rv)));
+            }
+        }
+        if let Some(sel) = &self.selector {
+            query.push(format!("labelSelector={}", query_escaped(sel)));
+        }
+        let mut path = format!("/api/v1/namespaces/{}/pods", self.namespace);
+        if !query.is_empty() {
+            path.push('?');
+            path.push_str(&query.join("&"));
+        }
+        a.extend(["get".to_string(), "--raw".to_string(), path]);
+        a
+    }
+}
+
+/// A query value percent-encoded: every byte but the unreserved ones (RFC 3986).
+fn query_escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -93,5 +147,19 @@ mod tests {
             assert!(bad.parse::<KubeSpec>().is_err(), "{bad:?}");
         }
         assert!("shop:".parse::<KubeSpec>().unwrap_err().to_string().contains("leave the ':' out"));
+    }
+
+    #[test]
+    fn the_watch_starts_from_the_lists_version() {
+        let s: KubeSpec = "shop:tier in (web,api),!canary".parse().unwrap();
+        assert_eq!(
+            s.watch_args(Some("prod"), "4711"),
+            ["--context", "prod", "get", "--raw", "/api/v1/namespaces/shop/pods?watch=1&resourceVersion=4711&labelSelector=tier%20in%20%28web%2Capi%29%2C%21canary"]
+        );
+        let all: KubeSpec = "billing".parse().unwrap();
+        assert_eq!(all.watch_args(None, ""), ["get", "--raw", "/api/v1/namespaces/billing/pods?watch=1"]);
+        assert_eq!(all.list_args(None), ["get", "--raw", "/api/v1/namespaces/billing/pods"]);
+        assert_eq!(s.list_args(None), ["get", "--raw", "/api/v1/namespaces/shop/pods?labelSelector=tier%20in%20%28web%2Capi%29%2C%21canary"]);
+        assert_eq!(query_escaped("a=b&c"), "a%3Db%26c");
     }
 }

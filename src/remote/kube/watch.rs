@@ -1,7 +1,7 @@
-//! kubectl's watch output cut into events: `kubectl get pods -o json --watch
-//! --output-watch-events` prints each event (`{"type": "ADDED", "object": {...}}`) as
-//! indented JSON, one object after another with no separator but whitespace, the pods of its
-//! first list as ADDED events. This finds where each top-level object ends (braces counted
+//! kubectl's watch output cut into events: `kubectl get --raw '...pods?watch=1&...'` prints
+//! the API server's events (`{"type": "ADDED", "object": {...}}`) one JSON object a line,
+//! and `kubectl get pods -o json --watch --output-watch-events` as indented JSON, one object
+//! after another with no separator but whitespace. This finds where each top-level object ends (braces counted
 //! outside strings), so each is read alone by [`super::pod::WatchEvent::parse`]. Pure; an
 //! object over [`MAX_EVENT_BYTES`] is an error and is skipped whole.
 

@@ -54,6 +54,9 @@ pub(crate) struct Shared {
     /// Every request's method and path with query, in order (for tests that check what
     /// kubectl asked).
     requests: Mutex<Vec<String>>,
+    /// Pods (namespace, name) deleted as soon as the next list has been read from the store:
+    /// a deletion made between a client's list and the start of its watch.
+    after_list: Mutex<Vec<(String, String)>>,
 }
 
 /// The stand-in API server. Dropping it stops it.
@@ -75,6 +78,7 @@ impl KubeApi {
             port: AtomicU16::new(port),
             stop: watch::channel(false).0,
             requests: Mutex::new(Vec::new()),
+            after_list: Mutex::new(Vec::new()),
         });
         let dir = tempfile::Builder::new().prefix("kube-standin").tempdir()?;
         let config = format!(
@@ -142,6 +146,13 @@ impl KubeApi {
     /// Deletes a pod (watchers get DELETED); false when there was none.
     pub fn delete(&self, namespace: &str, name: &str) -> bool {
         self.shared.store.delete(namespace, name)
+    }
+
+    /// Deletes the pod right after the next list (not a watch) is read from the store, before
+    /// its answer is sent: the list has it, and its DELETED event comes after the list's
+    /// resource version, so only a watch started from that version sees it go.
+    pub fn delete_after_next_list(&self, namespace: &str, name: &str) {
+        self.shared.after_list.lock().unwrap_or_else(|e| e.into_inner()).push((namespace.into(), name.into()));
     }
 
     /// While set, every exec is answered 403 Forbidden with a Status, as RBAC does.

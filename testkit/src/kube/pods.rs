@@ -30,6 +30,8 @@ pub struct StandinPod {
     pub containers: Vec<String>,
     /// `status.phase`: Running, Pending, Succeeded, Failed.
     pub phase: String,
+    /// `status.reason` (`Evicted` for a pod the kubelet evicted).
+    pub reason: Option<String>,
     /// The Docker container every exec into this pod runs in (`docker exec -i NAME ...`);
     /// None: an exec into it fails as a pod whose container is not running.
     pub docker: Option<String>,
@@ -53,6 +55,7 @@ impl StandinPod {
             owner: Some(("ReplicaSet".into(), format!("{deployment}-{hash}"))),
             containers: vec!["app".into()],
             phase: "Running".into(),
+            reason: None,
             docker: None,
             restarts: 0,
         }
@@ -70,6 +73,7 @@ impl StandinPod {
             owner: Some(("StatefulSet".into(), set.into())),
             containers: vec!["app".into()],
             phase: "Running".into(),
+            reason: None,
             docker: None,
             restarts: 0,
         }
@@ -93,6 +97,14 @@ impl StandinPod {
 
     pub fn with_phase(mut self, phase: &str) -> StandinPod {
         self.phase = phase.into();
+        self
+    }
+
+    /// Evicted by the kubelet, as a real one shows it: phase Failed, reason Evicted, its
+    /// containers no longer running.
+    pub fn evicted(mut self) -> StandinPod {
+        self.phase = "Failed".into();
+        self.reason = Some("Evicted".into());
         self
     }
 
@@ -122,6 +134,11 @@ impl StandinPod {
             })
             .collect();
         let containers: Vec<Value> = self.containers.iter().map(|c| json!({"name": c, "image": "jdwpmux-test-jdk"})).collect();
+        let mut status = json!({"phase": self.phase, "podIP": "10.0.0.1", "containerStatuses": statuses});
+        if let Some(r) = &self.reason {
+            status["reason"] = r.clone().into();
+            status["message"] = "The node was low on resource: memory.".into();
+        }
         json!({
             "apiVersion": "v1",
             "kind": "Pod",
@@ -131,7 +148,7 @@ impl StandinPod {
                 "labels": self.labels, "ownerReferences": owners,
             },
             "spec": {"containers": containers, "nodeName": "standin", "restartPolicy": "Always"},
-            "status": {"phase": self.phase, "podIP": "10.0.0.1", "containerStatuses": statuses},
+            "status": status,
         })
     }
 }

@@ -98,6 +98,9 @@ fn list_or_watch(shared: &Arc<Shared>, ns: Option<String>, q: &HashMap<String, S
         return watch_response(shared, ns, selector, from);
     }
     let (pods, rv) = shared.store.list(ns.as_deref(), &selector);
+    for (ns, name) in std::mem::take(&mut *shared.after_list.lock().unwrap_or_else(|e| e.into_inner())) {
+        shared.store.delete(&ns, &name);
+    }
     let items: Vec<Value> = pods.iter().map(|(p, rv)| p.to_json(*rv)).collect();
     json_ok(json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}, "items": items}))
 }
