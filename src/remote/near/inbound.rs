@@ -47,8 +47,8 @@ pub fn first(frame: Frame, new_session: bool) -> First {
             return First::Retry(format!("the far side refused a new session ({reason:?}): {text}"))
         }
         Body::Bye { reason: reason @ (ByeReason::UnknownSession | ByeReason::BadToken), text } => return First::SessionGone(format!("{text} ({reason:?})")),
-        Body::Bye { reason: ByeReason::Busy, text } => return First::Busy(text),
-        Body::Bye { reason: ByeReason::Replaced, text } => return First::TakenOver(text),
+        Body::Bye { reason: ByeReason::Busy, text } => return First::Busy(said_or(text, "the far side serves another near side (its goodbye said no more)")),
+        Body::Bye { reason: ByeReason::Replaced, text } => return First::TakenOver(said_or(text, "another near side took the far side over (its goodbye said no more)")),
         Body::Bye { reason, text } => return First::Retry(format!("the far side said goodbye ({reason:?}): {text}")),
         other => return First::Retry(format!("the far side began with a {:?} frame", other.kind())),
     };
@@ -57,6 +57,16 @@ pub fn first(frame: Frame, new_session: bool) -> First {
         return First::Refused(format!("the far side (jdwpmux {}) {why}: it cannot be used by this one (jdwpmux {})", far.binary, env!("CARGO_PKG_VERSION")));
     }
     First::Hello(far)
+}
+
+/// The far side's words, or what its goodbye's kind says when it said none: a row's reason
+/// is never empty.
+fn said_or(text: String, none: &str) -> String {
+    if text.trim().is_empty() {
+        none.to_string()
+    } else {
+        text
+    }
 }
 
 /// What is wrong with a far side's Hello, in words that say it (None: nothing). A range

@@ -28,6 +28,13 @@ fn the_first_frame() {
     assert_eq!(first(bye(ByeReason::Other(99), "later"), false), First::Retry("the far side said goodbye (Other(99)): later".into()));
     assert_eq!(first(link(Body::Ack), false), First::Retry("the far side began with a Ack frame".into()));
     assert_eq!(first(bye(ByeReason::Replaced, "another serve took this far side over"), false), First::TakenOver("another serve took this far side over".into()));
+    // Found by the nearlink fuzz target: an empty Busy or Replaced goodbye gave an empty
+    // reason (a host row saying `busy: ` and nothing).
+    for empty in ["", "  "] {
+        assert_eq!(first(bye(ByeReason::Busy, empty), true), First::Busy("the far side serves another near side (its goodbye said no more)".into()));
+        assert_eq!(first(bye(ByeReason::Replaced, empty), false), First::TakenOver("another near side took the far side over (its goodbye said no more)".into()));
+    }
+    assert_eq!(first(bye(ByeReason::Busy, "serves dev@box"), true), First::Busy("serves dev@box".into()));
 }
 
 /// A far side that says "no such session" to a request for a new one is not believed: the
