@@ -48,7 +48,7 @@ pub fn first(frame: Frame, new_session: bool) -> First {
         }
         Body::Bye { reason: reason @ (ByeReason::UnknownSession | ByeReason::BadToken), text } => return First::SessionGone(format!("{text} ({reason:?})")),
         Body::Bye { reason: ByeReason::Busy, text } => return First::Busy(said_or(text, "the far side serves another near side (its goodbye said no more)")),
-        Body::Bye { reason: ByeReason::Replaced, text } => return First::TakenOver(said_or(text, "another near side took the far side over (its goodbye said no more)")),
+        Body::Bye { reason: ByeReason::Replaced, text } => return First::TakenOver(said_or(text, TAKEN_OVER)),
         Body::Bye { reason, text } => return First::Retry(format!("the far side said goodbye ({reason:?}): {text}")),
         other => return First::Retry(format!("the far side began with a {:?} frame", other.kind())),
     };
@@ -58,6 +58,9 @@ pub fn first(frame: Frame, new_session: bool) -> First {
     }
     First::Hello(far)
 }
+
+/// A take-over's reason when the far side's goodbye gave none.
+const TAKEN_OVER: &str = "another near side took the far side over (its goodbye said no more)";
 
 /// The far side's words, or what its goodbye's kind says when it said none: a row's reason
 /// is never empty.
@@ -150,7 +153,7 @@ pub fn judge(resume: &mut Resume, frame: Frame) -> Inbound {
         Ok(Received::Link) => match frame.body {
             Body::Ping(stamp) => Inbound::Pong(stamp),
             Body::Ack | Body::Pong(_) => Inbound::Nothing,
-            Body::Bye { reason: ByeReason::Replaced, text } => Inbound::TakenOver(text),
+            Body::Bye { reason: ByeReason::Replaced, text } => Inbound::TakenOver(said_or(text, TAKEN_OVER)),
             Body::Bye { reason, text } => Inbound::Lose(Broken::Bye { reason, text }),
             // Hello was refused above; a link kind a later version adds lands here.
             other => Inbound::Lose(Broken::Unexpected(other.kind())),

@@ -92,6 +92,9 @@ fn frames_after_the_hello() {
     let close = Frame { channel: 1, seq: 4, ack: 1, body: Body::Close { reason: CloseReason::VmClosed, text: "exit".into() } };
     assert_eq!(judge(&mut r, close), Inbound::Closed { channel: 1, reason: CloseReason::VmClosed, text: "exit".into() });
     assert_eq!(r.inn.last(), 4);
+    // Found by the nearlink fuzz target: a take-over's goodbye without words in the middle
+    // of a connection gave an empty reason.
+    assert_eq!(judge(&mut r, link(Body::Bye { reason: ByeReason::Replaced, text: " ".into() })), Inbound::TakenOver("another near side took the far side over (its goodbye said no more)".into()));
 }
 
 #[test]
