@@ -342,17 +342,7 @@ impl Follower {
 
     /// The private folder of the links' sockets, made now if no host made it before.
     fn dir(&self) -> Option<std::path::PathBuf> {
-        let mut d = self.dir.lock().ok()?;
-        if d.is_none() {
-            match crate::remote::ssh::private_dir(self.spawner.settings.control.as_deref()) {
-                Ok(made) => *d = Some(made),
-                Err(e) => {
-                    warn!("pods cannot be reached: no private folder for their sockets: {e}");
-                    return None;
-                }
-            }
-        }
-        d.clone()
+        super::runtime_vms::private_dir(&self.dir, &self.spawner, "pods cannot be reached")
     }
 }
 

@@ -48,6 +48,22 @@ pub(crate) type Shared = Arc<Mutex<Known>>;
 /// The daemon's private folder for the links' sockets: made by whoever needs it first.
 pub(crate) type SharedDir = Arc<Mutex<Option<PathBuf>>>;
 
+/// The shared private folder, made now if no host made it before; `who` names what cannot be
+/// reached when it cannot be made.
+pub(super) fn private_dir(dir: &SharedDir, spawner: &Spawner, who: &str) -> Option<PathBuf> {
+    let mut d = dir.lock().ok()?;
+    if d.is_none() {
+        match crate::remote::ssh::private_dir(spawner.settings.control.as_deref()) {
+            Ok(made) => *d = Some(made),
+            Err(e) => {
+                warn!("{who}: no private folder for their sockets: {e}");
+                return None;
+            }
+        }
+    }
+    d.clone()
+}
+
 /// How often the plan is looked at when nothing new was seen (to end hosts of containers
 /// gone for good).
 const TICK: Duration = Duration::from_secs(15);
@@ -258,16 +274,6 @@ impl Follower {
 
     /// The private folder of the links' sockets, made now if no host made it before.
     fn dir(&self) -> Option<PathBuf> {
-        let mut d = self.dir.lock().ok()?;
-        if d.is_none() {
-            match crate::remote::ssh::private_dir(self.spawner.settings.control.as_deref()) {
-                Ok(made) => *d = Some(made),
-                Err(e) => {
-                    warn!("containers cannot be reached through their runtime: no private folder for their sockets: {e}");
-                    return None;
-                }
-            }
-        }
-        d.clone()
+        private_dir(&self.dir, &self.spawner, "containers cannot be reached through their runtime")
     }
 }

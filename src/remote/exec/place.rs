@@ -218,8 +218,14 @@ mod tests {
 
     /// `sh -c PROBE` with the given HOME (None: unset) and XDG_CACHE_HOME (None: unset).
     fn probe_in_sh(home: Option<&str>, cache: Option<&std::path::Path>) -> String {
+        sh_with(&probe_script("0.0.0-test"), home, cache.map(|p| p.as_os_str()))
+    }
+
+    /// What `sh -c SCRIPT` prints with the given HOME and XDG_CACHE_HOME (None: unset); it
+    /// must succeed.
+    fn sh_with(script: &str, home: Option<&str>, cache: Option<&std::ffi::OsStr>) -> String {
         let mut c = std::process::Command::new("sh");
-        c.arg("-c").arg(probe_script("0.0.0-test")).env_remove("HOME").env_remove("XDG_CACHE_HOME");
+        c.arg("-c").arg(script).env_remove("HOME").env_remove("XDG_CACHE_HOME");
         if let Some(h) = home {
             c.env("HOME", h);
         }
@@ -266,17 +272,8 @@ mod tests {
     /// The candidates as a plain sh makes them (printed, nothing made: /tmp/jdwpmux-UID is
     /// also a daemon's own folder on this machine).
     fn candidates_in_sh(home: Option<&str>, cache: Option<&str>) -> Vec<String> {
-        let mut c = std::process::Command::new("sh");
-        c.arg("-c").arg(format!("v=1.2.3\n{CANDIDATES}\nprintf '%s\\n' \"$@\"")).env_remove("HOME").env_remove("XDG_CACHE_HOME");
-        if let Some(h) = home {
-            c.env("HOME", h);
-        }
-        if let Some(x) = cache {
-            c.env("XDG_CACHE_HOME", x);
-        }
-        let out = c.output().unwrap();
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+        let script = format!("v=1.2.3\n{CANDIDATES}\nprintf '%s\\n' \"$@\"");
+        sh_with(&script, home, cache.map(std::ffi::OsStr::new)).lines().map(str::to_string).collect()
     }
 
     #[test]
