@@ -102,7 +102,7 @@ const KNOWN_CIRCLES: &[&str] = &[
     // Not taken apart yet: the piece both sides use goes to a file of its own.
     // The ways in and the near side name each other (near's Dial::Exec, restart's FarMode):
     // the dial kinds and a far side's unusable reasons belong below both.
-    "remote: copy <-> ssh <-> host <-> status <-> near <-> exec",
+    "remote: copy <-> ssh <-> host <-> near <-> exec",
 ];
 
 #[test]

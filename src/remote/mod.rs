@@ -33,7 +33,7 @@
 //!   `kube_vms` runs kubectl and the hosts.
 //! - [`host`]: one remote host's config, its report (the JVMs found, their sockets) and the
 //!   task serving it by plain ssh. [`naming`]: stable keys and sockets per JVM. [`status`]: a
-//!   host's row in `list` and on the page.
+//!   host's link state and its row in `list` and on the page.
 
 pub mod copy;
 pub mod exec;
@@ -48,6 +48,7 @@ pub mod ssh;
 pub mod status;
 pub mod stop_answers;
 
-pub use host::{HostConfig, HostReport, LinkState, RemoteVm};
+pub use host::{HostConfig, HostReport, RemoteVm};
+pub use status::LinkState;
 pub use ssh::cmd::SshOptions;
 pub use ssh::destination::Destination;

@@ -19,9 +19,9 @@ use crate::remote::ssh::through_far::{follow_release, mirror_rows, publish, FarC
 use crate::remote::near::link::{self, Dial, LinkState as NearState};
 use crate::remote::near::sockets::Sockets;
 use crate::remote::near::timing::Backoff;
-use crate::remote::host::{HostConfig, HostReport, LinkState};
+use crate::remote::host::{HostConfig, HostReport};
 use crate::remote::naming::Names;
-use crate::remote::status::HostTable;
+use crate::remote::status::{HostTable, LinkState};
 
 /// Waits before the exec is tried again after it failed: 1 s doubling to 30 s.
 const FIRST_WAIT: Duration = Duration::from_secs(1);

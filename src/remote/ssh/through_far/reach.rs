@@ -15,7 +15,8 @@ use crate::remote::protocol::ready::Ready;
 use crate::remote::ssh::through_far::restart::{self, Unusable};
 use crate::remote::ssh::start_far::FarUnusable;
 use crate::remote::near::timing::{Backoff, Retry, RESTART_AFTER};
-use crate::remote::host::{HostConfig, HostReport, LinkState};
+use crate::remote::host::{HostConfig, HostReport};
+use crate::remote::status::LinkState;
 use crate::remote::ssh::master::Link;
 
 pub(super) enum Reached {

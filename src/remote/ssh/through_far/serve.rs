@@ -22,10 +22,10 @@ use crate::remote::ssh::through_far::restart::{self, Check, Unusable, FIRST_CHEC
 use crate::remote::near::sockets::Sockets;
 use crate::remote::ssh::start_far::{self as ssh, FarUnusable};
 use crate::remote::near::timing::{retry_plan, Backoff, Retry};
-use crate::remote::host::{HostConfig, HostReport, LinkState, FIRST_BACKOFF, MAX_BACKOFF};
+use crate::remote::host::{HostConfig, HostReport, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::remote::ssh::master::Link;
 use crate::remote::naming::Names;
-use crate::remote::status::HostTable;
+use crate::remote::status::{HostTable, LinkState};
 
 /// How long the one scan round that tells the login's uid may take.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(20);
