@@ -20,7 +20,7 @@ use super::twins::{self, Held, Step};
 use super::Spawner;
 use crate::discovery::adb::AdbServer;
 use crate::discovery::jvms::same;
-use crate::remote::ssh::through_far::{FarChoice, FarMode};
+use crate::remote::far_choice::{FarChoice, FarMode};
 use crate::registry::{Source, VmId};
 use crate::remote::{self, host::ADB_PORT, HostConfig, HostReport, LinkState, RemoteVm};
 use crate::session::Located;

@@ -27,6 +27,8 @@
 //!   ([`ssh::master`]), starting the far side through it ([`ssh::start_far`]) and the host
 //!   served that way ([`ssh::through_far`]).
 //! - [`exec`] and [`copy`]: the runtime way in, and this binary copied to a host.
+//! - [`far_choice`]: how `serve` uses jdwpmux on a host (`--far` and its options), read by
+//!   the settings and followed by both ways in over the near link. Pure.
 //! - [`kube`]: Kubernetes pods (`--kube`): a pod read from the API server's JSON, its
 //!   workload, the table that keeps each workload's container on a stable slot across
 //!   rollouts, which pod containers have an exec host, and which rest. Pure; the daemon's
@@ -38,6 +40,7 @@
 pub mod copy;
 pub mod exec;
 pub mod far;
+pub mod far_choice;
 pub mod host;
 pub mod kube;
 pub mod naming;

@@ -9,7 +9,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::{reach_far, FarChoice, FarMode};
+use super::reach_far;
+use crate::remote::far_choice::{FarChoice, FarMode};
 use crate::remote::near::netwatch::NetChanges;
 use crate::remote::protocol::ready::Ready;
 use crate::remote::ssh::through_far::restart::{self, Unusable};

@@ -13,7 +13,7 @@ use tracing::{debug, info, warn};
 use super::lines::{fallback_line, hold_line, restart_line, silence_line, silent_line, taken_over_line};
 use super::reach::{pause, phase, reach_again, say_once, Reached, Retrying};
 use super::report::{follow_release, now_ms, publish};
-use super::{FarChoice, FarMode};
+use crate::remote::far_choice::{FarChoice, FarMode};
 use crate::remote::copy;
 use crate::remote::near::link::{self, Dial, LinkState as NearState, NearLink};
 use crate::remote::near::netwatch::NetChanges;
