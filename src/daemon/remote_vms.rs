@@ -35,7 +35,7 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
         if far.mode == FarMode::Never {
             spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         } else {
-            spawner.tracker.spawn(crate::remote::ssh::through_far::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
+            spawner.tracker.spawn(crate::remote::through_far::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         }
         let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", exec: false, live: HashMap::new(), said: SaidOnce::default(), adb: None, busy_noted: false, cancel: spawner.cancel.clone() };
         spawner.tracker.spawn(follower.run(rx));

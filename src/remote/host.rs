@@ -2,7 +2,7 @@
 //! every interval, and a forward per JVM from a local socket to where its agent listens.
 //! What it knows is published on a watch channel; the daemon turns it into VM sessions.
 //! A probe run on the first link made may take the host over with that link
-//! (`run_probing`: jdwpmux on the host, `remote::ssh::through_far`).
+//! (`run_probing`: jdwpmux on the host, `remote::through_far`).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;

@@ -7,8 +7,8 @@
 //!   connection from a Unix socket in the daemon's private folder to the VM's agent
 //!   ([`host`], over [`ssh`]). Nothing is installed on the host and no TCP port is opened.
 //! - **ssh, through jdwpmux on the host** (`--far`): the far side started through that
-//!   master, its socket forwarded, and the [`near`] link over it
-//!   ([`ssh::through_far`]).
+//!   master, its socket forwarded, and the [`near`] link over it ([`through_far`], over
+//!   [`ssh`]).
 //! - **a runtime's exec** (`--exec`: kubectl, podman, docker): the exec's pipe is the near
 //!   link's stream ([`exec`]); the binary copied in when the host has none ([`copy`]).
 //!
@@ -24,8 +24,9 @@
 //! - [`stop_answers`]: answers gathered at a stop by the far side and served near while still
 //!   the VM's truth; the early answers. Pure tables.
 //! - [`ssh`]: the ssh client's command lines, errors, config, paths, the master connection
-//!   ([`ssh::master`]), starting the far side through it ([`ssh::start_far`]) and the host
-//!   served that way ([`ssh::through_far`]).
+//!   ([`ssh::master`]) and starting the far side through it ([`ssh::start_far`]).
+//! - [`through_far`]: one `--ssh` host served through jdwpmux on it: the far side started
+//!   through the master (or copied there), its socket forwarded, the near link over it.
 //! - [`exec`] and [`copy`]: the runtime way in, and this binary copied to a host.
 //! - [`far_choice`]: how `serve` uses jdwpmux on a host (`--far` and its options), read by
 //!   the settings and followed by both ways in over the near link. Pure.
@@ -50,6 +51,7 @@ pub mod runtime;
 pub mod ssh;
 pub mod status;
 pub mod stop_answers;
+pub mod through_far;
 
 pub use host::{HostConfig, HostReport, RemoteVm};
 pub use status::LinkState;

@@ -16,7 +16,7 @@ use super::spec::ExecSpec;
 use super::start::{self, NotStarted};
 use super::tail::Tail;
 use crate::remote::far_choice::FarChoice;
-use crate::remote::ssh::through_far::{follow_release, mirror_rows, publish};
+use crate::remote::through_far::{follow_release, mirror_rows, publish};
 use crate::remote::near::link::{self, Dial, LinkState as NearState};
 use crate::remote::near::sockets::Sockets;
 use crate::remote::near::timing::Backoff;

@@ -13,7 +13,7 @@ use super::reach_far;
 use crate::remote::far_choice::{FarChoice, FarMode};
 use crate::remote::near::netwatch::NetChanges;
 use crate::remote::protocol::ready::Ready;
-use crate::remote::ssh::through_far::restart::{self, Unusable};
+use crate::remote::through_far::restart::{self, Unusable};
 use crate::remote::ssh::start_far::FarUnusable;
 use crate::remote::near::timing::{Backoff, Retry, RESTART_AFTER};
 use crate::remote::host::{HostConfig, HostReport};

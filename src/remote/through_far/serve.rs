@@ -18,7 +18,7 @@ use crate::remote::copy;
 use crate::remote::near::link::{self, Dial, LinkState as NearState, NearLink};
 use crate::remote::near::netwatch::NetChanges;
 use crate::remote::protocol::ready::Ready;
-use crate::remote::ssh::through_far::restart::{self, Check, Unusable, FIRST_CHECK_WAIT, MAX_CHECK_WAIT};
+use crate::remote::through_far::restart::{self, Check, Unusable, FIRST_CHECK_WAIT, MAX_CHECK_WAIT};
 use crate::remote::near::sockets::Sockets;
 use crate::remote::ssh::start_far::{self as ssh, FarUnusable};
 use crate::remote::near::timing::{retry_plan, Backoff, Retry};

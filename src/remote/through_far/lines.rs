@@ -4,7 +4,7 @@
 
 use crate::remote::far_choice::FarChoice;
 use crate::remote::protocol::hello::{protocols, PROTOCOL, PROTOCOL_MIN};
-use crate::remote::ssh::through_far::restart;
+use crate::remote::through_far::restart;
 use crate::remote::ssh::start_far::FarUnusable;
 
 /// The one line a host where the far side cannot be used is said in: why, and what would
