@@ -54,7 +54,7 @@ pub(super) fn start_exec(spawner: &Spawner, hosts: Vec<(HostConfig, crate::remot
 pub(super) fn start_one_exec(spawner: &Spawner, cfg: HostConfig, spec: crate::remote::exec::ExecSpec, far: FarChoice, cancel: CancellationToken) {
     let (tx, rx) = watch::channel(HostReport::default());
     spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &format!("exec: {}", crate::safe_text::shown(&spec.text))));
-    spawner.tracker.spawn(crate::remote::exec::host::run(cfg.clone(), spec, far, tx, spawner.registry.hosts.clone(), cancel.clone()));
+    spawner.tracker.spawn(crate::remote::exec_host::run(cfg.clone(), spec, far, tx, spawner.registry.hosts.clone(), cancel.clone()));
     let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", exec: true, live: HashMap::new(), said: SaidOnce::default(), adb: None, busy_noted: false, cancel };
     spawner.tracker.spawn(follower.run(rx));
 }

@@ -10,7 +10,8 @@
 //!   master, its socket forwarded, and the [`near`] link over it ([`through_far`], over
 //!   [`ssh`]).
 //! - **a runtime's exec** (`--exec`: kubectl, podman, docker): the exec's pipe is the near
-//!   link's stream ([`exec`]); the binary copied in when the host has none ([`copy`]).
+//!   link's stream ([`exec`], the host's task [`exec_host`]); the binary copied in when the
+//!   host has none ([`copy`]).
 //!
 //! The parts, each named once:
 //! - [`protocol`]: the link between the near and the far side: frames, codec, compression,
@@ -27,7 +28,11 @@
 //!   ([`ssh::master`]) and starting the far side through it ([`ssh::start_far`]).
 //! - [`through_far`]: one `--ssh` host served through jdwpmux on it: the far side started
 //!   through the master (or copied there), its socket forwarded, the near link over it.
-//! - [`exec`] and [`copy`]: the runtime way in, and this binary copied to a host.
+//! - [`exec`] and [`copy`]: the runtime way in (the exec command: its spec, its output, the
+//!   probe of a container, the jdwpmux it runs, its pipe as the near link's stream), and
+//!   this binary copied to a host.
+//! - [`exec_host`]: one `--exec` host served over the near link, reported as an `--ssh` host
+//!   is.
 //! - [`far_choice`]: how `serve` uses jdwpmux on a host (`--far` and its options), read by
 //!   the settings and followed by both ways in over the near link. Pure.
 //! - [`kube`]: Kubernetes pods (`--kube`): a pod read from the API server's JSON, its
@@ -40,6 +45,7 @@
 
 pub mod copy;
 pub mod exec;
+pub mod exec_host;
 pub mod far;
 pub mod far_choice;
 pub mod host;
