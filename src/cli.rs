@@ -239,8 +239,8 @@ pub struct ServeArgs {
     /// suspension. auto: when a compatible jdwpmux is there, else ssh forwards with one line
     /// saying why; always: only through it; never: ssh forwards.
     #[arg(help_heading = OTHER_MACHINES)]
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::remote::ssh::through_far::FarMode::Auto)]
-    pub far: crate::remote::ssh::through_far::FarMode,
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::remote::far_choice::FarMode::Auto)]
+    pub far: crate::remote::far_choice::FarMode,
     /// Which jdwpmux to start on each --ssh host and in each --exec container (`jdwpmux far`):
     /// a name found on that host's PATH, or a path there.
     #[arg(help_heading = OTHER_MACHINES)]
@@ -250,7 +250,7 @@ pub struct ServeArgs {
     /// 86400): the VMs see nothing and the debuggers wait. Past it, each VM sees its debugger
     /// leave, as when it quits, and the far side ends.
     #[arg(help_heading = OTHER_MACHINES)]
-    #[arg(long, value_name = "SECONDS", default_value_t = crate::remote::ssh::through_far::DEFAULT_HOLD_SECS)]
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::remote::far_choice::DEFAULT_HOLD_SECS)]
     pub far_hold: u32,
     /// When a host has no jdwpmux --far can use, copy this one there (after checking the
     /// host's OS, architecture and glibc), into ~/.cache/jdwpmux/VERSION/ on the host, where

@@ -76,7 +76,7 @@ pub struct ConfigFile {
     pub ssh_config: Option<PathBuf>,
     pub ssh_interval: Option<f64>,
     pub ssh_keepalive: Option<u64>,
-    pub far: Option<crate::remote::ssh::through_far::FarMode>,
+    pub far: Option<crate::remote::far_choice::FarMode>,
     #[serde(default, deserialize_with = "non_empty")]
     pub far_path: Option<String>,
     pub far_hold: Option<u32>,

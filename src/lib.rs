@@ -49,7 +49,8 @@
 //! 2. ddm, transport: DDM on JDWP; where a VM is reached, and opening its connection.
 //! 3. discovery: finding VMs (port scans, adb, /proc and remote scans).
 //! 4. remote: VMs on other hosts (its own map: the link's protocol at the bottom, then the
-//!    near and far sides, then the ssh and runtime ways in).
+//!    ssh client and the exec command, then the near and far sides, then the hosts served
+//!    over the near link).
 //! 5. capture, stats, views: captures, traffic figures, what people see of DDM data.
 //! 6. session: the VM actor.
 //! 7. registry, listen: the known VMs; the debuggers' way in.

@@ -363,7 +363,7 @@ fn settings_from(args: ServeArgs) -> Result<Settings, SettingsError> {
         kube_context: args.kube_context,
         ssh_options,
         ssh_interval,
-        far: jdwpmux::remote::ssh::through_far::FarChoice {
+        far: jdwpmux::remote::far_choice::FarChoice {
             mode: args.far,
             path: args.far_path.clone(),
             hold_secs: args.far_hold,

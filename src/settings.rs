@@ -115,7 +115,7 @@ pub struct Settings {
     pub ssh_options: crate::remote::SshOptions,
     pub ssh_interval: Duration,
     /// When and which jdwpmux is used on --ssh hosts (`--far`, `--far-path`).
-    pub far: crate::remote::ssh::through_far::FarChoice,
+    pub far: crate::remote::far_choice::FarChoice,
     /// Containers and pods reached through their runtime's exec (`--exec NAME=COMMAND`).
     pub exec: Vec<crate::remote::exec::ExecSpec>,
     /// Namespaces whose pods are followed through kubectl (`--kube NAMESPACE[:SELECTOR]`).
@@ -162,7 +162,7 @@ impl Default for Settings {
             ssh: Vec::new(),
             ssh_options: crate::remote::SshOptions::default(),
             ssh_interval: DEFAULT_SSH_INTERVAL,
-            far: crate::remote::ssh::through_far::FarChoice::default(),
+            far: crate::remote::far_choice::FarChoice::default(),
             exec: Vec::new(),
             kube: Vec::new(),
             kube_context: None,

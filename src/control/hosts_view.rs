@@ -47,7 +47,7 @@ fn table_at(hosts: &[HostRow], now_ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remote::host::LinkState;
+    use crate::remote::status::LinkState;
 
     #[test]
     fn a_row_per_host_and_why_under_it() {

@@ -23,7 +23,7 @@ use super::runtime_vms::SharedDir;
 use super::Spawner;
 use crate::remote::exec::tail::Tail;
 use crate::remote::exec::ExecSpec;
-use crate::remote::host::LinkState;
+use crate::remote::status::LinkState;
 use crate::remote::kube::hosts::{Change, Host, PodHosts};
 use crate::remote::kube::pod::{self, WatchEvent, MAX_LIST_BYTES};
 use crate::remote::kube::rest::{Rest, LOOK_AGAIN};

@@ -20,7 +20,7 @@ use super::twins::{self, Held, Step};
 use super::Spawner;
 use crate::discovery::adb::AdbServer;
 use crate::discovery::jvms::same;
-use crate::remote::ssh::through_far::{FarChoice, FarMode};
+use crate::remote::far_choice::{FarChoice, FarMode};
 use crate::registry::{Source, VmId};
 use crate::remote::{self, host::ADB_PORT, HostConfig, HostReport, LinkState, RemoteVm};
 use crate::session::Located;
@@ -35,7 +35,7 @@ pub(super) fn start(spawner: &Spawner, hosts: Vec<HostConfig>, far: FarChoice) {
         if far.mode == FarMode::Never {
             spawner.tracker.spawn(remote::host::run(cfg.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         } else {
-            spawner.tracker.spawn(crate::remote::ssh::through_far::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
+            spawner.tracker.spawn(crate::remote::through_far::run(cfg.clone(), far.clone(), tx, spawner.registry.hosts.clone(), spawner.cancel.clone()));
         }
         let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the ssh link to", exec: false, live: HashMap::new(), said: SaidOnce::default(), adb: None, busy_noted: false, cancel: spawner.cancel.clone() };
         spawner.tracker.spawn(follower.run(rx));
@@ -54,7 +54,7 @@ pub(super) fn start_exec(spawner: &Spawner, hosts: Vec<(HostConfig, crate::remot
 pub(super) fn start_one_exec(spawner: &Spawner, cfg: HostConfig, spec: crate::remote::exec::ExecSpec, far: FarChoice, cancel: CancellationToken) {
     let (tx, rx) = watch::channel(HostReport::default());
     spawner.registry.hosts.put(remote::status::HostRow::new(&cfg.label, &format!("exec: {}", crate::safe_text::shown(&spec.text))));
-    spawner.tracker.spawn(crate::remote::exec::host::run(cfg.clone(), spec, far, tx, spawner.registry.hosts.clone(), cancel.clone()));
+    spawner.tracker.spawn(crate::remote::exec_host::run(cfg.clone(), spec, far, tx, spawner.registry.hosts.clone(), cancel.clone()));
     let follower = HostFollower { spawner: spawner.clone(), label: cfg.label.clone(), link: "the exec to", exec: true, live: HashMap::new(), said: SaidOnce::default(), adb: None, busy_noted: false, cancel };
     spawner.tracker.spawn(follower.run(rx));
 }

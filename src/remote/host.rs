@@ -2,7 +2,7 @@
 //! every interval, and a forward per JVM from a local socket to where its agent listens.
 //! What it knows is published on a watch channel; the daemon turns it into VM sessions.
 //! A probe run on the first link made may take the host over with that link
-//! (`run_probing`: jdwpmux on the host, `remote::ssh::through_far`).
+//! (`run_probing`: jdwpmux on the host, `remote::through_far`).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -22,7 +22,7 @@ use super::ssh::master::Link;
 use super::naming::Names;
 use super::ssh::cmd::SshOptions;
 use super::ssh::errors::LinkFailure;
-use super::status::HostTable;
+use super::status::{HostTable, LinkState};
 use crate::discovery::jvms::shell::ShellError;
 use crate::discovery::jvms::{FoundJvm, Reach};
 
@@ -83,18 +83,6 @@ impl HostConfig {
     fn round_timeout(&self) -> Duration {
         (self.ssh.keepalive * super::ssh::cmd::KEEPALIVE_COUNT).max(Duration::from_secs(4))
     }
-}
-
-/// The state of a host's link.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LinkState {
-    Connecting,
-    Up,
-    /// Down, with why, and whether it is retried soon.
-    Down { reason: String, refused: bool },
-    /// The link is up, but jdwpmux there serves another serve (taken over, or busy): its
-    /// words. Waited on; not a link that is down.
-    Busy { reason: String },
 }
 
 /// A JVM found on a host.

@@ -1,6 +1,7 @@
 //! A host's row in `list` and on the page: how its link is (connecting, up, down with why,
 //! refused with what to do), how many JVMs its last scan found, and when that was. The
-//! host's task writes it; `list` and the page read a copy.
+//! host's task writes it; `list` and the page read a copy. The state of a host's link
+//! (`LinkState`) is here too: every way in reports it, and the row is made from it.
 
 use std::sync::Mutex;
 
@@ -8,11 +9,22 @@ use tokio::sync::watch;
 
 use serde::{Deserialize, Serialize};
 
-use super::host::LinkState;
 use crate::remote::protocol::squeeze::LinkSqueeze;
 
 /// What `list` shows of an up host whose scan found nothing to debug.
 pub const NO_JVM: &str = "no JVM with a JDWP agent";
+
+/// The state of a host's link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkState {
+    Connecting,
+    Up,
+    /// Down, with why, and whether it is retried soon.
+    Down { reason: String, refused: bool },
+    /// The link is up, but jdwpmux there serves another serve (taken over, or busy): its
+    /// words. Waited on; not a link that is down.
+    Busy { reason: String },
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -13,13 +13,15 @@
 //! - [`place`]: the probe of a container a binary may be copied into, and its judgement. Pure.
 //! - [`start`]: the jdwpmux the exec runs: the container's, or this one copied in.
 //! - [`pipe`]: one run of the exec as one connection of the link (`Dial::Exec`).
-//! - [`host`]: the task serving one `--exec` host, reported as an `--ssh` host is.
+//!
+//! The task serving one `--exec` host over the near link, reported as an `--ssh` host is,
+//! is `remote::exec_host`: it stands on this folder and on the near link, and the near link
+//! stands on [`pipe`].
 //!
 //! The one rule: the exec command is only ever the stream. A dropped exec is a cut: the far
 //! side in the container holds the session for the hold, the next run attaches to it.
 
 pub mod answer;
-pub mod host;
 pub mod pipe;
 pub mod place;
 pub mod spec;

@@ -15,7 +15,7 @@ use super::answer::Answer;
 use super::place::{self, Refusal};
 use super::spec::ExecSpec;
 use crate::remote::copy::plan::{self, Mismatch, Plan};
-use crate::remote::ssh::through_far::FarChoice;
+use crate::remote::far_choice::FarChoice;
 use crate::remote::ssh::start_far::bounded_output;
 
 /// How long `--version` or the probe may take through the exec.

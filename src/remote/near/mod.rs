@@ -19,7 +19,8 @@
 //!   moves its bytes to and from the link's queues itself (`ends`' pump).
 //!
 //! The ways to a far side that use this link are beside it: `--ssh` hosts in
-//! [`crate::remote::ssh::through_far`], `--exec` containers in [`crate::remote::exec`].
+//! [`crate::remote::through_far`], `--exec` containers in [`crate::remote::exec_host`] (its
+//! stream a run of [`crate::remote::exec::pipe`]).
 
 pub mod api;
 pub mod channels;

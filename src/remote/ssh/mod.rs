@@ -10,9 +10,10 @@
 //! - [`known_hosts`]: which files to watch for a host refused for its key. Pure.
 //! - [`master`]: the master connection, and the JVM scan run in its own session.
 //! - [`start_far`]: starting `jdwpmux far` through the master, and forwarding its socket.
-//! - [`through_far`]: one `--ssh` host served through jdwpmux on it, over the near link.
 //!
-//! The host served by plain ssh (scan and forwards) is `remote::host`.
+//! The host served by plain ssh (scan and forwards) is `remote::host`; the host served
+//! through jdwpmux on it, over the near link, is `remote::through_far`. Both stand on this
+//! folder, which names neither.
 
 pub mod cmd;
 pub mod config;
@@ -22,7 +23,6 @@ pub mod known_hosts;
 pub mod master;
 pub mod path;
 pub mod start_far;
-pub mod through_far;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};

@@ -9,13 +9,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::{reach_far, FarChoice, FarMode};
+use super::reach_far;
+use crate::remote::far_choice::{FarChoice, FarMode};
 use crate::remote::near::netwatch::NetChanges;
 use crate::remote::protocol::ready::Ready;
-use crate::remote::ssh::through_far::restart::{self, Unusable};
+use crate::remote::through_far::restart::{self, Unusable};
 use crate::remote::ssh::start_far::FarUnusable;
 use crate::remote::near::timing::{Backoff, Retry, RESTART_AFTER};
-use crate::remote::host::{HostConfig, HostReport, LinkState};
+use crate::remote::host::{HostConfig, HostReport};
+use crate::remote::status::LinkState;
 use crate::remote::ssh::master::Link;
 
 pub(super) enum Reached {

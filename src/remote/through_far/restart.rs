@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::remote::ssh::through_far::FarMode;
+use crate::remote::far_choice::FarMode;
 use crate::remote::protocol::ready::Ready;
 use crate::remote::ssh::start_far::FarUnusable;
 

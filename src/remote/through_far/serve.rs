@@ -13,19 +13,19 @@ use tracing::{debug, info, warn};
 use super::lines::{fallback_line, hold_line, restart_line, silence_line, silent_line, taken_over_line};
 use super::reach::{pause, phase, reach_again, say_once, Reached, Retrying};
 use super::report::{follow_release, now_ms, publish};
-use super::{FarChoice, FarMode};
+use crate::remote::far_choice::{FarChoice, FarMode};
 use crate::remote::copy;
 use crate::remote::near::link::{self, Dial, LinkState as NearState, NearLink};
 use crate::remote::near::netwatch::NetChanges;
 use crate::remote::protocol::ready::Ready;
-use crate::remote::ssh::through_far::restart::{self, Check, Unusable, FIRST_CHECK_WAIT, MAX_CHECK_WAIT};
+use crate::remote::through_far::restart::{self, Check, Unusable, FIRST_CHECK_WAIT, MAX_CHECK_WAIT};
 use crate::remote::near::sockets::Sockets;
 use crate::remote::ssh::start_far::{self as ssh, FarUnusable};
 use crate::remote::near::timing::{retry_plan, Backoff, Retry};
-use crate::remote::host::{HostConfig, HostReport, LinkState, FIRST_BACKOFF, MAX_BACKOFF};
+use crate::remote::host::{HostConfig, HostReport, FIRST_BACKOFF, MAX_BACKOFF};
 use crate::remote::ssh::master::Link;
 use crate::remote::naming::Names;
-use crate::remote::status::HostTable;
+use crate::remote::status::{HostTable, LinkState};
 
 /// How long the one scan round that tells the login's uid may take.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(20);

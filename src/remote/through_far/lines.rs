@@ -2,9 +2,9 @@
 //! usable), one restarted, one that runs and does not answer, one another serve took over,
 //! one holding for another time than asked, and a VM it let go. Pure.
 
-use super::FarChoice;
+use crate::remote::far_choice::FarChoice;
 use crate::remote::protocol::hello::{protocols, PROTOCOL, PROTOCOL_MIN};
-use crate::remote::ssh::through_far::restart;
+use crate::remote::through_far::restart;
 use crate::remote::ssh::start_far::FarUnusable;
 
 /// The one line a host where the far side cannot be used is said in: why, and what would

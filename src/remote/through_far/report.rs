@@ -11,9 +11,9 @@ use super::released_note;
 use crate::remote::near::found::found_jvm;
 use crate::remote::near::link::LinkState as NearState;
 use crate::remote::near::sockets::Sockets;
-use crate::remote::host::{HostConfig, HostReport, LinkState, RemoteVm};
+use crate::remote::host::{HostConfig, HostReport, RemoteVm};
 use crate::remote::naming::Names;
-use crate::remote::status::HostTable;
+use crate::remote::status::{HostTable, LinkState};
 
 /// Copies each report's link state, and the JVM count of a list from the far side, into
 /// the host's row.

@@ -1,8 +1,9 @@
-//! One `--exec` host: the jdwpmux to run in the container found (or copied in: `start`), a
-//! near link whose every connection is a run of the exec command (`pipe`), and its VMs
-//! published as an `--ssh` host's are (the same keys, sockets and rows, `host::publish`),
-//! shown where they run (`spec::place`). The exec dropping is a cut like any other: the link
-//! runs the command again and resumes the session the far side held.
+//! One `--exec` host: the jdwpmux to run in the container found (or copied in:
+//! `exec::start`), a near link whose every connection is a run of the exec command
+//! (`exec::pipe`), and its VMs published as an `--ssh` host's are (the same keys, sockets and
+//! rows, `through_far::publish`), shown where they run (`exec::spec::place`). The exec
+//! dropping is a cut like any other: the link runs the command again and resumes the
+//! session the far side held.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,17 +12,18 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::pipe::ExecDial;
-use super::spec::ExecSpec;
-use super::start::{self, NotStarted};
-use super::tail::Tail;
-use crate::remote::ssh::through_far::{follow_release, mirror_rows, publish, FarChoice};
+use crate::remote::exec::pipe::ExecDial;
+use crate::remote::exec::spec::ExecSpec;
+use crate::remote::exec::start::{self, NotStarted};
+use crate::remote::exec::tail::Tail;
+use crate::remote::far_choice::FarChoice;
+use crate::remote::through_far::{follow_release, mirror_rows, publish};
 use crate::remote::near::link::{self, Dial, LinkState as NearState};
 use crate::remote::near::sockets::Sockets;
 use crate::remote::near::timing::Backoff;
-use crate::remote::host::{HostConfig, HostReport, LinkState};
+use crate::remote::host::{HostConfig, HostReport};
 use crate::remote::naming::Names;
-use crate::remote::status::HostTable;
+use crate::remote::status::{HostTable, LinkState};
 
 /// Waits before the exec is tried again after it failed: 1 s doubling to 30 s.
 const FIRST_WAIT: Duration = Duration::from_secs(1);
