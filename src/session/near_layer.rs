@@ -353,7 +353,7 @@ mod tests {
         n.gathered_arrived(inband.data(), Some(sizes), vec![(70, 9, 6)]);
         let ask_value = |n: &mut NearAnswers, id: u64| n.ask(&Packet::command(8, 10, 1, &id.to_be_bytes()), Some(sizes));
         assert_eq!(ask_value(&mut n, 0x5A), Asked::PASS, "not before the invoke's reply");
-        let reply = Packet::reply(70, error::NONE, &[&[b's'][..], &string, &[b'L'], &[0; 8]].concat());
+        let reply = Packet::reply(70, error::NONE, &[&[b's'][..], &string, b"L", &[0; 8]].concat());
         assert_eq!(n.replied(1, &entry(9, 6), 70, &reply), None);
         assert_eq!(ask_value(&mut n, 0x5A), Asked::Answer(Bytes::from(value), Source::Gathered));
         assert_eq!(ask_value(&mut n, 0x5B), Asked::PASS, "another string's id");

@@ -19,7 +19,7 @@ fn answers(string: u64) -> Answers {
 
 /// ObjectReference.InvokeMethod's reply: the returned value (tagged) and no exception.
 fn invoke_reply(tag: u8, id: u64) -> Vec<u8> {
-    [&[tag][..], &id.to_be_bytes(), &[b'L'], &0u64.to_be_bytes()].concat()
+    [&[tag][..], &id.to_be_bytes(), b"L", &0u64.to_be_bytes()].concat()
 }
 
 fn value(i: &Invoked, id: u64) -> Option<Vec<u8>> {
@@ -61,7 +61,7 @@ fn an_invoke_that_returned_another_string_or_failed_serves_nothing() {
     }
     // A threw: the value is no String returned.
     let mut i = arrived_at_stop();
-    i.replied(INVOKE, 0, &[&[b's'][..], &STRING.to_be_bytes(), &[b'L'], &0x77u64.to_be_bytes()].concat());
+    i.replied(INVOKE, 0, &[&[b's'][..], &STRING.to_be_bytes(), b"L", &0x77u64.to_be_bytes()].concat());
     assert_eq!(value(&i, STRING), None);
 }
 

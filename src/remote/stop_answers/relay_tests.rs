@@ -480,7 +480,7 @@ fn a_classs_first_command_reads_its_data_before_its_reply() {
 
 /// An invoke's reply: the returned value (`tag`, `id`) and no exception.
 fn invoke_reply(id: u32, tag: u8, value: u64) -> Vec<u8> {
-    reply(id, &[&[tag][..], &value.to_be_bytes(), &[b'L'], &0u64.to_be_bytes()].concat())
+    reply(id, &[&[tag][..], &value.to_be_bytes(), b"L", &0u64.to_be_bytes()].concat())
 }
 
 /// ObjectReference.InvokeMethod of toString() on `this` (0x40), thread THREAD, no arguments.
@@ -542,7 +542,7 @@ fn an_invokes_string_is_asked_between_the_near_sides_packets() {
 
 #[test]
 fn an_invoke_that_failed_or_returned_no_string_passes_untouched() {
-    let threw = reply(5, &[&[b's'][..], &0x5Au64.to_be_bytes(), &[b'L'], &0x77u64.to_be_bytes()].concat());
+    let threw = reply(5, &[&[b's'][..], &0x5Au64.to_be_bytes(), b"L", &0x77u64.to_be_bytes()].concat());
     for vm in [invoke_reply(5, b'L', 0x5A), invoke_reply(5, b's', 0), invoke_reply(5, b'I', 7), Packet::reply(5, 20, &[]).as_bytes().to_vec(), threw] {
         let run = after_sizes(&invoke_cmd(5, 9, 6), &vm);
         assert_eq!(run.to_near, vm);
