@@ -17,7 +17,7 @@
 // With "view", the attach asks the class list first (vm.allClasses(), as IntelliJ does) and
 // each stop also reads what IntelliJ shows beside: the threads view (every thread's name,
 // status, suspend count and frame count) and this.toString(), invoked on the stopped thread
-// (its renderer's label for `this`).
+// (its renderer's label for `this`), and the String it returned read, as the label shows it.
 //   java Step HOST PORT LINE STEPS [MAX_MS [view]]     (LINE: the breakpoint's line in Walk.run)
 import com.sun.jdi.*;
 import com.sun.jdi.connect.*;
@@ -137,6 +137,8 @@ public class Step {
             Method m = self.referenceType().methodsByName("toString", "()Ljava/lang/String;").get(0);
             Value label = self.invokeMethod(thread, m, Collections.emptyList(), ObjectReference.INVOKE_SINGLE_THREADED);
             if (!(label instanceof StringReference)) throw new IllegalStateException("toString gave " + label);
+            // Shown, as the renderer's label is: its value read (StringReference.Value).
+            if (((StringReference) label).value() == null) throw new IllegalStateException("toString gave null");
         }
     }
 }

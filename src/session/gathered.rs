@@ -27,8 +27,22 @@ impl Session {
 
     /// A stop's gathered answers, read whole from the VM connection.
     pub(super) fn on_gathered(&mut self, data: &[u8]) {
-        let in_flight: Vec<(u8, u8)> = self.vm.ids.commands().collect();
+        let in_flight: Vec<(u32, u8, u8)> = self.vm.ids.pending().collect();
         self.near.gathered_arrived(data, self.id_sizes, in_flight);
+    }
+
+    /// The VM's reply to a debugger's StringReference.Value differed from the answer read
+    /// with an invoke's reply on the VM's host: a defect, counted with the early answers'.
+    pub(super) fn invoked_differed(&mut self, conn: u64, d: crate::remote::stop_answers::invoked::Differed) {
+        self.stats.near_early_differed();
+        tracing::warn!(
+            conn,
+            string = ?d.key.data,
+            answer = ?d.answer,
+            vm_error = d.vm_error,
+            vm_data = ?d.vm_reply,
+            "the VM's StringReference.Value differs from the one read with the invoke's reply"
+        );
     }
 
     /// Sends a reply the proxy made near (from the cache, gathered or early) to a debugger's

@@ -108,6 +108,11 @@ impl IdTable {
         self.pending.values().map(|e| (e.cmd_set, e.cmd))
     }
 
+    /// The id, command set and command of every outstanding request.
+    pub fn pending(&self) -> impl Iterator<Item = (u32, u8, u8)> + '_ {
+        self.pending.iter().map(|(id, e)| (*id, e.cmd_set, e.cmd))
+    }
+
     /// The entry for an id, left in place.
     pub fn get(&self, id: u32) -> Option<&Entry> {
         self.pending.get(&id)

@@ -13,6 +13,7 @@ use crate::jdwp::packet::error::ABSENT_INFORMATION;
 use super::nearcache::{commands, immutable, Key, Lookup, NearCache};
 use crate::remote::stop_answers::early::{Early, Held, Pending};
 use crate::remote::stop_answers::inband;
+use crate::remote::stop_answers::invoked::{Differed, Invoked};
 use crate::remote::stop_answers::store::Store;
 use crate::jdwp::events::{kind, parse_composite, suspend, IdSizes};
 use crate::jdwp::packet::error;
@@ -51,6 +52,8 @@ pub(super) struct NearAnswers {
     pub unload_request: Option<u32>,
     /// The latest stop's answers gathered on the VM's host.
     gathered: Store,
+    /// The String the latest invoke returned, read on the VM's host with its reply.
+    invoked: Invoked,
     /// What early answers must know of this connection.
     pub early: Early,
     /// Early answers given, until the VM's reply is compared with each.
@@ -64,6 +67,7 @@ impl NearAnswers {
         self.on = on;
         self.unload_request = None;
         self.gathered = Default::default();
+        self.invoked = Default::default();
         self.early = Default::default();
         self.early_given.clear();
     }
@@ -80,6 +84,9 @@ impl NearAnswers {
         }
         let h = p.header();
         if let Some(answer) = self.gathered.lookup(h.cmd_set(), h.cmd(), p.data()) {
+            return Asked::Answer(answer.into(), Source::Gathered);
+        }
+        if let Some(answer) = self.invoked.lookup(h.cmd_set(), h.cmd(), p.data()) {
             return Asked::Answer(answer.into(), Source::Gathered);
         }
         let what = (h.cmd_set(), h.cmd());
@@ -135,11 +142,17 @@ impl NearAnswers {
         }
     }
 
-    /// A whole VM reply to a debugger's command, before it is relayed.
-    pub fn replied(&mut self, conn: u64, e: &Entry, proxy_id: u32, p: &Packet) {
+    /// A whole VM reply to a debugger's command, before it is relayed: a difference from the
+    /// String read with an invoke's reply is returned (a defect).
+    pub fn replied(&mut self, conn: u64, e: &Entry, proxy_id: u32, p: &Packet) -> Option<Differed> {
+        if !self.on {
+            return None;
+        }
+        let differed = self.invoked.replied(proxy_id, p.header().error_code(), p.data());
         if self.on && (immutable(e.cmd_set, e.cmd).is_some() || commands::watched(e.cmd_set, e.cmd)) {
             self.cache.replied(proxy_id, conn, e.cmd_set, e.cmd, p.header().error_code(), p.data());
         }
+        differed
     }
 
     /// A command written to the VM (`data` empty for a streamed command's head): what the
@@ -150,6 +163,7 @@ impl NearAnswers {
         }
         self.gathered.command(h.cmd_set(), h.cmd(), data);
         let sizes = sizes.unwrap_or(SIZES_UNTIL_KNOWN);
+        self.invoked.command(h.id, h.cmd_set(), h.cmd(), data, &sizes);
         let cache = &self.cache;
         let line_table = |class, method| cache.line_table(&sizes, class, method);
         let lasting_class = |class| cache.lasting_class(class);
@@ -171,18 +185,24 @@ impl NearAnswers {
         self.early.answer_with(h.cmd_set(), h.cmd(), p.data(), &sizes, &held)
     }
 
-    /// An Event.Composite read from the VM, before it is routed: what the gathered and early
-    /// answers must know of it.
-    pub fn event(&mut self, p: &Packet, sizes: Option<IdSizes>) {
+    /// An Event.Composite read from the VM, before it is routed, with the commands in flight
+    /// to the VM: what the gathered and early answers must know of it.
+    pub fn event(&mut self, p: &Packet, sizes: Option<IdSizes>, in_flight: impl IntoIterator<Item = (u8, u8)>) {
         if !self.on {
             return;
         }
         self.gathered.event(p.id());
         let sizes = sizes.unwrap_or(SIZES_UNTIL_KNOWN);
         match parse_composite(p.data(), &sizes) {
-            Ok(c) => self.early.event(c.suspend_policy, c.events.iter().map(|e| (e.kind, e.thread))),
+            Ok(c) => {
+                self.invoked.event(c.suspend_policy, in_flight, &sizes);
+                self.early.event(c.suspend_policy, c.events.iter().map(|e| (e.kind, e.thread)))
+            }
             // Unreadable: nothing is known suspended by it, and what was may have ended.
-            Err(_) => self.early.event(suspend::NONE, [(kind::VM_DEATH, None)]),
+            Err(_) => {
+                self.invoked.event(suspend::NONE, in_flight, &sizes);
+                self.early.event(suspend::NONE, [(kind::VM_DEATH, None)])
+            }
         }
     }
 
@@ -219,8 +239,9 @@ impl NearAnswers {
     }
 
     /// A stop's gathered answers, read whole from the VM connection, with the commands in
-    /// flight to the VM when they came.
-    pub fn gathered_arrived(&mut self, data: &[u8], sizes: Option<IdSizes>, in_flight: Vec<(u8, u8)>) {
+    /// flight to the VM when they came (id, command set, command).
+    pub fn gathered_arrived(&mut self, data: &[u8], sizes: Option<IdSizes>, in_flight_ids: Vec<(u32, u8, u8)>) {
+        let in_flight: Vec<(u8, u8)> = in_flight_ids.iter().map(|&(_, set, cmd)| (set, cmd)).collect();
         if !self.on {
             debug!("gathered answers on a connection that does not answer near: dropped");
             return;
@@ -247,9 +268,11 @@ impl NearAnswers {
                 self.cache.gathered(key.set, key.cmd, &key.data, ABSENT_INFORMATION, &[]);
             }
         }
-        // Class data read for a class lookup's reply suspends nothing: only the cache takes
-        // it, and the current stop's answers stay.
+        // Class data read for a class lookup's reply, or the String an invoke returned,
+        // suspends nothing: only the cache takes it (or the invoke's answer), and the current
+        // stop's answers stay.
         if answers.suspend_policy == suspend::NONE {
+            self.invoked.arrived(&answers, sizes, in_flight_ids);
             debug!(reply = answers.event_id, answers = answers.answers.len(), "class data read for a class lookup");
             return;
         }
@@ -303,5 +326,42 @@ mod tests {
         n.seed(VERSION.0, VERSION.1, &Packet::reply(1, error::VM_DEAD, &[]));
         assert_ne!(ask(&mut n, VERSION), Asked::Answer(Bytes::new(), Source::Cache));
         assert_eq!(n.cache.len(), 0);
+    }
+
+    /// The String an IDE's toString() returned, read on the VM's host with the invoke's reply,
+    /// answers the IDE's StringReference.Value of that string near, counted as gathered.
+    #[test]
+    fn an_invokes_string_is_answered_near_after_its_reply() {
+        use crate::remote::stop_answers::plan::Gathered;
+        use crate::remote::stop_answers::relay::Answers;
+        use crate::remote::stop_answers::Key;
+        let sizes = SIZES_UNTIL_KNOWN;
+        let string = 0x5Au64.to_be_bytes();
+        let value = b"\0\0\0\x0eLedger(ann, 0)".to_vec();
+        let entry = |set, cmd| Entry { requester: super::super::ids::Requester::Debugger(1), orig_id: 3, cmd_set: set, cmd, note: Default::default(), sent: std::time::Instant::now() };
+        let mut n = NearAnswers::default();
+        n.new_connection(true);
+        // A breakpoint of suspend policy ALL, then the IDE's invoke (proxy id 70) written.
+        let mut stop = vec![suspend::ALL, 0, 0, 0, 1, kind::BREAKPOINT, 0, 0, 0, 7];
+        stop.extend_from_slice(&0x51u64.to_be_bytes());
+        stop.extend_from_slice(&[1; 1]);
+        stop.extend_from_slice(&[0; 24]);
+        n.event(&Packet::command(9, 64, 100, &stop), Some(sizes), []);
+        n.told_vm(&Packet::command(70, 9, 6, &[0; 40]).header(), &[0; 40], Some(sizes));
+        let a = Answers { event_id: 70, suspend_policy: suspend::NONE, thread: 0, answers: vec![Gathered { key: Key::new(10, 1, string.to_vec()), reply: value.clone() }], absent: vec![] };
+        let inband = inband::packet(0xF000_0009, &a).expect("encodes");
+        n.gathered_arrived(inband.data(), Some(sizes), vec![(70, 9, 6)]);
+        let ask_value = |n: &mut NearAnswers, id: u64| n.ask(&Packet::command(8, 10, 1, &id.to_be_bytes()), Some(sizes));
+        assert_eq!(ask_value(&mut n, 0x5A), Asked::PASS, "not before the invoke's reply");
+        let reply = Packet::reply(70, error::NONE, &[&[b's'][..], &string, b"L", &[0; 8]].concat());
+        assert_eq!(n.replied(1, &entry(9, 6), 70, &reply), None);
+        assert_eq!(ask_value(&mut n, 0x5A), Asked::Answer(Bytes::from(value), Source::Gathered));
+        assert_eq!(ask_value(&mut n, 0x5B), Asked::PASS, "another string's id");
+        // Resumed: the next asking goes to the VM, whose reply is compared.
+        n.told_vm(&Packet::command(71, 1, 9, &[]).header(), &[], Some(sizes));
+        assert_eq!(ask_value(&mut n, 0x5A), Asked::PASS);
+        n.told_vm(&Packet::command(72, 10, 1, &string).header(), &string, Some(sizes));
+        let differed = n.replied(1, &entry(10, 1), 72, &Packet::reply(72, error::NONE, b"\0\0\0\x01x"));
+        assert!(differed.is_some(), "another value for the same string is a defect");
     }
 }

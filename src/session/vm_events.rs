@@ -29,7 +29,7 @@ impl Session {
     pub(super) fn on_event(&mut self, p: Packet) {
         // Read at once, not when routed: an unloaded class's answers go before anything else.
         self.near.class_events(&p, self.id_sizes);
-        self.near.event(&p, self.id_sizes);
+        self.near.event(&p, self.id_sizes, self.vm.ids.commands());
         // Behind a kept-back composite, everything waits: the VM's order is kept.
         if !self.vm.deferred_events.is_empty() {
             self.vm.deferred_events.push_back(p);

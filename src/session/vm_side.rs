@@ -155,7 +155,9 @@ impl Session {
             match e.requester {
                 Requester::Debugger(conn) if self.debuggers.contains(conn) => {
                     self.settle_reply(conn, &e, &p);
-                    self.near.replied(conn, &e, h.id, &p);
+                    if let Some(d) = self.near.replied(conn, &e, h.id, &p) {
+                        self.invoked_differed(conn, d);
+                    }
                     if e.cmd_set == DDM_CMD_SET {
                         self.on_ddm_payload(p.data(), true, true);
                     }

@@ -17,6 +17,9 @@
 //!   leaves the threads view; each stop's thread, started since the last, is listed in it.
 //! - A class that unloads between a stop and the next read (`jdi/Unloads.java` against
 //!   `jdi/Loaders.java`) leaves every read the VM's truth and is seen gone.
+//! - The String an IDE's `this.toString()` returned (`jdi/Labels.java`) is the same through
+//!   the far side as directly, and its StringReference.Value is answered near at a stop of
+//!   every thread (read with the invoke's reply on the host), never at a stop of one thread.
 //! - After each, `jdwpmux stats --json` shows answers served from gathered answers and early
 //!   answers, more than before, and no early answer that the VM's reply then contradicted.
 
@@ -40,6 +43,7 @@ const DYING_JAVA: &str = include_str!("../../testkit/src/jdi/Dying.java");
 const BRIEF_JAVA: &str = include_str!("../../testkit/src/jdi/Brief.java");
 const UNLOADS_JAVA: &str = include_str!("../../testkit/src/jdi/Unloads.java");
 const LOADERS_JAVA: &str = include_str!("../../testkit/src/jdi/Loaders.java");
+const LABELS_JAVA: &str = include_str!("../../testkit/src/jdi/Labels.java");
 
 /// One way; a round trip on the link is 20 ms more than on the veth.
 const DELAY: Duration = Duration::from_millis(10);
@@ -87,7 +91,7 @@ struct Programs {
 impl Programs {
     async fn compile() -> Programs {
         let dir = tempfile::tempdir().unwrap();
-        let sources = [("Meddler.java", MEDDLER_JAVA), ("Dying.java", DYING_JAVA), ("Unloads.java", UNLOADS_JAVA)];
+        let sources = [("Meddler.java", MEDDLER_JAVA), ("Dying.java", DYING_JAVA), ("Unloads.java", UNLOADS_JAVA), ("Labels.java", LABELS_JAVA)];
         crate::support::jdi::javac_jdi(dir.path(), &sources).await.unwrap();
         Programs { dir }
     }
@@ -356,6 +360,57 @@ async fn remote_far_gather_a_class_unloading_after_a_stop_leaves_the_reads_true(
     assert!(app.is_running(), "the VM died: {}", app.output());
     app.wait_ticks_advance(SLOW).await.unwrap();
     near.assert_all();
+    drop(served);
+    drop(link);
+}
+
+/// Near answers of StringReference.Value so far, from the near figures' command rows.
+fn string_values_near(served: &Served) -> u64 {
+    let near = near_figures(served);
+    let rows = near["commands"].as_array().cloned().unwrap_or_default();
+    rows.iter().filter(|r| r["command"] == "StringReference.Value").filter_map(|r| r["count"].as_u64()).sum()
+}
+
+/// An IDE's `this.toString()` at each stop (`jdi/Labels.java`, which reads nothing else):
+/// through the far side over the delayed link it prints what it prints directly on the
+/// host; with SUSPEND_ALL each String's value is answered near (read on the host with the
+/// invoke's reply), with SUSPEND_EVENT_THREAD none is (the other threads run, and the
+/// String, which nothing but the agent holds, may be collected); no answer differed from a
+/// reply of the VM's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_gather_an_invokes_string_is_answered_near_at_a_stop_of_every_thread() {
+    crate::need_test_hosts!();
+    const HITS: u64 = 5;
+    let far = far_bin();
+    let keys = Keys::new().unwrap();
+    let host = TestHost::start(&keys, "farlabel").unwrap();
+    let alias = "farlabel-slow";
+    let link = delayed(&keys, &host, alias);
+    let mut app = app_on(&host, "Ledger", LEDGER_JAVA).await;
+    let programs = Programs::compile().await;
+    let args = |policy: &str| vec![policy.to_string(), HITS.to_string()];
+    let mut direct = Vec::new();
+    for policy in ["all", "thread"] {
+        direct.push(programs.run(&host.prefix(), "Labels", 8000, &args(policy)).await);
+    }
+    assert!(direct[0].contains("label 1 policy=2 Ledger(ann, 0)") && direct[1].contains("policy=1"), "{}", direct[0]);
+
+    let (served, vm_port) = served_far(&keys, alias, &far.path, "Ledger").await;
+    let turns_before = link.turns();
+    let through = programs.run(&[], "Labels", vm_port, &args("all")).await;
+    assert_same("toString at stops of SUSPEND all", &direct[0], &through);
+    assert!(link.turns() > turns_before, "the session did not go through the delayed link");
+    let after_all = string_values_near(&served);
+    assert!(after_all >= HITS, "{after_all} StringReference.Value answered near of {HITS} toString() results: {}", near_figures(&served));
+    let through = programs.run(&[], "Labels", vm_port, &args("thread")).await;
+    assert_same("toString at stops of SUSPEND thread", &direct[1], &through);
+    assert_eq!(string_values_near(&served), after_all, "a stop of one thread serves no invoke's String: {}", near_figures(&served));
+    let near = near_figures(&served);
+    assert_eq!(near["early_differed"].as_u64(), Some(0), "{near}");
+    assert!(app.is_running(), "the VM died: {}", app.output());
+    app.wait_ticks_advance(SLOW).await.unwrap();
+    let far_log = std::fs::read_to_string(far.far_dir().join("far.log")).unwrap_or_default();
+    assert!(!far_log.contains("ERROR"), "{far_log}");
     drop(served);
     drop(link);
 }

@@ -21,6 +21,8 @@
 //! - [`early`]: commands answered before the VM's reply, where that reply cannot differ;
 //!   [`early_pending`]: the early answers kept until the VM's reply is compared with them;
 //!   [`early_breakpoint`]: which breakpoint requests are certain, from the line tables held.
+//! - [`invoked`]: the String an invoke returned, read with the invoke's reply by the
+//!   [`relay`] and served near while no thread can have run since.
 //! - [`stopped`]: the threads [`early`] knows stopped, by a lower bound of each one's
 //!   suspend count, so a step on a thread another debugger also holds stays certain.
 //!
@@ -37,6 +39,7 @@ pub mod early;
 pub mod early_breakpoint;
 pub mod early_pending;
 pub mod inband;
+pub mod invoked;
 pub mod known;
 pub mod plan;
 pub mod relay;
@@ -53,6 +56,8 @@ mod compose_tests;
 mod early_tests;
 #[cfg(test)]
 mod early_breakpoint_tests;
+#[cfg(test)]
+mod invoked_tests;
 #[cfg(test)]
 mod plan_objects_tests;
 #[cfg(test)]

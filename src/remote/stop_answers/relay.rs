@@ -27,6 +27,11 @@
 //!   `allClasses()` JDI finds classes in its own list and looks nothing up) starts a hold
 //!   the same way: the class's data is read ([`Plan::at_class`]), once per class, and goes
 //!   before the command's reply.
+//! - A reply to the near side's invoke ([`INVOKES`]) that returns a String is held the same
+//!   way while that String's value is read ([`Plan::at_invoke`]): an IDE asks it next to
+//!   show the result, a link round trip otherwise. Its answer (suspend policy NONE, no
+//!   thread, the invoke's id) goes first; the near side serves it while every thread stays
+//!   suspended (`super::invoked`).
 //! - Before gathering it asks the VM's id sizes itself (VirtualMachine.IDSizes), once the
 //!   VM has answered the handshake; a stop before their answer passes without answers.
 
@@ -54,6 +59,10 @@ pub const MAX_OWN_REPLY: usize = 1024 * 1024;
 pub const MAX_LOOKUPS: usize = 64;
 /// VirtualMachine.ClassesBySignature.
 const CLASSES_BY_SIGNATURE: (u8, u8) = (1, 2);
+/// The invokes whose returned String is read with their reply: ClassType.InvokeMethod,
+/// InterfaceType.InvokeMethod, ObjectReference.InvokeMethod. (ClassType.NewInstance is left
+/// out: it makes an object, and an IDE shows a new object's fields, not a string.)
+pub const INVOKES: [(u8, u8); 3] = [(3, 3), (5, 1), (9, 6)];
 /// EventRequest.Set.
 const EVENT_SET: (u8, u8) = (15, 1);
 /// The most VirtualMachine.Resume commands sent when the near side lets go of a connection.
@@ -137,6 +146,11 @@ pub struct Relay {
     known: Known,
     /// The near side's ClassesBySignature commands not answered yet, by id, oldest first.
     lookups: std::collections::VecDeque<u32>,
+    /// The near side's invokes ([`INVOKES`]) not answered yet, by id, oldest first (at most
+    /// [`MAX_LOOKUPS`]: past it, the oldest's reply passes through without its String).
+    invokes: std::collections::VecDeque<u32>,
+    /// The invoke whose reply is being read whole.
+    invoke_reply: Option<u32>,
     /// The near side's EventRequest.Set being read (its id and the data so far).
     near_set: Option<NearBody>,
     /// Classes whose data a debugger's first command about them had read
@@ -166,6 +180,8 @@ impl Relay {
             hold: None,
             known: Known::default(),
             lookups: std::collections::VecDeque::new(),
+            invokes: std::collections::VecDeque::new(),
+            invoke_reply: None,
             near_set: None,
             read_classes: std::collections::HashSet::new(),
             vm_wide: VmWide::default(),
@@ -240,6 +256,12 @@ impl Relay {
                             self.lookups.pop_front();
                         }
                         self.lookups.push_back(h.id);
+                    }
+                    if self.gather && INVOKES.contains(&(h.cmd_set(), h.cmd())) {
+                        if self.invokes.len() >= MAX_LOOKUPS {
+                            self.invokes.pop_front();
+                        }
+                        self.invokes.push_back(h.id);
                     }
                 }
                 // A length below the header's is the VM's to refuse; count it as the header.
@@ -376,10 +398,13 @@ impl Relay {
                     let event = !h.is_reply() && h.cmd_set() == EVENT_CMD_SET && h.cmd() == EVENT_COMPOSITE;
                     self.policy_next = event && rest > 0;
                     let lookup = h.is_reply() && !own && self.take_lookup(h.id);
+                    let invoke = h.is_reply() && !own && take(&mut self.invokes, h.id);
+                    let planned = (event || lookup || invoke) && self.gather && self.hold.is_none() && self.sizes.is_some() && len <= MAX_EVENT;
                     self.reading = if own && len > MAX_OWN_REPLY {
                         self.own_reply(&mut out, h.id, u16::MAX, &[]);
                         Reading::Skip(rest)
-                    } else if own || ((event || lookup) && self.gather && self.hold.is_none() && self.sizes.is_some() && len <= MAX_EVENT) {
+                    } else if own || planned {
+                        self.invoke_reply = (planned && invoke).then_some(h.id);
                         Reading::Whole(head, rest)
                     } else {
                         self.for_near(&mut out, &head);
@@ -426,7 +451,9 @@ impl Relay {
         // An event taken whole: a stop starts a hold; a class lookup's reply too (its class
         // data is read); anything else goes on.
         let Some(sizes) = self.sizes else { return self.for_near(out, &packet) };
-        let planned = if h.is_reply() {
+        let planned = if h.is_reply() && self.invoke_reply.take() == Some(h.id) {
+            (h.error_code() == 0).then(|| super::plan::invoked_string(data, &sizes)).flatten().map(|s| Plan::at_invoke(s, sizes, self.limits, &mut self.known))
+        } else if h.is_reply() {
             (h.error_code() == 0).then(|| Plan::at_classes(data, sizes, self.limits, &mut self.known)).flatten()
         } else {
             Plan::at_stop(data, sizes, self.limits, &mut self.known)
@@ -438,13 +465,7 @@ impl Relay {
 
     /// Whether `id` is a class lookup of the near side's awaiting its reply (forgotten now).
     fn take_lookup(&mut self, id: u32) -> bool {
-        match self.lookups.iter().position(|l| *l == id) {
-            Some(at) => {
-                self.lookups.remove(at);
-                true
-            }
-            None => false,
-        }
+        take(&mut self.lookups, id)
     }
 
     /// Sends the plan's new commands, each with its position in the plan.
@@ -484,5 +505,16 @@ impl Relay {
             }
         }
         self.for_near(out, &h.held);
+    }
+}
+
+/// Whether `id` is in `ids` (removed now).
+fn take(ids: &mut std::collections::VecDeque<u32>, id: u32) -> bool {
+    match ids.iter().position(|l| *l == id) {
+        Some(at) => {
+            ids.remove(at);
+            true
+        }
+        None => false,
     }
 }

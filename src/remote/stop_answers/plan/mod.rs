@@ -44,6 +44,10 @@
 //! by line asks (`locationsOfLine` reads every method's table, `Method.location()` one), one
 //! round trip per method otherwise.
 //!
+//! An invoke of a debugger's that returns a String (an IDE's `toString()` of what it shows)
+//! leads to that String's StringReference.Value, which the IDE asks next to show it
+//! ([`Plan::at_invoke`]; read before the invoke's reply is relayed).
+//!
 //! A ClassPrepare request for one class by its exact name (a ClassMatch pattern with no `*`:
 //! how jdb and IDEs wait for a breakpoint's class, jdb before it looks for the class in
 //! `allClasses()`) leads to the same reading without a lookup of the debugger's: the plan
@@ -217,6 +221,17 @@ impl Plan {
         Some((plan, first))
     }
 
+    /// The plan for the String `string` (an object id) an invoke returned: its
+    /// StringReference.Value, kept within `limits.bytes` as any reply. Its answer is no
+    /// stop's: no thread, suspend policy NONE.
+    pub fn at_invoke(string: u64, sizes: IdSizes, limits: Limits, known: &mut Known) -> (Plan, Vec<(usize, Key)>) {
+        let mut plan = Plan::new(sizes, limits, 0, suspend::NONE);
+        let mut first = Vec::new();
+        let d = plan.id(string, sizes.object);
+        plan.issue(&mut first, Key::new(10, 1, d), Step::Plain, known);
+        (plan, first)
+    }
+
     fn new(sizes: IdSizes, limits: Limits, thread: u64, suspend_policy: u8) -> Plan {
         Plan {
             sizes,
@@ -268,4 +283,18 @@ impl Plan {
     pub fn gathered_all(self) -> (Vec<Gathered>, Vec<Key>) {
         (self.gathered, self.absent)
     }
+}
+
+/// The String an invoke's reply returned (`data`: the returned value, tagged, then the
+/// exception as a tagged object id), by its object id: None when the value is not a String
+/// (tag 's') or is null, when the invoke threw, or when the data does not parse.
+pub fn invoked_string(data: &[u8], sizes: &IdSizes) -> Option<u64> {
+    let mut r = crate::jdwp::reader::Reader::new(data);
+    if r.u8("tag").ok()? != b's' {
+        return None;
+    }
+    let string = r.id(sizes.object, "returnValue").ok()?;
+    r.u8("exception tag").ok()?;
+    let exception = r.id(sizes.object, "exception").ok()?;
+    (string != 0 && exception == 0 && r.remaining() == 0).then_some(string)
 }
