@@ -9,7 +9,7 @@ use crate::jdwp_ops::get_values_request;
 use crate::jvm_suite::read_region;
 use crate::paths::{PathKind, Relay};
 use crate::proxy::ProxyBin;
-use crate::wire::Client;
+use testkit::blocking_client::BlockingClient;
 
 #[derive(Debug, Clone, Default)]
 pub struct BulkRun {
@@ -37,8 +37,8 @@ pub fn run(kind: PathKind, vm: std::net::SocketAddr, bin: &ProxyBin, size: u32) 
     Ok(r)
 }
 
-fn measure(relay: &Relay, size: u32, slot: &mut Option<Client>) -> Result<BulkRun> {
-    let c = slot.insert(Client::connect(relay.addr(), Duration::from_secs(10)).context("connect")?);
+fn measure(relay: &Relay, size: u32, slot: &mut Option<BlockingClient>) -> Result<BulkRun> {
+    let c = slot.insert(BlockingClient::connect(relay.addr(), Duration::from_secs(10)).context("connect")?);
     let warm = get_values_request(1, 8, 0, WARMUP_BYTES);
     read_region(c, &warm, 0, WARMUP_BYTES).context("warm-up reply")?;
     let q = get_values_request(1, 8, 0, size);

@@ -23,7 +23,7 @@ use crate::jvm::{Debuggee, Jvm, Launch};
 use crate::proxy::{Proxy, ProxyBin};
 use crate::stats::{fmt, median};
 use crate::table::{Row, Table};
-use crate::wire::Client;
+use testkit::blocking_client::BlockingClient;
 
 /// What one run measured.
 pub struct ContainersRun {
@@ -126,7 +126,7 @@ fn connect_costs(target: &NsTarget, here: SocketAddr, rounds: usize) -> Result<(
 
 /// Median µs of `rounds` VirtualMachine.Version round trips through a debugger port.
 fn version_rtt(port: u16, rounds: usize) -> Result<f64> {
-    let mut c = Client::connect(SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(30))?;
+    let mut c = BlockingClient::connect(SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(30))?;
     let mut body = Vec::new();
     let mut times = Vec::new();
     for i in 0..rounds + 20 {

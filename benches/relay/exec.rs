@@ -173,12 +173,14 @@ fn one(way: Way, jvm: &mut Jvm, pm: &Podman, bin: &ProxyBin, classes: &Path, ste
     let dir = tempfile::tempdir()?;
     let (mut serve, mut socat, port) = match way {
         Way::Pipe => {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            let port = crate::procs::free_port()?;
             let mut c = crate::procs::command("socat");
             pm.env(&mut c);
             c.arg(format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr")).arg(format!("EXEC:podman exec -i {} busybox nc 127.0.0.1 {}", pm.name, jvm.port));
             let p = Proc::spawn("socat", c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()))?;
-            wait_listening(port)?;
+            // Seen in /proc/net/tcp, not probed: a probe would be a debugger connection of its
+            // own, through an exec, that the agent must see end before it takes the IDE's.
+            crate::procs::wait_listening(port, Duration::from_secs(10)).context("socat")?;
             (None, Some(p), port)
         }
         Way::Node | Way::Exec => {
@@ -204,26 +206,6 @@ fn one(way: Way, jvm: &mut Jvm, pm: &Podman, bin: &ProxyBin, classes: &Path, ste
     }
     let log = serve.as_ref().map(|p| p.log_tail(3000)).unwrap_or_default();
     got.with_context(|| format!("{}; serve's log:\n{log}", way.label()))
-}
-
-fn wait_listening(port: u16) -> Result<()> {
-    // Read from /proc/net/tcp, not probed: a probe would be a debugger connection of its
-    // own, through an exec, that the agent must see end before it takes the IDE's.
-    let want = format!("0100007F:{port:04X}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
-        if tcp.lines().any(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.get(1) == Some(&want.as_str()) && f.get(3) == Some(&"0A")
-        }) {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("socat does not listen on {port}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// The debugger port of the one VM `serve` lists, once it is ready.

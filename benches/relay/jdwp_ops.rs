@@ -2,7 +2,8 @@
 //! their replies: IDSizes, Version, AllClasses, finding the static `Big.data` byte[] and
 //! verifying an ArrayReference.GetValues region of it as it streams past.
 
-use crate::wire::{put_id, put_str, Client, Cursor, Result, WireError};
+use testkit::blocking_client::{BlockingClient, ClientError, Result};
+use testkit::reader::{put_id, put_jdwp_string as put_str, Reader};
 
 // The commands the kit's lean fake VMs answer, as they know them.
 pub use testkit::consts::ERR_NOT_IMPLEMENTED;
@@ -25,17 +26,17 @@ pub struct IdSizes {
     pub frame: usize,
 }
 
-pub fn id_sizes(c: &mut Client) -> Result<IdSizes> {
+pub fn id_sizes(c: &mut BlockingClient) -> Result<IdSizes> {
     parse_id_sizes(&c.request(ID_SIZES.0, ID_SIZES.1, &[])?)
 }
 
 pub fn parse_id_sizes(data: &[u8]) -> Result<IdSizes> {
-    let mut r = Cursor::new(data);
+    let mut r = Reader::new(data);
     let mut v = [0usize; 5];
     for s in v.iter_mut() {
-        *s = r.u32()? as usize;
+        *s = r.u4()? as usize;
         if !(1..=8).contains(s) {
-            return Err(WireError::Content(format!("id size {s}")));
+            return Err(ClientError::Content(format!("id size {s}")));
         }
     }
     Ok(IdSizes { field: v[0], method: v[1], object: v[2], reftype: v[3], frame: v[4] })
@@ -43,29 +44,29 @@ pub fn parse_id_sizes(data: &[u8]) -> Result<IdSizes> {
 
 /// `vmName` out of a VirtualMachine.Version reply.
 pub fn version_vm_name(data: &[u8]) -> Result<String> {
-    let mut r = Cursor::new(data);
-    let _description = r.string()?;
-    let _major = r.u32()?;
-    let _minor = r.u32()?;
-    let _vm_version = r.string()?;
-    r.string()
+    let mut r = Reader::new(data);
+    let _description = r.jdwp_string()?;
+    let _major = r.u4()?;
+    let _minor = r.u4()?;
+    let _vm_version = r.jdwp_string()?;
+    Ok(r.jdwp_string()?)
 }
 
 /// Parses a whole AllClasses reply and returns the class count.
 pub fn count_classes(data: &[u8], ids: &IdSizes) -> Result<usize> {
-    let mut r = Cursor::new(data);
-    let n = r.u32()? as usize;
+    let mut r = Reader::new(data);
+    let n = r.u4()? as usize;
     for _ in 0..n {
-        let _tag = r.u8()?;
+        let _tag = r.u1()?;
         let _type_id = r.id(ids.reftype)?;
-        let sig = r.string()?;
-        let _status = r.u32()?;
+        let sig = r.jdwp_string()?;
+        let _status = r.u4()?;
         if sig.is_empty() {
-            return Err(WireError::Content("empty class signature".into()));
+            return Err(ClientError::Content("empty class signature".into()));
         }
     }
     if r.remaining() != 0 {
-        return Err(WireError::Content(format!("{} bytes after {n} classes", r.remaining())));
+        return Err(ClientError::Content(format!("{} bytes after {n} classes", r.remaining())));
     }
     Ok(n)
 }
@@ -77,49 +78,49 @@ pub struct BigArray {
 }
 
 /// Finds the array in static field `field` of class `sig` (e.g. "LBig;", "data").
-pub fn find_static_array(c: &mut Client, ids: &IdSizes, sig: &str, field: &str) -> Result<BigArray> {
+pub fn find_static_array(c: &mut BlockingClient, ids: &IdSizes, sig: &str, field: &str) -> Result<BigArray> {
     let mut q = Vec::new();
     put_str(&mut q, sig);
     let d = c.request(CLASSES_BY_SIGNATURE.0, CLASSES_BY_SIGNATURE.1, &q)?;
-    let mut r = Cursor::new(&d);
-    if r.u32()? == 0 {
-        return Err(WireError::Content(format!("class {sig} is not loaded")));
+    let mut r = Reader::new(&d);
+    if r.u4()? == 0 {
+        return Err(ClientError::Content(format!("class {sig} is not loaded")));
     }
-    let _tag = r.u8()?;
+    let _tag = r.u1()?;
     let class = r.id(ids.reftype)?;
     let mut q = Vec::new();
     put_id(&mut q, class, ids.reftype);
     let d = c.request(FIELDS.0, FIELDS.1, &q)?;
-    let mut r = Cursor::new(&d);
-    let n = r.u32()?;
+    let mut r = Reader::new(&d);
+    let n = r.u4()?;
     let mut found = None;
     for _ in 0..n {
         let fid = r.id(ids.field)?;
-        let name = r.string()?;
-        let _sig = r.string()?;
-        let _mods = r.u32()?;
+        let name = r.jdwp_string()?;
+        let _sig = r.jdwp_string()?;
+        let _mods = r.u4()?;
         if name == field {
             found = Some(fid);
         }
     }
-    let fid = found.ok_or_else(|| WireError::Content(format!("{sig} has no field {field}")))?;
+    let fid = found.ok_or_else(|| ClientError::Content(format!("{sig} has no field {field}")))?;
     let mut q = Vec::new();
     put_id(&mut q, class, ids.reftype);
     q.extend_from_slice(&1u32.to_be_bytes());
     put_id(&mut q, fid, ids.field);
     let d = c.request(REF_GET_VALUES.0, REF_GET_VALUES.1, &q)?;
-    let mut r = Cursor::new(&d);
-    if r.u32()? != 1 || r.u8()? != TAG_ARRAY {
-        return Err(WireError::Content(format!("{sig}.{field} is not an array")));
+    let mut r = Reader::new(&d);
+    if r.u4()? != 1 || r.u1()? != TAG_ARRAY {
+        return Err(ClientError::Content(format!("{sig}.{field} is not an array")));
     }
     let id = r.id(ids.object)?;
     if id == 0 {
-        return Err(WireError::Content(format!("{sig}.{field} is null")));
+        return Err(ClientError::Content(format!("{sig}.{field} is null")));
     }
     let mut q = Vec::new();
     put_id(&mut q, id, ids.object);
     let d = c.request(ARRAY_LENGTH.0, ARRAY_LENGTH.1, &q)?;
-    let len = Cursor::new(&d).u32()?;
+    let len = Reader::new(&d).u4()?;
     Ok(BigArray { id, len })
 }
 
@@ -164,7 +165,7 @@ impl ByteRegionCheck {
             if self.head.len() == HEAD {
                 let count = u32::from_be_bytes([self.head[1], self.head[2], self.head[3], self.head[4]]);
                 if self.head[0] != TAG_BYTE || count != self.count {
-                    return Err(WireError::Content(format!("region tag {} count {count}", self.head[0])));
+                    return Err(ClientError::Content(format!("region tag {} count {count}", self.head[0])));
                 }
             }
         }
@@ -172,7 +173,7 @@ impl ByteRegionCheck {
             let n = data.len().min(PIECE);
             let at = ((self.first + self.seen) % 256) as usize;
             if data[..n] != self.pattern[at..at + n] {
-                return Err(WireError::Content(format!("array bytes differ near index {}", self.seen)));
+                return Err(ClientError::Content(format!("array bytes differ near index {}", self.seen)));
             }
             self.seen += n as u64;
             data = &data[n..];
@@ -182,7 +183,7 @@ impl ByteRegionCheck {
 
     pub fn finish(&self) -> Result<()> {
         if self.head.len() != HEAD || self.seen != u64::from(self.count) {
-            return Err(WireError::Content(format!("region ended after {} of {} bytes", self.seen, self.count)));
+            return Err(ClientError::Content(format!("region ended after {} of {} bytes", self.seen, self.count)));
         }
         Ok(())
     }

@@ -13,7 +13,8 @@ use crate::jvm::{Jvm, BIG_ARRAY_LEN, BIG_CLASS_SIG, BIG_FIELD};
 use crate::paths::{CpuMeter, PathKind, Relay};
 use crate::proxy::ProxyBin;
 use crate::stats::percentile;
-use crate::wire::{check_reply, command, Client, WireError};
+use testkit::blocking_client::{check_reply, BlockingClient, ClientError};
+use testkit::wire::command_frame;
 
 #[derive(Debug, Clone, Copy)]
 pub struct JvmParams {
@@ -83,13 +84,13 @@ pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, p: &JvmParams, idle_fi
     })
 }
 
-fn measure(relay: &Relay, jvm_pid: u32, p: &JvmParams, slot: &mut Option<Client>, idle_first: bool) -> Result<JvmRun> {
-    let c = slot.insert(Client::connect(relay.addr(), Duration::from_secs(10)).context("connect")?);
+fn measure(relay: &Relay, jvm_pid: u32, p: &JvmParams, slot: &mut Option<BlockingClient>, idle_first: bool) -> Result<JvmRun> {
+    let c = slot.insert(BlockingClient::connect(relay.addr(), Duration::from_secs(10)).context("connect")?);
     let ids = ops::id_sizes(c).context("IDSizes")?;
     let version = c.request(ops::VERSION.0, ops::VERSION.1, &[]).context("Version")?;
     let vm_name = ops::version_vm_name(&version)?;
     if vm_name.is_empty() {
-        return Err(WireError::Content("empty vmName".into()).into());
+        return Err(ClientError::Content("empty vmName".into()).into());
     }
     let mut r = JvmRun::default();
 
@@ -128,7 +129,7 @@ fn measure(relay: &Relay, jvm_pid: u32, p: &JvmParams, slot: &mut Option<Client>
     let cpu = relay.cpu();
     let (elapsed, bytes, classes) = all_classes(c, p.all_classes_n, &ids).context("AllClasses")?;
     if classes < p.min_classes {
-        return Err(WireError::Content(format!("AllClasses listed {classes} classes, expected at least {}", p.min_classes)).into());
+        return Err(ClientError::Content(format!("AllClasses listed {classes} classes, expected at least {}", p.min_classes)).into());
     }
     r.classes = classes;
     r.all_classes_mbps = bytes as f64 / MB / elapsed.as_secs_f64();
@@ -136,7 +137,7 @@ fn measure(relay: &Relay, jvm_pid: u32, p: &JvmParams, slot: &mut Option<Client>
 
     let arr = ops::find_static_array(c, &ids, BIG_CLASS_SIG, BIG_FIELD).context("find Big.data")?;
     if arr.len != BIG_ARRAY_LEN {
-        return Err(WireError::Content(format!("Big.data has {} elements, expected {BIG_ARRAY_LEN}", arr.len)).into());
+        return Err(ClientError::Content(format!("Big.data has {} elements, expected {BIG_ARRAY_LEN}", arr.len)).into());
     }
     let cpu = relay.cpu();
     let (elapsed, bytes) = array_values(c, p.array_n, arr, &ids).context("ArrayReference.GetValues")?;
@@ -147,8 +148,8 @@ fn measure(relay: &Relay, jvm_pid: u32, p: &JvmParams, slot: &mut Option<Client>
 
 /// Latency and pipelined throughput of `c` while a second debugger is attached to the same
 /// VM through the proxy and sends nothing after its first command.
-fn with_idle_debugger(relay: &Relay, c: &mut Client, p: &JvmParams, version: &[u8], r: &mut JvmRun) -> Result<()> {
-    let mut idle = Client::connect(relay.addr(), Duration::from_secs(10)).context("connect the second debugger")?;
+fn with_idle_debugger(relay: &Relay, c: &mut BlockingClient, p: &JvmParams, version: &[u8], r: &mut JvmRun) -> Result<()> {
+    let mut idle = BlockingClient::connect(relay.addr(), Duration::from_secs(10)).context("connect the second debugger")?;
     // Attached for sure: it got an answer.
     idle.request(ops::VERSION.0, ops::VERSION.1, &[]).context("the second debugger's Version")?;
     let (elapsed, _) = latency(c, p.latency_n, version).context("latency with a second debugger")?;
@@ -159,8 +160,8 @@ fn with_idle_debugger(relay: &Relay, c: &mut Client, p: &JvmParams, version: &[u
 }
 
 /// `n` sequential Version round trips; total time and each round trip in ns.
-pub fn latency(c: &mut Client, n: usize, expected: &[u8]) -> Result<(Duration, Vec<u32>), WireError> {
-    let mut req = command(0, ops::VERSION.0, ops::VERSION.1, &[]);
+pub fn latency(c: &mut BlockingClient, n: usize, expected: &[u8]) -> Result<(Duration, Vec<u32>), ClientError> {
+    let mut req = command_frame(0, ops::VERSION.0, ops::VERSION.1, &[]);
     let mut body = Vec::with_capacity(expected.len());
     let mut samples = Vec::with_capacity(n);
     let t0 = Instant::now();
@@ -174,15 +175,15 @@ pub fn latency(c: &mut Client, n: usize, expected: &[u8]) -> Result<(Duration, V
         c.read_body(&h, &mut body)?;
         samples.push(t.elapsed().as_nanos().min(u128::from(u32::MAX)) as u32);
         if body != expected {
-            return Err(WireError::Content("a Version reply differs from the first one".into()));
+            return Err(ClientError::Content("a Version reply differs from the first one".into()));
         }
     }
     Ok((t0.elapsed(), samples))
 }
 
 /// `n` Version requests with up to `window` outstanding; replies must come in order.
-pub fn pipelined(c: &mut Client, n: usize, window: usize, expected: &[u8]) -> Result<Duration, WireError> {
-    let mut req = command(0, ops::VERSION.0, ops::VERSION.1, &[]);
+pub fn pipelined(c: &mut BlockingClient, n: usize, window: usize, expected: &[u8]) -> Result<Duration, ClientError> {
+    let mut req = command_frame(0, ops::VERSION.0, ops::VERSION.1, &[]);
     let mut body = Vec::with_capacity(expected.len());
     let mut outstanding = std::collections::VecDeque::with_capacity(window);
     let (mut sent, mut received) = (0usize, 0usize);
@@ -200,7 +201,7 @@ pub fn pipelined(c: &mut Client, n: usize, window: usize, expected: &[u8]) -> Re
         check_reply(&h, want, ops::VERSION.0, ops::VERSION.1)?;
         c.read_body(&h, &mut body)?;
         if body != expected {
-            return Err(WireError::Content("a pipelined Version reply differs".into()));
+            return Err(ClientError::Content("a pipelined Version reply differs".into()));
         }
         received += 1;
     }
@@ -208,7 +209,7 @@ pub fn pipelined(c: &mut Client, n: usize, window: usize, expected: &[u8]) -> Re
 }
 
 /// `n` AllClasses; time, reply bytes, and the class count (first and last reply parsed).
-fn all_classes(c: &mut Client, n: usize, ids: &IdSizes) -> Result<(Duration, u64, usize), WireError> {
+fn all_classes(c: &mut BlockingClient, n: usize, ids: &IdSizes) -> Result<(Duration, u64, usize), ClientError> {
     let mut body = Vec::new();
     let (mut bytes, mut classes) = (0u64, 0usize);
     let t0 = Instant::now();
@@ -224,7 +225,7 @@ fn all_classes(c: &mut Client, n: usize, ids: &IdSizes) -> Result<(Duration, u64
 }
 
 /// `n` GetValues of the whole array, each checked byte by byte as it streams in.
-fn array_values(c: &mut Client, n: usize, arr: BigArray, ids: &IdSizes) -> Result<(Duration, u64), WireError> {
+fn array_values(c: &mut BlockingClient, n: usize, arr: BigArray, ids: &IdSizes) -> Result<(Duration, u64), ClientError> {
     let q = ops::get_values_request(arr.id, ids.object, 0, arr.len);
     let mut bytes = 0u64;
     let t0 = Instant::now();
@@ -235,12 +236,12 @@ fn array_values(c: &mut Client, n: usize, arr: BigArray, ids: &IdSizes) -> Resul
 }
 
 /// Sends one GetValues request and streams its reply through the checker; reply bytes.
-pub fn read_region(c: &mut Client, request: &[u8], first: u32, count: u32) -> Result<u64, WireError> {
+pub fn read_region(c: &mut BlockingClient, request: &[u8], first: u32, count: u32) -> Result<u64, ClientError> {
     let id = c.send(ops::ARRAY_GET_VALUES.0, ops::ARRAY_GET_VALUES.1, request)?;
     let h = c.read_header()?;
     check_reply(&h, id, ops::ARRAY_GET_VALUES.0, ops::ARRAY_GET_VALUES.1)?;
     if h.body_len() != ByteRegionCheck::body_len(count) {
-        return Err(WireError::Content(format!("GetValues reply of {} bytes for {count} elements", h.body_len())));
+        return Err(ClientError::Content(format!("GetValues reply of {} bytes for {count} elements", h.body_len())));
     }
     let mut check = ByteRegionCheck::new(first, count);
     c.stream_body(h.body_len(), &mut |piece| check.feed(piece))?;
@@ -258,10 +259,10 @@ mod tests {
 
     use super::*;
     use crate::jdwp_ops::{get_values_request, version_vm_name, DDM, VERSION};
-    use crate::wire::HEADER_LEN;
+    use testkit::wire::HEADER_LEN;
 
-    fn connect(vms: &LeanVms) -> Client {
-        Client::connect(vms.addrs[0], Duration::from_secs(10)).unwrap()
+    fn connect(vms: &LeanVms) -> BlockingClient {
+        BlockingClient::connect(vms.addrs[0], Duration::from_secs(10)).unwrap()
     }
 
     #[test]
@@ -280,7 +281,7 @@ mod tests {
         // A plain VM knows no DDM; unknown commands get NOT_IMPLEMENTED.
         let id = c.send(DDM.0, DDM.1, b"HELO\0\0\0\x04\0\0\0\x01").unwrap();
         let h = c.read_header().unwrap();
-        assert!(matches!(check_reply(&h, id, DDM.0, DDM.1), Err(crate::wire::WireError::Jdwp { code: 99, .. })));
+        assert!(matches!(check_reply(&h, id, DDM.0, DDM.1), Err(ClientError::Jdwp { code: 99, .. })));
         assert_eq!(vms.shared.helo.load(Ordering::SeqCst), 0);
     }
 

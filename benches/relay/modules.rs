@@ -44,4 +44,3 @@ mod test_hosts;
 mod thin;
 mod web_page;
 mod where_time;
-mod wire;

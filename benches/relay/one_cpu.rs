@@ -18,7 +18,7 @@ use crate::jvm_suite::latency;
 use crate::paths::{PathKind, Relay};
 use crate::proxy::ProxyBin;
 use crate::report::Rep;
-use crate::wire::Client;
+use testkit::blocking_client::BlockingClient;
 
 /// One path's figures with everything on one CPU.
 #[derive(Debug, Clone, Default)]
@@ -125,7 +125,7 @@ fn one_path(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, one: &CpuSet, n: usiz
         if let Some(pid) = relay.pid() {
             one.apply_process(pid).context("pin the relay")?;
         }
-        let mut c = Client::connect(relay.addr(), Duration::from_secs(10)).context("connect")?;
+        let mut c = BlockingClient::connect(relay.addr(), Duration::from_secs(10)).context("connect")?;
         let version = c.request(ops::VERSION.0, ops::VERSION.1, &[]).context("Version")?;
         latency(&mut c, n / 5 + 1, &version).context("warm-up")?;
         let cpu = relay.cpu();

@@ -25,7 +25,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
     let pid = text[..open].trim().parse().ok()?;
     let comm = text.get(open + 1..close)?.to_string();
     // After the name: field 3 (state) first; ppid is field 4, utime..cstime fields 14-17.
-    let f: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    let f = testkit::process::parse_stat_fields(text)?;
     let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
     Some(Stat { pid, comm, ppid: u32::try_from(num(1)?).ok()?, own: num(11)? + num(12)?, reaped: num(13)? + num(14)? })
 }

@@ -33,7 +33,7 @@ use crate::paths::CpuMeter;
 use crate::procs::{free_port, wait_listening, Proc};
 use crate::proxy::{Proxy, ProxyBin};
 use crate::stats::percentile;
-use crate::wire::{Client, WireError};
+use testkit::blocking_client::{BlockingClient, ClientError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteKind {
@@ -135,7 +135,7 @@ impl Master {
 
     /// One connection through the master: `ssh -S CTL -W 127.0.0.1:PORT HOST` on the far end
     /// of a fresh loopback TCP pair; the near end, handshaken, and the `-W` process.
-    pub fn connect(&self, t: &Target) -> Result<(Client, Proc)> {
+    pub fn connect(&self, t: &Target) -> Result<(BlockingClient, Proc)> {
         let l = TcpListener::bind("127.0.0.1:0")?;
         let near = TcpStream::connect(l.local_addr()?)?;
         let (far, _) = l.accept()?;
@@ -146,7 +146,7 @@ impl Master {
         let proc = Proc::spawn("ssh -W", &mut cmd)?;
         // Only ssh may hold the far end: the Command keeps its copies until dropped.
         drop(cmd);
-        let c = Client::over(near).context("handshake through ssh -W")?;
+        let c = BlockingClient::over(near).context("handshake through ssh -W")?;
         Ok((c, proc))
     }
 
@@ -258,10 +258,10 @@ impl RemoteRelay {
     }
 
     /// The debugger's connection, handshaken.
-    pub fn connect(&mut self, t: &Target) -> Result<Client> {
+    pub fn connect(&mut self, t: &Target) -> Result<BlockingClient> {
         let local = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
         match self {
-            RemoteRelay::Forward { port, .. } | RemoteRelay::Jdwpmux { port, .. } | RemoteRelay::SocatForward { port, .. } => Ok(Client::connect(local(*port), Duration::from_secs(10))?),
+            RemoteRelay::Forward { port, .. } | RemoteRelay::Jdwpmux { port, .. } | RemoteRelay::SocatForward { port, .. } => Ok(BlockingClient::connect(local(*port), Duration::from_secs(10))?),
             RemoteRelay::Stdio { master, client } => {
                 let (c, p) = master.connect(t)?;
                 *client = Some(p);
@@ -375,14 +375,14 @@ pub fn run(kind: RemoteKind, jvm: &mut Jvm, t: &Target, bin: &ProxyBin, p: &Path
 
 const MB: f64 = 1e6;
 
-fn measure(relay: &mut RemoteRelay, t: &Target, p: &PathParams, slot: &mut Option<Client>) -> Result<RemoteRun> {
+fn measure(relay: &mut RemoteRelay, t: &Target, p: &PathParams, slot: &mut Option<BlockingClient>) -> Result<RemoteRun> {
     let t0 = Instant::now();
     let c = slot.insert(relay.connect(t).context("connect")?);
     let mut r = RemoteRun { connect_ms: t0.elapsed().as_secs_f64() * 1e3, ..RemoteRun::default() };
     let ids = ops::id_sizes(c).context("IDSizes")?;
     let version = c.request(ops::VERSION.0, ops::VERSION.1, &[]).context("Version")?;
     if ops::version_vm_name(&version)?.is_empty() {
-        return Err(WireError::Content("empty vmName".into()).into());
+        return Err(ClientError::Content("empty vmName".into()).into());
     }
     latency(c, p.warmup, &version).context("warm-up")?;
     pipelined(c, p.warmup.min(p.pipelined_n), p.window, &version).context("pipelined warm-up")?;
@@ -405,7 +405,7 @@ fn measure(relay: &mut RemoteRelay, t: &Target, p: &PathParams, slot: &mut Optio
 
     let arr = ops::find_static_array(c, &ids, BIG_CLASS_SIG, BIG_FIELD).context("find Big.data")?;
     if arr.len != BIG_ARRAY_LEN {
-        return Err(WireError::Content(format!("Big.data has {} elements, expected {BIG_ARRAY_LEN}", arr.len)).into());
+        return Err(ClientError::Content(format!("Big.data has {} elements, expected {BIG_ARRAY_LEN}", arr.len)).into());
     }
     let q = get_values_request(arr.id, ids.object, 0, arr.len);
     // One reply first: the channel's window opens up, as it has in a working session.

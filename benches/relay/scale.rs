@@ -14,7 +14,7 @@ use crate::paths::CpuMeter;
 use crate::procs::{ensure_nofile, status_kib};
 use crate::proxy::{LogFollower, Proxy, ProxyBin};
 use crate::stats::percentile;
-use crate::wire::Client;
+use testkit::blocking_client::BlockingClient;
 
 #[derive(Debug, Clone)]
 pub struct ScaleResult {
@@ -244,7 +244,7 @@ pub fn ddm_flood(bin: &ProxyBin, chunks: u64, threads: u16) -> Result<DdmResult>
     let mut proxy = Proxy::start(bin, &vms.addrs, dir.path())?;
     let shared = vms.shared.clone();
     wait_for("the VM to get HELO", Duration::from_secs(30), &mut || Ok(shared.helo.load(Ordering::SeqCst) >= 1))?;
-    let mut c = Client::connect(std::net::SocketAddr::from(([127, 0, 0, 1], proxy.current_port)), Duration::from_secs(10))?;
+    let mut c = BlockingClient::connect(std::net::SocketAddr::from(([127, 0, 0, 1], proxy.current_port)), Duration::from_secs(10))?;
     let version = c.request(ops::VERSION.0, ops::VERSION.1, &[])?;
     if ops::version_vm_name(&version)? != "Dalvik" {
         bail!("the debugger did not reach the fake VM");
@@ -263,7 +263,7 @@ pub fn ddm_flood(bin: &ProxyBin, chunks: u64, threads: u16) -> Result<DdmResult>
             let (_, s) = latency(&mut c, 1, &version)?;
             samples.extend(s);
         }
-        Ok::<_, crate::wire::WireError>((samples, c))
+        Ok::<_, testkit::blocking_client::ClientError>((samples, c))
     });
     let cpu = CpuMeter::start(Some(proxy.pid()));
     let t0 = Instant::now();

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use testkit::fake_vm::lean::{string_value, vm_description, VM_DESCRIPTION};
 use crate::jdwp_ops::{ALL_THREADS, ARRAY_GET_VALUES, ERR_NOT_IMPLEMENTED, ID_SIZES, STRING_VALUE, TAG_BYTE, VERSION};
 use crate::soak_world::{port_of, Counters, Pick, Rng, World};
-use crate::wire::{command, put_id, put_str, Client, Cursor, WireError};
+use testkit::blocking_client::{BlockingClient, ClientError};
+use testkit::reader::{put_id, put_jdwp_string as put_str, Reader};
+use testkit::wire::command_frame;
 
 /// Most commands in flight in one burst.
 pub const MAX_BURST: u64 = 16;
@@ -119,7 +121,7 @@ pub fn judge(e: &Expect, error: u16, body: &[u8], vm_alive: impl FnOnce() -> boo
 
 /// The VM number out of a fake VM's Version reply.
 pub fn vm_in_version(body: &[u8]) -> Option<usize> {
-    let description = Cursor::new(body).string().ok()?;
+    let description = Reader::new(body).jdwp_string().ok()?;
     let k: usize = description.strip_prefix(VM_DESCRIPTION)?.parse().ok()?;
     (vm_description(k) == description).then_some(k)
 }
@@ -129,7 +131,7 @@ enum End {
     /// The debugger chose to leave (or the run is over).
     Leave,
     /// The connection failed with commands in flight.
-    Broken(WireError, u64),
+    Broken(ClientError, u64),
 }
 
 /// Runs one debugger until `world.stop`; returns burst round-trip times in µs.
@@ -151,7 +153,7 @@ pub fn run(world: &World, index: usize, how: Behaviour) -> Vec<u32> {
 fn session(world: &World, pick: Pick, how: Behaviour, rng: &mut Rng, rtts: &mut Vec<u32>) {
     let c = &world.counters;
     let addr = SocketAddr::from(([127, 0, 0, 1], pick.daemon_port));
-    let attached = Client::connect(addr, Duration::from_secs(5)).and_then(|mut cl| {
+    let attached = BlockingClient::connect(addr, Duration::from_secs(5)).and_then(|mut cl| {
         cl.set_read_timeout(how.reply_timeout)?;
         let body = cl.request(VERSION.0, VERSION.1, &[])?;
         Ok((cl, vm_in_version(&body)))
@@ -229,7 +231,7 @@ fn session(world: &World, pick: Pick, how: Behaviour, rng: &mut Rng, rtts: &mut 
 
 /// Sends 1..=MAX_BURST random commands in one write and reads a reply to each, in any
 /// order. On a connection error returns it with the number of commands still unanswered.
-fn burst(client: &mut Client, rng: &mut Rng, k: usize, world: &World) -> Result<(), (WireError, u64)> {
+fn burst(client: &mut BlockingClient, rng: &mut Rng, k: usize, world: &World) -> Result<(), (ClientError, u64)> {
     let c = &world.counters;
     let n = rng.range(1, MAX_BURST);
     let mut pending: HashMap<u32, Expect> = HashMap::with_capacity(n as usize);
@@ -237,7 +239,7 @@ fn burst(client: &mut Client, rng: &mut Rng, k: usize, world: &World) -> Result<
     for _ in 0..n {
         let ((set, cmd), body, expect) = random_command(rng, k);
         let id = client.next_id();
-        out.extend_from_slice(&command(id, set, cmd, &body));
+        out.extend_from_slice(&command_frame(id, set, cmd, &body));
         pending.insert(id, expect);
     }
     client.write_all(&out).map_err(|e| (e, n))?;

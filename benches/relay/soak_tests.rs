@@ -34,7 +34,7 @@ fn killed_vms_close_and_come_back_elsewhere() {
     let world = pick_ports(3).unwrap();
     let ports = world.ports();
     assert_eq!(world.live(), (3, 0));
-    let mut c = crate::wire::Client::connect(std::net::SocketAddr::from(([127, 0, 0, 1], ports[0])), secs(5)).unwrap();
+    let mut c = testkit::blocking_client::BlockingClient::connect(std::net::SocketAddr::from(([127, 0, 0, 1], ports[0])), secs(5)).unwrap();
     let k = crate::soak_world::vm_number(ports[0], 0);
     let v = c.request(1, 1, &[]).unwrap();
     assert_eq!(crate::soak_debugger::vm_in_version(&v), Some(k));

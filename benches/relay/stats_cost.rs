@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 
 use crate::jvm_suite::latency;
 use crate::proxy::{Proxy, ProxyBin};
-use crate::wire::Client;
+use testkit::blocking_client::BlockingClient;
 
 /// Round trips before the measured ones (connection set-up, first-touch costs).
 const WARMUP: usize = 2_000;
@@ -21,7 +21,7 @@ pub fn cpu_per_round_trip(bin: &ProxyBin, vm: SocketAddr, n: usize, stats_on: bo
     let mut proxy = Proxy::start_with(bin, &[vm], dir.path(), &[], env)?;
     let addr = SocketAddr::from(([127, 0, 0, 1], proxy.current_port));
     let result = (|| {
-        let mut c = Client::connect(addr, Duration::from_secs(10)).context("connect")?;
+        let mut c = BlockingClient::connect(addr, Duration::from_secs(10)).context("connect")?;
         let expected = c.request(1, 1, &[]).context("first Version")?;
         latency(&mut c, WARMUP, &expected).context("warm-up")?;
         let cpu = crate::paths::CpuMeter::start(Some(proxy.pid()));

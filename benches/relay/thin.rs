@@ -25,7 +25,8 @@ use crate::remote_paths::Target;
 use crate::stats::{fmt, fmt_opt, median};
 use crate::table::{Row, Table};
 use crate::test_hosts::BenchHost;
-use crate::wire::{put_id, put_str, Client, Cursor};
+use testkit::blocking_client::BlockingClient;
+use testkit::reader::{put_id, put_jdwp_string as put_str, Reader};
 
 const BIG_ANSWERS_JAVA: &str = include_str!("../../testkit/src/jdi/BigAnswers.java");
 /// VirtualMachine.AllClassesWithGeneric.
@@ -195,7 +196,7 @@ fn same_answers(row: &[Option<Answers>; 3]) -> Result<()> {
 /// Connects to `port`, finds the string, then asks for the class list and the string's value,
 /// timing each and counting what the link carried from the host meanwhile.
 pub fn ask(port: u16, link: &RateLink) -> Result<Answers> {
-    let mut c = Client::connect(SocketAddr::from((Ipv4Addr::LOCALHOST, port)), Duration::from_secs(30))?;
+    let mut c = BlockingClient::connect(SocketAddr::from((Ipv4Addr::LOCALHOST, port)), Duration::from_secs(30))?;
     let ids = id_sizes(&mut c)?;
     let string = find_string(&mut c, &ids)?;
     let mut a = Answers::default();
@@ -214,33 +215,33 @@ pub fn ask(port: u16, link: &RateLink) -> Result<Answers> {
     a.string_s = t0.elapsed().as_secs_f64();
     a.string_link = link.carried().1 - after;
     a.string_len = reply.len();
-    let mut r = Cursor::new(&reply);
-    let n = r.u32()? as usize;
-    a.string = r.take(n)?.to_vec();
+    let mut r = Reader::new(&reply);
+    let n = r.u4()? as usize;
+    a.string = r.bytes(n)?.to_vec();
     Ok(a)
 }
 
 /// The object id of the string in `BigAnswers.text`.
-fn find_string(c: &mut Client, ids: &IdSizes) -> Result<u64> {
+fn find_string(c: &mut BlockingClient, ids: &IdSizes) -> Result<u64> {
     let mut q = Vec::new();
     put_str(&mut q, "LBigAnswers;");
     let d = c.request(CLASSES_BY_SIGNATURE.0, CLASSES_BY_SIGNATURE.1, &q)?;
-    let mut r = Cursor::new(&d);
-    if r.u32()? == 0 {
+    let mut r = Reader::new(&d);
+    if r.u4()? == 0 {
         bail!("BigAnswers is not loaded");
     }
-    let _tag = r.u8()?;
+    let _tag = r.u1()?;
     let class = r.id(ids.reftype)?;
     let mut q = Vec::new();
     put_id(&mut q, class, ids.reftype);
     let d = c.request(FIELDS.0, FIELDS.1, &q)?;
-    let mut r = Cursor::new(&d);
+    let mut r = Reader::new(&d);
     let mut field = None;
-    for _ in 0..r.u32()? {
+    for _ in 0..r.u4()? {
         let id = r.id(ids.field)?;
-        let name = r.string()?;
-        let _sig = r.string()?;
-        let _mods = r.u32()?;
+        let name = r.jdwp_string()?;
+        let _sig = r.jdwp_string()?;
+        let _mods = r.u4()?;
         if name == "text" {
             field = Some(id);
         }
@@ -251,8 +252,8 @@ fn find_string(c: &mut Client, ids: &IdSizes) -> Result<u64> {
     q.extend_from_slice(&1u32.to_be_bytes());
     put_id(&mut q, field, ids.field);
     let d = c.request(REF_GET_VALUES.0, REF_GET_VALUES.1, &q)?;
-    let mut r = Cursor::new(&d);
-    if r.u32()? != 1 || r.u8()? != TAG_STRING {
+    let mut r = Reader::new(&d);
+    if r.u4()? != 1 || r.u1()? != TAG_STRING {
         bail!("BigAnswers.text is not a string");
     }
     Ok(r.id(ids.object)?)
@@ -260,15 +261,15 @@ fn find_string(c: &mut Client, ids: &IdSizes) -> Result<u64> {
 
 /// The classes of an AllClassesWithGeneric reply without their ids, sorted.
 pub fn classes_of(data: &[u8], ids: &IdSizes) -> Result<Vec<(u8, String, String, u32)>> {
-    let mut r = Cursor::new(data);
-    let n = r.u32()?;
+    let mut r = Reader::new(data);
+    let n = r.u4()?;
     let mut out = Vec::with_capacity(n as usize);
     for _ in 0..n {
-        let tag = r.u8()?;
+        let tag = r.u1()?;
         let _id = r.id(ids.reftype)?;
-        let sig = r.string()?;
-        let generic = r.string()?;
-        out.push((tag, sig, generic, r.u32()?));
+        let sig = r.jdwp_string()?;
+        let generic = r.jdwp_string()?;
+        out.push((tag, sig, generic, r.u4()?));
     }
     if r.remaining() != 0 {
         bail!("{} bytes after {n} classes", r.remaining());

@@ -18,7 +18,7 @@ use crate::jvm_suite::latency;
 use crate::paths::{PathKind, Relay};
 use crate::procs::Proc;
 use crate::proxy::ProxyBin;
-use crate::wire::Client;
+use testkit::blocking_client::BlockingClient;
 
 /// The paths of this table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,7 +198,7 @@ fn pass_traced(s: Subject, jvm: &mut Jvm, bin: &ProxyBin, n: usize) -> Result<BT
 
 /// Runs `f` with a fresh relay of `s`'s kind and a warmed-up client (and, for
 /// `JdwpmuxIdleSecond`, another debugger attached through the proxy and idle).
-fn with_relay<T>(s: Subject, jvm: &mut Jvm, bin: &ProxyBin, f: impl FnOnce(&Relay, &mut Client, &[u8]) -> Result<T>) -> Result<T> {
+fn with_relay<T>(s: Subject, jvm: &mut Jvm, bin: &ProxyBin, f: impl FnOnce(&Relay, &mut BlockingClient, &[u8]) -> Result<T>) -> Result<T> {
     with_relay_from(s, jvm, |kind, vm| Relay::start(kind, vm, bin), f)
 }
 
@@ -207,17 +207,17 @@ pub fn with_relay_from<T>(
     s: Subject,
     jvm: &mut Jvm,
     start: impl FnOnce(PathKind, std::net::SocketAddr) -> Result<Relay>,
-    f: impl FnOnce(&Relay, &mut Client, &[u8]) -> Result<T>,
+    f: impl FnOnce(&Relay, &mut BlockingClient, &[u8]) -> Result<T>,
 ) -> Result<T> {
     jvm.wait_free(Duration::from_secs(30))?;
     jvm.session_ended();
     let mut relay = start(s.path(), jvm.addr())?;
-    let mut c = Client::connect(relay.addr(), Duration::from_secs(10)).context("connect")?;
+    let mut c = BlockingClient::connect(relay.addr(), Duration::from_secs(10)).context("connect")?;
     let version = c.request(ops::VERSION.0, ops::VERSION.1, &[]).context("Version")?;
     latency(&mut c, 1000, &version).context("warm-up")?;
     let mut idle = None;
     if s == Subject::JdwpmuxIdleSecond {
-        let mut second = Client::connect(relay.addr(), Duration::from_secs(10)).context("connect the second debugger")?;
+        let mut second = BlockingClient::connect(relay.addr(), Duration::from_secs(10)).context("connect the second debugger")?;
         second.request(ops::VERSION.0, ops::VERSION.1, &[]).context("the second debugger's Version")?;
         idle = Some(second);
     }

@@ -6,7 +6,8 @@
 //! # Layout
 //! - **The wire**: `consts` (JDWP numbers), `reader` (bounds-checked bytes, JDWP and DDM
 //!   strings), `wire` (packets and chunks), `ddm` (DDM payloads, built and parsed together).
-//! - **Debuggers**: `client` (a raw JDWP client), `jvm_wire` (a raw debugger of a real
+//! - **Debuggers**: `client` (a raw JDWP client, async), `blocking_client` (the same on a
+//!   blocking socket, for the benchmark's timed runs), `jvm_wire` (a raw debugger of a real
 //!   HotSpot), `jdb` (the real jdb), `jdi` (IDE-like JDI programs), `console` (a line-driven
 //!   child both stand on), `browser` and `http` (the monitor page's clients).
 //! - **VMs and servers**: `fake_vm` (the DDM-aware fake VM; `fake_vm::lean`, many lean ones
@@ -25,6 +26,7 @@
 //!   `JDWPMUX_TEST_ALLOW_SKIP=1` are skipped and recorded; never passed).
 #![allow(dead_code, unused_imports)]
 
+pub mod blocking_client;
 pub mod browser;
 pub mod client;
 pub mod console;
@@ -58,6 +60,7 @@ pub mod trace_check;
 pub mod users;
 pub mod wire;
 
+pub use blocking_client::BlockingClient;
 pub use client::RawClient;
 pub use fake_vm::{DbgdReply, EventRequestRecord, FakeThread, FakeVm, FakeVmConfig, HeapRequest};
 pub use ports::PortHold;

@@ -29,13 +29,20 @@ pub fn put_jdwp_string(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// An object, type, field, method or frame id of `size` bytes (the VM's IDSizes): the low
+/// bytes of `v`, big-endian.
+pub fn put_id(out: &mut Vec<u8>, v: u64, size: usize) {
+    out.extend_from_slice(&v.to_be_bytes()[8 - size.min(8)..]);
+}
+
 pub fn jdwp_string(s: &str) -> Vec<u8> {
     let mut out = Vec::new();
     put_jdwp_string(&mut out, s);
     out
 }
 
-/// Big-endian cursor over bytes; every read checks bounds.
+/// Big-endian cursor over bytes; every read checks bounds. The small reads are inlined
+/// across crates: the benchmark parses whole class lists with it inside timed runs.
 #[derive(Clone, Debug)]
 pub struct Reader<'a> {
     buf: &'a [u8],
@@ -51,6 +58,7 @@ impl<'a> Reader<'a> {
         self.pos
     }
 
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
@@ -63,6 +71,7 @@ impl<'a> Reader<'a> {
         &self.buf[self.pos..]
     }
 
+    #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         let left = self.remaining();
         if n > left {
@@ -73,26 +82,40 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.bytes(N)?);
         Ok(a)
     }
 
+    #[inline]
     pub fn u1(&mut self) -> Result<u8, WireError> {
         Ok(self.array::<1>()?[0])
     }
 
+    #[inline]
     pub fn u2(&mut self) -> Result<u16, WireError> {
         Ok(u16::from_be_bytes(self.array()?))
     }
 
+    #[inline]
     pub fn u4(&mut self) -> Result<u32, WireError> {
         Ok(u32::from_be_bytes(self.array()?))
     }
 
+    #[inline]
     pub fn u8(&mut self) -> Result<u64, WireError> {
         Ok(u64::from_be_bytes(self.array()?))
+    }
+
+    /// An id of `size` bytes (the VM's IDSizes, 1..=8).
+    #[inline]
+    pub fn id(&mut self, size: usize) -> Result<u64, WireError> {
+        if !(1..=8).contains(&size) {
+            return Err(WireError::BadIdSize { size });
+        }
+        Ok(self.bytes(size)?.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
     }
 
     /// Four raw bytes, e.g. a chunk type or a boot stage.
@@ -114,6 +137,7 @@ impl<'a> Reader<'a> {
         self.utf16(units)
     }
 
+    #[inline]
     pub fn jdwp_string(&mut self) -> Result<String, WireError> {
         let n = self.u4()? as usize;
         let at = self.pos;
@@ -136,5 +160,21 @@ mod tests {
         assert_eq!(Reader::new(&j).jdwp_string().unwrap(), "h\u{e9}");
         assert!(Reader::new(&[0, 0, 0, 9, 0]).ddm_string().is_err());
         assert!(Reader::new(&[0, 0, 0, 1, 0xFF]).jdwp_string().is_err());
+    }
+
+    #[test]
+    fn ids_of_any_size() {
+        let mut d = Vec::new();
+        put_id(&mut d, 0x0102_0304_0506_0708, 8);
+        put_id(&mut d, 0x1234, 2);
+        put_id(&mut d, 0xAB, 1);
+        assert_eq!(&d[8..], &[0x12, 0x34, 0xAB]);
+        let mut r = Reader::new(&d);
+        assert_eq!(r.id(8).unwrap(), 0x0102_0304_0506_0708);
+        assert_eq!(r.id(2).unwrap(), 0x1234);
+        assert_eq!(r.id(1).unwrap(), 0xAB);
+        assert!(matches!(r.id(4), Err(WireError::Truncated { wanted: 4, left: 0, .. })));
+        assert!(matches!(Reader::new(&[0; 16]).id(9), Err(WireError::BadIdSize { size: 9 })));
+        assert!(matches!(Reader::new(&[0; 16]).id(0), Err(WireError::BadIdSize { size: 0 })));
     }
 }

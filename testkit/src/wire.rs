@@ -16,6 +16,9 @@ pub const HEADER_LEN: usize = 11;
 pub const FLAG_REPLY: u8 = 0x80;
 /// Default sanity cap on a packet's length field (header included).
 pub const DEFAULT_MAX_PACKET_LEN: usize = 64 << 20;
+/// The cap of the benchmark's peers, the blocking client and the lean fake VMs: a 200 MiB
+/// reply plus headroom.
+pub const BULK_MAX_PACKET_LEN: usize = 512 << 20;
 
 /// Malformed bytes are values, never panics.
 #[derive(Debug)]
@@ -30,6 +33,8 @@ pub enum WireError {
     ChunkOverrun { ty: [u8; 4], len: u32, left: usize },
     /// A UTF-16 or UTF-8 string did not decode.
     BadString { at: usize },
+    /// An id size outside 1..=8 bytes was asked for.
+    BadIdSize { size: usize },
     /// The peer closed the stream (mid-packet if `partial` > 0 bytes had arrived).
     Eof { partial: usize },
     Io(std::io::Error),
@@ -49,6 +54,7 @@ impl fmt::Display for WireError {
                 String::from_utf8_lossy(ty)
             ),
             Self::BadString { at } => write!(f, "undecodable string at offset {at}"),
+            Self::BadIdSize { size } => write!(f, "id size {size}"),
             Self::Eof { partial } => write!(f, "end of stream ({partial} bytes of a packet read)"),
             Self::Io(e) => write!(f, "i/o error: {e}"),
         }
@@ -152,6 +158,7 @@ impl Packet {
     }
 }
 
+#[inline]
 fn check_len(len: u32, max_len: usize) -> Result<usize, WireError> {
     let n = len as usize;
     if n < HEADER_LEN {
@@ -163,17 +170,85 @@ fn check_len(len: u32, max_len: usize) -> Result<usize, WireError> {
     Ok(n)
 }
 
-fn decode_body(header: &[u8], data: Vec<u8>) -> Result<Packet, WireError> {
-    let mut r = Reader::new(header);
-    let _len = r.u4()?;
-    let id = r.u4()?;
-    let flags = r.u1()?;
-    let kind = if flags & FLAG_REPLY != 0 {
-        Kind::Reply { error: r.u2()? }
-    } else {
-        Kind::Command { set: r.u1()?, cmd: r.u1()? }
-    };
-    Ok(Packet { id, flags, kind, data })
+/// A packet's header as read, before its body: for readers that take the body their own
+/// way (stream it, reuse a buffer) instead of into a [`Packet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// The length field: header and body.
+    pub len: u32,
+    pub id: u32,
+    pub flags: u8,
+    /// Command set, or the high byte of the error code in a reply.
+    pub a: u8,
+    /// Command, or the low byte of the error code in a reply.
+    pub b: u8,
+}
+
+impl Header {
+    /// The 11 header bytes; a length field below the header's or above `max_len` is an error.
+    /// Inlined across crates: the benchmark's client decodes one per round trip it times.
+    #[inline]
+    pub fn parse(b: &[u8; HEADER_LEN], max_len: usize) -> Result<Header, WireError> {
+        let len = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        check_len(len, max_len)?;
+        Ok(Header { len, id: u32::from_be_bytes([b[4], b[5], b[6], b[7]]), flags: b[8], a: b[9], b: b[10] })
+    }
+
+    /// Bit 0x80 of the flags.
+    #[inline]
+    pub fn is_reply(&self) -> bool {
+        self.flags & FLAG_REPLY != 0
+    }
+
+    /// A reply's error code (meaningless for a command).
+    #[inline]
+    pub fn error(&self) -> u16 {
+        u16::from_be_bytes([self.a, self.b])
+    }
+
+    #[inline]
+    pub fn body_len(&self) -> usize {
+        self.len as usize - HEADER_LEN
+    }
+
+    pub fn kind(&self) -> Kind {
+        if self.is_reply() {
+            Kind::Reply { error: self.error() }
+        } else {
+            Kind::Command { set: self.a, cmd: self.b }
+        }
+    }
+
+    /// The packet with this header and `data` as its body.
+    pub fn with_body(&self, data: Vec<u8>) -> Packet {
+        Packet { id: self.id, flags: self.flags, kind: self.kind(), data }
+    }
+}
+
+/// A whole packet in one allocation from its header fields (the bytes [`Packet::encode`]
+/// writes, without a `Packet` first): for the lean fake VMs' and the benchmark client's
+/// hot paths.
+#[inline]
+pub fn frame(id: u32, flags: u8, a: u8, b: u8, data: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(HEADER_LEN + data.len());
+    p.extend_from_slice(&((HEADER_LEN + data.len()) as u32).to_be_bytes());
+    p.extend_from_slice(&id.to_be_bytes());
+    p.extend_from_slice(&[flags, a, b]);
+    p.extend_from_slice(data);
+    p
+}
+
+/// A whole command packet.
+#[inline]
+pub fn command_frame(id: u32, set: u8, cmd: u8, data: &[u8]) -> Vec<u8> {
+    frame(id, 0, set, cmd, data)
+}
+
+/// A whole reply packet.
+#[inline]
+pub fn reply_frame(id: u32, error: u16, data: &[u8]) -> Vec<u8> {
+    let [a, b] = error.to_be_bytes();
+    frame(id, FLAG_REPLY, a, b, data)
 }
 
 /// Decodes one packet from the front of `buf`: `Ok(None)` when more bytes are needed,
@@ -182,9 +257,10 @@ pub fn try_decode(buf: &[u8], max_len: usize) -> Result<Option<(Packet, usize)>,
     let Some(len_bytes) = buf.get(..4) else { return Ok(None) };
     let len = u32::from_be_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]);
     let n = check_len(len, max_len)?;
-    let Some(whole) = buf.get(..n) else { return Ok(None) };
-    let pkt = decode_body(&whole[..HEADER_LEN], whole[HEADER_LEN..].to_vec())?;
-    Ok(Some((pkt, n)))
+    // `n` is at least the header's length.
+    let Some((head, body)) = buf.get(..n).and_then(|whole| whole.split_first_chunk::<HEADER_LEN>()) else { return Ok(None) };
+    let h = Header::parse(head, max_len)?;
+    Ok(Some((h.with_body(body.to_vec()), n)))
 }
 
 /// Reads exactly one packet (not cancel-safe: use `try_decode` on a buffer under `select!`).
@@ -198,16 +274,15 @@ pub async fn read_packet<R: AsyncRead + Unpin>(r: &mut R, max_len: usize) -> Res
         }
         got += n;
     }
-    let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
-    let n = check_len(len, max_len)?;
-    let mut data = vec![0u8; n - HEADER_LEN];
+    let h = Header::parse(&header, max_len)?;
+    let mut data = vec![0u8; h.body_len()];
     if let Err(e) = r.read_exact(&mut data).await {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
             return Err(WireError::Eof { partial: HEADER_LEN });
         }
         return Err(e.into());
     }
-    decode_body(&header, data)
+    Ok(h.with_body(data))
 }
 
 pub async fn write_packet<W: AsyncWrite + Unpin>(w: &mut W, p: &Packet) -> std::io::Result<()> {
@@ -381,6 +456,33 @@ mod tests {
             let err = try_decode(&b, cap).unwrap_err().to_string();
             assert!(err.contains(want), "{len}: {err}");
         }
+    }
+
+    #[test]
+    fn headers_parse_within_bounds_and_frames_match_encode() {
+        let cmd = command_frame(7, 1, 3, &[9, 9]);
+        assert_eq!(cmd, Packet::command(7, 1, 3, vec![9, 9]).encode());
+        let h = Header::parse(cmd[..HEADER_LEN].try_into().unwrap(), 100).unwrap();
+        assert_eq!((h.len, h.id, h.is_reply(), h.a, h.b, h.body_len()), (13, 7, false, 1, 3, 2));
+        assert_eq!(h.kind(), Kind::Command { set: 1, cmd: 3 });
+        let rep = reply_frame(0x8000_0001, 99, &[]);
+        assert_eq!(rep, Packet::reply(0x8000_0001, 99, vec![]).encode());
+        let h = Header::parse(rep[..].try_into().unwrap(), 100).unwrap();
+        assert!(h.is_reply());
+        assert_eq!((h.error(), h.kind(), h.body_len()), (99, Kind::Reply { error: 99 }, 0));
+        assert_eq!(h.with_body(vec![]), Packet::reply(0x8000_0001, 99, vec![]));
+        // Odd flag bits are kept; 0x80 alone decides.
+        let odd = frame(1, 0x81, 0, 0, &[]);
+        assert_eq!(Header::parse(odd[..].try_into().unwrap(), 100).unwrap().with_body(vec![]).flags, 0x81);
+        let table: [(u32, usize, bool); 5] = [(10, 100, false), (0, 100, false), (11, 100, true), (100, 100, true), (101, 100, false)];
+        for (len, cap, ok) in table {
+            let mut b = [0u8; HEADER_LEN];
+            b[..4].copy_from_slice(&len.to_be_bytes());
+            assert_eq!(Header::parse(&b, cap).is_ok(), ok, "{len} under {cap}");
+        }
+        let mut big = [0u8; HEADER_LEN];
+        big[..4].copy_from_slice(&(BULK_MAX_PACKET_LEN as u32 + 1).to_be_bytes());
+        assert!(matches!(Header::parse(&big, BULK_MAX_PACKET_LEN), Err(WireError::TooLong { .. })));
     }
 
     #[test]

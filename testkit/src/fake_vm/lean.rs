@@ -20,10 +20,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::lean_wire::{helo_reply, pattern_byte, reply, thst_packet, Header, ALL_THREADS, ARRAY_GET_VALUES, DDM, ID_SIZES, STRING_VALUE, TAG_BYTE, VERSION};
+use super::lean_wire::{helo_reply, pattern_byte, thst_packet, ALL_THREADS, ARRAY_GET_VALUES, DDM, ID_SIZES, STRING_VALUE, TAG_BYTE, VERSION};
 use crate::consts::ERR_NOT_IMPLEMENTED;
 use crate::reader::{put_jdwp_string as put_str, Reader};
-use crate::wire::{HANDSHAKE, HEADER_LEN};
+use crate::wire::{reply_frame, Header, BULK_MAX_PACKET_LEN, HANDSHAKE, HEADER_LEN};
 
 /// Largest region the fake VM generates.
 pub const MAX_REGION: u32 = 512 << 20;
@@ -229,7 +229,7 @@ async fn serve(mut s: TcpStream, k: usize, cfg: LeanConfig, shared: &Arc<Shared>
     loop {
         let mut h = [0u8; HEADER_LEN];
         rd.read_exact(&mut h).await?;
-        let Some(h) = Header::parse(&h) else { return Ok(()) };
+        let Ok(h) = Header::parse(&h, BULK_MAX_PACKET_LEN) else { return Ok(()) };
         body.resize(h.body_len(), 0);
         rd.read_exact(&mut body).await?;
         if h.is_reply() {
@@ -237,31 +237,31 @@ async fn serve(mut s: TcpStream, k: usize, cfg: LeanConfig, shared: &Arc<Shared>
         }
         let now = Some(Instant::now());
         let out = match (h.a, h.b) {
-            VERSION => Out::Bytes { data: reply(h.id, 0, &version_data(k, cfg.ddm)), thst: 0, since: now },
-            ID_SIZES => Out::Bytes { data: reply(h.id, 0, &[0, 0, 0, 8].repeat(5)), thst: 0, since: now },
-            ALL_THREADS => Out::Bytes { data: reply(h.id, 0, &[0, 0, 0, 0]), thst: 0, since: now },
+            VERSION => Out::Bytes { data: reply_frame(h.id, 0, &version_data(k, cfg.ddm)), thst: 0, since: now },
+            ID_SIZES => Out::Bytes { data: reply_frame(h.id, 0, &[0, 0, 0, 8].repeat(5)), thst: 0, since: now },
+            ALL_THREADS => Out::Bytes { data: reply_frame(h.id, 0, &[0, 0, 0, 0]), thst: 0, since: now },
             STRING_VALUE => match Reader::new(&body).u8() {
                 Ok(id) => {
                     let mut d = Vec::new();
                     put_str(&mut d, &string_value(k, id));
-                    Out::Bytes { data: reply(h.id, 0, &d), thst: 0, since: now }
+                    Out::Bytes { data: reply_frame(h.id, 0, &d), thst: 0, since: now }
                 }
-                Err(_) => Out::Bytes { data: reply(h.id, 503, &[]), thst: 0, since: now },
+                Err(_) => Out::Bytes { data: reply_frame(h.id, 503, &[]), thst: 0, since: now },
             },
             ARRAY_GET_VALUES => {
                 let mut r = Reader::new(&body);
                 match (r.u8(), r.u4(), r.u4()) {
                     (Ok(_), Ok(first), Ok(count)) if count <= MAX_REGION => Out::Region { id: h.id, first, count },
-                    _ => Out::Bytes { data: reply(h.id, 503, &[]), thst: 0, since: now },
+                    _ => Out::Bytes { data: reply_frame(h.id, 503, &[]), thst: 0, since: now },
                 }
             }
             DDM if cfg.ddm && body.starts_with(b"HELO") => {
                 shared.helo.fetch_add(1, Ordering::SeqCst);
                 tasks.0.push(tokio::spawn(pusher(push_tx.clone(), next_id.clone(), cfg, flood.clone(), flood_base)));
-                Out::Bytes { data: reply(h.id, 0, &helo_reply(k)), thst: 0, since: now }
+                Out::Bytes { data: reply_frame(h.id, 0, &helo_reply(k)), thst: 0, since: now }
             }
-            DDM if cfg.ddm => Out::Bytes { data: reply(h.id, 0, &[]), thst: 0, since: now },
-            _ => Out::Bytes { data: reply(h.id, ERR_NOT_IMPLEMENTED, &[]), thst: 0, since: now },
+            DDM if cfg.ddm => Out::Bytes { data: reply_frame(h.id, 0, &[]), thst: 0, since: now },
+            _ => Out::Bytes { data: reply_frame(h.id, ERR_NOT_IMPLEMENTED, &[]), thst: 0, since: now },
         };
         let to = if matches!(out, Out::Region { .. }) { &push_tx } else { &reply_tx };
         if to.send(out).await.is_err() {
@@ -345,7 +345,7 @@ async fn write_loop(mut wr: tokio::net::tcp::OwnedWriteHalf, mut replies: mpsc::
 /// A GetValues reply for a byte[] region, written in pieces without holding it whole.
 async fn write_region(wr: &mut tokio::net::tcp::OwnedWriteHalf, pattern: &[u8], id: u32, first: u32, count: u32) -> std::io::Result<()> {
     let body_len = 5 + count as usize;
-    let mut head = reply(id, 0, &[TAG_BYTE]);
+    let mut head = reply_frame(id, 0, &[TAG_BYTE]);
     head[..4].copy_from_slice(&((HEADER_LEN + body_len) as u32).to_be_bytes());
     head.extend_from_slice(&count.to_be_bytes());
     wr.write_all(&head).await?;

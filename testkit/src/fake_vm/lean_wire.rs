@@ -1,11 +1,11 @@
-//! What the lean fake VMs ([`super::lean`]) put on the wire besides plain replies: their
-//! packet header reading, the byte pattern of every array region, and DDM as an Android VM
-//! sends it (the HELO reply, THST pushed as a VM->proxy command in the 17-byte-entry layout
-//! real VMs use).
+//! What the lean fake VMs ([`super::lean`]) put on the wire besides plain replies (framed,
+//! like their headers read, by [`crate::wire`]): the byte pattern of every array region,
+//! and DDM as an Android VM sends it (the HELO reply, THST pushed as a VM->proxy command in
+//! the 17-byte-entry layout real VMs use).
 
 use crate::consts::{DDM_CMD, DDM_SET, SET_VM, VM_ALL_THREADS, VM_ID_SIZES, VM_VERSION};
 use crate::reader::utf16be;
-use crate::wire::{FLAG_REPLY, HEADER_LEN};
+use crate::wire::frame;
 
 pub const VERSION: (u8, u8) = (SET_VM, VM_VERSION);
 pub const ID_SIZES: (u8, u8) = (SET_VM, VM_ID_SIZES);
@@ -15,9 +15,6 @@ pub const ARRAY_GET_VALUES: (u8, u8) = (13, 2);
 pub const DDM: (u8, u8) = (DDM_SET, DDM_CMD);
 /// The tag of a byte array's values.
 pub const TAG_BYTE: u8 = b'B';
-
-/// Largest packet a lean VM reads.
-const MAX_PACKET: u32 = 512 * 1024 * 1024;
 
 /// THST header: u1 headerLen, u1 bytesPerEntry, u2 count.
 pub const THST_HEADER_LEN: u8 = 4;
@@ -30,51 +27,6 @@ pub const THST_ENTRY_LEN: u8 = 17;
 #[inline]
 pub fn pattern_byte(i: u64) -> u8 {
     i as u8
-}
-
-/// A packet's header as read, before its body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
-    pub len: u32,
-    pub id: u32,
-    pub flags: u8,
-    /// Command set, or the high byte of the error code in a reply.
-    pub a: u8,
-    /// Command, or the low byte of the error code in a reply.
-    pub b: u8,
-}
-
-impl Header {
-    /// None for a length below the header's or above 512 MiB.
-    pub fn parse(b: &[u8; HEADER_LEN]) -> Option<Header> {
-        let len = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        ((len as usize) >= HEADER_LEN && len <= MAX_PACKET).then(|| Header { len, id: u32::from_be_bytes([b[4], b[5], b[6], b[7]]), flags: b[8], a: b[9], b: b[10] })
-    }
-
-    pub fn is_reply(&self) -> bool {
-        self.flags & FLAG_REPLY != 0
-    }
-
-    pub fn body_len(&self) -> usize {
-        self.len as usize - HEADER_LEN
-    }
-}
-
-/// A whole packet in one allocation (what [`Packet::encode`] writes, without the copies on
-/// the lean VMs' hot path).
-fn packet(id: u32, flags: u8, a: u8, b: u8, data: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(HEADER_LEN + data.len());
-    p.extend_from_slice(&((HEADER_LEN + data.len()) as u32).to_be_bytes());
-    p.extend_from_slice(&id.to_be_bytes());
-    p.extend_from_slice(&[flags, a, b]);
-    p.extend_from_slice(data);
-    p
-}
-
-/// A whole reply packet.
-pub fn reply(id: u32, error: u16, data: &[u8]) -> Vec<u8> {
-    let [a, b] = error.to_be_bytes();
-    packet(id, FLAG_REPLY, a, b, data)
 }
 
 /// One chunk: type, u4 length, data.
@@ -118,19 +70,20 @@ pub fn thst_data(threads: u16, seq: u32) -> Vec<u8> {
 
 /// A whole THST command packet from the VM.
 pub fn thst_packet(id: u32, threads: u16, seq: u32) -> Vec<u8> {
-    packet(id, 0, DDM.0, DDM.1, &chunk(b"THST", &thst_data(threads, seq)))
+    frame(id, 0, DDM.0, DDM.1, &chunk(b"THST", &thst_data(threads, seq)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::reader::Reader;
+    use crate::wire::{reply_frame, Header, BULK_MAX_PACKET_LEN, HEADER_LEN};
 
     #[test]
     fn thst_packet_layout() {
         for threads in [0u16, 1, 8, 300] {
             let p = thst_packet(0x8000_0001, threads, 7);
-            let h = Header::parse(p[..HEADER_LEN].try_into().unwrap()).unwrap();
+            let h = Header::parse(p[..HEADER_LEN].try_into().unwrap(), BULK_MAX_PACKET_LEN).unwrap();
             assert_eq!((h.id, h.is_reply(), h.a, h.b, h.len as usize), (0x8000_0001, false, 0xC7, 1, p.len()));
             let mut r = Reader::new(&p[HEADER_LEN..]);
             assert_eq!(r.bytes(4).unwrap(), b"THST");
@@ -157,21 +110,11 @@ mod tests {
     #[test]
     fn packets_are_what_the_kit_decodes() {
         use crate::wire::{try_decode, Chunk, Packet};
-        let r = reply(7, 99, b"xy");
+        let r = reply_frame(7, 99, b"xy");
         assert_eq!(try_decode(&r, 1 << 20).unwrap(), Some((Packet::reply(7, 99, b"xy".to_vec()), r.len())));
         let t = thst_packet(0x8000_0002, 2, 1);
         let want = Packet::ddm(0x8000_0002, &[Chunk::new(b"THST", thst_data(2, 1))]);
         assert_eq!(try_decode(&t, 1 << 20).unwrap(), Some((want, t.len())));
     }
 
-    #[test]
-    fn headers_out_of_bounds_are_refused() {
-        let mut h = [0u8; HEADER_LEN];
-        h[3] = 10;
-        assert_eq!(Header::parse(&h), None);
-        h[..4].copy_from_slice(&(MAX_PACKET + 1).to_be_bytes());
-        assert_eq!(Header::parse(&h), None);
-        h[..4].copy_from_slice(&11u32.to_be_bytes());
-        assert_eq!(Header::parse(&h).map(|h| h.body_len()), Some(0));
-    }
 }
