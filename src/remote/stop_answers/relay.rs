@@ -16,7 +16,10 @@
 //!   past either, the held bytes go on without answers.
 //! - A reply to the near side's VirtualMachine.ClassesBySignature is held the same way while
 //!   the class data JDI asks next is read ([`Plan::at_classes`]): its answers (suspend
-//!   policy NONE, no thread: nothing of a stop) go first, for the near side's cache.
+//!   policy NONE, no thread: nothing of a stop) go first, for the near side's cache. Once
+//!   per class, as below: JDI looks a class up by name again and again (`ClassType.setValue`
+//!   checks the value's type so, each time), and a lookup of classes read already passes at
+//!   once.
 //! - A ClassPrepare request of the near side's naming one class exactly
 //!   ([`super::plan::prepare_signature`]) starts a hold of its own as it goes to the VM:
 //!   the class is looked up and read ([`Plan::at_prepare`]) and its data goes before
@@ -25,8 +28,8 @@
 //!   class's methods and line tables).
 //! - The near side's first command about a class by its id ([`CLASS_DATA`]: after
 //!   `allClasses()` JDI finds classes in its own list and looks nothing up) starts a hold
-//!   the same way: the class's data is read ([`Plan::at_class`]), once per class, and goes
-//!   before the command's reply.
+//!   the same way: the class's data is read ([`Plan::at_class`]), once per class (by either
+//!   way, until a RedefineClasses passes), and goes before the command's reply.
 //! - A reply to the near side's invoke ([`INVOKES`]) that returns a String is held the same
 //!   way while that String's value is read ([`Plan::at_invoke`]): an IDE asks it next to
 //!   show the result, a link round trip otherwise. Its answer (suspend policy NONE, no
@@ -65,6 +68,8 @@ const CLASSES_BY_SIGNATURE: (u8, u8) = (1, 2);
 pub const INVOKES: [(u8, u8); 3] = [(3, 3), (5, 1), (9, 6)];
 /// EventRequest.Set.
 const EVENT_SET: (u8, u8) = (15, 1);
+/// VirtualMachine.RedefineClasses.
+const REDEFINE_CLASSES: (u8, u8) = (1, 18);
 /// The most VirtualMachine.Resume commands sent when the near side lets go of a connection.
 pub const MAX_LET_GO_RESUMES: u32 = 64;
 /// The largest EventRequest.Set of the near side's read to plan from (a ClassPrepare
@@ -80,7 +85,8 @@ struct NearBody {
     data: Vec<u8>,
 }
 
-/// Classes remembered as read by [`Plan::at_class`] on one connection.
+/// Classes remembered as read by [`Plan::at_class`] or [`Plan::at_classes`] on one
+/// connection.
 pub const MAX_READ_CLASSES: usize = 16 * 1024;
 
 /// One stop's answers, for the near side: they hold from the event with id `event_id`.
@@ -153,8 +159,9 @@ pub struct Relay {
     invoke_reply: Option<u32>,
     /// The near side's EventRequest.Set being read (its id and the data so far).
     near_set: Option<NearBody>,
-    /// Classes whose data a debugger's first command about them had read
-    /// ([`Plan::at_class`]), so it is read once (at most [`MAX_READ_CLASSES`], then again).
+    /// Classes whose data a debugger's first command about them or a lookup of them had read
+    /// ([`Plan::at_class`], [`Plan::at_classes`]), so it is read once (at most
+    /// [`MAX_READ_CLASSES`], then again; all again after a RedefineClasses).
     read_classes: std::collections::HashSet<u64>,
     /// The VM-wide suspensions the agent counts, resumed when the connection is let go.
     vm_wide: VmWide,
@@ -251,6 +258,9 @@ impl Relay {
                 if !h.is_reply() {
                     self.known.command(h.cmd_set(), h.cmd());
                     self.vm_wide.command(h.cmd_set(), h.cmd());
+                    if (h.cmd_set(), h.cmd()) == REDEFINE_CLASSES {
+                        self.read_classes.clear();
+                    }
                     if self.gather && (h.cmd_set(), h.cmd()) == CLASSES_BY_SIGNATURE {
                         if self.lookups.len() >= MAX_LOOKUPS {
                             self.lookups.pop_front();
@@ -305,13 +315,30 @@ impl Relay {
         if class == 0 || self.read_classes.contains(&class) {
             return;
         }
+        self.class_read(class);
+        let (plan, first) = Plan::at_class(class, sizes, self.limits, &mut self.known);
+        self.hold = Some(Hold { plan, event_id: id, ids: HashMap::new(), held: Vec::new(), deadline: now + HOLD_TIME });
+        self.send_plan(out, first);
+    }
+
+    /// Notes that `class`'s data is being read, not to be read again.
+    fn class_read(&mut self, class: u64) {
         if self.read_classes.len() >= MAX_READ_CLASSES {
             self.read_classes.clear();
         }
         self.read_classes.insert(class);
-        let (plan, first) = Plan::at_class(class, sizes, self.limits, &mut self.known);
-        self.hold = Some(Hold { plan, event_id: id, ids: HashMap::new(), held: Vec::new(), deadline: now + HOLD_TIME });
-        self.send_plan(out, first);
+    }
+
+    /// The plan for a class lookup's reply, when it names a class whose data was not read
+    /// on this connection yet.
+    fn lookup_plan(&mut self, data: &[u8], sizes: IdSizes) -> Option<(Plan, Vec<(usize, Key)>)> {
+        let found = super::plan::parse_lookup(data, &sizes)?;
+        if found.iter().all(|(_, class)| self.read_classes.contains(class)) {
+            return None;
+        }
+        let planned = Plan::at_classes(data, sizes, self.limits, &mut self.known)?;
+        found.iter().for_each(|(_, class)| self.class_read(*class));
+        Some(planned)
     }
 
     fn near_between_packets(&self) -> bool {
@@ -454,7 +481,7 @@ impl Relay {
         let planned = if h.is_reply() && self.invoke_reply.take() == Some(h.id) {
             (h.error_code() == 0).then(|| super::plan::invoked_string(data, &sizes)).flatten().map(|s| Plan::at_invoke(s, sizes, self.limits, &mut self.known))
         } else if h.is_reply() {
-            (h.error_code() == 0).then(|| Plan::at_classes(data, sizes, self.limits, &mut self.known)).flatten()
+            (h.error_code() == 0).then(|| self.lookup_plan(data, sizes)).flatten()
         } else {
             Plan::at_stop(data, sizes, self.limits, &mut self.known)
         };

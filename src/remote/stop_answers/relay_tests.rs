@@ -611,3 +611,59 @@ fn an_invokes_reply_held_past_its_time_goes_on_without_the_string() {
     assert!(run.gathered.is_empty());
     assert_eq!(run.to_near, invoke_reply(5, b's', 0x5A));
 }
+
+/// A relay past both handshakes and its id sizes, then each (command, reply) in turn: the
+/// command from the near side, its reply from the VM, the relay's own commands answered
+/// until none is left. Everything the relay gave after the id sizes.
+fn one_by_one(exchanges: &[(Vec<u8>, Vec<u8>)]) -> Run {
+    let now = Instant::now();
+    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut run = Run::default();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut seen = 0usize;
+    record(relay.from_near(&HANDSHAKE[..], now), &mut run);
+    record(relay.from_vm(&HANDSHAKE[..], now), &mut run);
+    answer_own(&run, &mut seen, &mut pending);
+    record(relay.from_vm(&std::mem::take(&mut pending), now), &mut run);
+    answer_own(&run, &mut seen, &mut pending);
+    let mut run = Run { to_vm: run.to_vm, ..Run::default() };
+    for (command, reply) in exchanges {
+        record(relay.from_near(command, now), &mut run);
+        answer_own(&run, &mut seen, &mut pending);
+        let mut input = reply.clone();
+        while !input.is_empty() {
+            record(relay.from_vm(&input, now), &mut run);
+            answer_own(&run, &mut seen, &mut pending);
+            input = std::mem::take(&mut pending);
+        }
+    }
+    run
+}
+
+/// The relay's own commands in what went to the VM (after the near side's handshake).
+fn own_commands(to_vm: &[u8]) -> usize {
+    packets(&to_vm[HANDSHAKE.len().min(to_vm.len())..]).iter().filter(|p| Header::parse(p).is_some_and(|h| FAR_IDS.contains(&h.id))).count()
+}
+
+#[test]
+fn a_class_is_read_once_however_often_it_is_looked_up_until_a_redefinition() {
+    // JDI's ClassType.setValue looks the value's class up by name each time (UTF8Test: once
+    // for every string it sets): Ledger (0x30) is read at the first lookup only, and not
+    // again at a first command about it by id.
+    let lookup = |id| (cmd(id, 1, 2, b"\0\0\0\x08LLedger;"), lookup_reply(id));
+    let first = own_commands(&one_by_one(&[]).to_vm);
+    let once = one_by_one(&[lookup(5)]);
+    let reads = own_commands(&once.to_vm) - first;
+    assert!(reads > 0 && once.gathered.len() == 1, "{reads} commands, {:?}", once.gathered);
+    let by_id = (cmd(8, 2, 10, &0x30u64.to_be_bytes()), reply(8, &0u32.to_be_bytes()));
+    let run = one_by_one(&[lookup(5), lookup(6), lookup(7), by_id.clone()]);
+    let vm: Vec<u8> = [lookup(5).1, lookup(6).1, lookup(7).1, by_id.1].concat();
+    assert_eq!(run.to_near, vm, "every byte the VM sent the near side, in order");
+    assert_eq!(run.gathered.len(), 1, "{:?}", run.gathered);
+    assert_eq!(own_commands(&run.to_vm) - first, reads, "the class data read once");
+    // A RedefineClasses may change what was read: the next lookup reads it again.
+    let redefine = (cmd(6, 1, 18, &[0, 0, 0, 0]), reply(6, &[]));
+    let run = one_by_one(&[lookup(5), redefine, lookup(7)]);
+    assert_eq!(run.gathered.len(), 2, "{:?}", run.gathered);
+    assert_eq!(own_commands(&run.to_vm) - first, 2 * reads);
+}
