@@ -312,6 +312,14 @@ mod tests {
         let mut a = looks_far.spawn().unwrap();
         let mut b = other.spawn().unwrap();
         let (pa, pb) = (a.id().unwrap(), b.id().unwrap());
+        // `python3` may be a chain of execs (a pyenv shim: env, bash, pyenv, then python),
+        // and while one is under way the process's command line reads empty: wait until
+        // python itself runs, as a ready line's pid names a far side that already runs.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !std::fs::read_link(format!("/proc/{pa}/exe")).is_ok_and(|e| e.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python"))) {
+            assert!(std::time::Instant::now() < deadline, "python never ran");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         for pid in [pa, pb] {
             let st = sh(&end_script_body(pid)).status().await.unwrap();
             assert!(st.success());
