@@ -65,6 +65,8 @@ mod plan_tests;
 #[cfg(test)]
 mod relay_tests;
 #[cfg(test)]
+mod relay_invoke_tests;
+#[cfg(test)]
 mod store_tests;
 #[cfg(test)]
 mod validity_tests;
