@@ -48,10 +48,8 @@ pub fn parse_inspect(stdout: &str) -> Option<RuntimeName> {
 }
 
 /// Whether `id` is a full container id (64 lowercase hex digits): only such words are
-/// given to the runtime's CLI.
-pub fn is_id(id: &str) -> bool {
-    id.len() == 64 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+/// given to the runtime's CLI. One rule with the one discovery reads cgroups by.
+pub use crate::discovery::jvms::place::is_id;
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,4 @@
-//! Where a process runs (container engines' cgroup paths, pods, namespaces) as `place.rs` reads
+//! Where a process runs (container engines' cgroup paths, pods, namespaces) as `place/` reads
 //! it, and the remedies it names.
 
 use super::*;
