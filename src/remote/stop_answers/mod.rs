@@ -63,6 +63,8 @@ mod plan_objects_tests;
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]
+mod relay_harness;
+#[cfg(test)]
 mod relay_tests;
 #[cfg(test)]
 mod relay_invoke_tests;

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::relay::*;
-use super::relay_tests::{after_sizes, cmd, packets, record, reply, vm_answer, Run, THREAD};
+use super::relay_harness::{after_sizes, cmd, packets, record, reply, vm_answer, Run, ToVm, THREAD};
 use super::FAR_IDS;
 use crate::jdwp::handshake::HANDSHAKE;
 use crate::jdwp::packet::{Header, Packet};
@@ -45,27 +45,14 @@ fn an_invokes_string_is_read_before_its_reply_goes_on() {
 
 #[test]
 fn an_invokes_string_is_asked_between_the_near_sides_packets() {
-    let now = Instant::now();
-    let mut relay = Relay::new(true, super::plan::Limits::default());
-    let mut to_vm = Vec::new();
-    let take = |outs: Vec<Out>, to_vm: &mut Vec<u8>| {
-        for o in outs {
-            if let Out::ToVm(b) = o {
-                to_vm.extend_from_slice(&b);
-            }
-        }
-    };
-    take(relay.from_near(&HANDSHAKE[..], now), &mut to_vm);
-    take(relay.from_vm(&HANDSHAKE[..], now), &mut to_vm);
-    let sizes = Header::parse(&to_vm[HANDSHAKE.len()..]).map(|h| h.id).unwrap_or(0);
-    take(relay.from_vm(&reply(sizes, &vm_answer(1, 7)), now), &mut to_vm);
-    take(relay.from_near(&invoke_cmd(5, 9, 6), now), &mut to_vm);
+    let mut t = ToVm::past_sizes();
+    t.near(&invoke_cmd(5, 9, 6));
     // The reply comes while the near side's next command is half written.
     let next = cmd(6, 11, 1, &THREAD.to_be_bytes());
-    take(relay.from_near(&next[..7], now), &mut to_vm);
-    take(relay.from_vm(&invoke_reply(5, b's', 0x5A), now), &mut to_vm);
-    take(relay.from_near(&next[7..], now), &mut to_vm);
-    let kinds: Vec<(u32, u8, u8)> = packets(&to_vm[HANDSHAKE.len()..]).iter().filter_map(|p| Header::parse(p)).map(|h| (h.id, h.cmd_set(), h.cmd())).collect();
+    t.near(&next[..7]);
+    t.vm(&invoke_reply(5, b's', 0x5A));
+    t.near(&next[7..]);
+    let kinds = t.kinds();
     assert_eq!(kinds.len(), 4, "{kinds:?}");
     assert_eq!(&kinds[1..3], &[(5, 9, 6), (6, 11, 1)], "the near side's packets whole and in order");
     assert!(FAR_IDS.contains(&kinds[3].0) && (kinds[3].1, kinds[3].2) == (10, 1), "then the string's value: {kinds:?}");
