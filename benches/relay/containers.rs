@@ -46,7 +46,7 @@ fn netns_inode(pid: u32) -> Result<u64> {
 }
 
 pub fn run(bin: &ProxyBin, jvms: usize, rounds: usize) -> Result<ContainersRun> {
-    if !rustix::process::geteuid().is_root() {
+    if !testkit::users::is_root() {
         bail!("needs root (unshare --net, and the daemon entering namespaces)");
     }
     let prog: Arc<Debuggee> = Debuggee::compile(0)?;
@@ -143,10 +143,7 @@ fn version_rtt(port: u16, rounds: usize) -> Result<f64> {
 
 /// The process's CPU over `window`, % of one core (from /proc/PID/stat's utime + stime).
 fn idle_cpu(pid: u32, window: Duration) -> f64 {
-    let ticks = || -> Option<u64> {
-        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        testkit::process::parse_stat_cpu_ticks(&s)
-    };
+    let ticks = || testkit::process::stat_cpu_ticks(pid);
     let (a, t) = (ticks().unwrap_or(0), Instant::now());
     std::thread::sleep(window);
     let b = ticks().unwrap_or(a);

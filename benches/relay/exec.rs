@@ -16,7 +16,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,9 @@ use crate::procs::Proc;
 use crate::proxy::{Proxy, ProxyBin};
 use crate::stats::{fmt, median};
 use crate::table::{Row, Table};
+use testkit::containers::{bound_rootfs, host_binds, Engine};
+use testkit::process::stat_cpu_ticks;
+use testkit::users::is_root;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Way {
@@ -63,64 +66,36 @@ pub struct Idle {
     pub far_rss_kib: u64,
 }
 
-/// A private Podman configuration and a container, removed on drop.
+/// The kit's rootful engine (a Podman configuration and storage of its own), the container's
+/// root folder and its name; the engine removes the container when dropped, before the root
+/// folder goes.
 struct Podman {
-    dir: tempfile::TempDir,
+    engine: Arc<Engine>,
+    root: tempfile::TempDir,
     name: String,
 }
 
 impl Podman {
-    fn command(&self) -> Command {
-        let mut c = Command::new("podman");
-        self.env(&mut c);
-        c.stdin(Stdio::null());
-        c
-    }
-
-    fn env(&self, c: &mut Command) {
-        c.env("CONTAINERS_CONF", self.dir.path().join("containers.conf")).env("CONTAINERS_STORAGE_CONF", self.dir.path().join("storage.conf"));
-    }
-
-    fn envs(&self) -> [(String, String); 2] {
-        [
-            ("CONTAINERS_CONF".into(), self.dir.path().join("containers.conf").display().to_string()),
-            ("CONTAINERS_STORAGE_CONF".into(), self.dir.path().join("storage.conf").display().to_string()),
-        ]
+    /// The environment that points the podman a program runs (serve, socat) at the engine.
+    fn envs(&self) -> Vec<(&'static str, String)> {
+        self.engine.env().into_iter().map(|(k, v)| (k, v.display().to_string())).collect()
     }
 }
 
-impl Drop for Podman {
-    fn drop(&mut self) {
-        let _ = self.command().args(["rm", "-f", "-t", "0", &self.name]).stdout(Stdio::null()).stderr(Stdio::null()).status();
-    }
-}
-
-/// The configuration (runc, lowered ulimits: see the container tests' notes) and the root
-/// folder of mount points.
+/// The engine, and the root folder of mount points (`bound_rootfs`: this machine's /usr
+/// and the JDK's /etc folders bound read-only, and /opt/jm for this build of jdwpmux).
 fn podman() -> Result<Podman> {
-    let dir = tempfile::tempdir()?;
-    let d = dir.path();
-    std::fs::write(d.join("containers.conf"), format!("[containers]\ndefault_ulimits = [\"nofile=4096:4096\", \"nproc=4096:4096\"]\n[engine]\nruntime = \"runc\"\ntmp_dir = \"{}\"\n", d.join("tmp").display()))?;
-    std::fs::write(d.join("storage.conf"), format!("[storage]\ndriver = \"vfs\"\ngraphroot = \"{}\"\nrunroot = \"{}\"\n", d.join("storage").display(), d.join("run").display()))?;
-    let root = d.join("rootfs");
-    for sub in ["usr", "etc/alternatives", "etc/java-17-openjdk", "proc", "sys", "dev", "tmp", "run", "root", "app", "opt/jm"] {
-        std::fs::create_dir_all(root.join(sub))?;
-    }
-    for (link, to) in [("lib", "usr/lib"), ("lib64", "usr/lib64"), ("bin", "usr/bin"), ("sbin", "usr/sbin")] {
-        std::os::unix::fs::symlink(to, root.join(link))?;
-    }
-    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")?;
-    for f in ["etc/hostname", "etc/hosts", "etc/resolv.conf", "run/.containerenv"] {
-        std::fs::write(root.join(f), "")?;
-    }
+    let engine = Engine::rootful()?;
+    let root = tempfile::tempdir()?;
+    bound_rootfs(root.path(), &["opt/jm"])?;
     let name = format!("jmbench{}", std::process::id());
-    Ok(Podman { dir, name })
+    Ok(Podman { engine, root, name })
 }
 
 /// Runs one repetition's worth of everything: the container, each way's IDE session, and
 /// (in the last repetition) the idle window. `reps` repetitions in one container.
 pub fn run(bin: &ProxyBin, reps: usize, steps: usize, idle_window: Duration) -> Result<(Vec<ExecRep>, Option<Idle>)> {
-    if !rustix::process::geteuid().is_root() {
+    if !is_root() {
         bail!("needs root (rootful podman)");
     }
     for tool in ["podman", "runc", "socat", "busybox"] {
@@ -133,12 +108,12 @@ pub fn run(bin: &ProxyBin, reps: usize, steps: usize, idle_window: Duration) -> 
     let classes = prog.out_dir();
     let bin_dir = tempfile::tempdir()?;
     std::fs::copy(&bin.path, bin_dir.path().join("jdwpmux"))?;
-    let root = pm.dir.path().join("rootfs");
     let mut prefix = vec!["podman".to_string(), "run".into(), "--rm".into(), "-i".into(), "--name".into(), pm.name.clone(), "--network=none".into(), "--tmpfs".into(), "/tmp".into()];
-    for (from, to) in [(Path::new("/usr"), Path::new("/usr")), (Path::new("/etc/alternatives"), Path::new("/etc/alternatives")), (Path::new("/etc/java-17-openjdk"), Path::new("/etc/java-17-openjdk")), (classes.as_path(), classes.as_path()), (bin_dir.path(), Path::new("/opt/jm"))] {
+    prefix.extend(host_binds());
+    for (from, to) in [(classes.as_path(), classes.as_path()), (bin_dir.path(), Path::new("/opt/jm"))] {
         prefix.extend(["-v".into(), format!("{}:{}:ro", from.display(), to.display())]);
     }
-    prefix.extend(["--rootfs".into(), root.display().to_string()]);
+    prefix.extend(["--rootfs".into(), pm.root.path().display().to_string()]);
     // `podman` finds its configuration in the environment: the JVM's launcher runs it.
     let env_prefix: Vec<String> = ["env".to_string()].into_iter().chain(pm.envs().iter().map(|(k, v)| format!("{k}={v}"))).chain(prefix).collect();
     let mut jvm = Jvm::launch(&prog, &Launch { prefix: env_prefix, port: 0, small: true })?;
@@ -175,7 +150,7 @@ fn one(way: Way, jvm: &mut Jvm, pm: &Podman, bin: &ProxyBin, classes: &Path, ste
         Way::Pipe => {
             let port = crate::procs::free_port()?;
             let mut c = crate::procs::command("socat");
-            pm.env(&mut c);
+            c.envs(pm.engine.env());
             c.arg(format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr")).arg(format!("EXEC:podman exec -i {} busybox nc 127.0.0.1 {}", pm.name, jvm.port));
             let p = Proc::spawn("socat", c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()))?;
             // Seen in /proc/net/tcp, not probed: a probe would be a debugger connection of its
@@ -191,7 +166,7 @@ fn one(way: Way, jvm: &mut Jvm, pm: &Podman, bin: &ProxyBin, classes: &Path, ste
                 args.extend(["--no-proc".into(), "--exec".into(), format!("c=podman exec -i {}", pm.name), "--far-path".into(), "/opt/jm/jdwpmux".into()]);
             }
             let envs = pm.envs();
-            let env: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let env: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let proxy = Proxy::start_args(bin, &args, dir.path(), &env, 1, 0)?;
             let port = ready_port(&proxy, bin)?;
             (Some(proxy), None, port)
@@ -270,14 +245,15 @@ fn idle_far(bin: &ProxyBin, pm: &Podman, window: Duration) -> Result<Idle> {
     let dir = tempfile::tempdir()?;
     let args: Vec<String> = ["--control".to_string(), dir.path().join("control.sock").display().to_string(), "serve".into(), "--no-scan".into(), "--no-proc".into(), "--no-adb".into(), "--base-port".into(), "0".into(), "--current-port".into(), "0".into(), "--exec".into(), format!("c=podman exec -i {}", pm.name), "--far-path".into(), "/opt/jm/jdwpmux".into()].into();
     let envs = pm.envs();
-    let env: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut proxy = Proxy::start_args(bin, &args, dir.path(), &env, 1, 0)?;
     ready_port(&proxy, bin)?;
     std::thread::sleep(Duration::from_secs(3));
     let far = far_pid().context("no jdwpmux far process in the container")?;
-    let (f0, s0, t) = (cpu_ticks(far), cpu_ticks(proxy.pid()), Instant::now());
+    let ticks = |pid: u32| stat_cpu_ticks(pid).unwrap_or(0);
+    let (f0, s0, t) = (ticks(far), ticks(proxy.pid()), Instant::now());
     std::thread::sleep(window);
-    let (f1, s1) = (cpu_ticks(far), cpu_ticks(proxy.pid()));
+    let (f1, s1) = (ticks(far), ticks(proxy.pid()));
     let hz = crate::proc_tree::ticks_per_s() as f64;
     let pct = |a: u64, b: u64| b.saturating_sub(a) as f64 / hz / t.elapsed().as_secs_f64() * 100.0;
     let rss = crate::procs::status_kib(far, "VmRSS").unwrap_or(0);
@@ -294,12 +270,6 @@ fn far_pid() -> Option<u32> {
         let cmd = String::from_utf8_lossy(&cmd);
         (cmd.starts_with("/opt/jm/jdwpmux\0far\0--dir")).then_some(pid)
     })
-}
-
-fn cpu_ticks(pid: u32) -> u64 {
-    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0 };
-    let Some(f) = testkit::process::parse_stat_fields(&s) else { return 0 };
-    f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
 }
 
 /// The section's rows.

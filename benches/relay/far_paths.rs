@@ -94,8 +94,11 @@ pub struct StepProgram {
 }
 
 impl StepProgram {
+    /// `Step.java` compiled with the kit's `Jdi.java` (`javac_jdi`) into a folder of its own.
     pub fn compile() -> Result<StepProgram> {
-        Ok(StepProgram { dir: crate::ide::compile_jdi("Step", STEP_JAVA)? })
+        let dir = tempfile::tempdir()?;
+        testkit::jdi::javac_jdi_blocking(dir.path(), &[("Step.java", STEP_JAVA)])?;
+        Ok(StepProgram { dir })
     }
 
     /// The folder of its class.

@@ -24,29 +24,12 @@ pub struct IdeProgram {
 }
 
 impl IdeProgram {
+    /// `Ide.java` compiled with the kit's `Jdi.java` (`javac_jdi`) into a folder of its own.
     pub fn compile() -> Result<IdeProgram> {
-        Ok(IdeProgram { dir: compile_jdi("Ide", IDE_JAVA)? })
+        let dir = tempfile::tempdir()?;
+        testkit::jdi::javac_jdi_blocking(dir.path(), &[("Ide.java", IDE_JAVA)])?;
+        Ok(IdeProgram { dir })
     }
-}
-
-/// How the tests' JDI programs attach (`Jdi.attach`), compiled beside each program here too.
-const JDI_JAVA: &str = include_str!("../../testkit/src/jdi/Jdi.java");
-
-/// `class` (its source) compiled with `Jdi.java` into a folder of its own.
-pub fn compile_jdi(class: &str, source: &str) -> Result<tempfile::TempDir> {
-    let dir = tempfile::tempdir()?;
-    let files = [(format!("{class}.java"), source), ("Jdi.java".to_string(), JDI_JAVA)];
-    let mut javac = std::process::Command::new("javac");
-    javac.arg("-d").arg(dir.path());
-    for (name, text) in &files {
-        std::fs::write(dir.path().join(name), text)?;
-        javac.arg(dir.path().join(name));
-    }
-    let out = javac.stdin(Stdio::null()).output().context("run javac")?;
-    if !out.status.success() {
-        bail!("javac {class}.java failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(dir)
 }
 
 /// One IDE session through one path.

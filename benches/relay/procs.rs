@@ -159,10 +159,9 @@ impl Drop for Proc {
     }
 }
 
-/// A port that was free a moment ago (bound to 127.0.0.1:0, read, closed).
+/// A port that was free a moment ago (the kit's: bound to 127.0.0.1:0, read, closed).
 pub fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("bind 127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
+    testkit::ports::try_free_port().context("bind 127.0.0.1:0")
 }
 
 /// `socat TCP-LISTEN:P,bind=127.0.0.1,reuseaddr TCP:127.0.0.1:TARGET` (one connection, then

@@ -89,6 +89,12 @@ pub async fn javac(dir: &Path, sources: &[(&str, &str)]) -> Result<()> {
     Ok(())
 }
 
+/// Runs one of the kit's async steps from code without a runtime (the benchmark, before
+/// anything is timed) on a runtime of its own; not from inside a runtime.
+pub(crate) fn blocking<T>(step: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().context("a runtime")?.block_on(step)
+}
+
 /// How to run a JVM: which `java`, under which command (`ip netns exec HOST`, say), with
 /// which agent option (None: none on the command line, e.g. one in `env`), environment,
 /// program and arguments.

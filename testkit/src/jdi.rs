@@ -23,6 +23,11 @@ pub async fn javac_jdi(dir: &Path, sources: &[(&str, &str)]) -> Result<()> {
     javac(dir, &all).await
 }
 
+/// [`javac_jdi`], from code without a runtime (the benchmark's JDI programs).
+pub fn javac_jdi_blocking(dir: &Path, sources: &[(&str, &str)]) -> Result<()> {
+    super::java::blocking(javac_jdi(dir, sources))
+}
+
 /// JVMs and debuggers on a busy 2-core machine can be slow to start.
 pub const SLOW: Duration = Duration::from_secs(60);
 

@@ -8,8 +8,10 @@
 //!   strings), `wire` (packets and chunks), `ddm` (DDM payloads, built and parsed together).
 //! - **Debuggers**: `client` (a raw JDWP client, async), `blocking_client` (the same on a
 //!   blocking socket, for the benchmark's timed runs), `jvm_wire` (a raw debugger of a real
-//!   HotSpot), `jdb` (the real jdb), `jdi` (IDE-like JDI programs), `console` (a line-driven
-//!   child both stand on), `browser` and `http` (the monitor page's clients).
+//!   HotSpot), `jdb` (the real jdb, and where its answers end) with `blocking_jdb` (the same
+//!   jdb typed at from blocking code, for the benchmark's timed sessions), `jdi` (IDE-like
+//!   JDI programs), `console` (a line-driven child `jdb` and `jdi` stand on), `browser` and
+//!   `http` (the monitor page's clients).
 //! - **VMs and servers**: `fake_vm` (the DDM-aware fake VM; `fake_vm::lean`, many lean ones
 //!   for load), `fake_adb`, `java` (real JVMs compiled and started here), `output` (a
 //!   child's output, waited on).
@@ -27,6 +29,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod blocking_client;
+pub mod blocking_jdb;
 pub mod browser;
 pub mod client;
 pub mod console;

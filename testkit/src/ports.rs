@@ -15,7 +15,12 @@ use tokio::net::TcpSocket;
 /// A port of 127.0.0.1 that was free a moment ago (bound to port 0, read, closed), for a
 /// peer that binds it itself; see [`PortHold`] when another test could take it meanwhile.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    try_free_port().expect("bind 127.0.0.1:0")
+}
+
+/// [`free_port`], or why no port could be bound (for the benchmark, which reports errors).
+pub fn try_free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 pub struct PortHold {

@@ -169,8 +169,12 @@ impl CpuSnap {
 
 /// utime + stime from /proc/PID/stat, in ns (assumes the usual 100 ticks per second).
 pub fn stat_cpu_ns(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat_cpu_ticks(&s).map(|t| t * 10_000_000)
+    stat_cpu_ticks(pid).map(|t| t * 10_000_000)
+}
+
+/// utime + stime from /proc/PID/stat, in clock ticks (`sysconf(_SC_CLK_TCK)` a second).
+pub fn stat_cpu_ticks(pid: u32) -> Option<u64> {
+    parse_stat_cpu_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// The fields of a /proc/PID/stat line after the command name, which may hold spaces and

@@ -48,9 +48,9 @@ async fn container(engine: &Arc<Engine>, tag: &str, cls: &Arc<AppClasses>, class
 pub(crate) fn serve(engine: &Engine, extra: &[&str]) -> Served {
     let mut args = vec!["--no-proc", "--no-scan", "--no-adb"];
     args.extend_from_slice(extra);
-    let conf = engine.config_dir().join("containers.conf");
-    let storage = engine.config_dir().join("storage.conf");
-    Served::start_env(&args, &[("CONTAINERS_CONF", conf.to_str().unwrap()), ("CONTAINERS_STORAGE_CONF", storage.to_str().unwrap())])
+    let env: Vec<(&str, String)> = engine.env().into_iter().map(|(k, v)| (k, v.display().to_string())).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Served::start_env(&args, &env)
 }
 
 pub(crate) fn row<'a>(rows: &'a [Value], host: &str, app: &str) -> Option<&'a Value> {
@@ -374,10 +374,9 @@ async fn exec_a_rootless_container_through_its_owners_podman() {
         "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin".into(),
         format!("HOME={}", home.display()),
         format!("XDG_RUNTIME_DIR={}", home.join("run").display()),
-        format!("CONTAINERS_CONF={}", engine.config_dir().join("containers.conf").display()),
-        format!("CONTAINERS_STORAGE_CONF={}", engine.config_dir().join("storage.conf").display()),
         "RUST_LOG=info".into(),
     ]);
+    wrapper.extend(engine.env().iter().map(|(k, v)| format!("{k}={}", v.display())));
     // The owner's own copy: the build's folder may be closed to others.
     let served = Served::start_bin_as(&wrapper, &bin.join("jdwpmux"), &dir.join("control.sock"), &["--no-proc", "--no-scan", "--no-adb", "--exec", &exec, "--far-path", "/opt/jdwpmux"]);
     let rows = list_until(&served, "Ledger through the owner's exec", |r| ready(r, "ledger", "Ledger")).await;

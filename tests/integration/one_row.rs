@@ -53,10 +53,9 @@ fn serve_as_owner(owner: &TestUser, engine: &Engine, args: &[&str]) -> Served {
         "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin".into(),
         format!("HOME={}", home.display()),
         format!("XDG_RUNTIME_DIR={}", home.join("run").display()),
-        format!("CONTAINERS_CONF={}", engine.config_dir().join("containers.conf").display()),
-        format!("CONTAINERS_STORAGE_CONF={}", engine.config_dir().join("storage.conf").display()),
         "RUST_LOG=info".into(),
     ]);
+    wrapper.extend(engine.env().iter().map(|(k, v)| format!("{k}={}", v.display())));
     Served::start_bin_as(&wrapper, &home.join("jm").join("jdwpmux"), &dir.join("control.sock"), args)
 }
 

@@ -60,9 +60,7 @@ async fn root_podman_containers_are_reached_through_sudo_when_asked() {
     let (mut wrapper, bin, dir) = member_serves(&user);
     // sudo keeps these (the drop-in says so): root's podman then sees the test engine's
     // containers, not the machine's default storage.
-    for (k, f) in [("CONTAINERS_CONF", "containers.conf"), ("CONTAINERS_STORAGE_CONF", "storage.conf")] {
-        wrapper.push(format!("{k}={}", engine.config_dir().join(f).display()));
-    }
+    wrapper.extend(engine.env().iter().map(|(k, v)| format!("{k}={}", v.display())));
     let serve = |extra: &[&str]| {
         let mut args = vec!["--proc", "--proc-match", marker.as_str(), "--no-scan", "--no-adb", "--scan-interval", "0.5"];
         args.extend_from_slice(extra);

@@ -8,7 +8,7 @@ use super::*;
 /// namespace, so that a connect to it from the host's namespace proves nothing is published
 /// (refused) rather than finding some other listener.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(8000)
+    crate::ports::try_free_port().unwrap_or(8000)
 }
 
 /// A container name unique to this process and call: `jm<tag><pid>x<n>`.

