@@ -61,6 +61,10 @@
 //! 11. fuzzing, house_tests: the fuzz targets' checks, and these rules' tests, over every
 //!     layer (test and fuzz builds only).
 
+// Nothing from the network, a file or a peer is unwrapped: a bad input is an error, never a
+// panic (tests may unwrap what they made themselves).
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
 mod accept;
 pub mod capture;
 pub mod cli;

@@ -1,5 +1,7 @@
 //! Wiring only: parse the command line, set up logging, run, map errors to exit codes.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
 use std::process::ExitCode;
 use std::time::Duration;
 
