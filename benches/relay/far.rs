@@ -247,7 +247,7 @@ pub fn run(bin: &ProxyBin, p: &FarParams, reps: usize, warmup: usize, t: &mut Ta
     crate::far_idle::run(bin, &keys, &prog, &mut host, &wrapper, &p.idle, t, fail);
 }
 
-fn start_host(keys: &testkit::testhost::Keys, prog: &Arc<Debuggee>, alias: &str, jvms: usize) -> Result<BenchHost> {
+pub(crate) fn start_host(keys: &testkit::testhost::Keys, prog: &Arc<Debuggee>, alias: &str, jvms: usize) -> Result<BenchHost> {
     let mut h = BenchHost::start(keys, alias)?;
     for j in 0..jvms {
         h.launch(prog, VM_PORT + j as u16, jvms > 1)?;

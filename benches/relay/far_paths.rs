@@ -376,25 +376,38 @@ pub fn far_gone(ns: &str, limit: Duration) -> Result<()> {
 /// The kit's tap in front of 127.0.0.1:`target`, recording both ways, on a runtime of its
 /// own (the path is driven from plain threads). The tap adds a hop, so only the warm-up
 /// repetition goes through it. Dropping it closes the tap's connections.
-struct CountingTap {
+pub(crate) struct CountingTap {
     tap: Tap,
     // Runs the tap; dropped after it, ending its relays.
     _rt: tokio::runtime::Runtime,
 }
 
 impl CountingTap {
-    fn start(target: u16) -> Result<CountingTap> {
+    pub(crate) fn start(target: u16) -> Result<CountingTap> {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().context("the tap's runtime")?;
         let tap = rt.block_on(Tap::start_both(([127, 0, 0, 1], target).into()));
         Ok(CountingTap { tap, _rt: rt })
     }
 
-    fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.tap.addr().port()
     }
 
     fn counts(&self) -> IdeCounts {
         IdeCounts::of(&self.tap.seen())
+    }
+
+    /// The debugger's commands passed on so far, by command set and command.
+    pub(crate) fn commands(&self) -> Vec<(u8, u8)> {
+        self.tap
+            .seen()
+            .iter()
+            .filter(|s| s.to_vm)
+            .filter_map(|s| match s.packet.kind {
+                testkit::wire::Kind::Command { set, cmd } => Some((set, cmd)),
+                testkit::wire::Kind::Reply { .. } => None,
+            })
+            .collect()
     }
 }
 

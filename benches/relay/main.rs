@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 16] = [
+    let sections: [(Section, SectionFn); 17] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -63,6 +63,7 @@ fn main() -> ExitCode {
         (Section::Soak, soak_section),
         (Section::Remote, remote_section),
         (Section::Far, far_section),
+        (Section::FarMut, far_mut_section),
         (Section::Thin, thin_section),
         (Section::Containers, containers_section),
         (Section::Exec, exec_section),

@@ -13,6 +13,7 @@ mod exec;
 mod failures;
 mod far;
 mod far_idle;
+mod far_mut;
 mod far_paths;
 mod ide;
 mod instructions;

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,thin,containers,exec,docker] [--soak-minutes N]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,far-mut,thin,containers,exec,docker] [--soak-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -32,6 +32,9 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             JDWPMUX_TEST_ALLOW_SKIP=1)
             far: an IDE stepping through ssh -L, serve --ssh --far never and --far
             always, with and without added link delay; the far side's idle cost (as remote)
+            far-mut: sequential mutations no near answer serves (UTF8Test's: CreateString,
+            a static String set, read back, its value read, compared) through the same
+            three paths on the veth: ms per string, µs and CPU per command (as remote)
             thin: big answers (a 1 MB class list, a 1 MiB string) at 10 Mbit/s and 25 ms
             each way: ssh -L, the far side uncompressed and compressed (as remote)
             containers: JVMs in network namespaces of their own (50; 3 in smoke mode) beside
@@ -64,6 +67,9 @@ pub enum Section {
     Remote,
     /// An IDE stepping through jdwpmux on the far side, `ssh -L` and today's forward.
     Far,
+    /// Sequential mutations no near answer serves (UTF8Test's shape) through the far
+    /// section's three paths.
+    FarMut,
     /// Big answers over a thin link (10 Mbit/s): `ssh -L`, the far side with and without
     /// compression.
     Thin,
@@ -93,6 +99,7 @@ impl Section {
             Section::Soak => "soak",
             Section::Remote => "remote",
             Section::Far => "far",
+            Section::FarMut => "far-mut",
             Section::Thin => "thin",
             Section::Containers => "containers",
             Section::Exec => "exec",
@@ -101,7 +108,7 @@ impl Section {
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::Thin, Section::Containers, Section::Exec, Section::Docker]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::FarMut, Section::Thin, Section::Containers, Section::Exec, Section::Docker]
             .into_iter()
             .find(|x| x.name() == s)
     }
@@ -232,6 +239,7 @@ pub struct Params {
     pub soak: crate::soak::SoakParams,
     pub remote: crate::remote::RemoteParams,
     pub far: crate::far::FarParams,
+    pub far_mut: crate::far_mut::MutParams,
     pub thin: crate::thin::ThinParams,
 }
 
@@ -250,6 +258,7 @@ impl Params {
         }
         if let Some(r) = o.reps {
             p.far.reps = r;
+            p.far_mut.reps = r;
         }
         p
     }
@@ -290,6 +299,7 @@ impl Params {
                 soak: crate::soak::SoakParams::new(true, o.soak_minutes),
                 remote: crate::remote::RemoteParams::new(true),
                 far: crate::far::FarParams::new(true),
+                far_mut: crate::far_mut::MutParams::new(true),
                 thin: crate::thin::ThinParams::new(true),
             };
         }
@@ -326,6 +336,7 @@ impl Params {
             soak: crate::soak::SoakParams::new(false, o.soak_minutes),
             remote: crate::remote::RemoteParams::new(false),
             far: crate::far::FarParams::new(false),
+            far_mut: crate::far_mut::MutParams::new(false),
             thin: crate::thin::ThinParams::new(false),
         }
     }
@@ -408,6 +419,10 @@ mod tests {
         let far = parse(&["--bench", "--only", "far"]).unwrap();
         assert!(far.wants(Section::Far) && !far.wants(Section::Remote));
         assert!(parse(&["--bench"]).unwrap().wants(Section::Far) && parse(&["--smoke"]).unwrap().wants(Section::Far), "in both default runs");
+        let far_mut = parse(&["--bench", "--only", "far-mut", "--reps", "2"]).unwrap();
+        assert!(far_mut.wants(Section::FarMut) && !far_mut.wants(Section::Far));
+        assert_eq!(Params::new(&far_mut).far_mut.reps, 2);
+        assert!(parse(&["--bench"]).unwrap().wants(Section::FarMut) && parse(&["--smoke"]).unwrap().wants(Section::FarMut), "in both default runs");
         let docker = parse(&["--bench", "--only", "docker"]).unwrap();
         assert!(docker.wants(Section::Docker) && !docker.wants(Section::Exec));
         assert!(parse(&["--smoke"]).unwrap().wants(Section::Docker), "in the smoke run CI runs");

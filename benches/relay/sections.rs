@@ -458,6 +458,10 @@ pub(crate) fn far_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Fai
     far::run(bin, &p.far, p.far.reps, p.warmup_reps, t, &mut |what, why| f.add(what, why));
 }
 
+pub(crate) fn far_mut_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    far_mut::run(bin, &p.far_mut, p.warmup_reps, t, &mut |what, why| f.add(what, why));
+}
+
 pub(crate) fn thin_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
     thin::run(bin, &p.thin, t, &mut |what, why| f.add(what, why));
 }

@@ -182,7 +182,17 @@ pub async fn serve(opts: Options) -> Result<(), FarError> {
     let signals = tokio::spawn(stop_on_signal(stop.clone()));
     let log_cap = tokio::spawn(keep_log_small(dir.clone()));
     let cfg = Config { hold: opts.hold, limit: opts.limit, binary: env!("CARGO_PKG_VERSION").to_string(), liveness: crate::remote::protocol::liveness::DEFAULT };
-    let ended = Session::new(cfg, key).run(accepted_rx, scans_rx, stop).instrument(tracing::info_span!("far")).await;
+    // The session is a task of the runtime like its channels, not the future `block_on`
+    // polls: a task waking that future wakes the runtime through its eventfd (a write, and an
+    // epoll round to read it), where waking a task is a push on the runtime's own queue.
+    // Every command from the near side woke it so once, one system call and one turn of the
+    // runtime more per command than a relay's.
+    let session = tokio::spawn(Session::new(cfg, key).run(accepted_rx, scans_rx, stop).instrument(tracing::info_span!("far")));
+    let ended = match session.await {
+        Ok(ended) => ended,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Ended::Stopped,
+    };
     acceptor.abort();
     scanner.abort();
     signals.abort();

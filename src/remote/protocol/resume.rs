@@ -28,6 +28,48 @@ pub const ACK_EVERY: u64 = 32;
 /// usually carries it sooner).
 pub const ACK_DELAY: Duration = Duration::from_millis(20);
 
+/// The timer an owner's acks wait on, apart from when the ack is due (`ack_at`): armed at
+/// `ack_at` when nothing was armed, and left armed when `ack_at` is cleared (a frame going
+/// the other way carried the ack) or set again later. So under request and reply traffic,
+/// where each command sets `ack_at` and its reply clears it, the timer is not armed anew per
+/// frame: a timer armed earlier than every other one of the runtime's wakes its time driver
+/// through the driver's eventfd (a system call, and a turn of the runtime to read it), which
+/// was one more of each per command on both sides. An armed timer that fires before `ack_at`
+/// is moved on to it (later: nothing to wake). Acks go out exactly when they did. Pure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckTimer<I> {
+    armed: Option<I>,
+}
+
+impl<I> Default for AckTimer<I> {
+    fn default() -> Self {
+        AckTimer { armed: None }
+    }
+}
+
+impl<I: Copy + Ord> AckTimer<I> {
+    /// When the timer fires next, given when the ack is due: the armed deadline, else
+    /// `ack_at` (then armed).
+    pub fn due(&mut self, ack_at: Option<I>) -> Option<I> {
+        if self.armed.is_none() {
+            self.armed = ack_at;
+        }
+        self.armed
+    }
+
+    /// The timer fired at `now`: whether the ack is due. It is disarmed either way; `due`
+    /// arms it at `ack_at` again when one is still to come.
+    pub fn fired(&mut self, ack_at: Option<I>, now: I) -> bool {
+        self.armed = None;
+        ack_at.is_some_and(|t| t <= now)
+    }
+
+    /// A new connection: nothing armed.
+    pub fn reset(&mut self) {
+        self.armed = None;
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
     /// The frame would take the unacknowledged bytes past the limit: wait for acks.

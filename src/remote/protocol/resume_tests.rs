@@ -313,3 +313,61 @@ fn acks_go_out_after_a_delay_or_at_once_when_many_wait() {
     assert_eq!((ack.body, ack.ack, ack.seq), (Body::Ack, ACK_EVERY, 0));
     assert_eq!(r.inn.unacked(), 0);
 }
+
+#[test]
+fn the_ack_timer_is_armed_once_and_moved_on_never_pulled_earlier() {
+    let mut t: AckTimer<u64> = AckTimer::default();
+    assert_eq!(t.due(None), None, "nothing due, nothing armed");
+    assert_eq!(t.due(Some(20)), Some(20), "armed at the first ack_at");
+    // The reply carried the ack (ack_at cleared), the next command set it again later: the
+    // timer stays where it was.
+    assert_eq!(t.due(None), Some(20));
+    assert_eq!(t.due(Some(25)), Some(20));
+    // It fires before the ack is due: no ack, and it is armed on at ack_at.
+    assert!(!t.fired(Some(25), 20));
+    assert_eq!(t.due(Some(25)), Some(25));
+    // Due now: the ack goes.
+    assert!(t.fired(Some(25), 25));
+    assert_eq!(t.due(None), None);
+    // Fired with nothing due: disarmed until the next ack_at.
+    assert_eq!(t.due(Some(40)), Some(40));
+    assert!(!t.fired(None, 40));
+    assert_eq!(t.due(None), None);
+    assert_eq!(t.due(Some(70)), Some(70));
+    t.reset();
+    assert_eq!(t.due(None), None, "a new connection arms nothing");
+}
+
+proptest! {
+    /// Whatever the order of deliveries, replies and firings, an ack is said due exactly when
+    /// `ack_at` has passed at a firing, and the timer is never moved earlier than it was armed.
+    #[test]
+    fn the_ack_timer_fires_no_later_than_ack_at(steps in proptest::collection::vec(0u8..3, 1..200)) {
+        let mut t: AckTimer<u64> = AckTimer::default();
+        let (mut now, mut ack_at): (u64, Option<u64>) = (0, None);
+        let mut armed: Option<u64> = None;
+        for s in steps {
+            now += 1;
+            match s {
+                0 => { ack_at.get_or_insert(now + 20); }
+                1 => ack_at = None,
+                _ => {
+                    if let Some(at) = armed.filter(|a| *a <= now) {
+                        let due = ack_at.is_some_and(|x| x <= now);
+                        prop_assert_eq!(t.fired(ack_at, now), due);
+                        prop_assert!(at <= now);
+                        if due { ack_at = None; }
+                    }
+                }
+            }
+            let next = t.due(ack_at);
+            if let (Some(before), Some(after)) = (armed, next) {
+                prop_assert!(after >= before || before <= now, "moved earlier: {} -> {}", before, after);
+            }
+            if let Some(at) = ack_at {
+                prop_assert!(next.is_some_and(|n| n <= at), "armed {:?} after ack_at {}", next, at);
+            }
+            armed = next;
+        }
+    }
+}

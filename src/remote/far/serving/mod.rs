@@ -50,7 +50,7 @@ use crate::discovery::jvms::decide::Decision;
 use crate::discovery::jvms::FoundJvm;
 use crate::remote::protocol::liveness::{self, Beat};
 use crate::remote::protocol::frame::{Body, ByeReason, Hello, SessionKey, HEADER_LEN, MAX_DATA};
-use crate::remote::protocol::resume::{Outbound, Resume};
+use crate::remote::protocol::resume::{AckTimer, Outbound, Resume};
 use crate::remote::protocol::squeeze::SqueezeCount;
 
 /// Channel events queued for the session. With the link cut, what the far side holds of
@@ -148,6 +148,8 @@ pub struct Session {
     /// When this connection's last Ping went out.
     pinged: Option<Instant>,
     ack_at: Option<Instant>,
+    /// The timer `ack_at` waits on, not armed anew per frame (see `AckTimer`).
+    ack_timer: AckTimer<Instant>,
     /// Data for a channel whose queue was full, and its channel: reading waits for it.
     stalled: Option<(u32, Bytes)>,
     events_tx: mpsc::Sender<Event>,
@@ -180,6 +182,7 @@ impl Session {
             last_heard: Instant::now(),
             pinged: None,
             ack_at: None,
+            ack_timer: AckTimer::default(),
             stalled: None,
             events_tx,
             events_rx,
@@ -220,11 +223,15 @@ impl Session {
                     return Ended::HoldExpired;
                 }
                 Wake::Beat => self.on_beat(),
+                // The timer may fire before the ack is due (it is not pulled earlier): then it
+                // waits on for `ack_at`.
                 Wake::AckDue => {
-                    self.ack_at = None;
-                    if self.resume.inn.unacked() > 0 {
-                        let ack = self.resume.link(Body::Ack);
-                        self.emit(&ack);
+                    if self.ack_timer.fired(self.ack_at, Instant::now()) {
+                        self.ack_at = None;
+                        if self.resume.inn.unacked() > 0 {
+                            let ack = self.resume.link(Body::Ack);
+                            self.emit(&ack);
+                        }
                     }
                 }
                 Wake::Stop => {
@@ -260,7 +267,7 @@ impl Session {
             let last = self.pinged.map_or(self.last_heard, |p| p.max(self.last_heard));
             (last + l.ping_every).min(self.last_heard + l.dead_after)
         });
-        let ack_at = self.ack_at;
+        let ack_at = self.ack_timer.due(self.ack_at);
         tokio::select! {
             Some(a) = accepted.recv(), if self.scanned => Wake::Accepted(a),
             r = read_some(&mut self.reader), if reading => Wake::Read(r),

@@ -44,7 +44,7 @@ pub(super) use super::ends::FromStream;
 use super::channels::Channels;
 use super::timing::{release_after, Backoff, Beat, Liveness};
 use crate::remote::protocol::frame::{Body, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
-use crate::remote::protocol::resume::{Outbound, Resume};
+use crate::remote::protocol::resume::{AckTimer, Outbound, Resume};
 use crate::remote::protocol::squeeze::{LinkSqueeze, SqueezeCount};
 use frames::{has_room, read_some, write_some, Stalled};
 
@@ -91,6 +91,7 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
         retry_at: Some(Instant::now()),
         up_since: None,
         ack_at: None,
+        ack_timer: AckTimer::default(),
         stalled: None,
         connections: 0,
         from_streams_tx,
@@ -152,6 +153,8 @@ struct Task {
     take_over: bool,
     retry_at: Option<Instant>,
     ack_at: Option<Instant>,
+    /// The timer `ack_at` waits on, not armed anew per frame (see `AckTimer`).
+    ack_timer: AckTimer<Instant>,
     stalled: Option<Stalled>,
     connections: u64,
     from_streams_tx: mpsc::Sender<FromStream>,
@@ -218,9 +221,9 @@ impl Task {
     }
 
     /// The next time something is due: an attempt, an ack, a Ping or the dead-connection check.
-    fn deadline(&self) -> Instant {
+    fn deadline(&mut self) -> Instant {
         let far = Instant::now() + Duration::from_secs(3600);
-        let mut due = self.ack_at.unwrap_or(far);
+        let mut due = self.ack_timer.due(self.ack_at).unwrap_or(far);
         if self.rd.is_none() {
             due = due.min(self.retry_at.unwrap_or(far));
         } else if self.stalled.is_none() {
@@ -266,7 +269,7 @@ impl Task {
         if self.release_at().is_some_and(|t| t <= now) {
             self.release();
         }
-        if self.ack_at.is_some_and(|t| t <= now) {
+        if self.ack_timer.fired(self.ack_at, now) {
             self.ack_at = None;
             if self.resume.inn.unacked() > 0 {
                 let ack = self.resume.link(Body::Ack);
