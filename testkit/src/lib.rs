@@ -62,6 +62,7 @@ pub mod testnet;
 pub mod trace_check;
 pub mod users;
 pub mod wire;
+pub mod wire_chunks;
 
 pub use blocking_client::BlockingClient;
 pub use client::RawClient;
