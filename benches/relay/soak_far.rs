@@ -205,7 +205,7 @@ fn run(bin: &ProxyBin, sp: &SoakFarParams) -> Result<SoakFarRun> {
                 let (n, f) = (r.near.last(), r.far.last());
                 let show = |m: Option<&Mem>| m.map_or("-".into(), |m| format!("{} MiB {} fds", fmt(m.rss_kib as f64 / 1024.0), m.fds));
                 let problems = shared.problems.lock().map_or(0, |p| p.len());
-                eprintln!("soak-far {:>5.0} s: serve {}, far side {}, early_differed {}; {problems} problems", at.as_secs_f64(), show(n), show(f), fmt_opt(r.early_differed.map(|v| v as f64)));
+                eprintln!("soak-far {:>5.0} s: serve {}, far side {}, early_differed {}; {problems} problems", at.as_secs_f64(), show(n), show(f), r.early_differed.map_or("-".into(), |v| v.to_string()));
             }
         }
     }
@@ -329,13 +329,13 @@ fn rows(t: &mut Table, sp: &SoakFarParams, r: &SoakFarRun) {
         "soak-far: link cuts (s in all); second debuggers (failed); far sides killed (another started)",
         format!("{} ({:.0} s); {} ({}); {} ({})", r.cuts.len(), cut_s, r.seconds, r.seconds_failed, r.kills, r.far_restarted),
     ).judged(String::new(), "no second debugger failed", ok(r.seconds_failed == 0)));
-    t.push(Row::proxy_only("soak-far: early answers the VM contradicted (early_differed, most seen)", fmt_opt(r.early_differed.map(|v| v as f64))).judged(String::new(), "0", r.early_differed.map(|n| n == 0)));
+    t.push(Row::proxy_only("soak-far: early answers the VM contradicted (early_differed, most seen)", r.early_differed.map_or("-".into(), |v| v.to_string())).judged(String::new(), "0", r.early_differed.map(|n| n == 0)));
     let rule = format!("end <= level x {RSS_FACTOR} + {} MiB, <= level + {FD_SLACK} fds", RSS_SLACK_KIB / 1024);
     for (who, samples) in [("serve (near side)", &r.near), ("far side", &r.far)] {
         let le = level_and_end(samples, sp.warmup);
         let cell = le.map_or("-".into(), |(l, e)| format!("{} MiB {} fds at {:.0} s / {} MiB {} fds at {:.0} s", fmt(l.rss_kib as f64 / 1024.0), l.fds, l.at.as_secs_f64(), fmt(e.rss_kib as f64 / 1024.0), e.fds, e.at.as_secs_f64()));
         t.push(Row::proxy_only(&format!("soak-far: {who} RSS, open files: level after warm-up / end"), cell).judged(String::new(), &rule, le.map(|(l, e)| flat(&l, &e) == (true, true))));
-        let series: Vec<String> = samples.iter().map(|m| format!("{}", fmt(m.rss_kib as f64 / 1024.0))).collect();
+        let series: Vec<String> = samples.iter().map(|m| fmt(m.rss_kib as f64 / 1024.0)).collect();
         t.push(Row::proxy_only(&format!("soak-far: {who} RSS MiB at each sample"), series.join(", ")));
     }
     t.push(Row::proxy_only("soak-far: the far link's replay buffer", "not shown by jdwpmux (no figure)".into()));

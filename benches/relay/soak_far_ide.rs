@@ -200,6 +200,10 @@ pub fn drive(cfg: &IdeCfg, shared: &Arc<Shared>) -> IdeTotals {
 /// One session: attach, stop at `Tally.step`, step and check until the run ends (Ok) or the
 /// session does (Err).
 fn session(cfg: &IdeCfg, shared: &Shared, log: &mut LogReader, t: &mut IdeTotals) -> Result<()> {
+    // Once a far side is killed the VM sees this session leave and runs: what the IDE shows
+    // from then on is checked no more, and the session ends.
+    let born = shared.kills.load(Ordering::SeqCst);
+    let killed = || shared.kills.load(Ordering::SeqCst) != born;
     let port = ready_port(&cfg.bin, &cfg.control, &cfg.host, cfg.vm_port, Duration::from_secs(180))?;
     let mut d = Driver::start(&cfg.java_dir, port)?;
     t.sessions += 1;
@@ -227,9 +231,11 @@ fn session(cfg: &IdeCfg, shared: &Shared, log: &mut LogReader, t: &mut IdeTotals
             t.steps += 1;
             t.step_ms.push(asked.elapsed().as_secs_f64() * 1e3);
         }
-        t.stops += 1;
-        let kills = shared.kills.load(Ordering::SeqCst);
         let at_stop = log.read().clone();
+        if killed() {
+            bail!("a far side was killed at stop {}", stop.number);
+        }
+        t.stops += 1;
         let wrong = check_stop(&stop, &at_stop, previous.as_ref(), true);
         if !wrong.is_empty() {
             t.values_wrong += 1;
@@ -239,7 +245,10 @@ fn session(cfg: &IdeCfg, shared: &Shared, log: &mut LogReader, t: &mut IdeTotals
         }
         std::thread::sleep(cfg.hold);
         let after = log.read().len;
-        if after != at_stop.len && shared.kills.load(Ordering::SeqCst) == kills {
+        if killed() {
+            bail!("a far side was killed at stop {}", stop.number);
+        }
+        if after != at_stop.len {
             t.ran_while_stopped += 1;
             shared.problem(format!("the app ran while the IDE held stop {} ({} -> {} bytes of log)", stop.number, at_stop.len, after));
         }
