@@ -104,7 +104,7 @@ pub fn run(bin: &ProxyBin, p: &MutParams, warmup: usize, t: &mut Table, fail: Fa
         eprintln!("far-mut: skipped, {} has no --control or no list", bin.path.display());
         return;
     }
-    let made = (|| -> Result<_> { Ok((crate::test_hosts::keys()?, Debuggee::compile(0)?, mut_program()?, FarWrapper::new(&bin.path)?)) })();
+    let made = (|| -> Result<_> { Ok((crate::test_hosts::keys()?, Debuggee::compile(0)?, crate::ide::compile_jdi("Mut", MUT_JAVA)?, FarWrapper::new(&bin.path)?)) })();
     let (keys, prog, mut_dir, wrapper) = match made {
         Ok(m) => m,
         Err(e) => return fail("far-mut: set-up", format!("{e:#}")),
@@ -298,13 +298,6 @@ fn rows(t: &mut Table, p: &MutParams, all: &[MutRep], counted: &[Option<f64>; 3]
     for (g, what) in [(0, "the path's processes here (serve and its ssh, or ssh -L)"), (1, "the far side (jdwpmux far)"), (2, "the host's others (sshd, the JVM)")] {
         t.push(Row::new(&format!("CPU µs per command, {what}"), [0, 1, 2, 3].map(|c| if c == 3 { String::new() } else if g == 1 && c != 2 { "-".to_string() } else { fmt_opt(cpu(c, g)) })));
     }
-}
-
-/// `Mut.java` compiled with the kit's `Jdi.java` into a folder of its own.
-fn mut_program() -> Result<tempfile::TempDir> {
-    let dir = tempfile::tempdir()?;
-    testkit::jdi::javac_jdi_blocking(dir.path(), &[("Mut.java", MUT_JAVA)])?;
-    Ok(dir)
 }
 
 #[cfg(test)]

@@ -24,12 +24,18 @@ pub struct IdeProgram {
 }
 
 impl IdeProgram {
-    /// `Ide.java` compiled with the kit's `Jdi.java` (`javac_jdi`) into a folder of its own.
+    /// `Ide.java` compiled with the kit's `Jdi.java` into a folder of its own.
     pub fn compile() -> Result<IdeProgram> {
-        let dir = tempfile::tempdir()?;
-        testkit::jdi::javac_jdi_blocking(dir.path(), &[("Ide.java", IDE_JAVA)])?;
-        Ok(IdeProgram { dir })
+        Ok(IdeProgram { dir: compile_jdi("Ide", IDE_JAVA)? })
     }
+}
+
+/// The JDI program `class` (its source `source`) compiled with the kit's `Jdi.java`
+/// (`javac_jdi`) into a folder of its own.
+pub fn compile_jdi(class: &str, source: &str) -> Result<tempfile::TempDir> {
+    let dir = tempfile::tempdir()?;
+    testkit::jdi::javac_jdi_blocking(dir.path(), &[(&format!("{class}.java"), source)])?;
+    Ok(dir)
 }
 
 /// One IDE session through one path.

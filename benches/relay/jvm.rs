@@ -180,12 +180,12 @@ impl Debuggee {
     }
 
     /// Another program: `class` from `source` (it prints the ready line once it is ready),
-    /// run with `args`.
+    /// run with `args`; with its locals' tables, as a debugger's variables view needs.
     pub fn program(class: &str, source: &str, args: &[String]) -> Result<Arc<Debuggee>> {
         let dir = tempfile::tempdir().context("tempdir")?;
         let file = dir.path().join(format!("{class}.java"));
         std::fs::write(&file, source)?;
-        let out = Command::new("javac").arg("-d").arg(dir.path().join("out")).arg(&file).stdin(Stdio::null()).output().context("run javac (is a JDK installed?)")?;
+        let out = Command::new("javac").arg("-g").arg("-d").arg(dir.path().join("out")).arg(&file).stdin(Stdio::null()).output().context("run javac (is a JDK installed?)")?;
         if !out.status.success() {
             bail!("javac {class}.java failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
         }

@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     );
     let mut t = Table::default();
     let mut f = Failures::default();
-    let sections: [(Section, SectionFn); 17] = [
+    let sections: [(Section, SectionFn); 18] = [
         (Section::Where, where_section),
         (Section::Jvm, jvm_section),
         (Section::Bulk, bulk_section),
@@ -61,6 +61,7 @@ fn main() -> ExitCode {
         (Section::Stats, stats_section),
         (Section::Owner, owner_section),
         (Section::Soak, soak_section),
+        (Section::SoakFar, soak_far::section),
         (Section::Remote, remote_section),
         (Section::Far, far_section),
         (Section::FarMut, far_mut_section),

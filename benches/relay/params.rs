@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::jvm_suite::JvmParams;
 
-pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,remote,far,far-mut,thin,containers,exec,docker] [--soak-minutes N]
+pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N] [--vms N] [--only jvm,bulk,scale,ddm,startup,decode,stats,owner,where,soak,soak-far,remote,far,far-mut,thin,containers,exec,docker] [--soak-minutes N] [--soak-far-minutes N]
   --smoke   tiny N, one repetition: checks every path works and the table prints (CI);
             the default when not started by `cargo bench` (e.g. by `cargo test --benches`)
   --full    the full run (the default under `cargo bench`)
@@ -18,6 +18,11 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
             trip under strace, not part of the default run; soak: load and churn for
             minutes, part of the default run only in smoke mode, a few seconds)
   --soak-minutes N  how long the soak section runs (default 10; 0.1 in smoke mode)
+  --soak-far-minutes N  how long the far-side soak runs (default 30; 3 in smoke mode):
+            an IDE stepping through serve --ssh --far always on a test host behind 25 ms
+            each way while the link is cut every minute, a second debugger comes and goes
+            and the far side is killed once; each stop checked against the app's log; part
+            of the default run only in smoke mode (as remote)
   --far-links L  the far section's links: veth, one-way delays in ms and `thin` (10 Mbit/s,
             25 ms each way; default veth,0,10,25,thin; smoke veth,10), e.g. `--far-links veth`
             for the target's row alone
@@ -63,6 +68,9 @@ pub enum Section {
     Owner,
     /// Load and churn for minutes (in the default run only in smoke mode).
     Soak,
+    /// A debug session through the far side over a link that is cut, for minutes (in the
+    /// default run only in smoke mode).
+    SoakFar,
     /// JVMs on other hosts through ssh (test hosts: network namespaces with sshd).
     Remote,
     /// An IDE stepping through jdwpmux on the far side, `ssh -L` and today's forward.
@@ -97,6 +105,7 @@ impl Section {
             Section::Stats => "stats",
             Section::Owner => "owner",
             Section::Soak => "soak",
+            Section::SoakFar => "soak-far",
             Section::Remote => "remote",
             Section::Far => "far",
             Section::FarMut => "far-mut",
@@ -108,7 +117,7 @@ impl Section {
     }
 
     fn parse(s: &str) -> Option<Section> {
-        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::Remote, Section::Far, Section::FarMut, Section::Thin, Section::Containers, Section::Exec, Section::Docker]
+        [Section::Jvm, Section::Bulk, Section::Scale, Section::Ddm, Section::Startup, Section::Decode, Section::Stats, Section::Owner, Section::Where, Section::Soak, Section::SoakFar, Section::Remote, Section::Far, Section::FarMut, Section::Thin, Section::Containers, Section::Exec, Section::Docker]
             .into_iter()
             .find(|x| x.name() == s)
     }
@@ -121,6 +130,7 @@ pub struct Opts {
     pub vms: Option<usize>,
     pub only: Option<Vec<Section>>,
     pub soak_minutes: Option<f64>,
+    pub soak_far_minutes: Option<f64>,
     /// The far section's links (the veth first).
     pub far_links: Option<Vec<crate::far::Link>>,
     /// The far section without its idle windows.
@@ -166,6 +176,11 @@ impl Opts {
                     let Some(n) = n else { bail!("--soak-minutes needs a positive number") };
                     o.soak_minutes = Some(n);
                 }
+                "--soak-far-minutes" => {
+                    let n = it.next().and_then(|v| v.parse::<f64>().ok()).filter(|n| *n > 0.0 && n.is_finite());
+                    let Some(n) = n else { bail!("--soak-far-minutes needs a positive number") };
+                    o.soak_far_minutes = Some(n);
+                }
                 "--far-links" => {
                     let v = it.next().unwrap_or_default();
                     use crate::far::Link;
@@ -202,7 +217,7 @@ impl Opts {
     pub fn wants(&self, s: Section) -> bool {
         match &self.only {
             Some(o) => o.contains(&s),
-            None => s != Section::Where && (s != Section::Soak || self.smoke),
+            None => s != Section::Where && (!matches!(s, Section::Soak | Section::SoakFar) || self.smoke),
         }
     }
 }
@@ -237,6 +252,7 @@ pub struct Params {
     pub owner_diag_n: usize,
     pub owner_proc_n: usize,
     pub soak: crate::soak::SoakParams,
+    pub soak_far: crate::soak_far::SoakFarParams,
     pub remote: crate::remote::RemoteParams,
     pub far: crate::far::FarParams,
     pub far_mut: crate::far_mut::MutParams,
@@ -297,6 +313,7 @@ impl Params {
                 owner_diag_n: 1_000,
                 owner_proc_n: 10,
                 soak: crate::soak::SoakParams::new(true, o.soak_minutes),
+                soak_far: crate::soak_far::SoakFarParams::new(true, o.soak_far_minutes),
                 remote: crate::remote::RemoteParams::new(true),
                 far: crate::far::FarParams::new(true),
                 far_mut: crate::far_mut::MutParams::new(true),
@@ -334,6 +351,7 @@ impl Params {
             owner_diag_n: 20_000,
             owner_proc_n: 100,
             soak: crate::soak::SoakParams::new(false, o.soak_minutes),
+            soak_far: crate::soak_far::SoakFarParams::new(false, o.soak_far_minutes),
             remote: crate::remote::RemoteParams::new(false),
             far: crate::far::FarParams::new(false),
             far_mut: crate::far_mut::MutParams::new(false),
@@ -412,6 +430,13 @@ mod tests {
         assert!(!parse(&["--bench"]).unwrap().wants(Section::Soak), "not in the full default run");
         assert!(parse(&["--smoke"]).unwrap().wants(Section::Soak), "but in the smoke run");
         assert!(parse(&["--soak-minutes", "0"]).is_err());
+        let far_soak = parse(&["--bench", "--only", "soak-far", "--soak-far-minutes", "60"]).unwrap();
+        assert!(far_soak.wants(Section::SoakFar) && !far_soak.wants(Section::Soak));
+        assert_eq!(Params::new(&far_soak).soak_far.plan.duration, Duration::from_secs(3600));
+        assert!(!parse(&["--bench"]).unwrap().wants(Section::SoakFar), "not in the full default run");
+        assert!(parse(&["--smoke"]).unwrap().wants(Section::SoakFar), "but in the smoke run");
+        assert_eq!(Params::new(&parse(&["--smoke"]).unwrap()).soak_far.plan.duration, Duration::from_secs(180));
+        assert!(parse(&["--soak-far-minutes", "-1"]).is_err());
         assert!(parse(&["--only", "jvm,nope"]).is_err());
         let remote = parse(&["--bench", "--only", "remote"]).unwrap();
         assert!(remote.wants(Section::Remote) && !remote.wants(Section::Jvm));

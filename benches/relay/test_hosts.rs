@@ -58,6 +58,11 @@ impl BenchHost {
         self.host.as_ref().map_or(std::net::Ipv4Addr::UNSPECIFIED, |h| h.net.addr)
     }
 
+    /// Cuts (false) or restores (true) the host's link, at the namespace's end of its veth.
+    pub fn set_link(&self, up: bool) -> Result<()> {
+        self.host.as_ref().context("no test host")?.net.set_link(up)
+    }
+
     pub fn alias(&self) -> &str {
         self.host.as_ref().map_or("", |h| h.alias.as_str())
     }

@@ -5,6 +5,9 @@
 //   go CLASS METHOD FLAG   a SUSPEND_ALL breakpoint at METHOD's first line, then CLASS.FLAG = true
 //   step                   step over one line (the stop's thread; java.*, jdk.*, sun.* excluded)
 //   finish                 every request deleted, the VM resumed   -> "finished"
+//   view                   from now on each stop also reads what IntelliJ shows beside: the
+//                          threads view (every thread's name, status, suspend count and frame
+//                          count) and this.toString(), invoked on the stopped thread
 //   exit
 // Each stop prints "stop N ..." lines, then "stopped N". Object ids differ between runs, so
 // an object is shown by its type; everything else by its value.
@@ -17,6 +20,7 @@ import java.util.*;
 
 public class StepDriver {
     static volatile ThreadReference stopped;
+    static volatile boolean view;
     static int stops;
 
     static synchronized void say(String s) {
@@ -61,6 +65,10 @@ public class StepDriver {
                         vm.resume();
                         say("finished");
                         break;
+                    case "view":
+                        view = true;
+                        say("viewing");
+                        break;
                     case "exit":
                         vm.dispose();
                         System.exit(0);
@@ -78,17 +86,28 @@ public class StepDriver {
         try {
             while (true) {
                 EventSet set = vm.eventQueue().remove();
+                // One stop per event set, as an IDE shows it: a step that ends on a
+                // breakpoint's line brings both events at once.
+                String what = null;
+                ThreadReference at = null;
                 for (Event e : set) {
                     if (e instanceof StepEvent) {
-                        vm.eventRequestManager().deleteEventRequest(e.request());
-                        stop("step", ((StepEvent) e).thread());
+                        what = "step";
+                        at = ((StepEvent) e).thread();
                     } else if (e instanceof BreakpointEvent) {
-                        stop("breakpoint", ((BreakpointEvent) e).thread());
+                        if (what == null) what = "breakpoint";
+                        at = ((BreakpointEvent) e).thread();
                     } else if (e instanceof VMDisconnectEvent) {
                         say("disconnected");
                         return;
                     }
                 }
+                if (at == null) continue;
+                // A stop ends the step under way, as in an IDE: a breakpoint hit while
+                // stepping over a call leaves its step request pending otherwise.
+                EventRequestManager erm = vm.eventRequestManager();
+                erm.deleteEventRequests(new ArrayList<>(erm.stepRequests()));
+                stop(what, at);
             }
         } catch (InterruptedException | VMDisconnectedException e) {
             say("disconnected");
@@ -114,6 +133,18 @@ public class StepDriver {
         ReferenceType type = top.location().declaringType();
         for (Field f : type.fields()) {
             if (f.isStatic()) out.add("static " + f.name() + "=" + show(type.getValue(f)));
+        }
+        if (view) {
+            int threads = 0;
+            for (ThreadReference x : t.virtualMachine().allThreads()) {
+                if (x.name().isEmpty() || x.status() < -1 || x.suspendCount() < 1 || x.frameCount() < 0) throw new IllegalStateException("odd thread " + x.name());
+                threads++;
+            }
+            out.add("threads " + threads);
+            if (self != null) {
+                Method m = self.referenceType().methodsByName("toString", "()Ljava/lang/String;").get(0);
+                out.add("toString " + show(self.invokeMethod(t, m, Collections.emptyList(), ObjectReference.INVOKE_SINGLE_THREADED)));
+            }
         }
         for (String s : out) say("stop " + n + " " + s);
         stopped = t;

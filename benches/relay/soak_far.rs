@@ -1,0 +1,342 @@
+//! The far-side soak (`--only soak-far`, `--soak-far-minutes N`; three minutes in the smoke
+//! run): a debug session through jdwpmux on the far side survives a bad link. A test host
+//! behind a delay relay (25 ms each way in front of its sshd) runs `Tally.java`, an app that
+//! logs its own values; `serve --ssh HOST --far always` here (`far_paths::start`); an IDE
+//! (`soak_far_ide`) steps through the proxy's port for the whole run, every stop's frames,
+//! variables, threads view, `this` and a toString() read and checked against the app's log,
+//! and the log checked not to grow while the IDE holds the stop. Meanwhile, on a schedule
+//! (`soak_far_check::schedule`): the link cut (the host's end of its veth down, then up), a
+//! second debugger (`Attacher.java`, IntelliJ's attach: the class list, thread and class
+//! requests, a breakpoint that never hits, a VM resume) attaching and leaving, and the far
+//! side killed once (the near side starts another; the IDE attaches again). Sampled
+//! throughout: serve's and the far side's RSS and open files, and the near answers that
+//! the VM's reply contradicted (`early_differed`, from `jdwpmux stats --json`). The far
+//! link's replay buffer is not shown by jdwpmux (no figure for it).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use testkit::delay_link::DelayLink;
+use crate::far_paths::{self as fp, FarKind, FarWrapper, Path3};
+use crate::failures::Failures;
+use crate::params::Params;
+use crate::procs::status_kib;
+use crate::proxy::ProxyBin;
+use crate::remote::VM_PORT;
+use crate::remote_paths::Target;
+use crate::soak_far_check::{flat, level_and_end, schedule, Act, Mem, Plan, RSS_FACTOR, RSS_SLACK_KIB, FD_SLACK};
+use crate::soak_far_ide::{self as ide, IdeCfg, IdeTotals, Shared};
+use crate::stats::{fmt, fmt_opt, median};
+use crate::table::{Row, Table};
+use crate::test_hosts::BenchHost;
+
+const TALLY_JAVA: &str = include_str!("Tally.java");
+const STEP_DRIVER_JAVA: &str = include_str!("../../testkit/src/jdi/StepDriver.java");
+const ATTACHER_JAVA: &str = include_str!("../../testkit/src/jdi/Attacher.java");
+
+#[derive(Debug, Clone)]
+pub struct SoakFarParams {
+    pub plan: Plan,
+    /// Samples before this are the warm-up: the level is the first one after it.
+    pub warmup: Duration,
+    pub delay: Duration,
+    pub hold: Duration,
+    pub step_limit: Duration,
+}
+
+impl SoakFarParams {
+    pub fn new(smoke: bool, minutes: Option<f64>) -> SoakFarParams {
+        let duration = minutes.map(|m| Duration::from_secs_f64(m * 60.0));
+        let s = Duration::from_secs;
+        if smoke {
+            return SoakFarParams {
+                plan: Plan { duration: duration.unwrap_or(s(180)), cut_every: s(40), cut_len: (s(5), s(5)), second_every: s(40), kill_at: 0.4, sample_every: s(30) },
+                warmup: s(30),
+                delay: Duration::from_millis(25),
+                hold: Duration::from_millis(200),
+                step_limit: s(120),
+            };
+        }
+        SoakFarParams {
+            plan: Plan { duration: duration.unwrap_or(s(1800)), cut_every: s(60), cut_len: (s(5), s(30)), second_every: s(180), kill_at: 0.5, sample_every: s(60) },
+            warmup: s(180),
+            delay: Duration::from_millis(25),
+            hold: Duration::from_millis(300),
+            step_limit: s(180),
+        }
+    }
+}
+
+/// The run's figures.
+#[derive(Debug, Default)]
+pub struct SoakFarRun {
+    pub wall: Duration,
+    pub ide: IdeTotals,
+    pub cuts: Vec<Duration>,
+    pub seconds: u64,
+    pub seconds_failed: u64,
+    pub kills: u64,
+    pub far_restarted: bool,
+    pub near: Vec<Mem>,
+    pub far: Vec<Mem>,
+    /// Most early answers contradicted by the VM's reply, seen at a sample.
+    pub early_differed: Option<u64>,
+    pub problems: Vec<String>,
+}
+
+pub(crate) fn section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {
+    let mut fail = |what: &str, why: String| f.add(what, why);
+    if !crate::test_hosts::can_run("soak-far", &mut |w, y| fail(w, y)) {
+        return;
+    }
+    let sp = &p.soak_far;
+    eprintln!("soak-far: {:?} through jdwpmux on the far side, a link of +{} ms each way ...", sp.plan.duration, sp.delay.as_millis());
+    let r = match run(bin, sp) {
+        Ok(r) => r,
+        Err(e) => return fail("soak-far", format!("{e:#}")),
+    };
+    rows(t, sp, &r);
+    for why in r.problems.iter().take(20) {
+        fail("soak-far", why.clone());
+    }
+    if r.problems.len() > 20 {
+        fail("soak-far", format!("and {} more problems", r.problems.len() - 20));
+    }
+}
+
+fn run(bin: &ProxyBin, sp: &SoakFarParams) -> Result<SoakFarRun> {
+    let keys = crate::test_hosts::keys()?;
+    let logs = tempfile::tempdir()?;
+    let app_log = logs.path().join("tally.log");
+    let app = crate::jvm::Debuggee::program("Tally", TALLY_JAVA, &[app_log.display().to_string()])?;
+    let driver = crate::ide::compile_jdi("StepDriver", STEP_DRIVER_JAVA)?;
+    let attacher = crate::ide::compile_jdi("Attacher", ATTACHER_JAVA)?;
+    let wrapper = FarWrapper::new(&bin.path)?;
+    let mut host = BenchHost::start(&keys, "soakfar")?;
+    host.launch(&app, VM_PORT, false)?;
+    host.wait_ready(Duration::from_secs(180))?;
+    let link = DelayLink::start(SocketAddr::from((host.addr(), 22)), sp.delay)?;
+    let alias = "soakfar-link";
+    keys.add_host(alias, Ipv4Addr::LOCALHOST, "id_ed25519", &format!("  Port {}\n  HostKeyAlias {}\n", link.port(), host.addr()))?;
+    let target = Target { config: keys.ssh_config(), host: alias.to_string(), port: VM_PORT };
+    let (mut path, _) = fp::start(FarKind::Far, &target, bin, &wrapper)?;
+    let Path3::Jdwpmux { proxy, .. } = &mut path else { anyhow::bail!("serve did not start") };
+    let ns = host.ns().to_string();
+    let shared = Arc::new(Shared::default());
+    let cfg = IdeCfg {
+        java_dir: driver.path().to_path_buf(),
+        bin: bin.path.clone(),
+        control: proxy.control.clone(),
+        host: alias.to_string(),
+        vm_port: VM_PORT,
+        log: app_log.clone(),
+        hold: sp.hold,
+        step_limit: sp.step_limit,
+    };
+    let t0 = Instant::now();
+    let ide_thread = {
+        let shared = shared.clone();
+        std::thread::spawn(move || ide::drive(&cfg, &shared))
+    };
+    let mut r = SoakFarRun::default();
+    let first_far = fp::far_pids(&ns);
+    for (at, act) in schedule(&sp.plan) {
+        while t0.elapsed() < at {
+            if proxy.proc.exited().is_some() {
+                shared.problem(format!("serve exited during the run; log:\n{}", proxy.log_tail(3000)));
+                break;
+            }
+            std::thread::sleep((at - t0.elapsed().min(at)).min(Duration::from_millis(500)));
+        }
+        if proxy.proc.exited().is_some() {
+            break;
+        }
+        match act {
+            Act::Cut(len) => {
+                eprintln!("soak-far {:>5.0} s: link cut for {:?}", t0.elapsed().as_secs_f64(), len);
+                if let Err(e) = host.set_link(false) {
+                    shared.problem(format!("cutting the link: {e:#}"));
+                    continue;
+                }
+                std::thread::sleep(len);
+                if let Err(e) = host.set_link(true) {
+                    shared.problem(format!("restoring the link: {e:#}"));
+                }
+                r.cuts.push(len);
+            }
+            Act::Second => {
+                eprintln!("soak-far {:>5.0} s: a second debugger attaches", t0.elapsed().as_secs_f64());
+                r.seconds += 1;
+                if let Err(e) = second(bin, &proxy.control, alias, attacher.path()) {
+                    r.seconds_failed += 1;
+                    shared.problem(format!("the second debugger: {e:#}"));
+                }
+            }
+            Act::KillFar => {
+                let pids = fp::far_pids(&ns);
+                eprintln!("soak-far {:>5.0} s: killing the far side (pids {pids:?})", t0.elapsed().as_secs_f64());
+                if pids.is_empty() {
+                    shared.problem("no far side to kill on the host".into());
+                    continue;
+                }
+                shared.kills.fetch_add(1, Ordering::SeqCst);
+                for pid in &pids {
+                    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                }
+                r.kills += 1;
+            }
+            Act::Sample => {
+                let at = t0.elapsed();
+                if let Some(m) = mem(proxy.pid(), at) {
+                    r.near.push(m);
+                }
+                if let Some(m) = fp::far_pids(&ns).first().and_then(|pid| mem(*pid, at)) {
+                    r.far.push(m);
+                }
+                match early_differed(bin, &proxy.control) {
+                    Ok(n) => r.early_differed = Some(r.early_differed.unwrap_or(0).max(n)),
+                    Err(e) => shared.problem(format!("jdwpmux stats: {e:#}")),
+                }
+                let (n, f) = (r.near.last(), r.far.last());
+                let show = |m: Option<&Mem>| m.map_or("-".into(), |m| format!("{} MiB {} fds", fmt(m.rss_kib as f64 / 1024.0), m.fds));
+                let problems = shared.problems.lock().map_or(0, |p| p.len());
+                eprintln!("soak-far {:>5.0} s: serve {}, far side {}, early_differed {}; {problems} problems", at.as_secs_f64(), show(n), show(f), r.early_differed.map_or("-".into(), |v| v.to_string()));
+            }
+        }
+    }
+    shared.stop.store(true, Ordering::SeqCst);
+    r.ide = ide_thread.join().map_err(|_| anyhow::anyhow!("the IDE's thread panicked"))?;
+    r.wall = t0.elapsed();
+    let last_far = fp::far_pids(&ns);
+    r.far_restarted = !last_far.is_empty() && last_far.iter().all(|p| !first_far.contains(p));
+    let serve_log = proxy.log_tail(8000);
+    proxy.stop();
+    if let Err(e) = fp::far_gone(&ns, Duration::from_secs(20)) {
+        shared.problem(format!("after serve stopped: {e:#}\nfar side's log:\n{}", wrapper.log()));
+    }
+    drop(path);
+    drop(link);
+    r.problems = shared.problems.lock().map(|p| p.clone()).unwrap_or_default();
+    judge(&mut r, sp);
+    if !r.problems.is_empty() {
+        let far = wrapper.log();
+        eprintln!("soak-far: serve's log, its end:\n{serve_log}\nsoak-far: the far sides' logs, their end:\n{}", String::from_utf8_lossy(&far.as_bytes()[far.len().saturating_sub(8000)..]));
+    }
+    Ok(r)
+}
+
+/// A second debugger through the same port: IntelliJ's attach, a breakpoint in a method the
+/// app never runs, a VM resume, then it leaves.
+fn second(bin: &ProxyBin, control: &Path, host: &str, dir: &Path) -> Result<()> {
+    let port = ide::ready_port(&bin.path, control, host, VM_PORT, Duration::from_secs(60))?;
+    let mut cmd = crate::procs::command("java");
+    cmd.args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"]).arg(dir).args(["Attacher", "127.0.0.1", &port.to_string(), "Tally", "spare", "arm"]);
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut p = crate::procs::Proc::spawn("Attacher", &mut cmd)?;
+    if !p.wait_exit(Duration::from_secs(120)) {
+        p.kill();
+        anyhow::bail!("it did not attach and leave within 120 s");
+    }
+    let mut out = String::new();
+    use std::io::Read;
+    if let Some(mut o) = p.take_stdout() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let mut err = String::new();
+    if let Some(mut e) = p.take_stderr() {
+        let _ = e.read_to_string(&mut err);
+    }
+    if !out.lines().any(|l| l == "done") {
+        anyhow::bail!("it did not say done: {out} {err}");
+    }
+    Ok(())
+}
+
+fn mem(pid: u32, at: Duration) -> Option<Mem> {
+    let rss_kib = status_kib(pid, "VmRSS")?;
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count();
+    Some(Mem { at, pid, rss_kib, fds })
+}
+
+/// The sum of every VM's `early_differed` in `jdwpmux stats --json`.
+fn early_differed(bin: &ProxyBin, control: &Path) -> Result<u64> {
+    let out = std::process::Command::new(&bin.path).args(["stats", "--json", "--control"]).arg(control).stdin(std::process::Stdio::null()).output()?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| format!("no JSON: {}", String::from_utf8_lossy(&out.stderr)))?;
+    fn sum(v: &serde_json::Value) -> u64 {
+        match v {
+            serde_json::Value::Object(m) => m.iter().map(|(k, x)| if k == "early_differed" { x.as_u64().unwrap_or(0) } else { sum(x) }).sum(),
+            serde_json::Value::Array(a) => a.iter().map(sum).sum(),
+            _ => 0,
+        }
+    }
+    Ok(sum(&v))
+}
+
+/// Adds the run's failures beyond the IDE's own: no load, the far side not started again,
+/// memory or open files not flat, early answers contradicted.
+fn judge(r: &mut SoakFarRun, sp: &SoakFarParams) {
+    let mut add = Vec::new();
+    if r.ide.steps == 0 {
+        add.push("no step was completed".to_string());
+    }
+    if r.kills > 0 && (!r.far_restarted || r.ide.sessions < 1 + r.kills) {
+        add.push(format!("after the far side was killed: started again {}, IDE sessions {} (want {})", r.far_restarted, r.ide.sessions, 1 + r.kills));
+    }
+    if r.early_differed.is_none_or(|n| n > 0) {
+        add.push(format!("early answers contradicted by the VM: {:?}", r.early_differed));
+    }
+    for (who, samples) in [("serve", &r.near), ("the far side", &r.far)] {
+        match level_and_end(samples, sp.warmup) {
+            Some((level, end)) => {
+                let (rss, fds) = flat(&level, &end);
+                if !rss || !fds {
+                    add.push(format!("{who} not flat: {} KiB {} fds at {:?}, {} KiB {} fds at the end", level.rss_kib, level.fds, level.at, end.rss_kib, end.fds));
+                }
+            }
+            None => add.push(format!("no samples of {who}")),
+        }
+    }
+    r.problems.extend(add);
+}
+
+fn rows(t: &mut Table, sp: &SoakFarParams, r: &SoakFarRun) {
+    let p = &sp.plan;
+    t.section(&format!(
+        "far-side soak for {:.0} s: an IDE stepping through serve --ssh --far always (a link of +{} ms each way), each stop's values checked against the app's log; the link cut every {:?} for {:?}..{:?}, a second debugger every {:?} or more, the far side killed once",
+        r.wall.as_secs_f64(),
+        sp.delay.as_millis(),
+        p.cut_every,
+        p.cut_len.0,
+        p.cut_len.1,
+        p.second_every
+    ));
+    let i = &r.ide;
+    let ok = |b: bool| Some(b);
+    t.push(Row::proxy_only("soak-far: steps done, stops checked; IDE sessions", format!("{}, {}; {}", i.steps, i.stops, i.sessions)).judged(String::new(), "> 0", ok(i.steps > 0)));
+    t.push(
+        Row::proxy_only("soak-far: stops differing from the app's log / holds the app ran in / sessions lost", format!("{} / {} / {}", i.values_wrong, i.ran_while_stopped, i.sessions_lost))
+            .judged(String::new(), "0 / 0 / 0", ok(i.values_wrong == 0 && i.ran_while_stopped == 0 && i.sessions_lost == 0)),
+    );
+    let q = |x: f64| crate::far::quantile(&i.step_ms, x);
+    t.push(Row::proxy_only("soak-far: ms per step median / p99 / max (cuts included)", format!("{} / {} / {}", fmt_opt(median(&i.step_ms)), fmt_opt(q(99.0)), fmt_opt(q(100.0)))));
+    let cut_s: f64 = r.cuts.iter().map(Duration::as_secs_f64).sum();
+    t.push(Row::proxy_only(
+        "soak-far: link cuts (s in all); second debuggers (failed); far sides killed (another started)",
+        format!("{} ({:.0} s); {} ({}); {} ({})", r.cuts.len(), cut_s, r.seconds, r.seconds_failed, r.kills, r.far_restarted),
+    ).judged(String::new(), "no second debugger failed", ok(r.seconds_failed == 0)));
+    t.push(Row::proxy_only("soak-far: early answers the VM contradicted (early_differed, most seen)", r.early_differed.map_or("-".into(), |v| v.to_string())).judged(String::new(), "0", r.early_differed.map(|n| n == 0)));
+    let rule = format!("end <= level x {RSS_FACTOR} + {} MiB, <= level + {FD_SLACK} fds", RSS_SLACK_KIB / 1024);
+    for (who, samples) in [("serve (near side)", &r.near), ("far side", &r.far)] {
+        let le = level_and_end(samples, sp.warmup);
+        let cell = le.map_or("-".into(), |(l, e)| format!("{} MiB {} fds at {:.0} s / {} MiB {} fds at {:.0} s", fmt(l.rss_kib as f64 / 1024.0), l.fds, l.at.as_secs_f64(), fmt(e.rss_kib as f64 / 1024.0), e.fds, e.at.as_secs_f64()));
+        t.push(Row::proxy_only(&format!("soak-far: {who} RSS, open files: level after warm-up / end"), cell).judged(String::new(), &rule, le.map(|(l, e)| flat(&l, &e) == (true, true))));
+        let series: Vec<String> = samples.iter().map(|m| fmt(m.rss_kib as f64 / 1024.0)).collect();
+        t.push(Row::proxy_only(&format!("soak-far: {who} RSS MiB at each sample"), series.join(", ")));
+    }
+    t.push(Row::proxy_only("soak-far: the far link's replay buffer", "not shown by jdwpmux (no figure)".into()));
+}

@@ -1,0 +1,223 @@
+//! The far-side soak's pure parts: the schedule of what is done to the session (link cuts, a
+//! second debugger, the far side killed, samples), the app's log as read so far, one stop
+//! as the IDE printed it and its check against that log, and whether memory and open files
+//! stayed flat.
+
+use std::time::Duration;
+
+/// What the schedule does at a moment of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// The host's end of the link down for this long, then up.
+    Cut(Duration),
+    /// A second debugger attaches, sets a breakpoint that never hits, and leaves.
+    Second,
+    /// The far side on the host killed (-9): the near side starts another.
+    KillFar,
+    /// Memory, open files and the near answers' counters read.
+    Sample,
+}
+
+/// The schedule's shape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Plan {
+    pub duration: Duration,
+    /// A cut starts every `cut_every`, the first at `cut_every`.
+    pub cut_every: Duration,
+    /// Each cut's length, from the first to the second, turn by turn in between.
+    pub cut_len: (Duration, Duration),
+    /// A second debugger comes between two cuts every this often.
+    pub second_every: Duration,
+    /// The far side is killed once, in the gap between two cuts nearest this share of the run.
+    pub kill_at: f64,
+    pub sample_every: Duration,
+}
+
+/// Each cut's length: from the shortest to the longest in `steps` turns, again and again (a
+/// known spread, the same in every run).
+fn cut_len(p: &Plan, i: usize) -> Duration {
+    const TURNS: u32 = 6;
+    let (lo, hi) = p.cut_len;
+    let k = (i % TURNS as usize) as u32;
+    lo + (hi.saturating_sub(lo)) * k / (TURNS - 1)
+}
+
+/// The acts in time order. Cuts start at k * cut_every and end before the next one; the far
+/// side's kill and the second debugger come halfway between a cut's end and the next cut,
+/// never during one; samples every `sample_every` from `sample_every` on, and one at the end.
+pub fn schedule(p: &Plan) -> Vec<(Duration, Act)> {
+    let mut acts = Vec::new();
+    let mut cuts = Vec::new();
+    let mut at = p.cut_every;
+    while at < p.duration && !p.cut_every.is_zero() {
+        let len = cut_len(p, cuts.len()).min(p.cut_every / 2);
+        if at + len + Duration::from_secs(5) > p.duration {
+            break;
+        }
+        cuts.push((at, len));
+        acts.push((at, Act::Cut(len)));
+        at += p.cut_every;
+    }
+    // The gaps between a cut's end and the next cut (or the run's end): their middles.
+    let gaps: Vec<Duration> = cuts.iter().enumerate().map(|(i, (s, l))| {
+        let next = cuts.get(i + 1).map_or(p.duration, |n| n.0);
+        *s + *l + (next - (*s + *l)) / 2
+    }).collect();
+    let target = p.duration.mul_f64(p.kill_at);
+    let kill = gaps.iter().copied().filter(|g| *g + Duration::from_secs(20) < p.duration).min_by_key(|g| g.abs_diff(target));
+    if let Some(k) = kill {
+        acts.push((k, Act::KillFar));
+    }
+    let mut last_second = Duration::ZERO;
+    for g in &gaps {
+        if Some(*g) != kill && *g >= last_second + p.second_every {
+            acts.push((*g, Act::Second));
+            last_second = *g;
+        }
+    }
+    let mut s = p.sample_every;
+    while s < p.duration && !p.sample_every.is_zero() {
+        acts.push((s, Act::Sample));
+        s += p.sample_every;
+    }
+    acts.push((p.duration, Act::Sample));
+    acts.sort_by_key(|(at, _)| *at);
+    acts
+}
+
+/// The app's log as read so far: complete lines only.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogTail {
+    /// Bytes taken (whole lines).
+    pub len: u64,
+    /// The last "value N S" line's N and S.
+    pub value: Option<(u64, String)>,
+    pub ticks: u64,
+    /// Bytes of a line not finished yet.
+    partial: Vec<u8>,
+}
+
+impl LogTail {
+    /// Takes bytes appended to the log since the last call.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.partial.extend_from_slice(bytes);
+        while let Some(i) = self.partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=i).collect();
+            self.len += line.len() as u64;
+            let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+            if let Some(rest) = text.strip_prefix("value ") {
+                if let Some((n, s)) = rest.split_once(' ').and_then(|(n, s)| Some((n.parse().ok()?, s.to_string()))) {
+                    self.value = Some((n, s));
+                }
+            } else if let Some(t) = text.strip_prefix("tick ").and_then(|t| t.parse().ok()) {
+                self.ticks = t;
+            }
+        }
+    }
+}
+
+/// One stop as `StepDriver` printed it (`stop N ...` lines, then `stopped N`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stop {
+    pub number: u64,
+    /// The top frame, `Tally.step:31`.
+    pub top: Option<String>,
+    pub frames: usize,
+    pub n: Option<u64>,
+    pub s: Option<String>,
+    pub threads: Option<usize>,
+    pub to_string: Option<String>,
+}
+
+impl Stop {
+    /// Takes one `stop N REST` line.
+    pub fn line(&mut self, rest: &str) {
+        let unquote = |v: &str| v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).map(str::to_string);
+        if let Some(f) = rest.strip_prefix("frame ") {
+            if self.top.is_none() {
+                self.top = Some(f.to_string());
+            }
+            self.frames += 1;
+        } else if let Some(v) = rest.strip_prefix("this.n=") {
+            self.n = v.parse().ok();
+        } else if let Some(v) = rest.strip_prefix("this.s=") {
+            self.s = unquote(v);
+        } else if let Some(v) = rest.strip_prefix("threads ") {
+            self.threads = v.parse().ok();
+        } else if let Some(v) = rest.strip_prefix("toString ") {
+            self.to_string = unquote(v);
+        }
+    }
+}
+
+/// What is wrong with a stop, given the log as it was when the stop had been read, the
+/// session's previous stop (None after an attach) and whether the threads view and toString
+/// were asked.
+pub fn check_stop(stop: &Stop, log: &LogTail, previous: Option<&Stop>, view: bool) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let k = stop.number;
+    let (Some(n), Some(s)) = (stop.n, stop.s.as_deref()) else {
+        wrong.push(format!("stop {k}: no this.n or this.s shown ({:?})", stop));
+        return wrong;
+    };
+    if !stop.top.as_deref().is_some_and(|t| t.starts_with("Tally.")) || stop.frames < 2 {
+        wrong.push(format!("stop {k}: the top frame is {:?} of {} frames, not in Tally", stop.top, stop.frames));
+    }
+    match &log.value {
+        Some((ln, ls)) if *ln == n && ls == s => {}
+        other => wrong.push(format!("stop {k}: the IDE shows n={n} s={s:?}, the app's log last says {other:?}")),
+    }
+    if let Some(p) = previous.and_then(|p| p.n) {
+        if n < p || n > p + 1 {
+            wrong.push(format!("stop {k}: n went from {p} to {n} in one step (a step lost or done twice)"));
+        }
+    }
+    if view {
+        if stop.threads.is_none_or(|t| t < 3) {
+            wrong.push(format!("stop {k}: the threads view showed {:?} threads", stop.threads));
+        }
+        let want = format!("Tally n={n} s={s}");
+        if stop.to_string.as_deref() != Some(want.as_str()) {
+            wrong.push(format!("stop {k}: toString() gave {:?}, not {want:?}", stop.to_string));
+        }
+    }
+    wrong
+}
+
+/// A process's memory and open files at one moment of the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mem {
+    pub at: Duration,
+    pub pid: u32,
+    pub rss_kib: u64,
+    pub fds: usize,
+}
+
+/// Flat: the end no more than this many times the level after the warm-up, ...
+pub const RSS_FACTOR: f64 = 1.5;
+/// ... plus this.
+pub const RSS_SLACK_KIB: u64 = 4 * 1024;
+/// Open files: the end no more than this above the level after the warm-up (a second
+/// debugger's or an ssh connection's at the moment of a sample).
+pub const FD_SLACK: usize = 16;
+
+/// The level a process is judged against: its first sample at least `warmup` into the run
+/// and taken of the process sampled last (a far side started anew is judged on its own
+/// samples, its first one then the level); and the end, its last sample.
+pub fn level_and_end(samples: &[Mem], warmup: Duration) -> Option<(Mem, Mem)> {
+    let end = *samples.last()?;
+    let own: Vec<&Mem> = samples.iter().filter(|m| m.pid == end.pid).collect();
+    let level = own.iter().find(|m| m.at >= warmup).or(own.first()).copied()?;
+    Some((*level, end))
+}
+
+/// Whether the end is within the rule of the level: RSS <= level x 1.5 + 4 MiB, open files
+/// <= level + 16.
+pub fn flat(level: &Mem, end: &Mem) -> (bool, bool) {
+    let rss = end.rss_kib as f64 <= level.rss_kib as f64 * RSS_FACTOR + RSS_SLACK_KIB as f64;
+    (rss, end.fds <= level.fds + FD_SLACK)
+}
+
+#[cfg(test)]
+#[path = "soak_far_tests.rs"]
+mod tests;
