@@ -63,12 +63,6 @@ mod plan_objects_tests;
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]
-mod relay_harness;
-#[cfg(test)]
-mod relay_tests;
-#[cfg(test)]
-mod relay_invoke_tests;
-#[cfg(test)]
 mod store_tests;
 #[cfg(test)]
 mod validity_tests;

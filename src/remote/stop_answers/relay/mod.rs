@@ -369,3 +369,10 @@ impl Relay {
         id
     }
 }
+
+#[cfg(test)]
+mod harness;
+#[cfg(test)]
+mod invoke_tests;
+#[cfg(test)]
+mod tests;

@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use super::relay::*;
-use super::FAR_IDS;
+use super::*;
+use super::super::FAR_IDS;
 use crate::jdwp::handshake::HANDSHAKE;
 use crate::jdwp::packet::{Header, Packet};
 
@@ -108,7 +108,7 @@ pub(super) fn answer_own(run: &Run, seen: &mut usize, queue: &mut Vec<u8>) {
 /// `cuts`, in turn), answering jdwpmux's own commands after what it had queued.
 pub(super) fn drive(near: &[u8], near_cut: usize, vm_script: &[u8], cuts: &[usize]) -> Run {
     let now = Instant::now();
-    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut relay = Relay::new(true, Limits::default());
     let mut run = Run::default();
     let mut vm_queue: Vec<u8> = Vec::new();
     let mut vm_input_seen = 0usize;
@@ -159,7 +159,7 @@ pub(super) struct ToVm {
 
 impl ToVm {
     pub(super) fn past_sizes() -> ToVm {
-        let mut t = ToVm { relay: Relay::new(true, super::plan::Limits::default()), now: Instant::now(), sent: Vec::new() };
+        let mut t = ToVm { relay: Relay::new(true, Limits::default()), now: Instant::now(), sent: Vec::new() };
         t.near(&HANDSHAKE[..]);
         t.vm(&HANDSHAKE[..]);
         let sizes = Header::parse(&t.sent[HANDSHAKE.len()..]).map(|h| h.id).unwrap_or(0);
@@ -196,7 +196,7 @@ impl ToVm {
 /// the near side after the handshake, and where each set of answers came in it.
 pub(super) fn after_sizes(commands: &[u8], replies: &[u8]) -> Run {
     let now = Instant::now();
-    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut relay = Relay::new(true, Limits::default());
     let mut run = Run::default();
     let mut pending: Vec<u8> = Vec::new();
     let mut seen = 0usize;

@@ -1,8 +1,8 @@
 use std::time::{Duration, Instant};
 
-use super::relay::*;
-use super::relay_harness::*;
-use super::FAR_IDS;
+use super::*;
+use super::harness::*;
+use super::super::FAR_IDS;
 use crate::jdwp::handshake::HANDSHAKE;
 use crate::jdwp::packet::{Header, Packet, HEADER_LEN};
 use proptest::prelude::*;
@@ -39,7 +39,7 @@ fn own_commands_wait_for_the_near_sides_packet_to_end() {
 #[test]
 fn a_hold_past_its_time_lets_the_event_go_without_answers() {
     let now = Instant::now();
-    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut relay = Relay::new(true, Limits::default());
     relay.from_near(&HANDSHAKE[..], Instant::now());
     let outs = relay.from_vm(&HANDSHAKE[..], now);
     let Some(Out::ToVm(sizes_cmd)) = outs.last() else { panic!("IDSizes asked: {outs:?}") };
@@ -61,7 +61,7 @@ fn without_gathering_or_at_a_stop_that_suspends_nothing_bytes_pass() {
     assert_eq!(run.to_near, vm);
     assert!(run.gathered.is_empty());
     let now = Instant::now();
-    let mut relay = Relay::new(false, super::plan::Limits::default());
+    let mut relay = Relay::new(false, Limits::default());
     relay.from_near(&near_bytes(), Instant::now());
     let mut got = Vec::new();
     for o in relay.from_vm(&vm, now) {
@@ -75,7 +75,7 @@ fn without_gathering_or_at_a_stop_that_suspends_nothing_bytes_pass() {
 fn a_large_reply_streams_through_in_pieces() {
     let big = reply(5, &vec![7u8; 300_000]);
     let now = Instant::now();
-    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut relay = Relay::new(true, Limits::default());
     relay.from_near(&near_bytes(), Instant::now());
     relay.from_vm(&HANDSHAKE[..], now);
     let mut got = 0;
@@ -114,7 +114,7 @@ proptest! {
 
 #[test]
 fn the_answers_packet_takes_an_id_none_of_jdwpmuxs_commands_has() {
-    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut relay = Relay::new(true, Limits::default());
     let now = Instant::now();
     relay.from_near(&HANDSHAKE[..], Instant::now());
     let outs = relay.from_vm(&HANDSHAKE[..], now);
@@ -228,7 +228,7 @@ fn letting_go_resumes_what_the_agent_still_counts_suspended_vm_wide() {
     let now = Instant::now();
     // Not gathering: the count is kept either way, events streamed or read whole.
     for gather in [false, true] {
-        let mut r = Relay::new(gather, super::plan::Limits::default());
+        let mut r = Relay::new(gather, Limits::default());
         r.from_vm(HANDSHAKE, now);
         r.from_near(HANDSHAKE, now);
         assert_eq!(resumes(&r.let_go()), 0, "nothing suspended");
@@ -248,7 +248,7 @@ fn letting_go_resumes_what_the_agent_still_counts_suspended_vm_wide() {
 #[test]
 fn letting_go_in_the_middle_of_the_near_sides_packet_sends_nothing() {
     let now = Instant::now();
-    let mut r = Relay::new(false, super::plan::Limits::default());
+    let mut r = Relay::new(false, Limits::default());
     r.from_vm(HANDSHAKE, now);
     r.from_near(HANDSHAKE, now);
     r.from_vm(&stop_event(0x10, 2), now);
@@ -286,7 +286,7 @@ fn a_classs_first_command_reads_its_data_before_its_reply() {
 /// until none is left. Everything the relay gave after the id sizes.
 fn one_by_one(exchanges: &[(Vec<u8>, Vec<u8>)]) -> Run {
     let now = Instant::now();
-    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut relay = Relay::new(true, Limits::default());
     let mut run = Run::default();
     let mut pending: Vec<u8> = Vec::new();
     let mut seen = 0usize;

@@ -3,9 +3,9 @@
 
 use std::time::Instant;
 
-use super::relay::*;
-use super::relay_harness::{after_sizes, cmd, packets, record, reply, vm_answer, Run, ToVm, THREAD};
-use super::FAR_IDS;
+use super::*;
+use super::harness::{after_sizes, cmd, packets, record, reply, vm_answer, Run, ToVm, THREAD};
+use super::super::FAR_IDS;
 use crate::jdwp::handshake::HANDSHAKE;
 use crate::jdwp::packet::{Header, Packet};
 
@@ -75,7 +75,7 @@ fn an_invoke_that_failed_or_returned_no_string_passes_untouched() {
     }
     // Without gathering, nothing is read.
     let now = Instant::now();
-    let mut r = Relay::new(false, super::plan::Limits::default());
+    let mut r = Relay::new(false, Limits::default());
     r.from_near(HANDSHAKE, now);
     r.from_vm(HANDSHAKE, now);
     r.from_near(&invoke_cmd(5, 9, 6), now);
@@ -86,9 +86,9 @@ fn an_invoke_that_failed_or_returned_no_string_passes_untouched() {
 #[test]
 fn a_huge_string_is_not_kept_and_the_reply_goes_on() {
     // Past the plan's kept bytes (read, not kept), and past MAX_OWN_REPLY (skipped unread).
-    for len in [super::plan::Limits::default().bytes + 1, MAX_OWN_REPLY + 1] {
+    for len in [Limits::default().bytes + 1, MAX_OWN_REPLY + 1] {
         let now = Instant::now();
-        let mut relay = Relay::new(true, super::plan::Limits::default());
+        let mut relay = Relay::new(true, Limits::default());
         let mut run = Run::default();
         record(relay.from_near(&HANDSHAKE[..], now), &mut run);
         record(relay.from_vm(&HANDSHAKE[..], now), &mut run);
@@ -114,7 +114,7 @@ fn a_huge_string_is_not_kept_and_the_reply_goes_on() {
 #[test]
 fn an_invokes_reply_held_past_its_time_goes_on_without_the_string() {
     let now = Instant::now();
-    let mut relay = Relay::new(true, super::plan::Limits::default());
+    let mut relay = Relay::new(true, Limits::default());
     let mut run = Run::default();
     record(relay.from_near(&HANDSHAKE[..], now), &mut run);
     record(relay.from_vm(&HANDSHAKE[..], now), &mut run);
