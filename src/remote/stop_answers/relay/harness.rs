@@ -149,6 +149,19 @@ pub(super) fn near_bytes() -> Vec<u8> {
     [&HANDSHAKE[..], &cmd(5, 1, 1, &[]), &cmd(6, 11, 1, &THREAD.to_be_bytes())].concat()
 }
 
+/// A gathering relay past the handshake and its id sizes (answered `vm_answer(1, 7)`), and
+/// what it gave so far (nothing to the near side after the handshake).
+pub(super) fn past_sizes(now: Instant) -> (Relay, Run) {
+    let mut relay = Relay::new(true, Limits::default());
+    let mut run = Run::default();
+    record(relay.from_near(&HANDSHAKE[..], now), &mut run);
+    record(relay.from_vm(&HANDSHAKE[..], now), &mut run);
+    let sizes = Header::parse(&run.to_vm[HANDSHAKE.len()..]).map(|h| h.id).unwrap_or(0);
+    record(relay.from_vm(&reply(sizes, &vm_answer(1, 7)), now), &mut run);
+    run.to_near.clear();
+    (relay, run)
+}
+
 /// A relay past its handshake and its first sizes command, and what it has sent the VM so
 /// far: for tests of where its own commands land among the near side's bytes.
 pub(super) struct ToVm {

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::*;
-use super::harness::{after_sizes, cmd, packets, record, reply, vm_answer, Run, ToVm, THREAD};
+use super::harness::{after_sizes, cmd, packets, past_sizes, record, reply, ToVm, THREAD};
 use super::super::FAR_IDS;
 use crate::jdwp::handshake::HANDSHAKE;
 use crate::jdwp::packet::{Header, Packet};
@@ -88,13 +88,7 @@ fn a_huge_string_is_not_kept_and_the_reply_goes_on() {
     // Past the plan's kept bytes (read, not kept), and past MAX_OWN_REPLY (skipped unread).
     for len in [Limits::default().bytes + 1, MAX_OWN_REPLY + 1] {
         let now = Instant::now();
-        let mut relay = Relay::new(true, Limits::default());
-        let mut run = Run::default();
-        record(relay.from_near(&HANDSHAKE[..], now), &mut run);
-        record(relay.from_vm(&HANDSHAKE[..], now), &mut run);
-        let sizes = Header::parse(&run.to_vm[HANDSHAKE.len()..]).map(|h| h.id).unwrap_or(0);
-        record(relay.from_vm(&reply(sizes, &vm_answer(1, 7)), now), &mut run);
-        run.to_near.clear();
+        let (mut relay, mut run) = past_sizes(now);
         let sent = run.to_vm.len();
         record(relay.from_near(&invoke_cmd(5, 9, 6), now), &mut run);
         record(relay.from_vm(&invoke_reply(5, b's', 0x5A), now), &mut run);
@@ -114,13 +108,7 @@ fn a_huge_string_is_not_kept_and_the_reply_goes_on() {
 #[test]
 fn an_invokes_reply_held_past_its_time_goes_on_without_the_string() {
     let now = Instant::now();
-    let mut relay = Relay::new(true, Limits::default());
-    let mut run = Run::default();
-    record(relay.from_near(&HANDSHAKE[..], now), &mut run);
-    record(relay.from_vm(&HANDSHAKE[..], now), &mut run);
-    let sizes = Header::parse(&run.to_vm[HANDSHAKE.len()..]).map(|h| h.id).unwrap_or(0);
-    record(relay.from_vm(&reply(sizes, &vm_answer(1, 7)), now), &mut run);
-    run.to_near.clear();
+    let (mut relay, mut run) = past_sizes(now);
     record(relay.from_near(&invoke_cmd(5, 9, 6), now), &mut run);
     record(relay.from_vm(&invoke_reply(5, b's', 0x5A), now), &mut run);
     assert!(run.to_near.is_empty());
