@@ -5,13 +5,12 @@
 
 use std::time::Duration;
 
-use bytes::BytesMut;
 use tokio::time::Instant;
 use tokio_util::codec::Encoder;
 use tracing::{info, warn};
 
 use super::{Accepted, Ended, Session};
-use crate::remote::far::conn::{flush_and_close, refuse, ConnReader, ConnWriter};
+use crate::remote::far::conn::{flush_and_close, refuse, split};
 use crate::remote::protocol::hello::{agree, gather_limits, grant_hold, judge, new_session, squeezes, taken_over_text, TakenOver, Verdict};
 use crate::remote::protocol::frame::{Body, ByeReason, Hello, Role};
 use crate::remote::protocol::resume::{Outbound, Resume};
@@ -58,11 +57,19 @@ impl Session {
         }
         self.hold = grant_hold(a.hello.hold_secs, self.cfg.hold);
         self.near = Some(name);
-        let (half, write) = a.stream.into_split();
+        let (reader, writer) = match split(a.stream, a.rest) {
+            Ok(halves) => halves,
+            Err(e) => {
+                // As a connection lost at once: the near side comes back and resumes.
+                warn!("a near side's connection could not be watched: {e}");
+                self.lost_at.get_or_insert_with(Instant::now);
+                return;
+            }
+        };
         self.squeeze = squeezes(protocol);
         self.squeezed = SqueezeCount::default();
-        self.reader = Some(ConnReader { half, buf: a.rest });
-        self.writer = Some(ConnWriter { half: write, buf: BytesMut::new() });
+        self.reader = Some(reader);
+        self.writer = Some(writer);
         let hello = Hello {
             role: Role::Far,
             proto_min: protocol,
