@@ -61,9 +61,9 @@
 //! 11. fuzzing, house_tests: the fuzz targets' checks, and these rules' tests, over every
 //!     layer (test and fuzz builds only).
 
-// Nothing from the network, a file or a peer is unwrapped: a bad input is an error, never a
-// panic (tests may unwrap what they made themselves).
-#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+// Nothing from the network, a file or a peer is unwrapped or expected: a bad input is an error,
+// never a panic (tests may unwrap what they made themselves).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod accept;
 pub mod capture;

@@ -1,6 +1,6 @@
 //! Wiring only: parse the command line, set up logging, run, map errors to exit codes.
 
-#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -334,10 +334,10 @@ impl Registry {
         let (placeholders, rows): (Vec<_>, Vec<_>) = self.rows().into_iter().partition(|(e, _)| e.placeholder());
         match Self::resolve_among(&rows, selector) {
             Err(SelectError::Unknown { selector, candidates }) => match Self::resolve_among(&placeholders, &selector) {
-                Ok(id) => {
-                    let (e, s) = placeholders.iter().find(|(e, _)| e.id == id).expect("resolved among these rows");
-                    Err(SelectError::Unreachable { selector: selector.clone(), vm: describe(e, s), why: e.note.clone() })
-                }
+                Ok(id) => match placeholders.iter().find(|(e, _)| e.id == id) {
+                    Some((e, s)) => Err(SelectError::Unreachable { selector: selector.clone(), vm: describe(e, s), why: e.note.clone() }),
+                    None => Err(SelectError::Unknown { selector, candidates }),
+                },
                 Err(_) => Err(SelectError::Unknown { selector, candidates }),
             },
             other => other,
