@@ -4,12 +4,15 @@
 //! stop's views had been read, and the log checked again after the IDE held the stop a
 //! while: it must not have grown. After the far side is killed the session ends (the VM sees
 //! its debugger leave); the IDE attaches again once the VM is listed ready, as a person would.
+//! When the schedule asks (`Shared::gate`, before it kills the exec that carries the link to
+//! a far side in a container), the IDE holds its next stop until told to go on, and the log
+//! must not have grown through that hold either: the stop is still the VM's.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,25 +21,58 @@ use anyhow::{bail, Context, Result};
 use crate::procs::Proc;
 use crate::soak_far_check::{check_stop, LogTail, Stop};
 
+/// `Shared::gate`: nothing asked.
+pub const GATE_OPEN: u8 = 0;
+/// The schedule asks the IDE to hold its next stop.
+pub const GATE_ASKED: u8 = 1;
+/// The IDE holds a stop (checked against the log) and waits.
+pub const GATE_HOLDING: u8 = 2;
+/// The schedule is done: the IDE checks the log once more and steps on.
+pub const GATE_GO_ON: u8 = 3;
+
 /// What the IDE's thread and the schedule share.
 #[derive(Default)]
 pub struct Shared {
+    /// Put before each problem (which session it is, when the run has two).
+    pub tag: String,
     pub stop: AtomicBool,
     /// Far sides killed so far: a session that ends after one is expected to.
     pub kills: AtomicU64,
+    /// Steps done so far, every session's: the schedule sees the IDE go on.
+    pub steps: AtomicU64,
+    /// A hold the schedule asks for: `GATE_OPEN`, `GATE_ASKED`, `GATE_HOLDING`, `GATE_GO_ON`.
+    pub gate: AtomicU8,
     pub problems: Mutex<Vec<String>>,
 }
 
 impl Shared {
+    pub fn tagged(tag: &str) -> Shared {
+        Shared { tag: tag.to_string(), ..Shared::default() }
+    }
+
     pub fn problem(&self, why: String) {
+        let why = format!("{}{why}", self.tag);
         eprintln!("soak-far: {why}");
         if let Ok(mut p) = self.problems.lock() {
             p.push(why);
         }
     }
+
+    /// Waits (up to `limit`) until the gate is `want`.
+    pub fn gate_is(&self, want: u8, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while self.gate.load(Ordering::SeqCst) != want {
+            if Instant::now() > deadline || self.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
 }
 
 /// Where the IDE goes and what it reads.
+#[derive(Clone)]
 pub struct IdeCfg {
     pub java_dir: PathBuf,
     pub bin: PathBuf,
@@ -61,6 +97,8 @@ pub struct IdeTotals {
     pub ran_while_stopped: u64,
     /// Sessions that ended when no far side had been killed.
     pub sessions_lost: u64,
+    /// Stops held while the schedule killed the exec (`Shared::gate`).
+    pub held_through: u64,
     pub step_ms: Vec<f64>,
 }
 
@@ -229,6 +267,7 @@ fn session(cfg: &IdeCfg, shared: &Shared, log: &mut LogReader, t: &mut IdeTotals
         }
         if previous.is_some() {
             t.steps += 1;
+            shared.steps.fetch_add(1, Ordering::SeqCst);
             t.step_ms.push(asked.elapsed().as_secs_f64() * 1e3);
         }
         let at_stop = log.read().clone();
@@ -244,13 +283,23 @@ fn session(cfg: &IdeCfg, shared: &Shared, log: &mut LogReader, t: &mut IdeTotals
             }
         }
         std::thread::sleep(cfg.hold);
+        // Asked to hold this stop through an exec kill: until the schedule says go on.
+        let held = shared.gate.compare_exchange(GATE_ASKED, GATE_HOLDING, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+        if held {
+            if !shared.gate_is(GATE_GO_ON, cfg.step_limit) && !shared.stop.load(Ordering::SeqCst) {
+                shared.problem(format!("the schedule did not let stop {} go on within {:?}", stop.number, cfg.step_limit));
+            }
+            t.held_through += 1;
+            shared.gate.store(GATE_OPEN, Ordering::SeqCst);
+        }
         let after = log.read().len;
         if killed() {
             bail!("a far side was killed at stop {}", stop.number);
         }
         if after != at_stop.len {
             t.ran_while_stopped += 1;
-            shared.problem(format!("the app ran while the IDE held stop {} ({} -> {} bytes of log)", stop.number, at_stop.len, after));
+            let through = if held { " through an exec kill" } else { "" };
+            shared.problem(format!("the app ran while the IDE held stop {}{through} ({} -> {} bytes of log)", stop.number, at_stop.len, after));
         }
         previous = Some(stop);
         if shared.stop.load(Ordering::SeqCst) {
