@@ -38,6 +38,7 @@ mod soak;
 mod soak_debugger;
 mod soak_far;
 mod soak_far_check;
+mod soak_far_exec;
 mod soak_far_ide;
 mod soak_report;
 mod soak_world;

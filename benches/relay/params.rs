@@ -21,8 +21,10 @@ pub const USAGE: &str = "usage: cargo bench --bench relay -- [--smoke] [--reps N
   --soak-far-minutes N  how long the far-side soak runs (default 30; 3 in smoke mode):
             an IDE stepping through serve --ssh --far always on a test host behind 25 ms
             each way while the link is cut every minute, a second debugger comes and goes
-            and the far side is killed once; each stop checked against the app's log; part
-            of the default run only in smoke mode (as remote)
+            and the far side is killed once, and a second IDE stepping a JVM in a Podman
+            container through serve --exec while the exec is killed every few minutes; each
+            stop checked against its app's log; part of the default run only in smoke mode
+            (as remote)
   --far-links L  the far section's links: veth, one-way delays in ms and `thin` (10 Mbit/s,
             25 ms each way; default veth,0,10,25,thin; smoke veth,10), e.g. `--far-links veth`
             for the target's row alone

@@ -12,6 +12,13 @@
 //! throughout: serve's and the far side's RSS and open files, and the near answers that
 //! the VM's reply contradicted (`early_differed`, from `jdwpmux stats --json`). The far
 //! link's replay buffer is not shown by jdwpmux (no figure for it).
+//!
+//! In the same run a second session (`soak_far_exec`): `Tally.java` in a rootful Podman
+//! container reached by a second `serve --exec ... --far always`, stepped by a second IDE with
+//! its own `Shared` and checked the same way against that app's log; the exec carrying its
+//! link killed every few minutes (`Act::KillExec`) while that IDE holds a stop, which must
+//! still be the VM's when serve has run the exec again; that serve's and the container's far
+//! side's RSS and open files sampled and judged beside the others.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -30,6 +37,7 @@ use crate::proxy::ProxyBin;
 use crate::remote::VM_PORT;
 use crate::remote_paths::Target;
 use crate::soak_far_check::{flat, level_and_end, schedule, Act, Mem, Plan, RSS_FACTOR, RSS_SLACK_KIB, FD_SLACK};
+use crate::soak_far_exec::{self as exec, ExecRun, ExecSide, EXEC_HOST};
 use crate::soak_far_ide::{self as ide, IdeCfg, IdeTotals, Shared};
 use crate::stats::{fmt, fmt_opt, median};
 use crate::table::{Row, Table};
@@ -55,7 +63,7 @@ impl SoakFarParams {
         let s = Duration::from_secs;
         if smoke {
             return SoakFarParams {
-                plan: Plan { duration: duration.unwrap_or(s(180)), cut_every: s(40), cut_len: (s(5), s(5)), second_every: s(40), kill_at: 0.4, sample_every: s(30) },
+                plan: Plan { duration: duration.unwrap_or(s(180)), cut_every: s(40), cut_len: (s(5), s(5)), second_every: s(40), kill_at: 0.4, exec_kill_every: s(60), sample_every: s(30) },
                 warmup: s(30),
                 delay: Duration::from_millis(25),
                 hold: Duration::from_millis(200),
@@ -63,7 +71,7 @@ impl SoakFarParams {
             };
         }
         SoakFarParams {
-            plan: Plan { duration: duration.unwrap_or(s(1800)), cut_every: s(60), cut_len: (s(5), s(30)), second_every: s(180), kill_at: 0.5, sample_every: s(60) },
+            plan: Plan { duration: duration.unwrap_or(s(1800)), cut_every: s(60), cut_len: (s(5), s(30)), second_every: s(180), kill_at: 0.5, exec_kill_every: s(300), sample_every: s(60) },
             warmup: s(180),
             delay: Duration::from_millis(25),
             hold: Duration::from_millis(300),
@@ -86,6 +94,8 @@ pub struct SoakFarRun {
     pub far: Vec<Mem>,
     /// Most early answers contradicted by the VM's reply, seen at a sample.
     pub early_differed: Option<u64>,
+    /// The session in the container, through `serve --exec`.
+    pub exec: ExecRun,
     pub problems: Vec<String>,
 }
 
@@ -127,7 +137,9 @@ fn run(bin: &ProxyBin, sp: &SoakFarParams) -> Result<SoakFarRun> {
     let (mut path, _) = fp::start(FarKind::Far, &target, bin, &wrapper)?;
     let Path3::Jdwpmux { proxy, .. } = &mut path else { anyhow::bail!("serve did not start") };
     let ns = host.ns().to_string();
+    let mut side = ExecSide::start(bin, &app.out_dir()).context("the container's session")?;
     let shared = Arc::new(Shared::default());
+    let in_ctr = Arc::new(Shared::tagged("the container's session: "));
     let cfg = IdeCfg {
         java_dir: driver.path().to_path_buf(),
         bin: bin.path.clone(),
@@ -138,10 +150,15 @@ fn run(bin: &ProxyBin, sp: &SoakFarParams) -> Result<SoakFarRun> {
         hold: sp.hold,
         step_limit: sp.step_limit,
     };
+    let exec_cfg = IdeCfg { control: side.proxy.control.clone(), host: EXEC_HOST.to_string(), vm_port: side.port, log: side.log.clone(), ..cfg.clone() };
     let t0 = Instant::now();
     let ide_thread = {
         let shared = shared.clone();
         std::thread::spawn(move || ide::drive(&cfg, &shared))
+    };
+    let exec_thread = {
+        let shared = in_ctr.clone();
+        std::thread::spawn(move || ide::drive(&exec_cfg, &shared))
     };
     let mut r = SoakFarRun::default();
     let first_far = fp::far_pids(&ns);
@@ -151,9 +168,13 @@ fn run(bin: &ProxyBin, sp: &SoakFarParams) -> Result<SoakFarRun> {
                 shared.problem(format!("serve exited during the run; log:\n{}", proxy.log_tail(3000)));
                 break;
             }
+            if side.proxy.proc.exited().is_some() {
+                in_ctr.problem(format!("serve --exec exited during the run; log:\n{}", side.proxy.log_tail(3000)));
+                break;
+            }
             std::thread::sleep((at - t0.elapsed().min(at)).min(Duration::from_millis(500)));
         }
-        if proxy.proc.exited().is_some() {
+        if proxy.proc.exited().is_some() || side.proxy.proc.exited().is_some() {
             break;
         }
         match act {
@@ -190,8 +211,13 @@ fn run(bin: &ProxyBin, sp: &SoakFarParams) -> Result<SoakFarRun> {
                 }
                 r.kills += 1;
             }
+            Act::KillExec => {
+                eprintln!("soak-far {:>5.0} s: killing the exec into the container", t0.elapsed().as_secs_f64());
+                side.kill_exec(&in_ctr, sp.step_limit, &mut r.exec.kills);
+            }
             Act::Sample => {
                 let at = t0.elapsed();
+                side.sample(at, &mut r.exec);
                 if let Some(m) = mem(proxy.pid(), at) {
                     r.near.push(m);
                 }
@@ -204,13 +230,15 @@ fn run(bin: &ProxyBin, sp: &SoakFarParams) -> Result<SoakFarRun> {
                 }
                 let (n, f) = (r.near.last(), r.far.last());
                 let show = |m: Option<&Mem>| m.map_or("-".into(), |m| format!("{} MiB {} fds", fmt(m.rss_kib as f64 / 1024.0), m.fds));
-                let problems = shared.problems.lock().map_or(0, |p| p.len());
-                eprintln!("soak-far {:>5.0} s: serve {}, far side {}, early_differed {}; {problems} problems", at.as_secs_f64(), show(n), show(f), r.early_differed.map_or("-".into(), |v| v.to_string()));
+                let problems = shared.problems.lock().map_or(0, |p| p.len()) + in_ctr.problems.lock().map_or(0, |p| p.len());
+                eprintln!("soak-far {:>5.0} s: serve {}, far side {}, early_differed {}; exec: serve {}, far side {}; {problems} problems", at.as_secs_f64(), show(n), show(f), r.early_differed.map_or("-".into(), |v| v.to_string()), show(r.exec.serve.last()), show(r.exec.far.last()));
             }
         }
     }
     shared.stop.store(true, Ordering::SeqCst);
+    in_ctr.stop.store(true, Ordering::SeqCst);
     r.ide = ide_thread.join().map_err(|_| anyhow::anyhow!("the IDE's thread panicked"))?;
+    r.exec.ide = exec_thread.join().map_err(|_| anyhow::anyhow!("the container's IDE's thread panicked"))?;
     r.wall = t0.elapsed();
     let last_far = fp::far_pids(&ns);
     r.far_restarted = !last_far.is_empty() && last_far.iter().all(|p| !first_far.contains(p));
@@ -221,13 +249,33 @@ fn run(bin: &ProxyBin, sp: &SoakFarParams) -> Result<SoakFarRun> {
     }
     drop(path);
     drop(link);
+    let (exec_log, ctr_far_log) = (side.proxy.log_tail(8000), side.far_log());
+    exec_end(side, &in_ctr);
     r.problems = shared.problems.lock().map(|p| p.clone()).unwrap_or_default();
+    r.problems.extend(in_ctr.problems.lock().map(|p| p.clone()).unwrap_or_default());
+    let planned = schedule(&sp.plan).iter().filter(|(_, a)| *a == Act::KillExec).count();
+    r.problems.extend(exec::judge(&r.exec, sp.warmup, planned));
     judge(&mut r, sp);
     if !r.problems.is_empty() {
         let far = wrapper.log();
         eprintln!("soak-far: serve's log, its end:\n{serve_log}\nsoak-far: the far sides' logs, their end:\n{}", String::from_utf8_lossy(&far.as_bytes()[far.len().saturating_sub(8000)..]));
+        eprintln!("soak-far: serve --exec's log, its end:\n{exec_log}\nsoak-far: the far side's log in the container, its end:\n{ctr_far_log}");
     }
     Ok(r)
+}
+
+/// Stops the container's serve and sees its far side end there (serve says Bye), then
+/// removes the container (dropping `side`).
+fn exec_end(mut side: ExecSide, shared: &Shared) {
+    side.proxy.stop();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !side.jdwpmux_left().is_empty() {
+        if Instant::now() > deadline {
+            shared.problem(format!("jdwpmux still runs in the container 20 s after serve stopped: {:?}", side.jdwpmux_left()));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A second debugger through the same port: IntelliJ's attach, a breakpoint in a method the
@@ -257,7 +305,7 @@ fn second(bin: &ProxyBin, control: &Path, host: &str, dir: &Path) -> Result<()> 
     Ok(())
 }
 
-fn mem(pid: u32, at: Duration) -> Option<Mem> {
+pub(crate) fn mem(pid: u32, at: Duration) -> Option<Mem> {
     let rss_kib = status_kib(pid, "VmRSS")?;
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count();
     Some(Mem { at, pid, rss_kib, fds })
@@ -307,13 +355,14 @@ fn judge(r: &mut SoakFarRun, sp: &SoakFarParams) {
 fn rows(t: &mut Table, sp: &SoakFarParams, r: &SoakFarRun) {
     let p = &sp.plan;
     t.section(&format!(
-        "far-side soak for {:.0} s: an IDE stepping through serve --ssh --far always (a link of +{} ms each way), each stop's values checked against the app's log; the link cut every {:?} for {:?}..{:?}, a second debugger every {:?} or more, the far side killed once",
+        "far-side soak for {:.0} s: an IDE stepping through serve --ssh --far always (a link of +{} ms each way), each stop's values checked against the app's log; the link cut every {:?} for {:?}..{:?}, a second debugger every {:?} or more, the far side killed once; a second IDE stepping a JVM in a Podman container through serve --exec, the exec killed about every {:?}",
         r.wall.as_secs_f64(),
         sp.delay.as_millis(),
         p.cut_every,
         p.cut_len.0,
         p.cut_len.1,
-        p.second_every
+        p.second_every,
+        p.exec_kill_every
     ));
     let i = &r.ide;
     let ok = |b: bool| Some(b);
@@ -339,4 +388,5 @@ fn rows(t: &mut Table, sp: &SoakFarParams, r: &SoakFarRun) {
         t.push(Row::proxy_only(&format!("soak-far: {who} RSS MiB at each sample"), series.join(", ")));
     }
     t.push(Row::proxy_only("soak-far: the far link's replay buffer", "not shown by jdwpmux (no figure)".into()));
+    exec::rows(t, &r.exec, sp.warmup);
 }

@@ -1,5 +1,6 @@
-//! The far-side soak's pure parts: the schedule of what is done to the session (link cuts, a
-//! second debugger, the far side killed, samples), the app's log as read so far, one stop
+//! The far-side soak's pure parts: the schedule of what is done to the sessions (link cuts, a
+//! second debugger, the far side killed, the exec into the container killed, samples), the
+//! app's log as read so far, one stop
 //! as the IDE printed it and its check against that log, and whether memory and open files
 //! stayed flat.
 
@@ -14,6 +15,9 @@ pub enum Act {
     Second,
     /// The far side on the host killed (-9): the near side starts another.
     KillFar,
+    /// The exec that carries the link to the far side in the container killed (-9): the far
+    /// side holds the session, serve runs the exec again and the session resumes.
+    KillExec,
     /// Memory, open files and the near answers' counters read.
     Sample,
 }
@@ -30,6 +34,8 @@ pub struct Plan {
     pub second_every: Duration,
     /// The far side is killed once, in the gap between two cuts nearest this share of the run.
     pub kill_at: f64,
+    /// The exec into the container is killed about this often (zero: never).
+    pub exec_kill_every: Duration,
     pub sample_every: Duration,
 }
 
@@ -44,7 +50,10 @@ fn cut_len(p: &Plan, i: usize) -> Duration {
 
 /// The acts in time order. Cuts start at k * cut_every and end before the next one; the far
 /// side's kill and the second debugger come halfway between a cut's end and the next cut,
-/// never during one; samples every `sample_every` from `sample_every` on, and one at the end.
+/// never during one; the exec kills a quarter of the way into such a gap (so never at the
+/// moment of another act), the gap nearest each k * exec_kill_every, each gap once and 20 s
+/// before the end at the latest (the resume is seen within the run); samples every
+/// `sample_every` from `sample_every` on, and one at the end.
 pub fn schedule(p: &Plan) -> Vec<(Duration, Act)> {
     let mut acts = Vec::new();
     let mut cuts = Vec::new();
@@ -75,6 +84,19 @@ pub fn schedule(p: &Plan) -> Vec<(Duration, Act)> {
             last_second = *g;
         }
     }
+    let quarters: Vec<Duration> = cuts.iter().enumerate().map(|(i, (s, l))| {
+        let next = cuts.get(i + 1).map_or(p.duration, |n| n.0);
+        *s + *l + (next - (*s + *l)) / 4
+    }).filter(|q| *q + Duration::from_secs(20) < p.duration).collect();
+    let mut execs: Vec<Duration> = Vec::new();
+    let mut want = p.exec_kill_every;
+    while !p.exec_kill_every.is_zero() && want < p.duration {
+        if let Some(q) = quarters.iter().copied().filter(|q| !execs.contains(q)).min_by_key(|q| q.abs_diff(want)) {
+            execs.push(q);
+        }
+        want += p.exec_kill_every;
+    }
+    acts.extend(execs.into_iter().map(|at| (at, Act::KillExec)));
     let mut s = p.sample_every;
     while s < p.duration && !p.sample_every.is_zero() {
         acts.push((s, Act::Sample));

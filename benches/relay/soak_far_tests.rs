@@ -8,7 +8,7 @@ fn s(n: u64) -> Duration {
 }
 
 fn smoke() -> Plan {
-    Plan { duration: s(180), cut_every: s(40), cut_len: (s(5), s(5)), second_every: s(40), kill_at: 0.4, sample_every: s(30) }
+    Plan { duration: s(180), cut_every: s(40), cut_len: (s(5), s(5)), second_every: s(40), kill_at: 0.4, exec_kill_every: s(60), sample_every: s(30) }
 }
 
 #[test]
@@ -19,13 +19,36 @@ fn the_smoke_schedule() {
     assert!(acts.iter().all(|(_, a)| !matches!(a, Act::Cut(l) if *l != s(5))));
     assert_eq!(of(|a| *a == Act::KillFar), [62.5], "once, between two cuts, nearest 40 % of the run");
     assert_eq!(of(|a| *a == Act::Second), [102.5, 142.5], "in the other gaps, 40 s apart at least");
+    assert_eq!(of(|a| *a == Act::KillExec), [53.75, 133.75], "a quarter into the gaps nearest 60 s and 120 s; 180 s is the end");
     assert_eq!(of(|a| *a == Act::Sample), [30.0, 60.0, 90.0, 120.0, 150.0, 180.0]);
     assert!(acts.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
 }
 
 #[test]
+fn the_exec_is_killed_every_few_minutes_between_cuts() {
+    let full = Plan { duration: s(1800), cut_every: s(60), cut_len: (s(5), s(30)), second_every: s(180), kill_at: 0.5, exec_kill_every: s(300), sample_every: s(60) };
+    let acts = schedule(&full);
+    let execs: Vec<f64> = acts.iter().filter(|(_, a)| *a == Act::KillExec).map(|(at, _)| at.as_secs_f64()).collect();
+    assert_eq!(execs, [270.0, 630.0, 926.25, 1222.5, 1518.75], "the gap quarter nearest each 5 minutes");
+    let cuts: Vec<(Duration, Duration)> = acts.iter().filter_map(|(at, a)| if let Act::Cut(l) = a { Some((*at, *l)) } else { None }).collect();
+    for (at, a) in &acts {
+        if *a == Act::KillExec {
+            assert!(cuts.iter().all(|(c, l)| *at < *c || *at > *c + *l), "an exec kill at {at:?} during a cut");
+            assert!(acts.iter().filter(|(t, _)| t == at).count() == 1, "an exec kill at {at:?} at the moment of another act");
+        }
+    }
+    // Every minute: each gap's quarter once, the last one 20 s before the end at the latest.
+    let often = Plan { exec_kill_every: s(60), ..full };
+    let execs: Vec<Duration> = schedule(&often).into_iter().filter(|(_, a)| *a == Act::KillExec).map(|(at, _)| at).collect();
+    assert_eq!(execs.len(), 29, "{execs:?}");
+    assert!(execs.windows(2).all(|w| w[0] < w[1]) && execs.iter().all(|at| *at + s(20) < s(1800)));
+    let never = Plan { exec_kill_every: Duration::ZERO, ..full };
+    assert!(schedule(&never).iter().all(|(_, a)| *a != Act::KillExec));
+}
+
+#[test]
 fn nothing_happens_during_a_cut() {
-    let full = Plan { duration: s(1800), cut_every: s(60), cut_len: (s(5), s(30)), second_every: s(180), kill_at: 0.5, sample_every: s(60) };
+    let full = Plan { duration: s(1800), cut_every: s(60), cut_len: (s(5), s(30)), second_every: s(180), kill_at: 0.5, exec_kill_every: s(300), sample_every: s(60) };
     let acts = schedule(&full);
     let cuts: Vec<(Duration, Duration)> = acts.iter().filter_map(|(at, a)| if let Act::Cut(l) = a { Some((*at, *l)) } else { None }).collect();
     assert_eq!(cuts.len(), 29);
