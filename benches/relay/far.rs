@@ -22,7 +22,7 @@ use anyhow::Result;
 use testkit::delay_link::DelayLink;
 use testkit::rate_link::RateLink;
 use crate::far_paths::{self as fp, FarKind, FarWrapper, StepParams, StepProgram, StepRun, FAR_PATHS};
-use crate::jdb_far::JdbRun;
+use crate::jdb_walk::JdbRun;
 use crate::jvm::Debuggee;
 use crate::proxy::ProxyBin;
 use crate::remote::{Fail, VM_PORT};
@@ -445,7 +445,7 @@ fn jdb_rows(t: &mut Table, p: &FarParams, all: &[JdbRep]) {
 }
 
 /// One figure of a jdb run's counted round trips.
-type TurnFigureJdb = fn(&crate::jdb_far::JdbTurns) -> f64;
+type TurnFigureJdb = fn(&crate::jdb_walk::JdbTurns) -> f64;
 /// One figure of a jdb run.
 type JdbFigure = fn(&JdbRun) -> Option<f64>;
 

@@ -49,6 +49,16 @@ pub struct IdeRun {
     pub calls_per_s: f64,
     /// Relay CPU over the whole session (None on the direct path).
     pub cpu_us_per_call: Option<f64>,
+    /// The debuggee's CPU over the whole session (attach included), per step: what reading
+    /// ahead would make the VM pay.
+    pub vm_cpu_us_per_step: Option<f64>,
+}
+
+impl IdeRun {
+    /// Stepping time per step (a step and the 10 reads after it).
+    pub fn ms_per_step(&self) -> Option<f64> {
+        (self.steps > 0).then(|| self.secs * 1e3 / self.steps as f64)
+    }
 }
 
 /// Parses the program's `done calls=C steps=S values=V ns=N` line.
@@ -63,6 +73,7 @@ pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, prog: &IdeProgram, cal
     jvm.session_ended();
     let mut relay = Relay::start(kind, jvm.addr(), bin)?;
     let cpu = relay.cpu();
+    let vm_cpu = crate::paths::CpuMeter::start(Some(jvm.pid()));
     let mut cmd = crate::procs::command("java");
     cmd.args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
         .arg(prog.dir.path())
@@ -75,6 +86,7 @@ pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, prog: &IdeProgram, cal
     let stdout = ide.take_stdout().context("Ide stdout")?;
     let done = BufReader::new(stdout).lines().map_while(Result::ok).find_map(|l| parse_done(&l));
     let cpu_ns = cpu.ns();
+    let vm_cpu_ns = vm_cpu.ns();
     // The proxy goes first while the IDE is still attached: the VM sees one disconnect.
     if matches!(relay, Relay::Proxy { .. }) {
         relay.stop();
@@ -97,6 +109,7 @@ pub fn run(kind: PathKind, jvm: &mut Jvm, bin: &ProxyBin, prog: &IdeProgram, cal
         secs,
         calls_per_s: made as f64 / secs,
         cpu_us_per_call: cpu_ns.map(|c| c as f64 / 1e3 / made as f64),
+        vm_cpu_us_per_step: vm_cpu_ns.filter(|_| steps > 0).map(|c| c as f64 / 1e3 / steps as f64),
     })
 }
 

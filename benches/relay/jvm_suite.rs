@@ -30,6 +30,8 @@ pub struct JvmParams {
     pub ide_calls: u64,
     /// Stepping time after which the IDE-shaped workload stops even short of its calls.
     pub ide_budget: std::time::Duration,
+    /// jdb's steps a run (`next`, `where`, `locals`), unless `jdb_local::BUDGET` ends them.
+    pub jdb_steps: usize,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -18,6 +18,8 @@ mod far_paths;
 mod ide;
 mod instructions;
 mod jdb_far;
+mod jdb_local;
+mod jdb_walk;
 mod jdwp_ops;
 mod jvm;
 mod jvm_suite;

@@ -4,6 +4,7 @@
 
 use crate::bulk::BulkRun;
 use crate::ide::IdeRun;
+use crate::jdb_walk::JdbRun;
 use crate::jvm_suite::JvmRun;
 use crate::paths::PathKind;
 use crate::stats::{best_of, fmt, fmt_opt, max, median, paired};
@@ -40,6 +41,8 @@ pub enum Judge {
     VsSocatHigher { limit: f64 },
     /// jdwpmux / direct, larger is better; median must be >= `limit`.
     VsDirectHigher { limit: f64 },
+    /// jdwpmux / direct, smaller is better; median must be <= `limit`.
+    VsDirectLower { limit: f64 },
 }
 
 pub fn row<T>(metric: &str, reps: &[Rep<T>], judge: Judge, f: impl Fn(&T) -> Option<f64>) -> Row {
@@ -85,6 +88,10 @@ pub fn row<T>(metric: &str, reps: &[Rep<T>], judge: Judge, f: impl Fn(&T) -> Opt
         Judge::VsDirectHigher { limit } => {
             let ratios = paired(&proxy, &get(PathKind::Direct));
             r.judged(ratio_text(&ratios), &format!(">= {limit:.2} x direct"), median(&ratios).map(|m| m >= limit))
+        }
+        Judge::VsDirectLower { limit } => {
+            let ratios = paired(&proxy, &get(PathKind::Direct));
+            r.judged(ratio_text(&ratios), &format!("<= {limit:.2} x direct"), median(&ratios).map(|m| m <= limit))
         }
     }
 }
@@ -221,6 +228,18 @@ pub fn ide_rows(t: &mut Table, reps: &[Rep<IdeRun>], calls: u64, budget: std::ti
     t.push(row("IDE JDI calls/s", reps, Judge::VsDirectHigher { limit: 0.95 }, |r| Some(r.calls_per_s)));
     t.push(row("IDE JDI calls/s vs socat", reps, Judge::VsSocatHigher { limit: 1.0 }, |r| Some(r.calls_per_s)));
     t.push(row("IDE relay CPU µs per JDI call", reps, Judge::VsSocatLower { limit: 1.0, each: None }, |r| r.cpu_us_per_call));
+    t.push(row("IDE ms a step", reps, Judge::VsDirectLower { limit: 1.0 }, |r| r.ms_per_step()));
+    t.push(row("IDE: the VM's CPU µs a step", reps, Judge::VsDirectLower { limit: 1.2 }, |r| r.vm_cpu_us_per_step));
+}
+
+/// jdb walking the local debuggee through each path: `next`, `where` and `locals` a step.
+pub fn jdb_rows(t: &mut Table, reps: &[Rep<JdbRun>], steps: usize) {
+    if reps.iter().all(|r| r.iter().all(Option::is_none)) {
+        return;
+    }
+    t.section(&format!("jdb stepping the local debuggee (up to {steps} steps or {}s a run: `next`, `where`, `locals`, each to its prompt)", crate::jdb_local::BUDGET.as_secs()));
+    t.push(row("jdb ms a step (next + where + locals)", reps, Judge::VsDirectLower { limit: 1.0 }, |r| median(&r.step_ms)));
+    t.push(row("jdb ms from the breakpoint's stop to where + locals", reps, Judge::Info, |r| Some(r.first_stop_ms)));
 }
 
 pub fn bulk_rows(t: &mut Table, reps: &[Rep<BulkRun>], size: u32) {
@@ -279,5 +298,25 @@ mod tests {
         assert_eq!(s.verdict, Verdict::Pass, "96 / 60 = 1.6");
         let none: Vec<Rep<f64>> = vec![[Some(1.0), None, None, None]];
         assert_eq!(row("x", &none, Judge::VsSocatHigher { limit: 1.1 }, |v| Some(*v)).verdict, Verdict::Info);
+    }
+
+    #[test]
+    fn lower_than_direct_judges() {
+        // A step through jdwpmux at 5.5 ms against 5.0 direct is 1.10 x: a FAIL against 1.0,
+        // a PASS against 1.2 (the VM's CPU).
+        let reps = vec![rep(5.0, 7.0, 7.0, 5.5), rep(4.0, 6.0, 6.0, 4.4)];
+        let step = row("x", &reps, Judge::VsDirectLower { limit: 1.0 }, |v| Some(*v));
+        assert_eq!(step.verdict, Verdict::Fail);
+        assert!(step.ratio.starts_with("1.10"), "{}", step.ratio);
+        assert_eq!(row("x", &reps, Judge::VsDirectLower { limit: 1.2 }, |v| Some(*v)).verdict, Verdict::Pass);
+        let faster = vec![rep(5.0, 7.0, 7.0, 4.0)];
+        assert_eq!(row("x", &faster, Judge::VsDirectLower { limit: 1.0 }, |v| Some(*v)).verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn an_ide_step_is_its_stepping_time_over_its_steps() {
+        let r = IdeRun { steps: 400, secs: 2.0, ..IdeRun::default() };
+        assert_eq!(r.ms_per_step(), Some(5.0));
+        assert_eq!(IdeRun::default().ms_per_step(), None, "no step, no figure");
     }
 }

@@ -26,6 +26,7 @@ pub(crate) fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Fai
     };
     let mut reps: Vec<Rep<jvm_suite::JvmRun>> = Vec::new();
     let mut ide_reps: Vec<Rep<ide::IdeRun>> = Vec::new();
+    let mut jdb_reps: Vec<Rep<jdb_walk::JdbRun>> = Vec::new();
     for rep in 0..p.warmup_reps + p.reps {
         if !jvm.alive() {
             f.add(&format!("JVM repetition {rep}"), "the debuggee had died; starting a new one");
@@ -54,14 +55,25 @@ pub(crate) fn jvm_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Fai
         }
         let cps = ide_row.each_ref().map(|r| r.as_ref().map_or("-".into(), |r| fmt(r.calls_per_s)));
         eprintln!("IDE repetition {rep}{tag}: JDI calls/s = {}", cps.join(" / "));
+        let mut jdb_row: Rep<jdb_walk::JdbRun> = Default::default();
+        for kind in PathKind::order(rep) {
+            match jdb_local::run(kind, &mut jvm, bin, p.jvm.jdb_steps) {
+                Ok(r) => jdb_row[kind.index()] = Some(r),
+                Err(e) => f.add(&format!("jdb, repetition {rep}, {}", kind.label()), format!("{e:#}")),
+            }
+        }
+        let step = jdb_row.each_ref().map(|r| r.as_ref().and_then(|r| median(&r.step_ms)).map_or("-".into(), fmt));
+        eprintln!("jdb repetition {rep}{tag}: ms a step = {}", step.join(" / "));
         if rep >= p.warmup_reps {
             reps.push(row);
             ide_reps.push(ide_row);
+            jdb_reps.push(jdb_row);
         }
     }
     let classes = reps.iter().flatten().flatten().map(|r| r.classes).max().unwrap_or(0);
     report::jvm_rows(t, &reps, p.jvm.latency_n, p.jvm.window, classes);
     report::ide_rows(t, &ide_reps, p.jvm.ide_calls, p.jvm.ide_budget);
+    report::jdb_rows(t, &jdb_reps, p.jvm.jdb_steps);
 }
 
 pub(crate) fn where_section(bin: &ProxyBin, p: &Params, t: &mut Table, f: &mut Failures) {

@@ -228,7 +228,7 @@ impl TestHost {
     }
 
     /// The first process of the host's pid namespace (in this namespace's numbering),
-    /// started on first use. It waits (`sleep`) after giving the host a JVM performance-data
+    /// started on first use. It stays and reaps after giving the host a JVM performance-data
     /// folder of its own (`OWN_PERF_DATA`).
     fn pid_namespace(&mut self) -> Result<u32> {
         if self.pidns.is_none() {
@@ -245,8 +245,9 @@ impl TestHost {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(pid) = first_child(holder) {
-                // `unshare --fork`'s child is ours once it runs `sleep` in the new namespace.
-                if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep") {
+                // `unshare --fork`'s child is ours once it started its first `sleep` in the
+                // new namespace (the folder is mounted by then).
+                if first_child(pid).is_some_and(|s| std::fs::read_to_string(format!("/proc/{s}/comm")).is_ok_and(|c| c.trim() == "sleep")) {
                     return Ok(pid);
                 }
             }
@@ -366,8 +367,12 @@ impl TestHost {
 /// two JVMs can have one pid. The second one then warns on its output that the file is
 /// locked ("Cannot use file /tmp/hsperfdata_root/18"), which a separate machine never does.
 /// So that folder is the host's own (a tmpfs, gone with the namespace); the rest of /tmp is
-/// shared, as tests hand files to the host there.
-const OWN_PERF_DATA: &str = "mkdir -p /tmp/hsperfdata_root && mount -t tmpfs -o mode=0755,size=16m jmperf /tmp/hsperfdata_root; exec sleep infinity";
+/// shared, as tests hand files to the host there. Then it stays, as a host's init does,
+/// and reaps what is left to it: an ssh session's `sh` and the `jdwpmux far --attach` it ran
+/// end after their parent when a link is cut, and `sleep infinity` as the namespace's first
+/// process left them zombies (a soak of an hour gathered hundreds); the shell's `wait` takes
+/// any child that ends, adopted ones too.
+const OWN_PERF_DATA: &str = "mkdir -p /tmp/hsperfdata_root && mount -t tmpfs -o mode=0755,size=16m jmperf /tmp/hsperfdata_root; while :; do sleep 3600 & wait; done";
 
 /// The first child (in this namespace's numbering) of `parent`: for `unshare --fork`, the
 /// new pid namespace's first process; for `nsenter --pid`, the command it runs there.
