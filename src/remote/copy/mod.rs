@@ -107,7 +107,7 @@ pub fn beside_line(label: &str, pid: u32, version: &str, protocols: &std::ops::R
 
 /// This binary's copy on the host: found in its cache folder, or copied there now.
 pub async fn ensure(ssh: &SshOptions, control: &Path, dest: &Destination, label: &str) -> Result<PathBuf, CopyError> {
-    let build = this_build()?;
+    let build = build_off_runtime().await?;
     let out = through_master(ssh, control, dest, &plan::probe_script(&build.version), Stdio::null(), PROBE_TIMEOUT).await.map_err(CopyError::Probe)?;
     let probe = plan::parse_probe(&out).map_err(|e| CopyError::Probe(e.to_string()))?;
     match plan::decide(&probe, &build) {
@@ -193,6 +193,11 @@ pub(crate) fn this_exe() -> std::io::Result<PathBuf> {
         return Ok(proc.to_path_buf());
     }
     std::env::current_exe()
+}
+
+/// `this_build` on a blocking thread: its first call reads and sums the whole binary.
+pub(crate) async fn build_off_runtime() -> Result<Build, CopyError> {
+    tokio::task::spawn_blocking(this_build).await.map_err(|e| CopyError::This(format!("reading this jdwpmux: {e}")))?
 }
 
 /// What this binary is and needs; its bytes are read once, for the glibc it needs and its

@@ -81,7 +81,7 @@ pub async fn find(spec: &ExecSpec, far: &FarChoice) -> Result<String, NotStarted
 async fn copy_in(spec: &ExecSpec, why: &str, image: &str) -> Result<String, NotStarted> {
     let name = &spec.name;
     let unusable = |text: String| NotStarted::Unusable(format!("{why}, and this jdwpmux is not copied in: {text}"));
-    let build = crate::remote::copy::this_build().map_err(|e| unusable(format!("{e}; {image}")))?;
+    let build = crate::remote::copy::build_off_runtime().await.map_err(|e| unusable(format!("{e}; {image}")))?;
     let exe = crate::remote::copy::this_exe().map_err(|e| unusable(format!("this binary cannot be read ({e}); {image}")))?;
     let size = build.identity.size;
     let probe = ask(spec, &["sh", "-c", &place::probe_script(&build.version)], Stdio::null(), ASK_TIMEOUT).await?;
