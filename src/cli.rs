@@ -254,7 +254,10 @@ pub struct ServeArgs {
     pub far_hold: u32,
     /// When a host has no jdwpmux --far can use, copy this one there (after checking the
     /// host's OS, architecture and glibc), into ~/.cache/jdwpmux/VERSION/ on the host, where
-    /// later starts find it. Without it nothing is ever copied.
+    /// later starts of this same build find it: a copy there is used only when its size and
+    /// CRC (the host's cksum, else busybox crc32) are this binary's; another build of the
+    /// version is copied over, and one the host cannot sum is copied again. Without it
+    /// nothing is ever copied.
     #[arg(help_heading = OTHER_MACHINES)]
     #[arg(long)]
     pub far_copy: bool,

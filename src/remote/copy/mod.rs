@@ -1,13 +1,17 @@
 //! This binary copied to a host that has no usable jdwpmux (`serve --far-copy`): probed,
 //! judged, copied and checked through the host's ssh master (no new login), kept in the
-//! user's cache folder there by version, and found there by the next start.
+//! user's cache folder there by version, and found there by the next start of this same
+//! build (another build of the version is copied over).
 //!
 //! - [`plan`]: the scripts run on the host, what the probe printed, and the decision. Pure.
 //! - [`glibc`]: which glibc this binary needs, from its ELF version needs. Pure.
+//! - [`identity`]: which build a file is (its size and CRCs, as `cksum` or `crc32` on the
+//!   host says them). Pure.
 //!
 //! This file is the thin running part: it runs the scripts through the master and logs.
 
 pub mod glibc;
+pub mod identity;
 pub mod plan;
 
 use std::path::{Path, PathBuf};
@@ -19,6 +23,7 @@ use tokio::process::Command;
 use tracing::{debug, info};
 
 use self::glibc::Glibc;
+use self::identity::Identity;
 use self::plan::{Build, Mismatch, Plan};
 use crate::remote::protocol::ready::Ready;
 use crate::remote::ssh::start_far::{self as ssh, FarUnusable};
@@ -40,8 +45,9 @@ pub enum CopyError {
     Probe(String),
     #[error("cannot read this jdwpmux ({path}): {source}")]
     Exe { path: PathBuf, source: std::io::Error },
-    #[error("cannot tell which glibc this jdwpmux needs: {0}")]
-    Glibc(String),
+    /// This binary could not be read, or its glibc needs not told: said whole.
+    #[error("{0}")]
+    This(String),
     #[error("copying to {0}")]
     Copy(String),
 }
@@ -101,7 +107,7 @@ pub fn beside_line(label: &str, pid: u32, version: &str, protocols: &std::ops::R
 
 /// This binary's copy on the host: found in its cache folder, or copied there now.
 pub async fn ensure(ssh: &SshOptions, control: &Path, dest: &Destination, label: &str) -> Result<PathBuf, CopyError> {
-    let build = this_build()?;
+    let build = build_off_runtime().await?;
     let out = through_master(ssh, control, dest, &plan::probe_script(&build.version), Stdio::null(), PROBE_TIMEOUT).await.map_err(CopyError::Probe)?;
     let probe = plan::parse_probe(&out).map_err(|e| CopyError::Probe(e.to_string()))?;
     match plan::decide(&probe, &build) {
@@ -117,7 +123,12 @@ pub async fn ensure(ssh: &SshOptions, control: &Path, dest: &Destination, label:
             }
             Ok(path)
         }
-        Plan::Copy(dir) => copy(ssh, control, dest, label, &dir, &build).await,
+        Plan::Copy(dir, there) => {
+            if let Some(why) = there.said() {
+                info!(host = %label, path = %dir.join(plan::NAME).display(), "jdwpmux {} in {} on {label}: {why}", build.version, dir.join(plan::NAME).display());
+            }
+            copy(ssh, control, dest, label, &dir, &build).await
+        }
     }
 }
 
@@ -137,10 +148,9 @@ fn first_time(said: &Mutex<Vec<(String, PathBuf)>>, label: &str, path: &Path) ->
 }
 
 async fn copy(ssh: &SshOptions, control: &Path, dest: &Destination, label: &str, dir: &Path, build: &Build) -> Result<PathBuf, CopyError> {
-    let exe = std::env::current_exe().map_err(|source| CopyError::Exe { path: "the running binary".into(), source })?;
-    let io = |source| CopyError::Exe { path: exe.clone(), source };
-    let file = std::fs::File::open(&exe).map_err(io)?;
-    let size = file.metadata().map_err(io)?.len();
+    let exe = this_exe().map_err(|source| CopyError::Exe { path: "the running binary".into(), source })?;
+    let file = std::fs::File::open(&exe).map_err(|source| CopyError::Exe { path: exe.clone(), source })?;
+    let size = build.identity.size;
     let path = dir.join(plan::NAME);
     info!(host = %label, path = %path.display(), bytes = size, "copying this jdwpmux ({size} bytes) to {label}:{}", path.display());
     let began = Instant::now();
@@ -174,23 +184,39 @@ async fn through_master(ssh: &SshOptions, control: &Path, dest: &Destination, sc
     })
 }
 
-/// What this binary is and needs; the glibc it needs is read from the binary once.
+/// The file of the running binary, to read and copy: `/proc/self/exe` where there is one,
+/// which is the bytes running even when the path they were started from has since been
+/// rebuilt, so the identity compared and the bytes copied are one build.
+pub(crate) fn this_exe() -> std::io::Result<PathBuf> {
+    let proc = Path::new("/proc/self/exe");
+    if proc.exists() {
+        return Ok(proc.to_path_buf());
+    }
+    std::env::current_exe()
+}
+
+/// `this_build` on a blocking thread: its first call reads and sums the whole binary.
+pub(crate) async fn build_off_runtime() -> Result<Build, CopyError> {
+    tokio::task::spawn_blocking(this_build).await.map_err(|e| CopyError::This(format!("reading this jdwpmux: {e}")))?
+}
+
+/// What this binary is and needs; its bytes are read once, for the glibc it needs and its
+/// identity.
 pub(crate) fn this_build() -> Result<Build, CopyError> {
-    static NEED: OnceLock<Result<Option<Glibc>, String>> = OnceLock::new();
-    let need = NEED.get_or_init(|| {
-        if !cfg!(target_env = "gnu") {
-            return Ok(None);
-        }
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let bytes = std::fs::read(&exe).map_err(|e| format!("{}: {e}", exe.display()))?;
-        glibc::needed(&bytes).map_err(|e| format!("{}: {e}", exe.display()))
+    static READ: OnceLock<Result<(Option<Glibc>, Identity), String>> = OnceLock::new();
+    let read = READ.get_or_init(|| {
+        let exe = this_exe().map_err(|e| format!("cannot find this jdwpmux: {e}"))?;
+        let bytes = std::fs::read(&exe).map_err(|e| format!("cannot read this jdwpmux ({}): {e}", exe.display()))?;
+        let glibc = if cfg!(target_env = "gnu") { glibc::needed(&bytes).map_err(|e| format!("cannot tell which glibc this jdwpmux needs: {}: {e}", exe.display()))? } else { None };
+        Ok((glibc, Identity::of(&bytes)))
     });
-    let glibc = need.clone().map_err(CopyError::Glibc)?;
+    let (glibc, identity) = read.clone().map_err(CopyError::This)?;
     Ok(Build {
         os: std::env::consts::OS.into(),
         arch: plan::build_arch(std::env::consts::ARCH, cfg!(target_endian = "little")),
         glibc,
         version: env!("CARGO_PKG_VERSION").into(),
+        identity,
     })
 }
 
@@ -203,6 +229,8 @@ mod tests {
         let b = this_build().unwrap();
         assert_eq!((b.os.as_str(), b.version.as_str()), (std::env::consts::OS, env!("CARGO_PKG_VERSION")));
         assert_eq!(b.glibc.is_some(), cfg!(target_env = "gnu"));
+        let bytes = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert_eq!(b.identity, Identity::of(&bytes), "the identity is of the bytes running");
     }
 
     #[test]

@@ -5,11 +5,17 @@
 //!
 //! The copy lives in `${XDG_CACHE_HOME:-$HOME/.cache}/jdwpmux/VERSION/jdwpmux` on the host:
 //! one per version, so hosts shared by near sides of several versions keep each, and a
-//! later start of the same version finds it there.
+//! later start of the same version finds it there. It is used only when it is this very
+//! build: it says this version to `--version` and the host's size and CRC of it
+//! (`identity`) are this binary's. Another build of the same version (a rebuild, a patched
+//! package) is copied over; a copy whose bytes the host cannot sum is copied again, never
+//! trusted on its version alone. One folder per version rather than per build: a folder per
+//! build would need no tool on the host, but would leave every rebuild's binary there.
 
 use std::path::{Path, PathBuf};
 
 use super::glibc::Glibc;
+use super::identity::{self, Identity, Sum};
 use crate::remote::ssh::start_far::shell_quote;
 
 /// What this binary is and needs.
@@ -23,6 +29,8 @@ pub struct Build {
     pub glibc: Option<Glibc>,
     /// Its version, as `--version` says it after `jdwpmux `.
     pub version: String,
+    /// Its size and CRCs: which build it is.
+    pub identity: Identity,
 }
 
 /// What the probe found on the host.
@@ -37,15 +45,17 @@ pub struct Probe {
     pub dir: PathBuf,
     /// What the copy already there says to `--version` (None: there is none that runs).
     pub cached: Option<String>,
+    /// The host's size and CRC of that copy (None: no copy, or the host could not tell).
+    pub sum: Option<Sum>,
 }
 
 /// What to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
-    /// A copy of this version is there and runs: use it, copy nothing.
+    /// A copy of this build is there and runs: use it, copy nothing.
     Use(PathBuf),
-    /// Copy this binary into the folder (its `jdwpmux`).
-    Copy(PathBuf),
+    /// Copy this binary into the folder (its `jdwpmux`), over what is there.
+    Copy(PathBuf, There),
     /// This binary cannot run there.
     Refuse(Mismatch),
 }
@@ -59,6 +69,31 @@ pub enum Mismatch {
     OldGlibc { have: Glibc, need: Glibc },
     #[error("it has no glibc (getconf GNU_LIBC_VERSION names none), this jdwpmux needs glibc {need} or newer")]
     NoGlibc { need: Glibc },
+}
+
+/// What a copy goes over in its folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum There {
+    /// No file there that runs.
+    Nothing,
+    /// One that says something else to `--version`: another version, or why it cannot run.
+    Other(String),
+    /// This version but other bytes: another build.
+    OtherBuild { theirs: Sum, ours: String },
+    /// This version, but the host cannot say its size and CRC (no `cksum` or `crc32`).
+    Untold,
+}
+
+impl There {
+    /// Why the copy there is not used, in words (None: there is none).
+    pub fn said(&self) -> Option<String> {
+        match self {
+            There::Nothing => None,
+            There::Other(said) => Some(format!("the copy there says {said:?} to --version: replaced")),
+            There::OtherBuild { theirs, ours } => Some(format!("the copy there is another build: replaced ({theirs}; this jdwpmux: {ours})")),
+            There::Untold => Some("the copy there cannot be told from another build (the host printed no size and CRC of it: no cksum or crc32 there): copied again".into()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,16 +117,21 @@ d="$c/jdwpmux/"{}"#,
 }
 
 /// The probe: the host's OS and machine, its glibc, the cache folder, and what a copy there
-/// says to `--version`. Run by `sh`, whatever the login shell.
+/// says to `--version` with its size and CRC. Run by `sh`, whatever the login shell.
 pub fn probe_script(version: &str) -> String {
     format!(
         r#"echo "uname $(uname -s) $(uname -m)"
 echo "glibc $(getconf GNU_LIBC_VERSION 2>/dev/null)"
 {}
 echo "dir $d"
-if [ -f "$d/{NAME}" ] && [ -x "$d/{NAME}" ]; then echo "cached $("$d/{NAME}" --version 2>&1 | head -n 1)"; fi
+f="$d/{NAME}"
+if [ -f "$f" ] && [ -x "$f" ]; then
+echo "cached $("$f" --version 2>&1 | head -n 1)"
+{}
+fi
 "#,
-        cache_dir_script(version)
+        cache_dir_script(version),
+        identity::SUM_SCRIPT
     )
 }
 
@@ -127,7 +167,7 @@ mv -f "$t" "$d/{NAME}"
 
 /// What the probe printed, read.
 pub fn parse_probe(out: &str) -> Result<Probe, BadProbe> {
-    let (mut uname, mut glibc, mut dir, mut cached) = (None, None, None, None);
+    let (mut uname, mut glibc, mut dir, mut cached, mut sum) = (None, None, None, None, None);
     for line in out.lines() {
         let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
         match key {
@@ -135,6 +175,8 @@ pub fn parse_probe(out: &str) -> Result<Probe, BadProbe> {
             "glibc" => glibc = Some(rest.trim()),
             "dir" => dir = Some(rest),
             "cached" => cached = Some(rest.trim().to_string()),
+            // A sum not understood is no identity: the copy is copied again.
+            "sum" => sum = identity::parse_sum(rest),
             // The login's own chatter (a profile that prints) is not the probe's.
             _ => {}
         }
@@ -149,7 +191,7 @@ pub fn parse_probe(out: &str) -> Result<Probe, BadProbe> {
     if !dir.is_absolute() {
         return Err(BadProbe(format!("the cache folder {} is not absolute (no HOME?)", dir.display())));
     }
-    Ok(Probe { os: os.to_string(), machine: machine.to_string(), glibc, dir, cached: cached.filter(|c| !c.is_empty()) })
+    Ok(Probe { os: os.to_string(), machine: machine.to_string(), glibc, dir, cached: cached.filter(|c| !c.is_empty()), sum })
 }
 
 /// `uname -s` as Rust names the OS.
@@ -197,11 +239,17 @@ pub fn decide(probe: &Probe, build: &Build) -> Plan {
             Some(_) => {}
         }
     }
-    match &probe.cached {
-        Some(said) if *said == format!("jdwpmux {}", build.version) => Plan::Use(probe.dir.join(NAME)),
-        // None there, or one that does not run or says another version: copied over.
-        _ => Plan::Copy(probe.dir.clone()),
-    }
+    let there = match &probe.cached {
+        None => There::Nothing,
+        Some(said) if *said != format!("jdwpmux {}", build.version) => There::Other(said.clone()),
+        // This version: used only when its bytes are this binary's.
+        Some(_) => match probe.sum {
+            Some(sum) if build.identity.is(&sum) => return Plan::Use(probe.dir.join(NAME)),
+            Some(theirs) => There::OtherBuild { theirs, ours: build.identity.said_as(&theirs) },
+            None => There::Untold,
+        },
+    };
+    Plan::Copy(probe.dir.clone(), there)
 }
 
 /// Whether what the copy's `--version` printed is this version.

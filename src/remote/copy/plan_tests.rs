@@ -4,12 +4,20 @@ use std::process::{Command, Stdio};
 
 use super::*;
 
+/// The bytes of the build the tests are: `cksum` says 930766865 9, busybox `crc32` cbf43926.
+const BYTES: &[u8] = b"123456789";
+
 fn build() -> Build {
-    Build { os: "linux".into(), arch: "x86_64".into(), glibc: Some(Glibc(2, 34, 0)), version: "0.1.0".into() }
+    Build { os: "linux".into(), arch: "x86_64".into(), glibc: Some(Glibc(2, 34, 0)), version: "0.1.0".into(), identity: Identity::of(BYTES) }
 }
 
 fn probe() -> Probe {
-    Probe { os: "Linux".into(), machine: "x86_64".into(), glibc: Some(Glibc(2, 36, 0)), dir: "/home/u/.cache/jdwpmux/0.1.0".into(), cached: None }
+    Probe { os: "Linux".into(), machine: "x86_64".into(), glibc: Some(Glibc(2, 36, 0)), dir: "/home/u/.cache/jdwpmux/0.1.0".into(), cached: None, sum: None }
+}
+
+/// A probe that found a copy saying `said` with the host's `sum`.
+fn found(said: &str, sum: Option<Sum>) -> Probe {
+    Probe { cached: Some(said.into()), sum, ..probe() }
 }
 
 #[test]
@@ -22,6 +30,19 @@ fn reads_the_probe() {
     let spaced = "uname Linux x86_64\nglibc glibc 2.36\ndir /home/a b/.cache/jdwpmux/0.1.0\ncached \n";
     let p = parse_probe(spaced).unwrap();
     assert_eq!((p.dir.to_str(), p.cached), (Some("/home/a b/.cache/jdwpmux/0.1.0"), None), "a copy that prints nothing is none");
+}
+
+#[test]
+fn reads_the_copys_size_and_crc() {
+    let head = "uname Linux x86_64\nglibc glibc 2.36\ndir /home/u/.cache/jdwpmux/0.1.0\ncached jdwpmux 0.1.0\n";
+    let sum_of = |line: &str| parse_probe(&format!("{head}{line}\n")).unwrap().sum;
+    assert_eq!(sum_of("sum cksum 930766865 9"), Some(Sum::Cksum { crc: 930_766_865, size: 9 }));
+    assert_eq!(sum_of("sum crc32 cbf43926 9"), Some(Sum::Crc32 { crc: 0xcbf4_3926, size: 9 }));
+    // Neither tool there, a tool that failed, or words not understood: no identity, and the
+    // probe is still read (the copy is then copied again, not the host refused).
+    for line in ["sum none", "sum cksum ", "sum crc32  9", "sum cksum: /x: Permission denied", ""] {
+        assert_eq!(sum_of(line), None, "{line:?}");
+    }
 }
 
 #[test]
@@ -42,19 +63,53 @@ fn refuses_a_probe_it_cannot_read() {
 #[test]
 fn decides_use_copy_or_refuse() {
     let b = build();
-    assert_eq!(decide(&probe(), &b), Plan::Copy("/home/u/.cache/jdwpmux/0.1.0".into()));
-    let cached = Probe { cached: Some("jdwpmux 0.1.0".into()), ..probe() };
-    assert_eq!(decide(&cached, &b), Plan::Use("/home/u/.cache/jdwpmux/0.1.0/jdwpmux".into()));
+    assert_eq!(decide(&probe(), &b), Plan::Copy("/home/u/.cache/jdwpmux/0.1.0".into(), There::Nothing));
     for other in ["jdwpmux 0.0.9", "Segmentation fault", "/lib64/ld-linux-x86-64.so.2: version `GLIBC_2.99' not found"] {
-        let p = Probe { cached: Some(other.into()), ..probe() };
-        assert_eq!(decide(&p, &b), Plan::Copy(p.dir.clone()), "a copy there that says {other:?} is copied over");
+        let p = found(other, Some(Sum::Cksum { crc: 930_766_865, size: 9 }));
+        assert_eq!(decide(&p, &b), Plan::Copy(p.dir.clone(), There::Other(other.into())), "a copy there that says {other:?} is copied over");
     }
     let same = Probe { glibc: Some(Glibc(2, 34, 0)), ..probe() };
-    assert!(matches!(decide(&same, &b), Plan::Copy(_)), "the same glibc is enough");
+    assert!(matches!(decide(&same, &b), Plan::Copy(..)), "the same glibc is enough");
     let amd64 = Probe { machine: "amd64".into(), ..probe() };
-    assert!(matches!(decide(&amd64, &b), Plan::Copy(_)), "amd64 is x86_64");
+    assert!(matches!(decide(&amd64, &b), Plan::Copy(..)), "amd64 is x86_64");
     let static_build = Build { glibc: None, ..build() };
-    assert!(matches!(decide(&Probe { glibc: None, ..probe() }, &static_build), Plan::Copy(_)), "a build needing no glibc goes anywhere");
+    assert!(matches!(decide(&Probe { glibc: None, ..probe() }, &static_build), Plan::Copy(..)), "a build needing no glibc goes anywhere");
+}
+
+/// A copy saying this version is used only when its bytes are this build's, by either tool.
+#[test]
+fn the_copy_is_used_only_when_it_is_this_build() {
+    let b = build();
+    let dir = PathBuf::from("/home/u/.cache/jdwpmux/0.1.0");
+    let this = [Sum::Cksum { crc: 930_766_865, size: 9 }, Sum::Crc32 { crc: 0xcbf4_3926, size: 9 }];
+    for sum in this {
+        assert_eq!(decide(&found("jdwpmux 0.1.0", Some(sum)), &b), Plan::Use(dir.join(NAME)), "{sum}");
+    }
+    // The same version, other bytes: this binary with a byte appended, another CRC, another
+    // tool's CRC in the other's place.
+    let longer = Identity::of(b"1234567890");
+    for theirs in [Sum::Cksum { crc: longer.cksum, size: 10 }, Sum::Crc32 { crc: longer.crc32, size: 10 }, Sum::Cksum { crc: 1, size: 9 }, Sum::Crc32 { crc: 930_766_865, size: 9 }] {
+        match decide(&found("jdwpmux 0.1.0", Some(theirs)), &b) {
+            Plan::Copy(d, There::OtherBuild { theirs: t, .. }) => assert_eq!((d, t), (dir.clone(), theirs)),
+            other => panic!("{theirs}: {other:?}"),
+        }
+    }
+    // No identity from the host: never used on its version alone.
+    assert_eq!(decide(&found("jdwpmux 0.1.0", None), &b), Plan::Copy(dir.clone(), There::Untold));
+    // This build's bytes saying another version cannot be, but is not used either.
+    assert!(matches!(decide(&found("jdwpmux 0.0.9", Some(this[0])), &b), Plan::Copy(_, There::Other(_))));
+}
+
+#[test]
+fn why_the_copy_there_is_not_used_in_words() {
+    let other = decide(&found("jdwpmux 0.1.0", Some(Sum::Cksum { crc: 1, size: 12 })), &build());
+    let Plan::Copy(_, there) = other else { panic!("{other:?}") };
+    assert_eq!(there.said().unwrap(), "the copy there is another build: replaced (12 bytes, cksum 1; this jdwpmux: 9 bytes, cksum 930766865)");
+    let crc = There::OtherBuild { theirs: Sum::Crc32 { crc: 0xab, size: 12 }, ours: build().identity.said_as(&Sum::Crc32 { crc: 0, size: 0 }) };
+    assert_eq!(crc.said().unwrap(), "the copy there is another build: replaced (12 bytes, crc32 000000ab; this jdwpmux: 9 bytes, crc32 cbf43926)");
+    assert_eq!(There::Untold.said().unwrap(), "the copy there cannot be told from another build (the host printed no size and CRC of it: no cksum or crc32 there): copied again");
+    assert_eq!(There::Other("jdwpmux 0.0.9".into()).said().unwrap(), "the copy there says \"jdwpmux 0.0.9\" to --version: replaced");
+    assert_eq!(There::Nothing.said(), None);
 }
 
 #[test]
@@ -75,7 +130,7 @@ fn a_refusal_says_what_the_host_has_and_what_this_needs() {
         }
     }
     // A copy of this version already there does not make an unfit host fit.
-    let cached = Probe { machine: "aarch64".into(), cached: Some("jdwpmux 0.1.0".into()), ..probe() };
+    let cached = Probe { machine: "aarch64".into(), ..found("jdwpmux 0.1.0", Some(Sum::Cksum { crc: 930_766_865, size: 9 })) };
     assert!(matches!(decide(&cached, &b), Plan::Refuse(_)));
 }
 
@@ -134,7 +189,22 @@ fn the_scripts_in_a_real_shell() {
     assert_eq!((mode(&p.dir), mode(p.dir.parent().unwrap())), (0o700, 0o700));
     assert_eq!(std::fs::read_dir(&p.dir).unwrap().count(), 1, "no part file left");
     let (_, out, _) = sh(&probe_script("9.9.9"), home.path(), None, b"");
-    assert_eq!(parse_probe(&out).unwrap().cached.as_deref(), Some("jdwpmux 9.9.9"));
+    let found = parse_probe(&out).unwrap();
+    assert_eq!(found.cached.as_deref(), Some("jdwpmux 9.9.9"));
+    // Found again by the build it is, and by no other build of its version.
+    let this = Build { os: std::env::consts::OS.into(), arch: build_arch(std::env::consts::ARCH, cfg!(target_endian = "little")), glibc: None, version: "9.9.9".into(), identity: Identity::of(fake) };
+    assert_eq!(decide(&found, &this), Plan::Use(p.dir.join(NAME)), "{out}");
+    let rebuilt: &[u8] = b"#!/bin/sh\necho 'jdwpmux 9.9.9'\n# rebuilt\n";
+    let next = Build { identity: Identity::of(rebuilt), ..this.clone() };
+    assert!(matches!(decide(&found, &next), Plan::Copy(_, There::OtherBuild { .. })), "{out}");
+    // That build's copy goes over it, and is then the one found.
+    let (code, _, err) = sh(&copy_script(&p.dir, rebuilt.len() as u64, "9.9.9"), home.path(), None, rebuilt);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read(p.dir.join(NAME)).unwrap(), rebuilt);
+    let (_, out, _) = sh(&probe_script("9.9.9"), home.path(), None, b"");
+    let found = parse_probe(&out).unwrap();
+    assert_eq!((decide(&found, &next), matches!(decide(&found, &this), Plan::Use(_))), (Plan::Use(p.dir.join(NAME)), false), "{out}");
+    assert_eq!(std::fs::read_dir(&p.dir).unwrap().count(), 1, "no part file left");
 
     // Cut: fewer bytes than announced. Refused, the part removed, nothing under the name.
     let other = tempfile::tempdir().unwrap();

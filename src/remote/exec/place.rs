@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use crate::remote::copy::identity;
 use crate::remote::copy::plan::{self, Build, Mismatch, Plan, Probe};
 use crate::remote::ssh::start_far::shell_quote;
 
@@ -100,7 +101,11 @@ for d in "$@"; do
   fi
   echo "dir $d"
   df -Pk "$d" 2>/dev/null | {{ read -r h; read -r f s u a r; echo "free $a"; }}
-  if [ -f "$d/{name}" ] && [ -x "$d/{name}" ]; then echo "cached $("$d/{name}" --version 2>&1 | {{ read -r a; echo "$a"; }})"; fi
+  f="$d/{name}"
+  if [ -f "$f" ] && [ -x "$f" ]; then
+    echo "cached $("$f" --version 2>&1 | {{ read -r a; echo "$a"; }})"
+    {sum}
+  fi
   exit 0
 done
 echo "nodir"
@@ -108,6 +113,7 @@ echo "nodir"
         needed = NEEDED.join(" "),
         v = shell_quote(version),
         name = plan::NAME,
+        sum = identity::SUM_SCRIPT,
     )
 }
 
@@ -139,7 +145,7 @@ pub fn decide(out: &str, build: &Build, size: u64) -> Result<Plan, Refusal> {
     if let Plan::Refuse(m) = plan {
         return Err(m.into());
     }
-    if let Plan::Copy(dir) = &plan {
+    if let Plan::Copy(dir, _) = &plan {
         // Room for the binary and its part file's rename, with a margin; a df that said
         // nothing is not taken for no room.
         let free = out.lines().find_map(|l| l.strip_prefix("free ")).and_then(|f| f.trim().parse::<u64>().ok());
@@ -155,20 +161,24 @@ pub fn decide(out: &str, build: &Build, size: u64) -> Result<Plan, Refusal> {
 mod tests {
     use super::*;
     use crate::remote::copy::glibc::Glibc;
+    use crate::remote::copy::identity::Identity;
+    use crate::remote::copy::plan::There;
 
     fn build(glibc: Option<Glibc>) -> Build {
-        Build { os: "linux".into(), arch: "x86_64".into(), glibc, version: "1.2.3".into() }
+        Build { os: "linux".into(), arch: "x86_64".into(), glibc, version: "1.2.3".into(), identity: Identity::of(b"123456789") }
     }
 
     #[test]
     fn judged_as_for_a_host_and_for_room() {
         let ok = "missing\nuname Linux x86_64\nglibc glibc 2.36\ndir /root/.cache/jdwpmux/1.2.3\nfree 900000\n";
-        assert_eq!(decide(ok, &build(Some(Glibc(2, 34, 0))), 10 << 20), Ok(Plan::Copy("/root/.cache/jdwpmux/1.2.3".into())));
-        let cached = format!("{ok}cached jdwpmux 1.2.3\n");
+        assert_eq!(decide(ok, &build(Some(Glibc(2, 34, 0))), 10 << 20), Ok(Plan::Copy("/root/.cache/jdwpmux/1.2.3".into(), There::Nothing)));
+        let cached = format!("{ok}cached jdwpmux 1.2.3\nsum crc32 cbf43926 9\n");
         assert_eq!(decide(&cached, &build(Some(Glibc(2, 34, 0))), 10 << 20), Ok(Plan::Use("/root/.cache/jdwpmux/1.2.3/jdwpmux".into())));
+        let unsummed = format!("{ok}cached jdwpmux 1.2.3\nsum none\n");
+        assert_eq!(decide(&unsummed, &build(Some(Glibc(2, 34, 0))), 10 << 20), Ok(Plan::Copy("/root/.cache/jdwpmux/1.2.3".into(), There::Untold)), "never used on its version alone");
         let alpine = "missing\nuname Linux x86_64\nglibc \ndir /tmp/jdwpmux-0/1.2.3\nfree 900000\n";
         assert!(matches!(decide(alpine, &build(Some(Glibc(2, 34, 0))), 10 << 20), Err(Refusal::Mismatch(Mismatch::NoGlibc { .. }))));
-        assert_eq!(decide(alpine, &build(None), 10 << 20), Ok(Plan::Copy("/tmp/jdwpmux-0/1.2.3".into())), "a static build goes anywhere");
+        assert_eq!(decide(alpine, &build(None), 10 << 20), Ok(Plan::Copy("/tmp/jdwpmux-0/1.2.3".into(), There::Nothing)), "a static build goes anywhere");
         let arm = "missing\nuname Linux aarch64\nglibc glibc 2.36\ndir /tmp/x\n";
         assert!(matches!(decide(arm, &build(None), 1), Err(Refusal::Mismatch(Mismatch::Platform { .. }))));
         let small = "missing\nuname Linux x86_64\nglibc \ndir /tmp/x\nfree 100\n";
@@ -176,7 +186,7 @@ mod tests {
         let no_df = "missing\nuname Linux x86_64\nglibc \ndir /tmp/x\nfree \n";
         assert!(decide(no_df, &build(None), 10 << 20).is_ok());
         let skipped = "missing\nuname Linux x86_64\nglibc \nskip unwritable /tmp/jdwpmux-0/1.2.3\ndir /var/tmp/jdwpmux-0/1.2.3\nfree 900000\n";
-        assert_eq!(decide(skipped, &build(None), 1), Ok(Plan::Copy("/var/tmp/jdwpmux-0/1.2.3".into())), "the first usable folder");
+        assert_eq!(decide(skipped, &build(None), 1), Ok(Plan::Copy("/var/tmp/jdwpmux-0/1.2.3".into(), There::Nothing)), "the first usable folder");
         let ro = "missing\nuname Linux x86_64\nglibc \nskip unwritable /tmp/jdwpmux-0/1.2.3\nskip unwritable /var/tmp/jdwpmux-0/1.2.3\nnodir\n";
         let r = decide(ro, &build(None), 1).unwrap_err();
         assert_eq!(r.to_string(), "it has no folder this jdwpmux can be written to and run from (/tmp/jdwpmux-0/1.2.3: cannot be made or written; /var/tmp/jdwpmux-0/1.2.3: cannot be made or written)");
@@ -206,7 +216,7 @@ mod tests {
     #[test]
     fn a_folder_where_nothing_runs_is_passed_over_and_said() {
         let out = "missing\nuname Linux x86_64\nglibc \nskip noexec /tmp/jdwpmux-1000/1.2.3\ndir /var/tmp/jdwpmux-1000/1.2.3\nfree 900000\n";
-        assert_eq!(decide(out, &build(None), 1), Ok(Plan::Copy("/var/tmp/jdwpmux-1000/1.2.3".into())));
+        assert_eq!(decide(out, &build(None), 1), Ok(Plan::Copy("/var/tmp/jdwpmux-1000/1.2.3".into(), There::Nothing)));
         let none = "missing\nuname Linux x86_64\nglibc \nskip noexec /tmp/jdwpmux-1000/1.2.3\nskip unwritable /var/tmp/jdwpmux-1000/1.2.3\nnodir\n";
         let r = decide(none, &build(None), 1).unwrap_err();
         assert!(r.noexec());
@@ -241,11 +251,20 @@ mod tests {
     fn the_probe_runs_in_a_plain_sh_and_finds_a_place() {
         let cache = tempfile::tempdir().unwrap();
         let text = probe_in_sh(Some("/nonexistent"), Some(cache.path()));
-        let b = Build { os: std::env::consts::OS.into(), arch: std::env::consts::ARCH.into(), glibc: None, version: "0.0.0-test".into() };
-        assert_eq!(decide(&text, &b, 1), Ok(Plan::Copy(cache.path().join("jdwpmux/0.0.0-test"))), "{text}");
+        let fake = b"#!/bin/sh\necho 'jdwpmux 0.0.0-test'\n";
+        let b = Build { os: std::env::consts::OS.into(), arch: std::env::consts::ARCH.into(), glibc: None, version: "0.0.0-test".into(), identity: Identity::of(fake) };
+        let dir = cache.path().join("jdwpmux/0.0.0-test");
+        assert_eq!(decide(&text, &b, 1), Ok(Plan::Copy(dir.clone(), There::Nothing)), "{text}");
         assert!(text.lines().any(|l| l == "missing"), "this machine has every command: {text}");
         assert!(text.lines().any(|l| l.starts_with("glibc glibc 2.")), "glibc found: {text}");
-        assert_eq!(std::fs::read_dir(cache.path().join("jdwpmux/0.0.0-test")).unwrap().count(), 0, "the probe's test file is removed");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the probe's test file is removed");
+        // A copy there: used by the build it is, copied over by another of its version.
+        std::fs::write(dir.join(plan::NAME), fake).unwrap();
+        std::fs::set_permissions(dir.join(plan::NAME), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        let text = probe_in_sh(Some("/nonexistent"), Some(cache.path()));
+        assert_eq!(decide(&text, &b, 1), Ok(Plan::Use(dir.join(plan::NAME))), "{text}");
+        let rebuilt = Build { identity: Identity::of(b"#!/bin/sh\necho 'jdwpmux 0.0.0-test'\n\n"), ..b };
+        assert!(matches!(decide(&text, &rebuilt, 1), Ok(Plan::Copy(d, There::OtherBuild { .. })) if d == dir), "{text}");
     }
 
     #[test]
@@ -262,7 +281,7 @@ mod tests {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.lines().any(|l| l == "missing mkdir chmod cat wc mv rm"), "{text}");
         assert!(!text.lines().any(|l| l.starts_with("dir ") || l.starts_with("skip ") || l == "nodir"), "no folder tried: {text}");
-        let b = Build { os: std::env::consts::OS.into(), arch: std::env::consts::ARCH.into(), glibc: None, version: "0.0.0-test".into() };
+        let b = Build { os: std::env::consts::OS.into(), arch: std::env::consts::ARCH.into(), glibc: None, version: "0.0.0-test".into(), identity: Identity::of(b"") };
         let r = decide(&text, &b, 1).unwrap_err();
         assert!(matches!(&r, Refusal::Missing(m) if m[0] == "mkdir"), "{r}");
         assert!(r.to_string().starts_with("its shell finds no mkdir, chmod, cat, wc, mv, rm ("), "{r}");

@@ -81,9 +81,9 @@ pub async fn find(spec: &ExecSpec, far: &FarChoice) -> Result<String, NotStarted
 async fn copy_in(spec: &ExecSpec, why: &str, image: &str) -> Result<String, NotStarted> {
     let name = &spec.name;
     let unusable = |text: String| NotStarted::Unusable(format!("{why}, and this jdwpmux is not copied in: {text}"));
-    let build = crate::remote::copy::this_build().map_err(|e| unusable(format!("{e}; {image}")))?;
-    let exe = std::env::current_exe().map_err(|e| unusable(format!("this binary cannot be read ({e}); {image}")))?;
-    let size = std::fs::metadata(&exe).map_err(|e| unusable(format!("{}: {e}; {image}", exe.display())))?.len();
+    let build = crate::remote::copy::build_off_runtime().await.map_err(|e| unusable(format!("{e}; {image}")))?;
+    let exe = crate::remote::copy::this_exe().map_err(|e| unusable(format!("this binary cannot be read ({e}); {image}")))?;
+    let size = build.identity.size;
     let probe = ask(spec, &["sh", "-c", &place::probe_script(&build.version)], Stdio::null(), ASK_TIMEOUT).await?;
     if probe.not_found() {
         return Err(unusable(format!("{name} has no shell (sh) to copy it in with; {image}, or debug it from its node (serve --ssh NODE: jdwpmux there enters the node's containers)")));
@@ -96,7 +96,12 @@ async fn copy_in(spec: &ExecSpec, why: &str, image: &str) -> Result<String, NotS
             info!(exec = %name, path = %path.display(), "jdwpmux {} found in {name} at {} (copied there before); nothing copied", build.version, path.display());
             return Ok(path.display().to_string());
         }
-        Ok(Plan::Copy(dir)) => dir,
+        Ok(Plan::Copy(dir, there)) => {
+            if let Some(why) = there.said() {
+                info!(exec = %name, path = %dir.join(plan::NAME).display(), "jdwpmux {} in {name} at {}: {why}", build.version, dir.join(plan::NAME).display());
+            }
+            dir
+        }
         // A static (musl) build of serve copies itself anywhere its OS and machine match.
         Ok(Plan::Refuse(m @ (Mismatch::NoGlibc { .. } | Mismatch::OldGlibc { .. }))) => {
             return Err(unusable(format!("{}; {image}, or run a static build of jdwpmux here (cargo build --release --target {}-unknown-linux-musl), which --far-copy copies into any image", Refusal::from(m), std::env::consts::ARCH)))
