@@ -366,10 +366,9 @@ fn rows(t: &mut Table, sp: &SoakFarParams, r: &SoakFarRun) {
     }
     let rule = format!("end <= level x {REPLAY_FACTOR} + {} KiB; most <= limit + {} KiB", REPLAY_SLACK / 1024, REPLAY_BEYOND / 1024);
     let le = replay_level_and_end(&r.replay, sp.warmup);
-    let kib = |b: u64| fmt(b as f64 / 1024.0);
-    let cell = le.map_or("-".into(), |(l, e)| format!("{} KiB at {:.0} s / {} KiB at {:.0} s; most {} KiB (limit {} KiB)", kib(l.held), l.at.as_secs_f64(), kib(e.held), e.at.as_secs_f64(), kib(e.most), kib(e.limit)));
-    t.push(Row::proxy_only("soak-far: serve's replay buffer (held unacknowledged): level after warm-up / end; most held", cell).judged(String::new(), &rule, le.map(|(l, e)| replay_flat(&l, &e) == (true, true))));
-    let series: Vec<String> = r.replay.iter().map(|x| kib(x.held)).collect();
-    t.push(Row::proxy_only("soak-far: serve's replay buffer KiB held at each sample", series.join(", ")));
+    let cell = le.map_or("-".into(), |(l, e)| format!("{} at {:.0} s / {} at {:.0} s; most {} (limit {})", l.held, l.at.as_secs_f64(), e.held, e.at.as_secs_f64(), e.most, e.limit));
+    t.push(Row::proxy_only("soak-far: serve's replay buffer, bytes held unacknowledged: level after warm-up / end; most held", cell).judged(String::new(), &rule, le.map(|(l, e)| replay_flat(&l, &e) == (true, true))));
+    let series: Vec<String> = r.replay.iter().map(|x| x.held.to_string()).collect();
+    t.push(Row::proxy_only("soak-far: serve's replay buffer, bytes held at each sample", series.join(", ")));
     t.push(Row::proxy_only("soak-far: the far side's replay buffer", "not shown by jdwpmux (no figure reaches the near side)".into()));
 }

@@ -59,7 +59,8 @@ mod tests {
         assert_eq!(r, ReplayHeld { limit: 8 << 20, ..ReplayHeld::default() });
         assert!(!r.note(0, 0), "nothing held, nothing new");
         // (bytes, frames) held, then (bytes, frames, most bytes, most frames) shown.
-        let rows: [((usize, usize), (u64, u64, u64, u64)); 6] = [
+        type Shown = (u64, u64, u64, u64);
+        let rows: [((usize, usize), Shown); 6] = [
             ((4_096, 1), (4_096, 1, 4_096, 1)),
             ((70_000, 3), (70_000, 3, 70_000, 3)),
             ((0, 0), (0, 0, 70_000, 3)),       // acknowledged: the mark stays
