@@ -9,9 +9,12 @@
 //! second debugger (`Attacher.java`, IntelliJ's attach: the class list, thread and class
 //! requests, a breakpoint that never hits, a VM resume) attaching and leaving, and the far
 //! side killed once (the near side starts another; the IDE attaches again). Sampled
-//! throughout: serve's and the far side's RSS and open files, and the near answers that
-//! the VM's reply contradicted (`early_differed`, from `jdwpmux stats --json`). The far
-//! link's replay buffer is not shown by jdwpmux (no figure for it).
+//! throughout: serve's and the far side's RSS and open files, and from `jdwpmux stats
+//! --json` the near answers that the VM's reply contradicted (`early_differed`) and the near
+//! side's replay buffer (`links[].replay`: bytes held unacknowledged for a replay after a
+//! cut, and the most held since the link started), judged flat (held at the end against
+//! the level after the warm-up) and within the resume limit. The far side's own replay
+//! buffer has no figure that reaches the near side, so it is not sampled.
 //!
 //! In the same run a second session (`soak_far_exec`): `Tally.java` in a rootful Podman
 //! container reached by a second `serve --exec ... --far always`, stepped by a second IDE with
@@ -36,7 +39,7 @@ use crate::procs::status_kib;
 use crate::proxy::ProxyBin;
 use crate::remote::VM_PORT;
 use crate::remote_paths::Target;
-use crate::soak_far_check::{flat, level_and_end, schedule, Act, Mem, Plan, RSS_FACTOR, RSS_SLACK_KIB, FD_SLACK};
+use crate::soak_far_check::{flat, level_and_end, replay_flat, replay_level_and_end, replay_of, schedule, Act, Mem, Plan, Replay, FD_SLACK, REPLAY_BEYOND, REPLAY_FACTOR, REPLAY_SLACK, RSS_FACTOR, RSS_SLACK_KIB};
 use crate::soak_far_exec::{self as exec, ExecRun, ExecSide, EXEC_HOST};
 use crate::soak_far_ide::{self as ide, IdeCfg, IdeTotals, Shared};
 use crate::stats::{fmt, fmt_opt, median};
@@ -96,6 +99,8 @@ pub struct SoakFarRun {
     pub early_differed: Option<u64>,
     /// The session in the container, through `serve --exec`.
     pub exec: ExecRun,
+    /// The near side's replay buffer for the host's link, at each sample.
+    pub replay: Vec<Replay>,
     pub problems: Vec<String>,
 }
 
@@ -224,14 +229,21 @@ fn run(bin: &ProxyBin, sp: &SoakFarParams) -> Result<SoakFarRun> {
                 if let Some(m) = fp::far_pids(&ns).first().and_then(|pid| mem(*pid, at)) {
                     r.far.push(m);
                 }
-                match early_differed(bin, &proxy.control) {
-                    Ok(n) => r.early_differed = Some(r.early_differed.unwrap_or(0).max(n)),
+                match stats_json(bin, &proxy.control) {
+                    Ok(v) => {
+                        r.early_differed = Some(r.early_differed.unwrap_or(0).max(early_differed(&v)));
+                        match replay_of(&v, alias, at) {
+                            Some(x) => r.replay.push(x),
+                            None => shared.problem(format!("jdwpmux stats --json at {:.0} s: no replay figures for the link to {alias}", at.as_secs_f64())),
+                        }
+                    }
                     Err(e) => shared.problem(format!("jdwpmux stats: {e:#}")),
                 }
                 let (n, f) = (r.near.last(), r.far.last());
                 let show = |m: Option<&Mem>| m.map_or("-".into(), |m| format!("{} MiB {} fds", fmt(m.rss_kib as f64 / 1024.0), m.fds));
+                let replay = r.replay.last().filter(|x| x.at == at).map_or("-".into(), |x| format!("{} bytes held (most {})", x.held, x.most));
                 let problems = shared.problems.lock().map_or(0, |p| p.len()) + in_ctr.problems.lock().map_or(0, |p| p.len());
-                eprintln!("soak-far {:>5.0} s: serve {}, far side {}, early_differed {}; exec: serve {}, far side {}; {problems} problems", at.as_secs_f64(), show(n), show(f), r.early_differed.map_or("-".into(), |v| v.to_string()), show(r.exec.serve.last()), show(r.exec.far.last()));
+                eprintln!("soak-far {:>5.0} s: serve {}, far side {}, early_differed {}, replay {replay}; exec: serve {}, far side {}; {problems} problems", at.as_secs_f64(), show(n), show(f), r.early_differed.map_or("-".into(), |v| v.to_string()), show(r.exec.serve.last()), show(r.exec.far.last()));
             }
         }
     }
@@ -311,22 +323,24 @@ pub(crate) fn mem(pid: u32, at: Duration) -> Option<Mem> {
     Some(Mem { at, pid, rss_kib, fds })
 }
 
-/// The sum of every VM's `early_differed` in `jdwpmux stats --json`.
-fn early_differed(bin: &ProxyBin, control: &Path) -> Result<u64> {
+/// `jdwpmux stats --json` of the daemon at `control`.
+fn stats_json(bin: &ProxyBin, control: &Path) -> Result<serde_json::Value> {
     let out = std::process::Command::new(&bin.path).args(["stats", "--json", "--control"]).arg(control).stdin(std::process::Stdio::null()).output()?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| format!("no JSON: {}", String::from_utf8_lossy(&out.stderr)))?;
-    fn sum(v: &serde_json::Value) -> u64 {
-        match v {
-            serde_json::Value::Object(m) => m.iter().map(|(k, x)| if k == "early_differed" { x.as_u64().unwrap_or(0) } else { sum(x) }).sum(),
-            serde_json::Value::Array(a) => a.iter().map(sum).sum(),
-            _ => 0,
-        }
+    serde_json::from_slice(&out.stdout).with_context(|| format!("no JSON: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// The sum of every VM's `early_differed` in a `stats --json` report.
+fn early_differed(v: &serde_json::Value) -> u64 {
+    match v {
+        serde_json::Value::Object(m) => m.iter().map(|(k, x)| if k == "early_differed" { x.as_u64().unwrap_or(0) } else { early_differed(x) }).sum(),
+        serde_json::Value::Array(a) => a.iter().map(early_differed).sum(),
+        _ => 0,
     }
-    Ok(sum(&v))
 }
 
 /// Adds the run's failures beyond the IDE's own: no load, the far side not started again,
-/// memory or open files not flat, early answers contradicted.
+/// memory, open files or the replay buffer not flat, the replay buffer past its bound,
+/// early answers contradicted.
 fn judge(r: &mut SoakFarRun, sp: &SoakFarParams) {
     let mut add = Vec::new();
     if r.ide.steps == 0 {
@@ -348,6 +362,18 @@ fn judge(r: &mut SoakFarRun, sp: &SoakFarParams) {
             }
             None => add.push(format!("no samples of {who}")),
         }
+    }
+    match replay_level_and_end(&r.replay, sp.warmup) {
+        Some((level, end)) => {
+            let (flat, bounded) = replay_flat(&level, &end);
+            if !flat {
+                add.push(format!("serve's replay buffer not flat: {} bytes held at {:?}, {} at the end", level.held, level.at, end.held));
+            }
+            if !bounded {
+                add.push(format!("serve's replay buffer held {} bytes at most, past its limit of {} (+ {REPLAY_BEYOND})", end.most, end.limit));
+            }
+        }
+        None => add.push("no samples of serve's replay buffer".to_string()),
     }
     r.problems.extend(add);
 }
@@ -387,6 +413,12 @@ fn rows(t: &mut Table, sp: &SoakFarParams, r: &SoakFarRun) {
         let series: Vec<String> = samples.iter().map(|m| fmt(m.rss_kib as f64 / 1024.0)).collect();
         t.push(Row::proxy_only(&format!("soak-far: {who} RSS MiB at each sample"), series.join(", ")));
     }
-    t.push(Row::proxy_only("soak-far: the far link's replay buffer", "not shown by jdwpmux (no figure)".into()));
+    let rule = format!("end <= level x {REPLAY_FACTOR} + {} KiB; most <= limit + {} KiB", REPLAY_SLACK / 1024, REPLAY_BEYOND / 1024);
+    let le = replay_level_and_end(&r.replay, sp.warmup);
+    let cell = le.map_or("-".into(), |(l, e)| format!("{} at {:.0} s / {} at {:.0} s; most {} (limit {})", l.held, l.at.as_secs_f64(), e.held, e.at.as_secs_f64(), e.most, e.limit));
+    t.push(Row::proxy_only("soak-far: serve's replay buffer, bytes held unacknowledged: level after warm-up / end; most held", cell).judged(String::new(), &rule, le.map(|(l, e)| replay_flat(&l, &e) == (true, true))));
+    let series: Vec<String> = r.replay.iter().map(|x| x.held.to_string()).collect();
+    t.push(Row::proxy_only("soak-far: serve's replay buffer, bytes held at each sample", series.join(", ")));
+    t.push(Row::proxy_only("soak-far: the far side's replay buffer", "not shown by jdwpmux (no figure reaches the near side)".into()));
     exec::rows(t, &r.exec, sp.warmup);
 }

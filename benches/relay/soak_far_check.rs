@@ -1,8 +1,8 @@
 //! The far-side soak's pure parts: the schedule of what is done to the sessions (link cuts, a
 //! second debugger, the far side killed, the exec into the container killed, samples), the
-//! app's log as read so far, one stop
-//! as the IDE printed it and its check against that log, and whether memory and open files
-//! stayed flat.
+//! app's log as read so far, one stop as the IDE printed it and its check against that log,
+//! whether memory and open files stayed flat, and the near side's replay buffer as `stats
+//! --json` shows it and whether it stayed flat and within its bound.
 
 use std::time::Duration;
 
@@ -238,6 +238,53 @@ pub fn level_and_end(samples: &[Mem], warmup: Duration) -> Option<(Mem, Mem)> {
 pub fn flat(level: &Mem, end: &Mem) -> (bool, bool) {
     let rss = end.rss_kib as f64 <= level.rss_kib as f64 * RSS_FACTOR + RSS_SLACK_KIB as f64;
     (rss, end.fds <= level.fds + FD_SLACK)
+}
+
+/// The near side's replay buffer for one far link at one moment of the run (`stats --json`:
+/// `links[].replay`, bytes as on the link).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replay {
+    pub at: Duration,
+    /// Held unacknowledged at the sample.
+    pub held: u64,
+    /// The most held at once since the link started.
+    pub most: u64,
+    /// The bytes held past which the VM connections' writes wait.
+    pub limit: u64,
+}
+
+/// Flat: the bytes held at the end no more than this many times the level after the
+/// warm-up, ...
+pub const REPLAY_FACTOR: u64 = 2;
+/// ... plus this (a few frames in flight to the far side at the moment of a sample: the
+/// link's delay is 25 ms each way and acks come within 20 ms of a frame).
+pub const REPLAY_SLACK: u64 = 256 * 1024;
+/// Past the limit only Open and Close frames go (`Outbound::push_beyond`, a few dozen bytes
+/// each, one per VM session's channel): the most held is within the limit plus this.
+pub const REPLAY_BEYOND: u64 = 64 * 1024;
+
+/// The replay figures of the far link to `host` in a `stats --json` report.
+pub fn replay_of(report: &serde_json::Value, host: &str, at: Duration) -> Option<Replay> {
+    let link = report.get("links")?.as_array()?.iter().find(|l| l.get("host").and_then(|h| h.as_str()) == Some(host))?;
+    let r = link.get("replay")?;
+    let n = |k: &str| r.get(k).and_then(serde_json::Value::as_u64);
+    Some(Replay { at, held: n("held_bytes")?, most: n("most_bytes")?, limit: n("limit_bytes")? })
+}
+
+/// The level (the first sample at least `warmup` into the run, else the first) and the end
+/// (the last sample).
+pub fn replay_level_and_end(samples: &[Replay], warmup: Duration) -> Option<(Replay, Replay)> {
+    let end = *samples.last()?;
+    let level = samples.iter().find(|r| r.at >= warmup).or(samples.first()).copied()?;
+    Some((level, end))
+}
+
+/// Whether the buffer stayed flat and bounded: held at the end <= level x 2 + 256 KiB (no
+/// growth over the run), and the most it ever held (the last sample's mark, kept since the
+/// link started) within the limit plus what may go past it.
+pub fn replay_flat(level: &Replay, end: &Replay) -> (bool, bool) {
+    let flat = end.held <= level.held.saturating_mul(REPLAY_FACTOR).saturating_add(REPLAY_SLACK);
+    (flat, end.most <= end.limit.saturating_add(REPLAY_BEYOND))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The far-side soak's schedule, its reading of the app's log and of a stop, each stop's
-//! check and the flatness rule.
+//! check, the flatness rule, and the replay buffer's reading and rule.
 
 use super::*;
 
@@ -138,4 +138,33 @@ fn flat_after_the_warm_up_by_the_rule() {
     assert_eq!((level.pid, level.at, end.rss_kib), (8, s(90), 12 * 1024));
     assert_eq!(flat(&level, &end), (true, true));
     assert_eq!(level_and_end(&[], s(60)), None);
+}
+
+#[test]
+fn the_replay_buffer_is_read_from_stats() {
+    let report = serde_json::json!({"vms": [], "links": [
+        {"host": "other", "replay": {"held_bytes": 9, "held_frames": 1, "most_bytes": 9, "most_frames": 1, "limit_bytes": 100}},
+        {"host": "soakfar-link", "sent": {"frames": 3}, "replay": {"held_bytes": 4114, "held_frames": 2, "most_bytes": 70000, "most_frames": 9, "limit_bytes": 8388608}}
+    ]});
+    assert_eq!(replay_of(&report, "soakfar-link", s(30)), Some(Replay { at: s(30), held: 4114, most: 70_000, limit: 8 << 20 }));
+    assert_eq!(replay_of(&report, "nowhere", s(30)), None);
+    let old = serde_json::json!({"vms": [], "links": [{"host": "soakfar-link", "sent": {"frames": 3}}]});
+    assert_eq!(replay_of(&old, "soakfar-link", s(30)), None, "a daemon without the figure gives none, not 0");
+    assert_eq!(replay_of(&serde_json::json!({"vms": []}), "soakfar-link", s(30)), None);
+}
+
+#[test]
+fn the_replay_buffer_flat_and_bounded_by_the_rule() {
+    let r = |at: u64, held: u64, most: u64| Replay { at: s(at), held, most, limit: 8 << 20 };
+    let run = [r(30, 0, 70_000), r(60, 2_000, 900_000), r(90, 0, 900_000), r(180, 260_000, 2_000_000)];
+    let (level, end) = replay_level_and_end(&run, s(60)).unwrap();
+    assert_eq!((level.at, end.at), (s(60), s(180)));
+    assert_eq!(replay_flat(&level, &end), (true, true), "260,000 <= 2,000 x 2 + 262,144; 2,000,000 <= 8 MiB + 64 KiB");
+    assert!(!replay_flat(&level, &r(180, 270_000, 0)).0, "held grew past the rule");
+    assert_eq!(replay_flat(&r(30, 0, 0), &r(180, REPLAY_SLACK, 0)), (true, true), "an idle level: the slack alone");
+    assert!(replay_flat(&r(30, 0, 0), &r(180, 0, (8 << 20) + REPLAY_BEYOND)).1, "at the bound");
+    assert!(!replay_flat(&r(30, 0, 0), &r(180, 0, (8 << 20) + REPLAY_BEYOND + 1)).1, "past the protocol's bound");
+    let early = [r(10, 5, 5), r(20, 6, 6)];
+    assert_eq!(replay_level_and_end(&early, s(60)).map(|(l, _)| l.at), Some(s(10)), "no sample after the warm-up: the first");
+    assert_eq!(replay_level_and_end(&[], s(60)), None);
 }

@@ -1,6 +1,6 @@
 //! The daemon's side of `jdwpmux stats [VM]`: each session's traffic figures since it
 //! started, asked of the session itself (it owns them; nothing is shared or locked), and
-//! each far link's Data frames, as the link last published them (`NearLink::squeezed`). The
+//! each far link's Data frames, as the link last published them (`NearLink::figures`). The
 //! web monitor's traffic panel reads them through [`vm_report`] too, so both show the same
 //! figures.
 

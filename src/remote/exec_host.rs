@@ -96,7 +96,7 @@ async fn run_link(cfg: &HostConfig, spec: &ExecSpec, far: &FarChoice, report: &w
     let gone = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let dial = Arc::new(ExecDial { name: spec.name.clone(), argv: spec.with(&[path, "far", "--attach"]), tail: tail.clone(), ready: ready_tx, far_gone: gone.clone() });
     let nl = link::start(Dial::Exec(dial), link::Config { host: spec.name.clone(), hold_secs: far.hold_secs, gather: far.gather, ..link::Config::default() });
-    rows.put_link(&cfg.label, nl.squeezed());
+    rows.put_link(&cfg.label, nl.figures());
     let release = tokio::spawn(follow_release(nl.state(), report.clone(), cfg.label.clone()));
     let mut sockets = Sockets::new(nl.clone());
     let mut names = Names::default();

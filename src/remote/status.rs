@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use serde::{Deserialize, Serialize};
 
-use crate::remote::protocol::squeeze::LinkSqueeze;
+use crate::remote::protocol::figures::LinkFigures;
 
 /// What `list` shows of an up host whose scan found nothing to debug.
 pub const NO_JVM: &str = "no JVM with a JDWP agent";
@@ -104,14 +104,14 @@ impl HostRow {
     }
 }
 
-/// Every `--ssh` host's row, in the order they were given, and the Data frames of each far
-/// link (a host served through jdwpmux on it).
+/// Every `--ssh` host's row, in the order they were given, and the figures of each far link
+/// (a host served through jdwpmux on it): its Data frames and its replay buffer.
 #[derive(Debug, Default)]
 pub struct HostTable {
     rows: Mutex<Vec<HostRow>>,
     /// By host, in the order the links were made: what each link publishes
-    /// (`NearLink::squeezed`); the last figures stay after a link ends.
-    links: Mutex<Vec<(String, watch::Receiver<LinkSqueeze>)>>,
+    /// (`NearLink::figures`); the last figures stay after a link ends.
+    links: Mutex<Vec<(String, watch::Receiver<LinkFigures>)>>,
 }
 
 impl HostTable {
@@ -144,7 +144,7 @@ impl HostTable {
     }
 
     /// The far link of `host` is the one `counts` comes from (in place of one before).
-    pub fn put_link(&self, host: &str, counts: watch::Receiver<LinkSqueeze>) {
+    pub fn put_link(&self, host: &str, counts: watch::Receiver<LinkFigures>) {
         let Ok(mut links) = self.links.lock() else { return };
         match links.iter_mut().find(|(h, _)| h == host) {
             Some(l) => l.1 = counts,
@@ -152,8 +152,8 @@ impl HostTable {
         }
     }
 
-    /// Each far link's Data frames so far, by host.
-    pub fn links(&self) -> Vec<(String, LinkSqueeze)> {
+    /// Each far link's Data frames so far and its replay buffer, by host.
+    pub fn links(&self) -> Vec<(String, LinkFigures)> {
         self.links.lock().map(|l| l.iter().map(|(h, rx)| (h.clone(), *rx.borrow())).collect()).unwrap_or_default()
     }
 }
@@ -183,16 +183,17 @@ mod tests {
     fn a_hosts_link_figures_are_its_last_links() {
         let t = HostTable::default();
         assert!(t.links().is_empty());
-        let (tx, rx) = watch::channel(LinkSqueeze::default());
+        let (tx, rx) = watch::channel(LinkFigures::default());
         t.put_link("far", rx);
-        let mut c = LinkSqueeze::default();
-        c.received.data(40_000, Some(2_000));
+        let mut c = LinkFigures::default();
+        c.squeezed.received.data(40_000, Some(2_000));
+        c.replay.note(9_000, 3);
         tx.send_replace(c);
         drop(tx);
         assert_eq!(t.links(), [("far".to_string(), c)], "kept after the link ended");
-        let (_tx, rx) = watch::channel(LinkSqueeze::default());
+        let (_tx, rx) = watch::channel(LinkFigures::default());
         t.put_link("far", rx);
-        assert_eq!(t.links(), [("far".to_string(), LinkSqueeze::default())], "a new link in place of the old");
+        assert_eq!(t.links(), [("far".to_string(), LinkFigures::default())], "a new link in place of the old");
     }
 
     #[test]

@@ -289,12 +289,13 @@ mod tests {
 
     #[test]
     fn far_links_follow_the_vms() {
-        let mut s = crate::remote::protocol::squeeze::LinkSqueeze::default();
-        s.received.data(60_000, Some(3_000));
+        let mut s = crate::remote::protocol::figures::LinkFigures::default();
+        s.squeezed.received.data(60_000, Some(3_000));
         let r = StatsReport { vms: Vec::new(), links: vec![super::super::LinkReport::new("build-box", s)] };
         assert_eq!(
             r.to_text(),
-            "no VMs\n\nfar link to build-box: no data frames yet\nfar link from build-box: 1 of 1 data frames compressed, 60,000 bytes came as 3,000 (20.0x)\n"
+            "no VMs\n\nfar link to build-box: no data frames yet\nfar link from build-box: 1 of 1 data frames compressed, 60,000 bytes came as 3,000 (20.0x)\n\
+             far link replay to build-box: 0 bytes in 0 frames held unacknowledged, at most 0 bytes and 0 frames (limit 0 bytes)\n"
         );
         let json = serde_json::to_value(&r).expect("json");
         assert_eq!(json["links"][0]["received"]["wire_bytes"], 3_000);

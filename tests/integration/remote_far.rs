@@ -2,7 +2,8 @@
 //! jdwpmux is found at the same path as here (namespaces share the file system), a real JVM
 //! on the host's loopback. Through the far side, jdb breaks, steps and quits through the
 //! VM's local port and the app runs on; with no usable far side, `auto` says why in one line
-//! and the VM is reached through ssh forwards as before.
+//! and the VM is reached through ssh forwards as before. `stats` shows the near side's replay
+//! buffer for the link: bounded, and empty when idle.
 
 use crate::remote::{debug_once, one_vm, OneVm};
 
@@ -336,5 +337,48 @@ async fn remote_far_last_scan_is_the_far_sides_own() {
     }
     println!("LAST SCAN ages (ms): {ages:?}");
     assert!(ages.iter().all(|a| *a < 6_000), "{ages:?}");
+    drop(served);
+}
+
+/// `stats --json` shows the near side's replay buffer for the far link (what it sent and
+/// the far side has not acknowledged yet): after a debug session through it, the most held
+/// is above 0 (every command went through it) and within the resume limit, and with the
+/// link idle (the far side acknowledges within 20 ms) nothing is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_far_stats_shows_the_replay_buffer_bounded_and_empty_when_idle() {
+    use std::time::{Duration, Instant};
+    crate::need_test_hosts!();
+    let far = far_bin();
+    let OneVm { keys: _keys, host: _host, app, served, port } = one_vm("farreplay", &["--far", "always", "--far-path", &far.path]).await;
+    served.wait_log("using jdwpmux on farreplay").await;
+    debug_once(port, "Billing", &app).await;
+    let replay = || {
+        let (code, out, err) = served.run(&["stats", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let link = report["links"].as_array().and_then(|l| l.iter().find(|l| l["host"] == "farreplay")).cloned().unwrap_or_else(|| panic!("no far link to farreplay in stats: {out}"));
+        let r = link["replay"].clone();
+        let keys = ["held_bytes", "held_frames", "most_bytes", "most_frames", "limit_bytes"];
+        let n: Vec<u64> = keys.iter().map(|k| r[k].as_u64().unwrap_or_else(|| panic!("no whole number {k} in {link}"))).collect();
+        assert_eq!(r.as_object().map(|o| o.len()), Some(keys.len()), "{r}");
+        (n[0], n[1], n[2], n[3], n[4])
+    };
+    // The ack of the last frame comes within 20 ms; a sample may catch one in flight.
+    let end = Instant::now() + Duration::from_secs(10);
+    let (held, frames, most, most_frames, limit) = loop {
+        let r = replay();
+        if r.0 == 0 || Instant::now() > end {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!("replay buffer after a debug session: held {held} bytes in {frames} frames, most {most} bytes and {most_frames} frames, limit {limit}");
+    assert_eq!((held, frames), (0, 0), "idle and acknowledged: nothing held");
+    assert!(most > 0 && most_frames > 0, "the session's commands were held until acknowledged: {most} bytes, {most_frames} frames");
+    assert!(limit >= 1 << 20 && most <= limit + 64 * 1024, "the most held ({most}) within the limit ({limit}) and the few Opens and Closes past it");
+    let (code, text, err) = served.run(&["stats"]);
+    assert_eq!(code, 0, "{err}");
+    let line = text.lines().find(|l| l.starts_with("far link replay to farreplay: ")).unwrap_or_else(|| panic!("no replay line: {text}"));
+    assert!(line.contains(" 0 bytes in 0 frames held unacknowledged, at most "), "{line}");
     drop(served);
 }

@@ -127,8 +127,9 @@ pub struct NearLink {
     pub(super) cmds: mpsc::Sender<Cmd>,
     pub(super) vms: watch::Receiver<Vec<VmInfo>>,
     pub(super) state: watch::Receiver<LinkState>,
-    /// The Data frames the link carried each way, over all its connections.
-    pub(super) squeezed: watch::Receiver<crate::remote::protocol::squeeze::LinkSqueeze>,
+    /// The Data frames the link carried each way, over all its connections, and its replay
+    /// buffer.
+    pub(super) figures: watch::Receiver<crate::remote::protocol::figures::LinkFigures>,
 }
 
 impl NearLink {
@@ -141,10 +142,11 @@ impl NearLink {
         self.state.clone()
     }
 
-    /// The Data frames the link sent and received so far, and of them those compressed
-    /// (what `jdwpmux stats` shows of the host); the last figures stay after the link ends.
-    pub fn squeezed(&self) -> watch::Receiver<crate::remote::protocol::squeeze::LinkSqueeze> {
-        self.squeezed.clone()
+    /// The Data frames the link sent and received so far, and of them those compressed, and
+    /// what it holds unacknowledged for a replay, now and at most (what `jdwpmux stats` shows
+    /// of the host); the last figures stay after the link ends.
+    pub fn figures(&self) -> watch::Receiver<crate::remote::protocol::figures::LinkFigures> {
+        self.figures.clone()
     }
 
     /// A connection to the far side's VM `vm` (a key from its list): the ends of a channel

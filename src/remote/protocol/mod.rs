@@ -9,6 +9,8 @@
 //!   (`fuzzing::farlink`).
 //! - [`squeeze`]: big Data frames compressed when that makes them smaller (protocol 5),
 //!   inflated under a bound. Pure.
+//! - [`figures`]: what a near link reports of itself (`stats`): Data frames each way and its
+//!   replay buffer, now and the most held. Pure.
 //! - [`liveness`]: when a side Pings, and when it takes a silent connection for dead. Pure.
 //! - [`hello`]: the versions both sides speak, and what a near side's Hello gets from the
 //!   far side (new session, resumed, taken over, refused). Pure, table-tested.
@@ -94,6 +96,7 @@
 //!   A frame the decoder would refuse, the encoder refuses too and writes nothing.
 
 pub mod codec;
+pub mod figures;
 pub mod frame;
 pub mod hello;
 pub mod liveness;

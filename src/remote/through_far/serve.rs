@@ -133,7 +133,7 @@ pub(super) async fn serve_host(cfg: &HostConfig, far: &FarChoice, report: &watch
         }
         let (nl, mut sockets) = near.take().unwrap_or_else(|| {
             let nl = link::start(Dial::Unix(local.clone()), link::Config { host: cfg.label.clone(), hold_secs: far.hold_secs, gather: far.gather, take_over: far.take_over, ..link::Config::default() });
-            rows.put_link(&cfg.label, nl.squeezed());
+            rows.put_link(&cfg.label, nl.figures());
             // Ends with the link's task.
             tokio::spawn(follow_release(nl.state(), report.clone(), cfg.label.clone()));
             let sockets = Sockets::new(nl.clone());

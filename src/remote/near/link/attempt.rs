@@ -269,7 +269,7 @@ impl Task {
             let wr = self.wr.take();
             self.retire(r, wr.as_ref());
             // Published now, with no connection up: the goodbye's own write is no Data.
-            self.publish_squeezed();
+            self.publish_figures();
             self.wr = wr;
         }
         if let Some(mut w) = self.wr.take() {

@@ -1,5 +1,7 @@
 //! The Data frames each connection carried, each way, and how many went compressed: summed
-//! over the link's connections for `NearLink::squeezed`, and said in the log when one ends.
+//! over the link's connections for `NearLink::figures`, and said in the log when one ends.
+//! With them the replay buffer (the resume table's unacknowledged frames) now, and the most
+//! it held since the link started (`protocol::figures::ReplayHeld`, a pure table).
 
 use tracing::info;
 
@@ -14,12 +16,15 @@ impl Task {
         say_squeezed(rd, wr);
     }
 
-    /// Every connection's Data frames so far, to `NearLink::squeezed`, when they changed.
-    pub(super) fn publish_squeezed(&mut self) {
-        let now = self.squeezed_before.plus(this_connection(self.rd.as_ref(), self.wr.as_ref()));
-        if now != self.squeezed_said {
-            self.squeezed_said = now;
-            self.squeezed_tx.send_replace(now);
+    /// Every connection's Data frames so far and the replay buffer, to `NearLink::figures`,
+    /// when they changed. Called at each turn of the task's loop, so the high-water mark sees
+    /// the level after every event the task handles (a stream's write, an open, what was read).
+    pub(super) fn publish_figures(&mut self) {
+        let squeezed = self.squeezed_before.plus(this_connection(self.rd.as_ref(), self.wr.as_ref()));
+        let replay_moved = self.figures_said.replay.note(self.resume.out.unacked_bytes(), self.resume.out.unacked_frames());
+        if replay_moved || squeezed != self.figures_said.squeezed {
+            self.figures_said.squeezed = squeezed;
+            self.figures_tx.send_replace(self.figures_said);
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The link's counts (Data frames each way; what a connection sent again), against a far side
-//! played by the test on a Unix socket.
+//! The link's counts (Data frames each way; what a connection sent again; the replay buffer),
+//! against a far side played by the test on a Unix socket.
 
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::remote::protocol::hello::PROTOCOL;
 use crate::remote::protocol::frame::{Body, Hello, OpenStatus, Role, SessionKey};
+use crate::remote::protocol::figures::{LinkFigures, ReplayHeld};
 use crate::remote::protocol::resume::{Outbound, Resume};
 use crate::remote::protocol::squeeze::{LinkSqueeze, SqueezeCount};
 use crate::remote::protocol::{FarCodec, Frame};
@@ -82,8 +83,12 @@ fn big(n: usize) -> Bytes {
     (0..n).map(|i| b"Lcom/example/Handler;"[i % 21] ^ (i / 4096) as u8).collect::<Vec<u8>>().into()
 }
 
-async fn squeezed_until(link: &NearLink, f: impl FnMut(&LinkSqueeze) -> bool) -> LinkSqueeze {
-    let mut rx = link.squeezed();
+async fn squeezed_until(link: &NearLink, mut f: impl FnMut(&LinkSqueeze) -> bool) -> LinkSqueeze {
+    figures_until(link, |l| f(&l.squeezed)).await.squeezed
+}
+
+async fn figures_until(link: &NearLink, f: impl FnMut(&LinkFigures) -> bool) -> LinkFigures {
+    let mut rx = link.figures();
     let got = *tokio::time::timeout(WAIT, rx.wait_for(f)).await.expect("the link counts").expect("the link runs");
     got
 }
@@ -95,7 +100,7 @@ async fn data_frames_are_counted_each_way_and_kept_across_a_cut() {
     let path = dir.path().join("far.sock");
     let listener = UnixListener::bind(&path).expect("bind");
     let link = start(Dial::Unix(path), Config::default());
-    assert_eq!(*link.squeezed().borrow(), LinkSqueeze::default());
+    assert_eq!(*link.figures().borrow(), LinkFigures { squeezed: LinkSqueeze::default(), replay: ReplayHeld::new(Config::default().limit) });
     let mut far = Far::accept(&listener).await;
 
     let opener = link.clone();
@@ -137,7 +142,7 @@ async fn data_frames_are_counted_each_way_and_kept_across_a_cut() {
     let mut state = link.state();
     let down = tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Down { .. }))).await.expect("the link sees the cut").expect("the link runs").clone();
     assert!(matches!(down, LinkState::Down { silent: false, .. }), "a stream that ended is no silence: {down:?}");
-    assert_eq!(*link.squeezed().borrow(), counts);
+    assert_eq!(link.figures().borrow().squeezed, counts);
     drop(ends);
     link.shutdown().await;
 }
@@ -228,5 +233,55 @@ async fn a_far_side_gone_quiet_is_lost_as_silence() {
         other => panic!("not lost as silence: {other:?}"),
     }
     drop(far);
+    link.shutdown().await;
+}
+
+/// What the far side has not acknowledged is held, shown now and as the most held; an Ack
+/// empties the buffer and the mark stays. What is written while the link is cut is held
+/// too, and the mark grows with it.
+#[tokio::test]
+async fn the_replay_buffer_is_shown_now_and_at_its_most() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("far.sock");
+    let listener = UnixListener::bind(&path).expect("bind");
+    let link = start(Dial::Unix(path), Config::default());
+    let mut far = Far::accept(&listener).await;
+    let opener = link.clone();
+    let open = tokio::spawn(async move { opener.open_channel(1).await });
+    let f = far.next_numbered().await;
+    let channel = f.channel;
+    // The Opened carries the ack of the Open: nothing is held after it.
+    let opened = far.resume.send(channel, Body::Opened { status: OpenStatus::Ok, text: String::new() }).expect("numbered");
+    far.write(&opened, false).await;
+    let ends = open.await.expect("joined").expect("the channel opens");
+    let open_cost = figures_until(&link, |l| l.replay.bytes == 0).await.replay.most_bytes;
+    assert!(open_cost > 0, "the Open was held until acknowledged");
+
+    // Two Data frames the far side reads and does not acknowledge: both held.
+    for n in [3_000, 5_000] {
+        ends.to_far().send(ends.data(Bytes::from(vec![7u8; n]))).await.expect("the link takes it");
+        far.next_numbered().await;
+    }
+    let held = figures_until(&link, |l| l.replay.frames == 2).await.replay;
+    assert!(held.bytes >= 8_000 && held.bytes < 8_200, "the two frames' bytes on the wire: {held:?}");
+    assert_eq!((held.most_bytes, held.most_frames, held.limit), (held.bytes, 2, Config::default().limit as u64));
+
+    // The far side's Ack: none held, the mark stays.
+    let ack = far.resume.link(Body::Ack);
+    far.write(&ack, false).await;
+    let acked = figures_until(&link, |l| l.replay.bytes == 0).await.replay;
+    assert_eq!((acked.frames, acked.most_bytes, acked.most_frames), (0, held.bytes, 2));
+
+    // A cut: what is written meanwhile is held for the replay.
+    drop(far);
+    let mut state = link.state();
+    tokio::time::timeout(WAIT, state.wait_for(|s| matches!(s, LinkState::Down { .. }))).await.expect("the link sees the cut").expect("the link runs");
+    for _ in 0..3 {
+        ends.to_far().send(ends.data(Bytes::from(vec![9u8; 4_000]))).await.expect("the link takes it");
+    }
+    let cut = figures_until(&link, |l| l.replay.frames == 3).await.replay;
+    assert!(cut.bytes > held.bytes && cut.most_bytes == cut.bytes && cut.most_frames == 3, "{cut:?}");
+    drop(ends);
     link.shutdown().await;
 }

@@ -21,7 +21,8 @@
 //!   cut, a session lost, taken over or refused, and the goodbye.
 //! - `frames`: the frames of a connection up: written, read and handled, and each
 //!   channel's Data on to its user.
-//! - `counting`: the Data frames each connection carried, and how many compressed.
+//! - `counting`: the Data frames each connection carried, and how many compressed; the
+//!   replay buffer's level and high-water mark.
 
 mod attempt;
 mod counting;
@@ -45,6 +46,7 @@ use super::channels::Channels;
 use super::timing::{release_after, Backoff, Beat, Liveness};
 use crate::remote::protocol::frame::{Body, SessionKey, VmInfo, HEADER_LEN, MAX_DATA};
 use crate::remote::protocol::resume::{AckTimer, Outbound, Resume};
+use crate::remote::protocol::figures::{LinkFigures, ReplayHeld};
 use crate::remote::protocol::squeeze::{LinkSqueeze, SqueezeCount};
 use frames::{has_room, read_some, write_some, Stalled};
 
@@ -70,7 +72,7 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
     let (cmds_tx, cmds) = mpsc::channel(COMMANDS_QUEUE);
     let (vms_tx, vms) = watch::channel(Vec::new());
     let (state_tx, state) = watch::channel(LinkState::Connecting);
-    let (squeezed_tx, squeezed) = watch::channel(LinkSqueeze::default());
+    let (figures_tx, figures) = watch::channel(LinkFigures { replay: ReplayHeld::new(cfg.limit), ..LinkFigures::default() });
     let (from_streams_tx, from_streams) = mpsc::channel(FROM_STREAMS_QUEUE);
     let span = tracing::info_span!("nearlink", far = %dial);
     let task = Task {
@@ -100,11 +102,11 @@ pub fn start(dial: Dial, cfg: Config) -> NearLink {
         vms_tx,
         state_tx,
         squeezed_before: LinkSqueeze::default(),
-        squeezed_said: LinkSqueeze::default(),
-        squeezed_tx,
+        figures_said: *figures.borrow(),
+        figures_tx,
     };
     tokio::spawn(task.run().instrument(span));
-    NearLink { cmds: cmds_tx, vms, state, squeezed }
+    NearLink { cmds: cmds_tx, vms, state, figures }
 }
 
 struct ReadSide {
@@ -165,16 +167,18 @@ struct Task {
     /// The Data frames of the connections that ended, each way (the one up counts in its
     /// `ReadSide` and `WriteSide`).
     squeezed_before: LinkSqueeze,
-    /// What `squeezed_tx` holds: the sum is published only when it changed.
-    squeezed_said: LinkSqueeze,
-    /// Every connection's Data frames so far, for `jdwpmux stats` (`NearLink::squeezed`).
-    squeezed_tx: watch::Sender<LinkSqueeze>,
+    /// What `figures_tx` holds: the figures are published only when they changed; its
+    /// `replay` is the replay buffer's high-water table, kept over the link's sessions.
+    figures_said: LinkFigures,
+    /// Every connection's Data frames so far and the replay buffer, for `jdwpmux stats`
+    /// (`NearLink::figures`).
+    figures_tx: watch::Sender<LinkFigures>,
 }
 
 impl Task {
     async fn run(mut self) {
         loop {
-            self.publish_squeezed();
+            self.publish_figures();
             if self.rd.is_none() && self.retry_at.is_some_and(|t| t <= Instant::now()) {
                 if let Some(text) = self.connect().await {
                     return self.refused(text);
