@@ -25,11 +25,12 @@ use crate::remote::stop_answers::inband;
 use crate::remote::stop_answers::plan::Limits;
 use crate::remote::stop_answers::relay::{Out, Relay};
 
-/// What is read at a local stop: the frames and values an IDE's views show, no threads
-/// view. Locally every command the plan sends costs the debuggee's agent CPU and saves the
-/// debugger only the proxy's hop, so only what every IDE asks at every stop is read; the
-/// threads view (tens of commands, asked by some IDEs only) goes to the VM when asked.
-pub const LOCAL_LIMITS: Limits = Limits { commands: 48, bytes: 256 * 1024, top_frames: 1, threads: 0, absent: true };
+/// What is read at a local stop: the stopped thread's name, status, frame count and
+/// frames, and the top frame's visible locals, what every IDE asks at every stop. Locally
+/// every command the plan sends costs the debuggee's agent CPU and saves the debugger only
+/// the proxy's hop, so the objects (`this`, fields, statics, strings, arrays) and the
+/// threads view, asked by some IDEs only and tens of commands, go to the VM when asked.
+pub const LOCAL_LIMITS: Limits = Limits { commands: 48, bytes: 256 * 1024, top_frames: 1, threads: 0, absent: true, objects: false };
 
 /// The relay of one VM connection the session reaches itself.
 pub(super) struct LocalStops {
