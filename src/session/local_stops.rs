@@ -3,8 +3,8 @@
 //! run here between the session and its own VM socket. One layer serves both places: the
 //! same plan, the same holds, the same answers, judged by the same store (`near_layer`).
 //!
-//! Everything the session writes to the VM goes through [`LocalStops::to_vm`]; everything
-//! read from the VM through [`LocalStops::from_vm`] before the session's decoder sees it.
+//! Everything the session writes to the VM goes through [`LocalStops::session_wrote`]; everything
+//! read from the VM through [`LocalStops::vm_sent`] before the session's decoder sees it.
 //! The relay's own commands go to the VM between the session's packets, under ids the
 //! session never hands out (`remote::stop_answers::FAR_IDS`), and their replies never reach
 //! the session. A stop's answers come to the session as the far side sends them, their
@@ -51,13 +51,13 @@ impl LocalStops {
     }
 
     /// Bytes the session writes to the VM (whole packets or a streamed one's pieces).
-    pub fn to_vm(&mut self, bytes: &[u8], vm_out: &mut BytesMut) {
+    pub fn session_wrote(&mut self, bytes: &[u8], vm_out: &mut BytesMut) {
         let outs = self.relay.from_near(bytes, Instant::now());
         apply(&mut self.relay, outs, vm_out, &mut self.pending);
     }
 
     /// Bytes read from the VM: what the session's decoder is to read goes into `input`.
-    pub fn from_vm(&mut self, bytes: &[u8], vm_out: &mut BytesMut, input: &mut BytesMut) {
+    pub fn vm_sent(&mut self, bytes: &[u8], vm_out: &mut BytesMut, input: &mut BytesMut) {
         input.extend_from_slice(&self.pending.split());
         let outs = self.relay.from_vm(bytes, Instant::now());
         apply(&mut self.relay, outs, vm_out, input);

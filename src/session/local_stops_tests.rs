@@ -34,16 +34,16 @@ impl Wire {
             }
         }
         if !replies.is_empty() {
-            self.stops.from_vm(&replies, &mut self.vm_out, &mut self.input);
+            self.stops.vm_sent(&replies, &mut self.vm_out, &mut self.input);
         }
     }
 
     fn vm(&mut self, b: &[u8]) {
-        self.stops.from_vm(b, &mut self.vm_out, &mut self.input);
+        self.stops.vm_sent(b, &mut self.vm_out, &mut self.input);
     }
 
     fn session(&mut self, b: &[u8]) {
-        self.stops.to_vm(b, &mut self.vm_out);
+        self.stops.session_wrote(b, &mut self.vm_out);
         self.stops.take_pending(&mut self.input);
     }
 

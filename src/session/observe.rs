@@ -137,7 +137,7 @@ impl Session {
             }
         }
         match self.vm.stops.as_mut() {
-            Some(stops) => stops.to_vm(bytes, &mut self.vm.out),
+            Some(stops) => stops.session_wrote(bytes, &mut self.vm.out),
             None => self.vm.out.extend_from_slice(bytes),
         }
     }

@@ -62,7 +62,7 @@ impl Session {
         let mut raw = bytes::BytesMut::new();
         if let Some(stops) = self.vm.stops.as_mut() {
             let after_handshake = input.split();
-            stops.from_vm(&after_handshake, &mut self.vm.out, &mut input);
+            stops.vm_sent(&after_handshake, &mut self.vm.out, &mut input);
         }
         self.start_identify();
         let vm_fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
@@ -151,7 +151,7 @@ impl Session {
                 }
                 Event::Read(Ok(n)) => {
                     if let Some(stops) = self.vm.stops.as_mut() {
-                        stops.from_vm(&raw, &mut self.vm.out, &mut input);
+                        stops.vm_sent(&raw, &mut self.vm.out, &mut input);
                         raw.clear();
                     }
                     if pacing.after_read(n, offered) {
