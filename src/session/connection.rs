@@ -61,6 +61,9 @@ pub(super) struct Connection {
     /// The VM's client state, as DDM says it.
     pub ddm_state: crate::ddm::ClientData,
     pub threads_on: bool,
+    /// The relay that reads a stop's answers, on a connection to a VM the session reaches
+    /// itself that answers near (`local_stops`); every byte to and from the VM passes it.
+    pub stops: Option<super::local_stops::LocalStops>,
 }
 
 impl Default for Connection {
@@ -85,6 +88,7 @@ impl Default for Connection {
             tap: None,
             ddm_state: Default::default(),
             threads_on: false,
+            stops: None,
         }
     }
 }

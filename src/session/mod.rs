@@ -37,6 +37,8 @@
 //!   what is kept back, leaving), made fresh on each connect.
 //! - `near_layer`: the near answers behind one interface (the cache, a stop's gathered
 //!   answers, early answers): answer near, or forward; what was written and read.
+//! - `local_stops`: a stop's answers read for a VM the session reaches itself, by the far
+//!   side's relay (`remote::stop_answers::relay`) run between the session and its VM socket.
 //! - `debugger_io`: one attached debugger's socket, served by the session task.
 //! - `debuggers`: the attached debuggers, in arrival order, and what the session knows of each.
 //! - `vm_reads`: how much to read from the VM at a time, and when to let others run.
@@ -97,6 +99,7 @@ mod held_events;
 mod leaving;
 mod connection;
 mod near_layer;
+mod local_stops;
 mod debugger_io;
 mod debuggers;
 mod vm_reads;

@@ -32,6 +32,14 @@ impl Session {
         }
     }
 
+    /// Whether this connection reads a stop's answers itself (`local_stops`): it answers
+    /// near and reaches its VM without a far side or a forward (a local JVM, one in a
+    /// container's namespace), and the VM is not known to be Android (ART loads its full
+    /// agent on the first non-DDM packet; the relay asks the id sizes at once).
+    pub(super) fn local_stops_wanted(&self) -> bool {
+        self.near.on() && self.ssh_host().is_none() && self.known_android().is_none()
+    }
+
     /// Identification: asks the VM for ClassUnload events so answers about types may be kept,
     /// and the VM facts every debugger asks at attach beside Version and IDSizes (each a
     /// round trip over a link otherwise). Not on a VM known to be Android: ART loads its

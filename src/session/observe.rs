@@ -136,7 +136,10 @@ impl Session {
                 t.packet(crate::capture::Direction::ToServer, bytes, orig_id);
             }
         }
-        self.vm.out.extend_from_slice(bytes);
+        match self.vm.stops.as_mut() {
+            Some(stops) => stops.session_wrote(bytes, &mut self.vm.out),
+            None => self.vm.out.extend_from_slice(bytes),
+        }
     }
 
     /// Captures and logs a frame read from the VM, with the requester's id and the latency

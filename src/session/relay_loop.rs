@@ -33,6 +33,9 @@ impl Session {
         self.held.clear();
         let near = self.near_cache_wanted();
         self.near.new_connection(near);
+        if self.local_stops_wanted() {
+            self.vm.stops = Some(super::local_stops::LocalStops::start(super::local_stops::LOCAL_LIMITS, &mut self.vm.out));
+        }
         for w in &mut self.thread_watchers {
             w.restart();
         }
@@ -54,6 +57,12 @@ impl Session {
         });
         for p in early {
             self.on_vm_packet(p).await;
+        }
+        // What came after the handshake goes through the stop relay like every later read.
+        let mut raw = bytes::BytesMut::new();
+        if let Some(stops) = self.vm.stops.as_mut() {
+            let after_handshake = input.split();
+            stops.vm_sent(&after_handshake, &mut self.vm.out, &mut input);
         }
         self.start_identify();
         let vm_fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
@@ -79,6 +88,9 @@ impl Session {
                         }
                         self.on_vm_frame(frame).await
                     }
+                    // The stop relay may have let bytes go as the session wrote (a stop's
+                    // reading ended by what it wrote, or its deadline): read them too.
+                    Ok(None) if self.vm.stops.as_mut().is_some_and(|s| s.take_pending(&mut input)) => continue,
                     Ok(None) => break,
                     Err(e) => return self.lost(format!("bad packet from the VM: {e}")).await,
                 }
@@ -108,8 +120,10 @@ impl Session {
                     return Ended::Shutdown;
                 }
             }
-            input.reserve(pacing.size_for(self.vm.codec.body_left()));
-            let offered = input.capacity() - input.len();
+            // With the stop relay, reads land in `raw` and reach `input` through it.
+            let target = if self.vm.stops.is_some() { &mut raw } else { &mut input };
+            target.reserve(pacing.size_for(self.vm.codec.body_left()));
+            let offered = target.capacity() - target.len();
             let taking_debugger = self.vm.out.len() < OUT_HIGH_WATER;
             // A debugger that reads slowly holds the VM back (bounded by its stall timeout).
             let reading_vm = self.debuggers.max_queued() < DEBUGGER_HIGH_WATER;
@@ -120,7 +134,7 @@ impl Session {
             }
             let rx = &mut self.rx;
             let event = tokio::select! {
-                r = poll_fn(|cx| vm_gate.poll(cx, |cx| tokio_util::io::poll_read_buf(std::pin::Pin::new(&mut rd), cx, &mut input))), if reading_vm => Event::Read(r),
+                r = poll_fn(|cx| vm_gate.poll(cx, |cx| tokio_util::io::poll_read_buf(std::pin::Pin::new(&mut rd), cx, &mut *target))), if reading_vm => Event::Read(r),
                 r = wr.write_buf(&mut self.vm.out), if !self.vm.out.is_empty() => Event::Wrote(r),
                 (conn, e) = self.debuggers.next_event(taking_debugger) => Event::Debugger(conn, e),
                 m = poll_fn(|cx| control_gate.poll(cx, |cx| rx.poll_recv(cx))) => Event::Control(m),
@@ -136,6 +150,10 @@ impl Session {
                     return self.lost(why).await;
                 }
                 Event::Read(Ok(n)) => {
+                    if let Some(stops) = self.vm.stops.as_mut() {
+                        stops.vm_sent(&raw, &mut self.vm.out, &mut input);
+                        raw.clear();
+                    }
                     if pacing.after_read(n, offered) {
                         tokio::task::yield_now().await;
                     }
@@ -145,7 +163,12 @@ impl Session {
                 Event::Wrote(Err(e)) => return self.lost(format!("write to the VM failed: {e}")).await,
                 Event::Debugger(conn, e) => self.on_debugger_event(conn, e).await,
                 Event::Control(m) => self.on_control(m),
-                Event::Tick => self.on_tick().await,
+                Event::Tick => {
+                    if let Some(stops) = self.vm.stops.as_mut() {
+                        stops.tick(std::time::Instant::now(), &mut self.vm.out);
+                    }
+                    self.on_tick().await
+                }
                 Event::Cancel => {
                     // Detach cleanly (DBGD and the clean-up on a DDM-aware VM), bounded so a
                     // silent VM never holds the daemon's exit.
@@ -204,6 +227,7 @@ impl Session {
             || self.held.unlogged()
             || self.debuggers.max_queued() >= DEBUGGER_HIGH_WATER
             || self.vm.upstream.is_some()
+            || self.vm.stops.as_ref().is_some_and(|s| s.holding())
     }
 }
 

@@ -221,7 +221,8 @@ async fn jdb_steps(port: u16) -> String {
 
 /// An IDE-shaped JDI session and jdb stepping through the proxy with the near cache on for
 /// a local VM (`java`): Resume, the step requests' Sets and their Clears are answered early,
-/// and each prints exactly what it prints directly.
+/// each stop's frames and values from what the session read at the stop, and each prints
+/// exactly what it prints directly.
 async fn stepping_with_early_answers_sees_what_it_sees_directly(java: &Path) {
     let app = JavaApp::launch(java, &[("Ledger.java", LEDGER_JAVA)], "Ledger", &[], false).await.expect("start the JVM");
     app.wait_for_output("Ledger started", SLOW).await.expect("Ledger started");
@@ -246,6 +247,9 @@ async fn stepping_with_early_answers_sees_what_it_sees_directly(java: &Path) {
     // Every step: its Set and Clear, and under SUSPEND_ALL its Resume.
     assert!(n.early >= 2 * u64::from(STEPS), "{n:?}");
     assert_eq!(n.early_differed, 0, "{n:?}");
+    // A local VM's stops are read by the session's own relay: frames and values come from
+    // there, and what was printed above is the same as directly.
+    assert!(n.gathered >= u64::from(STEPS), "{n:?}");
     proxy.stop().await;
 }
 

@@ -181,7 +181,7 @@ fn sorted(keys: &[Key]) -> Vec<Key> {
 }
 
 fn big() -> Limits {
-    Limits { commands: 1000, bytes: 1 << 20, top_frames: 1, threads: 0, absent: false }
+    Limits { commands: 1000, bytes: 1 << 20, top_frames: 1, threads: 0, absent: false, objects: true }
 }
 
 #[test]
@@ -278,7 +278,7 @@ proptest! {
     ) {
         let vm = Vm::new(CLASS_TAG, THIS);
         let (mut p, mut f) = (picks.iter().cycle(), refused.iter().cycle());
-        let limits = Limits { commands, bytes, top_frames: 1, threads: 0, absent: false };
+        let limits = Limits { commands, bytes, top_frames: 1, threads: 0, absent: false, objects: true };
         let (all, plan) = run(&vm, limits, |_| *p.next().unwrap(), |_| *f.next().unwrap());
         prop_assert!(all.len() <= commands);
         prop_assert_eq!(sorted(&all).len(), all.len());

@@ -240,7 +240,7 @@ fn only_successful_replies_are_kept_and_each_position_counts_once() {
 
 #[test]
 fn a_plan_stays_within_its_command_and_byte_bounds() {
-    let limits = Limits { commands: 6, bytes: 10, top_frames: 1, threads: 0, absent: false };
+    let limits = Limits { commands: 6, bytes: 10, top_frames: 1, threads: 0, absent: false, objects: true };
     let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), limits).unwrap();
     assert_eq!(first.len(), 5);
     let next = reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
@@ -284,7 +284,7 @@ proptest! {
         commands in 1usize..40,
         bytes in 0usize..400,
     ) {
-        let limits = Limits { commands, bytes, top_frames: top, threads: 0, absent: false };
+        let limits = Limits { commands, bytes, top_frames: top, threads: 0, absent: false, objects: true };
         let (mut plan, first) = stop(&composite(suspend::EVENT_THREAD, kind::BREAKPOINT, THREAD), limits).unwrap();
         let mut pending: Vec<usize> = (0..first.len()).collect();
         let mut script = replies.into_iter();
@@ -430,4 +430,26 @@ proptest! {
         let _ = parse_methods_with_code(&d, &S8);
         let _ = parse_lookup(&d, &S8);
     }
+}
+
+/// Without objects (a VM on this machine): the frames lead to the top frame's variable
+/// table alone, its visible locals to one GetValues of all of them, and their values to
+/// nothing (no strings, no arrays); nothing of `this` or the statics is asked.
+#[test]
+fn without_objects_a_stop_reads_the_frames_and_the_top_frames_locals_together_only() {
+    let lean = Limits { objects: false, ..frames_only() };
+    let (mut plan, first) = stop(&composite(suspend::ALL, kind::BREAKPOINT, THREAD), lean).unwrap();
+    assert_eq!(first.len(), 5, "name, status, frame count and both frames requests: {first:?}");
+    let next = reply(&mut plan, 3, 0, &frames_reply(&[(0xF1, 0x30, 0x40, 5)]));
+    assert_eq!(next, vec![Key::new(6, 5, cat(&[&0x30u64.to_be_bytes(), &0x40u64.to_be_bytes()]))]);
+    let table = var_table(&[(0, "n", "I", 20, 2), (0, "s", "Ljava/lang/String;", 20, 1)]);
+    let next = reply(&mut plan, 5, 0, &table);
+    assert_eq!(next.len(), 1, "all the locals together: {next:?}");
+    assert_eq!((next[0].set, next[0].cmd), (16, 1));
+    let values = cat(&[&2u32.to_be_bytes(), b"s", &0x99u64.to_be_bytes(), b"I", &7u32.to_be_bytes()]);
+    assert!(reply(&mut plan, 6, 0, &values).is_empty(), "a string's value is not read");
+    for n in [0, 1, 2, 4] {
+        reply(&mut plan, n, 0, &[0, 0, 0, 1]);
+    }
+    assert!(plan.done());
 }

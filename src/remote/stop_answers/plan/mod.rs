@@ -97,6 +97,12 @@ pub struct Limits {
     /// Whether ABSENT_INFORMATION answers the near cache keeps are sent too (a near side of
     /// far-link protocol 6 reads them).
     pub absent: bool,
+    /// Whether the objects a stop shows are read: `this` and its fields, the statics, the
+    /// strings and arrays the values name, and each visible local alone. Without them a stop
+    /// reads the thread's frames and the top frame's locals together, what every IDE asks
+    /// at every stop (for a VM on this machine, where a read ahead costs the debuggee's
+    /// agent more than the round trip it saves).
+    pub objects: bool,
 }
 
 /// Threads the threads view reads at a stop, by default: an application server's pools
@@ -106,7 +112,7 @@ pub const THREADS_VIEW: usize = 64;
 impl Default for Limits {
     fn default() -> Self {
         // The frames and values take up to 48 commands; the threads view 1 + 4 per thread.
-        Limits { commands: 48 + 1 + 4 * THREADS_VIEW, bytes: 256 * 1024, top_frames: 1, threads: THREADS_VIEW, absent: false }
+        Limits { commands: 48 + 1 + 4 * THREADS_VIEW, bytes: 256 * 1024, top_frames: 1, threads: THREADS_VIEW, absent: false, objects: true }
     }
 }
 

@@ -41,15 +41,17 @@ impl Plan {
                 self.frames = frames.into_iter().take(self.limits.top_frames).collect();
                 for i in 0..self.frames.len() {
                     let f = self.frames[i];
-                    let mut this = self.thread_data();
-                    put_id(&mut this, f.id, self.sizes.frame);
-                    self.issue(&mut next, Key::new(16, 3, this), Step::ThisObject(i), known);
+                    if self.limits.objects {
+                        let mut this = self.thread_data();
+                        put_id(&mut this, f.id, self.sizes.frame);
+                        self.issue(&mut next, Key::new(16, 3, this), Step::ThisObject(i), known);
+                    }
                     let mut method = Vec::new();
                     put_id(&mut method, f.class, self.sizes.reference_type);
                     put_id(&mut method, f.method, self.sizes.method);
                     self.issue(&mut next, Key::new(6, 5, method), Step::VariableTable(i), known);
                 }
-                if let Some(top) = self.frames.first().copied() {
+                if let Some(top) = self.frames.first().copied().filter(|_| self.limits.objects) {
                     self.statics = Some(top.class);
                     self.want_class(&mut next, top.class, top.type_tag, known);
                 }
@@ -81,6 +83,7 @@ impl Plan {
                 }
                 self.read_fields(&mut next, known);
             }
+            Step::Values if !self.limits.objects => {}
             Step::Values => {
                 let Some(values) = values::parse_values(data, &self.sizes) else { return next };
                 for v in values {
@@ -133,7 +136,8 @@ impl Plan {
                 self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, &visible)), Step::Values, known);
                 // One local alone is the same command as all of them. Their values are the
                 // ones read just before: their strings and arrays are asked for once.
-                for v in visible.iter().filter(|_| visible.len() > 1) {
+                let each = visible.len() > 1 && self.limits.objects;
+                for v in visible.iter().filter(|_| each) {
                     self.issue(&mut next, Key::new(16, 1, get_values_data(&prefix, std::slice::from_ref(v))), Step::Plain, known);
                 }
             }

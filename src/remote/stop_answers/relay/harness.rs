@@ -8,18 +8,18 @@ use super::super::FAR_IDS;
 use crate::jdwp::handshake::HANDSHAKE;
 use crate::jdwp::packet::{Header, Packet};
 
-pub(super) const THREAD: u64 = 0x51;
+pub(crate) const THREAD: u64 = 0x51;
 
-pub(super) fn cmd(id: u32, set: u8, c: u8, data: &[u8]) -> Vec<u8> {
+pub(crate) fn cmd(id: u32, set: u8, c: u8, data: &[u8]) -> Vec<u8> {
     Packet::command(id, set, c, data).as_bytes().to_vec()
 }
 
-pub(super) fn reply(id: u32, data: &[u8]) -> Vec<u8> {
+pub(crate) fn reply(id: u32, data: &[u8]) -> Vec<u8> {
     Packet::reply(id, 0, data).as_bytes().to_vec()
 }
 
 /// Packets of a stream (no handshake), whole.
-pub(super) fn packets(mut b: &[u8]) -> Vec<Vec<u8>> {
+pub(crate) fn packets(mut b: &[u8]) -> Vec<Vec<u8>> {
     let mut v = Vec::new();
     while let Some(h) = Header::parse(b) {
         let len = h.length as usize;
@@ -30,7 +30,7 @@ pub(super) fn packets(mut b: &[u8]) -> Vec<Vec<u8>> {
     v
 }
 
-pub(super) fn stop_event(id: u32, policy: u8) -> Vec<u8> {
+pub(crate) fn stop_event(id: u32, policy: u8) -> Vec<u8> {
     let mut d = vec![policy, 0, 0, 0, 1, 2];
     d.extend_from_slice(&7u32.to_be_bytes());
     d.extend_from_slice(&THREAD.to_be_bytes());
@@ -41,7 +41,7 @@ pub(super) fn stop_event(id: u32, policy: u8) -> Vec<u8> {
 }
 
 /// What a HotSpot VM with 8-byte ids would answer to the commands the plan sends.
-pub(super) fn vm_answer(set: u8, c: u8) -> Vec<u8> {
+pub(crate) fn vm_answer(set: u8, c: u8) -> Vec<u8> {
     match (set, c) {
         (1, 7) => [8u32; 5].iter().flat_map(|s| s.to_be_bytes()).collect(),
         (11, 1) => b"\0\0\0\x04main".to_vec(),
@@ -68,15 +68,15 @@ pub(super) fn vm_answer(set: u8, c: u8) -> Vec<u8> {
 }
 
 #[derive(Default)]
-pub(super) struct Run {
-    pub(super) to_near: Vec<u8>,
-    pub(super) to_vm: Vec<u8>,
+pub(crate) struct Run {
+    pub(crate) to_near: Vec<u8>,
+    pub(crate) to_vm: Vec<u8>,
     /// Where in `to_near` each set of answers came, and the answers.
-    pub(super) gathered: Vec<(usize, Answers)>,
+    pub(crate) gathered: Vec<(usize, Answers)>,
 }
 
 /// What the relay gave, into `run`: bytes each way, and where each set of answers came.
-pub(super) fn record(outs: Vec<Out>, run: &mut Run) {
+pub(crate) fn record(outs: Vec<Out>, run: &mut Run) {
     for o in outs {
         match o {
             Out::ToNear(b) => run.to_near.extend_from_slice(&b),
@@ -88,7 +88,7 @@ pub(super) fn record(outs: Vec<Out>, run: &mut Run) {
 
 /// The VM reads the whole commands that came since `seen` (after the near side's
 /// handshake) and queues its answers to the relay's own ids.
-pub(super) fn answer_own(run: &Run, seen: &mut usize, queue: &mut Vec<u8>) {
+pub(crate) fn answer_own(run: &Run, seen: &mut usize, queue: &mut Vec<u8>) {
     let after_hs = run.to_vm.get(HANDSHAKE.len()..).unwrap_or(&[]);
     let mut b = &after_hs[(*seen).min(after_hs.len())..];
     while let Some(h) = Header::parse(b) {
@@ -106,7 +106,7 @@ pub(super) fn answer_own(run: &Run, seen: &mut usize, queue: &mut Vec<u8>) {
 /// Drives a relay: the near side sends `near` (cut at `near_cut`), the VM sends its handshake
 /// and, once everything so far is answered, `vm_script` (cut into pieces of the sizes in
 /// `cuts`, in turn), answering jdwpmux's own commands after what it had queued.
-pub(super) fn drive(near: &[u8], near_cut: usize, vm_script: &[u8], cuts: &[usize]) -> Run {
+pub(crate) fn drive(near: &[u8], near_cut: usize, vm_script: &[u8], cuts: &[usize]) -> Run {
     let now = Instant::now();
     let mut relay = Relay::new(true, Limits::default());
     let mut run = Run::default();
@@ -145,13 +145,13 @@ pub(super) fn drive(near: &[u8], near_cut: usize, vm_script: &[u8], cuts: &[usiz
     run
 }
 
-pub(super) fn near_bytes() -> Vec<u8> {
+pub(crate) fn near_bytes() -> Vec<u8> {
     [&HANDSHAKE[..], &cmd(5, 1, 1, &[]), &cmd(6, 11, 1, &THREAD.to_be_bytes())].concat()
 }
 
 /// A gathering relay past the handshake and its id sizes (answered `vm_answer(1, 7)`), and
 /// what it gave so far (nothing to the near side after the handshake).
-pub(super) fn past_sizes(now: Instant) -> (Relay, Run) {
+pub(crate) fn past_sizes(now: Instant) -> (Relay, Run) {
     let mut relay = Relay::new(true, Limits::default());
     let mut run = Run::default();
     record(relay.from_near(&HANDSHAKE[..], now), &mut run);
@@ -164,14 +164,14 @@ pub(super) fn past_sizes(now: Instant) -> (Relay, Run) {
 
 /// A relay past its handshake and its first sizes command, and what it has sent the VM so
 /// far: for tests of where its own commands land among the near side's bytes.
-pub(super) struct ToVm {
+pub(crate) struct ToVm {
     relay: Relay,
     now: Instant,
-    pub(super) sent: Vec<u8>,
+    pub(crate) sent: Vec<u8>,
 }
 
 impl ToVm {
-    pub(super) fn past_sizes() -> ToVm {
+    pub(crate) fn past_sizes() -> ToVm {
         let mut t = ToVm { relay: Relay::new(true, Limits::default()), now: Instant::now(), sent: Vec::new() };
         t.near(&HANDSHAKE[..]);
         t.vm(&HANDSHAKE[..]);
@@ -188,18 +188,18 @@ impl ToVm {
         }
     }
 
-    pub(super) fn near(&mut self, b: &[u8]) {
+    pub(crate) fn near(&mut self, b: &[u8]) {
         let outs = self.relay.from_near(b, self.now);
         self.take(outs);
     }
 
-    pub(super) fn vm(&mut self, b: &[u8]) {
+    pub(crate) fn vm(&mut self, b: &[u8]) {
         let outs = self.relay.from_vm(b, self.now);
         self.take(outs);
     }
 
     /// (id, command set, command) of each packet sent to the VM after the handshake.
-    pub(super) fn kinds(&self) -> Vec<(u32, u8, u8)> {
+    pub(crate) fn kinds(&self) -> Vec<(u32, u8, u8)> {
         packets(&self.sent[HANDSHAKE.len()..]).iter().filter_map(|p| Header::parse(p)).map(|h| (h.id, h.cmd_set(), h.cmd())).collect()
     }
 }
@@ -207,7 +207,7 @@ impl ToVm {
 /// A relay past both handshakes and its id sizes, then the near side's `commands`; the VM
 /// answers the relay's own commands at once and then sends `replies`. Everything sent to
 /// the near side after the handshake, and where each set of answers came in it.
-pub(super) fn after_sizes(commands: &[u8], replies: &[u8]) -> Run {
+pub(crate) fn after_sizes(commands: &[u8], replies: &[u8]) -> Run {
     let now = Instant::now();
     let mut relay = Relay::new(true, Limits::default());
     let mut run = Run::default();

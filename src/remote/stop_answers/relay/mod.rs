@@ -198,6 +198,20 @@ impl Relay {
         }
     }
 
+    /// A relay over a connection whose handshake both ends made already (the session's own
+    /// VM connection, `session::local_stops`): what it sends the VM at once (its
+    /// IDSizes, when gathering) is returned.
+    pub fn handshaken(gather: bool, limits: Limits) -> (Relay, Vec<Out>) {
+        let mut relay = Relay::new(gather, limits);
+        relay.near_handshake_left = 0;
+        relay.vm_handshake_left = 0;
+        let mut out = Vec::new();
+        if gather {
+            relay.sizes_id = Some(relay.send_own(&mut out, &Key::new(1, 7, Vec::new())));
+        }
+        (relay, out)
+    }
+
     /// The near side let go of the connection, which closes after what this returns: a
     /// VirtualMachine.Resume for each VM-wide suspension the agent still counts
     /// ([`VmWide`]), unless the near side's last packet was cut short (the VM would read
@@ -371,7 +385,7 @@ impl Relay {
 }
 
 #[cfg(test)]
-mod harness;
+pub(crate) mod harness;
 #[cfg(test)]
 mod invoke_tests;
 #[cfg(test)]
