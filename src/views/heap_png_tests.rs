@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::super::heap_layout::layout_with;
-use super::super::palette::{colour, Paint, BACKGROUND, GAP_COLOUR, TEXT};
+use super::super::palette::{colour, Paint, BACKGROUND, FRAME, GAP_COLOUR, TEXT};
 use super::*;
 use crate::ddm::{HeapMapBuilder, HeapSegment, HeapState, Run};
 
@@ -279,6 +279,45 @@ fn oversized_images_are_refused() {
     assert_eq!(err.to_string(), "image of 0x1 pixels is empty or exceeds 4096x4096");
 }
 
+/// Pixel by pixel, as a reference for the block copies of `Image::new` and `fill_rect`.
+fn fill_naive(img: &mut Image, x: u32, y: u32, w: u32, h: u32, c: [u8; 3]) {
+    for py in y..y.saturating_add(h).min(img.height) {
+        for px in x..x.saturating_add(w).min(img.width) {
+            let i = (py as usize * img.width as usize + px as usize) * 3;
+            img.rgb[i..i + 3].copy_from_slice(&c);
+        }
+    }
+}
+
+#[test]
+fn new_image_is_all_fill() {
+    for (w, h) in [(0, 0), (1, 1), (3, 5), (512, 330)] {
+        let img = Image::new(w, h, [1, 2, 3]);
+        assert_eq!(img.rgb.len(), w as usize * h as usize * 3);
+        assert!(img.rgb.chunks_exact(3).all(|p| p == [1, 2, 3]), "{w}x{h}");
+    }
+}
+
+#[test]
+fn fill_rect_clips_at_every_edge() {
+    let mut img = Image::new(5, 4, BACKGROUND);
+    img.fill_rect(3, 2, 10, 10, TEXT);
+    img.fill_rect(u32::MAX, 0, 3, 3, GAP_COLOUR);
+    img.fill_rect(0, 0, u32::MAX, 1, GAP_COLOUR);
+    img.fill_rect(1, 1, 0, 3, TEXT);
+    let mut want = Image::new(5, 4, BACKGROUND);
+    fill_naive(&mut want, 3, 2, 2, 2, TEXT);
+    fill_naive(&mut want, 0, 0, 5, 1, GAP_COLOUR);
+    assert_eq!(img, want);
+    // An image whose buffer is short of its size: rows past its end are left out.
+    let mut short = Image { width: 4, height: 4, rgb: vec![0; 4 * 3 * 2 + 6] };
+    short.fill_rect(1, 0, 2, 4, TEXT);
+    let row = |r: &[u8]| r.chunks_exact(3).map(|p| p == TEXT).collect::<Vec<_>>();
+    assert_eq!(row(&short.rgb[..12]), [false, true, true, false]);
+    assert_eq!(row(&short.rgb[12..24]), [false, true, true, false]);
+    assert_eq!(row(&short.rgb[24..]), [false, false]);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -310,5 +349,47 @@ proptest! {
             }
         }
         prop_assert_eq!(drawn, l.cells.div_ceil(l.units_per_pixel));
+    }
+
+    /// Rectangles anywhere, clipped or not, fill exactly the pixels a pixel-by-pixel fill does.
+    #[test]
+    fn fill_rect_is_the_pixel_by_pixel_fill(
+        (w, h) in (1u32..40, 1u32..20),
+        rects in prop::collection::vec((0u32..50, 0u32..30, 0u32..50, 0u32..30, 0u8..=255), 1..8),
+    ) {
+        let (mut img, mut want) = (Image::new(w, h, BACKGROUND), Image::new(w, h, BACKGROUND));
+        for (x, y, rw, rh, v) in rects {
+            img.fill_rect(x, y, rw, rh, [v, v ^ 0x55, 7]);
+            fill_naive(&mut want, x, y, rw, rh, [v, v ^ 0x55, 7]);
+        }
+        prop_assert_eq!(img, want);
+    }
+
+    /// Every image pixel of the map area, not only each square's corner, shows the paint of
+    /// its cell (runs drawn as bands of squares cover whole squares and nothing else).
+    #[test]
+    fn every_map_pixel_shows_its_cell(
+        runs in prop::collection::vec((0u8..=255, 1u32..40), 1..30),
+        gap in 0u32..4000,
+        max_side in 2u32..12,
+    ) {
+        let first = seg(0x1000, &runs);
+        let second = seg(0x1000 + first.length_units * 8 + gap, &runs[..runs.len() / 2]);
+        let map = build(false, vec![first, second]);
+        let l = layout_with(&map, max_side);
+        let img = render_layout(&l);
+        for (row, col) in (0..l.rows).flat_map(|r| (0..l.columns).map(move |c| (r, c))) {
+            let (x0, y0) = (l.map_origin.0 + col * l.scale, l.map_origin.1 + row * l.scale);
+            let want = l.paint_at(x0, y0).map_or(BACKGROUND, |p| p.colour());
+            for (x, y) in (y0..y0 + l.scale).flat_map(|y| (x0..x0 + l.scale).map(move |x| (x, y))) {
+                prop_assert_eq!(img.pixel(x, y), Some(want), "({}, {})", x, y);
+            }
+        }
+        // The frame just outside the map is whole.
+        let (w, h) = l.map_size();
+        for x in l.map_origin.0 - 1..=l.map_origin.0 + w {
+            prop_assert_eq!(img.pixel(x, l.map_origin.1 - 1), Some(FRAME));
+            prop_assert_eq!(img.pixel(x, l.map_origin.1 + h), Some(FRAME));
+        }
     }
 }
