@@ -63,7 +63,7 @@ fn feed<'a>(pieces: impl Iterator<Item = &'a [u8]>) -> (HostView, Result<usize, 
         let from = buf.len().saturating_sub(end.len());
         buf.extend_from_slice(piece);
         // As the shell scan does: records are parsed when one may have ended, not per read.
-        if buf[from..].windows(end.len()).any(|w| w == end.as_bytes()) {
+        if wire::find(&buf[from..], end.as_bytes()).is_some() {
             if let Err(e) = take_all(&mut view, &mut buf, &mut rounds) {
                 return (view, Err(e));
             }

@@ -204,7 +204,7 @@ fn link_line(path: &str) -> String {
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    super::wire::find(hay, needle).is_some()
 }
 
 /// The name /etc/passwd gives a uid.

@@ -84,7 +84,7 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> ShellScan<W, R> {
         let end = format!("\n@@{nonce}\n");
         loop {
             let from = self.searched.saturating_sub(end.len());
-            let ended = self.buf[from..].windows(end.len()).any(|w| w == end.as_bytes());
+            let ended = super::wire::find(&self.buf[from..], end.as_bytes()).is_some();
             if ended || self.buf.len() > super::wire::MAX_RECORD + super::wire::MAX_HEADER * 2 {
                 let done = super::take_records(&mut self.view, &mut self.buf, nonce)?;
                 if done {

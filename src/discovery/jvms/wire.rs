@@ -82,8 +82,19 @@ fn header(line: &[u8]) -> Option<(&str, &str)> {
     (ok_tag && ok_arg).then_some((tag, arg))
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+/// Where `needle` first occurs in `hay` (an empty needle at 0). Compares only where the
+/// needle's first byte is: the end marker starts with a newline, so a body is compared once
+/// a line, not once a byte.
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let Some(&first) = needle.first() else { return Some(0) };
+    let mut at = 0;
+    while let Some(i) = hay.get(at..)?.iter().position(|b| *b == first) {
+        if hay[at + i..].starts_with(needle) {
+            return Some(at + i);
+        }
+        at += i + 1;
+    }
+    None
 }
 
 /// Random bytes in a round's nonce: 128 bits nobody outside the daemon can guess.
@@ -131,6 +142,21 @@ mod tests {
         assert_eq!((r[0].tag, r[0].pid(), r[0].body), ("cmdline", Some(42), &b"java\0-cp\0.\0Main\0"[..]));
         assert_eq!(r[1].body, b"line\n@@n2\nmore @@n1\n@@n1x", "another nonce, or ours not on a line of its own, is data");
         assert_eq!((r[2].tag, r[2].body), ("done", &b""[..]));
+    }
+
+    #[test]
+    fn find_is_the_first_occurrence() {
+        let naive = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+        let hays: [&[u8]; 7] = [b"", b"\n", b"\n@@n", b"\n@@n\n", b"a\n\n@@n\n@@n\nb", b"\n@@\n@@n\n", b"x\n@@m\ny\n@@n"];
+        for hay in hays {
+            for needle in [&b"\n@@n\n"[..], b"\n", b"@@", b"n\nb", b"\n@@n\n@@n\nb!"] {
+                assert_eq!(find(hay, needle), naive(hay, needle), "{hay:?} {needle:?}");
+            }
+            assert_eq!(find(hay, b""), Some(0));
+        }
+        let mut body = b"line\n".repeat(1000);
+        body.extend_from_slice(b"\n@@n\n");
+        assert_eq!(find(&body, b"\n@@n\n"), Some(5000));
     }
 
     #[test]
