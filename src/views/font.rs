@@ -96,17 +96,26 @@ pub fn text_width(text: &str, scale: u32) -> u32 {
 /// top-left corner of the first glyph. The caller clips.
 pub fn for_each_pixel(text: &str, scale: u32, mut put: impl FnMut(u32, u32)) {
     let scale = scale.max(1);
+    for_each_dot(text, scale, |x, y| {
+        for sy in 0..scale {
+            for sx in 0..scale {
+                put(x.saturating_add(sx), y + sy);
+            }
+        }
+    });
+}
+
+/// Calls `put(dx, dy)` with the top-left image pixel of every lit font pixel of `text`, a
+/// square of `scale` (at least 1) image pixels a side, relative to the top-left corner of the
+/// first glyph. The caller clips.
+pub fn for_each_dot(text: &str, scale: u32, mut put: impl FnMut(u32, u32)) {
+    let scale = scale.max(1);
     let mut x0: u32 = 0;
     for c in text.chars() {
         for (row, bits) in (0u32..).zip(glyph(c)) {
             for col in 0..GLYPH_W {
-                if bits & (1 << (GLYPH_W - 1 - col)) == 0 {
-                    continue;
-                }
-                for sy in 0..scale {
-                    for sx in 0..scale {
-                        put(x0.saturating_add((col * scale) + sx), row * scale + sy);
-                    }
+                if bits & (1 << (GLYPH_W - 1 - col)) != 0 {
+                    put(x0.saturating_add(col * scale), row * scale);
                 }
             }
         }

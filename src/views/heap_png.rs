@@ -71,17 +71,9 @@ impl Image {
 
     /// Draws `text` with its top-left glyph corner at (x, y), clipped to the image.
     pub fn text(&mut self, x: u32, y: u32, text: &str, scale: u32, c: [u8; 3]) {
-        let (w, h) = (self.width, self.height);
-        let rgb = &mut self.rgb;
-        font::for_each_pixel(text, scale, |dx, dy| {
-            let (px, py) = (x.saturating_add(dx), y.saturating_add(dy));
-            if px < w && py < h {
-                let i = (py as usize * w as usize + px as usize) * 3;
-                if let Some(p) = rgb.get_mut(i..i + 3) {
-                    p.copy_from_slice(&c);
-                }
-            }
-        });
+        // One square per lit font pixel, not one call per image pixel.
+        let side = scale.max(1);
+        font::for_each_dot(text, side, |dx, dy| self.fill_rect(x.saturating_add(dx), y.saturating_add(dy), side, side, c));
     }
 }
 

@@ -318,6 +318,23 @@ fn fill_rect_clips_at_every_edge() {
     assert_eq!(row(&short.rgb[24..]), [false, false]);
 }
 
+/// Text drawn a square per lit font pixel is the text drawn pixel by pixel, clipped alike.
+#[test]
+fn text_is_drawn_as_its_font_pixels() {
+    for (x, y, scale) in [(0, 0, 0), (3, 2, 1), (5, 1, 2), (30, 10, 3), (38, 17, 4), (u32::MAX - 5, 0, 2), (0, u32::MAX, 2)] {
+        let mut img = Image::new(40, 20, BACKGROUND);
+        img.text(x, y, "HEAP 1: 42% (x)", scale, TEXT);
+        let mut want = Image::new(40, 20, BACKGROUND);
+        font::for_each_pixel("HEAP 1: 42% (x)", scale, |dx, dy| {
+            let (px, py) = (x.saturating_add(dx), y.saturating_add(dy));
+            if px < want.width && py < want.height {
+                fill_naive(&mut want, px, py, 1, 1, TEXT);
+            }
+        });
+        assert_eq!(img, want, "at ({x}, {y}) scale {scale}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
